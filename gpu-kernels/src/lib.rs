@@ -1,0 +1,15 @@
+//! The reference programs' kernels: add-list, smooth, integrate2d (per-row and shared-memory
+//! reduction), quicksort and tiled matmul. `build.rs` compiles them to PTX; the CPU backend runs
+//! them everywhere.
+
+pub mod add_list;
+pub mod integrate;
+pub mod matmul;
+pub mod quicksort;
+pub mod stencil;
+
+pub use add_list::add;
+pub use integrate::{integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};
+pub use matmul::{matmul_tiled, TPB};
+pub use quicksort::{qs_copy_back, qs_count, qs_scatter, qs_sort_small};
+pub use stencil::smooth;

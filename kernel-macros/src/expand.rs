@@ -1,0 +1,251 @@
+//! Expansion: each `#[kernel]` becomes a device entry point (for nvptx64), a typed host
+//! launcher named like the kernel, and the body the CPU backend runs.
+
+use crate::params::Kind;
+use crate::rewrite::{self, Scope};
+use crate::validate::{DeviceFn, Kernel};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+
+pub fn kernel(k: Kernel) -> TokenStream {
+    let Kernel {
+        options,
+        func,
+        params,
+        body,
+        layout,
+    } = k;
+    let name = &func.sig.ident;
+    let name_str = name.to_string();
+    let vis = &func.vis;
+    let block = &func.block;
+    let check = options.boundscheck;
+    let barriers = options.barriers || body.barriers;
+    let docs: Vec<_> = func
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+
+    // The static shared-memory layout, computed and checked at compile time.
+    let nshared = body.shared.len();
+    let entries = body.shared.iter().map(|d| {
+        let elem = &d.elem;
+        let dims = &d.dims;
+        quote!((::core::mem::size_of::<#elem>() #(* ((#dims) as usize))*, ::core::mem::align_of::<#elem>()))
+    });
+    let too_big = format!("kernel `{name_str}`: its static shared arrays take more than 48 KiB");
+    let layout_items = quote! {
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        const #layout: ([usize; #nshared], usize) = ::kernel_runtime::__rt::layout::<#nshared>([#(#entries),*]);
+        const _: () = ::core::assert!(#layout.1 <= ::kernel_runtime::__rt::STATIC_LIMIT, #too_big);
+    };
+
+    // Every element and by-value type must be plain device data; the error points at the type.
+    let type_checks = params.iter().filter_map(|p| {
+        let ty = match &p.kind {
+            Kind::Array { elem, .. } => elem,
+            Kind::Struct(ty) | Kind::Scalar(ty) => ty,
+        };
+        Some(quote_spanned! {p.ty_span=>
+            const _: () = ::kernel_runtime::__rt::assert_device_copy::<#ty>();
+        })
+    });
+
+    let view_type = |rank: usize, mutable: bool| {
+        let v = match (rank, mutable) {
+            (1, false) => "View1",
+            (1, true) => "View1Mut",
+            (2, false) => "View2",
+            (2, true) => "View2Mut",
+            (3, false) => "View3",
+            _ => "View3Mut",
+        };
+        format_ident!("{}", v)
+    };
+
+    // Host launcher: argument types, views, devices to check.
+    let mut arg_tys = Vec::new();
+    let mut host_views = Vec::new();
+    let mut arrays = Vec::new();
+    let mut rebinds = Vec::new();
+    let mut ptx_params = Vec::new();
+    let mut device_views = Vec::new();
+    for p in &params {
+        let n = &p.name;
+        let n_str = n.to_string();
+        match &p.kind {
+            Kind::Array {
+                rank,
+                mutable,
+                elem,
+            } => {
+                let ix = format_ident!("Ix{}", rank);
+                let view = view_type(*rank, *mutable);
+                let (amp, ptr) = if *mutable {
+                    (quote!(&mut), quote!(__ptr_mut))
+                } else {
+                    (quote!(&), quote!(__ptr))
+                };
+                arg_tys.push(quote!(#amp ::kernel_runtime::DeviceArray<#elem, ::kernel_runtime::ndarray::#ix>));
+                host_views.push(quote! {
+                    // SAFETY: the view covers the array, which the launch borrows until the
+                    // CPU backend has run every thread.
+                    let #n = unsafe {
+                        ::kernel_runtime::#view::<#elem, #check>::from_raw(#n.#ptr(), #n.__dims::<#rank>(), #n_str)
+                    };
+                });
+                arrays.push(quote!((#n_str, #n.device())));
+                let mutability = if *mutable { quote!(mut) } else { quote!() };
+                rebinds.push(quote!(#[allow(unused_mut)] let #mutability #n = #n;));
+                let ptr_name = format_ident!("{}__ptr", n);
+                let dims: Vec<_> = (0..*rank).map(|d| format_ident!("{}__d{}", n, d)).collect();
+                ptx_params.push(quote!(#ptr_name: *mut #elem #(, #dims: usize)*));
+                device_views.push(quote! {
+                    #[allow(unused_mut)]
+                    let #mutability #n = unsafe {
+                        ::kernel_runtime::#view::<#elem, #check>::from_raw(#ptr_name, [#(#dims),*], #n_str)
+                    };
+                });
+            }
+            Kind::Scalar(ty) | Kind::Struct(ty) => {
+                arg_tys.push(quote!(#ty));
+                let m = user_mut(&func, n);
+                rebinds.push(quote!(#[allow(unused_mut)] let #m #n = #n;));
+                ptx_params.push(quote!(#n: #ty));
+                device_views.push(quote!(#[allow(unused_mut)] let #m #n = #n;));
+            }
+        }
+    }
+    let names: Vec<_> = params.iter().map(|p| &p.name).collect();
+    let (args_ty, destructure) = if params.len() == 1 {
+        let t = &arg_tys[0];
+        let n = names[0];
+        (quote!(#t), quote!(let #n = args;))
+    } else {
+        (
+            quote!((#(#arg_tys,)*)),
+            quote!(#[allow(unused_variables)] let (#(#names,)*) = args;),
+        )
+    };
+
+    let ptx = match std::env::var_os("OUT_DIR") {
+        Some(dir) => {
+            let path = std::path::Path::new(&dir).join("kernel_ptx.txt");
+            match path.to_str() {
+                Some(p) if path.is_file() => {
+                    quote!(::core::option::Option::Some(::core::include_str!(#p)))
+                }
+                _ => quote!(::core::option::Option::None),
+            }
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let ctx_binding = rewrite::ctx_binding(Scope::Kernel);
+
+    quote! {
+        #layout_items
+        #(#type_checks)*
+
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        #[allow(non_snake_case, unused_unsafe, clippy::missing_safety_doc)]
+        #vis unsafe extern "ptx-kernel" fn #name(#(#ptx_params),*) {
+            #[allow(unused_variables)]
+            let __kctx = ::kernel_runtime::Ctx;
+            #ctx_binding
+            #(#device_views)*
+            #block
+        }
+
+        #(#docs)*
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug)]
+        #vis struct #name;
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl #name {
+            /// The kernel's name: its PTX entry point.
+            pub const NAME: &'static str = #name_str;
+            /// The bytes of static shared memory its `shared_array!`s take.
+            pub const STATIC_SHARED_BYTES: usize = #layout.1;
+            /// Whether the CPU backend runs its threads as coroutines meeting at barriers.
+            pub const USES_BARRIERS: bool = #barriers;
+
+            /// The PTX module holding this kernel (its crate's kernels), when the crate's
+            /// `build.rs` compiled one.
+            pub fn ptx(&self) -> ::core::option::Option<&'static str> {
+                #ptx
+            }
+
+            /// Launches `blocks` blocks of `threads` threads (each an integer or a tuple of
+            /// two or three), as Numba's `kernel[blocks, threads](args)`.
+            pub fn launch(
+                &self,
+                blocks: impl ::kernel_runtime::IntoDim3,
+                threads: impl ::kernel_runtime::IntoDim3,
+                args: #args_ty,
+            ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
+                let config = ::kernel_runtime::LaunchConfig::new(blocks, threads).map_err(|reason| {
+                    ::kernel_runtime::Error::InvalidLaunch { kernel: Self::NAME, reason }
+                })?;
+                self.launch_with(config, args)
+            }
+
+            /// Launches with a full configuration: dynamic shared memory, explicit device.
+            pub fn launch_with(
+                &self,
+                config: ::kernel_runtime::LaunchConfig,
+                args: #args_ty,
+            ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
+                #destructure
+                let __device = ::kernel_runtime::__rt::launch_device(Self::NAME, &config, &[#(#arrays),*])?;
+                config
+                    .validate(__device.limits(), Self::STATIC_SHARED_BYTES)
+                    .map_err(|reason| ::kernel_runtime::Error::InvalidLaunch { kernel: Self::NAME, reason })?;
+                let __spec = ::kernel_runtime::__rt::LaunchSpec {
+                    kernel: Self::NAME,
+                    grid: config.grid,
+                    block: config.block,
+                    shared_bytes: ::kernel_runtime::__rt::align_up(Self::STATIC_SHARED_BYTES, 16)
+                        + config.dynamic_shared_bytes,
+                    barriers: Self::USES_BARRIERS,
+                };
+                #(#host_views)*
+                ::kernel_runtime::__rt::run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
+                    #(#rebinds)*
+                    #block
+                })
+                .map_err(|message| ::kernel_runtime::Error::KernelFault { kernel: Self::NAME, message })
+            }
+        }
+    }
+}
+
+fn user_mut(func: &syn::ItemFn, name: &syn::Ident) -> TokenStream {
+    for arg in &func.sig.inputs {
+        if let syn::FnArg::Typed(pt) = arg {
+            if let syn::Pat::Ident(pi) = &*pt.pat {
+                if &pi.ident == name && pi.mutability.is_some() {
+                    return quote!(mut);
+                }
+            }
+        }
+    }
+    quote!()
+}
+
+pub fn device(d: DeviceFn) -> TokenStream {
+    let DeviceFn { mut func, body } = d;
+    if body.uses_ctx {
+        let binding = rewrite::ctx_binding(Scope::Device);
+        let block = &func.block;
+        func.block = syn::parse_quote!({ #binding #block });
+    }
+    quote! {
+        #[inline]
+        #func
+    }
+}

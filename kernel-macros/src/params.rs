@@ -1,0 +1,219 @@
+//! Kernel parameters: which Rust types a kernel may take and what each becomes.
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{FnArg, GenericArgument, Ident, Pat, PathArguments, Type};
+
+/// What a parameter is, for lowering.
+pub enum Kind {
+    /// An array view: `&[T]`, `&mut [T]`, `&Array2<T>`, ...
+    Array {
+        rank: usize,
+        mutable: bool,
+        elem: Type,
+    },
+    /// A primitive scalar, by value.
+    Scalar(Type),
+    /// A `DeviceCopy` struct, by value.
+    Struct(Type),
+}
+
+/// One kernel parameter.
+pub struct Param {
+    pub name: Ident,
+    pub kind: Kind,
+    pub ty_span: Span,
+}
+
+const PRIMITIVES: &[&str] = &[
+    "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize", "f32", "f64", "bool",
+];
+const HEAP_TYPES: &[&str] = &[
+    "Vec", "String", "Box", "Rc", "Arc", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque",
+    "Cow",
+];
+const ARRAY_TYPES: &[(&str, usize)] = &[
+    ("Array1", 1),
+    ("ArrayView1", 1),
+    ("ArrayViewMut1", 1),
+    ("View1", 1),
+    ("View1Mut", 1),
+    ("Array2", 2),
+    ("ArrayView2", 2),
+    ("ArrayViewMut2", 2),
+    ("View2", 2),
+    ("View2Mut", 2),
+    ("Array3", 3),
+    ("ArrayView3", 3),
+    ("ArrayViewMut3", 3),
+    ("View3", 3),
+    ("View3Mut", 3),
+];
+
+const ACCEPTED: &str =
+    "kernels take scalars, `#[repr(C)]` structs deriving `DeviceCopy`, and arrays \
+     (`&[T]`, `&mut [T]`, `&Array2<T>`, `&mut Array3<T>`, ...)";
+
+pub fn parse(arg: &FnArg) -> syn::Result<Param> {
+    let pt = match arg {
+        FnArg::Receiver(r) => {
+            return Err(syn::Error::new_spanned(
+                r,
+                "a kernel is a free function: it cannot take `self`",
+            ))
+        }
+        FnArg::Typed(pt) => pt,
+    };
+    let name = match &*pt.pat {
+        Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => pi.ident.clone(),
+        other => {
+            return Err(syn::Error::new_spanned(
+                other,
+                "kernel parameters must be plain names (no patterns)",
+            ))
+        }
+    };
+    let kind = classify(&pt.ty)?;
+    Ok(Param {
+        name,
+        kind,
+        ty_span: pt.ty.span(),
+    })
+}
+
+fn last_ident(ty: &Type) -> Option<(String, &syn::PathSegment)> {
+    match ty {
+        Type::Path(tp) if tp.qself.is_none() => {
+            let seg = tp.path.segments.last()?;
+            Some((seg.ident.to_string(), seg))
+        }
+        _ => None,
+    }
+}
+
+fn single_type_arg(seg: &syn::PathSegment) -> Option<Type> {
+    match &seg.arguments {
+        PathArguments::AngleBracketed(a) if a.args.len() == 1 => match a.args.first()? {
+            GenericArgument::Type(t) => Some(t.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn classify(ty: &Type) -> syn::Result<Kind> {
+    match ty {
+        Type::Paren(p) => classify(&p.elem),
+        Type::Group(g) => classify(&g.elem),
+        Type::Reference(r) => {
+            let mutable = r.mutability.is_some();
+            match &*r.elem {
+                Type::Slice(s) => Ok(Kind::Array {
+                    rank: 1,
+                    mutable,
+                    elem: element(&s.elem)?,
+                }),
+                Type::Reference(_) => Err(syn::Error::new_spanned(
+                    ty,
+                    format!("a reference to a reference cannot be a kernel parameter; {ACCEPTED}"),
+                )),
+                inner => {
+                    if let Some((name, seg)) = last_ident(inner) {
+                        if let Some(&(_, rank)) = ARRAY_TYPES.iter().find(|(n, _)| *n == name) {
+                            let elem = single_type_arg(seg).ok_or_else(|| {
+                                syn::Error::new_spanned(
+                                    inner,
+                                    format!("`{name}` takes one element type: `{name}<f32>`"),
+                                )
+                            })?;
+                            return Ok(Kind::Array {
+                                rank,
+                                mutable,
+                                elem: element(&elem)?,
+                            });
+                        }
+                        if name == "str" || name == "String" {
+                            return Err(syn::Error::new_spanned(
+                                ty,
+                                format!("strings cannot be kernel parameters; {ACCEPTED}"),
+                            ));
+                        }
+                        if HEAP_TYPES.contains(&name.as_str()) {
+                            return Err(heap_error(inner, &name));
+                        }
+                    }
+                    Err(syn::Error::new_spanned(
+                        ty,
+                        "pass scalars and structs to a kernel by value (`T`, not `&T`); \
+                         only arrays are passed by reference",
+                    ))
+                }
+            }
+        }
+        Type::Path(_) => {
+            let (name, seg) = last_ident(ty).ok_or_else(|| unsupported(ty))?;
+            if HEAP_TYPES.contains(&name.as_str()) {
+                return Err(heap_error(ty, &name));
+            }
+            if ARRAY_TYPES.iter().any(|(n, _)| *n == name) {
+                return Err(syn::Error::new_spanned(
+                    ty,
+                    format!(
+                        "pass arrays by reference: `&{name}<T>` to read, `&mut {name}<T>` to write"
+                    ),
+                ));
+            }
+            if PRIMITIVES.contains(&name.as_str()) && seg.arguments.is_none() {
+                return Ok(Kind::Scalar(ty.clone()));
+            }
+            if !seg.arguments.is_none() {
+                return Err(syn::Error::new_spanned(
+                    ty,
+                    format!("generic type `{name}<..>` cannot be a kernel parameter; {ACCEPTED}"),
+                ));
+            }
+            Ok(Kind::Struct(ty.clone()))
+        }
+        Type::Ptr(_) => Err(syn::Error::new_spanned(
+            ty,
+            format!("raw pointers cannot be kernel parameters; {ACCEPTED}"),
+        )),
+        Type::Array(_) => Err(syn::Error::new_spanned(
+            ty,
+            "fixed-size arrays cannot be passed by value; wrap them in a `#[repr(C)]` struct \
+             deriving `DeviceCopy`, or pass a `&[T]`",
+        )),
+        _ => Err(unsupported(ty)),
+    }
+}
+
+fn element(ty: &Type) -> syn::Result<Type> {
+    match ty {
+        Type::Path(_) => {
+            if let Some((name, _)) = last_ident(ty) {
+                if HEAP_TYPES.contains(&name.as_str()) {
+                    return Err(heap_error(ty, &name));
+                }
+            }
+            Ok(ty.clone())
+        }
+        _ => Err(syn::Error::new_spanned(
+            ty,
+            "array elements must be primitive numbers, `bool` or `DeviceCopy` structs",
+        )),
+    }
+}
+
+fn heap_error(ty: &Type, name: &str) -> syn::Error {
+    syn::Error::new_spanned(
+        ty,
+        format!(
+            "`{name}` cannot be a kernel parameter: kernels have no heap; copy the data to the \
+             device (`dev.to_device(..)`) and take it as `&[T]` or `&mut [T]`"
+        ),
+    )
+}
+
+fn unsupported(ty: &Type) -> syn::Error {
+    syn::Error::new_spanned(ty, format!("unsupported kernel parameter type; {ACCEPTED}"))
+}

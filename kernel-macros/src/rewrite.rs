@@ -1,0 +1,391 @@
+//! The body pass shared by `#[kernel]` and `#[device]`: rewrites `grid(n)`, `thread_idx()`,
+//! `shared_array![..]` and friends, notices barriers, and rejects what a `no_std` device cannot
+//! do, each with an error at the offending span.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use std::collections::HashSet;
+use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::visit_mut::{self, VisitMut};
+use syn::{Block, Expr, ExprCall, ExprMacro, Local, Macro, Pat, Stmt, Token, Type};
+
+/// A static shared array found in a kernel body.
+pub struct SharedDecl {
+    pub elem: Type,
+    pub dims: Vec<Expr>,
+}
+
+/// What the pass found.
+pub struct Rewritten {
+    pub uses_ctx: bool,
+    pub barriers: bool,
+    pub shared: Vec<SharedDecl>,
+}
+
+/// Where the body lives: kernels may declare shared memory, device functions may not.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Kernel,
+    Device,
+}
+
+const STD_MACROS: &[&str] = &[
+    "println",
+    "print",
+    "eprintln",
+    "eprint",
+    "format",
+    "vec",
+    "dbg",
+    "format_args_nl",
+];
+const HEAP_PATHS: &[&str] = &[
+    "Vec", "String", "Box", "Rc", "Arc", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque",
+];
+
+struct Pass {
+    scope: Scope,
+    layout: syn::Ident,
+    locals: HashSet<String>,
+    out: Rewritten,
+    errors: Vec<syn::Error>,
+    pending_name: Option<String>,
+}
+
+/// Rewrites `block` in place. `layout` names the kernel's shared-layout constant; `params` are
+/// the parameter names (runtime values, never valid as shared array sizes).
+pub fn rewrite(
+    block: &mut Block,
+    scope: Scope,
+    layout: syn::Ident,
+    params: &[String],
+) -> syn::Result<Rewritten> {
+    let mut locals: HashSet<String> = params.iter().cloned().collect();
+    let mut collect = LocalNames(&mut locals);
+    collect.visit_block(block);
+    let mut pass = Pass {
+        scope,
+        layout,
+        locals,
+        out: Rewritten {
+            uses_ctx: false,
+            barriers: false,
+            shared: Vec::new(),
+        },
+        errors: Vec::new(),
+        pending_name: None,
+    };
+    pass.visit_block_mut(block);
+    let mut errors = pass.errors.into_iter();
+    match errors.next() {
+        None => Ok(pass.out),
+        Some(mut first) => {
+            for e in errors {
+                first.combine(e);
+            }
+            Err(first)
+        }
+    }
+}
+
+struct LocalNames<'a>(&'a mut HashSet<String>);
+impl<'ast> Visit<'ast> for LocalNames<'_> {
+    fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+        self.0.insert(p.ident.to_string());
+        syn::visit::visit_pat_ident(self, p);
+    }
+    fn visit_item(&mut self, _: &'ast syn::Item) {}
+}
+
+fn single_ident(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+            Some(p.path.segments[0].ident.to_string())
+        }
+        _ => None,
+    }
+}
+
+fn macro_name(m: &Macro) -> String {
+    m.path
+        .segments
+        .last()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default()
+}
+
+/// `shared_array![T; N]` or `shared_array![T; [R, C]]`.
+struct SharedArgs {
+    elem: Type,
+    dims: Vec<Expr>,
+}
+impl Parse for SharedArgs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let elem: Type = input.parse()?;
+        input.parse::<Token![;]>()?;
+        let size: Expr = input.parse()?;
+        let dims = match size {
+            Expr::Array(a) => a.elems.into_iter().collect(),
+            other => vec![other],
+        };
+        Ok(SharedArgs { elem, dims })
+    }
+}
+
+impl Pass {
+    fn error(&mut self, span: Span, msg: impl Into<String>) {
+        self.errors.push(syn::Error::new(span, msg.into()));
+    }
+
+    fn ctx_call(&mut self, span: Span, method: &str) -> Expr {
+        self.out.uses_ctx = true;
+        let m = syn::Ident::new(method, span);
+        syn::parse_quote_spanned!(span=> __kctx.#m())
+    }
+
+    fn rewrite_call(&mut self, call: &ExprCall) -> Option<Expr> {
+        let name = match &*call.func {
+            Expr::Path(p) if p.qself.is_none() => {
+                let segs = &p.path.segments;
+                let first = segs.first()?.ident.to_string();
+                if segs.len() > 1 && (first == "std" || first == "alloc") {
+                    self.error(
+                        call.func.span(),
+                        format!("`{first}::` is not available in kernels: device code is `no_std` (use `core::`)"),
+                    );
+                    return None;
+                }
+                if segs.len() > 1 && HEAP_PATHS.contains(&first.as_str()) {
+                    self.error(
+                        call.func.span(),
+                        format!("`{first}` needs a heap, which kernels do not have: device code is `no_std`; use shared arrays, local arrays or device arrays"),
+                    );
+                    return None;
+                }
+                let last = segs.last()?.ident.to_string();
+                if last.starts_with("sync_threads") {
+                    self.out.barriers = true;
+                }
+                if segs.len() != 1 {
+                    return None;
+                }
+                last
+            }
+            _ => return None,
+        };
+        let span = call.span();
+        match name.as_str() {
+            "grid" | "gridsize" => {
+                let n = match (call.args.len(), call.args.first()) {
+                    (1, Some(Expr::Lit(l))) => match &l.lit {
+                        syn::Lit::Int(i) => i.base10_parse::<u32>().ok(),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match n {
+                    Some(n @ 1..=3) => Some(self.ctx_call(span, &format!("{name}_{n}d"))),
+                    _ => {
+                        let at = call.args.first().map(|a| a.span()).unwrap_or(span);
+                        self.error(
+                            at,
+                            format!("`{name}(n)` takes the number of dimensions as a literal 1, 2 or 3, as Numba's `cuda.{name}(ndim)`"),
+                        );
+                        None
+                    }
+                }
+            }
+            "thread_idx" | "block_idx" | "block_dim" | "grid_dim" if call.args.is_empty() => {
+                Some(self.ctx_call(span, &name))
+            }
+            _ => None,
+        }
+    }
+
+    fn rewrite_macro(&mut self, mac: &mut Macro) -> Option<Expr> {
+        let name = macro_name(mac);
+        let span = mac.path.span();
+        if STD_MACROS.contains(&name.as_str()) {
+            self.error(
+                span,
+                format!("`{name}!` is not available in kernels: device code is `no_std` and has no heap or stdout"),
+            );
+            return None;
+        }
+        match name.as_str() {
+            "shared_array" | "dynamic_shared" if self.scope == Scope::Device => {
+                self.error(
+                    span,
+                    format!("`{name}!` must be used in the `#[kernel]` itself; pass the shared array to device functions as a parameter"),
+                );
+                None
+            }
+            "shared_array" => self.shared_array(mac),
+            "dynamic_shared" => {
+                let elem: Type = match mac.parse_body() {
+                    Ok(t) => t,
+                    Err(e) => {
+                        self.errors.push(e);
+                        return None;
+                    }
+                };
+                self.out.uses_ctx = true;
+                let layout = &self.layout;
+                let name = self
+                    .pending_name
+                    .take()
+                    .unwrap_or_else(|| "dynamic shared".into());
+                Some(syn::parse_quote_spanned!(span=>
+                    unsafe { ::kernel_runtime::shared::dynamic::<#elem>(&__kctx, #layout.1, #name) }
+                ))
+            }
+            _ => {
+                // Other macros (`assert!`, `debug_assert!`, ...): rewrite their arguments when
+                // they read as expressions.
+                let parser = syn::punctuated::Punctuated::<Expr, Token![,]>::parse_terminated;
+                if let Ok(mut args) = mac.parse_body_with(parser) {
+                    for a in args.iter_mut() {
+                        self.visit_expr_mut(a);
+                    }
+                    mac.tokens = quote!(#args);
+                }
+                None
+            }
+        }
+    }
+
+    fn shared_array(&mut self, mac: &Macro) -> Option<Expr> {
+        let span = mac.path.span();
+        let args: SharedArgs = match mac.parse_body() {
+            Ok(a) => a,
+            Err(e) => {
+                self.errors.push(e);
+                return None;
+            }
+        };
+        if args.dims.is_empty() || args.dims.len() > 2 {
+            self.error(
+                mac.tokens.span(),
+                "shared arrays have one or two dimensions: `shared_array![T; N]` or `shared_array![T; [R, C]]`",
+            );
+            return None;
+        }
+        for d in &args.dims {
+            let mut finder = RuntimeNames {
+                locals: &self.locals,
+                found: None,
+            };
+            finder.visit_expr(d);
+            if let Some((name, at)) = finder.found {
+                self.error(
+                    at,
+                    format!("the size of a shared array must be a compile-time constant (a literal or a `const`), but `{name}` is a runtime value"),
+                );
+                return None;
+            }
+        }
+        self.out.uses_ctx = true;
+        let k = self.out.shared.len();
+        let layout = &self.layout;
+        let elem = &args.elem;
+        let name = self.pending_name.take().unwrap_or_else(|| "shared".into());
+        let expr: Expr = if args.dims.len() == 1 {
+            let n = &args.dims[0];
+            syn::parse_quote_spanned!(span=>
+                unsafe { ::kernel_runtime::shared::array1::<#elem>(&__kctx, #layout.0[#k], (#n) as usize, #name) }
+            )
+        } else {
+            let (r, c) = (&args.dims[0], &args.dims[1]);
+            syn::parse_quote_spanned!(span=>
+                unsafe { ::kernel_runtime::shared::array2::<#elem>(&__kctx, #layout.0[#k], [(#r) as usize, (#c) as usize], #name) }
+            )
+        };
+        self.out.shared.push(SharedDecl {
+            elem: args.elem,
+            dims: args.dims,
+        });
+        Some(expr)
+    }
+}
+
+struct RuntimeNames<'a> {
+    locals: &'a HashSet<String>,
+    found: Option<(String, Span)>,
+}
+impl<'ast> Visit<'ast> for RuntimeNames<'_> {
+    fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+        if let Some(name) = single_ident(&Expr::Path(p.clone())) {
+            if self.locals.contains(&name) && self.found.is_none() {
+                self.found = Some((name, p.span()));
+            }
+        }
+    }
+}
+
+impl VisitMut for Pass {
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {
+        // Nested items are compiled on their own; they see no thread context.
+    }
+
+    fn visit_local_mut(&mut self, local: &mut Local) {
+        if let Pat::Ident(pi) = &local.pat {
+            self.pending_name = Some(pi.ident.to_string());
+        } else if let Pat::Type(pt) = &local.pat {
+            if let Pat::Ident(pi) = &*pt.pat {
+                self.pending_name = Some(pi.ident.to_string());
+            }
+        }
+        visit_mut::visit_local_mut(self, local);
+        self.pending_name = None;
+    }
+
+    fn visit_stmt_mut(&mut self, stmt: &mut Stmt) {
+        if let Stmt::Macro(sm) = stmt {
+            if let Some(expr) = self.rewrite_macro(&mut sm.mac) {
+                *stmt = Stmt::Expr(expr, sm.semi_token);
+            }
+            return;
+        }
+        visit_mut::visit_stmt_mut(self, stmt);
+    }
+
+    fn visit_expr_mut(&mut self, expr: &mut Expr) {
+        match expr {
+            Expr::Call(call) => {
+                if let Some(new) = self.rewrite_call(call) {
+                    *expr = new;
+                    return;
+                }
+            }
+            Expr::Macro(ExprMacro { mac, .. }) => {
+                if let Some(new) = self.rewrite_macro(mac) {
+                    *expr = new;
+                }
+                return;
+            }
+            Expr::Async(a) => {
+                self.error(a.span(), "`async` is not available in kernels");
+                return;
+            }
+            Expr::Await(a) => {
+                self.error(a.await_token.span(), "`.await` is not available in kernels");
+                return;
+            }
+            _ => {}
+        }
+        visit_mut::visit_expr_mut(self, expr);
+    }
+}
+
+/// `let __kctx = ...;` for bodies that use the thread context.
+pub fn ctx_binding(kind: Scope) -> TokenStream {
+    match kind {
+        Scope::Device => quote! {
+            #[allow(unused_variables)]
+            let __kctx = ::kernel_runtime::Ctx::current();
+        },
+        Scope::Kernel => quote_spanned! {Span::call_site()=>},
+    }
+}

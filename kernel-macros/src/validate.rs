@@ -1,0 +1,115 @@
+//! Validation: the rules a kernel's signature and body must follow, checked before expansion.
+
+use crate::params::{self, Param};
+use crate::parse::{KernelItem, KernelOptions};
+use crate::rewrite::{self, Rewritten, Scope};
+use quote::format_ident;
+use syn::{ItemFn, ReturnType, Signature, Type};
+
+/// A kernel that passed validation, body already rewritten.
+pub struct Kernel {
+    pub options: KernelOptions,
+    pub func: ItemFn,
+    pub params: Vec<Param>,
+    pub body: Rewritten,
+    pub layout: syn::Ident,
+}
+
+/// A device function that passed validation, body already rewritten.
+pub struct DeviceFn {
+    pub func: ItemFn,
+    pub body: Rewritten,
+}
+
+fn common(sig: &Signature, what: &str) -> syn::Result<()> {
+    if let Some(a) = &sig.asyncness {
+        return Err(syn::Error::new_spanned(
+            a,
+            format!(
+                "{what} cannot be `async`: device code runs to completion, there is no executor"
+            ),
+        ));
+    }
+    if let Some(v) = &sig.variadic {
+        return Err(syn::Error::new_spanned(
+            v,
+            format!("{what} cannot be variadic"),
+        ));
+    }
+    if let Some(abi) = &sig.abi {
+        return Err(syn::Error::new_spanned(
+            abi,
+            format!("{what} cannot name an ABI: the macro chooses it"),
+        ));
+    }
+    Ok(())
+}
+
+fn join(errors: Vec<syn::Error>) -> syn::Result<()> {
+    let mut it = errors.into_iter();
+    match it.next() {
+        None => Ok(()),
+        Some(mut first) => {
+            for e in it {
+                first.combine(e);
+            }
+            Err(first)
+        }
+    }
+}
+
+pub fn kernel(item: KernelItem) -> syn::Result<Kernel> {
+    let KernelItem { options, mut func } = item;
+    let sig = &func.sig;
+    common(sig, "a kernel")?;
+    let mut errors = Vec::new();
+    if let Some(c) = &sig.constness {
+        errors.push(syn::Error::new_spanned(c, "a kernel cannot be `const fn`"));
+    }
+    if let Some(u) = &sig.unsafety {
+        errors.push(syn::Error::new_spanned(
+            u,
+            "a kernel cannot be `unsafe fn`: launching it is safe; put unsafe operations in `unsafe {}` blocks",
+        ));
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        errors.push(syn::Error::new_spanned(
+            &sig.generics,
+            "a kernel cannot be generic: a PTX entry point has one concrete signature; write one kernel per type (a `macro_rules!` can stamp them out)",
+        ));
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        let unit = matches!(&**ty, Type::Tuple(t) if t.elems.is_empty());
+        if !unit {
+            errors.push(syn::Error::new_spanned(
+                ty,
+                "a kernel returns nothing: write its results into a `&mut` array parameter",
+            ));
+        }
+    }
+    let mut params = Vec::new();
+    for arg in &sig.inputs {
+        match params::parse(arg) {
+            Ok(p) => params.push(p),
+            Err(e) => errors.push(e),
+        }
+    }
+    join(errors)?;
+    let layout = format_ident!("__KERNEL_SHARED_{}", func.sig.ident);
+    let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
+    let body = rewrite::rewrite(&mut func.block, Scope::Kernel, layout.clone(), &names)?;
+    Ok(Kernel {
+        options,
+        func,
+        params,
+        body,
+        layout,
+    })
+}
+
+pub fn device(mut func: ItemFn) -> syn::Result<DeviceFn> {
+    common(&func.sig, "a device function")?;
+    let layout = format_ident!("__KERNEL_SHARED_NONE");
+    let body = rewrite::rewrite(&mut func.block, Scope::Device, layout, &[])?;
+    Ok(DeviceFn { func, body })
+}

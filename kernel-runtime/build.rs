@@ -1,0 +1,8 @@
+//! Publishes this crate's manifest directory to the build scripts of crates that depend on it
+//! (`DEP_KERNEL_RUNTIME_MANIFEST_DIR`), so that the build-time PTX compiler can point the
+//! generated device crate at this very source tree.
+fn main() {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    println!("cargo::metadata=manifest_dir={dir}");
+    println!("cargo::rerun-if-changed=build.rs");
+}

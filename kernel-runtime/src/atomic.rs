@@ -1,0 +1,323 @@
+//! Atomic operations on elements of writable arrays and shared arrays, as Numba's
+//! `cuda.atomic.*`: each returns the value the element held before.
+//!
+//! ```
+//! use kernel_runtime::prelude::*;
+//!
+//! #[kernel]
+//! fn histogram(data: &[u32], bins: &mut [u32]) {
+//!     let i = grid(1);
+//!     if i < data.len() {
+//!         atomic_add(&bins, (data[i] % 4) as usize, 1);
+//!     }
+//! }
+//! # fn main() -> Result<(), kernel_runtime::Error> {
+//! let dev = Device::cpu();
+//! let data = dev.to_device(&(0..100u32).collect::<Vec<_>>())?;
+//! let mut bins = dev.zeros::<u32, _>(4)?;
+//! histogram.launch(4, 32, (&data, &mut bins))?;
+//! assert_eq!(bins.to_vec()?, vec![25; 4]);
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::view::ElementPtr;
+use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
+
+/// Element types with atomic add, sub, min, max, exchange and compare-and-swap.
+pub trait AtomicNum: Copy + sealed::Sealed {
+    /// Atomic `*p += v`, returning the old value.
+    ///
+    /// # Safety
+    /// `p` must be valid and aligned; concurrent accesses to `*p` must all be atomic.
+    unsafe fn atomic_add(p: *mut Self, v: Self) -> Self;
+    /// Atomic `*p -= v`, returning the old value.
+    ///
+    /// # Safety
+    /// As [`AtomicNum::atomic_add`].
+    unsafe fn atomic_sub(p: *mut Self, v: Self) -> Self;
+    /// Atomic `*p = min(*p, v)`, returning the old value.
+    ///
+    /// # Safety
+    /// As [`AtomicNum::atomic_add`].
+    unsafe fn atomic_min(p: *mut Self, v: Self) -> Self;
+    /// Atomic `*p = max(*p, v)`, returning the old value.
+    ///
+    /// # Safety
+    /// As [`AtomicNum::atomic_add`].
+    unsafe fn atomic_max(p: *mut Self, v: Self) -> Self;
+    /// Atomic `*p = v`, returning the old value.
+    ///
+    /// # Safety
+    /// As [`AtomicNum::atomic_add`].
+    unsafe fn atomic_exch(p: *mut Self, v: Self) -> Self;
+    /// Atomic `if *p == current { *p = new }`, returning the old value.
+    ///
+    /// # Safety
+    /// As [`AtomicNum::atomic_add`].
+    unsafe fn atomic_cas(p: *mut Self, current: Self, new: Self) -> Self;
+}
+
+/// Integer element types with atomic bitwise operations and CUDA's wrapping inc/dec.
+pub trait AtomicInt: AtomicNum {
+    /// Atomic `*p &= v`, returning the old value.
+    ///
+    /// # Safety
+    /// As [`AtomicNum::atomic_add`].
+    unsafe fn atomic_and(p: *mut Self, v: Self) -> Self;
+    /// Atomic `*p |= v`, returning the old value.
+    ///
+    /// # Safety
+    /// As [`AtomicNum::atomic_add`].
+    unsafe fn atomic_or(p: *mut Self, v: Self) -> Self;
+    /// Atomic `*p ^= v`, returning the old value.
+    ///
+    /// # Safety
+    /// As [`AtomicNum::atomic_add`].
+    unsafe fn atomic_xor(p: *mut Self, v: Self) -> Self;
+    /// CUDA's `atomicInc`: `*p = if *p >= v { 0 } else { *p + 1 }`, returning the old value.
+    ///
+    /// # Safety
+    /// As [`AtomicNum::atomic_add`].
+    unsafe fn atomic_inc(p: *mut Self, v: Self) -> Self;
+    /// CUDA's `atomicDec`: `*p = if *p == 0 || *p > v { v } else { *p - 1 }`, returning the old
+    /// value.
+    ///
+    /// # Safety
+    /// As [`AtomicNum::atomic_add`].
+    unsafe fn atomic_dec(p: *mut Self, v: Self) -> Self;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for i32 {}
+    impl Sealed for u32 {}
+    impl Sealed for i64 {}
+    impl Sealed for u64 {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+macro_rules! atomic_int {
+    ($t:ty, $a:ty) => {
+        impl AtomicNum for $t {
+            #[inline(always)]
+            unsafe fn atomic_add(p: *mut Self, v: Self) -> Self {
+                // SAFETY: valid, aligned, all concurrent accesses atomic (caller's contract).
+                unsafe { <$a>::from_ptr(p).fetch_add(v, Relaxed) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_sub(p: *mut Self, v: Self) -> Self {
+                // SAFETY: as above.
+                unsafe { <$a>::from_ptr(p).fetch_sub(v, Relaxed) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_min(p: *mut Self, v: Self) -> Self {
+                // SAFETY: as above.
+                unsafe { <$a>::from_ptr(p).fetch_min(v, Relaxed) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_max(p: *mut Self, v: Self) -> Self {
+                // SAFETY: as above.
+                unsafe { <$a>::from_ptr(p).fetch_max(v, Relaxed) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_exch(p: *mut Self, v: Self) -> Self {
+                // SAFETY: as above.
+                unsafe { <$a>::from_ptr(p).swap(v, Relaxed) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_cas(p: *mut Self, current: Self, new: Self) -> Self {
+                // SAFETY: as above.
+                match unsafe { <$a>::from_ptr(p) }.compare_exchange(current, new, Relaxed, Relaxed)
+                {
+                    Ok(old) | Err(old) => old,
+                }
+            }
+        }
+        impl AtomicInt for $t {
+            #[inline(always)]
+            unsafe fn atomic_and(p: *mut Self, v: Self) -> Self {
+                // SAFETY: as above.
+                unsafe { <$a>::from_ptr(p).fetch_and(v, Relaxed) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_or(p: *mut Self, v: Self) -> Self {
+                // SAFETY: as above.
+                unsafe { <$a>::from_ptr(p).fetch_or(v, Relaxed) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_xor(p: *mut Self, v: Self) -> Self {
+                // SAFETY: as above.
+                unsafe { <$a>::from_ptr(p).fetch_xor(v, Relaxed) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_inc(p: *mut Self, v: Self) -> Self {
+                // SAFETY: as above.
+                let a = unsafe { <$a>::from_ptr(p) };
+                match a.fetch_update(Relaxed, Relaxed, |old| {
+                    Some(if old >= v { 0 } else { old + 1 })
+                }) {
+                    Ok(old) | Err(old) => old,
+                }
+            }
+            #[inline(always)]
+            unsafe fn atomic_dec(p: *mut Self, v: Self) -> Self {
+                // SAFETY: as above.
+                let a = unsafe { <$a>::from_ptr(p) };
+                match a.fetch_update(Relaxed, Relaxed, |old| {
+                    Some(if old == 0 || old > v { v } else { old - 1 })
+                }) {
+                    Ok(old) | Err(old) => old,
+                }
+            }
+        }
+    };
+}
+atomic_int!(i32, AtomicI32);
+atomic_int!(u32, AtomicU32);
+atomic_int!(i64, AtomicI64);
+atomic_int!(u64, AtomicU64);
+
+macro_rules! atomic_float {
+    ($t:ty, $bits:ty, $a:ty, $ptx_add:literal, $reg:ident) => {
+        impl AtomicNum for $t {
+            #[inline(always)]
+            unsafe fn atomic_add(p: *mut Self, v: Self) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let old: $t;
+                    // SAFETY: `p` is a valid, aligned generic address (caller's contract).
+                    unsafe {
+                        core::arch::asm!($ptx_add, o = out($reg) old, p = in(reg64) p, v = in($reg) v);
+                    }
+                    old
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                // SAFETY: as `update`.
+                unsafe { update(p, |old| old + v) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_sub(p: *mut Self, v: Self) -> Self {
+                // SAFETY: caller's contract.
+                unsafe { Self::atomic_add(p, -v) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_min(p: *mut Self, v: Self) -> Self {
+                // SAFETY: caller's contract.
+                unsafe { update(p, |old| old.min(v)) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_max(p: *mut Self, v: Self) -> Self {
+                // SAFETY: caller's contract.
+                unsafe { update(p, |old| old.max(v)) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_exch(p: *mut Self, v: Self) -> Self {
+                // SAFETY: caller's contract; same size and alignment as the float.
+                <$t>::from_bits(unsafe { <$a>::from_ptr(p as *mut $bits) }.swap(v.to_bits(), Relaxed))
+            }
+            #[inline(always)]
+            unsafe fn atomic_cas(p: *mut Self, current: Self, new: Self) -> Self {
+                // SAFETY: caller's contract; compares bit patterns, as CUDA's atomicCAS.
+                let a = unsafe { <$a>::from_ptr(p as *mut $bits) };
+                match a.compare_exchange(current.to_bits(), new.to_bits(), Relaxed, Relaxed) {
+                    Ok(old) | Err(old) => <$t>::from_bits(old),
+                }
+            }
+        }
+        impl Update for $t {
+            #[inline(always)]
+            unsafe fn update(p: *mut Self, f: impl Fn(Self) -> Self) -> Self {
+                // SAFETY: caller's contract; same size and alignment as the float.
+                let a = unsafe { <$a>::from_ptr(p as *mut $bits) };
+                match a.fetch_update(Relaxed, Relaxed, |old| Some(f(<$t>::from_bits(old)).to_bits())) {
+                    Ok(old) | Err(old) => <$t>::from_bits(old),
+                }
+            }
+        }
+    };
+}
+
+trait Update: Sized {
+    unsafe fn update(p: *mut Self, f: impl Fn(Self) -> Self) -> Self;
+}
+#[inline(always)]
+unsafe fn update<T: Update>(p: *mut T, f: impl Fn(T) -> T) -> T {
+    // SAFETY: forwarded caller's contract.
+    unsafe { T::update(p, f) }
+}
+
+atomic_float!(f32, u32, AtomicU32, "atom.add.f32 {o}, [{p}], {v};", reg32);
+atomic_float!(f64, u64, AtomicU64, "atom.add.f64 {o}, [{p}], {v};", reg64);
+
+macro_rules! atomic_fn {
+    ($(#[$doc:meta])* $name:ident, $bound:ident) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name<A, I>(array: &A, index: I, value: A::Elem) -> A::Elem
+        where
+            A: ElementPtr<I>,
+            A::Elem: $bound,
+        {
+            let p = array.element_ptr(index);
+            // SAFETY: `element_ptr` checked the index; the element lives in a writable array;
+            // concurrent accesses to it are atomic by the kernel safety contract.
+            unsafe { <A::Elem as $bound>::$name(p, value) }
+        }
+    };
+}
+
+atomic_fn!(
+    /// `array[index] += value` atomically; returns the old value.
+    atomic_add, AtomicNum
+);
+atomic_fn!(
+    /// `array[index] -= value` atomically; returns the old value.
+    atomic_sub, AtomicNum
+);
+atomic_fn!(
+    /// `array[index] = min(array[index], value)` atomically; returns the old value.
+    atomic_min, AtomicNum
+);
+atomic_fn!(
+    /// `array[index] = max(array[index], value)` atomically; returns the old value.
+    atomic_max, AtomicNum
+);
+atomic_fn!(
+    /// `array[index] = value` atomically; returns the old value.
+    atomic_exch, AtomicNum
+);
+atomic_fn!(
+    /// `array[index] &= value` atomically; returns the old value.
+    atomic_and, AtomicInt
+);
+atomic_fn!(
+    /// `array[index] |= value` atomically; returns the old value.
+    atomic_or, AtomicInt
+);
+atomic_fn!(
+    /// `array[index] ^= value` atomically; returns the old value.
+    atomic_xor, AtomicInt
+);
+atomic_fn!(
+    /// CUDA's `atomicInc`: `array[index] = if old >= value { 0 } else { old + 1 }`; returns old.
+    atomic_inc, AtomicInt
+);
+atomic_fn!(
+    /// CUDA's `atomicDec`: `array[index] = if old == 0 || old > value { value } else { old - 1 }`;
+    /// returns old.
+    atomic_dec, AtomicInt
+);
+
+/// `if array[index] == current { array[index] = new }` atomically; returns the old value.
+#[inline(always)]
+pub fn atomic_cas<A, I>(array: &A, index: I, current: A::Elem, new: A::Elem) -> A::Elem
+where
+    A: ElementPtr<I>,
+    A::Elem: AtomicNum,
+{
+    let p = array.element_ptr(index);
+    // SAFETY: as `atomic_add`.
+    unsafe { <A::Elem as AtomicNum>::atomic_cas(p, current, new) }
+}

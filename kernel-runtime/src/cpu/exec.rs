@@ -1,0 +1,295 @@
+//! Running a launch: blocks over rayon, threads as a loop or as coroutines meeting at barriers.
+
+use super::fault::{self, raise};
+use super::tls::{self, BlockState};
+use crate::ctx::Ctx;
+use crate::dim::Dim3;
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use rayon::prelude::*;
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// What the executor needs to know of a launch.
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchSpec {
+    /// The kernel's name, for reports.
+    pub kernel: &'static str,
+    /// Blocks of the grid.
+    pub grid: Dim3,
+    /// Threads of a block.
+    pub block: Dim3,
+    /// Shared memory bytes of each block (static arrays and dynamic part).
+    pub shared_bytes: usize,
+    /// Whether threads of a block must run as coroutines that can meet at barriers.
+    pub barriers: bool,
+}
+
+/// The kinds of barrier, which must agree across the threads of a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarrierKind {
+    /// `sync_threads()`.
+    Sync,
+    /// `sync_threads_count(pred)`.
+    Count,
+    /// `sync_threads_and(pred)`.
+    And,
+    /// `sync_threads_or(pred)`.
+    Or,
+}
+
+impl BarrierKind {
+    fn name(self) -> &'static str {
+        match self {
+            BarrierKind::Sync => "sync_threads()",
+            BarrierKind::Count => "sync_threads_count()",
+            BarrierKind::And => "sync_threads_and()",
+            BarrierKind::Or => "sync_threads_or()",
+        }
+    }
+}
+
+/// What a thread reports when it reaches a barrier.
+#[derive(Clone, Copy, Debug)]
+struct Arrival {
+    kind: BarrierKind,
+    pred: bool,
+    location: &'static Location<'static>,
+}
+
+type Fiber = Yielder<i32, Arrival>;
+
+thread_local! {
+    /// This worker's shared memory (reused by every block it runs; 16-byte aligned).
+    static SHARED: RefCell<Vec<u128>> = const { RefCell::new(Vec::new()) };
+    /// This worker's coroutine stacks (reused by every block it runs).
+    static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `body` for every thread of the launch; returns the first fault's message.
+pub fn run<F>(spec: &LaunchSpec, body: F) -> Result<(), String>
+where
+    F: Fn(Ctx) + Sync,
+{
+    let blocks = spec.grid.volume();
+    let stop = AtomicBool::new(false);
+    let first_fault = Mutex::new(None::<String>);
+    let run_block = |b: u64| {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let block = spec.grid.unflatten(b);
+        SHARED.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            let words = spec.shared_bytes.div_ceil(16);
+            if buf.len() < words {
+                buf.resize(words, 0);
+            }
+            let state = BlockState {
+                kernel: spec.kernel,
+                block,
+                block_dim: spec.block,
+                grid_dim: spec.grid,
+                shared: buf.as_mut_ptr() as *mut u8,
+                shared_bytes: spec.shared_bytes,
+            };
+            tls::BLOCK.with(|c| c.set(state));
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                if spec.barriers && spec.block.volume() > 1 {
+                    run_fibers(&state, &body)
+                } else {
+                    run_loop(&state, &body)
+                }
+            }));
+            if let Err(payload) = result {
+                let message = fault::describe(payload);
+                stop.store(true, Ordering::Relaxed);
+                let mut first = first_fault.lock().unwrap_or_else(|e| e.into_inner());
+                first.get_or_insert(message);
+            }
+            tls::BLOCK.with(|c| c.set(BlockState::NONE));
+            tls::FIBER.with(|c| c.set(std::ptr::null()));
+        });
+    };
+    if blocks == 1 {
+        run_block(0);
+    } else {
+        (0..blocks).into_par_iter().for_each(run_block);
+    }
+    match first_fault.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(message) => Err(message),
+        None => Ok(()),
+    }
+}
+
+#[inline(always)]
+fn ctx_of(state: &BlockState, thread: Dim3) -> Ctx {
+    Ctx {
+        thread,
+        block: state.block,
+        block_dim: state.block_dim,
+        grid_dim: state.grid_dim,
+        shared: state.shared,
+        shared_bytes: state.shared_bytes,
+    }
+}
+
+#[inline(always)]
+fn run_loop<F: Fn(Ctx)>(state: &BlockState, body: &F) {
+    let d = state.block_dim;
+    for z in 0..d.z {
+        for y in 0..d.y {
+            for x in 0..d.x {
+                let t = Dim3 { x, y, z };
+                tls::set_thread(t);
+                body(ctx_of(state, t));
+            }
+        }
+    }
+}
+
+fn stack_size() -> usize {
+    static SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *SIZE.get_or_init(|| {
+        std::env::var("KERNEL_CPU_STACK_KIB")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(256)
+            * 1024
+    })
+}
+
+fn run_fibers(state: &BlockState, body: &(dyn Fn(Ctx) + Sync)) {
+    let n = state.block_dim.volume() as usize;
+    let mut stacks = STACKS.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    while stacks.len() < n {
+        match DefaultStack::new(stack_size()) {
+            Ok(s) => stacks.push(s),
+            Err(e) => raise(format!(
+                "kernel `{}`: cannot allocate a stack for simulated thread {} of {n}: {e}",
+                state.kernel,
+                stacks.len()
+            )),
+        }
+    }
+    // SAFETY: the lifetime is erased only to meet the coroutines' `'static` bound; every
+    // coroutine is dropped (run to completion or force-unwound) before this function returns,
+    // while `body` is still borrowed.
+    let body: *const (dyn Fn(Ctx) + Sync + 'static) = unsafe {
+        std::mem::transmute::<*const (dyn Fn(Ctx) + Sync + '_), *const (dyn Fn(Ctx) + Sync + 'static)>(
+            body,
+        )
+    };
+    {
+        let mut fibers: Vec<_> = stacks
+            .drain(..n)
+            .enumerate()
+            .map(|(t, stack)| {
+                let ctx = ctx_of(state, state.block_dim.unflatten(t as u64));
+                Coroutine::with_stack(stack, move |y: &Fiber, _: i32| {
+                    tls::FIBER.with(|c| c.set(y as *const Fiber as *const ()));
+                    // SAFETY: `body` outlives every coroutine (see above).
+                    unsafe { (*body)(ctx) }
+                })
+            })
+            .collect();
+        let mut done = vec![false; n];
+        let mut input = 0i32;
+        loop {
+            let mut first: Option<(usize, Arrival)> = None;
+            let mut waiting = 0usize;
+            let mut exited: Option<usize> = None;
+            let (mut count, mut all, mut any) = (0i32, true, false);
+            for t in 0..n {
+                if done[t] {
+                    exited.get_or_insert(t);
+                    continue;
+                }
+                tls::set_thread(state.block_dim.unflatten(t as u64));
+                match fibers[t].resume(input) {
+                    CoroutineResult::Yield(a) => {
+                        waiting += 1;
+                        count += a.pred as i32;
+                        all &= a.pred;
+                        any |= a.pred;
+                        match first {
+                            None => first = Some((t, a)),
+                            Some((t0, a0)) if a0.kind != a.kind => raise(format!(
+                                "barrier mismatch in kernel `{}`, block {}: thread {} waits at {} at {}, thread {} at {} at {}",
+                                state.kernel,
+                                state.block,
+                                state.block_dim.unflatten(t0 as u64),
+                                a0.kind.name(),
+                                a0.location,
+                                state.block_dim.unflatten(t as u64),
+                                a.kind.name(),
+                                a.location
+                            )),
+                            Some(_) => {}
+                        }
+                    }
+                    CoroutineResult::Return(()) => {
+                        done[t] = true;
+                        exited.get_or_insert(t);
+                    }
+                }
+            }
+            let Some((t0, a0)) = first else { break };
+            if waiting < n {
+                let gone = exited.unwrap_or(0);
+                raise(format!(
+                    "divergent barrier in kernel `{}`, block {}: {waiting} of {n} threads wait at {} at {} (first: thread {}), but thread {} exited without reaching it",
+                    state.kernel,
+                    state.block,
+                    a0.kind.name(),
+                    a0.location,
+                    state.block_dim.unflatten(t0 as u64),
+                    state.block_dim.unflatten(gone as u64),
+                ));
+            }
+            input = match a0.kind {
+                BarrierKind::Sync => 0,
+                BarrierKind::Count => count,
+                BarrierKind::And => all as i32,
+                BarrierKind::Or => any as i32,
+            };
+        }
+        stacks.extend(fibers.into_iter().map(Coroutine::into_stack));
+    }
+    STACKS.with(|s| *s.borrow_mut() = stacks);
+}
+
+/// A barrier reached by the calling kernel thread: suspends it until every thread of its block
+/// has arrived, then returns the reduction the barrier's kind asks for.
+#[inline(never)]
+pub fn barrier(kind: BarrierKind, pred: bool, location: &'static Location<'static>) -> i32 {
+    let fiber = tls::FIBER.with(|c| c.get());
+    if fiber.is_null() {
+        let block = tls::block();
+        if block.block_dim.volume() <= 1 {
+            return match kind {
+                BarrierKind::Sync => 0,
+                _ => pred as i32,
+            };
+        }
+        fault::raise_with_coordinates(format!(
+            "kernel `{}` reached {} at {location}, but runs without barrier support: the \
+             barrier is in a function the kernel calls, which the #[kernel] macro cannot see; \
+             mark the kernel #[kernel(barriers)]",
+            block.kernel,
+            kind.name()
+        ));
+    }
+    // SAFETY: FIBER points at the yielder of the coroutine running on this OS thread; it is
+    // set when the coroutine starts and restored below after every suspension.
+    let yielder = unsafe { &*(fiber as *const Fiber) };
+    let result = yielder.suspend(Arrival {
+        kind,
+        pred,
+        location,
+    });
+    tls::FIBER.with(|c| c.set(fiber));
+    result
+}

@@ -1,0 +1,11 @@
+//! The CPU backend: runs every thread of a launch on the host's cores.
+//!
+//! Kernels without barriers run as plain loops over the threads of a block, blocks spread over
+//! all cores by rayon. Kernels with barriers run each thread of a block as a coroutine on its
+//! own small stack; a barrier suspends the thread until every thread of the block has reached
+//! it, so a barrier inside a loop or a branch works, and one that only part of the block reaches
+//! is reported as an error.
+
+pub mod exec;
+pub mod fault;
+pub(crate) mod tls;

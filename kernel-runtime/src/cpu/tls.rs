@@ -1,0 +1,65 @@
+//! The simulated thread's coordinates, kept per OS thread for code outside the kernel body
+//! (`#[device]` functions, fault reports).
+
+use crate::ctx::Ctx;
+use crate::dim::Dim3;
+use std::cell::Cell;
+
+/// What the executor sets once per block.
+#[derive(Clone, Copy)]
+pub(crate) struct BlockState {
+    pub(crate) kernel: &'static str,
+    pub(crate) block: Dim3,
+    pub(crate) block_dim: Dim3,
+    pub(crate) grid_dim: Dim3,
+    pub(crate) shared: *mut u8,
+    pub(crate) shared_bytes: usize,
+}
+
+impl BlockState {
+    pub(crate) const NONE: BlockState = BlockState {
+        kernel: "",
+        block: Dim3::ZERO,
+        block_dim: Dim3::ZERO,
+        grid_dim: Dim3::ZERO,
+        shared: std::ptr::null_mut(),
+        shared_bytes: 0,
+    };
+}
+
+thread_local! {
+    pub(crate) static BLOCK: Cell<BlockState> = const { Cell::new(BlockState::NONE) };
+    pub(crate) static THREAD: Cell<Dim3> = const { Cell::new(Dim3::ZERO) };
+}
+
+#[inline]
+pub(crate) fn set_thread(t: Dim3) {
+    THREAD.with(|c| c.set(t));
+}
+
+#[inline]
+pub(crate) fn block() -> BlockState {
+    BLOCK.with(|c| c.get())
+}
+
+#[inline]
+pub(crate) fn thread() -> Dim3 {
+    THREAD.with(|c| c.get())
+}
+
+pub(crate) fn current_ctx() -> Ctx {
+    let b = block();
+    Ctx {
+        thread: thread(),
+        block: b.block,
+        block_dim: b.block_dim,
+        grid_dim: b.grid_dim,
+        shared: b.shared,
+        shared_bytes: b.shared_bytes,
+    }
+}
+
+thread_local! {
+    /// The yielder of the coroutine running on this OS thread (barrier mode), or null.
+    pub(crate) static FIBER: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
+}

@@ -1,0 +1,221 @@
+//! The coordinates of the running thread: `thread_idx()`, `block_idx()`, `grid(n)`, ...
+//!
+//! Inside a `#[kernel]` or `#[device]` function the macro rewrites `grid(1)`, `grid(2)`,
+//! `grid(3)`, `gridsize(n)`, `thread_idx()`, `block_idx()`, `block_dim()` and `grid_dim()` into
+//! calls on a [`Ctx`], the thread's context: on the GPU it reads the special registers, on the
+//! CPU backend it holds the simulated thread's coordinates in registers. The free functions of
+//! this module give the same values from anywhere (host code outside a kernel sees zeros).
+
+use crate::dim::Dim3;
+
+/// The context of one kernel thread: its coordinates, the launch's shape, the block's shared
+/// memory.
+#[cfg(not(target_arch = "nvptx64"))]
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx {
+    pub(crate) thread: Dim3,
+    pub(crate) block: Dim3,
+    pub(crate) block_dim: Dim3,
+    pub(crate) grid_dim: Dim3,
+    pub(crate) shared: *mut u8,
+    pub(crate) shared_bytes: usize,
+}
+
+/// The context of one kernel thread: on the GPU a zero-sized handle on the special registers.
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx;
+
+#[cfg(target_arch = "nvptx64")]
+core::arch::global_asm!(".extern .shared .align 16 .b8 __kernel_shared[];");
+
+#[cfg(target_arch = "nvptx64")]
+impl Ctx {
+    /// The context of the calling thread.
+    #[inline(always)]
+    pub fn current() -> Ctx {
+        Ctx
+    }
+    /// `threadIdx`.
+    #[inline(always)]
+    pub fn thread_idx(&self) -> Dim3 {
+        // SAFETY: reading special registers has no side effects.
+        unsafe {
+            use core::arch::nvptx::*;
+            Dim3::new(
+                _thread_idx_x() as u32,
+                _thread_idx_y() as u32,
+                _thread_idx_z() as u32,
+            )
+        }
+    }
+    /// `blockIdx`.
+    #[inline(always)]
+    pub fn block_idx(&self) -> Dim3 {
+        // SAFETY: reading special registers has no side effects.
+        unsafe {
+            use core::arch::nvptx::*;
+            Dim3::new(
+                _block_idx_x() as u32,
+                _block_idx_y() as u32,
+                _block_idx_z() as u32,
+            )
+        }
+    }
+    /// `blockDim`.
+    #[inline(always)]
+    pub fn block_dim(&self) -> Dim3 {
+        // SAFETY: reading special registers has no side effects.
+        unsafe {
+            use core::arch::nvptx::*;
+            Dim3::new(
+                _block_dim_x() as u32,
+                _block_dim_y() as u32,
+                _block_dim_z() as u32,
+            )
+        }
+    }
+    /// `gridDim`.
+    #[inline(always)]
+    pub fn grid_dim(&self) -> Dim3 {
+        // SAFETY: reading special registers has no side effects.
+        unsafe {
+            use core::arch::nvptx::*;
+            Dim3::new(
+                _grid_dim_x() as u32,
+                _grid_dim_y() as u32,
+                _grid_dim_z() as u32,
+            )
+        }
+    }
+    /// The start of the block's shared memory.
+    #[inline(always)]
+    pub fn shared_ptr(&self) -> *mut u8 {
+        let p: u64;
+        // SAFETY: takes the generic address of the kernel's shared block; no memory access.
+        unsafe {
+            core::arch::asm!("cvta.shared.u64 {p}, __kernel_shared;", p = out(reg64) p);
+        }
+        p as *mut u8
+    }
+    /// The bytes of shared memory the block has (static arrays and dynamic part together).
+    #[inline(always)]
+    pub fn shared_bytes(&self) -> usize {
+        let n: u32;
+        // SAFETY: reads a special register.
+        unsafe {
+            core::arch::asm!("mov.u32 {n}, %dynamic_smem_size;", n = out(reg32) n);
+        }
+        n as usize
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl Ctx {
+    /// The context of the calling thread (zeros outside a kernel).
+    #[inline]
+    pub fn current() -> Ctx {
+        crate::cpu::tls::current_ctx()
+    }
+    /// `threadIdx`.
+    #[inline(always)]
+    pub fn thread_idx(&self) -> Dim3 {
+        self.thread
+    }
+    /// `blockIdx`.
+    #[inline(always)]
+    pub fn block_idx(&self) -> Dim3 {
+        self.block
+    }
+    /// `blockDim`.
+    #[inline(always)]
+    pub fn block_dim(&self) -> Dim3 {
+        self.block_dim
+    }
+    /// `gridDim`.
+    #[inline(always)]
+    pub fn grid_dim(&self) -> Dim3 {
+        self.grid_dim
+    }
+    /// The start of the block's shared memory.
+    #[inline(always)]
+    pub fn shared_ptr(&self) -> *mut u8 {
+        self.shared
+    }
+    /// The bytes of shared memory the block has (static arrays and dynamic part together).
+    #[inline(always)]
+    pub fn shared_bytes(&self) -> usize {
+        self.shared_bytes
+    }
+}
+
+impl Ctx {
+    /// `grid(1)`: the absolute thread index along x.
+    #[inline(always)]
+    pub fn grid_1d(&self) -> usize {
+        let (t, b, d) = (self.thread_idx(), self.block_idx(), self.block_dim());
+        b.x as usize * d.x as usize + t.x as usize
+    }
+    /// `grid(2)`: the absolute thread indices along x and y.
+    #[inline(always)]
+    pub fn grid_2d(&self) -> (usize, usize) {
+        let (t, b, d) = (self.thread_idx(), self.block_idx(), self.block_dim());
+        (
+            b.x as usize * d.x as usize + t.x as usize,
+            b.y as usize * d.y as usize + t.y as usize,
+        )
+    }
+    /// `grid(3)`: the absolute thread indices along x, y and z.
+    #[inline(always)]
+    pub fn grid_3d(&self) -> (usize, usize, usize) {
+        let (t, b, d) = (self.thread_idx(), self.block_idx(), self.block_dim());
+        (
+            b.x as usize * d.x as usize + t.x as usize,
+            b.y as usize * d.y as usize + t.y as usize,
+            b.z as usize * d.z as usize + t.z as usize,
+        )
+    }
+    /// `gridsize(1)`: the number of threads of the grid along x.
+    #[inline(always)]
+    pub fn gridsize_1d(&self) -> usize {
+        let (g, d) = (self.grid_dim(), self.block_dim());
+        g.x as usize * d.x as usize
+    }
+    /// `gridsize(2)`: the number of threads of the grid along x and y.
+    #[inline(always)]
+    pub fn gridsize_2d(&self) -> (usize, usize) {
+        let (g, d) = (self.grid_dim(), self.block_dim());
+        (g.x as usize * d.x as usize, g.y as usize * d.y as usize)
+    }
+    /// `gridsize(3)`: the number of threads of the grid along x, y and z.
+    #[inline(always)]
+    pub fn gridsize_3d(&self) -> (usize, usize, usize) {
+        let (g, d) = (self.grid_dim(), self.block_dim());
+        (
+            g.x as usize * d.x as usize,
+            g.y as usize * d.y as usize,
+            g.z as usize * d.z as usize,
+        )
+    }
+}
+
+/// `threadIdx` of the calling thread.
+#[inline]
+pub fn thread_idx() -> Dim3 {
+    Ctx::current().thread_idx()
+}
+/// `blockIdx` of the calling thread.
+#[inline]
+pub fn block_idx() -> Dim3 {
+    Ctx::current().block_idx()
+}
+/// `blockDim` of the running launch.
+#[inline]
+pub fn block_dim() -> Dim3 {
+    Ctx::current().block_dim()
+}
+/// `gridDim` of the running launch.
+#[inline]
+pub fn grid_dim() -> Dim3 {
+    Ctx::current().grid_dim()
+}

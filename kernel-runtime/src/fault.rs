@@ -1,0 +1,44 @@
+//! What happens when a kernel breaks a rule: an index out of bounds, a divergent barrier.
+//!
+//! On the GPU a fault traps (the launch then fails, naming the kernel); on the CPU backend it
+//! stops the launch with an error naming the kernel, the array, the index, the shape, the block
+//! and the thread.
+
+/// Reports an index outside an array's shape and stops the thread.
+#[cold]
+#[inline(never)]
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn out_of_bounds(array: &'static str, index: &[usize], shape: &[usize]) -> ! {
+    crate::cpu::fault::raise_with_coordinates(format!(
+        "index {index:?} is out of bounds of array `{array}` with shape {shape:?}"
+    ))
+}
+
+/// Reports an index outside an array's shape and stops the thread: on the GPU, a trap.
+#[cold]
+#[inline(always)]
+#[cfg(target_arch = "nvptx64")]
+pub fn out_of_bounds(_array: &'static str, _index: &[usize], _shape: &[usize]) -> ! {
+    trap()
+}
+
+/// Aborts the kernel: `trap` on the GPU, an error from the launch on the CPU backend.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub fn trap() -> ! {
+    // SAFETY: `trap` has no preconditions; it ends the kernel.
+    unsafe { core::arch::nvptx::trap() }
+}
+
+/// Aborts the kernel: `trap` on the GPU, an error from the launch on the CPU backend.
+#[cfg(not(target_arch = "nvptx64"))]
+#[cold]
+pub fn trap() -> ! {
+    crate::cpu::fault::raise_with_coordinates("the kernel called trap()".to_string())
+}
+
+#[cfg(target_arch = "nvptx64")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    trap()
+}

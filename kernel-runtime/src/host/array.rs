@@ -1,0 +1,389 @@
+//! [`DeviceArray`]: a 1-, 2- or 3-D array (C order) in a device's memory, to and from slices,
+//! `Vec` and `ndarray`.
+
+use super::device::Device;
+use super::error::Error;
+use crate::device_copy::DeviceCopy;
+use ndarray::{Array, ArrayBase, Data, DataMut, Dimension, Ix1, Ix2, Ix3};
+
+/// The shapes device arrays have: `Ix1`, `Ix2`, `Ix3` (sealed).
+pub trait Rank: Dimension + sealed::Sealed {}
+impl Rank for Ix1 {}
+impl Rank for Ix2 {}
+impl Rank for Ix3 {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for ndarray::Ix1 {}
+    impl Sealed for ndarray::Ix2 {}
+    impl Sealed for ndarray::Ix3 {}
+}
+
+/// A 1-D device array: what a `&[T]` / `&mut [T]` kernel parameter takes.
+pub type DeviceArray1<T> = DeviceArray<T, Ix1>;
+/// A 2-D device array: what a `&Array2<T>` / `&mut Array2<T>` kernel parameter takes.
+pub type DeviceArray2<T> = DeviceArray<T, Ix2>;
+/// A 3-D device array: what a `&Array3<T>` / `&mut Array3<T>` kernel parameter takes.
+pub type DeviceArray3<T> = DeviceArray<T, Ix3>;
+
+/// An array in a device's memory, in C order.
+///
+/// ```
+/// use kernel_runtime::{Device, ndarray::array};
+/// let dev = Device::cpu();
+/// let a = dev.to_device(&array![[1, 2, 3], [4, 5, 6]])?;
+/// assert_eq!(a.dim(), (2, 3));
+/// assert_eq!(a.to_host()?, array![[1, 2, 3], [4, 5, 6]]);
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+pub struct DeviceArray<T: DeviceCopy, D: Rank> {
+    device: Device,
+    dim: D,
+    data: Vec<T>,
+}
+
+impl<T: DeviceCopy + std::fmt::Debug, D: Rank> std::fmt::Debug for DeviceArray<T, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceArray")
+            .field("device", &self.device.name())
+            .field("shape", &self.shape())
+            .finish_non_exhaustive()
+    }
+}
+
+fn checked_len(shape: &[usize], elem: usize) -> Result<usize, Error> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|n| {
+            n.checked_mul(elem.max(1))
+                .is_some_and(|b| b <= isize::MAX as usize)
+        })
+        .ok_or_else(|| Error::TooLarge {
+            shape: shape.to_vec(),
+        })
+}
+
+impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
+    pub(crate) fn zeros(device: &Device, dim: D) -> Result<Self, Error> {
+        let len = checked_len(dim.slice(), std::mem::size_of::<T>())?;
+        // SAFETY: `DeviceCopy` types are valid as all-zero bits (the trait's contract).
+        let data = unsafe {
+            let mut v = Vec::<T>::with_capacity(len);
+            std::ptr::write_bytes(v.as_mut_ptr(), 0, len);
+            v.set_len(len);
+            v
+        };
+        Ok(DeviceArray {
+            device: device.clone(),
+            dim,
+            data,
+        })
+    }
+
+    pub(crate) fn from_host<H: ToDevice<Elem = T, Dim = D> + ?Sized>(
+        device: &Device,
+        host: &H,
+    ) -> Result<Self, Error> {
+        let dim = host.host_dim();
+        checked_len(dim.slice(), std::mem::size_of::<T>())?;
+        Ok(DeviceArray {
+            device: device.clone(),
+            data: host.to_vec_c_order(),
+            dim,
+        })
+    }
+
+    /// The device the array lives on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The shape, outermost dimension first.
+    pub fn shape(&self) -> &[usize] {
+        self.dim.slice()
+    }
+
+    /// The shape as ndarray's `dim()` pattern: `n`, `(n, m)` or `(n, m, k)`.
+    pub fn dim(&self) -> D::Pattern {
+        self.dim.clone().into_pattern()
+    }
+
+    /// The shape as an ndarray dimension.
+    pub fn raw_dim(&self) -> D {
+        self.dim.clone()
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// Copies the array back to the host as an ndarray array.
+    pub fn to_host(&self) -> Result<Array<T, D>, Error> {
+        Array::from_shape_vec(self.dim.clone(), self.data.clone()).map_err(|_| {
+            Error::ShapeMismatch {
+                expected: self.shape().to_vec(),
+                found: vec![self.data.len()],
+            }
+        })
+    }
+
+    /// Copies the array back to the host as a `Vec` in C order.
+    pub fn to_vec(&self) -> Result<Vec<T>, Error> {
+        Ok(self.data.clone())
+    }
+
+    /// Overwrites the array with host data of the same shape.
+    pub fn copy_from_host<H: ToDevice<Elem = T, Dim = D> + ?Sized>(
+        &mut self,
+        host: &H,
+    ) -> Result<(), Error> {
+        let dim = host.host_dim();
+        if dim != self.dim {
+            return Err(Error::ShapeMismatch {
+                expected: self.shape().to_vec(),
+                found: dim.slice().to_vec(),
+            });
+        }
+        self.data = host.to_vec_c_order();
+        Ok(())
+    }
+
+    /// Copies the array into a host array of the same shape.
+    pub fn copy_to_host<S: DataMut<Elem = T>>(
+        &self,
+        out: &mut ArrayBase<S, D>,
+    ) -> Result<(), Error> {
+        if out.raw_dim() != self.dim {
+            return Err(Error::ShapeMismatch {
+                expected: self.shape().to_vec(),
+                found: out.shape().to_vec(),
+            });
+        }
+        for (o, v) in out.iter_mut().zip(self.data.iter()) {
+            *o = *v;
+        }
+        Ok(())
+    }
+
+    /// The shape as a fixed-size array, for kernel launchers.
+    #[doc(hidden)]
+    pub fn __dims<const N: usize>(&self) -> [usize; N] {
+        let mut dims = [0usize; N];
+        dims.copy_from_slice(self.dim.slice());
+        dims
+    }
+
+    /// A pointer for kernel views that only read.
+    #[doc(hidden)]
+    pub fn __ptr(&self) -> *mut T {
+        self.data.as_ptr() as *mut T
+    }
+
+    /// A pointer for kernel views that write.
+    #[doc(hidden)]
+    pub fn __ptr_mut(&mut self) -> *mut T {
+        self.data.as_mut_ptr()
+    }
+}
+
+impl<T: DeviceCopy, D: Rank> Clone for DeviceArray<T, D> {
+    fn clone(&self) -> Self {
+        DeviceArray {
+            device: self.device.clone(),
+            dim: self.dim.clone(),
+            data: self.data.clone(),
+        }
+    }
+}
+
+/// Host data that can be copied to a device: slices, arrays, `Vec`s and ndarray arrays.
+pub trait ToDevice {
+    /// The element type.
+    type Elem: DeviceCopy;
+    /// The rank of the device array it becomes.
+    type Dim: Rank;
+    /// Its shape.
+    fn host_dim(&self) -> Self::Dim;
+    /// Its elements in C order.
+    fn to_vec_c_order(&self) -> Vec<Self::Elem>;
+}
+
+impl<T: DeviceCopy> ToDevice for [T] {
+    type Elem = T;
+    type Dim = Ix1;
+    fn host_dim(&self) -> Ix1 {
+        ndarray::Ix1(self.len())
+    }
+    fn to_vec_c_order(&self) -> Vec<T> {
+        self.to_vec()
+    }
+}
+
+impl<T: DeviceCopy, const N: usize> ToDevice for [T; N] {
+    type Elem = T;
+    type Dim = Ix1;
+    fn host_dim(&self) -> Ix1 {
+        ndarray::Ix1(N)
+    }
+    fn to_vec_c_order(&self) -> Vec<T> {
+        self.to_vec()
+    }
+}
+
+impl<T: DeviceCopy> ToDevice for Vec<T> {
+    type Elem = T;
+    type Dim = Ix1;
+    fn host_dim(&self) -> Ix1 {
+        ndarray::Ix1(self.len())
+    }
+    fn to_vec_c_order(&self) -> Vec<T> {
+        self.clone()
+    }
+}
+
+impl<T: DeviceCopy, S: Data<Elem = T>, D: Rank> ToDevice for ArrayBase<S, D> {
+    type Elem = T;
+    type Dim = D;
+    fn host_dim(&self) -> D {
+        self.raw_dim()
+    }
+    fn to_vec_c_order(&self) -> Vec<T> {
+        match self.as_slice() {
+            Some(s) => s.to_vec(),
+            None => self.iter().copied().collect(),
+        }
+    }
+}
+
+/// A shape argument: `n`, `(n, m)`, `(n, m, k)` or `[n, m]`, of any integer type, checked.
+pub trait ShapeArg {
+    /// The rank it gives.
+    type Dim: Rank;
+    /// The shape, or why it is not one.
+    fn into_shape(self) -> Result<Self::Dim, Error>;
+}
+
+/// One extent of a shape: any primitive integer, checked to be non-negative.
+pub trait ShapeComponent: Copy {
+    /// The extent as `usize`, or `None` when negative or too large.
+    fn extent(self) -> Option<usize>;
+    /// The value as given, for messages.
+    fn shown(self) -> i128;
+}
+macro_rules! shape_component {
+    ($($t:ty),*) => {$(
+        impl ShapeComponent for $t {
+            fn extent(self) -> Option<usize> {
+                usize::try_from(self).ok()
+            }
+            fn shown(self) -> i128 {
+                self as i128
+            }
+        }
+    )*};
+}
+shape_component!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+
+fn extents<const N: usize>(raw: [Option<usize>; N], shown: [i128; N]) -> Result<[usize; N], Error> {
+    let mut out = [0usize; N];
+    for (o, r) in out.iter_mut().zip(raw) {
+        *o = r.ok_or_else(|| Error::TooLarge {
+            shape: shown.iter().map(|&v| v.max(0) as usize).collect(),
+        })?;
+    }
+    Ok(out)
+}
+
+impl<A: ShapeComponent> ShapeArg for A {
+    type Dim = Ix1;
+    fn into_shape(self) -> Result<Ix1, Error> {
+        let [n] = extents([self.extent()], [self.shown()])?;
+        Ok(ndarray::Ix1(n))
+    }
+}
+impl<A: ShapeComponent, B: ShapeComponent> ShapeArg for (A, B) {
+    type Dim = Ix2;
+    fn into_shape(self) -> Result<Ix2, Error> {
+        let [n, m] = extents(
+            [self.0.extent(), self.1.extent()],
+            [self.0.shown(), self.1.shown()],
+        )?;
+        Ok(ndarray::Ix2(n, m))
+    }
+}
+impl<A, B, C> ShapeArg for (A, B, C)
+where
+    A: ShapeComponent,
+    B: ShapeComponent,
+    C: ShapeComponent,
+{
+    type Dim = Ix3;
+    fn into_shape(self) -> Result<Ix3, Error> {
+        let [n, m, k] = extents(
+            [self.0.extent(), self.1.extent(), self.2.extent()],
+            [self.0.shown(), self.1.shown(), self.2.shown()],
+        )?;
+        Ok(ndarray::Ix3(n, m, k))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{array, Array3};
+
+    #[test]
+    fn round_trips_every_rank() {
+        let dev = Device::cpu();
+        let v = vec![1.0f32, 2.0, 3.0];
+        assert_eq!(dev.to_device(&v).unwrap().to_vec().unwrap(), v);
+        let a2 = array![[1i8, 2], [3, 4], [5, 6]];
+        let d2 = dev.to_device(&a2).unwrap();
+        assert_eq!(d2.dim(), (3, 2));
+        assert_eq!(d2.to_host().unwrap(), a2);
+        let a3 = Array3::from_shape_fn((2, 3, 4), |(i, j, k)| (i * 100 + j * 10 + k) as u16);
+        assert_eq!(dev.to_device(&a3).unwrap().to_host().unwrap(), a3);
+        // A non-contiguous view is copied in logical C order.
+        let t = a2.t();
+        assert_eq!(
+            dev.to_device(&t).unwrap().to_vec().unwrap(),
+            vec![1, 3, 5, 2, 4, 6]
+        );
+    }
+
+    #[test]
+    fn zeros_and_shape_errors() {
+        let dev = Device::cpu();
+        let z = dev.zeros::<f64, _>((2, 3)).unwrap();
+        assert_eq!(z.to_host().unwrap(), Array::<f64, _>::zeros((2, 3)));
+        assert!(matches!(
+            dev.zeros::<f32, _>(-1),
+            Err(Error::TooLarge { .. })
+        ));
+        assert!(matches!(
+            dev.zeros::<f32, _>((usize::MAX, 2)),
+            Err(Error::TooLarge { .. })
+        ));
+        let mut d = dev.zeros::<i32, _>(3).unwrap();
+        assert!(matches!(
+            d.copy_from_host(&[1, 2][..]),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        d.copy_from_host(&[1, 2, 3][..]).unwrap();
+        let mut out = ndarray::Array1::<i32>::zeros(4);
+        assert!(matches!(
+            d.copy_to_host(&mut out),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        let mut out = ndarray::Array1::<i32>::zeros(3);
+        d.copy_to_host(&mut out).unwrap();
+        assert_eq!(out.to_vec(), vec![1, 2, 3]);
+    }
+}

@@ -1,0 +1,220 @@
+//! [`Device`]: where kernels run and arrays live.
+
+use super::array::{DeviceArray, Rank, ShapeArg, ToDevice};
+use super::error::Error;
+use crate::device_copy::DeviceCopy;
+use crate::dim::Dim3;
+use std::sync::{Arc, OnceLock};
+
+/// Which backend a [`Device`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    /// The CPU backend: every simulated thread runs on the host's cores.
+    Cpu,
+    /// The CUDA GPU with this ordinal.
+    Cuda(usize),
+}
+
+/// The limits a launch is checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest block dimensions.
+    pub max_block: Dim3,
+    /// Largest grid dimensions.
+    pub max_grid: Dim3,
+    /// Most threads in one block.
+    pub max_threads_per_block: u32,
+    /// Most shared memory (static and dynamic) per block, in bytes.
+    pub max_shared_bytes: usize,
+}
+
+impl Limits {
+    /// The limits every CUDA GPU since compute capability 3.0 offers without opting in; the CPU
+    /// backend enforces the same, so a kernel that launches on the CPU launches on a GPU.
+    pub const CUDA_DEFAULT: Limits = Limits {
+        max_block: Dim3::new(1024, 1024, 64),
+        max_grid: Dim3::new(2_147_483_647, 65535, 65535),
+        max_threads_per_block: 1024,
+        max_shared_bytes: 48 * 1024,
+    };
+}
+
+#[derive(Debug)]
+struct Inner {
+    kind: DeviceKind,
+    limits: Limits,
+}
+
+/// A device kernels run on and arrays live on: a CUDA GPU or the CPU backend. Cheap to clone.
+///
+/// ```
+/// use kernel_runtime::{Device, DeviceKind};
+/// let dev = Device::cpu();
+/// assert_eq!(dev.kind(), DeviceKind::Cpu);
+/// let x = dev.to_device(&[1u8, 2, 3][..])?;
+/// assert_eq!(x.to_vec()?, [1, 2, 3]);
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Device {
+    inner: Arc<Inner>,
+}
+
+impl PartialEq for Device {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.kind == other.inner.kind
+    }
+}
+impl Eq for Device {}
+
+impl Default for Device {
+    /// The device `KERNEL_DEVICE` names (`cpu`, `cuda`, `cuda:N`), else a usable CUDA GPU, else
+    /// the CPU backend. When the device asked for cannot be used, says why once on stderr and
+    /// runs on the CPU; [`Device::from_env`] returns that error instead.
+    fn default() -> Self {
+        match Self::from_env() {
+            Ok(dev) => dev,
+            Err(e) => {
+                static SAID: OnceLock<()> = OnceLock::new();
+                SAID.get_or_init(|| eprintln!("kernel-runtime: running on the CPU backend: {e}"));
+                Device::cpu()
+            }
+        }
+    }
+}
+
+impl Device {
+    /// The CPU backend: blocks spread over all cores.
+    pub fn cpu() -> Device {
+        static CPU: OnceLock<Device> = OnceLock::new();
+        CPU.get_or_init(|| Device {
+            inner: Arc::new(Inner {
+                kind: DeviceKind::Cpu,
+                limits: Limits::CUDA_DEFAULT,
+            }),
+        })
+        .clone()
+    }
+
+    /// The CUDA GPU with this ordinal.
+    ///
+    /// This build has no CUDA backend yet, so this returns [`Error::CudaUnavailable`]; kernels
+    /// run on [`Device::cpu`].
+    pub fn cuda(ordinal: usize) -> Result<Device, Error> {
+        Err(Error::CudaUnavailable {
+            ordinal,
+            reason: "this build of kernel-runtime has no CUDA backend; use Device::cpu()".into(),
+        })
+    }
+
+    /// The device `KERNEL_DEVICE` names: `cpu`, `cuda` (GPU 0) or `cuda:N`; unset or empty
+    /// means the first usable CUDA GPU, else the CPU backend.
+    pub fn from_env() -> Result<Device, Error> {
+        let spec = std::env::var("KERNEL_DEVICE").unwrap_or_default();
+        match Self::parse_spec(spec.trim())? {
+            Some(DeviceKind::Cpu) => Ok(Device::cpu()),
+            Some(DeviceKind::Cuda(n)) => Device::cuda(n),
+            None => Ok(Device::cuda(0).unwrap_or_else(|_| Device::cpu())),
+        }
+    }
+
+    fn parse_spec(spec: &str) -> Result<Option<DeviceKind>, Error> {
+        let bad = || Error::BadDeviceSpec {
+            value: spec.to_string(),
+        };
+        match spec.to_ascii_lowercase().as_str() {
+            "" => Ok(None),
+            "cpu" => Ok(Some(DeviceKind::Cpu)),
+            "cuda" | "gpu" => Ok(Some(DeviceKind::Cuda(0))),
+            s => match s.strip_prefix("cuda:") {
+                Some(n) => n
+                    .parse()
+                    .map(|n| Some(DeviceKind::Cuda(n)))
+                    .map_err(|_| bad()),
+                None => Err(bad()),
+            },
+        }
+    }
+
+    /// Which backend this is.
+    pub fn kind(&self) -> DeviceKind {
+        self.inner.kind
+    }
+
+    /// The launch limits of this device.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// A human-readable name: `CPU backend (8 threads)`, ...
+    pub fn name(&self) -> String {
+        match self.inner.kind {
+            DeviceKind::Cpu => format!("CPU backend ({} threads)", rayon::current_num_threads()),
+            DeviceKind::Cuda(n) => format!("CUDA device {n}"),
+        }
+    }
+
+    /// Waits until all work queued on this device has finished (immediate on the CPU).
+    pub fn synchronize(&self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Copies a slice, `Vec` or `ndarray` array to this device.
+    pub fn to_device<H: ToDevice + ?Sized>(
+        &self,
+        host: &H,
+    ) -> Result<DeviceArray<H::Elem, H::Dim>, Error> {
+        DeviceArray::from_host(self, host)
+    }
+
+    /// A zero-filled array of `shape` (`n`, `(n, m)` or `(n, m, k)`).
+    pub fn zeros<T: DeviceCopy, S: ShapeArg>(
+        &self,
+        shape: S,
+    ) -> Result<DeviceArray<T, S::Dim>, Error> {
+        DeviceArray::zeros(self, shape.into_shape()?)
+    }
+
+    /// A zero-filled array with the shape of `like`.
+    pub fn zeros_like<T: DeviceCopy, U: DeviceCopy, D: Rank>(
+        &self,
+        like: &DeviceArray<U, D>,
+    ) -> Result<DeviceArray<T, D>, Error> {
+        DeviceArray::zeros(self, like.raw_dim())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_device_specs() {
+        assert_eq!(Device::parse_spec("").unwrap(), None);
+        assert_eq!(Device::parse_spec("CPU").unwrap(), Some(DeviceKind::Cpu));
+        assert_eq!(
+            Device::parse_spec("cuda").unwrap(),
+            Some(DeviceKind::Cuda(0))
+        );
+        assert_eq!(
+            Device::parse_spec("cuda:3").unwrap(),
+            Some(DeviceKind::Cuda(3))
+        );
+        assert!(matches!(
+            Device::parse_spec("tpu"),
+            Err(Error::BadDeviceSpec { .. })
+        ));
+        assert!(matches!(
+            Device::parse_spec("cuda:x"),
+            Err(Error::BadDeviceSpec { .. })
+        ));
+    }
+
+    #[test]
+    fn cuda_without_backend_is_a_typed_error() {
+        assert!(matches!(
+            Device::cuda(0),
+            Err(Error::CudaUnavailable { ordinal: 0, .. })
+        ));
+    }
+}

@@ -1,0 +1,127 @@
+//! Every way a host call can fail, as one typed error that says what to do.
+
+use crate::dim::Dim3;
+
+/// The error of every fallible host call.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The launch configuration is not valid for the kernel or the device.
+    #[error("invalid launch of kernel `{kernel}`: {reason}")]
+    InvalidLaunch {
+        /// The kernel.
+        kernel: &'static str,
+        /// What is wrong.
+        reason: LaunchError,
+    },
+    /// The kernel stopped on a fault: an index out of bounds, a divergent barrier, a panic.
+    #[error("kernel `{kernel}` failed: {message}")]
+    KernelFault {
+        /// The kernel.
+        kernel: &'static str,
+        /// What happened, with the block and thread.
+        message: String,
+    },
+    /// Two shapes that must agree do not.
+    #[error("shape mismatch: expected {expected:?}, found {found:?}")]
+    ShapeMismatch {
+        /// The shape required.
+        expected: Vec<usize>,
+        /// The shape given.
+        found: Vec<usize>,
+    },
+    /// A kernel argument lives on another device than the launch.
+    #[error("kernel `{kernel}`: argument `{argument}` lives on {found}, the launch runs on {expected}; copy it with `to_device` first")]
+    DeviceMismatch {
+        /// The kernel.
+        kernel: &'static str,
+        /// The parameter.
+        argument: &'static str,
+        /// The launch's device.
+        expected: String,
+        /// The argument's device.
+        found: String,
+    },
+    /// An array would hold more bytes than the address space.
+    #[error("an array of shape {shape:?} is too large to allocate")]
+    TooLarge {
+        /// The shape asked for.
+        shape: Vec<usize>,
+    },
+    /// The kernel has no arrays to tell its device, and none was given.
+    #[error("kernel `{kernel}` has no array argument to take its device from; launch it with `launch_with(LaunchConfig::new(..).on(&device), ..)`")]
+    NoDevice {
+        /// The kernel.
+        kernel: &'static str,
+    },
+    /// A CUDA device was asked for and cannot be used.
+    #[error("CUDA device {ordinal} is not usable: {reason}")]
+    CudaUnavailable {
+        /// The device ordinal asked for.
+        ordinal: usize,
+        /// Why not, and what to do.
+        reason: String,
+    },
+    /// `KERNEL_DEVICE` holds something other than `cpu`, `cpu-checked` or `cuda[:N]`.
+    #[error(
+        "KERNEL_DEVICE={value:?} is not understood: use `cpu`, `cpu-checked`, `cuda` or `cuda:N`"
+    )]
+    BadDeviceSpec {
+        /// The value found.
+        value: String,
+    },
+}
+
+/// What is wrong with a launch configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    /// A grid or block dimension is zero.
+    #[error("{what} {dims} has a zero dimension; every dimension must be at least 1")]
+    ZeroDim {
+        /// `grid` or `block`.
+        what: &'static str,
+        /// The dimensions given.
+        dims: Dim3,
+    },
+    /// A dimension does not fit in 32 bits or is negative.
+    #[error("dimension {value} is out of range (0 < n < 2^32)")]
+    DimOutOfRange {
+        /// The value given.
+        value: i128,
+    },
+    /// More threads per block than the device allows.
+    #[error("a block of {dims} has {threads} threads; the limit is {limit}")]
+    TooManyThreads {
+        /// The block dimensions.
+        dims: Dim3,
+        /// Their product.
+        threads: u64,
+        /// The device's limit.
+        limit: u64,
+    },
+    /// A block or grid dimension above the device's limit.
+    #[error("{what} dimension {axis} is {value}; the limit is {limit}")]
+    DimTooLarge {
+        /// `grid` or `block`.
+        what: &'static str,
+        /// `x`, `y` or `z`.
+        axis: char,
+        /// The value given.
+        value: u32,
+        /// The device's limit.
+        limit: u32,
+    },
+    /// More shared memory than the device gives a block.
+    #[error("{bytes} bytes of shared memory per block ({static_bytes} static + {dynamic_bytes} dynamic); the limit is {limit}")]
+    TooMuchSharedMemory {
+        /// Static plus dynamic bytes.
+        bytes: usize,
+        /// The kernel's static shared arrays.
+        static_bytes: usize,
+        /// The dynamic bytes asked for.
+        dynamic_bytes: usize,
+        /// The device's limit.
+        limit: usize,
+    },
+}

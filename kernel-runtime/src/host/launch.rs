@@ -1,0 +1,238 @@
+//! Launch configurations: `(blocks, threads)` with one to three dimensions each, optional
+//! dynamic shared memory, checked against the device's limits.
+
+use super::device::{Device, Limits};
+use super::error::LaunchError;
+use crate::dim::Dim3;
+
+/// Something that can be a grid or block shape: an integer, or a tuple of two or three.
+pub trait IntoDim3 {
+    /// The shape, or why it is not one.
+    fn into_dim3(self) -> Result<Dim3, LaunchError>;
+}
+
+/// One component of a shape: any primitive integer, checked to fit in `u32`.
+pub trait DimComponent: Copy {
+    /// The component as `u32`, or why not.
+    fn component(self) -> Result<u32, LaunchError>;
+}
+
+macro_rules! dim_component {
+    ($($t:ty),*) => {$(
+        impl DimComponent for $t {
+            #[inline]
+            fn component(self) -> Result<u32, LaunchError> {
+                u32::try_from(self).map_err(|_| LaunchError::DimOutOfRange { value: self as i128 })
+            }
+        }
+    )*};
+}
+dim_component!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+
+impl<A: DimComponent> IntoDim3 for A {
+    fn into_dim3(self) -> Result<Dim3, LaunchError> {
+        Ok(Dim3::new(self.component()?, 1, 1))
+    }
+}
+impl<A: DimComponent, B: DimComponent> IntoDim3 for (A, B) {
+    fn into_dim3(self) -> Result<Dim3, LaunchError> {
+        Ok(Dim3::new(self.0.component()?, self.1.component()?, 1))
+    }
+}
+impl<A: DimComponent, B: DimComponent, C: DimComponent> IntoDim3 for (A, B, C) {
+    fn into_dim3(self) -> Result<Dim3, LaunchError> {
+        Ok(Dim3::new(
+            self.0.component()?,
+            self.1.component()?,
+            self.2.component()?,
+        ))
+    }
+}
+impl IntoDim3 for Dim3 {
+    fn into_dim3(self) -> Result<Dim3, LaunchError> {
+        Ok(self)
+    }
+}
+
+/// How to launch a kernel: blocks of the grid, threads of a block, dynamic shared memory, and
+/// optionally the device (else the device of the kernel's array arguments).
+///
+/// ```
+/// use kernel_runtime::LaunchConfig;
+/// let cfg = LaunchConfig::cover(1000, 256)?;           // 4 blocks of 256 threads
+/// assert_eq!((cfg.grid.x, cfg.block.x), (4, 256));
+/// let cfg = LaunchConfig::cover_2d((100, 30), (16, 16))?;
+/// assert_eq!((cfg.grid.x, cfg.grid.y), (7, 2));
+/// let cfg = LaunchConfig::new((8, 8), (16, 16))?.shared_bytes(4096);
+/// assert_eq!(cfg.dynamic_shared_bytes, 4096);
+/// # Ok::<(), kernel_runtime::LaunchError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct LaunchConfig {
+    /// Blocks of the grid.
+    pub grid: Dim3,
+    /// Threads of each block.
+    pub block: Dim3,
+    /// Dynamic shared memory bytes per block (beyond the kernel's static shared arrays).
+    pub dynamic_shared_bytes: usize,
+    /// The device to run on; `None` takes the device of the array arguments.
+    pub device: Option<Device>,
+}
+
+impl LaunchConfig {
+    /// `blocks` blocks of `threads` threads, like Numba's `kernel[blocks, threads]`.
+    pub fn new(blocks: impl IntoDim3, threads: impl IntoDim3) -> Result<Self, LaunchError> {
+        Ok(LaunchConfig {
+            grid: blocks.into_dim3()?,
+            block: threads.into_dim3()?,
+            dynamic_shared_bytes: 0,
+            device: None,
+        })
+    }
+
+    /// Enough blocks of `threads` threads for one thread per element of `n`.
+    pub fn cover(n: usize, threads: u32) -> Result<Self, LaunchError> {
+        let threads = threads.max(1);
+        let blocks = n.div_ceil(threads as usize).max(1);
+        Self::new(blocks, threads)
+    }
+
+    /// Enough 2-D blocks of `threads` for one thread per element of an `(n, m)` grid: x covers
+    /// `n`, y covers `m` (as `grid(2)` returns them).
+    pub fn cover_2d((n, m): (usize, usize), threads: (u32, u32)) -> Result<Self, LaunchError> {
+        let (tx, ty) = (threads.0.max(1), threads.1.max(1));
+        Self::new(
+            (
+                n.div_ceil(tx as usize).max(1),
+                m.div_ceil(ty as usize).max(1),
+            ),
+            (tx, ty),
+        )
+    }
+
+    /// The same launch with `bytes` of dynamic shared memory per block.
+    pub fn shared_bytes(mut self, bytes: usize) -> Self {
+        self.dynamic_shared_bytes = bytes;
+        self
+    }
+
+    /// The same launch on `device`.
+    pub fn on(mut self, device: &Device) -> Self {
+        self.device = Some(device.clone());
+        self
+    }
+
+    /// Checks the configuration against `limits` for a kernel with `static_shared` bytes of
+    /// static shared arrays.
+    pub fn validate(&self, limits: &Limits, static_shared: usize) -> Result<(), LaunchError> {
+        for (what, d, max) in [
+            ("grid", self.grid, limits.max_grid),
+            ("block", self.block, limits.max_block),
+        ] {
+            if d.x == 0 || d.y == 0 || d.z == 0 {
+                return Err(LaunchError::ZeroDim { what, dims: d });
+            }
+            for (axis, value, limit) in [('x', d.x, max.x), ('y', d.y, max.y), ('z', d.z, max.z)] {
+                if value > limit {
+                    return Err(LaunchError::DimTooLarge {
+                        what,
+                        axis,
+                        value,
+                        limit,
+                    });
+                }
+            }
+        }
+        let threads = self.block.volume();
+        if threads > limits.max_threads_per_block as u64 {
+            return Err(LaunchError::TooManyThreads {
+                dims: self.block,
+                threads,
+                limit: limits.max_threads_per_block as u64,
+            });
+        }
+        let bytes =
+            crate::shared::align_up(static_shared, 16).saturating_add(self.dynamic_shared_bytes);
+        if bytes > limits.max_shared_bytes {
+            return Err(LaunchError::TooMuchSharedMemory {
+                bytes,
+                static_bytes: static_shared,
+                dynamic_bytes: self.dynamic_shared_bytes,
+                limit: limits.max_shared_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(
+        cfg: Result<LaunchConfig, LaunchError>,
+        static_shared: usize,
+    ) -> Result<(), LaunchError> {
+        cfg?.validate(&Limits::CUDA_DEFAULT, static_shared)
+    }
+
+    #[test]
+    fn accepts_usual_shapes() {
+        assert!(check(LaunchConfig::new(1, 1), 0).is_ok());
+        assert!(check(LaunchConfig::new((65535, 65535), (32, 32)), 48 * 1024).is_ok());
+        assert!(check(LaunchConfig::new(2_147_483_647u32, 1024), 0).is_ok());
+    }
+
+    #[test]
+    fn rejects_bad_shapes_with_the_reason() {
+        assert!(matches!(
+            check(LaunchConfig::new(0, 32), 0),
+            Err(LaunchError::ZeroDim { what: "grid", .. })
+        ));
+        assert!(matches!(
+            check(LaunchConfig::new(1, (32, 0)), 0),
+            Err(LaunchError::ZeroDim { what: "block", .. })
+        ));
+        assert!(matches!(
+            check(LaunchConfig::new(1, 1025), 0),
+            Err(LaunchError::TooManyThreads { threads: 1025, .. })
+        ));
+        assert!(matches!(
+            check(LaunchConfig::new(1, (64, 32)), 0),
+            Err(LaunchError::TooManyThreads { .. })
+        ));
+        assert!(matches!(
+            check(LaunchConfig::new(1, (1, 1, 65)), 0),
+            Err(LaunchError::DimTooLarge { axis: 'z', .. })
+        ));
+        assert!(matches!(
+            check(LaunchConfig::new((1, 65536), 1), 0),
+            Err(LaunchError::DimTooLarge {
+                what: "grid",
+                axis: 'y',
+                ..
+            })
+        ));
+        assert!(matches!(
+            LaunchConfig::new(-1, 1),
+            Err(LaunchError::DimOutOfRange { value: -1 })
+        ));
+        assert!(matches!(
+            LaunchConfig::new(1usize << 40, 1),
+            Err(LaunchError::DimOutOfRange { .. })
+        ));
+        let cfg = LaunchConfig::new(1, 1).map(|c| c.shared_bytes(48 * 1024));
+        assert!(matches!(
+            check(cfg, 16),
+            Err(LaunchError::TooMuchSharedMemory { .. })
+        ));
+    }
+
+    #[test]
+    fn cover_rounds_up() {
+        let c = LaunchConfig::cover(257, 256).unwrap();
+        assert_eq!((c.grid.x, c.block.x), (2, 256));
+        let c = LaunchConfig::cover(0, 256).unwrap();
+        assert_eq!(c.grid.x, 1);
+    }
+}

@@ -1,0 +1,132 @@
+//! Write GPU kernels as plain Rust functions, launch them the way Numba's `cuda.jit` users do.
+//!
+//! A kernel is a function marked [`kernel`]. The same source is compiled twice: for the host,
+//! where the CPU backend runs it (every simulated thread with its own block and thread
+//! coordinates), and, from the crate's `build.rs`, for `nvptx64-nvidia-cuda`, where it becomes a
+//! PTX entry point.
+//!
+//! ```
+//! use kernel_runtime::prelude::*;
+//!
+//! #[kernel]
+//! pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+//!     let i = grid(1);
+//!     if i < y.len() {
+//!         y[i] += a * x[i];
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), kernel_runtime::Error> {
+//! let dev = Device::cpu();
+//! let x = dev.to_device(&[1.0f32, 2.0, 3.0][..])?;
+//! let mut y = dev.zeros::<f32, _>(3)?;
+//! axpy.launch(1, 32, (2.0, &x, &mut y))?;
+//! assert_eq!(y.to_vec()?, vec![2.0, 4.0, 6.0]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # The safety contract of kernels
+//!
+//! Launching a kernel is safe for the host program, but kernels run as many threads at once, so
+//! a kernel must keep these promises (as in CUDA C++ and Numba):
+//! - no two threads write the same element, and no thread reads an element another thread
+//!   writes, between two barriers (block-level) or within one launch (grid-level), unless every
+//!   such access is an atomic operation;
+//! - every thread of a block reaches each `sync_threads()` (the CPU backend reports a barrier
+//!   that only part of a block reaches as an error);
+//! - with `#[kernel(boundscheck = false)]`, every index is within its array's shape; by default
+//!   indices are checked (a trap on the GPU, an error naming the array, index, shape, block and
+//!   thread on the CPU).
+#![cfg_attr(target_arch = "nvptx64", no_std)]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math)
+)]
+#![warn(missing_docs)]
+
+pub mod atomic;
+pub mod ctx;
+pub mod device_copy;
+pub mod dim;
+pub mod fault;
+pub mod math;
+pub mod shared;
+pub mod sync;
+pub mod view;
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod cpu;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod host;
+
+#[doc(hidden)]
+pub mod __rt;
+
+pub use ctx::{block_dim, block_idx, grid_dim, thread_idx, Ctx};
+pub use device_copy::DeviceCopy;
+pub use dim::Dim3;
+pub use kernel_macros::{device, kernel, DeviceCopy};
+pub use shared::{SharedArray1, SharedArray2};
+pub use view::{View1, View1Mut, View2, View2Mut, View3, View3Mut};
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use host::{
+    array::{DeviceArray, DeviceArray1, DeviceArray2, DeviceArray3, Rank, ToDevice},
+    device::{Device, DeviceKind, Limits},
+    error::{Error, LaunchError},
+    launch::{IntoDim3, LaunchConfig},
+};
+
+/// Re-exports for host code that builds and reads arrays.
+#[cfg(not(target_arch = "nvptx64"))]
+pub use ndarray;
+
+/// Everything a kernel and its host program use: `use kernel_runtime::prelude::*;`.
+pub mod prelude {
+    pub use crate::atomic::{
+        atomic_add, atomic_and, atomic_cas, atomic_dec, atomic_exch, atomic_inc, atomic_max,
+        atomic_min, atomic_or, atomic_sub, atomic_xor,
+    };
+    pub use crate::ctx::{block_dim, block_idx, grid_dim, thread_idx};
+    pub use crate::math::{self, DeviceFloat};
+    pub use crate::sync::{
+        sync_threads, sync_threads_and, sync_threads_count, sync_threads_or, threadfence,
+        threadfence_block,
+    };
+    pub use crate::{device, kernel, DeviceCopy, Dim3};
+    pub use crate::{dynamic_shared, shared_array};
+    pub use crate::{
+        SharedArray1, SharedArray2, View1, View1Mut, View2, View2Mut, View3, View3Mut,
+    };
+
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub use crate::{
+        Device, DeviceArray, DeviceArray1, DeviceArray2, DeviceArray3, Error, LaunchConfig,
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub use ndarray::{Array1, Array2, Array3};
+}
+
+/// A static shared-memory array of the block: `shared_array![f32; 256]` or
+/// `shared_array![f32; [TPB, TPB]]`, sizes known at compile time.
+///
+/// Only meaningful directly inside a `#[kernel]` function, whose macro lays every shared array
+/// out at a fixed offset of the block's shared memory; anywhere else it is a compile error.
+#[macro_export]
+macro_rules! shared_array {
+    ($($t:tt)*) => {
+        compile_error!("`shared_array!` can only be used directly inside a `#[kernel]` function")
+    };
+}
+
+/// The block's dynamic shared memory as a slice of `T`: `dynamic_shared![f32]`; its length is
+/// the dynamic shared bytes given at launch divided by the size of `T`.
+///
+/// Only meaningful directly inside a `#[kernel]` function; anywhere else it is a compile error.
+#[macro_export]
+macro_rules! dynamic_shared {
+    ($($t:tt)*) => {
+        compile_error!("`dynamic_shared!` can only be used directly inside a `#[kernel]` function")
+    };
+}

@@ -1,0 +1,242 @@
+//! Math on `f32` and `f64` that works the same way in host and device code.
+//!
+//! On the host, `x.sin()` is the standard library's method. Device code is `no_std`, where
+//! those methods do not exist; the [`DeviceFloat`] trait (in the prelude) supplies them, so a
+//! kernel is written once: `x.sin()`, `x.powi(3)`, `x.mul_add(y, z)`. Free functions with
+//! Numba's names (`math::sqrt(x)`, `math::pow(x, y)`, `math::fma(x, y, z)`, `math::log(x)`)
+//! are here too.
+//!
+//! ```
+//! use kernel_runtime::prelude::*;
+//! assert_eq!(math::pow(2.0f64, 10.0), 1024.0);
+//! assert!((1.0f32.erf() - 0.842_700_8).abs() < 1e-6);
+//! ```
+
+macro_rules! device_float {
+    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $at:ty),*) -> $ret:ty
+        => host $host:expr, device $dev32:expr, $dev64:expr;)*) => {
+        /// The float methods kernels use, for `f32` and `f64`, on the host and on the device.
+        pub trait DeviceFloat: Copy + PartialOrd {
+            $($(#[$doc])* fn $name(self $(, $arg: $at)*) -> $ret;)*
+        }
+        device_float!(@impl f32, [$($name ($($arg: $at),*) -> $ret, $host, $dev32;)*]);
+        device_float!(@impl f64, [$($name ($($arg: $at),*) -> $ret, $host, $dev64;)*]);
+    };
+    (@impl $t:ident, [$($name:ident ($($arg:ident: $at:ty),*) -> $ret:ty, $host:expr, $dev:expr;)*]) => {
+        impl DeviceFloat for $t {
+            $(
+                #[inline(always)]
+                fn $name(self $(, $arg: $at)*) -> $ret {
+                    #[allow(unused_imports)]
+                    use libm::*;
+                    #[allow(non_camel_case_types, dead_code)]
+                    type F = $t;
+                    let x = self;
+                    #[cfg(not(target_arch = "nvptx64"))]
+                    {
+                        let f: fn(F $(, $at)*) -> $ret = $host;
+                        f(x $(, $arg)*)
+                    }
+                    #[cfg(target_arch = "nvptx64")]
+                    {
+                        let f: fn(F $(, $at)*) -> $ret = $dev;
+                        f(x $(, $arg)*)
+                    }
+                }
+            )*
+        }
+    };
+}
+
+device_float! {
+    /// Square root.
+    fn sqrt() -> Self => host F::sqrt, device sqrtf, sqrt;
+    /// Cube root.
+    fn cbrt() -> Self => host F::cbrt, device cbrtf, cbrt;
+    /// Sine (radians).
+    fn sin() -> Self => host F::sin, device sinf, sin;
+    /// Cosine (radians).
+    fn cos() -> Self => host F::cos, device cosf, cos;
+    /// Tangent (radians).
+    fn tan() -> Self => host F::tan, device tanf, tan;
+    /// Arcsine.
+    fn asin() -> Self => host F::asin, device asinf, asin;
+    /// Arccosine.
+    fn acos() -> Self => host F::acos, device acosf, acos;
+    /// Arctangent.
+    fn atan() -> Self => host F::atan, device atanf, atan;
+    /// Four-quadrant arctangent of `self / other`.
+    fn atan2(other: Self) -> Self => host F::atan2, device atan2f, atan2;
+    /// Hyperbolic sine.
+    fn sinh() -> Self => host F::sinh, device sinhf, sinh;
+    /// Hyperbolic cosine.
+    fn cosh() -> Self => host F::cosh, device coshf, cosh;
+    /// Hyperbolic tangent.
+    fn tanh() -> Self => host F::tanh, device tanhf, tanh;
+    /// `e^self`.
+    fn exp() -> Self => host F::exp, device expf, exp;
+    /// `2^self`.
+    fn exp2() -> Self => host F::exp2, device exp2f, exp2;
+    /// `e^self - 1`, accurate near zero.
+    fn exp_m1() -> Self => host F::exp_m1, device expm1f, expm1;
+    /// Natural logarithm.
+    fn ln() -> Self => host F::ln, device logf, log;
+    /// Base-2 logarithm.
+    fn log2() -> Self => host F::log2, device log2f, log2;
+    /// Base-10 logarithm.
+    fn log10() -> Self => host F::log10, device log10f, log10;
+    /// `ln(1 + self)`, accurate near zero.
+    fn ln_1p() -> Self => host F::ln_1p, device log1pf, log1p;
+    /// `self^n` for a float exponent.
+    fn powf(n: Self) -> Self => host F::powf, device powf, pow;
+    /// `self^n` for an integer exponent.
+    fn powi(n: i32) -> Self => host F::powi, device |x: F, n: i32| powi_by_squaring(x, n), |x: F, n: i32| powi_by_squaring(x, n);
+    /// Largest integer not above `self`.
+    fn floor() -> Self => host F::floor, device floorf, floor;
+    /// Smallest integer not below `self`.
+    fn ceil() -> Self => host F::ceil, device ceilf, ceil;
+    /// Nearest integer, halves away from zero.
+    fn round() -> Self => host F::round, device roundf, round;
+    /// Integer part.
+    fn trunc() -> Self => host F::trunc, device truncf, trunc;
+    /// Absolute value.
+    fn abs() -> Self => host F::abs, device F::abs, F::abs;
+    /// `self * a + b` with one rounding (fused multiply-add).
+    fn mul_add(a: Self, b: Self) -> Self => host F::mul_add, device fmaf, fma;
+    /// The smaller of two values (the other one if one is NaN).
+    fn min(other: Self) -> Self => host F::min, device F::min, F::min;
+    /// The larger of two values (the other one if one is NaN).
+    fn max(other: Self) -> Self => host F::max, device F::max, F::max;
+    /// `sqrt(self² + other²)` without undue overflow.
+    fn hypot(other: Self) -> Self => host F::hypot, device hypotf, hypot;
+    /// `self` with the sign of `sign`.
+    fn copysign(sign: Self) -> Self => host F::copysign, device F::copysign, F::copysign;
+    /// The error function.
+    fn erf() -> Self => host libm::Libm::<F>::erf, device erff, erf;
+    /// The complementary error function `1 - erf(self)`.
+    fn erfc() -> Self => host libm::Libm::<F>::erfc, device erfcf, erfc;
+}
+
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn powi_by_squaring<
+    F: Copy + core::ops::Mul<Output = F> + core::ops::Div<Output = F> + From<i8>,
+>(
+    x: F,
+    n: i32,
+) -> F {
+    let mut base = x;
+    let mut e = n.unsigned_abs();
+    let mut acc = F::from(1i8);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc * base;
+        }
+        base = base * base;
+        e >>= 1;
+    }
+    if n < 0 {
+        F::from(1i8) / acc
+    } else {
+        acc
+    }
+}
+
+macro_rules! free_fns {
+    ($($(#[$doc:meta])* $name:ident => $method:ident($($arg:ident),*);)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name<F: DeviceFloat>(x: F $(, $arg: F)*) -> F {
+            x.$method($($arg),*)
+        }
+    )*};
+}
+
+free_fns! {
+    /// Square root.
+    sqrt => sqrt();
+    /// Cube root.
+    cbrt => cbrt();
+    /// Sine.
+    sin => sin();
+    /// Cosine.
+    cos => cos();
+    /// Tangent.
+    tan => tan();
+    /// Arcsine.
+    asin => asin();
+    /// Arccosine.
+    acos => acos();
+    /// Arctangent.
+    atan => atan();
+    /// Four-quadrant arctangent of `y / x`.
+    atan2 => atan2(x2);
+    /// Hyperbolic sine.
+    sinh => sinh();
+    /// Hyperbolic cosine.
+    cosh => cosh();
+    /// Hyperbolic tangent.
+    tanh => tanh();
+    /// `e^x`.
+    exp => exp();
+    /// `2^x`.
+    exp2 => exp2();
+    /// `e^x - 1`.
+    expm1 => exp_m1();
+    /// Natural logarithm.
+    log => ln();
+    /// Base-2 logarithm.
+    log2 => log2();
+    /// Base-10 logarithm.
+    log10 => log10();
+    /// `ln(1 + x)`.
+    log1p => ln_1p();
+    /// `x^y`.
+    pow => powf(y);
+    /// Largest integer not above `x`.
+    floor => floor();
+    /// Smallest integer not below `x`.
+    ceil => ceil();
+    /// Nearest integer, halves away from zero.
+    round => round();
+    /// Integer part.
+    trunc => trunc();
+    /// Absolute value.
+    fabs => abs();
+    /// `x * y + z` with one rounding.
+    fma => mul_add(y, z);
+    /// The smaller value.
+    fmin => min(y);
+    /// The larger value.
+    fmax => max(y);
+    /// `sqrt(x² + y²)`.
+    hypot => hypot(y);
+    /// `x` with the sign of `y`.
+    copysign => copysign(y);
+    /// The error function.
+    erf => erf();
+    /// The complementary error function.
+    erfc => erfc();
+}
+
+/// `x^n` for an integer exponent.
+#[inline(always)]
+pub fn powi<F: DeviceFloat>(x: F, n: i32) -> F {
+    x.powi(n)
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trait_and_free_functions_agree_with_std() {
+        let x = 0.7f64;
+        assert_eq!(DeviceFloat::sin(x), x.sin());
+        assert_eq!(log(x), x.ln());
+        assert_eq!(fma(x, 2.0, 1.0), x.mul_add(2.0, 1.0));
+        assert_eq!(powi(2.0f32, -2), 0.25);
+        assert!((erfc(0.5f32) - (1.0 - erf(0.5f32))).abs() < 1e-6);
+        assert_eq!(atan2(1.0f64, 1.0), std::f64::consts::FRAC_PI_4);
+    }
+}

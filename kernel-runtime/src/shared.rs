@@ -1,0 +1,96 @@
+//! Block shared memory: static arrays laid out by the `#[kernel]` macro, and the dynamic part.
+//!
+//! `shared_array![f32; 256]` inside a kernel becomes a [`SharedArray1`] at an offset the macro
+//! computed at compile time from every shared array of that kernel ([`layout`]); the total is
+//! checked against [`STATIC_LIMIT`] at compile time and passed to the launch as shared bytes.
+//! `dynamic_shared![f32]` views the bytes given at launch beyond the static total.
+
+use crate::ctx::Ctx;
+use crate::view::{View1Mut, View2Mut};
+
+/// A 1-D array in the block's shared memory (writable by every thread of the block).
+pub type SharedArray1<T, const CHECK: bool = true> = View1Mut<T, CHECK>;
+/// A 2-D array in the block's shared memory (writable by every thread of the block).
+pub type SharedArray2<T, const CHECK: bool = true> = View2Mut<T, CHECK>;
+
+/// The most static shared memory a kernel may declare: 48 KiB, as CUDA guarantees.
+pub const STATIC_LIMIT: usize = 48 * 1024;
+
+/// Rounds `n` up to a multiple of `align` (a power of two).
+pub const fn align_up(n: usize, align: usize) -> usize {
+    (n + align - 1) & !(align - 1)
+}
+
+/// The offsets of shared arrays given as `(bytes, align)`, packed in order, and the total bytes.
+///
+/// ```
+/// let (offsets, total) = kernel_runtime::shared::layout([(3, 1), (8, 4)]);
+/// assert_eq!(offsets, [0, 4]);
+/// assert_eq!(total, 12);
+/// ```
+pub const fn layout<const K: usize>(arrays: [(usize, usize); K]) -> ([usize; K], usize) {
+    let mut offsets = [0usize; K];
+    let mut end = 0usize;
+    let mut k = 0;
+    while k < K {
+        let start = align_up(end, arrays[k].1);
+        offsets[k] = start;
+        end = start + arrays[k].0;
+        k += 1;
+    }
+    (offsets, end)
+}
+
+/// The dynamic shared memory of the block as a slice of `T`, placed after `static_bytes`.
+///
+/// # Safety
+/// Must be called from inside a kernel whose static shared arrays take `static_bytes`.
+#[inline(always)]
+pub unsafe fn dynamic<T>(ctx: &Ctx, static_bytes: usize, name: &'static str) -> View1Mut<T> {
+    let start = align_up(static_bytes, 16);
+    let bytes = ctx.shared_bytes().saturating_sub(start);
+    let len = bytes / core::mem::size_of::<T>().max(1);
+    // SAFETY: the block's shared memory has `shared_bytes()` bytes, of which `start..` are the
+    // dynamic part; alignment 16 suits every primitive element type.
+    unsafe { View1Mut::from_raw(ctx.shared_ptr().add(start) as *mut T, [len], name) }
+}
+
+/// A static shared array of a kernel at `offset` (computed by [`layout`]).
+///
+/// # Safety
+/// Must be called from inside a kernel whose shared layout reserves `offset..offset+bytes`.
+#[inline(always)]
+pub unsafe fn array1<T>(ctx: &Ctx, offset: usize, len: usize, name: &'static str) -> View1Mut<T> {
+    // SAFETY: the layout reserves this range of the block's shared memory for the array.
+    unsafe { View1Mut::from_raw(ctx.shared_ptr().add(offset) as *mut T, [len], name) }
+}
+
+/// A static 2-D shared array of a kernel at `offset` (computed by [`layout`]).
+///
+/// # Safety
+/// Must be called from inside a kernel whose shared layout reserves the array's bytes there.
+#[inline(always)]
+pub unsafe fn array2<T>(
+    ctx: &Ctx,
+    offset: usize,
+    dims: [usize; 2],
+    name: &'static str,
+) -> View2Mut<T> {
+    // SAFETY: the layout reserves this range of the block's shared memory for the array.
+    unsafe { View2Mut::from_raw(ctx.shared_ptr().add(offset) as *mut T, dims, name) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_aligns_each_array() {
+        let (off, total) = layout([(1, 1), (16, 8), (2, 2), (4, 4)]);
+        assert_eq!(off, [0, 8, 24, 28]);
+        assert_eq!(total, 32);
+        let (off, total) = layout::<0>([]);
+        assert_eq!(off, [0usize; 0]);
+        assert_eq!(total, 0);
+    }
+}

@@ -1,0 +1,110 @@
+//! Barriers and memory fences: `sync_threads()` and friends.
+//!
+//! Every thread of a block must reach each barrier (the CPU backend reports a barrier that only
+//! part of a block reaches as an error instead of hanging).
+
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::cpu::exec::{barrier, BarrierKind};
+
+/// `__syncthreads()`: waits until every thread of the block has reached this point, and makes
+/// their shared and global memory writes visible to each other.
+#[inline(always)]
+#[track_caller]
+pub fn sync_threads() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a block-wide barrier; reaching it from every thread is the kernel's contract.
+    unsafe {
+        core::arch::nvptx::_syncthreads()
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    barrier(BarrierKind::Sync, false, core::panic::Location::caller());
+}
+
+/// `__syncthreads_count(pred)`: a barrier that returns how many threads of the block passed
+/// `true`.
+#[inline(always)]
+#[track_caller]
+pub fn sync_threads_count(pred: bool) -> i32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a block-wide barrier with a population count; see `sync_threads`.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; bar.red.popc.u32 {r}, 0, p; }}",
+                v = in(reg32) pred as u32, r = out(reg32) r
+            );
+        }
+        r as i32
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    barrier(BarrierKind::Count, pred, core::panic::Location::caller())
+}
+
+/// `__syncthreads_and(pred)`: a barrier that returns whether every thread passed `true`.
+#[inline(always)]
+#[track_caller]
+pub fn sync_threads_and(pred: bool) -> bool {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a block-wide barrier with a reduction; see `sync_threads`.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; bar.red.and.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
+                v = in(reg32) pred as u32, r = out(reg32) r
+            );
+        }
+        r != 0
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        barrier(BarrierKind::And, pred, core::panic::Location::caller()) != 0
+    }
+}
+
+/// `__syncthreads_or(pred)`: a barrier that returns whether any thread passed `true`.
+#[inline(always)]
+#[track_caller]
+pub fn sync_threads_or(pred: bool) -> bool {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a block-wide barrier with a reduction; see `sync_threads`.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; bar.red.or.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
+                v = in(reg32) pred as u32, r = out(reg32) r
+            );
+        }
+        r != 0
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        barrier(BarrierKind::Or, pred, core::panic::Location::caller()) != 0
+    }
+}
+
+/// `__threadfence()`: orders this thread's memory accesses as seen by every thread of the grid.
+#[inline(always)]
+pub fn threadfence() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a memory fence has no preconditions.
+    unsafe {
+        core::arch::asm!("membar.gl;")
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+}
+
+/// `__threadfence_block()`: orders this thread's memory accesses as seen by its block.
+#[inline(always)]
+pub fn threadfence_block() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a memory fence has no preconditions.
+    unsafe {
+        core::arch::asm!("membar.cta;")
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+}

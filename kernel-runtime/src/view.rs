@@ -1,0 +1,302 @@
+//! Array views: how kernel parameters see device arrays.
+//!
+//! A kernel signature reads `&[T]`, `&mut [T]`, `&Array2<T>`, `&mut Array3<T>`, ...; the macro
+//! lowers each such parameter to one of these views: a raw pointer with its shape, `Copy`,
+//! indexable, never a Rust reference. A `&mut` parameter would tell the compiler that no other
+//! thread touches the memory, which is false for a kernel: every thread receives the same
+//! pointer. Indices are checked against the shape unless the kernel opts out
+//! (`#[kernel(boundscheck = false)]`, the `CHECK = false` variants).
+
+use core::ops::{Index, IndexMut};
+
+macro_rules! view_type {
+    ($(#[$doc:meta])* $name:ident, $rank:literal, mutable = $mutable:tt) => {
+        $(#[$doc])*
+        pub struct $name<T, const CHECK: bool = true> {
+            ptr: *mut T,
+            dims: [usize; $rank],
+            #[cfg(not(target_arch = "nvptx64"))]
+            name: &'static str,
+        }
+
+        impl<T, const CHECK: bool> Clone for $name<T, CHECK> {
+            #[inline(always)]
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<T, const CHECK: bool> Copy for $name<T, CHECK> {}
+
+        // SAFETY: a view is a pointer into device memory that every thread of a launch shares,
+        // as in CUDA; the kernel safety contract (no unsynchronised conflicting accesses)
+        // makes sharing it sound.
+        unsafe impl<T: Sync, const CHECK: bool> Sync for $name<T, CHECK> {}
+        // SAFETY: as above.
+        unsafe impl<T: Send, const CHECK: bool> Send for $name<T, CHECK> {}
+
+        impl<T, const CHECK: bool> $name<T, CHECK> {
+            /// A view of `dims` elements (C order) at `ptr`.
+            ///
+            /// # Safety
+            /// `ptr` must be valid for reads (and writes, for a mutable view) of the product of
+            /// `dims` elements for as long as the view is used.
+            #[inline(always)]
+            pub unsafe fn from_raw(ptr: *mut T, dims: [usize; $rank], name: &'static str) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                let _ = name;
+                $name {
+                    ptr,
+                    dims,
+                    #[cfg(not(target_arch = "nvptx64"))]
+                    name,
+                }
+            }
+            /// The number of elements.
+            #[inline(always)]
+            pub fn len(&self) -> usize {
+                self.dims.iter().product()
+            }
+            /// Whether the view has no elements.
+            #[inline(always)]
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+            /// The shape, outermost dimension first.
+            #[inline(always)]
+            pub fn shape(&self) -> [usize; $rank] {
+                self.dims
+            }
+            /// A pointer to the first element.
+            #[inline(always)]
+            pub fn as_ptr(&self) -> *const T {
+                self.ptr
+            }
+            #[inline(always)]
+            fn name(&self) -> &'static str {
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    self.name
+                }
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    ""
+                }
+            }
+        }
+        view_type!(@mutable $name, $mutable);
+    };
+    (@mutable $name:ident, true) => {
+        impl<T, const CHECK: bool> $name<T, CHECK> {
+            /// A mutable pointer to the first element.
+            #[inline(always)]
+            pub fn as_mut_ptr(&self) -> *mut T {
+                self.ptr
+            }
+        }
+    };
+    (@mutable $name:ident, false) => {};
+}
+
+view_type!(
+    /// A read-only 1-D view: what `&[T]` and `&Array1<T>` kernel parameters become.
+    View1, 1, mutable = false
+);
+view_type!(
+    /// A writable 1-D view: what `&mut [T]` and `&mut Array1<T>` kernel parameters become.
+    View1Mut, 1, mutable = true
+);
+view_type!(
+    /// A read-only 2-D view (C order): what `&Array2<T>` kernel parameters become.
+    View2, 2, mutable = false
+);
+view_type!(
+    /// A writable 2-D view (C order): what `&mut Array2<T>` kernel parameters become.
+    View2Mut, 2, mutable = true
+);
+view_type!(
+    /// A read-only 3-D view (C order): what `&Array3<T>` kernel parameters become.
+    View3, 3, mutable = false
+);
+view_type!(
+    /// A writable 3-D view (C order): what `&mut Array3<T>` kernel parameters become.
+    View3Mut, 3, mutable = true
+);
+
+macro_rules! rank1 {
+    ($name:ident) => {
+        impl<T, const CHECK: bool> $name<T, CHECK> {
+            /// The length, as ndarray's `dim()` of a 1-D array.
+            #[inline(always)]
+            pub fn dim(&self) -> usize {
+                self.dims[0]
+            }
+            #[inline(always)]
+            fn offset(&self, i: usize) -> usize {
+                if CHECK && i >= self.dims[0] {
+                    crate::fault::out_of_bounds(self.name(), &[i], &self.dims)
+                }
+                i
+            }
+        }
+        impl<T, const CHECK: bool> Index<usize> for $name<T, CHECK> {
+            type Output = T;
+            #[inline(always)]
+            fn index(&self, i: usize) -> &T {
+                let o = self.offset(i);
+                // SAFETY: `o` is within the view (checked, or promised by the kernel's author
+                // with `boundscheck = false`); the memory is valid per `from_raw`.
+                unsafe { &*self.ptr.add(o) }
+            }
+        }
+    };
+}
+macro_rules! rank2 {
+    ($name:ident) => {
+        impl<T, const CHECK: bool> $name<T, CHECK> {
+            /// The shape `(rows, columns)`, as ndarray's `dim()`.
+            #[inline(always)]
+            pub fn dim(&self) -> (usize, usize) {
+                (self.dims[0], self.dims[1])
+            }
+            #[inline(always)]
+            fn offset(&self, i: usize, j: usize) -> usize {
+                if CHECK && (i >= self.dims[0] || j >= self.dims[1]) {
+                    crate::fault::out_of_bounds(self.name(), &[i, j], &self.dims)
+                }
+                i * self.dims[1] + j
+            }
+        }
+        impl<T, const CHECK: bool> Index<[usize; 2]> for $name<T, CHECK> {
+            type Output = T;
+            #[inline(always)]
+            fn index(&self, [i, j]: [usize; 2]) -> &T {
+                let o = self.offset(i, j);
+                // SAFETY: `o` is within the view (checked, or promised with
+                // `boundscheck = false`); the memory is valid per `from_raw`.
+                unsafe { &*self.ptr.add(o) }
+            }
+        }
+        impl<T, const CHECK: bool> Index<(usize, usize)> for $name<T, CHECK> {
+            type Output = T;
+            #[inline(always)]
+            fn index(&self, (i, j): (usize, usize)) -> &T {
+                &self[[i, j]]
+            }
+        }
+    };
+}
+macro_rules! rank3 {
+    ($name:ident) => {
+        impl<T, const CHECK: bool> $name<T, CHECK> {
+            /// The shape `(d0, d1, d2)`, as ndarray's `dim()`.
+            #[inline(always)]
+            pub fn dim(&self) -> (usize, usize, usize) {
+                (self.dims[0], self.dims[1], self.dims[2])
+            }
+            #[inline(always)]
+            fn offset(&self, i: usize, j: usize, k: usize) -> usize {
+                if CHECK && (i >= self.dims[0] || j >= self.dims[1] || k >= self.dims[2]) {
+                    crate::fault::out_of_bounds(self.name(), &[i, j, k], &self.dims)
+                }
+                (i * self.dims[1] + j) * self.dims[2] + k
+            }
+        }
+        impl<T, const CHECK: bool> Index<[usize; 3]> for $name<T, CHECK> {
+            type Output = T;
+            #[inline(always)]
+            fn index(&self, [i, j, k]: [usize; 3]) -> &T {
+                let o = self.offset(i, j, k);
+                // SAFETY: `o` is within the view (checked, or promised with
+                // `boundscheck = false`); the memory is valid per `from_raw`.
+                unsafe { &*self.ptr.add(o) }
+            }
+        }
+        impl<T, const CHECK: bool> Index<(usize, usize, usize)> for $name<T, CHECK> {
+            type Output = T;
+            #[inline(always)]
+            fn index(&self, (i, j, k): (usize, usize, usize)) -> &T {
+                &self[[i, j, k]]
+            }
+        }
+    };
+}
+macro_rules! writable {
+    ($name:ident, $idx:ty, |$self:ident, $pat:pat_param| $off:expr) => {
+        impl<T, const CHECK: bool> IndexMut<$idx> for $name<T, CHECK> {
+            #[inline(always)]
+            fn index_mut(&mut $self, $pat: $idx) -> &mut T {
+                let o = $off;
+                // SAFETY: `o` is within the view (checked, or promised with
+                // `boundscheck = false`); the memory is valid for writes per `from_raw`; no
+                // other thread accesses the element concurrently (kernel safety contract).
+                unsafe { &mut *$self.ptr.add(o) }
+            }
+        }
+    };
+}
+
+rank1!(View1);
+rank1!(View1Mut);
+rank2!(View2);
+rank2!(View2Mut);
+rank3!(View3);
+rank3!(View3Mut);
+writable!(View1Mut, usize, |self, i| self.offset(i));
+writable!(View2Mut, [usize; 2], |self, [i, j]| self.offset(i, j));
+writable!(View2Mut, (usize, usize), |self, (i, j)| self.offset(i, j));
+writable!(View3Mut, [usize; 3], |self, [i, j, k]| self.offset(i, j, k));
+writable!(View3Mut, (usize, usize, usize), |self, (i, j, k)| self
+    .offset(i, j, k));
+
+/// Views whose elements can be addressed for atomics: writable views and shared arrays.
+pub trait ElementPtr<I> {
+    /// The element type.
+    type Elem;
+    /// A checked pointer to the element at `index`.
+    fn element_ptr(&self, index: I) -> *mut Self::Elem;
+}
+
+macro_rules! element_ptr {
+    ($name:ident, $idx:ty, |$self:ident, $pat:pat_param| $off:expr) => {
+        impl<T, const CHECK: bool> ElementPtr<$idx> for $name<T, CHECK> {
+            type Elem = T;
+            #[inline(always)]
+            fn element_ptr(&$self, $pat: $idx) -> *mut T {
+                let o = $off;
+                // SAFETY: `o` is within the view (see `IndexMut`).
+                unsafe { $self.ptr.add(o) }
+            }
+        }
+    };
+}
+element_ptr!(View1Mut, usize, |self, i| self.offset(i));
+element_ptr!(View2Mut, [usize; 2], |self, [i, j]| self.offset(i, j));
+element_ptr!(View2Mut, (usize, usize), |self, (i, j)| self.offset(i, j));
+element_ptr!(View3Mut, [usize; 3], |self, [i, j, k]| self.offset(i, j, k));
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_2d_is_row_major() {
+        let mut data: Vec<i32> = (0..12).collect();
+        // SAFETY: the view covers `data`, which outlives it.
+        let v: View2Mut<i32> = unsafe { View2Mut::from_raw(data.as_mut_ptr(), [3, 4], "d") };
+        assert_eq!(v[[1, 2]], 6);
+        assert_eq!(v[(2, 3)], 11);
+        assert_eq!(v.dim(), (3, 4));
+        let mut w = v;
+        w[[0, 0]] = 42;
+        assert_eq!(data[0], 42);
+    }
+
+    #[test]
+    fn index_3d_is_row_major() {
+        let mut data: Vec<i32> = (0..24).collect();
+        // SAFETY: the view covers `data`, which outlives it.
+        let v: View3<i32> = unsafe { View3::from_raw(data.as_mut_ptr(), [2, 3, 4], "d") };
+        assert_eq!(v[[1, 2, 3]], 23);
+        assert_eq!(v[[1, 0, 1]], 13);
+    }
+}

@@ -1,0 +1,5 @@
+//! Shared pieces of the examples, integration tests and benchmarks: plain-Rust reference
+//! implementations of the reference programs and a small command-line reader.
+
+pub mod cli;
+pub mod reference;

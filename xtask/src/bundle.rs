@@ -1,0 +1,482 @@
+//! `cargo xtask gpu-bundle DIR`: packs the release examples and release test binaries into a
+//! directory that can be copied to a machine with an NVIDIA GPU and run there with `DIR/run.sh`,
+//! which needs neither cargo nor the sources.
+//!
+//! Layout:
+//!
+//! ```text
+//! DIR/bin/example-NAME   release examples (run without arguments)
+//! DIR/bin/test-NAME      integration test binaries (`tests/NAME.rs`)
+//! DIR/bin/unit-NAME      unit test binaries of library crates
+//! DIR/run.sh             runs each binary, logs to DIR/log/BIN.log, writes DIR/summary.txt
+//! ```
+//!
+//! Binaries are stripped when `strip` is available, and the whole directory must stay under
+//! 64 MiB.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::json;
+use crate::provision;
+use crate::util::{self, Context, Result};
+
+/// The most the bundle directory may hold.
+const MAX_BUNDLE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Targets left out unless asked for: the automation itself has no business on a GPU machine.
+const DEFAULT_EXCLUDES: [&str; 1] = ["xtask"];
+
+/// Options of `cargo xtask gpu-bundle`.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Options {
+    /// The bundle directory.
+    dir: PathBuf,
+    /// Target names (or bundle names) to leave out.
+    excludes: Vec<String>,
+    /// Keep the binaries' symbols.
+    no_strip: bool,
+    /// Skip provisioning the device toolchain and ptxas.
+    no_provision: bool,
+}
+
+/// Parses `DIR [--exclude TARGET]... [--no-strip] [--no-provision]`.
+fn parse_args(args: Vec<OsString>) -> Result<Options> {
+    let mut options = Options::default();
+    let mut dir = None;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        match arg.to_str() {
+            Some("--exclude") => {
+                let name = args.next().ok_or("--exclude needs a target name")?;
+                options.excludes.push(name.to_string_lossy().into_owned());
+            }
+            Some("--no-strip") => options.no_strip = true,
+            Some("--no-provision") => options.no_provision = true,
+            Some(a) if a.starts_with('-') => {
+                return Err(format!("unknown option {a} for `cargo xtask gpu-bundle`"))
+            }
+            _ if dir.is_none() => dir = Some(PathBuf::from(arg)),
+            _ => return Err("`cargo xtask gpu-bundle` takes one directory".into()),
+        }
+    }
+    options.dir = dir.ok_or("usage: cargo xtask gpu-bundle DIR")?;
+    Ok(options)
+}
+
+/// One executable that cargo reported.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Artifact {
+    /// The target's name (`smooth`, `kernel_runtime`, `gpu`).
+    target: String,
+    /// The target's first kind (`example`, `lib`, `test`, `bin`, `proc-macro`).
+    kind: String,
+    /// Built as a test harness.
+    test: bool,
+    /// The path of the executable.
+    executable: PathBuf,
+}
+
+impl Artifact {
+    /// The file name in `DIR/bin`.
+    fn bundle_name(&self) -> String {
+        let prefix = match (self.kind.as_str(), self.test) {
+            ("example", false) => "example",
+            ("example", true) => "example-test",
+            ("test", _) => "test",
+            ("bin", _) => "bin",
+            ("bench", _) => "bench",
+            _ => "unit",
+        };
+        format!("{prefix}-{}", self.target)
+    }
+}
+
+/// The executables in cargo's `--message-format=json` output: `compiler-artifact` messages with
+/// a non-null `executable`. Lines that are not JSON objects are skipped.
+fn parse_artifacts(stdout: &str) -> Vec<Artifact> {
+    stdout
+        .lines()
+        .filter(|line| line.trim_start().starts_with('{'))
+        .filter_map(|line| json::parse(line).ok())
+        .filter(|v| v.get("reason").and_then(json::Value::as_str) == Some("compiler-artifact"))
+        .filter_map(|v| {
+            let executable = v.get("executable")?.as_str()?;
+            let target = v.get("target")?;
+            let kind = target
+                .get("kind")
+                .and_then(json::Value::as_array)
+                .and_then(|kinds| kinds.first())
+                .and_then(json::Value::as_str)
+                .unwrap_or("unknown");
+            let test = v
+                .get("profile")
+                .and_then(|p| p.get("test"))
+                .and_then(json::Value::as_bool)
+                .unwrap_or(false);
+            Some(Artifact {
+                target: target.get("name")?.as_str()?.to_string(),
+                kind: kind.to_string(),
+                test,
+                executable: PathBuf::from(executable),
+            })
+        })
+        .collect()
+}
+
+/// Runs a cargo command with JSON messages on stdout (diagnostics still rendered on stderr) and
+/// returns the executables it reported.
+fn cargo_executables(ctx: &Context, args: &[&str]) -> Result<Vec<Artifact>> {
+    let mut cmd = ctx.cargo(args);
+    cmd.arg("--message-format=json-render-diagnostics")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let line = util::display_command(&cmd);
+    println!("==> [xtask] {line}");
+    let output = cmd
+        .output()
+        .map_err(|e| format!("could not start `{line}`: {e}"))?;
+    util::check_status(&line, output.status)?;
+    Ok(parse_artifacts(&String::from_utf8_lossy(&output.stdout)))
+}
+
+/// The binaries to bundle, named: examples from the first build, test harnesses from the second,
+/// without excluded targets; a name taken twice gets a numeric suffix.
+fn select(
+    examples: Vec<Artifact>,
+    tests: Vec<Artifact>,
+    excludes: &[String],
+) -> Vec<(String, Artifact)> {
+    let excluded = |a: &Artifact| {
+        let name = a.bundle_name();
+        DEFAULT_EXCLUDES.contains(&a.target.as_str())
+            || excludes.iter().any(|e| *e == a.target || *e == name)
+    };
+    let wanted = examples
+        .into_iter()
+        .filter(|a| a.kind == "example" && !a.test)
+        .chain(tests.into_iter().filter(|a| a.test))
+        .filter(|a| !excluded(a));
+    let mut seen_paths = BTreeSet::new();
+    let mut taken = BTreeSet::new();
+    let mut chosen = Vec::new();
+    for artifact in wanted {
+        if !seen_paths.insert(artifact.executable.clone()) {
+            continue;
+        }
+        let base = artifact.bundle_name();
+        let mut name = base.clone();
+        let mut n = 2;
+        while !taken.insert(name.clone()) {
+            name = format!("{base}-{n}");
+            n += 1;
+        }
+        chosen.push((name, artifact));
+    }
+    chosen
+}
+
+/// Runs `cargo xtask gpu-bundle`.
+pub fn run(args: Vec<OsString>) -> Result {
+    let options = parse_args(args)?;
+    let mut ctx = Context::new();
+    let dir = std::env::current_dir()
+        .map_err(|e| format!("no current directory: {e}"))?
+        .join(&options.dir);
+
+    if !options.no_provision {
+        if let Err(e) = provision::device_toolchain() {
+            eprintln!("xtask: warning: {e}; the release build needs PTX and will fail");
+        }
+        if let Err(e) = provision::ptxas(&ctx.root) {
+            eprintln!("xtask: warning: ptxas: {e}");
+        }
+    }
+    if let Some(ptxas) = provision::find_ptxas(&ctx.root) {
+        ctx.set_env("KERNEL_PTXAS", ptxas);
+    }
+    // A bundle for a GPU machine without PTX in it would test only the CPU backend.
+    ctx.set_env("KERNEL_REQUIRE_PTX", "1");
+
+    let examples = cargo_executables(&ctx, &["build", "--release", "--examples"])?;
+    let tests = cargo_executables(&ctx, &["test", "--release", "--workspace", "--no-run"])?;
+    let chosen = select(examples, tests, &options.excludes);
+    if chosen.is_empty() {
+        return Err("cargo reported no examples or test binaries to bundle".into());
+    }
+
+    prepare_dir(&dir)?;
+    let bin = dir.join("bin");
+    let strip = if options.no_strip {
+        None
+    } else {
+        util::find_in_path("strip")
+    };
+    if strip.is_none() && !options.no_strip {
+        eprintln!("xtask: warning: no `strip` found; bundling binaries with their symbols");
+    }
+    for (name, artifact) in &chosen {
+        let dest = bin.join(name);
+        std::fs::copy(&artifact.executable, &dest).map_err(|e| {
+            format!(
+                "copying {} to {}: {e}",
+                artifact.executable.display(),
+                dest.display()
+            )
+        })?;
+        if let Some(strip) = &strip {
+            let mut cmd = Command::new(strip);
+            cmd.arg(&dest);
+            util::run_status(&mut cmd)?;
+        }
+    }
+    write_script(&dir.join("run.sh"), RUN_SCRIPT)?;
+
+    let mut sizes = Vec::new();
+    collect_sizes(&dir, &mut sizes).map_err(|e| format!("measuring {}: {e}", dir.display()))?;
+    let total: u64 = sizes.iter().map(|(_, size)| size).sum();
+    println!();
+    for (name, _) in &chosen {
+        let size = std::fs::metadata(bin.join(name)).map_or(0, |m| m.len());
+        println!("  {:>9}  bin/{name}", format_size(size));
+    }
+    println!(
+        "bundle: {} binaries, {} in {}",
+        chosen.len(),
+        format_size(total),
+        dir.display()
+    );
+    if total > MAX_BUNDLE_BYTES {
+        sizes.sort_by_key(|(_, size)| std::cmp::Reverse(*size));
+        let largest: Vec<String> = sizes
+            .iter()
+            .take(5)
+            .map(|(path, size)| format!("{} ({})", path.display(), format_size(*size)))
+            .collect();
+        return Err(format!(
+            "the bundle is {}, over the limit of {}; largest files: {}. \
+             Leave targets out with --exclude TARGET",
+            format_size(total),
+            format_size(MAX_BUNDLE_BYTES),
+            largest.join(", ")
+        ));
+    }
+    println!("run it on the GPU machine with: {}/run.sh", dir.display());
+    Ok(())
+}
+
+/// Creates `dir` and removes what an earlier bundle left in it (only the paths this command
+/// writes, so a mistaken DIR loses nothing else).
+fn prepare_dir(dir: &Path) -> Result {
+    for sub in ["bin", "log"] {
+        let path = dir.join(sub);
+        if path.exists() {
+            std::fs::remove_dir_all(&path)
+                .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+        }
+    }
+    for file in ["run.sh", "summary.txt"] {
+        let path = dir.join(file);
+        if path.exists() {
+            std::fs::remove_file(&path)
+                .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+        }
+    }
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))
+}
+
+/// Writes an executable script.
+fn write_script(path: &Path, text: &str) -> Result {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("chmod {}: {e}", path.display()))
+}
+
+/// Every file under `dir` with its size.
+fn collect_sizes(dir: &Path, out: &mut Vec<(PathBuf, u64)>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        if meta.is_dir() {
+            collect_sizes(&entry.path(), out)?;
+        } else {
+            out.push((entry.path(), meta.len()));
+        }
+    }
+    Ok(())
+}
+
+/// Bytes in KiB/MiB with one decimal.
+fn format_size(bytes: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let b = bytes as f64;
+    if b >= KIB * KIB {
+        format!("{:.1} MiB", b / (KIB * KIB))
+    } else if b >= KIB {
+        format!("{:.1} KiB", b / KIB)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+/// `DIR/run.sh`: runs every binary in `bin/`, tees its output to `log/NAME.log` and writes
+/// `summary.txt`; exits non-zero when any binary fails.
+const RUN_SCRIPT: &str = r#"#!/usr/bin/env bash
+# Runs every binary of this bundle on this machine, one after the other.
+#
+#   ./run.sh [ARGS...]
+#
+# ARGS go to the test binaries (for example a test name filter, or --nocapture); examples run
+# with their default arguments. Each binary's output is shown and kept in log/NAME.log;
+# summary.txt gets the date, the GPU (from nvidia-smi) and PASS/FAIL per binary.
+# BUNDLE_TIMEOUT (seconds, default 300) limits each binary where `timeout` exists.
+set -u
+cd "$(dirname "$0")"
+here=$(pwd)
+mkdir -p log
+summary="$here/summary.txt"
+limit=${BUNDLE_TIMEOUT:-300}
+
+{
+    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        gpus=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | paste -sd ';' -)
+        echo "gpu: ${gpus:-none reported}"
+    else
+        echo "gpu: nvidia-smi not found"
+    fi
+} >"$summary"
+
+runner=()
+if command -v timeout >/dev/null 2>&1; then
+    runner=(timeout "$limit")
+fi
+
+pass=0
+fail=0
+for bin in "$here"/bin/*; do
+    [ -f "$bin" ] && [ -x "$bin" ] || continue
+    name=$(basename "$bin")
+    args=()
+    case "$name" in
+        example-*) ;;
+        *) args=("$@") ;;
+    esac
+    echo "==> $name"
+    start=$(date +%s)
+    ${runner[@]+"${runner[@]}"} "$bin" ${args[@]+"${args[@]}"} 2>&1 | tee "log/$name.log"
+    rc=${PIPESTATUS[0]}
+    secs=$(( $(date +%s) - start ))
+    if [ "$rc" -eq 0 ]; then
+        status=PASS
+        pass=$((pass + 1))
+    else
+        status=FAIL
+        fail=$((fail + 1))
+    fi
+    echo "$status $name (exit $rc, ${secs}s)" >>"$summary"
+done
+echo "total: $pass passed, $fail failed" >>"$summary"
+
+echo
+cat "$summary"
+[ "$fail" -eq 0 ]
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn artifact(target: &str, kind: &str, test: bool, exe: &str) -> Artifact {
+        Artifact {
+            target: target.into(),
+            kind: kind.into(),
+            test,
+            executable: exe.into(),
+        }
+    }
+
+    #[test]
+    fn parses_cargo_messages() {
+        let stdout = r#"{"reason":"compiler-artifact","package_id":"path+file:///w#kernel-suite@0.1.0","manifest_path":"/w/Cargo.toml","target":{"kind":["example"],"crate_types":["bin"],"name":"smooth","src_path":"/w/examples/smooth.rs","edition":"2021","doc":false,"doctest":false,"test":false},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":[],"filenames":["/w/target/release/examples/smooth"],"executable":"/w/target/release/examples/smooth","fresh":true}
+{"reason":"compiler-artifact","package_id":"registry+https://github.com/rust-lang/crates.io-index#libc@0.2.1","target":{"kind":["lib"],"crate_types":["lib"],"name":"libc","src_path":"/r/lib.rs","test":true},"profile":{"test":false},"features":[],"filenames":["/w/target/release/deps/liblibc.rlib"],"executable":null,"fresh":true}
+{"reason":"build-script-executed","package_id":"x","linked_libs":[],"linked_paths":[],"cfgs":[],"env":[],"out_dir":"/w/target/release/build/x/out"}
+{"reason":"compiler-artifact","target":{"kind":["lib"],"name":"kernel_runtime","test":true},"profile":{"test":true},"executable":"/w/target/release/deps/kernel_runtime-0a1b"}
+not json at all
+{"reason":"compiler-artifact","target":{"kind":["test"],"name":"gpu","test":true},"profile":{"test":true},"executable":"/w/target/release/deps/gpu-9f8e"}
+{"reason":"build-finished","success":true}
+"#;
+        let found = parse_artifacts(stdout);
+        assert_eq!(
+            found,
+            [
+                artifact(
+                    "smooth",
+                    "example",
+                    false,
+                    "/w/target/release/examples/smooth"
+                ),
+                artifact(
+                    "kernel_runtime",
+                    "lib",
+                    true,
+                    "/w/target/release/deps/kernel_runtime-0a1b"
+                ),
+                artifact("gpu", "test", true, "/w/target/release/deps/gpu-9f8e"),
+            ]
+        );
+        assert_eq!(found[0].bundle_name(), "example-smooth");
+        assert_eq!(found[1].bundle_name(), "unit-kernel_runtime");
+        assert_eq!(found[2].bundle_name(), "test-gpu");
+    }
+
+    #[test]
+    fn selects_and_names_binaries() {
+        let examples = vec![
+            artifact("add", "example", false, "/t/examples/add"),
+            artifact("add", "example", false, "/t/examples/add"),
+        ];
+        let tests = vec![
+            artifact("xtask", "bin", true, "/t/deps/xtask-1"),
+            artifact("gpu", "test", true, "/t/deps/gpu-1"),
+            artifact("gpu", "test", true, "/t/deps/gpu-2"),
+            artifact("compile_fail", "test", true, "/t/deps/compile_fail-1"),
+            artifact("smooth", "example", false, "/t/examples/smooth"),
+        ];
+        let chosen = select(examples, tests, &["compile_fail".into()]);
+        let names: Vec<_> = chosen.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["example-add", "test-gpu", "test-gpu-2"]);
+    }
+
+    #[test]
+    fn parses_options() {
+        let args = ["out", "--exclude", "compile_fail", "--no-strip"].map(OsString::from);
+        let o = parse_args(args.to_vec()).unwrap();
+        assert_eq!(o.dir, PathBuf::from("out"));
+        assert_eq!(o.excludes, ["compile_fail"]);
+        assert!(o.no_strip && !o.no_provision);
+        assert!(parse_args(Vec::new()).is_err());
+        assert!(parse_args(vec!["a".into(), "b".into()]).is_err());
+        assert!(parse_args(vec!["a".into(), "--bogus".into()]).is_err());
+    }
+
+    #[test]
+    fn formats_sizes() {
+        assert_eq!(format_size(512), "512 B");
+        assert_eq!(format_size(2048), "2.0 KiB");
+        assert_eq!(format_size(MAX_BUNDLE_BYTES), "64.0 MiB");
+    }
+
+    #[test]
+    fn run_script_is_bash() {
+        assert!(RUN_SCRIPT.starts_with("#!/usr/bin/env bash\n"));
+        assert!(
+            RUN_SCRIPT.contains("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader")
+        );
+    }
+}

@@ -1,0 +1,342 @@
+//! Provisioning of the tools the device build needs: an nvptx64-capable rustc and `ptxas`.
+//!
+//! Both steps are idempotent: they look for what is already usable first and only install or
+//! download when nothing is.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::util::{self, Result};
+
+/// The rustc target of the device code.
+const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// Debian's rustc and library source (the toolchain used when rustup cannot add the target).
+const DEBIAN_RUSTC: &str = "/usr/bin/rustc";
+const DEBIAN_CORE_SRC: &str = "/usr/lib/rustlib/src/rust/library/core";
+const DEBIAN_PACKAGES: [&str; 3] = ["rustc-web", "cargo-web", "rust-web-src"];
+
+/// The PyPI wheel that carries `ptxas`, and the file inside it.
+const PTXAS_WHEEL: &str = "nvidia-cuda-nvcc-cu12";
+const PTXAS_WHEEL_PREFIX: &str = "nvidia_cuda_nvcc_cu12-";
+const PTXAS_IN_WHEEL: &str = "nvidia/cuda_nvcc/bin/ptxas";
+
+/// Looks for a usable device toolchain, in the order the device build does: the
+/// `KERNEL_NVPTX_RUSTC` override, a rustup toolchain with the nvptx64 target installed, then
+/// Debian's rustc with its library source. Returns a description of what was found.
+pub fn find_device_toolchain() -> Option<String> {
+    if let Some(rustc) = std::env::var_os("KERNEL_NVPTX_RUSTC").filter(|v| !v.is_empty()) {
+        return Some(format!(
+            "KERNEL_NVPTX_RUSTC={}",
+            Path::new(&rustc).display()
+        ));
+    }
+    if let Some(toolchain) = rustup_toolchain_with_nvptx() {
+        return Some(format!("rustup toolchain {toolchain} with {NVPTX_TARGET}"));
+    }
+    if Path::new(DEBIAN_RUSTC).is_file() && Path::new(DEBIAN_CORE_SRC).is_dir() {
+        return Some(format!("{DEBIAN_RUSTC} with library source"));
+    }
+    None
+}
+
+/// The first rustup toolchain that has the nvptx64 target installed.
+fn rustup_toolchain_with_nvptx() -> Option<String> {
+    let list = capture(Command::new("rustup").args(["toolchain", "list"]))?;
+    toolchain_names(&list).into_iter().find(|toolchain| {
+        capture(Command::new("rustup").args([
+            &format!("+{toolchain}"),
+            "target",
+            "list",
+            "--installed",
+        ]))
+        .is_some_and(|targets| targets.lines().any(|l| l.trim() == NVPTX_TARGET))
+    })
+}
+
+/// The toolchain names in the output of `rustup toolchain list` (the first word of each line,
+/// without markers such as `(default)`).
+fn toolchain_names(list: &str) -> Vec<String> {
+    list.lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| !name.is_empty() && *name != "no")
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs `cmd` quietly and returns its stdout when it exits successfully.
+fn capture(cmd: &mut Command) -> Option<String> {
+    let output = cmd
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Makes sure a device toolchain is usable, installing Debian's packages with apt when none is.
+/// Returns a description of the toolchain, or an error saying why none could be provided.
+pub fn device_toolchain() -> Result<String> {
+    if let Some(found) = find_device_toolchain() {
+        println!("device toolchain: {found}");
+        return Ok(found);
+    }
+    println!(
+        "device toolchain: none found; installing Debian packages {}",
+        DEBIAN_PACKAGES.join(" ")
+    );
+    install_debian_packages()?;
+    find_device_toolchain().ok_or_else(|| {
+        format!(
+            "installed {} but found no usable device toolchain",
+            DEBIAN_PACKAGES.join(" ")
+        )
+    })
+}
+
+/// `apt-get update` and `apt-get install -y` of the Debian toolchain packages, through `sudo -n`
+/// when not root.
+fn install_debian_packages() -> Result {
+    if util::find_in_path("apt-get").is_none() {
+        return Err("no apt-get on this machine to install the device toolchain".into());
+    }
+    let sudo = if is_root() {
+        false
+    } else if util::find_in_path("sudo").is_some() {
+        true
+    } else {
+        return Err("not root and no sudo: cannot install the device toolchain".into());
+    };
+    let apt = |args: &[&str]| {
+        let mut cmd = if sudo {
+            let mut cmd = Command::new("sudo");
+            cmd.args(["-n", "env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]);
+            cmd
+        } else {
+            let mut cmd = Command::new("apt-get");
+            cmd.env("DEBIAN_FRONTEND", "noninteractive");
+            cmd
+        };
+        cmd.args(args).stdin(Stdio::null());
+        util::run_status(&mut cmd)
+    };
+    // A failed update (an unreachable mirror) need not stop the install from a fresh index.
+    if let Err(message) = apt(&["update"]) {
+        eprintln!("xtask: warning: {message}; trying the install anyway");
+    }
+    let mut install = vec!["install", "-y"];
+    install.extend(DEBIAN_PACKAGES);
+    apt(&install)
+}
+
+/// Whether this process runs as root.
+fn is_root() -> bool {
+    capture(Command::new("id").arg("-u")).is_some_and(|uid| uid.trim() == "0")
+}
+
+/// The tool cache: `$KERNEL_TOOLS_DIR` or `<workspace>/target/tools`.
+pub fn tools_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("KERNEL_TOOLS_DIR") {
+        Some(dir) if !dir.is_empty() => root.join(dir),
+        _ => root.join("target").join("tools"),
+    }
+}
+
+/// Where the cache keeps the extracted `ptxas`.
+fn cached_ptxas(tools: &Path) -> PathBuf {
+    tools.join("cuda_nvcc").join("bin").join("ptxas")
+}
+
+/// Whether `ptxas --version` runs.
+fn ptxas_works(ptxas: &Path) -> bool {
+    capture(Command::new(ptxas).arg("--version")).is_some()
+}
+
+/// A working `ptxas` that is already here: `$KERNEL_PTXAS`, then `PATH`, then the tool cache.
+/// Downloads nothing.
+pub fn find_ptxas(root: &Path) -> Option<PathBuf> {
+    let from_env = std::env::var_os("KERNEL_PTXAS")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    from_env
+        .into_iter()
+        .chain(util::find_in_path("ptxas"))
+        .chain(Some(cached_ptxas(&tools_dir(root))))
+        .find(|p| ptxas_works(p))
+}
+
+/// A working `ptxas`: one already here (see [`find_ptxas`]), or one extracted from the PyPI
+/// wheel `nvidia-cuda-nvcc-cu12` into the tool cache.
+pub fn ptxas(root: &Path) -> Result<PathBuf> {
+    if let Some(found) = find_ptxas(root) {
+        println!("ptxas: {}", found.display());
+        return Ok(found);
+    }
+    let tools = tools_dir(root);
+    let wheels = tools.join("wheels");
+    std::fs::create_dir_all(&wheels)
+        .map_err(|e| format!("cannot create {}: {e}", wheels.display()))?;
+    let wheel = match newest_wheel(&wheels) {
+        Some(wheel) => wheel,
+        None => {
+            download_wheel(&wheels)?;
+            newest_wheel(&wheels).ok_or_else(|| {
+                format!(
+                    "the download of {PTXAS_WHEEL} left no wheel in {}",
+                    wheels.display()
+                )
+            })?
+        }
+    };
+    let target = cached_ptxas(&tools);
+    extract_from_wheel(&wheel, PTXAS_IN_WHEEL, &target)?;
+    if !ptxas_works(&target) {
+        return Err(format!(
+            "{} was extracted but `ptxas --version` does not run",
+            target.display()
+        ));
+    }
+    // The wheel is large and everything needed from it is extracted.
+    let _ = std::fs::remove_file(&wheel);
+    println!("ptxas: {} (from {PTXAS_WHEEL})", target.display());
+    Ok(target)
+}
+
+/// The most recently modified `nvidia_cuda_nvcc_cu12-*.whl` in `dir`.
+fn newest_wheel(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(PTXAS_WHEEL_PREFIX) && name.ends_with(".whl")
+        })
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .map(|e| e.path())
+}
+
+/// Downloads the wheel into `dir`: with pip, or, where python has no pip, from PyPI's JSON API
+/// with python's urllib (checking the published sha256).
+fn download_wheel(dir: &Path) -> Result {
+    let python = python()?;
+    println!("ptxas: downloading {PTXAS_WHEEL} from PyPI");
+    let mut pip = Command::new(&python);
+    pip.args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:"])
+        .arg("-d")
+        .arg(dir)
+        .arg(PTXAS_WHEEL)
+        .stdin(Stdio::null());
+    let pip_result = util::run_status(&mut pip);
+    if pip_result.is_ok() && newest_wheel(dir).is_some() {
+        return Ok(());
+    }
+    eprintln!(
+        "xtask: pip download did not succeed ({}); trying PyPI's JSON API",
+        pip_result.err().unwrap_or_else(|| "no wheel saved".into())
+    );
+    let mut fetch = Command::new(&python);
+    fetch
+        .args(["-c", DOWNLOAD_SCRIPT, PTXAS_WHEEL])
+        .arg(dir)
+        .stdin(Stdio::null());
+    util::run_status(&mut fetch)
+}
+
+/// A python program: `SCRIPT NAME DIR` downloads the manylinux wheel of NAME for this machine's
+/// architecture into DIR and checks its sha256.
+const DOWNLOAD_SCRIPT: &str = r#"
+import hashlib, json, os, platform, sys, urllib.parse, urllib.request
+name, dest_dir = sys.argv[1], sys.argv[2]
+with urllib.request.urlopen("https://pypi.org/pypi/%s/json" % name, timeout=120) as r:
+    base = r.geturl()
+    meta = json.load(r)
+arch = platform.machine()
+files = [f for f in meta["urls"] if f["packagetype"] == "bdist_wheel"
+         and "manylinux" in f["filename"] and f["filename"].endswith(arch + ".whl")]
+if not files:
+    sys.exit("no manylinux wheel of %s for %s" % (name, arch))
+f = files[0]
+dest = os.path.join(dest_dir, f["filename"])
+urllib.request.urlretrieve(urllib.parse.urljoin(base, f["url"]), dest + ".part")
+digest = hashlib.sha256(open(dest + ".part", "rb").read()).hexdigest()
+if digest != f["digests"]["sha256"]:
+    os.remove(dest + ".part")
+    sys.exit("sha256 mismatch for " + f["filename"])
+os.replace(dest + ".part", dest)
+print("saved", dest)
+"#;
+
+/// A python program: `SCRIPT WHEEL MEMBER OUT` writes MEMBER of the zip WHEEL to OUT.
+const EXTRACT_SCRIPT: &str = r#"
+import sys, zipfile
+wheel, member, out = sys.argv[1:4]
+with zipfile.ZipFile(wheel) as z, open(out, "wb") as f:
+    f.write(z.read(member))
+"#;
+
+/// The python interpreter: `python3`, else `python`.
+fn python() -> Result<PathBuf> {
+    util::find_in_path("python3")
+        .or_else(|| util::find_in_path("python"))
+        .ok_or_else(|| format!("python3 is needed to fetch {PTXAS_WHEEL} and was not found"))
+}
+
+/// Writes `member` of the zip archive `wheel` to `target` (executable), through a temporary
+/// file so that an interrupted run never leaves a truncated tool behind.
+fn extract_from_wheel(wheel: &Path, member: &str, target: &Path) -> Result {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = target.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let partial = target.with_extension("part");
+    let mut cmd = Command::new(python()?);
+    cmd.args(["-c", EXTRACT_SCRIPT])
+        .arg(wheel)
+        .arg(member)
+        .arg(&partial)
+        .stdin(Stdio::null());
+    util::run_status(&mut cmd)
+        .map_err(|e| format!("extracting {member} from {}: {e}", wheel.display()))?;
+    std::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("chmod {}: {e}", partial.display()))?;
+    std::fs::rename(&partial, target).map_err(|e| format!("rename to {}: {e}", target.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rustup_toolchain_list() {
+        let list = "stable-x86_64-unknown-linux-gnu (default)\n\
+                    nightly-x86_64-unknown-linux-gnu\n\
+                    1.95.0-x86_64-unknown-linux-gnu (active)\n";
+        assert_eq!(
+            toolchain_names(list),
+            [
+                "stable-x86_64-unknown-linux-gnu",
+                "nightly-x86_64-unknown-linux-gnu",
+                "1.95.0-x86_64-unknown-linux-gnu"
+            ]
+        );
+        assert!(toolchain_names("no installed toolchains\n").is_empty());
+        assert!(toolchain_names("").is_empty());
+    }
+
+    #[test]
+    fn finds_newest_wheel_only() {
+        let dir = std::env::temp_dir().join(format!("xtask-wheels-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(newest_wheel(&dir), None);
+        std::fs::write(dir.join("other-1.0-py3-none-any.whl"), "").unwrap();
+        std::fs::write(dir.join("nvidia_cuda_nvcc_cu12-12.9.86-py3.whl.part"), "").unwrap();
+        assert_eq!(newest_wheel(&dir), None);
+        let wheel = dir.join("nvidia_cuda_nvcc_cu12-12.9.86-py3-none-manylinux_x86_64.whl");
+        std::fs::write(&wheel, "").unwrap();
+        assert_eq!(newest_wheel(&dir), Some(wheel));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

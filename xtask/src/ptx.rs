@@ -1,0 +1,354 @@
+//! `cargo xtask ptx`: builds the kernels to PTX and reports, per kernel and architecture, what
+//! ptxas makes of them: registers, spills, stack frame and static shared memory.
+//!
+//! Every crate with kernels writes its PTX module to `kernel_ptx.txt` in its build-script
+//! `OUT_DIR`; this command takes the newest such file per package.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::SystemTime;
+
+use crate::provision;
+use crate::ptxas_info::{self, Report};
+use crate::util::{self, Context, Result};
+
+/// The architectures reported when none is given.
+const DEFAULT_ARCHS: [&str; 3] = ["sm_70", "sm_80", "sm_90"];
+
+/// The file each kernel crate's build script writes into its `OUT_DIR`.
+const PTX_FILE: &str = "kernel_ptx.txt";
+
+/// Options of `cargo xtask ptx`.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Options {
+    /// Architectures to assemble for.
+    archs: Vec<String>,
+    /// Use the PTX already built instead of building first.
+    no_build: bool,
+}
+
+/// Parses the arguments of `cargo xtask ptx`.
+fn parse_args(args: Vec<OsString>) -> Result<Options> {
+    let mut options = Options::default();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        match arg.to_str() {
+            Some("--arch") => {
+                let arch = args
+                    .next()
+                    .ok_or("--arch needs a value such as sm_80")?
+                    .to_string_lossy()
+                    .into_owned();
+                options.archs.push(arch);
+            }
+            Some(a) if a.starts_with("--arch=") => options.archs.push(a[7..].to_string()),
+            Some("--no-build") => options.no_build = true,
+            _ => {
+                return Err(format!(
+                    "unknown option {} for `cargo xtask ptx`",
+                    arg.to_string_lossy()
+                ))
+            }
+        }
+    }
+    if options.archs.is_empty() {
+        options.archs = DEFAULT_ARCHS.map(String::from).to_vec();
+    }
+    Ok(options)
+}
+
+/// Runs `cargo xtask ptx`.
+pub fn run(args: Vec<OsString>) -> Result {
+    let options = parse_args(args)?;
+    let mut ctx = Context::new();
+    let ptxas = provision::ptxas(&ctx.root)?;
+    ctx.set_env("KERNEL_PTXAS", &ptxas);
+    ctx.set_env("KERNEL_REQUIRE_PTX", "1");
+
+    if !options.no_build {
+        util::run_status(&mut ctx.cargo(["build", "-p", "gpu-kernels"]))?;
+    }
+    let build_dir = util::target_dir(&ctx.root).join("debug").join("build");
+    let modules = find_ptx_modules(&build_dir);
+    if modules.is_empty() {
+        return Err(format!(
+            "no {PTX_FILE} under {}/*/out: no crate produced PTX",
+            build_dir.display()
+        ));
+    }
+
+    let scratch = util::target_dir(&ctx.root).join("xtask").join("ptx");
+    std::fs::create_dir_all(&scratch)
+        .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
+    let mut failures = Vec::new();
+    for (package, file) in &modules {
+        let ptx = match resolve_ptx(file) {
+            Ok(ptx) => ptx,
+            Err(message) => {
+                eprintln!("{package}: {message}");
+                failures.push(format!("{package} (no PTX)"));
+                continue;
+            }
+        };
+        println!();
+        println!("{package}: {}", ptx.display());
+        let mut reports = Vec::new();
+        for arch in &options.archs {
+            let output = scratch.join(format!("{package}-{arch}.cubin"));
+            match assemble(&ptxas, &ptx, arch, &output) {
+                Ok(report) => reports.push(report),
+                Err(message) => {
+                    eprintln!("{message}");
+                    failures.push(format!("{package} for {arch}"));
+                }
+            }
+        }
+        print!("{}", format_table(&reports));
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("no complete report for: {}", failures.join(", ")))
+    }
+}
+
+/// The newest `kernel_ptx.txt` per package under `build_dir/<package>-<hash>/out/`.
+fn find_ptx_modules(build_dir: &Path) -> BTreeMap<String, PathBuf> {
+    let mut newest: BTreeMap<String, (SystemTime, PathBuf)> = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(build_dir) else {
+        return BTreeMap::new();
+    };
+    for entry in entries.flatten() {
+        let dir_name = entry.file_name().to_string_lossy().into_owned();
+        let file = entry.path().join("out").join(PTX_FILE);
+        let Ok(modified) = file.metadata().and_then(|m| m.modified()) else {
+            continue;
+        };
+        let package = package_of_build_dir(&dir_name).to_string();
+        match newest.get(&package) {
+            Some((time, _)) if *time >= modified => {}
+            _ => {
+                newest.insert(package, (modified, file));
+            }
+        }
+    }
+    newest.into_iter().map(|(k, (_, p))| (k, p)).collect()
+}
+
+/// `gpu-kernels-0123abcd4567ef89` → `gpu-kernels` (the part before the last `-<hex hash>`).
+fn package_of_build_dir(dir_name: &str) -> &str {
+    match dir_name.rsplit_once('-') {
+        Some((package, hash))
+            if !package.is_empty()
+                && !hash.is_empty()
+                && hash.chars().all(|c| c.is_ascii_hexdigit()) =>
+        {
+            package
+        }
+        _ => dir_name,
+    }
+}
+
+/// The PTX module named by `file`: the file itself when it holds PTX, or the file whose path it
+/// holds on its first line.
+fn resolve_ptx(file: &Path) -> Result<PathBuf> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    if looks_like_ptx(&text) {
+        return Ok(file.to_path_buf());
+    }
+    if text.trim().is_empty() {
+        return Err(format!(
+            "{} is empty: the build produced no PTX (was the device toolchain missing?)",
+            file.display()
+        ));
+    }
+    let first = text.lines().next().unwrap_or("").trim();
+    if !first.is_empty() && Path::new(first).is_file() {
+        return Ok(PathBuf::from(first));
+    }
+    Err(format!(
+        "{} holds neither PTX nor the path of a PTX file (was the device toolchain missing?)",
+        file.display()
+    ))
+}
+
+/// Whether `text` is a PTX module (it has a `.version` or `.target` directive).
+fn looks_like_ptx(text: &str) -> bool {
+    text.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with(".version") || l.starts_with(".target")
+    })
+}
+
+/// Runs `ptxas -arch=ARCH -v PTX -o OUTPUT` and parses its report.
+fn assemble(ptxas: &Path, ptx: &Path, arch: &str, output: &Path) -> Result<Report> {
+    let mut cmd = Command::new(ptxas);
+    cmd.arg(format!("-arch={arch}"))
+        .arg("-v")
+        .arg(ptx)
+        .arg("-o")
+        .arg(output)
+        .stdin(Stdio::null());
+    let line = util::display_command(&cmd);
+    let out = cmd
+        .output()
+        .map_err(|e| format!("could not start `{line}`: {e}"))?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        return Err(format!("`{line}` failed ({}):\n{text}", out.status));
+    }
+    Ok(ptxas_info::parse(&text))
+}
+
+/// The table of one module: a row per kernel and architecture, then the non-entry functions
+/// with a stack frame, then ptxas' warnings.
+fn format_table(reports: &[Report]) -> String {
+    let mut rows: Vec<[String; 8]> = Vec::new();
+    let mut entries: Vec<_> = reports.iter().flat_map(|r| &r.entries).collect();
+    // Kernels in name order, each with its architectures in the order given.
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    for e in entries {
+        rows.push([
+            e.name.clone(),
+            e.arch.clone(),
+            e.registers.map_or("?".into(), |r| r.to_string()),
+            e.spill_stores.to_string(),
+            e.spill_loads.to_string(),
+            match e.cumulative_stack {
+                Some(total) if total != e.stack_frame => format!("{} ({total})", e.stack_frame),
+                _ => e.stack_frame.to_string(),
+            },
+            e.shared_bytes.to_string(),
+            e.barriers.map_or("-".into(), |b| b.to_string()),
+        ]);
+    }
+    let header = [
+        "kernel",
+        "arch",
+        "registers",
+        "spill st",
+        "spill ld",
+        "stack",
+        "smem",
+        "barriers",
+    ]
+    .map(String::from);
+    let mut widths = header.clone().map(|h| h.len());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let mut line = format!("  {:<w$}", row[0], w = widths[0]);
+        for (cell, w) in row.iter().zip(widths).skip(1) {
+            line.push_str(&format!("  {cell:>w$}"));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    if rows.is_empty() {
+        out.push_str("  (ptxas reported no entry functions)\n");
+    }
+    let mut functions: Vec<_> = reports
+        .iter()
+        .flat_map(|r| &r.functions)
+        .filter(|f| f.stack_frame + f.spill_stores + f.spill_loads > 0)
+        .collect();
+    functions.sort_by(|a, b| a.name.cmp(&b.name));
+    functions.dedup();
+    for f in functions {
+        out.push_str(&format!(
+            "  device function {}: {} bytes stack frame, {} bytes spill stores, {} bytes spill loads\n",
+            f.name, f.stack_frame, f.spill_stores, f.spill_loads
+        ));
+    }
+    for d in reports.iter().flat_map(|r| &r.diagnostics) {
+        out.push_str(&format!("  {d}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn package_names_from_build_dirs() {
+        assert_eq!(
+            package_of_build_dir("gpu-kernels-0123abcd4567ef89"),
+            "gpu-kernels"
+        );
+        assert_eq!(package_of_build_dir("kernel-suite-ffff"), "kernel-suite");
+        assert_eq!(package_of_build_dir("weird"), "weird");
+        assert_eq!(package_of_build_dir("name-notahash"), "name-notahash");
+    }
+
+    #[test]
+    fn parses_arch_options() {
+        let o = parse_args(Vec::new()).unwrap();
+        assert_eq!(o.archs, ["sm_70", "sm_80", "sm_90"]);
+        assert!(!o.no_build);
+        let args = ["--arch", "sm_86", "--arch=sm_89", "--no-build"].map(OsString::from);
+        let o = parse_args(args.to_vec()).unwrap();
+        assert_eq!(o.archs, ["sm_86", "sm_89"]);
+        assert!(o.no_build);
+        assert!(parse_args(vec!["--arch".into()]).is_err());
+        assert!(parse_args(vec!["--bogus".into()]).is_err());
+    }
+
+    #[test]
+    fn finds_newest_module_per_package() {
+        let dir = std::env::temp_dir().join(format!("xtask-ptx-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for name in [
+            "gpu-kernels-aaaa",
+            "gpu-kernels-bbbb",
+            "other-cccc",
+            "nothing-dddd",
+        ] {
+            std::fs::create_dir_all(dir.join(name).join("out")).unwrap();
+        }
+        std::fs::write(dir.join("gpu-kernels-aaaa/out").join(PTX_FILE), "old").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(dir.join("gpu-kernels-bbbb/out").join(PTX_FILE), "new").unwrap();
+        std::fs::write(dir.join("other-cccc/out").join(PTX_FILE), "x").unwrap();
+        let found = find_ptx_modules(&dir);
+        assert_eq!(found.len(), 2);
+        assert!(found["gpu-kernels"].ends_with("gpu-kernels-bbbb/out/kernel_ptx.txt"));
+        assert!(found.contains_key("other"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn recognises_ptx() {
+        assert!(looks_like_ptx("//\n.version 8.0\n.target sm_70\n"));
+        assert!(!looks_like_ptx("/some/path.s\n"));
+    }
+
+    #[test]
+    fn formats_a_table() {
+        let text = "\
+ptxas info    : Compiling entry function 'smooth' for 'sm_70'
+ptxas info    : Function properties for smooth
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 24 registers, used 0 barriers, 400 bytes cmem[0]
+ptxas info    : Compiling entry function 'add' for 'sm_70'
+ptxas info    : Function properties for add
+    8 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 6 registers, used 1 barriers, 256 bytes smem, 364 bytes cmem[0]
+";
+        let table = format_table(&[ptxas_info::parse(text)]);
+        let lines: Vec<_> = table.lines().collect();
+        assert!(lines[0].contains("kernel") && lines[0].contains("registers"));
+        assert!(lines[1].starts_with("  add") && lines[1].contains("256"));
+        assert!(lines[2].starts_with("  smooth") && lines[2].contains("24"));
+        assert_eq!(lines.len(), 3);
+        assert!(format_table(&[]).contains("no entry functions"));
+    }
+}

@@ -1,0 +1,159 @@
+//! `cargo xtask test`: the project's test command, and what CI runs on a fresh clone.
+//!
+//! Provisions the device toolchain and `ptxas` (unless `--no-provision`), then runs fmt, clippy,
+//! the debug test suite and every release example, stopping at the first failure, and prints a
+//! summary with each step's wall time.
+
+use std::ffi::OsString;
+
+use crate::provision;
+use crate::util::{self, Context, Outcome, Result, Steps};
+
+/// Options of `cargo xtask test`.
+#[derive(Debug, Default)]
+struct Options {
+    /// Skip the release build and run of the examples.
+    quick: bool,
+    /// Skip installing the device toolchain and downloading `ptxas`.
+    no_provision: bool,
+    /// Extra arguments for `cargo test --workspace`.
+    test_args: Vec<OsString>,
+}
+
+/// Parses the arguments of `cargo xtask test`.
+fn parse_args(args: Vec<OsString>) -> Result<Options> {
+    let (flags, test_args) = util::split_at_dashes(args);
+    let mut options = Options {
+        test_args,
+        ..Options::default()
+    };
+    for flag in flags {
+        match flag.to_str() {
+            Some("--quick") => options.quick = true,
+            Some("--no-provision") => options.no_provision = true,
+            _ => {
+                let flag = flag.to_string_lossy();
+                return Err(format!(
+                    "unknown option {flag} for `cargo xtask test` \
+                     (arguments for cargo test go after `--`)"
+                ));
+            }
+        }
+    }
+    Ok(options)
+}
+
+/// Runs `cargo xtask test`.
+pub fn run(args: Vec<OsString>) -> Result {
+    let options = parse_args(args)?;
+    let mut ctx = Context::new();
+    let mut steps = Steps::new();
+
+    let ptxas = if options.no_provision {
+        steps.skip("provision: device toolchain", "--no-provision");
+        steps.skip("provision: ptxas", "--no-provision");
+        provision::find_ptxas(&ctx.root)
+    } else {
+        // A missing toolchain or ptxas does not stop the run: with KERNEL_REQUIRE_PTX=1 the
+        // build then fails and names what is missing, which is what CI is there to notice.
+        steps.run_with("provision: device toolchain", Outcome::Warn, || {
+            provision::device_toolchain()
+                .map_err(|e| format!("{e}; the device build will fail under KERNEL_REQUIRE_PTX=1"))
+        });
+        let mut found = None;
+        steps.run_with("provision: ptxas", Outcome::Warn, || {
+            let path = provision::ptxas(&ctx.root)?;
+            let note = path.display().to_string();
+            found = Some(path);
+            Ok(note)
+        });
+        found
+    };
+    match &ptxas {
+        Some(path) => ctx.set_env("KERNEL_PTXAS", path),
+        None => eprintln!("xtask: warning: no ptxas available; KERNEL_PTXAS is not set"),
+    }
+    ctx.set_env("KERNEL_REQUIRE_PTX", "1");
+
+    run_checks(&ctx, &options, &mut steps);
+
+    println!();
+    print!("{}", steps.summary("test"));
+    if steps.failed() {
+        Err("`cargo xtask test` failed; see the summary above".into())
+    } else {
+        Ok(())
+    }
+}
+
+/// The checks proper: every step after the first failure is recorded as skipped.
+fn run_checks(ctx: &Context, options: &Options, steps: &mut Steps) {
+    let mut plan: Vec<(String, std::process::Command)> = vec![
+        (
+            "cargo fmt --all -- --check".into(),
+            ctx.cargo(["fmt", "--all", "--", "--check"]),
+        ),
+        (
+            "cargo clippy --workspace --all-targets -- -D warnings".into(),
+            ctx.cargo([
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ]),
+        ),
+    ];
+    let mut test = ctx.cargo(["test", "--workspace"]);
+    test.args(&options.test_args);
+    plan.push((util::display_command(&test), test));
+
+    let examples = util::discover_targets(&ctx.root.join("examples"));
+    if !options.quick {
+        plan.push((
+            "cargo build --release --examples".into(),
+            ctx.cargo(["build", "--release", "--examples"]),
+        ));
+        for name in &examples {
+            plan.push((
+                format!("example {name}"),
+                ctx.cargo(["run", "--release", "--example", name]),
+            ));
+        }
+    }
+
+    let mut failed = false;
+    for (name, mut cmd) in plan {
+        if failed {
+            steps.skip(&name, "after an earlier failure");
+        } else if !steps.run_command(&name, &mut cmd) {
+            failed = true;
+        }
+    }
+    if options.quick {
+        steps.skip("release examples", "--quick");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn parses_flags_and_passthrough() {
+        let o = parse_args(args(&["--quick", "--no-provision", "--", "-p", "x"])).unwrap();
+        assert!(o.quick && o.no_provision);
+        assert_eq!(o.test_args, args(&["-p", "x"]));
+        let o = parse_args(Vec::new()).unwrap();
+        assert!(!o.quick && !o.no_provision && o.test_args.is_empty());
+        // Flags after `--` belong to cargo test.
+        let o = parse_args(args(&["--", "--quick"])).unwrap();
+        assert!(!o.quick);
+        assert!(parse_args(args(&["--bogus"])).is_err());
+    }
+}
