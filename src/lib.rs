@@ -3,3 +3,4 @@
 
 pub mod cli;
 pub mod reference;
+pub mod test_kernels;

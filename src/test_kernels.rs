@@ -1,0 +1,284 @@
+//! Kernels of the test suite: each exercises one part of the device API. They live in the
+//! library (not in `tests/`) so that the build-time compiler turns them into PTX too and the
+//! same suite runs on every backend.
+
+use kernel_runtime::prelude::*;
+
+/// Writes `grid(1)` and `gridsize(1)` of every thread.
+#[kernel]
+pub fn grid1_ids(ids: &mut [u32], sizes: &mut [u32]) {
+    let i = grid(1);
+    if i < ids.len() {
+        ids[i] = i as u32;
+        sizes[i] = gridsize(1) as u32;
+    }
+}
+
+/// Writes, at `[y, x]` of the grid, the flat index `y * width + x` from `grid(2)`.
+#[kernel]
+pub fn grid2_ids(out: &mut Array2<u32>) {
+    let (x, y) = grid(2);
+    let (h, w) = out.dim();
+    let (gx, gy) = gridsize(2);
+    if y < h && x < w && gx >= w && gy >= h {
+        out[[y, x]] = (y * w + x) as u32;
+    }
+}
+
+/// Writes, at `[z, y, x]`, the flat index from `grid(3)`, and checks the coordinates against
+/// `block_idx() * block_dim() + thread_idx()`.
+#[kernel]
+pub fn grid3_ids(out: &mut Array3<u32>) {
+    let (x, y, z) = grid(3);
+    let (t, b, d) = (thread_idx(), block_idx(), block_dim());
+    let same = x == (b.x * d.x + t.x) as usize
+        && y == (b.y * d.y + t.y) as usize
+        && z == (b.z * d.z + t.z) as usize;
+    let (nz, ny, nx) = out.dim();
+    if z < nz && y < ny && x < nx {
+        out[[z, y, x]] = if same {
+            ((z * ny + y) * nx + x) as u32
+        } else {
+            u32::MAX
+        };
+    }
+}
+
+/// A grid-stride loop: `out[i] = 2 * x[i]` with fewer threads than elements.
+#[kernel]
+pub fn grid_stride_double(x: &[i64], out: &mut [i64]) {
+    let mut i = grid(1);
+    while i < x.len() {
+        out[i] = 2 * x[i];
+        i += gridsize(1);
+    }
+}
+
+/// Reverses each block's chunk of `data` through a shared array (barrier between the phases).
+#[kernel]
+pub fn reverse_in_blocks(data: &mut [i32]) {
+    let mut tile = shared_array![i32; 128];
+    let t = thread_idx().x as usize;
+    let n = block_dim().x as usize;
+    let i = grid(1);
+    if i < data.len() {
+        tile[t] = data[i];
+    }
+    sync_threads();
+    let base = block_idx().x as usize * n;
+    let j = base + (n - 1 - t);
+    if i < data.len() && j < data.len() {
+        data[i] = tile[n - 1 - t];
+    }
+}
+
+/// Per block: `out[3b..3b+3]` = `sync_threads_count`, `_and`, `_or` of `pred[i] != 0`.
+#[kernel]
+pub fn barrier_reductions(pred: &[u8], out: &mut [i32]) {
+    let i = grid(1);
+    let p = i < pred.len() && pred[i] != 0;
+    let count = sync_threads_count(p);
+    let all = sync_threads_and(p);
+    let any = sync_threads_or(p);
+    if thread_idx().x == 0 {
+        let b = block_idx().x as usize;
+        out[3 * b] = count;
+        out[3 * b + 1] = all as i32;
+        out[3 * b + 2] = any as i32;
+    }
+}
+
+/// A barrier inside a loop whose trip count every thread agrees on: a running prefix sum
+/// (Hillis–Steele) of each block's chunk.
+#[kernel]
+pub fn block_prefix_sum(data: &mut [u32]) {
+    let mut s = shared_array![u32; 256];
+    let t = thread_idx().x as usize;
+    let i = grid(1);
+    s[t] = if i < data.len() { data[i] } else { 0 };
+    sync_threads();
+    let mut offset = 1;
+    while offset < block_dim().x as usize {
+        let v = if t >= offset { s[t - offset] } else { 0 };
+        sync_threads();
+        s[t] += v;
+        sync_threads();
+        offset *= 2;
+    }
+    if i < data.len() {
+        data[i] = s[t];
+    }
+}
+
+/// A barrier only the first half of the block reaches: an error, never a hang.
+#[kernel]
+pub fn divergent_barrier(out: &mut [u32]) {
+    let t = thread_idx().x as usize;
+    if t < block_dim().x as usize / 2 {
+        sync_threads();
+    }
+    if t < out.len() {
+        out[t] = 1;
+    }
+}
+
+/// Reads one element past the end of `x` in the last thread.
+#[kernel]
+pub fn off_by_one(x: &[f32], out: &mut [f32]) {
+    let i = grid(1);
+    if i <= x.len() {
+        out[0] = x[i];
+    }
+}
+
+/// The same read without index checks: the kernel's author promises indices are in bounds.
+#[kernel(boundscheck = false)]
+pub fn unchecked_copy(x: &[f32], out: &mut [f32]) {
+    let i = grid(1);
+    if i < x.len() {
+        out[i] = x[i];
+    }
+}
+
+/// Every atomic operation on `i32` / `u32` / `u64` / `f32` / `f64` cells.
+#[kernel]
+pub fn atomics(
+    ints: &mut [i32],
+    uints: &mut [u32],
+    wide: &mut [u64],
+    floats: &mut [f32],
+    doubles: &mut [f64],
+) {
+    let i = grid(1) as i32;
+    atomic_add(&ints, 0, 1);
+    atomic_sub(&ints, 1, 1);
+    atomic_max(&ints, 2, i);
+    atomic_min(&ints, 3, i);
+    atomic_or(&uints, 0, 1u32 << (i % 32));
+    atomic_and(&uints, 1, !(1u32 << (i % 32)));
+    atomic_xor(&uints, 2, 1);
+    atomic_inc(&uints, 3, 9);
+    atomic_dec(&uints, 4, 9);
+    atomic_exch(&uints, 5, 7);
+    atomic_cas(&uints, 6, 0, i as u32 + 1);
+    atomic_add(&wide, 0, 1u64 << 33);
+    atomic_add(&floats, 0, 0.5);
+    atomic_max(&floats, 1, i as f32);
+    atomic_add(&doubles, 0, 0.25);
+    atomic_min(&doubles, 1, -(i as f64));
+}
+
+/// Per block, counts with an atomic in shared memory, then one thread adds it to the total.
+#[kernel]
+pub fn shared_atomic_count(flags: &[u8], total: &mut [u32]) {
+    let mut c = shared_array![u32; 1];
+    let t = thread_idx().x;
+    if t == 0 {
+        c[0] = 0;
+    }
+    sync_threads();
+    let i = grid(1);
+    if i < flags.len() && flags[i] != 0 {
+        atomic_add(&c, 0, 1);
+    }
+    sync_threads();
+    if t == 0 {
+        atomic_add(&total, 0, c[0]);
+    }
+}
+
+/// Reverses each block's chunk through dynamic shared memory sized at launch.
+#[kernel]
+pub fn reverse_dynamic(data: &mut [f64]) {
+    let mut tile = dynamic_shared![f64];
+    let t = thread_idx().x as usize;
+    let n = block_dim().x as usize;
+    let i = grid(1);
+    if t < tile.len() && i < data.len() {
+        tile[t] = data[i];
+    }
+    sync_threads();
+    let j = block_idx().x as usize * n + n - 1 - t;
+    if i < data.len() && j < data.len() {
+        data[i] = tile[n - 1 - t];
+    }
+}
+
+/// Parameters of [`saxpy_params`]: a `#[repr(C)]` struct passed by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, DeviceCopy)]
+pub struct Affine {
+    /// Scale.
+    pub a: f32,
+    /// Offset.
+    pub b: f32,
+    /// Whether to apply.
+    pub on: bool,
+}
+
+/// A device function, callable from kernels and from host code.
+#[device]
+pub fn apply(p: Affine, x: f32) -> f32 {
+    if p.on {
+        p.a.mul_add(x, p.b)
+    } else {
+        x
+    }
+}
+
+/// `out[i] = apply(p, x[i])`: a struct parameter and a device function.
+#[kernel]
+pub fn saxpy_params(p: Affine, x: &[f32], out: &mut [f32]) {
+    let i = grid(1);
+    if i < x.len() {
+        out[i] = apply(p, x[i]);
+    }
+}
+
+/// Math functions on the device: `out[i]` from `x[i]` through a chain of them.
+#[kernel]
+pub fn math_chain(x: &[f64], out: &mut [f64]) {
+    let i = grid(1);
+    if i < x.len() {
+        let v = x[i];
+        out[i] = v.sin() * v.cos() + v.abs().sqrt() + v.exp().ln() + v.powi(3) - v.powf(2.0)
+            + v.atan2(1.0)
+            + v.hypot(2.0)
+            + math::erf(v)
+            + v.floor()
+            + v.ceil()
+            + v.tanh()
+            + math::fma(v, 2.0, 1.0);
+    }
+}
+
+/// A 3-D stencil-free copy with scaling, for 3-D views.
+#[kernel]
+pub fn scale3(x: &Array3<f32>, s: f32, out: &mut Array3<f32>) {
+    let (k, j, i) = grid(3);
+    let (a, b, c) = x.dim();
+    if i < a && j < b && k < c {
+        out[[i, j, k]] = s * x[[i, j, k]];
+    }
+}
+
+/// A barrier reached only from a device function: needs `#[kernel(barriers)]`.
+#[device]
+pub fn wait_for_block() {
+    sync_threads();
+}
+
+/// Rotates each block's values by one thread through shared memory, the barrier hidden in a
+/// device function.
+#[kernel(barriers)]
+pub fn rotate_with_device_barrier(data: &mut [u32]) {
+    let mut s = shared_array![u32; 64];
+    let t = thread_idx().x as usize;
+    let n = block_dim().x as usize;
+    let i = grid(1);
+    s[t] = if i < data.len() { data[i] } else { 0 };
+    wait_for_block();
+    if i < data.len() {
+        data[i] = s[(t + 1) % n];
+    }
+}

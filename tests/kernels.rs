@@ -1,0 +1,476 @@
+//! The kernel test suite: every kernel against its plain-Rust reference, on every backend
+//! this machine can run (the CPU backend always; CUDA where a GPU is usable), on awkward sizes.
+
+use gpu_kernels::*;
+use kernel_runtime::prelude::*;
+use kernel_runtime::{DeviceKind, LaunchError};
+use kernel_suite::reference::{self, SplitMix64};
+use kernel_suite::test_kernels::*;
+use ndarray::{Array2, Array3};
+
+/// The backends to run on: the CPU backend, and the default device when it is another one.
+fn backends() -> Vec<Device> {
+    let mut devs = vec![Device::cpu()];
+    match Device::from_env() {
+        Ok(d) if d.kind() != DeviceKind::Cpu => devs.push(d),
+        Ok(_) => {}
+        Err(e) => eprintln!("skipping the GPU backend: {e}"),
+    }
+    devs
+}
+
+const AWKWARD: &[usize] = &[1, 2, 31, 255, 256, 257, 1000, 4099, 65_537];
+
+#[test]
+fn add_matches_reference_on_awkward_sizes() {
+    for dev in backends() {
+        for &n in AWKWARD {
+            let mut rng = SplitMix64(n as u64);
+            let a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+            let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+            let mut dc = dev.zeros::<f32, _>(n).unwrap();
+            for threads in [1u32, 32, 256, 1024] {
+                let cfg = LaunchConfig::cover(n, threads).unwrap();
+                add.launch_with(cfg, (&da, &db, &mut dc)).unwrap();
+                assert_eq!(
+                    dc.to_vec().unwrap(),
+                    reference::add(&a, &b),
+                    "n={n} threads={threads}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn smooth_matches_reference_bit_for_bit() {
+    for dev in backends() {
+        for (n, m) in [
+            (1, 1),
+            (2, 3),
+            (3, 3),
+            (17, 31),
+            (64, 64),
+            (101, 37),
+            (257, 129),
+        ] {
+            let mut rng = SplitMix64((n * 1000 + m) as u64);
+            let x = Array2::from_shape_fn((n, m), |_| rng.next_u64() as i8);
+            let dx = dev.to_device(&x).unwrap();
+            let mut out = dev.zeros_like(&dx).unwrap();
+            smooth
+                .launch((m.div_ceil(16), n.div_ceil(16)), (16, 16), (&dx, &mut out))
+                .unwrap();
+            let expect = reference::smooth(&x, &Array2::zeros((n, m)));
+            assert_eq!(out.to_host().unwrap(), expect, "{n}x{m}");
+        }
+    }
+}
+
+#[test]
+fn integrate2d_both_versions_agree_with_reference() {
+    for dev in backends() {
+        for n in [1usize, 7, 255, 256, 257, 1000] {
+            let expect = reference::integrate2d(n);
+            let mut rows = dev.zeros::<f64, _>(n).unwrap();
+            integrate2d_rows
+                .launch(n.div_ceil(64), 64, (n, &mut rows))
+                .unwrap();
+            let v: f64 = rows.to_vec().unwrap().iter().sum();
+            let nb = n.div_ceil(INTEGRATE_TPB);
+            let mut blocks = dev.zeros::<f64, _>(nb).unwrap();
+            integrate2d_shared
+                .launch(nb, INTEGRATE_TPB, (n, &mut blocks))
+                .unwrap();
+            let w: f64 = blocks.to_vec().unwrap().iter().sum();
+            assert!(
+                (v - expect).abs() <= 1e-12 * n as f64,
+                "n={n}: {v} vs {expect}"
+            );
+            assert!(
+                (w - expect).abs() <= 1e-12 * n as f64,
+                "n={n}: {w} vs {expect}"
+            );
+        }
+        // The integral itself is 0: the midpoint rule converges to it.
+        let n = 512;
+        let nb = n / INTEGRATE_TPB;
+        let mut blocks = dev.zeros::<f64, _>(nb).unwrap();
+        integrate2d_shared
+            .launch(nb, INTEGRATE_TPB, (n, &mut blocks))
+            .unwrap();
+        assert!(blocks.to_vec().unwrap().iter().sum::<f64>().abs() < 1e-5);
+    }
+}
+
+#[test]
+fn matmul_matches_reference() {
+    for dev in backends() {
+        for (n, k, m) in [
+            (1, 1, 1),
+            (1, 17, 1),
+            (16, 16, 16),
+            (33, 20, 17),
+            (70, 5, 129),
+        ] {
+            let mut rng = SplitMix64((n * k * m) as u64);
+            let a = Array2::from_shape_fn((n, k), |_| rng.next_f32());
+            let b = Array2::from_shape_fn((k, m), |_| rng.next_f32());
+            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+            let mut dc = dev.zeros::<f32, _>((n, m)).unwrap();
+            matmul_tiled
+                .launch(
+                    (m.div_ceil(TPB), n.div_ceil(TPB)),
+                    (TPB, TPB),
+                    (&da, &db, &mut dc),
+                )
+                .unwrap();
+            let expect = reference::matmul(&a, &b);
+            let got = dc.to_host().unwrap();
+            for (g, e) in got.iter().zip(expect.iter()) {
+                assert!(
+                    (g - e).abs() <= 1e-4 * (1.0 + e.abs()),
+                    "{n}x{k}x{m}: {g} vs {e}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn quicksort_sorts_awkward_inputs() {
+    for dev in backends() {
+        let mut rng = SplitMix64(99);
+        let cases: Vec<Vec<u32>> = vec![
+            vec![],
+            vec![5],
+            vec![2, 1],
+            (0..1025).rev().collect(),
+            vec![7; 5000],
+            (0..100_003).map(|_| rng.next_u64() as u32).collect(),
+            (0..50_000).map(|_| rng.next_u64() as u32 % 3).collect(),
+            (0..40_000).collect(),
+        ];
+        for keys in cases {
+            let mut dk = dev.to_device(&keys).unwrap();
+            quicksort::sort(&mut dk).unwrap();
+            assert!(
+                reference::is_sorted_permutation(&keys, &dk.to_vec().unwrap()),
+                "n={}",
+                keys.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn grid_is_right_with_many_blocks_in_every_dimension() {
+    for dev in backends() {
+        // 1-D: several blocks, a partial last block.
+        let n = 1000;
+        let mut ids = dev.zeros::<u32, _>(n).unwrap();
+        let mut sizes = dev.zeros::<u32, _>(n).unwrap();
+        grid1_ids.launch(8, 128, (&mut ids, &mut sizes)).unwrap();
+        assert_eq!(ids.to_vec().unwrap(), (0..n as u32).collect::<Vec<_>>());
+        assert!(sizes.to_vec().unwrap().iter().all(|&s| s == 1024));
+        // 2-D: non-square blocks, several blocks along both axes.
+        let (h, w) = (37usize, 70usize);
+        let mut out = dev.zeros::<u32, _>((h, w)).unwrap();
+        grid2_ids
+            .launch((w.div_ceil(8), h.div_ceil(4)), (8, 4), &mut out)
+            .unwrap();
+        let expect = Array2::from_shape_fn((h, w), |(y, x)| (y * w + x) as u32);
+        assert_eq!(out.to_host().unwrap(), expect);
+        // 3-D.
+        let (nz, ny, nx) = (5, 9, 13);
+        let mut out = dev.zeros::<u32, _>((nz, ny, nx)).unwrap();
+        grid3_ids.launch((4, 3, 3), (4, 4, 2), &mut out).unwrap();
+        let expect =
+            Array3::from_shape_fn((nz, ny, nx), |(z, y, x)| ((z * ny + y) * nx + x) as u32);
+        assert_eq!(out.to_host().unwrap(), expect);
+        // A grid-stride loop covers more elements than threads.
+        let x: Vec<i64> = (0..10_007).collect();
+        let dx = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<i64, _>(x.len()).unwrap();
+        grid_stride_double.launch(3, 64, (&dx, &mut out)).unwrap();
+        assert_eq!(
+            out.to_vec().unwrap(),
+            x.iter().map(|v| 2 * v).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn barriers_in_branches_loops_and_device_functions() {
+    for dev in backends() {
+        let n = 1000usize;
+        let data: Vec<i32> = (0..n as i32).collect();
+        let mut d = dev.to_device(&data).unwrap();
+        reverse_in_blocks
+            .launch(n.div_ceil(128), 128, &mut d)
+            .unwrap();
+        let got = d.to_vec().unwrap();
+        for (i, v) in got.iter().enumerate() {
+            let b = i / 128;
+            let j = b * 128 + 127 - i % 128;
+            assert_eq!(*v, if j < n { j as i32 } else { i as i32 }, "i={i}");
+        }
+
+        let vals: Vec<u32> = (0..777).map(|i| i % 5).collect();
+        let mut d = dev.to_device(&vals).unwrap();
+        block_prefix_sum
+            .launch(vals.len().div_ceil(256), 256, &mut d)
+            .unwrap();
+        let got = d.to_vec().unwrap();
+        for (c, chunk) in vals.chunks(256).enumerate() {
+            let mut acc = 0;
+            for (k, v) in chunk.iter().enumerate() {
+                acc += v;
+                assert_eq!(got[c * 256 + k], acc);
+            }
+        }
+
+        let vals: Vec<u32> = (0..100).collect();
+        let mut d = dev.to_device(&vals).unwrap();
+        rotate_with_device_barrier.launch(2, 64, &mut d).unwrap();
+        let got = d.to_vec().unwrap();
+        assert_eq!(got[0], 1);
+        assert_eq!(got[63], 0);
+        assert_eq!(got[64], 65);
+    }
+}
+
+#[test]
+fn barrier_reductions_count_and_or() {
+    for dev in backends() {
+        let mut pred = vec![0u8; 96];
+        pred[0..32].iter_mut().for_each(|p| *p = 1); // block 0: all set
+        pred[32 + 5] = 1; // block 1: one set
+        let dp = dev.to_device(&pred).unwrap();
+        let mut out = dev.zeros::<i32, _>(9).unwrap();
+        barrier_reductions.launch(3, 32, (&dp, &mut out)).unwrap();
+        assert_eq!(out.to_vec().unwrap(), vec![32, 1, 1, 1, 0, 1, 0, 0, 0]);
+    }
+}
+
+#[test]
+fn atomics_return_old_values_and_combine() {
+    for dev in backends() {
+        let threads = 8 * 64;
+        let mut ints = dev.to_device(&[0i32, 0, i32::MIN, i32::MAX]).unwrap();
+        let mut uints = dev.to_device(&[0u32, u32::MAX, 0, 0, 0, 0, 0]).unwrap();
+        let mut wide = dev.zeros::<u64, _>(1).unwrap();
+        let mut floats = dev.to_device(&[0.0f32, f32::MIN]).unwrap();
+        let mut doubles = dev.to_device(&[0.0f64, 0.0]).unwrap();
+        atomics
+            .launch(
+                8,
+                64,
+                (&mut ints, &mut uints, &mut wide, &mut floats, &mut doubles),
+            )
+            .unwrap();
+        assert_eq!(
+            ints.to_vec().unwrap(),
+            vec![threads, -threads, threads - 1, 0]
+        );
+        let u = uints.to_vec().unwrap();
+        assert_eq!((u[0], u[1], u[2]), (u32::MAX, 0, 0));
+        assert_eq!(u[3], threads as u32 % 10); // inc wraps at 9
+        assert_eq!(u[4], (10 - threads as u32 % 10) % 10); // dec wraps to 9 from 0
+        assert_eq!(u[5], 7);
+        assert!(u[6] >= 1 && u[6] <= threads as u32);
+        assert_eq!(wide.to_vec().unwrap(), vec![(threads as u64) << 33]);
+        assert_eq!(
+            floats.to_vec().unwrap(),
+            vec![threads as f32 * 0.5, (threads - 1) as f32]
+        );
+        assert_eq!(
+            doubles.to_vec().unwrap(),
+            vec![threads as f64 * 0.25, -(threads - 1) as f64]
+        );
+
+        let flags: Vec<u8> = (0..5000).map(|i| (i % 3 == 0) as u8).collect();
+        let df = dev.to_device(&flags).unwrap();
+        let mut total = dev.zeros::<u32, _>(1).unwrap();
+        shared_atomic_count
+            .launch(flags.len().div_ceil(256), 256, (&df, &mut total))
+            .unwrap();
+        assert_eq!(total.to_vec().unwrap(), vec![1667]);
+    }
+}
+
+#[test]
+fn dynamic_shared_memory_is_sized_at_launch() {
+    for dev in backends() {
+        let data: Vec<f64> = (0..300).map(|i| i as f64).collect();
+        let mut d = dev.to_device(&data).unwrap();
+        let cfg = LaunchConfig::new(3, 100).unwrap().shared_bytes(100 * 8);
+        reverse_dynamic.launch_with(cfg, &mut d).unwrap();
+        let got = d.to_vec().unwrap();
+        assert_eq!(got[0], 99.0);
+        assert_eq!(got[100], 199.0);
+        assert_eq!(got[299], 200.0);
+    }
+}
+
+#[test]
+fn struct_parameters_device_functions_and_math() {
+    for dev in backends() {
+        let p = Affine {
+            a: 2.0,
+            b: 1.0,
+            on: true,
+        };
+        let x: Vec<f32> = (0..100).map(|i| i as f32).collect();
+        let dx = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<f32, _>(100).unwrap();
+        saxpy_params.launch(4, 32, (p, &dx, &mut out)).unwrap();
+        let expect: Vec<f32> = x.iter().map(|&v| apply(p, v)).collect();
+        assert_eq!(out.to_vec().unwrap(), expect);
+        assert_eq!(apply(p, 3.0), 7.0); // a device function called from host code
+
+        let x: Vec<f64> = (0..50).map(|i| i as f64 * 0.1 - 2.0).collect();
+        let dx = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<f64, _>(50).unwrap();
+        math_chain.launch(2, 32, (&dx, &mut out)).unwrap();
+        for (v, o) in x.iter().zip(out.to_vec().unwrap()) {
+            let e = v.sin() * v.cos() + v.abs().sqrt() + v.exp().ln() + v.powi(3) - v.powf(2.0)
+                + v.atan2(1.0)
+                + v.hypot(2.0)
+                + kernel_runtime::math::erf(*v)
+                + v.floor()
+                + v.ceil()
+                + v.tanh()
+                + v.mul_add(2.0, 1.0);
+            assert!((o - e).abs() < 1e-9 * (1.0 + e.abs()), "{v}: {o} vs {e}");
+        }
+
+        let x = Array3::from_shape_fn((3, 4, 5), |(i, j, k)| (i * 20 + j * 5 + k) as f32);
+        let dx = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<f32, _>((3, 4, 5)).unwrap();
+        scale3
+            .launch((1, 1, 1), (5, 4, 3), (&dx, 0.5, &mut out))
+            .unwrap();
+        assert_eq!(out.to_host().unwrap(), x.mapv(|v| v * 0.5));
+    }
+}
+
+#[test]
+fn out_of_bounds_is_reported_with_array_index_shape_block_and_thread() {
+    for dev in backends()
+        .into_iter()
+        .filter(|d| d.kind() == DeviceKind::Cpu)
+    {
+        let x = dev.to_device(&vec![1.0f32; 100]).unwrap();
+        let mut out = dev.zeros::<f32, _>(1).unwrap();
+        let err = off_by_one.launch(4, 32, (&x, &mut out)).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            matches!(
+                err,
+                kernel_runtime::Error::KernelFault {
+                    kernel: "off_by_one",
+                    ..
+                }
+            ),
+            "{msg}"
+        );
+        for needle in [
+            "`off_by_one`",
+            "array `x`",
+            "[100]",
+            "shape [100]",
+            "block (3, 0, 0)",
+            "thread (4, 0, 0)",
+        ] {
+            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
+        }
+        // Without checks the in-bounds kernel runs the same.
+        let mut out = dev.zeros::<f32, _>(100).unwrap();
+        unchecked_copy.launch(4, 32, (&x, &mut out)).unwrap();
+        assert_eq!(out.to_vec().unwrap(), vec![1.0; 100]);
+    }
+}
+
+#[test]
+fn divergent_barrier_is_an_error_not_a_hang() {
+    for dev in backends()
+        .into_iter()
+        .filter(|d| d.kind() == DeviceKind::Cpu)
+    {
+        let mut out = dev.zeros::<u32, _>(64).unwrap();
+        let err = divergent_barrier.launch(2, 64, &mut out).unwrap_err();
+        let msg = err.to_string();
+        for needle in [
+            "divergent barrier",
+            "`divergent_barrier`",
+            "32 of 64 threads",
+            "sync_threads()",
+            "test_kernels.rs",
+            "exited",
+        ] {
+            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
+        }
+        // The device still works afterwards.
+        let mut d = dev.to_device(&[1i32, 2, 3]).unwrap();
+        reverse_in_blocks.launch(1, 3, &mut d).unwrap();
+        assert_eq!(d.to_vec().unwrap(), vec![3, 2, 1]);
+    }
+}
+
+#[test]
+fn bad_launches_are_typed_errors() {
+    let dev = Device::cpu();
+    let a = dev.to_device(&[1.0f32; 10]).unwrap();
+    let mut c = dev.zeros::<f32, _>(10).unwrap();
+    let reason = |r: Result<(), kernel_runtime::Error>| match r {
+        Err(kernel_runtime::Error::InvalidLaunch {
+            kernel: "add",
+            reason,
+        }) => reason,
+        other => panic!("expected an invalid launch, got {other:?}"),
+    };
+    assert!(matches!(
+        reason(add.launch(0, 32, (&a, &a, &mut c))),
+        LaunchError::ZeroDim { .. }
+    ));
+    assert!(matches!(
+        reason(add.launch(1, (64, 32), (&a, &a, &mut c))),
+        LaunchError::TooManyThreads { .. }
+    ));
+    assert!(matches!(
+        reason(add.launch((1, 70_000), 1, (&a, &a, &mut c))),
+        LaunchError::DimTooLarge { .. }
+    ));
+    assert!(matches!(
+        reason(add.launch(-3, 1, (&a, &a, &mut c))),
+        LaunchError::DimOutOfRange { .. }
+    ));
+    let cfg = LaunchConfig::new(1, 32).unwrap().shared_bytes(64 * 1024);
+    assert!(matches!(
+        reason(add.launch_with(cfg, (&a, &a, &mut c))),
+        LaunchError::TooMuchSharedMemory { .. }
+    ));
+    // Static shared memory counts against the limit too.
+    let mut d = dev.zeros::<f64, _>(8).unwrap();
+    let cfg = LaunchConfig::new(1, 8).unwrap().shared_bytes(48 * 1024);
+    assert!(reverse_dynamic.launch_with(cfg, &mut d).is_ok());
+    let mut d2 = dev.zeros::<i32, _>(8).unwrap();
+    let cfg = LaunchConfig::new(1, 8)
+        .unwrap()
+        .shared_bytes(48 * 1024 - 256);
+    assert!(matches!(
+        reverse_in_blocks.launch_with(cfg, &mut d2),
+        Err(kernel_runtime::Error::InvalidLaunch {
+            reason: LaunchError::TooMuchSharedMemory {
+                static_bytes: 512,
+                ..
+            },
+            ..
+        })
+    ));
+    assert_eq!(reverse_in_blocks::STATIC_SHARED_BYTES, 512);
+    assert_eq!(matmul_tiled::STATIC_SHARED_BYTES, 2 * 16 * 16 * 4);
+    assert!(matmul_tiled::USES_BARRIERS && !add::USES_BARRIERS);
+}
