@@ -32,7 +32,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
     let entries = body.shared.iter().map(|d| {
         let elem = &d.elem;
         let dims = &d.dims;
-        quote!((::core::mem::size_of::<#elem>() #(* ((#dims) as usize))*, ::core::mem::align_of::<#elem>()))
+        quote!((::core::mem::size_of::<#elem>() #(* ::kernel_runtime::__rt::extent(#dims))*, ::core::mem::align_of::<#elem>()))
     });
     let too_big = format!("kernel `{name_str}`: its static shared arrays take more than 48 KiB");
     let layout_items = quote! {
@@ -43,14 +43,14 @@ pub fn kernel(k: Kernel) -> TokenStream {
     };
 
     // Every element and by-value type must be plain device data; the error points at the type.
-    let type_checks = params.iter().filter_map(|p| {
+    let type_checks = params.iter().map(|p| {
         let ty = match &p.kind {
             Kind::Array { elem, .. } => elem,
             Kind::Struct(ty) | Kind::Scalar(ty) => ty,
         };
-        Some(quote_spanned! {p.ty_span=>
+        quote_spanned! {p.ty_span=>
             const _: () = ::kernel_runtime::__rt::assert_device_copy::<#ty>();
-        })
+        }
     });
 
     let view_type = |rank: usize, mutable: bool| {

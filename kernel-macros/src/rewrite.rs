@@ -294,12 +294,12 @@ impl Pass {
         let expr: Expr = if args.dims.len() == 1 {
             let n = &args.dims[0];
             syn::parse_quote_spanned!(span=>
-                unsafe { ::kernel_runtime::shared::array1::<#elem>(&__kctx, #layout.0[#k], (#n) as usize, #name) }
+                unsafe { ::kernel_runtime::shared::array1::<#elem>(&__kctx, #layout.0[#k], ::kernel_runtime::__rt::extent(#n), #name) }
             )
         } else {
             let (r, c) = (&args.dims[0], &args.dims[1]);
             syn::parse_quote_spanned!(span=>
-                unsafe { ::kernel_runtime::shared::array2::<#elem>(&__kctx, #layout.0[#k], [(#r) as usize, (#c) as usize], #name) }
+                unsafe { ::kernel_runtime::shared::array2::<#elem>(&__kctx, #layout.0[#k], [::kernel_runtime::__rt::extent(#r), ::kernel_runtime::__rt::extent(#c)], #name) }
             )
         };
         self.out.shared.push(SharedDecl {

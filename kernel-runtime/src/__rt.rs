@@ -4,6 +4,12 @@
 pub use crate::cpu::exec::{run, LaunchSpec};
 pub use crate::shared::{align_up, layout, STATIC_LIMIT};
 
+/// A shared array extent: sizes are `usize` constants.
+#[inline(always)]
+pub const fn extent(n: usize) -> usize {
+    n
+}
+
 /// Fails at compile time, at the caller's span, unless `T` may cross to a device.
 pub const fn assert_device_copy<T: crate::DeviceCopy>() {}
 

@@ -1,0 +1,263 @@
+//! Running the nested cargo that compiles the device crate to PTX, and translating what it says.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::toolchain::{Toolchain, TARGET};
+use crate::Error;
+
+/// Whether the nested cargo must not inherit the environment variable `key`: everything cargo
+/// sets for a build script or reads as build configuration, the jobserver, and wrappers.
+/// Registry and network settings (`CARGO_HOME`, `CARGO_NET_*`, `CARGO_HTTP_*`,
+/// `CARGO_REGISTRIES_*`, `CARGO_REGISTRY_*`) are kept so that dependencies resolve as they do
+/// for the host build.
+pub(crate) fn must_clear(key: &str) -> bool {
+    const KEEP_PREFIXES: [&str; 4] = [
+        "CARGO_NET_",
+        "CARGO_HTTP_",
+        "CARGO_REGISTRIES_",
+        "CARGO_REGISTRY_",
+    ];
+    const CLEAR: [&str; 19] = [
+        "CARGO",
+        "OUT_DIR",
+        "RUSTFLAGS",
+        "RUSTDOCFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_LINKER",
+        "RUSTC_BOOTSTRAP",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "RUSTUP_TOOLCHAIN",
+        "RUSTC",
+        "RUSTDOC",
+        "TARGET",
+        "HOST",
+        "NUM_JOBS",
+        "OPT_LEVEL",
+        "PROFILE",
+        "DEBUG",
+    ];
+    if key == "CARGO_HOME" || KEEP_PREFIXES.iter().any(|p| key.starts_with(p)) {
+        return false;
+    }
+    key.starts_with("CARGO_")
+        || key.starts_with("__CARGO")
+        || key.starts_with("DEP_")
+        || CLEAR.contains(&key)
+}
+
+/// One device build.
+pub(crate) struct DeviceBuild<'a> {
+    pub toolchain: &'a Toolchain,
+    pub manifest_path: &'a Path,
+    pub target_dir: &'a Path,
+    pub crate_name: &'a str,
+    pub arch: &'a str,
+}
+
+/// What a successful device build produced.
+pub(crate) struct Built {
+    /// The PTX file.
+    pub ptx: PathBuf,
+    /// The source files the build depended on (from cargo's dep-info), when known.
+    pub inputs: Vec<PathBuf>,
+}
+
+impl DeviceBuild<'_> {
+    /// The nested cargo command, with a clean environment.
+    pub(crate) fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.toolchain.cargo);
+        for (key, _) in std::env::vars_os() {
+            if key.to_str().is_none_or(must_clear) {
+                cmd.env_remove(&key);
+            }
+        }
+        cmd.env("RUSTC", &self.toolchain.rustc)
+            .env("RUSTC_BOOTSTRAP", "1")
+            .args(["rustc", "--release", "--lib", "--target", TARGET]);
+        if self.toolchain.build_std {
+            cmd.arg("-Zbuild-std=core");
+        }
+        let linker = if Path::new("/bin/true").exists() {
+            "/bin/true"
+        } else {
+            "true"
+        };
+        cmd.arg("--manifest-path")
+            .arg(self.manifest_path)
+            .arg("--target-dir")
+            .arg(self.target_dir)
+            .args(["--color", "never", "--"])
+            .args(["--emit=asm", "-C"])
+            .arg(format!("target-cpu={}", self.arch))
+            .args(["-C", &format!("linker={linker}")]);
+        if let Some(dir) = self.manifest_path.parent() {
+            cmd.current_dir(dir);
+        }
+        cmd
+    }
+
+    /// Runs the build. On failure, the diagnostics are returned as they came (the caller
+    /// rewrites the paths).
+    pub(crate) fn run(&self) -> Result<Result<Built, String>, Error> {
+        let mut cmd = self.command();
+        let out = cmd.output().map_err(|e| Error::Spawn {
+            program: self.toolchain.cargo.display().to_string(),
+            source: e,
+        })?;
+        if !out.status.success() {
+            let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            if !stdout.trim().is_empty() {
+                text.push_str(&stdout);
+            }
+            return Ok(Err(text));
+        }
+        let release = self.target_dir.join(TARGET).join("release");
+        let ptx = release.join("deps").join(format!("{}.s", self.crate_name));
+        if !ptx.is_file() {
+            return Err(Error::MissingPtx { path: ptx });
+        }
+        let inputs = std::fs::read_to_string(release.join(format!("{}.d", self.crate_name)))
+            .map(|d| parse_dep_info(&d))
+            .unwrap_or_default();
+        Ok(Ok(Built { ptx, inputs }))
+    }
+}
+
+/// The prerequisites listed in a Makefile-style dep-info file (`target: dep dep...`).
+pub(crate) fn parse_dep_info(text: &str) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for line in text.lines() {
+        // The target ends at the first unescaped ": ".
+        let Some(colon) = line
+            .find(": ")
+            .or_else(|| line.strip_suffix(':').map(str::len))
+        else {
+            continue;
+        };
+        let deps = &line[(colon + 1).min(line.len())..];
+        let mut current = String::new();
+        let mut chars = deps.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if chars.peek() == Some(&' ') => {
+                    current.push(' ');
+                    chars.next();
+                }
+                c if c.is_whitespace() => {
+                    if !current.is_empty() {
+                        paths.push(PathBuf::from(std::mem::take(&mut current)));
+                    }
+                }
+                c => current.push(c),
+            }
+        }
+        if !current.is_empty() {
+            paths.push(PathBuf::from(current));
+        }
+    }
+    paths
+}
+
+/// Replaces the paths of generated files in compiler output with the user's files they mirror.
+///
+/// `files` holds, for each generated file, its path relative to the device crate, its absolute
+/// path, and the original file. Line and column numbers need no change: the generated files
+/// keep them.
+pub(crate) fn rewrite_diagnostics(text: &str, files: &[(PathBuf, PathBuf, PathBuf)]) -> String {
+    let mut text = text.to_string();
+    // Longest first, so that `src/a/b.rs` is not half-replaced by a rule for `b.rs`.
+    let mut files: Vec<_> = files.iter().collect();
+    files.sort_by_key(|(rel, abs, _)| {
+        std::cmp::Reverse((abs.as_os_str().len(), rel.as_os_str().len()))
+    });
+    for (rel, abs, original) in files {
+        let original = original.display().to_string();
+        text = text.replace(&abs.display().to_string(), &original);
+        let rel = rel.display().to_string();
+        for lead in ["--> ", "::: "] {
+            text = text.replace(&format!("{lead}{rel}:"), &format!("{lead}{original}:"));
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_hygiene() {
+        for cleared in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_ENCODED_RUSTFLAGS",
+            "CARGO_TARGET_DIR",
+            "CARGO_MAKEFLAGS",
+            "CARGO_BUILD_TARGET",
+            "CARGO",
+            "OUT_DIR",
+            "RUSTFLAGS",
+            "RUSTC_WRAPPER",
+            "RUSTC_WORKSPACE_WRAPPER",
+            "MAKEFLAGS",
+            "MFLAGS",
+            "RUSTUP_TOOLCHAIN",
+            "RUSTC",
+            "RUSTDOC",
+            "DEP_KERNEL_RUNTIME_MANIFEST_DIR",
+            "__CARGO_FIX_PLZ",
+        ] {
+            assert!(must_clear(cleared), "{cleared}");
+        }
+        for kept in [
+            "CARGO_HOME",
+            "CARGO_NET_OFFLINE",
+            "CARGO_HTTP_PROXY",
+            "PATH",
+            "HOME",
+            "RUSTUP_HOME",
+        ] {
+            assert!(!must_clear(kept), "{kept}");
+        }
+    }
+
+    #[test]
+    fn dep_info() {
+        let d = "/t/x.ptx: /dev/src/lib.rs /rt/src/a\\ b.rs\n\n/dev/src/lib.rs:\n";
+        assert_eq!(
+            parse_dep_info(d),
+            [
+                PathBuf::from("/dev/src/lib.rs"),
+                PathBuf::from("/rt/src/a b.rs")
+            ]
+        );
+    }
+
+    #[test]
+    fn diagnostics_name_the_original_files() {
+        let stderr = "error[E0433]: cannot find module or crate `std` in this scope\n \
+                      --> src/lib.rs:12:9\n   |\nnote: defined here\n   \
+                      ::: /dev/src/helpers.rs:3:1\n   \
+                      --> src/helpers.rs:4:2\n";
+        let files = [
+            (
+                PathBuf::from("src/lib.rs"),
+                PathBuf::from("/dev/src/lib.rs"),
+                PathBuf::from("/user/src/lib.rs"),
+            ),
+            (
+                PathBuf::from("src/helpers.rs"),
+                PathBuf::from("/dev/src/helpers.rs"),
+                PathBuf::from("/user/src/helpers.rs"),
+            ),
+        ];
+        let out = rewrite_diagnostics(stderr, &files);
+        assert!(out.contains(" --> /user/src/lib.rs:12:9"), "{out}");
+        assert!(out.contains("::: /user/src/helpers.rs:3:1"), "{out}");
+        assert!(out.contains("--> /user/src/helpers.rs:4:2"), "{out}");
+        assert!(!out.contains("/dev/"), "{out}");
+    }
+}

@@ -1,0 +1,472 @@
+//! Build-time PTX compiler for crates with `#[kernel]` functions.
+//!
+//! Call it from the build script of a crate that defines kernels:
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() {
+//!     kernel_build::build();
+//! }
+//! ```
+//!
+//! What happens:
+//!
+//! 1. The crate's sources are parsed, from `src/lib.rs` (or `src/main.rs`) through every
+//!    module. The `#[kernel]` and `#[device]` functions are taken, with the `const`s,
+//!    `static`s, types (and their empty-bodied marker `impl`s) and `macro_rules!` macros they
+//!    mention, the `use` items that resolve on the device (`kernel_runtime::…`, `core::…`, and
+//!    `crate::`/`self::`/`super::`/sibling-module paths to items that are taken) and the
+//!    modules holding them. Methods in `impl` blocks and traits are not taken: device code
+//!    calls free `#[device]` functions.
+//! 2. A standalone `no_std` device crate is written whose files mirror the crate's own, line
+//!    for line: what is taken keeps its line and column, the rest is blank. Compile errors in
+//!    device code therefore point at the user's own file and line (the paths are rewritten).
+//! 3. The device crate is compiled for `nvptx64-nvidia-cuda` (fat LTO, `panic = "abort"`) by a
+//!    nested cargo with a clean environment, and the PTX is copied to
+//!    `$OUT_DIR/kernel_ptx.txt`, where `#[kernel]` finds it.
+//!
+//! Without a toolchain that can target nvptx64, the crate builds without PTX and the CPU
+//! backend runs the kernels; the build says so once with a cargo warning. Set
+//! `KERNEL_REQUIRE_PTX=1` to make that an error instead.
+//!
+//! Environment variables read:
+//!
+//! | variable | effect |
+//! | --- | --- |
+//! | `KERNEL_NVPTX_RUSTC`, `KERNEL_NVPTX_CARGO` | use this toolchain (see [`Toolchain::discover`]) |
+//! | `KERNEL_PTX_ARCH` | GPU architecture, default `sm_70` |
+//! | `KERNEL_DEVICE_TARGET_DIR` | where the device crates are generated and built, default `<target>/kernel-device` |
+//! | `KERNEL_REQUIRE_PTX` | `1`: a missing toolchain is a build error |
+//! | `DEP_KERNEL_RUNTIME_MANIFEST_DIR` | set by cargo from `kernel-runtime`'s build script: its path |
+
+#![warn(missing_docs)]
+// The examples are build scripts: their `fn main` is what they show.
+#![allow(clippy::needless_doctest_main)]
+
+mod compile;
+mod devcrate;
+mod error;
+mod extract;
+mod source;
+mod toolchain;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+pub use error::Error;
+pub use toolchain::{Toolchain, ENV_NVPTX_CARGO, ENV_NVPTX_RUSTC, TARGET};
+
+/// The file in `OUT_DIR` that receives the PTX; `#[kernel]` embeds it from there.
+pub const PTX_FILE_NAME: &str = "kernel_ptx.txt";
+
+/// The GPU architecture compiled for when none is chosen.
+pub const DEFAULT_ARCH: &str = "sm_70";
+
+/// Environment variable: GPU architecture to compile for (`sm_70`, `sm_80`, ...).
+pub const ENV_ARCH: &str = "KERNEL_PTX_ARCH";
+/// Environment variable: `1` makes a missing toolchain a build error.
+pub const ENV_REQUIRE: &str = "KERNEL_REQUIRE_PTX";
+/// Environment variable: directory where device crates are generated and built.
+pub const ENV_DEVICE_TARGET_DIR: &str = "KERNEL_DEVICE_TARGET_DIR";
+/// Environment variable (set by cargo from `kernel-runtime`'s build script): the runtime's path.
+pub const ENV_RUNTIME_DIR: &str = "DEP_KERNEL_RUNTIME_MANIFEST_DIR";
+
+/// Compiles the calling crate's kernels to PTX, from a build script, with the defaults of
+/// [`Builder::new`].
+///
+/// Without a usable nvptx64 toolchain this prints one `cargo:warning` and the crate builds
+/// for the CPU backend only, unless `KERNEL_REQUIRE_PTX=1`, which makes it a build error.
+///
+/// # Panics
+///
+/// On any [`Error`] (a device-side compile error of the crate's kernels among them): a
+/// panicking build script is how a build error is reported, with the error's message.
+pub fn build() {
+    match Builder::new().run() {
+        Ok(Outcome::Ptx(_)) => {}
+        Ok(Outcome::NoToolchain(tried)) => println!(
+            "cargo:warning=kernel-build: no toolchain for {TARGET} was found, so the kernels \
+             will run on the CPU backend only (tried: {}). Run `rustup target add {TARGET}` \
+             or set KERNEL_NVPTX_RUSTC to build PTX; set {ENV_REQUIRE}=1 to make this an error.",
+            tried.join("; ")
+        ),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Options of the PTX build. Every option defaults to what cargo tells a build script.
+///
+/// ```no_run
+/// // build.rs
+/// fn main() {
+///     let ptx = kernel_build::Builder::new().arch("sm_80").build();
+///     match ptx {
+///         Ok(Some(path)) => println!("cargo:warning=PTX at {}", path.display()),
+///         Ok(None) => println!("cargo:warning=no nvptx64 toolchain: CPU backend only"),
+///         Err(e) => panic!("{e}"),
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    arch: Option<String>,
+    manifest_dir: Option<PathBuf>,
+    out_dir: Option<PathBuf>,
+    target_dir: Option<PathBuf>,
+    runtime_path: Option<PathBuf>,
+    package_name: Option<String>,
+    edition: Option<String>,
+    extra_dependencies: Vec<(String, String)>,
+    require_ptx: Option<bool>,
+    toolchain: Option<Toolchain>,
+    cargo_directives: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+enum Outcome {
+    Ptx(PathBuf),
+    NoToolchain(Vec<String>),
+}
+
+impl Builder {
+    /// Options taken from the environment of a build script.
+    pub fn new() -> Self {
+        Builder {
+            arch: None,
+            manifest_dir: None,
+            out_dir: None,
+            target_dir: None,
+            runtime_path: None,
+            package_name: None,
+            edition: None,
+            extra_dependencies: Vec::new(),
+            require_ptx: None,
+            toolchain: None,
+            cargo_directives: true,
+        }
+    }
+
+    /// The GPU architecture (`sm_70`, `sm_80`, `sm_90`, ...). Default: `KERNEL_PTX_ARCH`, else
+    /// `sm_70`.
+    pub fn arch(mut self, arch: impl Into<String>) -> Self {
+        self.arch = Some(arch.into());
+        self
+    }
+
+    /// The directory of the crate whose kernels are built. Default: `CARGO_MANIFEST_DIR`.
+    pub fn manifest_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.manifest_dir = Some(dir.into());
+        self
+    }
+
+    /// Where `kernel_ptx.txt` is written. Default: `OUT_DIR`.
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// The directory where device crates are generated (`src-<crate>/`) and built, kept
+    /// between builds. Default: `KERNEL_DEVICE_TARGET_DIR`, else `kernel-device` in the
+    /// cargo target directory that holds `OUT_DIR`.
+    pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.target_dir = Some(dir.into());
+        self
+    }
+
+    /// The `kernel-runtime` crate the device crate depends on. Default:
+    /// `DEP_KERNEL_RUNTIME_MANIFEST_DIR`.
+    pub fn runtime_path(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.runtime_path = Some(dir.into());
+        self
+    }
+
+    /// The package name of the crate (the device crate is named `<name>_device`). Default:
+    /// `CARGO_PKG_NAME`.
+    pub fn package_name(mut self, name: impl Into<String>) -> Self {
+        self.package_name = Some(name.into());
+        self
+    }
+
+    /// The Rust edition of the device crate. Default: the crate's own, read from its
+    /// `Cargo.toml`.
+    pub fn edition(mut self, edition: impl Into<String>) -> Self {
+        self.edition = Some(edition.into());
+        self
+    }
+
+    /// Adds a dependency to the device crate: `name` and its TOML value, such as
+    /// `extra_dependency("libm", "\"0.2\"")` or `extra_dependency("x", "{ path = \"../x\" }")`.
+    pub fn extra_dependency(
+        mut self,
+        name: impl Into<String>,
+        toml_value: impl Into<String>,
+    ) -> Self {
+        self.extra_dependencies
+            .push((name.into(), toml_value.into()));
+        self
+    }
+
+    /// Whether a missing toolchain is an error ([`Error::NoToolchain`]) rather than
+    /// `Ok(None)`. Default: `KERNEL_REQUIRE_PTX=1`.
+    pub fn require_ptx(mut self, require: bool) -> Self {
+        self.require_ptx = Some(require);
+        self
+    }
+
+    /// Uses this toolchain instead of looking for one.
+    pub fn toolchain(mut self, toolchain: Toolchain) -> Self {
+        self.toolchain = Some(toolchain);
+        self
+    }
+
+    /// Whether to print `cargo:` directives (`rerun-if-changed`, `rustc-env`) on stdout.
+    /// Default: true, as a build script needs them.
+    pub fn cargo_directives(mut self, print: bool) -> Self {
+        self.cargo_directives = print;
+        self
+    }
+
+    /// Builds the PTX.
+    ///
+    /// Returns the path of `kernel_ptx.txt` in the output directory, or `Ok(None)` when no
+    /// toolchain can compile for nvptx64 (and PTX is not required): the crate then builds for
+    /// the CPU backend only. A stale `kernel_ptx.txt` is removed whenever no new one is made.
+    pub fn build(self) -> Result<Option<PathBuf>, Error> {
+        match self.run()? {
+            Outcome::Ptx(path) => Ok(Some(path)),
+            Outcome::NoToolchain(_) => Ok(None),
+        }
+    }
+
+    fn directive(&self, line: impl AsRef<str>) {
+        if self.cargo_directives {
+            println!("cargo:{}", line.as_ref());
+        }
+    }
+
+    fn env(&self, name: &str) -> Option<String> {
+        self.directive(format!("rerun-if-env-changed={name}"));
+        std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+    }
+
+    fn run(self) -> Result<Outcome, Error> {
+        let out_dir = match &self.out_dir {
+            Some(dir) => dir.clone(),
+            None => PathBuf::from(required_env("OUT_DIR")?),
+        };
+        let ptx_out = out_dir.join(PTX_FILE_NAME);
+        match fs::remove_file(&ptx_out) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&ptx_out, e)),
+        }
+        for name in [toolchain::ENV_NVPTX_RUSTC, toolchain::ENV_NVPTX_CARGO] {
+            self.directive(format!("rerun-if-env-changed={name}"));
+        }
+
+        let arch = match &self.arch {
+            Some(arch) => arch.clone(),
+            None => self.env(ENV_ARCH).unwrap_or_else(|| DEFAULT_ARCH.into()),
+        };
+        validate_arch(&arch)?;
+        self.directive(format!("rustc-env=KERNEL_PTX_ARCH={arch}"));
+
+        let require = match self.require_ptx {
+            Some(r) => r,
+            None => self.env(ENV_REQUIRE).is_some_and(|v| v.trim() == "1"),
+        };
+        let toolchain = match &self.toolchain {
+            Some(tc) => tc.clone(),
+            None => match Toolchain::discover() {
+                Ok(tc) => tc,
+                Err(Error::NoToolchain { tried }) if !require => {
+                    return Ok(Outcome::NoToolchain(tried));
+                }
+                Err(e) => return Err(e),
+            },
+        };
+
+        let manifest_dir = absolute(match &self.manifest_dir {
+            Some(dir) => dir.clone(),
+            None => PathBuf::from(required_env("CARGO_MANIFEST_DIR")?),
+        })?;
+        let package = match &self.package_name {
+            Some(name) => name.clone(),
+            None => required_env("CARGO_PKG_NAME")?
+                .to_string_lossy()
+                .into_owned(),
+        };
+        let runtime = absolute(match &self.runtime_path {
+            Some(dir) => dir.clone(),
+            None => PathBuf::from(self.env(ENV_RUNTIME_DIR).ok_or(Error::MissingRuntimePath)?),
+        })?;
+        self.directive(format!(
+            "rerun-if-changed={}",
+            runtime.join("Cargo.toml").display()
+        ));
+        let device_root = absolute(match &self.target_dir {
+            Some(dir) => dir.clone(),
+            None => match self.env(ENV_DEVICE_TARGET_DIR) {
+                Some(dir) => PathBuf::from(dir),
+                None => devcrate::device_root_from_out_dir(&out_dir),
+            },
+        })?;
+
+        let tree = self.load_sources(&manifest_dir)?;
+        let job = Job {
+            package: &package,
+            manifest_dir: &manifest_dir,
+            runtime: &runtime,
+            device_root: &device_root,
+            toolchain: &toolchain,
+            arch: &arch,
+            ptx_out: &ptx_out,
+        };
+        self.compile(&job, &tree)?;
+        Ok(Outcome::Ptx(ptx_out))
+    }
+
+    /// Parses the crate's module tree, announcing every file read to cargo.
+    fn load_sources(&self, manifest_dir: &Path) -> Result<source::SourceTree, Error> {
+        let root_file = ["src/lib.rs", "src/main.rs"]
+            .iter()
+            .map(|p| manifest_dir.join(p))
+            .find(|p| p.is_file())
+            .ok_or_else(|| Error::NoCrateRoot {
+                dir: manifest_dir.to_path_buf(),
+            })?;
+        let build_rs = manifest_dir.join("build.rs");
+        if build_rs.is_file() {
+            self.directive(format!("rerun-if-changed={}", build_rs.display()));
+        }
+        let mut read = |path: &Path| {
+            let text = fs::read_to_string(path)?;
+            self.directive(format!("rerun-if-changed={}", path.display()));
+            Ok(text)
+        };
+        source::load(&root_file, &mut read)
+    }
+
+    /// Generates the device crate, builds it and copies the PTX out, all under a lock:
+    /// concurrent host builds of the same crate (debug and release) take turns.
+    fn compile(&self, job: &Job<'_>, tree: &source::SourceTree) -> Result<(), Error> {
+        let stem = devcrate::sanitize_crate_name(job.package);
+        let crate_name = format!("{stem}_device");
+        let device_dir = job.device_root.join(format!("src-{stem}"));
+        fs::create_dir_all(&device_dir).map_err(|e| Error::io(&device_dir, e))?;
+        let lock_path = job.device_root.join(format!("src-{stem}.lock"));
+        let lock = fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
+        lock.lock().map_err(|e| Error::io(&lock_path, e))?;
+
+        let extraction = extract::extract(tree, job.manifest_dir, &device_dir);
+        let edition = match &self.edition {
+            Some(e) => e.clone(),
+            None => devcrate::detect_edition(job.manifest_dir),
+        };
+        let manifest = devcrate::Manifest {
+            package: job.package,
+            crate_name: &crate_name,
+            edition: &edition,
+            lib_path: &extraction.files[0].rel,
+            runtime: job.runtime,
+            extra_dependencies: &self.extra_dependencies,
+        }
+        .render();
+        devcrate::write_crate(&device_dir, &manifest, &extraction.files)?;
+
+        let out_dir = job.ptx_out.parent().unwrap_or(Path::new("."));
+        fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
+        if extraction.functions.is_empty() {
+            // Nothing to compile: an empty module, without spending a device build on it.
+            devcrate::write_if_changed(job.ptx_out, "")?;
+            return Ok(());
+        }
+
+        let manifest_path = device_dir.join("Cargo.toml");
+        let build = compile::DeviceBuild {
+            toolchain: job.toolchain,
+            manifest_path: &manifest_path,
+            target_dir: job.device_root,
+            crate_name: &crate_name,
+            arch: job.arch,
+        };
+        let built = build.run()?.map_err(|stderr| {
+            let files: Vec<_> = extraction
+                .files
+                .iter()
+                .map(|f| (f.rel.clone(), device_dir.join(&f.rel), f.original.clone()))
+                .collect();
+            Error::DeviceCompile {
+                diagnostics: compile::rewrite_diagnostics(&stderr, &files),
+            }
+        })?;
+        let ptx = fs::read_to_string(&built.ptx).map_err(|e| Error::io(&built.ptx, e))?;
+        devcrate::write_if_changed(job.ptx_out, &ptx)?;
+        drop(lock);
+
+        // The sources of the runtime and macros the device code was built with.
+        for input in &built.inputs {
+            if !input.starts_with(&device_dir) && input.is_file() {
+                self.directive(format!("rerun-if-changed={}", input.display()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The settings of one build, resolved.
+struct Job<'a> {
+    package: &'a str,
+    manifest_dir: &'a Path,
+    runtime: &'a Path,
+    device_root: &'a Path,
+    toolchain: &'a Toolchain,
+    arch: &'a str,
+    ptx_out: &'a Path,
+}
+
+fn required_env(name: &'static str) -> Result<std::ffi::OsString, Error> {
+    std::env::var_os(name).ok_or(Error::MissingEnv { name })
+}
+
+/// Checks that `arch` names a GPU architecture (`sm_` followed by digits and an optional
+/// letter suffix such as `sm_90a`).
+fn validate_arch(arch: &str) -> Result<(), Error> {
+    let valid = arch.strip_prefix("sm_").is_some_and(|rest| {
+        let digits = rest.trim_end_matches(|c: char| c.is_ascii_lowercase());
+        !digits.is_empty()
+            && digits.chars().all(|c| c.is_ascii_digit())
+            && rest.len() - digits.len() <= 1
+    });
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::InvalidArch {
+            arch: arch.to_string(),
+        })
+    }
+}
+
+fn absolute(path: PathBuf) -> Result<PathBuf, Error> {
+    std::path::absolute(&path).map_err(|e| Error::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn architectures() {
+        for ok in ["sm_70", "sm_80", "sm_90a", "sm_100f"] {
+            assert!(validate_arch(ok).is_ok(), "{ok}");
+        }
+        for bad in ["sm70", "sm_", "compute_70", "sm_7x0", "sm_90ab", ""] {
+            assert!(validate_arch(bad).is_err(), "{bad}");
+        }
+    }
+}
