@@ -72,6 +72,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
     let mut rebinds = Vec::new();
     let mut ptx_params = Vec::new();
     let mut device_views = Vec::new();
+    let mut abi: Vec<String> = Vec::new();
     for p in &params {
         let n = &p.name;
         let n_str = n.to_string();
@@ -102,6 +103,8 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 let ptr_name = format_ident!("{}__ptr", n);
                 let dims: Vec<_> = (0..*rank).map(|d| format_ident!("{}__d{}", n, d)).collect();
                 ptx_params.push(quote!(#ptr_name: *mut #elem #(, #dims: usize)*));
+                abi.push("ptr".into());
+                abi.extend((0..*rank).map(|_| "usize".to_string()));
                 device_views.push(quote! {
                     #[allow(unused_mut)]
                     let #mutability #n = unsafe {
@@ -114,6 +117,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 let m = user_mut(&func, n);
                 rebinds.push(quote!(#[allow(unused_mut)] let #m #n = #n;));
                 ptx_params.push(quote!(#n: #ty));
+                abi.push(quote!(#ty).to_string().replace(' ', ""));
                 device_views.push(quote!(#[allow(unused_mut)] let #m #n = #n;));
             }
         }
@@ -171,6 +175,9 @@ pub fn kernel(k: Kernel) -> TokenStream {
             pub const NAME: &'static str = #name_str;
             /// The bytes of static shared memory its `shared_array!`s take.
             pub const STATIC_SHARED_BYTES: usize = #layout.1;
+            /// The parameters of the PTX entry point, in order: `ptr` and one `usize` per
+            /// dimension for each array, the type's name for each scalar or struct.
+            pub const PTX_PARAMS: &'static [&'static str] = &[#(#abi),*];
             /// Whether the CPU backend runs its threads as coroutines meeting at barriers.
             pub const USES_BARRIERS: bool = #barriers;
 
