@@ -35,11 +35,20 @@ pub fn kernel(k: Kernel) -> TokenStream {
         quote!((::core::mem::size_of::<#elem>() #(* ::kernel_runtime::__rt::extent(#dims))*, ::core::mem::align_of::<#elem>()))
     });
     let too_big = format!("kernel `{name_str}`: its static shared arrays take more than 48 KiB");
+    // A total over the limit is reported at the last shared array, the one that tips it over.
+    let at = body
+        .shared
+        .last()
+        .map(|d| d.span)
+        .unwrap_or_else(proc_macro2::Span::call_site);
+    let shared_check = quote_spanned! {at=>
+        const _: () = ::core::assert!(#layout.1 <= ::kernel_runtime::__rt::STATIC_LIMIT, #too_big);
+    };
     let layout_items = quote! {
         #[doc(hidden)]
         #[allow(non_upper_case_globals)]
         const #layout: ([usize; #nshared], usize) = ::kernel_runtime::__rt::layout::<#nshared>([#(#entries),*]);
-        const _: () = ::core::assert!(#layout.1 <= ::kernel_runtime::__rt::STATIC_LIMIT, #too_big);
+        #shared_check
     };
 
     // Every element and by-value type must be plain device data; the error points at the type.

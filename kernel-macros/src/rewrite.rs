@@ -13,6 +13,7 @@ use syn::{Block, Expr, ExprCall, ExprMacro, Local, Macro, Pat, Stmt, Token, Type
 
 /// A static shared array found in a kernel body.
 pub struct SharedDecl {
+    pub span: Span,
     pub elem: Type,
     pub dims: Vec<Expr>,
 }
@@ -40,6 +41,11 @@ const STD_MACROS: &[&str] = &[
     "vec",
     "dbg",
     "format_args_nl",
+];
+const FLOAT_METHODS: &[&str] = &[
+    "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
+    "exp", "exp2", "exp_m1", "ln", "log2", "log10", "ln_1p", "powf", "powi", "floor", "ceil",
+    "round", "trunc", "abs", "mul_add", "min", "max", "hypot", "copysign", "erf", "erfc",
 ];
 const HEAP_PATHS: &[&str] = &[
     "Vec", "String", "Box", "Rc", "Arc", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque",
@@ -150,19 +156,20 @@ impl Pass {
             Expr::Path(p) if p.qself.is_none() => {
                 let segs = &p.path.segments;
                 let first = segs.first()?.ident.to_string();
-                if segs.len() > 1 && (first == "std" || first == "alloc") {
-                    self.error(
-                        call.func.span(),
-                        format!("`{first}::` is not available in kernels: device code is `no_std` (use `core::`)"),
-                    );
-                    return None;
-                }
-                if segs.len() > 1 && HEAP_PATHS.contains(&first.as_str()) {
-                    self.error(
-                        call.func.span(),
-                        format!("`{first}` needs a heap, which kernels do not have: device code is `no_std`; use shared arrays, local arrays or device arrays"),
-                    );
-                    return None;
+                if segs.len() == 2 && (first == "f32" || first == "f64") {
+                    // `f32::sin(x)` is std-only: route it through `DeviceFloat`.
+                    let method = &segs[1].ident;
+                    if FLOAT_METHODS.contains(&method.to_string().as_str()) {
+                        let ty = &segs[0].ident;
+                        let args = &call.args;
+                        let mut args: syn::punctuated::Punctuated<Expr, Token![,]> = args.clone();
+                        for a in args.iter_mut() {
+                            self.visit_expr_mut(a);
+                        }
+                        return Some(syn::parse_quote_spanned!(call.span()=>
+                            <#ty as ::kernel_runtime::math::DeviceFloat>::#method(#args)
+                        ));
+                    }
                 }
                 let last = segs.last()?.ident.to_string();
                 if last.starts_with("sync_threads") {
@@ -303,6 +310,7 @@ impl Pass {
             )
         };
         self.out.shared.push(SharedDecl {
+            span,
             elem: args.elem,
             dims: args.dims,
         });
@@ -325,6 +333,24 @@ impl<'ast> Visit<'ast> for RuntimeNames<'_> {
 }
 
 impl VisitMut for Pass {
+    fn visit_path_mut(&mut self, path: &mut syn::Path) {
+        if let Some(first) = path.segments.first() {
+            let name = first.ident.to_string();
+            if path.segments.len() > 1 && (name == "std" || name == "alloc") {
+                self.error(
+                    first.ident.span(),
+                    format!("`{name}::` is not available in kernels: device code is `no_std` (use `core::`)"),
+                );
+            } else if HEAP_PATHS.contains(&name.as_str()) {
+                self.error(
+                    first.ident.span(),
+                    format!("`{name}` needs a heap, which kernels do not have: device code is `no_std`; use shared arrays, local arrays or device arrays"),
+                );
+            }
+        }
+        visit_mut::visit_path_mut(self, path);
+    }
+
     fn visit_item_mut(&mut self, _: &mut syn::Item) {
         // Nested items are compiled on their own; they see no thread context.
     }
