@@ -69,9 +69,12 @@ thread_local! {
 }
 
 /// Runs `body` for every thread of the launch; returns the first fault's message.
+///
+/// `body` is cloned once per block so that each block's loop works on its own copy of the
+/// captured views, which the optimiser can keep in registers.
 pub fn run<F>(spec: &LaunchSpec, body: F) -> Result<(), String>
 where
-    F: Fn(Ctx) + Sync,
+    F: Fn(Ctx) + Sync + Clone,
 {
     let blocks = spec.grid.volume();
     let stop = AtomicBool::new(false);
@@ -137,7 +140,8 @@ fn ctx_of(state: &BlockState, thread: Dim3) -> Ctx {
 }
 
 #[inline(always)]
-fn run_loop<F: Fn(Ctx)>(state: &BlockState, body: &F) {
+fn run_loop<F: Fn(Ctx) + Clone>(state: &BlockState, body: &F) {
+    let body = body.clone();
     let d = state.block_dim;
     for z in 0..d.z {
         for y in 0..d.y {
