@@ -7,7 +7,8 @@ pub fn add(a: &[f32], b: &[f32]) -> Vec<f32> {
     a.iter().zip(b).map(|(x, y)| x + y).collect()
 }
 
-/// The 3×3 mean stencil (sum widened to `i32`, `/ 9` truncating); border pixels copied from
+/// The 3×3 mean stencil (sum widened to `i32`, floor division by 9 as Python's `// 9`); border
+/// pixels copied from
 /// `out` (they are left as they are).
 pub fn smooth(x: &Array2<i8>, out: &Array2<i8>) -> Array2<i8> {
     let (n, m) = x.dim();
@@ -20,7 +21,7 @@ pub fn smooth(x: &Array2<i8>, out: &Array2<i8>) -> Array2<i8> {
                     s += x[[i + di - 1, j + dj - 1]] as i32;
                 }
             }
-            r[[i, j]] = (s / 9) as i8;
+            r[[i, j]] = s.div_euclid(9) as i8;
         }
     }
     r

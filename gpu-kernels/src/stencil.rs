@@ -1,4 +1,5 @@
-//! smooth: the 3×3 mean stencil over an `i8` image, sum widened to `i32`, integer `/ 9`.
+//! smooth: the 3×3 mean stencil over an `i8` image, sum widened to `i32`, floor division by 9
+//! (Python's `// 9`).
 //!
 //! Thread x runs along a row (the contiguous dimension) and y down the columns, so that
 //! neighbouring GPU threads read neighbouring bytes: launch with
@@ -22,6 +23,6 @@ pub fn smooth(x: &Array2<i8>, out: &mut Array2<i8>) {
             + x[[i + 1, j - 1]] as i32
             + x[[i + 1, j]] as i32
             + x[[i + 1, j + 1]] as i32;
-        out[[i, j]] = (s / 9) as i8;
+        out[[i, j]] = s.div_euclid(9) as i8;
     }
 }

@@ -62,10 +62,8 @@ pub enum Error {
         /// Why not, and what to do.
         reason: String,
     },
-    /// `KERNEL_DEVICE` holds something other than `cpu`, `cpu-checked` or `cuda[:N]`.
-    #[error(
-        "KERNEL_DEVICE={value:?} is not understood: use `cpu`, `cpu-checked`, `cuda` or `cuda:N`"
-    )]
+    /// `KERNEL_DEVICE` holds something other than `cpu` or `cuda[:N]`.
+    #[error("KERNEL_DEVICE={value:?} is not understood: use `cpu`, `cuda` or `cuda:N`")]
     BadDeviceSpec {
         /// The value found.
         value: String,

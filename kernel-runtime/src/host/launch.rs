@@ -194,7 +194,7 @@ mod tests {
             Err(LaunchError::ZeroDim { what: "block", .. })
         ));
         assert!(matches!(
-            check(LaunchConfig::new(1, 1025), 0),
+            check(LaunchConfig::new(1, (41, 25)), 0),
             Err(LaunchError::TooManyThreads { threads: 1025, .. })
         ));
         assert!(matches!(

@@ -1,0 +1,246 @@
+//! The CPU backend against hand-written rayon code of the same algorithms.
+//!
+//! Each group times one reference kernel launched on `Device::cpu()` (arrays already on the
+//! device, launch only) and, beside it, what a Rust programmer would write with rayon for the
+//! same computation. The ratio of the two is the price of writing the kernel once for the GPU
+//! and running it on the CPU.
+//!
+//! ```sh
+//! cargo bench --bench cpu_backend            # or: -- --quick, -- smooth
+//! ```
+
+use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
+use gpu_kernels::{add, integrate2d_shared, matmul_tiled, smooth, INTEGRATE_TPB, TPB};
+use kernel_runtime::prelude::*;
+use kernel_suite::reference::SplitMix64;
+use rayon::prelude::*;
+use std::f64::consts::PI;
+use std::hint::black_box;
+use std::time::Duration;
+
+const ADD_N: usize = 10_000_000;
+const SMOOTH_N: usize = 10_000;
+const INTEGRATE_N: usize = 2048;
+const MATMUL_N: usize = 512;
+
+// ---------------------------------------------------------------------------------------------
+// The rayon baselines.
+
+/// `c = a + b` with zipped parallel iterators.
+fn add_rayon(a: &[f32], b: &[f32], c: &mut [f32]) {
+    c.par_iter_mut()
+        .zip(a.par_iter())
+        .zip(b.par_iter())
+        .for_each(|((c, a), b)| *c = a + b);
+}
+
+/// The 3×3 mean over an `n × m` image in C order, in parallel over the interior output rows,
+/// each reading the three input rows around it; the border is left as it is.
+fn smooth_rayon(x: &[i8], out: &mut [i8], n: usize, m: usize) {
+    if n < 3 || m < 3 {
+        return;
+    }
+    out[m..(n - 1) * m]
+        .par_chunks_mut(m)
+        .enumerate()
+        .for_each(|(r, row)| {
+            let up = &x[r * m..(r + 1) * m];
+            let mid = &x[(r + 1) * m..(r + 2) * m];
+            let down = &x[(r + 2) * m..(r + 3) * m];
+            for (((o, u), c), d) in row[1..m - 1]
+                .iter_mut()
+                .zip(up.windows(3))
+                .zip(mid.windows(3))
+                .zip(down.windows(3))
+            {
+                let s = u[0] as i32
+                    + u[1] as i32
+                    + u[2] as i32
+                    + c[0] as i32
+                    + c[1] as i32
+                    + c[2] as i32
+                    + d[0] as i32
+                    + d[1] as i32
+                    + d[2] as i32;
+                *o = s.div_euclid(9) as i8;
+            }
+        });
+}
+
+/// ∫∫ sin(x + y) over [0, π]² by the midpoint rule, in parallel over the x rows.
+fn integrate2d_rayon(n: usize) -> f64 {
+    let h = PI / n as f64;
+    (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let x = (i as f64 + 0.5) * h;
+            (0..n)
+                .map(|j| (x + (j as f64 + 0.5) * h).sin())
+                .sum::<f64>()
+                * h
+                * h
+        })
+        .sum()
+}
+
+/// `c = a @ b` (`n × k` by `k × m`, C order): in parallel over the rows of `c`, i-k-j order so
+/// the inner loop runs along rows of `b` and `c` and vectorizes.
+fn matmul_rayon(a: &[f32], b: &[f32], c: &mut [f32], k: usize, m: usize) {
+    c.par_chunks_mut(m).enumerate().for_each(|(i, crow)| {
+        crow.fill(0.0);
+        let arow = &a[i * k..(i + 1) * k];
+        for (&aiq, brow) in arow.iter().zip(b.chunks_exact(m)) {
+            for (cj, &bj) in crow.iter_mut().zip(brow) {
+                *cj += aiq * bj;
+            }
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The groups.
+
+fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = SplitMix64(seed);
+    (0..n).map(|_| rng.next_f32()).collect()
+}
+
+fn bench_add(c: &mut Criterion) {
+    let dev = Device::cpu();
+    let (a, b) = (random_f32(ADD_N, 1), random_f32(ADD_N, 2));
+    let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+    let mut dc = dev.zeros::<f32, _>(ADD_N).unwrap();
+    let cfg = LaunchConfig::cover(ADD_N, 256).unwrap();
+    let mut hc = vec![0.0f32; ADD_N];
+
+    add.launch_with(cfg.clone(), (&da, &db, &mut dc)).unwrap();
+    add_rayon(&a, &b, &mut hc);
+    assert_eq!(dc.to_vec().unwrap(), hc, "add: kernel and rayon disagree");
+
+    let mut g = c.benchmark_group("add");
+    g.throughput(Throughput::Elements(ADD_N as u64));
+    g.bench_function("kernel", |bch| {
+        bch.iter(|| add.launch_with(cfg.clone(), (&da, &db, &mut dc)).unwrap())
+    });
+    g.bench_function("rayon", |bch| {
+        bch.iter(|| add_rayon(black_box(&a), black_box(&b), &mut hc))
+    });
+    g.finish();
+}
+
+fn bench_smooth(c: &mut Criterion) {
+    let dev = Device::cpu();
+    let n = SMOOTH_N;
+    let mut rng = SplitMix64(3);
+    let x: Vec<i8> = (0..n * n).map(|_| rng.next_u64() as i8).collect();
+    let dx = dev
+        .to_device(&ndarray::Array2::from_shape_vec((n, n), x.clone()).unwrap())
+        .unwrap();
+    let mut dout = dev.zeros_like::<i8, _, _>(&dx).unwrap();
+    let blocks = (n.div_ceil(16), n.div_ceil(16));
+    let mut hout = vec![0i8; n * n];
+
+    smooth.launch(blocks, (16, 16), (&dx, &mut dout)).unwrap();
+    smooth_rayon(&x, &mut hout, n, n);
+    assert!(
+        dout.to_vec().unwrap() == hout,
+        "smooth: kernel and rayon disagree"
+    );
+
+    let mut g = c.benchmark_group("smooth");
+    g.throughput(Throughput::Elements((n * n) as u64));
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    g.bench_function("kernel", |bch| {
+        bch.iter(|| smooth.launch(blocks, (16, 16), (&dx, &mut dout)).unwrap())
+    });
+    g.bench_function("rayon", |bch| {
+        bch.iter(|| smooth_rayon(black_box(&x), &mut hout, n, n))
+    });
+    g.finish();
+}
+
+fn bench_integrate2d(c: &mut Criterion) {
+    let dev = Device::cpu();
+    let n = INTEGRATE_N;
+    let blocks = n.div_ceil(INTEGRATE_TPB);
+    let mut sums = dev.zeros::<f64, _>(blocks).unwrap();
+
+    integrate2d_shared
+        .launch(blocks, INTEGRATE_TPB, (n, &mut sums))
+        .unwrap();
+    let (k, r) = (
+        sums.to_vec().unwrap().iter().sum::<f64>(),
+        integrate2d_rayon(n),
+    );
+    assert!(
+        (k - r).abs() < 1e-9,
+        "integrate2d: kernel {k} and rayon {r} disagree"
+    );
+
+    let mut g = c.benchmark_group("integrate2d_shared");
+    g.throughput(Throughput::Elements((n * n) as u64));
+    g.sample_size(20);
+    g.bench_function("kernel", |bch| {
+        bch.iter(|| {
+            integrate2d_shared
+                .launch(blocks, INTEGRATE_TPB, (black_box(n), &mut sums))
+                .unwrap()
+        })
+    });
+    g.bench_function("rayon", |bch| bch.iter(|| integrate2d_rayon(black_box(n))));
+    g.finish();
+}
+
+fn bench_matmul(c: &mut Criterion) {
+    let dev = Device::cpu();
+    let n = MATMUL_N;
+    let (a, b) = (random_f32(n * n, 4), random_f32(n * n, 5));
+    let to2 = |v: &Vec<f32>| ndarray::Array2::from_shape_vec((n, n), v.clone()).unwrap();
+    let (da, db) = (
+        dev.to_device(&to2(&a)).unwrap(),
+        dev.to_device(&to2(&b)).unwrap(),
+    );
+    let mut dc = dev.zeros::<f32, _>((n, n)).unwrap();
+    let blocks = (n.div_ceil(TPB), n.div_ceil(TPB));
+    let mut hc = vec![0.0f32; n * n];
+
+    matmul_tiled
+        .launch(blocks, (TPB, TPB), (&da, &db, &mut dc))
+        .unwrap();
+    matmul_rayon(&a, &b, &mut hc, n, n);
+    let worst = dc
+        .to_vec()
+        .unwrap()
+        .iter()
+        .zip(&hc)
+        .fold(0.0f32, |w, (x, y)| w.max((x - y).abs()));
+    assert!(worst < 1e-3, "matmul: kernel and rayon differ by {worst}");
+
+    let mut g = c.benchmark_group("matmul");
+    g.throughput(Throughput::Elements((2 * n * n * n) as u64));
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(8));
+    g.bench_function("kernel", |bch| {
+        bch.iter(|| {
+            matmul_tiled
+                .launch(blocks, (TPB, TPB), (&da, &db, &mut dc))
+                .unwrap()
+        })
+    });
+    g.bench_function("rayon", |bch| {
+        bch.iter(|| matmul_rayon(black_box(&a), black_box(&b), &mut hc, n, n))
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_add,
+    bench_smooth,
+    bench_integrate2d,
+    bench_matmul
+);
+criterion_main!(benches);
