@@ -10,7 +10,9 @@
 //! ```
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
-use gpu_kernels::{add, integrate2d_shared, matmul_tiled, smooth, INTEGRATE_TPB, TPB};
+use gpu_kernels::{
+    add, add_vectorized, integrate2d_shared, matmul_tiled, smooth, INTEGRATE_TPB, TPB,
+};
 use kernel_runtime::prelude::*;
 use kernel_suite::reference::SplitMix64;
 use rayon::prelude::*;
@@ -121,6 +123,9 @@ fn bench_add(c: &mut Criterion) {
     g.throughput(Throughput::Elements(ADD_N as u64));
     g.bench_function("kernel", |bch| {
         bch.iter(|| add.launch_with(cfg.clone(), (&da, &db, &mut dc)).unwrap())
+    });
+    g.bench_function("vectorize", |bch| {
+        bch.iter(|| add_vectorized.apply((&da, &db), &mut dc).unwrap())
     });
     g.bench_function("rayon", |bch| {
         bch.iter(|| add_rayon(black_box(&a), black_box(&b), &mut hc))

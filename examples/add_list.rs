@@ -1,5 +1,6 @@
-//! add-list: `c = a + b` over 100,000,000 `f32` ones, one thread per element, as Numba's
-//! `@vectorize(["float32(float32, float32)"], target='cuda')` original.
+//! add-list: `c = a + b` over 100,000,000 `f32` ones, as Numba's
+//! `@vectorize(["float32(float32, float32)"], target='cuda')` original: once as a `#[kernel]`
+//! with one thread per element, once as the `#[vectorize]` element-wise function.
 //!
 //! ```sh
 //! cargo run --release --example add_list [-- --n 1e6 --reps 5]
@@ -8,7 +9,7 @@
 mod common;
 
 use common::{report, Result};
-use gpu_kernels::add;
+use gpu_kernels::{add, add_vectorized};
 use kernel_runtime::prelude::*;
 use kernel_suite::{cli::Args, reference};
 
@@ -52,6 +53,14 @@ fn run(args: Args) -> Result {
         Ok(t)
     })?;
     report("kernel", timing.describe(""));
+    let vectorized = common::measure(args.reps, 3, || {
+        let ((), t) = common::time(|| {
+            add_vectorized.apply((&da, &db), &mut dc)?;
+            Ok(dev.synchronize()?)
+        })?;
+        Ok(t)
+    })?;
+    report("vectorize", vectorized.describe(""));
     drop((da, db));
 
     let (c, back) = common::time(|| Ok(dc.to_vec()?))?;

@@ -44,6 +44,31 @@ fn add_matches_reference_on_awkward_sizes() {
 }
 
 #[test]
+fn vectorized_add_maps_arrays_of_one_shape() {
+    for dev in backends() {
+        for &n in AWKWARD {
+            let mut rng = SplitMix64(n as u64 + 1);
+            let a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+            let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+            let c = add_vectorized.call((&da, &db)).unwrap();
+            assert_eq!(c.to_vec().unwrap(), reference::add(&a, &b), "n={n}");
+        }
+        let a = Array2::from_shape_fn((3, 5), |(i, j)| (i * 5 + j) as f32);
+        let da = dev.to_device(&a).unwrap();
+        let mut out = dev.zeros::<f32, _>((3, 5)).unwrap();
+        add_vectorized.apply((&da, &da), &mut out).unwrap();
+        assert_eq!(out.to_host().unwrap(), &a * 2.0);
+        assert_eq!(add_vectorized.scalar(1.5, 2.0), 3.5);
+        let mut wrong = dev.zeros::<f32, _>((5, 3)).unwrap();
+        assert!(matches!(
+            add_vectorized.apply((&da, &da), &mut wrong),
+            Err(kernel_runtime::Error::ShapeMismatch { .. })
+        ));
+    }
+}
+
+#[test]
 fn smooth_matches_reference_bit_for_bit() {
     for dev in backends() {
         for (n, m) in [

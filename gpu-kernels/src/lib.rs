@@ -8,7 +8,7 @@ pub mod matmul;
 pub mod quicksort;
 pub mod stencil;
 
-pub use add_list::add;
+pub use add_list::{add, add_vectorized};
 pub use integrate::{integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};
 pub use matmul::{matmul_tiled, TPB};
 pub use quicksort::{qs_copy_back, qs_count, qs_scatter, qs_sort_small};

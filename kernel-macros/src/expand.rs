@@ -240,6 +240,22 @@ pub fn kernel(k: Kernel) -> TokenStream {
     }
 }
 
+/// `Some(include_str!(..))` of the PTX module the crate's `build.rs` wrote, or `None`.
+pub fn embedded_ptx() -> TokenStream {
+    match std::env::var_os("OUT_DIR") {
+        Some(dir) => {
+            let path = std::path::Path::new(&dir).join("kernel_ptx.txt");
+            match path.to_str() {
+                Some(p) if path.is_file() => {
+                    quote!(::core::option::Option::Some(::core::include_str!(#p)))
+                }
+                _ => quote!(::core::option::Option::None),
+            }
+        }
+        None => quote!(::core::option::Option::None),
+    }
+}
+
 fn user_mut(func: &syn::ItemFn, name: &syn::Ident) -> TokenStream {
     for arg in &func.sig.inputs {
         if let syn::FnArg::Typed(pt) = arg {

@@ -10,6 +10,7 @@ mod params;
 mod parse;
 mod rewrite;
 mod validate;
+mod vectorize;
 
 use proc_macro::TokenStream;
 
@@ -36,6 +37,16 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
     parse::device(attr.into(), item.into())
         .and_then(validate::device)
         .map(expand::device)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Makes an element-wise function applicable to whole arrays, as Numba's `@vectorize`:
+/// `#[vectorize] fn add(a: f32, b: f32) -> f32 { a + b }` gives `add.apply((&a, &b), &mut c)`,
+/// `add.call((&a, &b))` (a new array) and `add.scalar(x, y)`.
+#[proc_macro_attribute]
+pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
+    vectorize::vectorize(attr.into(), item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

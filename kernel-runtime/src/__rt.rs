@@ -19,6 +19,26 @@ mod host {
     use crate::host::error::Error;
     use crate::host::launch::LaunchConfig;
 
+    /// The device all `arrays` of an element-wise call live on.
+    pub fn common_device(
+        kernel: &'static str,
+        arrays: &[(&'static str, &Device)],
+    ) -> Result<Device, Error> {
+        pick_device(kernel, None, arrays)
+    }
+
+    /// The error of arrays whose shapes differ in an element-wise call.
+    pub fn same_shape(expected: &[usize], found: &[usize]) -> Result<(), Error> {
+        if expected == found {
+            Ok(())
+        } else {
+            Err(Error::ShapeMismatch {
+                expected: expected.to_vec(),
+                found: found.to_vec(),
+            })
+        }
+    }
+
     /// The device a launch runs on: the configuration's, else the first array argument's; every
     /// array argument must live there.
     pub fn launch_device(
@@ -26,7 +46,15 @@ mod host {
         cfg: &LaunchConfig,
         arrays: &[(&'static str, &Device)],
     ) -> Result<Device, Error> {
-        let device = match (&cfg.device, arrays.first()) {
+        pick_device(kernel, cfg.device.as_ref(), arrays)
+    }
+
+    fn pick_device(
+        kernel: &'static str,
+        explicit: Option<&Device>,
+        arrays: &[(&'static str, &Device)],
+    ) -> Result<Device, Error> {
+        let device = match (explicit, arrays.first()) {
             (Some(d), _) => d.clone(),
             (None, Some((_, d))) => (*d).clone(),
             (None, None) => return Err(Error::NoDevice { kernel }),
@@ -46,3 +74,41 @@ mod host {
 }
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
+
+/// A pointer the CPU backend shares between worker threads for element-wise launches, whose
+/// ranges never overlap.
+#[derive(Clone, Copy)]
+pub struct SharedPtr<T>(pub *mut T);
+impl<T> SharedPtr<T> {
+    /// The pointer (a method, so that closures capture the whole `SharedPtr`).
+    #[inline(always)]
+    pub fn get(self) -> *mut T {
+        self.0
+    }
+}
+// SAFETY: used only by `elementwise`, whose workers touch disjoint ranges.
+unsafe impl<T> Send for SharedPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for SharedPtr<T> {}
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod elementwise {
+    use rayon::prelude::*;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    /// Elements per task of an element-wise launch on the CPU backend.
+    const CHUNK: usize = 1 << 15;
+
+    /// Runs `f(lo, hi)` over disjoint ranges covering `0..n`, in parallel; a panic becomes the
+    /// returned message.
+    pub fn elementwise<F: Fn(usize, usize) + Sync>(n: usize, f: F) -> Result<(), String> {
+        catch_unwind(AssertUnwindSafe(|| {
+            (0..n.div_ceil(CHUNK))
+                .into_par_iter()
+                .for_each(|c| f(c * CHUNK, ((c + 1) * CHUNK).min(n)))
+        }))
+        .map_err(crate::cpu::fault::describe_panic)
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+pub use elementwise::elementwise;

@@ -66,7 +66,7 @@ pub mod __rt;
 pub use ctx::{block_dim, block_idx, grid_dim, thread_idx, Ctx};
 pub use device_copy::DeviceCopy;
 pub use dim::Dim3;
-pub use kernel_macros::{device, kernel, DeviceCopy};
+pub use kernel_macros::{device, kernel, vectorize, DeviceCopy};
 pub use shared::{SharedArray1, SharedArray2};
 pub use view::{View1, View1Mut, View2, View2Mut, View3, View3Mut};
 
@@ -94,7 +94,7 @@ pub mod prelude {
         sync_threads, sync_threads_and, sync_threads_count, sync_threads_or, threadfence,
         threadfence_block,
     };
-    pub use crate::{device, kernel, DeviceCopy, Dim3};
+    pub use crate::{device, kernel, vectorize, DeviceCopy, Dim3};
     pub use crate::{dynamic_shared, shared_array};
     pub use crate::{
         SharedArray1, SharedArray2, View1, View1Mut, View2, View2Mut, View3, View3Mut,

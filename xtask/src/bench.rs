@@ -57,6 +57,16 @@ pub fn run(args: Vec<OsString>) -> Result {
         steps.run_command(&format!("bench {name}"), &mut cmd);
     }
 
+    // The CPU peer of smooth, in the same run (it says so itself when numba is missing).
+    if options.names.is_empty() || options.names.iter().any(|n| n == "cpu_backend") {
+        let script = ctx.root.join("benches/peers/smooth_numba.py");
+        if script.is_file() {
+            let mut cmd = ctx.command("python3");
+            cmd.arg(&script);
+            steps.run_command("peer smooth_numba", &mut cmd);
+        }
+    }
+
     println!();
     print!("{}", steps.summary("bench"));
     if steps.failed() {

@@ -25,6 +25,17 @@ pub fn raise(message: String) -> ! {
     std::panic::resume_unwind(Box::new(KernelFault(message)))
 }
 
+/// The message of a caught panic payload, without coordinates.
+pub(crate) fn describe_panic(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked with a non-string payload".to_string()
+    }
+}
+
 /// The message of a caught unwinding payload: a kernel fault's, or a panic's with the
 /// coordinates of the thread that panicked.
 pub(crate) fn describe(payload: Box<dyn std::any::Any + Send>) -> String {

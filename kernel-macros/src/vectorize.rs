@@ -1,0 +1,211 @@
+//! `#[vectorize]`: an element-wise function over arrays, as Numba's `@vectorize`.
+//!
+//! `#[vectorize] fn add(a: f32, b: f32) -> f32 { a + b }` keeps the scalar function and adds a
+//! launcher that applies it to every element of arrays of one shape: on the GPU a grid-stride
+//! kernel, on the CPU backend a parallel loop over slices that the compiler vectorizes. Shapes
+//! are checked once at the call, so no element access needs a check.
+
+use crate::params::{self, Kind};
+use crate::rewrite::{self, Scope};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{ItemFn, ReturnType, Type};
+
+pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    if !attr.is_empty() {
+        return Err(syn::Error::new_spanned(
+            attr,
+            "`#[vectorize]` takes no options",
+        ));
+    }
+    let mut func: ItemFn = syn::parse2(item)?;
+    let sig = &func.sig;
+    if let Some(a) = &sig.asyncness {
+        return Err(syn::Error::new_spanned(
+            a,
+            "a vectorized function cannot be `async`",
+        ));
+    }
+    if !sig.generics.params.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &sig.generics,
+            "a vectorized function cannot be generic: write one per element type",
+        ));
+    }
+    let ret: Type = match &sig.output {
+        ReturnType::Type(_, t) if !matches!(&**t, Type::Tuple(tt) if tt.elems.is_empty()) => {
+            (**t).clone()
+        }
+        _ => return Err(syn::Error::new_spanned(
+            &sig.ident,
+            "a vectorized function returns the element it computes: `fn f(a: f32, b: f32) -> f32`",
+        )),
+    };
+    if sig.inputs.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &sig.ident,
+            "a vectorized function takes at least one element",
+        ));
+    }
+    let mut params = Vec::new();
+    for arg in &sig.inputs {
+        let p = params::parse(arg)?;
+        match &p.kind {
+            Kind::Scalar(_) | Kind::Struct(_) => params.push(p),
+            Kind::Array { .. } => {
+                return Err(syn::Error::new(
+                    p.ty_span,
+                    "a vectorized function takes elements, not arrays: the launcher maps it over arrays",
+                ))
+            }
+        }
+    }
+    let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
+    rewrite::rewrite(
+        &mut func.block,
+        Scope::Device,
+        format_ident!("__KERNEL_SHARED_NONE"),
+        &names,
+    )?;
+
+    let name = func.sig.ident.clone();
+    let name_str = name.to_string();
+    let vis = func.vis.clone();
+    let scalar = format_ident!("__vectorize_scalar_{}", name);
+    func.sig.ident = scalar.clone();
+    func.vis = syn::Visibility::Inherited;
+    let docs: Vec<_> = func
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .cloned()
+        .collect();
+    func.attrs.retain(|a| !a.path().is_ident("doc"));
+
+    let tys: Vec<Type> = params
+        .iter()
+        .map(|p| match &p.kind {
+            Kind::Scalar(t) | Kind::Struct(t) => t.clone(),
+            Kind::Array { .. } => unreachable!("arrays were refused above"),
+        })
+        .collect();
+    let args: Vec<_> = params.iter().map(|p| p.name.clone()).collect();
+    let ptrs: Vec<_> = args.iter().map(|a| format_ident!("__{}_ptr", a)).collect();
+    let type_checks = params.iter().zip(&tys).map(|(p, t)| {
+        quote_spanned! {p.ty_span=> const _: () = ::kernel_runtime::__rt::assert_device_copy::<#t>(); }
+    });
+    let ret_check = quote_spanned! {ret.span()=>
+        const _: () = ::kernel_runtime::__rt::assert_device_copy::<#ret>();
+    };
+    let abi: Vec<&str> = std::iter::repeat_n("ptr", args.len() + 1)
+        .chain(["usize"])
+        .collect();
+    let arg_tys: Vec<_> = tys
+        .iter()
+        .map(|t| quote!(&::kernel_runtime::DeviceArray<#t, D>))
+        .collect();
+    let (args_ty, destructure) = if args.len() == 1 {
+        let t = &arg_tys[0];
+        let a = &args[0];
+        (quote!(#t), quote!(let #a = args;))
+    } else {
+        (
+            quote!((#(#arg_tys,)*)),
+            quote!(#[allow(unused_variables)] let (#(#args,)*) = args;),
+        )
+    };
+    let first = &args[0];
+    let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let ptx = crate::expand::embedded_ptx();
+
+    Ok(quote! {
+        #(#type_checks)*
+        #ret_check
+
+        #[doc(hidden)]
+        #[inline(always)]
+        #[allow(non_snake_case)]
+        #func
+
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        #[allow(non_snake_case)]
+        #vis unsafe extern "ptx-kernel" fn #name(#(#ptrs: *const #tys,)* __out_ptr: *mut #ret, n: usize) {
+            let ctx = ::kernel_runtime::Ctx;
+            let mut i = ctx.grid_1d();
+            let step = ctx.gridsize_1d();
+            while i < n {
+                // SAFETY: the launcher checked that every array has `n` elements.
+                unsafe { *__out_ptr.add(i) = #scalar(#(*#ptrs.add(i)),*); }
+                i += step;
+            }
+        }
+
+        #(#docs)*
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug)]
+        #vis struct #name;
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl #name {
+            /// The kernel's name: its PTX entry point.
+            pub const NAME: &'static str = #name_str;
+            /// The parameters of the PTX entry point: one pointer per input, the output pointer,
+            /// the element count.
+            pub const PTX_PARAMS: &'static [&'static str] = &[#(#abi),*];
+
+            /// The PTX module holding this function's kernel, when the crate's `build.rs`
+            /// compiled one.
+            pub fn ptx(&self) -> ::core::option::Option<&'static str> {
+                #ptx
+            }
+
+            /// The function on one element.
+            #[inline(always)]
+            pub fn scalar(&self, #(#args: #tys),*) -> #ret {
+                #scalar(#(#args),*)
+            }
+
+            /// `out[i] = f(args[i]..)` for arrays of one shape, on their device.
+            pub fn apply<D: ::kernel_runtime::Rank>(
+                &self,
+                args: #args_ty,
+                out: &mut ::kernel_runtime::DeviceArray<#ret, D>,
+            ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
+                #destructure
+                ::kernel_runtime::__rt::common_device(Self::NAME, &[#((#arg_strs, #args.device()),)* ("out", out.device())])?;
+                #(::kernel_runtime::__rt::same_shape(out.shape(), #args.shape())?;)*
+                let n = out.len();
+                #(let #ptrs = ::kernel_runtime::__rt::SharedPtr(#args.__ptr());)*
+                let __out_ptr = ::kernel_runtime::__rt::SharedPtr(out.__ptr_mut());
+                ::kernel_runtime::__rt::elementwise(n, move |lo, hi| {
+                    // SAFETY: every array has `n` elements (checked above) and the ranges given
+                    // to the workers are disjoint, so each output element has one writer.
+                    let out = unsafe { ::core::slice::from_raw_parts_mut(__out_ptr.get().add(lo), hi - lo) };
+                    #(let #args = unsafe { ::core::slice::from_raw_parts(#ptrs.get().add(lo), hi - lo) };)*
+                    let len = out.len();
+                    #(let #args = &#args[..len];)*
+                    for k in 0..len {
+                        out[k] = #scalar(#(#args[k]),*);
+                    }
+                })
+                .map_err(|message| ::kernel_runtime::Error::KernelFault { kernel: Self::NAME, message })
+            }
+
+            /// A new array `f(args)`, as calling a Numba ufunc.
+            pub fn call<D: ::kernel_runtime::Rank>(
+                &self,
+                args: #args_ty,
+            ) -> ::core::result::Result<::kernel_runtime::DeviceArray<#ret, D>, ::kernel_runtime::Error> {
+                let mut out = {
+                    #destructure
+                    #first.device().zeros_like(#first)?
+                };
+                self.apply(args, &mut out)?;
+                Ok(out)
+            }
+        }
+    })
+}
