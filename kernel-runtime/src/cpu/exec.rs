@@ -141,14 +141,17 @@ fn ctx_of(state: &BlockState, thread: Dim3) -> Ctx {
 
 #[inline(always)]
 fn run_loop<F: Fn(Ctx) + Clone>(state: &BlockState, body: &F) {
+    // Local copies (the body's and the context's) live in registers: the kernel's stores through
+    // raw pointers cannot alias them, so nothing is reloaded per thread.
     let body = body.clone();
-    let d = state.block_dim;
+    let mut ctx = ctx_of(state, Dim3::ZERO);
+    let d = ctx.block_dim;
     for z in 0..d.z {
         for y in 0..d.y {
             for x in 0..d.x {
-                let t = Dim3 { x, y, z };
-                tls::set_thread(t);
-                body(ctx_of(state, t));
+                ctx.thread = Dim3 { x, y, z };
+                tls::set_thread(ctx.thread);
+                body(ctx);
             }
         }
     }
