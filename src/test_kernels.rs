@@ -282,3 +282,49 @@ pub fn rotate_with_device_barrier(data: &mut [u32]) {
         data[i] = s[(t + 1) % n];
     }
 }
+
+/// Threads of the upper half leave before a barrier the others reach: an error in split mode
+/// too.
+#[kernel]
+pub fn early_exit_before_barrier(out: &mut [u32]) {
+    let t = thread_idx().x as usize;
+    if t >= block_dim().x as usize / 2 {
+        return;
+    }
+    sync_threads();
+    if t < out.len() {
+        out[t] = 1;
+    }
+}
+
+/// A loop holding a barrier whose trip count differs between threads.
+#[kernel]
+pub fn nonuniform_barrier_loop(out: &mut [u32]) {
+    let t = thread_idx().x as usize;
+    for k in 0..t % 3 {
+        sync_threads();
+        if t < out.len() {
+            out[t] = k as u32;
+        }
+    }
+}
+
+/// Threads that exit after the last barrier are fine; locals live across barriers in loops.
+#[kernel]
+pub fn exit_after_last_barrier(data: &mut [u32]) {
+    let mut s = shared_array![u32; 64];
+    let t = thread_idx().x as usize;
+    let mut acc = 0u32;
+    let mut round = 0;
+    while round < 4 {
+        s[t] = t as u32 + round;
+        sync_threads();
+        acc += s[(t + 1) % 64];
+        sync_threads();
+        round += 1;
+    }
+    if t % 2 == 1 {
+        return;
+    }
+    data[t] = acc;
+}

@@ -445,6 +445,55 @@ fn divergent_barrier_is_an_error_not_a_hang() {
 }
 
 #[test]
+fn split_kernels_report_divergence_and_keep_locals_across_barriers() {
+    // The CPU backend splits these kernels at their barriers.
+    const {
+        assert!(matmul_tiled::SPLIT_AT_BARRIERS && integrate2d_shared::SPLIT_AT_BARRIERS);
+        assert!(early_exit_before_barrier::SPLIT_AT_BARRIERS);
+        assert!(!divergent_barrier::SPLIT_AT_BARRIERS && !barrier_reductions::SPLIT_AT_BARRIERS);
+    };
+    for dev in backends() {
+        let mut d = dev.zeros::<u32, _>(64).unwrap();
+        exit_after_last_barrier.launch(1, 64, &mut d).unwrap();
+        let got = d.to_vec().unwrap();
+        for t in 0..64u32 {
+            let expect = if t % 2 == 1 {
+                0
+            } else {
+                (0..4).map(|r| (t + 1) % 64 + r).sum()
+            };
+            assert_eq!(got[t as usize], expect, "t={t}");
+        }
+        if dev.kind() != DeviceKind::Cpu {
+            continue;
+        }
+        let msg = early_exit_before_barrier
+            .launch(2, 64, &mut d)
+            .unwrap_err()
+            .to_string();
+        for needle in [
+            "divergent barrier",
+            "32 of 64 threads",
+            "thread (32, 0, 0) exited",
+            "test_kernels.rs",
+        ] {
+            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
+        }
+        let msg = nonuniform_barrier_loop
+            .launch(1, 8, &mut d)
+            .unwrap_err()
+            .to_string();
+        for needle in [
+            "divergent barrier",
+            "threads (0, 0, 0) and (1, 0, 0) disagree",
+            "test_kernels.rs",
+        ] {
+            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
+        }
+    }
+}
+
+#[test]
 fn bad_launches_are_typed_errors() {
     let dev = Device::cpu();
     let a = dev.to_device(&[1.0f32; 10]).unwrap();

@@ -157,6 +157,29 @@ pub fn kernel(k: Kernel) -> TokenStream {
     };
     let ctx_binding = rewrite::ctx_binding(Scope::Kernel);
 
+    // On the CPU: a kernel whose barriers the macro sees is split at them into thread loops when
+    // its shape allows; other barrier kernels run their threads as coroutines.
+    let split = if body.barriers && !options.barriers {
+        crate::split::split(block)
+    } else {
+        None
+    };
+    let split_at_barriers = split.is_some();
+    let cpu_run = match split {
+        Some(split) => quote! {
+            ::kernel_runtime::__rt::run_split(&__spec, move |__blk: &::kernel_runtime::__rt::BlockRun<'_>| {
+                #(#rebinds)*
+                #split
+            })
+        },
+        None => quote! {
+            ::kernel_runtime::__rt::run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
+                #(#rebinds)*
+                #block
+            })
+        },
+    };
+
     quote! {
         #layout_items
         #(#type_checks)*
@@ -187,7 +210,11 @@ pub fn kernel(k: Kernel) -> TokenStream {
             /// The parameters of the PTX entry point, in order: `ptr` and one `usize` per
             /// dimension for each array, the type's name for each scalar or struct.
             pub const PTX_PARAMS: &'static [&'static str] = &[#(#abi),*];
-            /// Whether the CPU backend runs its threads as coroutines meeting at barriers.
+            /// Whether the CPU backend runs this kernel split at its barriers into thread loops
+            /// (else, with barriers, as coroutines).
+            pub const SPLIT_AT_BARRIERS: bool = #split_at_barriers;
+            /// Whether the kernel has barriers (the CPU backend then splits it or runs its
+            /// threads as coroutines).
             pub const USES_BARRIERS: bool = #barriers;
 
             /// The PTX module holding this kernel (its crate's kernels), when the crate's
@@ -230,10 +257,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
                     barriers: Self::USES_BARRIERS,
                 };
                 #(#host_views)*
-                ::kernel_runtime::__rt::run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
-                    #(#rebinds)*
-                    #block
-                })
+                #cpu_run
                 .map_err(|message| ::kernel_runtime::Error::KernelFault { kernel: Self::NAME, message })
             }
         }

@@ -9,6 +9,7 @@ mod expand;
 mod params;
 mod parse;
 mod rewrite;
+mod split;
 mod validate;
 mod vectorize;
 

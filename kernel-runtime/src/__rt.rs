@@ -1,7 +1,7 @@
 //! Support for the code the `#[kernel]` macro generates; not a public API.
 
 #[cfg(not(target_arch = "nvptx64"))]
-pub use crate::cpu::exec::{run, LaunchSpec};
+pub use crate::cpu::exec::{run, run_split, BlockRun, LaunchSpec};
 pub use crate::shared::{align_up, layout, STATIC_LIMIT};
 
 /// A shared array extent: sizes are `usize` constants.
@@ -112,3 +112,26 @@ mod elementwise {
 }
 #[cfg(not(target_arch = "nvptx64"))]
 pub use elementwise::elementwise;
+
+/// Per-thread "has exited" flags of a split kernel's block.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn flags(n: usize) -> Vec<bool> {
+    vec![false; n]
+}
+
+/// Per-thread slots of a local that lives across a barrier in a split kernel.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn slots<T>(n: usize) -> Vec<Option<T>> {
+    (0..n).map(|_| None).collect()
+}
+
+/// A thread's value of a local that lives across a barrier (saved by an earlier region that
+/// every live thread ran).
+#[cfg(not(target_arch = "nvptx64"))]
+#[inline(always)]
+pub fn restore<T: Clone>(slot: &Option<T>) -> T {
+    match slot {
+        Some(v) => v.clone(),
+        None => unreachable!("a split kernel region read a local no earlier region saved"),
+    }
+}

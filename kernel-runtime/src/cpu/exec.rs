@@ -76,6 +76,86 @@ pub fn run<F>(spec: &LaunchSpec, body: F) -> Result<(), String>
 where
     F: Fn(Ctx) + Sync + Clone,
 {
+    run_blocks(spec, |state| {
+        if spec.barriers && spec.block.volume() > 1 {
+            run_fibers(state, &body)
+        } else {
+            run_loop(state, &body)
+        }
+    })
+}
+
+/// Runs `body` once per block; the body runs the block's threads itself, region by region
+/// between barriers (the `#[kernel]` macro splits bodies whose barriers allow it).
+pub fn run_split<F>(spec: &LaunchSpec, body: F) -> Result<(), String>
+where
+    F: Fn(&BlockRun<'_>) + Sync,
+{
+    let coords: Vec<Dim3> = (0..spec.block.volume())
+        .map(|t| spec.block.unflatten(t))
+        .collect();
+    run_blocks(spec, |state| {
+        body(&BlockRun {
+            state,
+            coords: &coords,
+        })
+    })
+}
+
+/// One block of a split kernel: its threads' contexts and the barrier checks between regions.
+pub struct BlockRun<'a> {
+    state: &'a BlockState,
+    coords: &'a [Dim3],
+}
+
+impl BlockRun<'_> {
+    /// Threads in the block.
+    #[inline(always)]
+    pub fn threads(&self) -> usize {
+        self.coords.len()
+    }
+
+    /// Makes thread `t` the current one; returns its context.
+    #[inline(always)]
+    pub fn enter(&self, t: usize) -> Ctx {
+        let thread = self.coords[t];
+        tls::set_thread(thread);
+        ctx_of(self.state, thread)
+    }
+
+    /// The barrier at `location`, after a region: every thread must have reached it, or every
+    /// thread must have exited.
+    pub fn barrier(&self, exited: &[bool], location: &'static str) {
+        let gone = exited.iter().position(|&e| e);
+        let waiting = exited.iter().filter(|&&e| !e).count();
+        if let (Some(gone), true) = (gone, waiting > 0) {
+            let first = exited.iter().position(|&e| !e).unwrap_or(0);
+            raise(format!(
+                "divergent barrier in kernel `{}`, block {}: {waiting} of {} threads wait at sync_threads() at {location} (first: thread {}), but thread {} exited without reaching it",
+                self.state.kernel,
+                self.state.block,
+                exited.len(),
+                self.coords[first],
+                self.coords[gone],
+            ));
+        }
+    }
+
+    /// Threads `a` and `b` disagree on whether or how often a loop holding a barrier runs.
+    pub fn nonuniform(&self, a: usize, b: usize, location: &'static str) -> ! {
+        raise(format!(
+            "divergent barrier in kernel `{}`, block {}: threads {} and {} disagree on the iterations of the loop at {location}, which holds a sync_threads()",
+            self.state.kernel, self.state.block, self.coords[a], self.coords[b],
+        ))
+    }
+}
+
+/// Runs `per_block` for every block, in parallel, with the block's shared memory and
+/// coordinates in place; returns the first fault's message.
+fn run_blocks<B>(spec: &LaunchSpec, per_block: B) -> Result<(), String>
+where
+    B: Fn(&BlockState) + Sync,
+{
     let blocks = spec.grid.volume();
     let stop = AtomicBool::new(false);
     let first_fault = Mutex::new(None::<String>);
@@ -99,13 +179,7 @@ where
                 shared_bytes: spec.shared_bytes,
             };
             tls::BLOCK.with(|c| c.set(state));
-            let result = catch_unwind(AssertUnwindSafe(|| {
-                if spec.barriers && spec.block.volume() > 1 {
-                    run_fibers(&state, &body)
-                } else {
-                    run_loop(&state, &body)
-                }
-            }));
+            let result = catch_unwind(AssertUnwindSafe(|| per_block(&state)));
             if let Err(payload) = result {
                 let message = fault::describe(payload);
                 stop.store(true, Ordering::Relaxed);
