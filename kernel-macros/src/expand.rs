@@ -143,18 +143,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
         )
     };
 
-    let ptx = match std::env::var_os("OUT_DIR") {
-        Some(dir) => {
-            let path = std::path::Path::new(&dir).join("kernel_ptx.txt");
-            match path.to_str() {
-                Some(p) if path.is_file() => {
-                    quote!(::core::option::Option::Some(::core::include_str!(#p)))
-                }
-                _ => quote!(::core::option::Option::None),
-            }
-        }
-        None => quote!(::core::option::Option::None),
-    };
+    let ptx = embedded_ptx();
     let ctx_binding = rewrite::ctx_binding(Scope::Kernel);
 
     // On the CPU: a kernel whose barriers the macro sees is split at them into thread loops when
