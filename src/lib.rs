@@ -1,5 +1,6 @@
 //! Shared pieces of the examples, integration tests and benchmarks: plain-Rust reference
 //! implementations of the reference programs and a small command-line reader.
+#![warn(missing_docs)]
 
 pub mod cli;
 pub mod reference;
