@@ -107,6 +107,34 @@ fn random_f32(n: usize, seed: u64) -> Vec<f32> {
     (0..n).map(|_| rng.next_f32()).collect()
 }
 
+/// `gpu_kernels::add` without index checks: the kernel's author promises in-bounds indices.
+#[kernel(boundscheck = false)]
+fn add_unchecked(a: &[f32], b: &[f32], c: &mut [f32]) {
+    let i = grid(1);
+    if i < c.len() {
+        c[i] = a[i] + b[i];
+    }
+}
+
+/// `gpu_kernels::smooth` without index checks.
+#[kernel(boundscheck = false)]
+fn smooth_unchecked(x: &Array2<i8>, out: &mut Array2<i8>) {
+    let (j, i) = grid(2);
+    let (n, m) = x.dim();
+    if 1 <= i && i + 1 < n && 1 <= j && j + 1 < m {
+        let s = x[[i - 1, j - 1]] as i32
+            + x[[i - 1, j]] as i32
+            + x[[i - 1, j + 1]] as i32
+            + x[[i, j - 1]] as i32
+            + x[[i, j]] as i32
+            + x[[i, j + 1]] as i32
+            + x[[i + 1, j - 1]] as i32
+            + x[[i + 1, j]] as i32
+            + x[[i + 1, j + 1]] as i32;
+        out[[i, j]] = s.div_euclid(9) as i8;
+    }
+}
+
 fn bench_add(c: &mut Criterion) {
     let dev = Device::cpu();
     let (a, b) = (random_f32(ADD_N, 1), random_f32(ADD_N, 2));
@@ -123,6 +151,13 @@ fn bench_add(c: &mut Criterion) {
     g.throughput(Throughput::Elements(ADD_N as u64));
     g.bench_function("kernel", |bch| {
         bch.iter(|| add.launch_with(cfg.clone(), (&da, &db, &mut dc)).unwrap())
+    });
+    g.bench_function("kernel_unchecked", |bch| {
+        bch.iter(|| {
+            add_unchecked
+                .launch_with(cfg.clone(), (&da, &db, &mut dc))
+                .unwrap()
+        })
     });
     g.bench_function("vectorize", |bch| {
         bch.iter(|| add_vectorized.apply((&da, &db), &mut dc).unwrap())
@@ -159,6 +194,13 @@ fn bench_smooth(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(5));
     g.bench_function("kernel", |bch| {
         bch.iter(|| smooth.launch(blocks, (16, 16), (&dx, &mut dout)).unwrap())
+    });
+    g.bench_function("kernel_unchecked", |bch| {
+        bch.iter(|| {
+            smooth_unchecked
+                .launch(blocks, (16, 16), (&dx, &mut dout))
+                .unwrap()
+        })
     });
     g.bench_function("rayon", |bch| {
         bch.iter(|| smooth_rayon(black_box(&x), &mut hout, n, n))

@@ -328,3 +328,18 @@ pub fn exit_after_last_barrier(data: &mut [u32]) {
     }
     data[t] = acc;
 }
+
+/// A device function that reads the calling thread's coordinates itself.
+#[device]
+pub fn my_global_id() -> usize {
+    grid(1)
+}
+
+/// `out[i] = i` with the index taken inside a device function.
+#[kernel]
+pub fn ids_via_device_fn(out: &mut [u32]) {
+    let i = my_global_id();
+    if i < out.len() {
+        out[i] = i as u32;
+    }
+}

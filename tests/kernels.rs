@@ -214,6 +214,10 @@ fn grid_is_right_with_many_blocks_in_every_dimension() {
         let expect =
             Array3::from_shape_fn((nz, ny, nx), |(z, y, x)| ((z * ny + y) * nx + x) as u32);
         assert_eq!(out.to_host().unwrap(), expect);
+        // A device function asking for the coordinates itself.
+        let mut ids = dev.zeros::<u32, _>(1000).unwrap();
+        ids_via_device_fn.launch(8, 128, &mut ids).unwrap();
+        assert_eq!(ids.to_vec().unwrap(), (0..1000u32).collect::<Vec<_>>());
         // A grid-stride loop covers more elements than threads.
         let x: Vec<i64> = (0..10_007).collect();
         let dx = dev.to_device(&x).unwrap();

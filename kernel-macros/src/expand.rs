@@ -21,6 +21,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
     let block = &func.block;
     let check = options.boundscheck;
     let barriers = options.barriers || body.barriers;
+    let thread_context = body.thread_context;
     let docs: Vec<_> = func
         .attrs
         .iter()
@@ -244,6 +245,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
                     shared_bytes: ::kernel_runtime::__rt::align_up(Self::STATIC_SHARED_BYTES, 16)
                         + config.dynamic_shared_bytes,
                     barriers: Self::USES_BARRIERS,
+                    thread_context: #thread_context,
                 };
                 #(#host_views)*
                 #cpu_run

@@ -21,6 +21,9 @@ pub struct SharedDecl {
 /// What the pass found.
 pub struct Rewritten {
     pub uses_ctx: bool,
+    /// Whether the body calls functions that might ask for the thread's coordinates themselves
+    /// (a `#[device]` function using `thread_idx()`, say): the CPU backend then records them.
+    pub thread_context: bool,
     pub barriers: bool,
     pub shared: Vec<SharedDecl>,
 }
@@ -77,6 +80,7 @@ pub fn rewrite(
         locals,
         out: Rewritten {
             uses_ctx: false,
+            thread_context: false,
             barriers: false,
             shared: Vec::new(),
         },
@@ -174,6 +178,9 @@ impl Pass {
                 let last = segs.last()?.ident.to_string();
                 if last.starts_with("sync_threads") {
                     self.out.barriers = true;
+                }
+                if may_read_thread_context(&first, &last, segs.len()) {
+                    self.out.thread_context = true;
                 }
                 if segs.len() != 1 {
                     return None;
@@ -316,6 +323,34 @@ impl Pass {
         });
         Some(expr)
     }
+}
+
+/// Whether a call to the function `first::..::last` might read the thread's coordinates itself:
+/// any function but the device API's own, constructors, and associated functions of
+/// primitive types or `core`.
+fn may_read_thread_context(first: &str, last: &str, segments: usize) -> bool {
+    const PRIMITIVE: &[&str] = &[
+        "core", "math", "f32", "f64", "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32",
+        "u64", "usize", "bool",
+    ];
+    // These are rewritten into the kernel's own context, or touch no coordinates.
+    const DEVICE_API: &[&str] = &[
+        "grid",
+        "gridsize",
+        "thread_idx",
+        "block_idx",
+        "block_dim",
+        "grid_dim",
+        "threadfence",
+        "threadfence_block",
+    ];
+    if last.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return false;
+    }
+    if segments > 1 {
+        return !PRIMITIVE.contains(&first);
+    }
+    !(last.starts_with("atomic_") || last.starts_with("sync_threads") || DEVICE_API.contains(&last))
 }
 
 struct RuntimeNames<'a> {

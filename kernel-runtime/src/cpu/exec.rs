@@ -25,6 +25,10 @@ pub struct LaunchSpec {
     pub shared_bytes: usize,
     /// Whether threads of a block must run as coroutines that can meet at barriers.
     pub barriers: bool,
+    /// Whether code outside the kernel's body (a function it calls) may ask for the running
+    /// thread's coordinates; if not, a barrier-free kernel runs its threads without recording
+    /// them, which lets the compiler vectorize the thread loop.
+    pub thread_context: bool,
 }
 
 /// The kinds of barrier, which must agree across the threads of a block.
@@ -79,8 +83,23 @@ where
     run_blocks(spec, |state| {
         if spec.barriers && spec.block.volume() > 1 {
             run_fibers(state, &body)
+        } else if spec.thread_context {
+            run_loop::<F, true>(state, &body)
         } else {
-            run_loop(state, &body)
+            tls::set_thread(tls::UNKNOWN_THREAD);
+            let first = catch_unwind(AssertUnwindSafe(|| run_fast_loop(state, &body)));
+            if let Err(first) = first {
+                // The fast loop does not record which thread runs: replay the block thread by
+                // thread to name the one that fails (the launch has failed either way).
+                let again = catch_unwind(AssertUnwindSafe(|| run_loop::<F, true>(state, &body)));
+                match again {
+                    Err(again) => std::panic::resume_unwind(again),
+                    Ok(()) => {
+                        tls::set_thread(tls::UNKNOWN_THREAD);
+                        std::panic::resume_unwind(first)
+                    }
+                }
+            }
         }
     })
 }
@@ -159,27 +178,37 @@ where
     let blocks = spec.grid.volume();
     let stop = AtomicBool::new(false);
     let first_fault = Mutex::new(None::<String>);
-    let run_block = |b: u64| {
-        if stop.load(Ordering::Relaxed) {
-            return;
-        }
-        let block = spec.grid.unflatten(b);
+    // Small blocks are grouped so that each task has a few thousand threads: the per-task costs
+    // (shared memory, fault handling) are paid once per group.
+    let per_task = (4096 / spec.block.volume().max(1)).clamp(
+        1,
+        (blocks / (8 * rayon::current_num_threads() as u64)).max(1),
+    );
+    let run_group = |g: u64| {
         SHARED.with(|buf| {
             let mut buf = buf.borrow_mut();
             let words = spec.shared_bytes.div_ceil(16);
             if buf.len() < words {
                 buf.resize(words, 0);
             }
-            let state = BlockState {
-                kernel: spec.kernel,
-                block,
-                block_dim: spec.block,
-                grid_dim: spec.grid,
-                shared: buf.as_mut_ptr() as *mut u8,
-                shared_bytes: spec.shared_bytes,
-            };
-            tls::BLOCK.with(|c| c.set(state));
-            let result = catch_unwind(AssertUnwindSafe(|| per_block(&state)));
+            let shared = buf.as_mut_ptr() as *mut u8;
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                for b in g * per_task..((g + 1) * per_task).min(blocks) {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let state = BlockState {
+                        kernel: spec.kernel,
+                        block: spec.grid.unflatten(b),
+                        block_dim: spec.block,
+                        grid_dim: spec.grid,
+                        shared,
+                        shared_bytes: spec.shared_bytes,
+                    };
+                    tls::BLOCK.with(|c| c.set(state));
+                    per_block(&state);
+                }
+            }));
             if let Err(payload) = result {
                 let message = fault::describe(payload);
                 stop.store(true, Ordering::Relaxed);
@@ -190,10 +219,11 @@ where
             tls::FIBER.with(|c| c.set(std::ptr::null()));
         });
     };
-    if blocks == 1 {
-        run_block(0);
+    let groups = blocks.div_ceil(per_task);
+    if groups == 1 {
+        run_group(0);
     } else {
-        (0..blocks).into_par_iter().for_each(run_block);
+        (0..groups).into_par_iter().for_each(run_group);
     }
     match first_fault.into_inner().unwrap_or_else(|e| e.into_inner()) {
         Some(message) => Err(message),
@@ -214,7 +244,31 @@ fn ctx_of(state: &BlockState, thread: Dim3) -> Ctx {
 }
 
 #[inline(always)]
-fn run_loop<F: Fn(Ctx) + Clone>(state: &BlockState, body: &F) {
+/// The thread loop of a kernel that never asks for its coordinates from outside its body: on
+/// CPUs with AVX-512 it is compiled with masked loads and stores, so that a thread loop whose
+/// body is guarded (`if i < n { .. }`) can be vectorized.
+fn run_fast_loop<F: Fn(Ctx) + Clone>(state: &BlockState, body: &F) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+    {
+        // SAFETY: the CPU has every feature the function is compiled for (checked above).
+        return unsafe { run_loop_avx512(state, body) };
+    }
+    run_loop::<F, false>(state, body)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+unsafe fn run_loop_avx512<F: Fn(Ctx) + Clone>(state: &BlockState, body: &F) {
+    run_loop::<F, false>(state, body)
+}
+
+/// Runs the block's threads one after another; with `TRACK`, records each thread's
+/// coordinates for code outside the body and for fault reports.
+#[inline(always)]
+fn run_loop<F: Fn(Ctx) + Clone, const TRACK: bool>(state: &BlockState, body: &F) {
     // Local copies (the body's and the context's) live in registers: the kernel's stores through
     // raw pointers cannot alias them, so nothing is reloaded per thread.
     let body = body.clone();
@@ -224,7 +278,9 @@ fn run_loop<F: Fn(Ctx) + Clone>(state: &BlockState, body: &F) {
         for y in 0..d.y {
             for x in 0..d.x {
                 ctx.thread = Dim3 { x, y, z };
-                tls::set_thread(ctx.thread);
+                if TRACK {
+                    tls::set_thread(ctx.thread);
+                }
                 body(ctx);
             }
         }

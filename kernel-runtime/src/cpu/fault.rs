@@ -14,7 +14,7 @@ pub fn raise_with_coordinates(message: String) -> ! {
     std::panic::resume_unwind(Box::new(KernelFault(format!(
         "{message} (block {}, thread {})",
         tls::block().block,
-        tls::thread()
+        tls::thread_text()
     ))))
 }
 
@@ -52,6 +52,6 @@ pub(crate) fn describe(payload: Box<dyn std::any::Any + Send>) -> String {
     format!(
         "panicked: {msg} (block {}, thread {})",
         tls::block().block,
-        tls::thread()
+        tls::thread_text()
     )
 }

@@ -27,6 +27,17 @@ impl BlockState {
     };
 }
 
+/// The thread coordinate recorded while the running thread is not tracked.
+pub(crate) const UNKNOWN_THREAD: Dim3 = Dim3::new(u32::MAX, u32::MAX, u32::MAX);
+
+/// The running thread's coordinates for messages: `(x, y, z)`, or `unknown`.
+pub(crate) fn thread_text() -> String {
+    match thread() {
+        UNKNOWN_THREAD => "unknown".to_string(),
+        t => t.to_string(),
+    }
+}
+
 thread_local! {
     pub(crate) static BLOCK: Cell<BlockState> = const { Cell::new(BlockState::NONE) };
     pub(crate) static THREAD: Cell<Dim3> = const { Cell::new(Dim3::ZERO) };
