@@ -95,6 +95,7 @@ pub fn kernel(item: KernelItem) -> syn::Result<Kernel> {
         }
     }
     join(errors)?;
+    read_only_writes(&func.block, &params)?;
     let layout = format_ident!("__KERNEL_SHARED_{}", func.sig.ident);
     let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
     let body = rewrite::rewrite(&mut func.block, Scope::Kernel, layout.clone(), &names)?;
@@ -112,4 +113,81 @@ pub fn device(mut func: ItemFn) -> syn::Result<DeviceFn> {
     let layout = format_ident!("__KERNEL_SHARED_NONE");
     let body = rewrite::rewrite(&mut func.block, Scope::Device, layout, &[])?;
     Ok(DeviceFn { func, body })
+}
+
+/// Refuses `a[i] = ..` and `a[i] += ..` where `a` is a read-only array parameter (not rebound
+/// in the body), with the rule in the message rather than the compiler's `IndexMut` note.
+fn read_only_writes(block: &syn::Block, params: &[Param]) -> syn::Result<()> {
+    use syn::visit::Visit;
+    struct Bound(std::collections::HashSet<String>);
+    impl<'ast> Visit<'ast> for Bound {
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+            self.0.insert(p.ident.to_string());
+        }
+    }
+    struct Writes<'a> {
+        read_only: &'a [String],
+        errors: Vec<syn::Error>,
+    }
+    impl Writes<'_> {
+        fn target(&mut self, place: &syn::Expr) {
+            let mut base = place;
+            while let syn::Expr::Index(i) = base {
+                base = &i.expr;
+            }
+            if !matches!(place, syn::Expr::Index(_)) {
+                return;
+            }
+            if let syn::Expr::Path(p) = base {
+                if let Some(name) = p.path.get_ident().map(|i| i.to_string()) {
+                    if self.read_only.contains(&name) {
+                        self.errors.push(syn::Error::new_spanned(
+                            place,
+                            format!("`{name}` is a read-only array parameter: declare it `&mut` (`&mut [T]`, `&mut Array2<T>`) to write into it"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for Writes<'_> {
+        fn visit_expr_assign(&mut self, e: &'ast syn::ExprAssign) {
+            self.target(&e.left);
+            syn::visit::visit_expr_assign(self, e);
+        }
+        fn visit_expr_binary(&mut self, e: &'ast syn::ExprBinary) {
+            use syn::BinOp::*;
+            if matches!(
+                e.op,
+                AddAssign(_)
+                    | SubAssign(_)
+                    | MulAssign(_)
+                    | DivAssign(_)
+                    | RemAssign(_)
+                    | BitXorAssign(_)
+                    | BitAndAssign(_)
+                    | BitOrAssign(_)
+                    | ShlAssign(_)
+                    | ShrAssign(_)
+            ) {
+                self.target(&e.left);
+            }
+            syn::visit::visit_expr_binary(self, e);
+        }
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    let mut bound = Bound(Default::default());
+    bound.visit_block(block);
+    let read_only: Vec<String> = params
+        .iter()
+        .filter(|p| matches!(p.kind, crate::params::Kind::Array { mutable: false, .. }))
+        .map(|p| p.name.to_string())
+        .filter(|n| !bound.0.contains(n))
+        .collect();
+    let mut w = Writes {
+        read_only: &read_only,
+        errors: Vec::new(),
+    };
+    w.visit_block(block);
+    join(w.errors)
 }
