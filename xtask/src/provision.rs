@@ -8,12 +8,7 @@ use std::process::{Command, Stdio};
 
 use crate::util::{self, Result};
 
-/// The rustc target of the device code.
-const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
-
-/// Debian's rustc and library source (the toolchain used when rustup cannot add the target).
-const DEBIAN_RUSTC: &str = "/usr/bin/rustc";
-const DEBIAN_CORE_SRC: &str = "/usr/lib/rustlib/src/rust/library/core";
+/// Debian's packages with a rustc and the library source that can build `core` for nvptx64.
 const DEBIAN_PACKAGES: [&str; 3] = ["rustc-web", "cargo-web", "rust-web-src"];
 
 /// The PyPI wheel that carries `ptxas`, and the file inside it.
@@ -21,47 +16,12 @@ const PTXAS_WHEEL: &str = "nvidia-cuda-nvcc-cu12";
 const PTXAS_WHEEL_PREFIX: &str = "nvidia_cuda_nvcc_cu12-";
 const PTXAS_IN_WHEEL: &str = "nvidia/cuda_nvcc/bin/ptxas";
 
-/// Looks for a usable device toolchain, in the order the device build does: the
-/// `KERNEL_NVPTX_RUSTC` override, a rustup toolchain with the nvptx64 target installed, then
-/// Debian's rustc with its library source. Returns a description of what was found.
-pub fn find_device_toolchain() -> Option<String> {
-    if let Some(rustc) = std::env::var_os("KERNEL_NVPTX_RUSTC").filter(|v| !v.is_empty()) {
-        return Some(format!(
-            "KERNEL_NVPTX_RUSTC={}",
-            Path::new(&rustc).display()
-        ));
-    }
-    if let Some(toolchain) = rustup_toolchain_with_nvptx() {
-        return Some(format!("rustup toolchain {toolchain} with {NVPTX_TARGET}"));
-    }
-    if Path::new(DEBIAN_RUSTC).is_file() && Path::new(DEBIAN_CORE_SRC).is_dir() {
-        return Some(format!("{DEBIAN_RUSTC} with library source"));
-    }
-    None
-}
-
-/// The first rustup toolchain that has the nvptx64 target installed.
-fn rustup_toolchain_with_nvptx() -> Option<String> {
-    let list = capture(Command::new("rustup").args(["toolchain", "list"]))?;
-    toolchain_names(&list).into_iter().find(|toolchain| {
-        capture(Command::new("rustup").args([
-            &format!("+{toolchain}"),
-            "target",
-            "list",
-            "--installed",
-        ]))
-        .is_some_and(|targets| targets.lines().any(|l| l.trim() == NVPTX_TARGET))
-    })
-}
-
-/// The toolchain names in the output of `rustup toolchain list` (the first word of each line,
-/// without markers such as `(default)`).
-fn toolchain_names(list: &str) -> Vec<String> {
-    list.lines()
-        .filter_map(|line| line.split_whitespace().next())
-        .filter(|name| !name.is_empty() && *name != "no")
-        .map(str::to_string)
-        .collect()
+/// Looks for a usable device toolchain exactly as the device build does
+/// (`kernel_build::Toolchain::discover`); returns where it was found, or why none was.
+fn find_device_toolchain() -> std::result::Result<String, String> {
+    kernel_build::Toolchain::discover()
+        .map(|t| t.origin)
+        .map_err(|e| e.to_string())
 }
 
 /// Runs `cmd` quietly and returns its stdout when it exits successfully.
@@ -80,18 +40,27 @@ fn capture(cmd: &mut Command) -> Option<String> {
 /// Makes sure a device toolchain is usable, installing Debian's packages with apt when none is.
 /// Returns a description of the toolchain, or an error saying why none could be provided.
 pub fn device_toolchain() -> Result<String> {
-    if let Some(found) = find_device_toolchain() {
-        println!("device toolchain: {found}");
-        return Ok(found);
+    match find_device_toolchain() {
+        Ok(found) => {
+            println!("device toolchain: {found}");
+            return Ok(found);
+        }
+        // An explicit override that does not work is the user's to fix, not apt's.
+        Err(e)
+            if std::env::var_os(kernel_build::ENV_NVPTX_RUSTC).is_some_and(|v| !v.is_empty()) =>
+        {
+            return Err(e)
+        }
+        Err(_) => {}
     }
     println!(
         "device toolchain: none found; installing Debian packages {}",
         DEBIAN_PACKAGES.join(" ")
     );
     install_debian_packages()?;
-    find_device_toolchain().ok_or_else(|| {
+    find_device_toolchain().map_err(|e| {
         format!(
-            "installed {} but found no usable device toolchain",
+            "installed {} but found no usable device toolchain: {e}",
             DEBIAN_PACKAGES.join(" ")
         )
     })
@@ -307,23 +276,6 @@ fn extract_from_wheel(wheel: &Path, member: &str, target: &Path) -> Result {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_rustup_toolchain_list() {
-        let list = "stable-x86_64-unknown-linux-gnu (default)\n\
-                    nightly-x86_64-unknown-linux-gnu\n\
-                    1.95.0-x86_64-unknown-linux-gnu (active)\n";
-        assert_eq!(
-            toolchain_names(list),
-            [
-                "stable-x86_64-unknown-linux-gnu",
-                "nightly-x86_64-unknown-linux-gnu",
-                "1.95.0-x86_64-unknown-linux-gnu"
-            ]
-        );
-        assert!(toolchain_names("no installed toolchains\n").is_empty());
-        assert!(toolchain_names("").is_empty());
-    }
 
     #[test]
     fn finds_newest_wheel_only() {
