@@ -26,10 +26,7 @@ fn run(args: Args) -> Result {
     let dev = Device::default();
     let n = common::problem_size(&dev, &args, ORIGINAL, ORIGINAL, |n| {
         format!("{n} f32 elements (a = b = 1.0)")
-    });
-    if n == 0 {
-        return Err("--n must be at least 1".into());
-    }
+    })?;
     let ones = common::host_vec(n, |_| 1.0f32)?;
 
     let ((da, db, mut dc), to_dev) = common::time(|| {

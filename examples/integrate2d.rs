@@ -37,10 +37,7 @@ fn run(args: Args) -> Result {
     let dev = Device::default();
     let n = common::problem_size(&dev, &args, CPU_DEFAULT, ORIGINAL, |n| {
         format!("n = {n} ({n}² midpoints)")
-    });
-    if n == 0 {
-        return Err("--n must be at least 1".into());
-    }
+    })?;
     let blocks = n.div_ceil(INTEGRATE_TPB);
     let ((mut rows, mut sums), to_dev) = common::time(|| {
         let rows = dev.zeros::<f64, _>(n)?;

@@ -34,10 +34,7 @@ fn run(args: Args) -> Result {
     let dev = Device::default();
     let n = common::problem_size(&dev, &args, CPU_DEFAULT, ORIGINAL, |n| {
         format!("{n} × {n} f32 matrices, {TPB} × {TPB} tiles")
-    });
-    if n == 0 {
-        return Err("--n must be at least 1".into());
-    }
+    })?;
     let a = random_matrix(n, 1)?;
     let b = random_matrix(n, 2)?;
 

@@ -32,10 +32,7 @@ fn run(args: Args) -> Result {
         } else {
             format!("{n} u32 keys")
         }
-    });
-    if n == 0 {
-        return Err("--n must be at least 1".into());
-    }
+    })?;
     let mut rng = reference::SplitMix64(0x9E37);
     let keys = common::host_vec(n, |_| rng.next_u64() as u32)?;
 

@@ -29,10 +29,7 @@ fn run(args: Args) -> Result {
     let dev = Device::default();
     let n = common::problem_size(&dev, &args, ORIGINAL, ORIGINAL, |n| {
         format!("{n} × {n} i8 image")
-    });
-    if n == 0 {
-        return Err("--n must be at least 1".into());
-    }
+    })?;
     let x = image(n)?;
 
     let ((dx, mut out), to_dev) = common::time(|| {

@@ -56,16 +56,17 @@ pub fn is_cpu(dev: &Device) -> bool {
 
 /// Prints the device line and chooses the problem size: `--n` when given, else `original` on
 /// a GPU and `cpu_default` on the CPU backend (saying so when it is smaller than the original).
-/// `describe` turns a size into words (`10000 × 10000 i8 image`).
+/// `describe` turns a size into words (`10000 × 10000 i8 image`). `--n 0` is an error.
 pub fn problem_size(
     dev: &Device,
     args: &Args,
     cpu_default: usize,
     original: usize,
     describe: impl Fn(usize) -> String,
-) -> usize {
+) -> Result<usize> {
     report("device", dev.name());
-    match args.n {
+    Ok(match args.n {
+        Some(0) => return Err("--n must be at least 1".into()),
         Some(n) => {
             report("problem", format!("{} (--n)", describe(n)));
             n
@@ -85,7 +86,7 @@ pub fn problem_size(
             report("problem", describe(original));
             original
         }
-    }
+    })
 }
 
 /// A `Vec` of `n` elements from `f`, or an error (not an abort) when it cannot be allocated.
