@@ -145,6 +145,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
     };
 
     let ptx = embedded_ptx();
+    let launcher = launcher_struct(&docs, vis, name);
     let ctx_binding = rewrite::ctx_binding(Scope::Kernel);
 
     // On the CPU: a kernel whose barriers the macro sees is split at them into thread loops when
@@ -185,11 +186,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
             #block
         }
 
-        #(#docs)*
-        #[cfg(not(target_arch = "nvptx64"))]
-        #[allow(non_camel_case_types)]
-        #[derive(Clone, Copy, Debug)]
-        #vis struct #name;
+        #launcher
 
         #[cfg(not(target_arch = "nvptx64"))]
         impl #name {
@@ -252,6 +249,22 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 .map_err(|message| ::kernel_runtime::Error::KernelFault { kernel: Self::NAME, message })
             }
         }
+    }
+}
+
+/// The host-side value named like the kernel: a unit struct (documented as the function was)
+/// whose methods launch it; absent from the device build, where the name is the PTX entry.
+pub fn launcher_struct(
+    docs: &[impl quote::ToTokens],
+    vis: &syn::Visibility,
+    name: &syn::Ident,
+) -> TokenStream {
+    quote! {
+        #(#docs)*
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug)]
+        #vis struct #name;
     }
 }
 

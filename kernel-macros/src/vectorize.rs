@@ -118,6 +118,7 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
     let first = &args[0];
     let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let ptx = crate::expand::embedded_ptx();
+    let launcher = crate::expand::launcher_struct(&docs, &vis, &name);
 
     Ok(quote! {
         #(#type_checks)*
@@ -142,11 +143,7 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
             }
         }
 
-        #(#docs)*
-        #[cfg(not(target_arch = "nvptx64"))]
-        #[allow(non_camel_case_types)]
-        #[derive(Clone, Copy, Debug)]
-        #vis struct #name;
+        #launcher
 
         #[cfg(not(target_arch = "nvptx64"))]
         impl #name {
