@@ -80,9 +80,15 @@ pub fn run<F>(spec: &LaunchSpec, body: F) -> Result<(), String>
 where
     F: Fn(Ctx) + Sync + Clone,
 {
+    let fibers = spec.barriers && spec.block.volume() > 1;
+    let coords = if fibers {
+        thread_coords(spec.block)
+    } else {
+        Vec::new()
+    };
     run_blocks(spec, |state| {
-        if spec.barriers && spec.block.volume() > 1 {
-            run_fibers(state, &body)
+        if fibers {
+            run_fibers(state, &coords, &body)
         } else if spec.thread_context {
             run_loop::<F, true>(state, &body)
         } else {
@@ -110,15 +116,18 @@ pub fn run_split<F>(spec: &LaunchSpec, body: F) -> Result<(), String>
 where
     F: Fn(&BlockRun<'_>) + Sync,
 {
-    let coords: Vec<Dim3> = (0..spec.block.volume())
-        .map(|t| spec.block.unflatten(t))
-        .collect();
+    let coords = thread_coords(spec.block);
     run_blocks(spec, |state| {
         body(&BlockRun {
             state,
             coords: &coords,
         })
     })
+}
+
+/// The coordinates of every thread of a block, by linear index (x fastest).
+fn thread_coords(block: Dim3) -> Vec<Dim3> {
+    (0..block.volume()).map(|t| block.unflatten(t)).collect()
 }
 
 /// One block of a split kernel: its threads' contexts and the barrier checks between regions.
@@ -298,8 +307,8 @@ fn stack_size() -> usize {
     })
 }
 
-fn run_fibers(state: &BlockState, body: &(dyn Fn(Ctx) + Sync)) {
-    let n = state.block_dim.volume() as usize;
+fn run_fibers(state: &BlockState, coords: &[Dim3], body: &(dyn Fn(Ctx) + Sync)) {
+    let n = coords.len();
     let mut stacks = STACKS.with(|s| std::mem::take(&mut *s.borrow_mut()));
     while stacks.len() < n {
         match DefaultStack::new(stack_size()) {
@@ -324,7 +333,7 @@ fn run_fibers(state: &BlockState, body: &(dyn Fn(Ctx) + Sync)) {
             .drain(..n)
             .enumerate()
             .map(|(t, stack)| {
-                let ctx = ctx_of(state, state.block_dim.unflatten(t as u64));
+                let ctx = ctx_of(state, coords[t]);
                 Coroutine::with_stack(stack, move |y: &Fiber, _: i32| {
                     tls::FIBER.with(|c| c.set(y as *const Fiber as *const ()));
                     // SAFETY: `body` outlives every coroutine (see above).
@@ -344,7 +353,7 @@ fn run_fibers(state: &BlockState, body: &(dyn Fn(Ctx) + Sync)) {
                     exited.get_or_insert(t);
                     continue;
                 }
-                tls::set_thread(state.block_dim.unflatten(t as u64));
+                tls::set_thread(coords[t]);
                 match fibers[t].resume(input) {
                     CoroutineResult::Yield(a) => {
                         waiting += 1;
@@ -357,10 +366,10 @@ fn run_fibers(state: &BlockState, body: &(dyn Fn(Ctx) + Sync)) {
                                 "barrier mismatch in kernel `{}`, block {}: thread {} waits at {} at {}, thread {} at {} at {}",
                                 state.kernel,
                                 state.block,
-                                state.block_dim.unflatten(t0 as u64),
+                                coords[t0],
                                 a0.kind.name(),
                                 a0.location,
-                                state.block_dim.unflatten(t as u64),
+                                coords[t],
                                 a.kind.name(),
                                 a.location
                             )),
@@ -382,8 +391,8 @@ fn run_fibers(state: &BlockState, body: &(dyn Fn(Ctx) + Sync)) {
                     state.block,
                     a0.kind.name(),
                     a0.location,
-                    state.block_dim.unflatten(t0 as u64),
-                    state.block_dim.unflatten(gone as u64),
+                    coords[t0],
+                    coords[gone],
                 ));
             }
             input = match a0.kind {
