@@ -343,3 +343,13 @@ pub fn ids_via_device_fn(out: &mut [u32]) {
         out[i] = i as u32;
     }
 }
+
+/// Sums each element with its right neighbour: the last thread reads past the end of `x`,
+/// which has the shape of `out` (the CPU backend's shared-extent version must still see it).
+#[kernel]
+pub fn pair_sum(x: &[f32], out: &mut [f32]) {
+    let i = grid(1);
+    if i < out.len() {
+        out[i] = x[i] + x[i + 1];
+    }
+}

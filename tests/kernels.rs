@@ -423,6 +423,39 @@ fn out_of_bounds_is_reported_with_array_index_shape_block_and_thread() {
 }
 
 #[test]
+fn out_of_bounds_is_reported_when_arrays_share_a_shape() {
+    for dev in backends()
+        .into_iter()
+        .filter(|d| d.kind() == DeviceKind::Cpu)
+    {
+        // Same shapes: the CPU backend runs its shared-extent version, which must still check
+        // the index that the kernel's guard does not cover.
+        let x = dev.to_device(&vec![1.0f32; 100]).unwrap();
+        let mut out = dev.zeros::<f32, _>(100).unwrap();
+        let msg = pair_sum
+            .launch(4, 32, (&x, &mut out))
+            .unwrap_err()
+            .to_string();
+        for needle in [
+            "`pair_sum`",
+            "array `x`",
+            "[100]",
+            "block (3, 0, 0)",
+            "thread (3, 0, 0)",
+        ] {
+            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
+        }
+        // A longer input: every index is in bounds.
+        let x = dev
+            .to_device(&(0..101).map(|v| v as f32).collect::<Vec<_>>())
+            .unwrap();
+        pair_sum.launch(4, 32, (&x, &mut out)).unwrap();
+        let want: Vec<f32> = (0..100).map(|i| (2 * i + 1) as f32).collect();
+        assert_eq!(out.to_vec().unwrap(), want);
+    }
+}
+
+#[test]
 fn divergent_barrier_is_an_error_not_a_hang() {
     for dev in backends()
         .into_iter()

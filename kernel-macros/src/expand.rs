@@ -83,6 +83,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
     let mut ptx_params = Vec::new();
     let mut device_views = Vec::new();
     let mut abi: Vec<String> = Vec::new();
+    let mut by_rank: std::collections::BTreeMap<usize, Vec<&syn::Ident>> = Default::default();
     for p in &params {
         let n = &p.name;
         let n_str = n.to_string();
@@ -108,6 +109,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
                     };
                 });
                 arrays.push(quote!((#n_str, #n.device())));
+                by_rank.entry(*rank).or_default().push(n);
                 let mutability = if *mutable { quote!(mut) } else { quote!() };
                 rebinds.push(quote!(#[allow(unused_mut)] let #mutability #n = #n;));
                 let ptr_name = format_ident!("{}__ptr", n);
@@ -156,19 +158,56 @@ pub fn kernel(k: Kernel) -> TokenStream {
         None
     };
     let split_at_barriers = split.is_some();
-    let cpu_run = match split {
+    let cpu_run = |prelude: &TokenStream| match &split {
         Some(split) => quote! {
             ::kernel_runtime::__rt::run_split(&__spec, move |__blk: &::kernel_runtime::__rt::BlockRun<'_>| {
+                #prelude
                 #(#rebinds)*
                 #split
             })
         },
         None => quote! {
             ::kernel_runtime::__rt::run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
+                #prelude
                 #(#rebinds)*
                 #block
             })
         },
+    };
+    // Checked kernels get a second CPU version for the common launch whose arrays of one rank
+    // all have one shape: there the views share their extents, so an index the kernel checked
+    // against one array (`if i < c.len()`) is known valid for the others, the optimiser drops
+    // those index checks and can vectorize the thread loop.
+    let groups: Vec<_> = by_rank
+        .iter()
+        .filter(|(_, names)| names.len() > 1)
+        .collect();
+    let cpu_launch = if check && !groups.is_empty() {
+        let dims: Vec<_> = groups
+            .iter()
+            .map(|(rank, _)| format_ident!("__same_dims{}", rank))
+            .collect();
+        let commons = groups.iter().map(|(rank, names)| {
+            quote!(::kernel_runtime::__rt::common_dims::<#rank>(&[#(#names.shape()),*]))
+        });
+        let reshapes = groups.iter().zip(&dims).flat_map(|((_, names), d)| {
+            names.iter().map(move |n| {
+                quote! {
+                    // SAFETY: `common_dims` found that every array of this rank has this shape.
+                    let #n = unsafe { #n.__with_dims(#d) };
+                }
+            })
+        });
+        let shared = cpu_run(&quote!(#(#reshapes)*));
+        let plain = cpu_run(&quote!());
+        quote! {
+            match (#(#commons,)*) {
+                (#(::core::option::Option::Some(#dims),)*) => #shared,
+                _ => #plain,
+            }
+        }
+    } else {
+        cpu_run(&quote!())
     };
 
     quote! {
@@ -245,7 +284,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
                     thread_context: #thread_context,
                 };
                 #(#host_views)*
-                #cpu_run
+                #cpu_launch
                 .map_err(|message| ::kernel_runtime::Error::KernelFault { kernel: Self::NAME, message })
             }
         }

@@ -10,6 +10,14 @@ pub const fn extent(n: usize) -> usize {
     n
 }
 
+/// The shape every one of `shapes` has, if they agree (the CPU backend then runs a version of
+/// the kernel in which those arrays share their extents).
+#[inline]
+pub fn common_dims<const N: usize>(shapes: &[[usize; N]]) -> Option<[usize; N]> {
+    let first = *shapes.first()?;
+    shapes.iter().all(|s| *s == first).then_some(first)
+}
+
 /// Fails at compile time, at the caller's span, unless `T` may cross to a device.
 pub const fn assert_device_copy<T: crate::DeviceCopy>() {}
 

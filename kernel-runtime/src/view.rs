@@ -51,6 +51,18 @@ macro_rules! view_type {
                     name,
                 }
             }
+            /// The same view with its shape taken from `dims`, a value the caller has shown to
+            /// equal the view's own: views built from one such value share their extents, so
+            /// the optimiser can prove an index checked against one array valid for the other.
+            ///
+            /// # Safety
+            /// `dims` must equal [`shape`](Self::shape).
+            #[doc(hidden)]
+            #[inline(always)]
+            pub unsafe fn __with_dims(self, dims: [usize; $rank]) -> Self {
+                debug_assert!(dims == self.dims);
+                $name { dims, ..self }
+            }
             /// The number of elements.
             #[inline(always)]
             pub fn len(&self) -> usize {

@@ -8,6 +8,7 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use rayon::prelude::*;
 use std::cell::RefCell;
+use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -74,13 +75,36 @@ thread_local! {
 
 /// Runs `body` for every thread of the launch; returns the first fault's message.
 ///
-/// `body` is cloned once per block so that each block's loop works on its own copy of the
+/// `body` is cloned once per task so that each task's loop works on its own copy of the
 /// captured views, which the optimiser can keep in registers.
 pub fn run<F>(spec: &LaunchSpec, body: F) -> Result<(), String>
 where
     F: Fn(Ctx) + Sync + Clone,
 {
     let fibers = spec.barriers && spec.block.volume() > 1;
+    if !fibers && !spec.thread_context {
+        // Nothing outside the body asks who runs: a group of blocks is one untracked loop nest.
+        return run_groups(spec, |blocks, shared| {
+            tls::set_thread(tls::UNKNOWN_THREAD);
+            let first = catch_unwind(AssertUnwindSafe(|| {
+                run_fast_blocks(spec, blocks.clone(), shared, &body)
+            }));
+            if let Err(first) = first {
+                // The fast loop does not record which thread runs: replay the group block by
+                // block, thread by thread, to name the one that fails (the launch has failed
+                // either way).
+                for_each_block(spec, blocks, shared, None, |state| {
+                    let again = catch_unwind(AssertUnwindSafe(|| run_loop(state, &body)));
+                    if let Err(again) = again {
+                        std::panic::resume_unwind(again)
+                    }
+                });
+                tls::BLOCK.with(|c| c.set(BlockState::NONE));
+                tls::set_thread(tls::UNKNOWN_THREAD);
+                std::panic::resume_unwind(first)
+            }
+        });
+    }
     let coords = if fibers {
         thread_coords(spec.block)
     } else {
@@ -89,23 +113,8 @@ where
     run_blocks(spec, |state| {
         if fibers {
             run_fibers(state, &coords, &body)
-        } else if spec.thread_context {
-            run_loop::<F, true>(state, &body)
         } else {
-            tls::set_thread(tls::UNKNOWN_THREAD);
-            let first = catch_unwind(AssertUnwindSafe(|| run_fast_loop(state, &body)));
-            if let Err(first) = first {
-                // The fast loop does not record which thread runs: replay the block thread by
-                // thread to name the one that fails (the launch has failed either way).
-                let again = catch_unwind(AssertUnwindSafe(|| run_loop::<F, true>(state, &body)));
-                match again {
-                    Err(again) => std::panic::resume_unwind(again),
-                    Ok(()) => {
-                        tls::set_thread(tls::UNKNOWN_THREAD);
-                        std::panic::resume_unwind(first)
-                    }
-                }
-            }
+            run_loop(state, &body)
         }
     })
 }
@@ -184,8 +193,56 @@ fn run_blocks<B>(spec: &LaunchSpec, per_block: B) -> Result<(), String>
 where
     B: Fn(&BlockState) + Sync,
 {
-    let blocks = spec.grid.volume();
     let stop = AtomicBool::new(false);
+    run_groups_with(spec, &stop, |blocks, shared| {
+        for_each_block(spec, blocks, shared, Some(&stop), &per_block)
+    })
+}
+
+/// Runs `per_block` for the blocks of `blocks` in order, each with its coordinates recorded;
+/// stops early once `stop` is set.
+fn for_each_block(
+    spec: &LaunchSpec,
+    blocks: Range<u64>,
+    shared: *mut u8,
+    stop: Option<&AtomicBool>,
+    per_block: impl Fn(&BlockState),
+) {
+    for b in blocks {
+        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            return;
+        }
+        let state = block_state(spec, b, shared);
+        tls::BLOCK.with(|c| c.set(state));
+        per_block(&state);
+    }
+}
+
+fn block_state(spec: &LaunchSpec, b: u64, shared: *mut u8) -> BlockState {
+    BlockState {
+        kernel: spec.kernel,
+        block: spec.grid.unflatten(b),
+        block_dim: spec.block,
+        grid_dim: spec.grid,
+        shared,
+        shared_bytes: spec.shared_bytes,
+    }
+}
+
+/// Runs `per_group` for groups of consecutive blocks (by linear index), in parallel, each with
+/// its worker's shared memory; returns the first fault's message.
+fn run_groups<G>(spec: &LaunchSpec, per_group: G) -> Result<(), String>
+where
+    G: Fn(Range<u64>, *mut u8) + Sync,
+{
+    run_groups_with(spec, &AtomicBool::new(false), per_group)
+}
+
+fn run_groups_with<G>(spec: &LaunchSpec, stop: &AtomicBool, per_group: G) -> Result<(), String>
+where
+    G: Fn(Range<u64>, *mut u8) + Sync,
+{
+    let blocks = spec.grid.volume();
     let first_fault = Mutex::new(None::<String>);
     // Small blocks are grouped so that each task has a few thousand threads: the per-task costs
     // (shared memory, fault handling) are paid once per group.
@@ -194,6 +251,9 @@ where
         (blocks / (8 * rayon::current_num_threads() as u64)).max(1),
     );
     let run_group = |g: u64| {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
         SHARED.with(|buf| {
             let mut buf = buf.borrow_mut();
             let words = spec.shared_bytes.div_ceil(16);
@@ -201,23 +261,8 @@ where
                 buf.resize(words, 0);
             }
             let shared = buf.as_mut_ptr() as *mut u8;
-            let result = catch_unwind(AssertUnwindSafe(|| {
-                for b in g * per_task..((g + 1) * per_task).min(blocks) {
-                    if stop.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    let state = BlockState {
-                        kernel: spec.kernel,
-                        block: spec.grid.unflatten(b),
-                        block_dim: spec.block,
-                        grid_dim: spec.grid,
-                        shared,
-                        shared_bytes: spec.shared_bytes,
-                    };
-                    tls::BLOCK.with(|c| c.set(state));
-                    per_block(&state);
-                }
-            }));
+            let range = g * per_task..((g + 1) * per_task).min(blocks);
+            let result = catch_unwind(AssertUnwindSafe(|| per_group(range, shared)));
             if let Err(payload) = result {
                 let message = fault::describe(payload);
                 stop.store(true, Ordering::Relaxed);
@@ -252,34 +297,68 @@ fn ctx_of(state: &BlockState, thread: Dim3) -> Ctx {
     }
 }
 
+/// The thread loops of a group of blocks of a kernel that never asks for its coordinates from
+/// outside its body: on CPUs with AVX-512 they are compiled with masked loads and stores, so
+/// that a thread loop whose body is guarded (`if i < n { .. }`) can be vectorized.
 #[inline(always)]
-/// The thread loop of a kernel that never asks for its coordinates from outside its body: on
-/// CPUs with AVX-512 it is compiled with masked loads and stores, so that a thread loop whose
-/// body is guarded (`if i < n { .. }`) can be vectorized.
-fn run_fast_loop<F: Fn(Ctx) + Clone>(state: &BlockState, body: &F) {
+fn run_fast_blocks<F: Fn(Ctx) + Clone>(
+    spec: &LaunchSpec,
+    blocks: Range<u64>,
+    shared: *mut u8,
+    body: &F,
+) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512vl")
     {
         // SAFETY: the CPU has every feature the function is compiled for (checked above).
-        return unsafe { run_loop_avx512(state, body) };
+        return unsafe { fast_blocks_avx512(spec, blocks, shared, body) };
     }
-    run_loop::<F, false>(state, body)
+    fast_blocks(spec, blocks, shared, body)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-unsafe fn run_loop_avx512<F: Fn(Ctx) + Clone>(state: &BlockState, body: &F) {
-    run_loop::<F, false>(state, body)
+unsafe fn fast_blocks_avx512<F: Fn(Ctx) + Clone>(
+    spec: &LaunchSpec,
+    blocks: Range<u64>,
+    shared: *mut u8,
+    body: &F,
+) {
+    fast_blocks(spec, blocks, shared, body)
 }
 
-/// Runs the block's threads one after another; with `TRACK`, records each thread's
-/// coordinates for code outside the body and for fault reports.
+/// Runs the threads of `blocks`, block after block, without recording who runs.
 #[inline(always)]
-fn run_loop<F: Fn(Ctx) + Clone, const TRACK: bool>(state: &BlockState, body: &F) {
+fn fast_blocks<F: Fn(Ctx) + Clone>(
+    spec: &LaunchSpec,
+    blocks: Range<u64>,
+    shared: *mut u8,
+    body: &F,
+) {
     // Local copies (the body's and the context's) live in registers: the kernel's stores through
     // raw pointers cannot alias them, so nothing is reloaded per thread.
+    let body = body.clone();
+    let mut ctx = ctx_of(&block_state(spec, blocks.start, shared), Dim3::ZERO);
+    let d = ctx.block_dim;
+    for b in blocks {
+        ctx.block = spec.grid.unflatten(b);
+        for z in 0..d.z {
+            for y in 0..d.y {
+                for x in 0..d.x {
+                    ctx.thread = Dim3 { x, y, z };
+                    body(ctx);
+                }
+            }
+        }
+    }
+}
+
+/// Runs the block's threads one after another, recording each thread's coordinates for code
+/// outside the body and for fault reports.
+#[inline(always)]
+fn run_loop<F: Fn(Ctx) + Clone>(state: &BlockState, body: &F) {
     let body = body.clone();
     let mut ctx = ctx_of(state, Dim3::ZERO);
     let d = ctx.block_dim;
@@ -287,9 +366,7 @@ fn run_loop<F: Fn(Ctx) + Clone, const TRACK: bool>(state: &BlockState, body: &F)
         for y in 0..d.y {
             for x in 0..d.x {
                 ctx.thread = Dim3 { x, y, z };
-                if TRACK {
-                    tls::set_thread(ctx.thread);
-                }
+                tls::set_thread(ctx.thread);
                 body(ctx);
             }
         }

@@ -12,9 +12,8 @@ pub struct KernelFault(pub String);
 #[inline(never)]
 pub fn raise_with_coordinates(message: String) -> ! {
     std::panic::resume_unwind(Box::new(KernelFault(format!(
-        "{message} (block {}, thread {})",
-        tls::block().block,
-        tls::thread_text()
+        "{message} ({})",
+        tls::coordinates_text()
     ))))
 }
 
@@ -49,9 +48,5 @@ pub(crate) fn describe(payload: Box<dyn std::any::Any + Send>) -> String {
     } else {
         "a panic with a non-string payload".to_string()
     };
-    format!(
-        "panicked: {msg} (block {}, thread {})",
-        tls::block().block,
-        tls::thread_text()
-    )
+    format!("panicked: {msg} ({})", tls::coordinates_text())
 }

@@ -30,11 +30,12 @@ impl BlockState {
 /// The thread coordinate recorded while the running thread is not tracked.
 pub(crate) const UNKNOWN_THREAD: Dim3 = Dim3::new(u32::MAX, u32::MAX, u32::MAX);
 
-/// The running thread's coordinates for messages: `(x, y, z)`, or `unknown`.
-pub(crate) fn thread_text() -> String {
+/// Where the running thread is, for messages: `block (x, y, z), thread (x, y, z)`, or that
+/// it is unknown (a fault in an untracked thread loop that its replay did not reproduce).
+pub(crate) fn coordinates_text() -> String {
     match thread() {
-        UNKNOWN_THREAD => "unknown".to_string(),
-        t => t.to_string(),
+        UNKNOWN_THREAD => "block and thread unknown".to_string(),
+        t => format!("block {}, thread {t}", block().block),
     }
 }
 
