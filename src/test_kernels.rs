@@ -353,3 +353,30 @@ pub fn pair_sum(x: &[f32], out: &mut [f32]) {
         out[i] = x[i] + x[i + 1];
     }
 }
+
+/// Reads one column past a 16×16 shared tile in the threads of its last column.
+#[kernel]
+pub fn tile_overrun(out: &mut Array2<f32>) {
+    let mut tile = shared_array![f32; [16, 16]];
+    let tx = thread_idx().x as usize;
+    let ty = thread_idx().y as usize;
+    tile[[ty, tx]] = (ty * 16 + tx) as f32;
+    sync_threads();
+    out[[ty, tx]] = tile[[ty, tx + 1]];
+}
+
+/// Locals computed before a barrier from a parameter the body changes, and from the
+/// thread's coordinates, keep their values after it.
+#[kernel]
+pub fn locals_across_barrier(mut base: u32, out: &mut [u32]) {
+    let mut tile = shared_array![u32; 64];
+    let t = thread_idx().x as usize;
+    let first = base + t as u32;
+    base += 100;
+    tile[t] = first;
+    sync_threads();
+    let i = grid(1);
+    if i < out.len() {
+        out[i] = tile[63 - t] + first + base;
+    }
+}

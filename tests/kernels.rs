@@ -456,6 +456,48 @@ fn out_of_bounds_is_reported_when_arrays_share_a_shape() {
 }
 
 #[test]
+fn out_of_bounds_in_a_split_kernel_names_the_thread() {
+    for dev in backends()
+        .into_iter()
+        .filter(|d| d.kind() == DeviceKind::Cpu)
+    {
+        const { assert!(tile_overrun::SPLIT_AT_BARRIERS) };
+        let mut out = dev.zeros::<f32, _>((16, 16)).unwrap();
+        let msg = tile_overrun
+            .launch(1, (16, 16), &mut out)
+            .unwrap_err()
+            .to_string();
+        for needle in [
+            "array `tile`",
+            "[0, 16]",
+            "block (0, 0, 0)",
+            "thread (15, 0, 0)",
+        ] {
+            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
+        }
+    }
+}
+
+#[test]
+fn locals_keep_their_values_across_barriers() {
+    for dev in backends() {
+        for (blocks, n) in [(1, 64), (3, 150)] {
+            let mut out = dev.zeros::<u32, _>(n).unwrap();
+            locals_across_barrier
+                .launch(blocks, 64, (7, &mut out))
+                .unwrap();
+            let want: Vec<u32> = (0..n as u32)
+                .map(|i| {
+                    let t = i % 64;
+                    (7 + 63 - t) + (7 + t) + 107
+                })
+                .collect();
+            assert_eq!(out.to_vec().unwrap(), want, "{dev:?}, n = {n}");
+        }
+    }
+}
+
+#[test]
 fn divergent_barrier_is_an_error_not_a_hang() {
     for dev in backends()
         .into_iter()

@@ -37,7 +37,8 @@ fn all() -> Vec<Kernel> {
         saxpy_params => false, math_chain => false, scale3 => false,
         rotate_with_device_barrier => false, early_exit_before_barrier => false,
         nonuniform_barrier_loop => false, exit_after_last_barrier => false,
-        ids_via_device_fn => false,
+        ids_via_device_fn => false, pair_sum => false, tile_overrun => false,
+        locals_across_barrier => false,
     ]
 }
 

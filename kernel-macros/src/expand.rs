@@ -84,6 +84,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
     let mut device_views = Vec::new();
     let mut abi: Vec<String> = Vec::new();
     let mut by_rank: std::collections::BTreeMap<usize, Vec<&syn::Ident>> = Default::default();
+    let mut cpu_tys = Vec::new();
     for p in &params {
         let n = &p.name;
         let n_str = n.to_string();
@@ -110,6 +111,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 });
                 arrays.push(quote!((#n_str, #n.device())));
                 by_rank.entry(*rank).or_default().push(n);
+                cpu_tys.push(quote!(::kernel_runtime::#view<#elem, #check>));
                 let mutability = if *mutable { quote!(mut) } else { quote!() };
                 rebinds.push(quote!(#[allow(unused_mut)] let #mutability #n = #n;));
                 let ptr_name = format_ident!("{}__ptr", n);
@@ -126,6 +128,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
             }
             Kind::Scalar(ty) | Kind::Struct(ty) => {
                 arg_tys.push(quote!(#ty));
+                cpu_tys.push(quote!(#ty));
                 let m = user_mut(&func, n);
                 rebinds.push(quote!(#[allow(unused_mut)] let #m #n = #n;));
                 ptx_params.push(quote!(#n: #ty));
@@ -153,19 +156,52 @@ pub fn kernel(k: Kernel) -> TokenStream {
     // On the CPU: a kernel whose barriers the macro sees is split at them into thread loops when
     // its shape allows; other barrier kernels run their threads as coroutines.
     let split = if body.barriers && !options.barriers {
-        crate::split::split(block)
+        let params: Vec<(String, bool)> = params
+            .iter()
+            .map(|p| (p.name.to_string(), !user_mut(&func, &p.name).is_empty()))
+            .collect();
+        crate::split::split(block, block_hint(&body.shared), &params)
     } else {
         None
     };
     let split_at_barriers = split.is_some();
-    let cpu_run = |prelude: &TokenStream| match &split {
-        Some(split) => quote! {
-            ::kernel_runtime::__rt::run_split(&__spec, move |__blk: &::kernel_runtime::__rt::BlockRun<'_>| {
-                #prelude
-                #(#rebinds)*
-                #split
-            })
-        },
+    // The CPU run of the kernel; `prelude` rebinds views, `dims` names the shared extents it uses.
+    let cpu_run = |prelude: &TokenStream, dims: &[(syn::Ident, usize)]| match &split {
+        Some(split) => {
+            // A split kernel's thread loops are in its body: the body is compiled twice, once
+            // for CPUs with AVX-512 (closures inherit their function's target features).
+            let run = quote! {
+                ::kernel_runtime::__rt::run_split(__spec, move |__blk: &::kernel_runtime::__rt::BlockRun<'_>| {
+                    #prelude
+                    #(#rebinds)*
+                    #split
+                })
+            };
+            let (dn, dr): (Vec<_>, Vec<_>) = dims.iter().cloned().unzip();
+            let sig = quote! {
+                (
+                    __spec: &::kernel_runtime::__rt::LaunchSpec,
+                    (#(#names,)*): (#(#cpu_tys,)*),
+                    (#(#dn,)*): (#([usize; #dr],)*),
+                ) -> ::core::result::Result<(), ::std::string::String>
+            };
+            quote! {{
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+                #[allow(clippy::too_many_arguments)]
+                unsafe fn __wide #sig { #run }
+                fn __plain #sig { #run }
+                #[cfg(target_arch = "x86_64")]
+                if ::kernel_runtime::__rt::wide_vectors() {
+                    // SAFETY: the CPU has the features `__wide` is compiled for.
+                    unsafe { __wide(&__spec, (#(#names,)*), (#(#dn,)*)) }
+                } else {
+                    __plain(&__spec, (#(#names,)*), (#(#dn,)*))
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                __plain(&__spec, (#(#names,)*), (#(#dn,)*))
+            }}
+        }
         None => quote! {
             ::kernel_runtime::__rt::run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
                 #prelude
@@ -198,8 +234,13 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 }
             })
         });
-        let shared = cpu_run(&quote!(#(#reshapes)*));
-        let plain = cpu_run(&quote!());
+        let named: Vec<_> = groups
+            .iter()
+            .zip(&dims)
+            .map(|((rank, _), d)| (d.clone(), **rank))
+            .collect();
+        let shared = cpu_run(&quote!(#(#reshapes)*), &named);
+        let plain = cpu_run(&quote!(), &[]);
         quote! {
             match (#(#commons,)*) {
                 (#(::core::option::Option::Some(#dims),)*) => #shared,
@@ -207,7 +248,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
             }
         }
     } else {
-        cpu_run(&quote!())
+        cpu_run(&quote!(), &[])
     };
 
     quote! {
@@ -321,6 +362,20 @@ pub fn embedded_ptx() -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     }
+}
+
+/// The block shape a kernel's first static shared array suggests (its last extent along x): a
+/// tile `[TPB, TPB]` suggests `TPB × TPB` threads.
+fn block_hint(shared: &[crate::rewrite::SharedDecl]) -> Option<crate::split::Hint> {
+    let first = shared.first()?;
+    let mut dims: Vec<TokenStream> = first
+        .dims
+        .iter()
+        .rev()
+        .map(|d| quote!({ ::kernel_runtime::__rt::hint_extent(#d) }))
+        .collect();
+    dims.resize(3, quote!(1u32));
+    Some((dims[0].clone(), dims[1].clone(), dims[2].clone()))
 }
 
 fn user_mut(func: &syn::ItemFn, name: &syn::Ident) -> TokenStream {

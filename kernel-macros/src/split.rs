@@ -17,14 +17,47 @@ use syn::visit_mut::VisitMut;
 use syn::{Block, Expr, Pat, RangeLimits, Stmt};
 
 /// The block-level body for `run_split`, or `None` when the body's shape does not allow it.
-pub fn split(block: &Block) -> Option<TokenStream> {
+///
+/// `hint` is the block shape `(x, y, z)` (constant `u32` expressions) whose launches get thread
+/// loops with constant bounds.
+///
+/// `params` are the kernel's parameters, each with whether it is declared `mut`.
+pub fn split(block: &Block, hint: Option<Hint>, params: &[(String, bool)]) -> Option<TokenStream> {
+    // A parameter the body reassigns is a per-thread local: each thread starts from the
+    // launch's value.
+    let mut stmts: Vec<Stmt> = params
+        .iter()
+        .filter(|(_, mutable)| *mutable)
+        .map(|(name, _)| {
+            let name = format_ident!("{}", name);
+            syn::parse_quote!(let mut #name = #name;)
+        })
+        .collect();
+    stmts.extend(block.stmts.iter().cloned());
+    let block = Block {
+        brace_token: block.brace_token,
+        stmts,
+    };
     let mut counts = HashMap::new();
     count_idents(quote!(#block), &mut counts);
+    let mut names = Names(Vec::new());
+    names.visit_block(&block);
+    let mut decls = HashMap::new();
+    for n in names.0 {
+        *decls.entry(n.to_string()).or_insert(0usize) += 1;
+    }
+    let mut reassigned = Reassigned(Vec::new());
+    reassigned.visit_block(&block);
     let mut s = Splitter {
         counts,
+        decls,
+        reassigned: reassigned.0,
+        params: params.to_vec(),
         scopes: Vec::new(),
+        remat: Vec::new(),
         storage: Vec::new(),
         items: Vec::new(),
+        hint,
     };
     let code = s.sequence(&block.stmts)?;
     let (storage, items) = (&s.storage, &s.items);
@@ -190,42 +223,247 @@ impl<'ast> Visit<'ast> for Names {
 struct Splitter {
     /// How often each identifier occurs in the whole body.
     counts: HashMap<String, usize>,
-    /// Bindings in scope: name, and its per-thread slots (`None` for a uniform loop variable).
-    scopes: Vec<Vec<(syn::Ident, Option<syn::Ident>)>>,
+    /// How often each name is bound (by `let`, a pattern, a closure parameter) in the body.
+    decls: HashMap<String, usize>,
+    /// Names the body assigns to as a whole (`x = ..`, `x += ..`) or borrows as `&mut x`.
+    reassigned: Vec<String>,
+    /// The kernel's parameters, each with whether the body may reassign it (declared `mut`).
+    params: Vec<(String, bool)>,
+    /// Bindings in scope, with where a later region finds them.
+    scopes: Vec<Vec<(syn::Ident, Bind)>>,
+    /// The `let` statements of rematerialized bindings, by index.
+    remat: Vec<Remat>,
     storage: Vec<TokenStream>,
     items: Vec<Stmt>,
+    hint: Option<Hint>,
 }
 
+/// Where a region finds a binding declared in an earlier one.
+#[derive(Clone)]
+enum Bind {
+    /// A uniform loop variable, in scope as it is.
+    Uniform,
+    /// Per-thread slots, restored at the start of the region.
+    Slot(syn::Ident),
+    /// A pure function of the thread's coordinates, the parameters, constants and other such
+    /// bindings (`let tx = thread_idx().x as usize;`, a shared array): evaluated again, so that
+    /// the optimiser sees it as the thread loop sees it (an index affine in the thread, one
+    /// shared base pointer) and it costs no memory.
+    Remat(usize),
+}
+
+/// A rematerialized `let` and the rematerialized bindings it reads.
+struct Remat {
+    stmt: Stmt,
+    deps: Vec<usize>,
+}
+
+/// A block shape as three constant `u32` expressions.
+pub type Hint = (TokenStream, TokenStream, TokenStream);
+
 impl Splitter {
-    fn visible(&self) -> Vec<(syn::Ident, syn::Ident)> {
-        let mut seen: HashMap<String, Option<syn::Ident>> = HashMap::new();
+    /// The bindings in scope, the innermost of each name.
+    fn visible(&self) -> Vec<(syn::Ident, Bind)> {
+        let mut seen: HashMap<String, ()> = HashMap::new();
         let mut out = Vec::new();
         for scope in self.scopes.iter().rev() {
-            for (name, slot) in scope.iter().rev() {
-                let key = name.to_string();
-                if seen.contains_key(&key) {
-                    continue;
-                }
-                seen.insert(key, slot.clone());
-                if let Some(slot) = slot {
-                    out.push((name.clone(), slot.clone()));
+            for (name, bind) in scope.iter().rev() {
+                if seen.insert(name.to_string(), ()).is_none() {
+                    out.push((name.clone(), bind.clone()));
                 }
             }
         }
         out
     }
 
+    /// The binding `name` refers to, if it is a local in scope.
+    fn lookup(&self, name: &str) -> Option<Bind> {
+        self.scopes
+            .iter()
+            .rev()
+            .flat_map(|scope| scope.iter().rev())
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b.clone())
+    }
+
+    /// What a region that mentions `used` must do first: evaluate again the rematerialized
+    /// bindings it reads (with those they read, in order), restore the ones kept in slots.
     fn restores(&self, used: &HashMap<String, usize>) -> TokenStream {
-        self.visible()
-            .into_iter()
-            .filter(|(name, _)| used.contains_key(&name.to_string()))
-            .map(|(name, slot)| {
-                quote! {
+        let mut remat = std::collections::BTreeSet::new();
+        let mut slots = TokenStream::new();
+        for (name, bind) in self.visible() {
+            if !used.contains_key(&name.to_string()) {
+                continue;
+            }
+            match bind {
+                Bind::Slot(slot) => slots.extend(quote! {
+                    // SAFETY: thread `__t` saved it in an earlier region (see `Slots`).
                     #[allow(unused_mut, unused_variables)]
-                    let mut #name = ::kernel_runtime::__rt::restore(&#slot[__t]);
-                }
-            })
-            .collect()
+                    let mut #name = unsafe { #slot.get(__t) };
+                }),
+                Bind::Remat(i) => self.with_deps(i, &mut remat),
+                Bind::Uniform => {}
+            }
+        }
+        let remat = remat.into_iter().map(|i| {
+            let stmt = &self.remat[i].stmt;
+            quote!(#stmt)
+        });
+        quote!(#(#remat)* #slots)
+    }
+
+    fn with_deps(&self, i: usize, out: &mut std::collections::BTreeSet<usize>) {
+        if out.insert(i) {
+            for &d in &self.remat[i].deps {
+                self.with_deps(d, out);
+            }
+        }
+    }
+
+    /// Whether `local` can be evaluated again in a later region with the same result: its
+    /// names are bound once in the body and immutable, and its value is a pure function of
+    /// the thread's context, parameters the body cannot reassign, constants and other such
+    /// bindings. Returns the rematerialized bindings it reads.
+    fn rematerializable(&self, local: &syn::Local) -> Option<Vec<usize>> {
+        let init = local.init.as_ref()?;
+        // A shared array is bound `mut` to be written through; the view itself never changes
+        // unless the body assigns to the name.
+        let view = shared_array_call(&init.expr);
+        if init.diverge.is_some() || !self.plain_pattern(&local.pat, view) {
+            return None;
+        }
+        let mut deps = Vec::new();
+        self.pure(&init.expr, &mut deps).then_some(deps)
+    }
+
+    fn plain_pattern(&self, pat: &Pat, allow_mut: bool) -> bool {
+        match pat {
+            Pat::Ident(p) => {
+                let name = p.ident.to_string();
+                p.by_ref.is_none()
+                    && (p.mutability.is_none() || allow_mut && !self.reassigned.contains(&name))
+                    && p.subpat.is_none()
+                    && self.decls.get(&name) == Some(&1)
+            }
+            Pat::Tuple(t) => t.elems.iter().all(|p| self.plain_pattern(p, false)),
+            Pat::Type(t) => self.plain_pattern(&t.pat, allow_mut),
+            Pat::Wild(_) => true,
+            _ => false,
+        }
+    }
+
+    fn pure(&self, e: &Expr, deps: &mut Vec<usize>) -> bool {
+        const METHODS: &[&str] = &[
+            "dim",
+            "len",
+            "shape",
+            "is_empty",
+            "div_ceil",
+            "min",
+            "max",
+            "abs",
+            "thread_idx",
+            "block_idx",
+            "block_dim",
+            "grid_dim",
+            "grid_1d",
+            "grid_2d",
+            "grid_3d",
+            "gridsize_1d",
+            "gridsize_2d",
+            "gridsize_3d",
+            "wrapping_add",
+            "wrapping_sub",
+            "wrapping_mul",
+        ];
+        const CALLS: &[&str] = &["array1", "array2", "dynamic", "extent"];
+        match e {
+            Expr::Lit(_) => true,
+            Expr::Paren(p) => self.pure(&p.expr, deps),
+            Expr::Group(g) => self.pure(&g.expr, deps),
+            Expr::Cast(c) => self.pure(&c.expr, deps),
+            Expr::Unary(u) => {
+                matches!(u.op, syn::UnOp::Neg(_) | syn::UnOp::Not(_)) && self.pure(&u.expr, deps)
+            }
+            Expr::Binary(b) => {
+                !assigns(&b.op) && self.pure(&b.left, deps) && self.pure(&b.right, deps)
+            }
+            Expr::Tuple(t) => t.elems.iter().all(|e| self.pure(e, deps)),
+            Expr::Array(a) => a.elems.iter().all(|e| self.pure(e, deps)),
+            Expr::Field(f) => self.pure(&f.base, deps),
+            Expr::Reference(r) => r.mutability.is_none() && self.pure(&r.expr, deps),
+            Expr::MethodCall(m) => {
+                METHODS.contains(&m.method.to_string().as_str())
+                    && self.pure(&m.receiver, deps)
+                    && m.args.iter().all(|a| self.pure(a, deps))
+            }
+            // The shared-array constructors the `shared_array!` rewrite emits, and constants.
+            Expr::Call(c) => {
+                let Expr::Path(f) = &*c.func else {
+                    return false;
+                };
+                let path = &f.path;
+                path.leading_colon.is_some()
+                    && path
+                        .segments
+                        .first()
+                        .is_some_and(|s| s.ident == "kernel_runtime")
+                    && path
+                        .segments
+                        .last()
+                        .is_some_and(|s| CALLS.contains(&s.ident.to_string().as_str()))
+                    && c.args.iter().all(|a| self.pure(a, deps))
+            }
+            Expr::Unsafe(u) => match u.block.stmts.as_slice() {
+                [Stmt::Expr(Expr::Call(c), None)] => self.pure(&Expr::Call(c.clone()), deps),
+                _ => false,
+            },
+            // Indexing a constant (the shared layout's offsets), not an array parameter.
+            Expr::Index(i) => self.constant(&i.expr) && self.pure(&i.index, deps),
+            Expr::Path(p) => self.pure_path(p, deps),
+            _ => false,
+        }
+    }
+
+    /// A constant item (or a field of one), not a local or a parameter.
+    fn constant(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Field(f) => self.constant(&f.base),
+            Expr::Path(p) => match p.path.get_ident() {
+                Some(id) => self.unbound(&id.to_string()),
+                None => p.qself.is_none(),
+            },
+            _ => false,
+        }
+    }
+
+    /// A name that is neither a parameter nor bound anywhere in the body: a constant item.
+    fn unbound(&self, name: &str) -> bool {
+        self.lookup(name).is_none()
+            && !self.params.iter().any(|(p, _)| p == name)
+            && !self.decls.contains_key(name)
+    }
+
+    fn pure_path(&self, p: &syn::ExprPath, deps: &mut Vec<usize>) -> bool {
+        let Some(id) = p.path.get_ident() else {
+            // `TPB`, `module::CONST`, `f32::MAX`: constants.
+            return p.qself.is_none();
+        };
+        let name = id.to_string();
+        if name == "__kctx" {
+            return true;
+        }
+        if let Some((_, mutable)) = self.params.iter().find(|(p, _)| *p == name) {
+            return !mutable && !self.decls.contains_key(&name);
+        }
+        match self.lookup(&name) {
+            Some(Bind::Remat(i)) => {
+                deps.push(i);
+                true
+            }
+            Some(_) => false,
+            None => self.unbound(&name),
+        }
     }
 
     fn sequence(&mut self, stmts: &[Stmt]) -> Option<TokenStream> {
@@ -248,7 +486,7 @@ impl Splitter {
                 } => {
                     let header = quote!((#start, #end));
                     let check = self.uniform(header, span);
-                    self.scopes.push(vec![(var.clone(), None)]);
+                    self.scopes.push(vec![(var.clone(), Bind::Uniform)]);
                     let inner = self.sequence(&body.stmts);
                     self.scopes.pop();
                     let inner = inner?;
@@ -336,10 +574,25 @@ impl Splitter {
         for stmt in &mut body {
             if let Stmt::Local(local) = stmt {
                 local.init.as_ref()?;
-                // A `let mut` may only be mutated in a later region, through its restored copy.
-                local.attrs.push(syn::parse_quote!(#[allow(unused_mut)]));
                 let mut names = Names(Vec::new());
                 names.visit_pat(&local.pat);
+                if let Some(deps) = self.rematerializable(local) {
+                    // Later regions evaluate it again; this region may not use it.
+                    local
+                        .attrs
+                        .push(syn::parse_quote!(#[allow(unused_variables, unused_mut)]));
+                    let index = self.remat.len();
+                    self.remat.push(Remat {
+                        stmt: Stmt::Local(local.clone()),
+                        deps,
+                    });
+                    for name in names.0 {
+                        self.scopes.last_mut()?.push((name, Bind::Remat(index)));
+                    }
+                    continue;
+                }
+                // A `let mut` may only be mutated in a later region, through its restored copy.
+                local.attrs.push(syn::parse_quote!(#[allow(unused_mut)]));
                 for name in names.0 {
                     // Only a binding mentioned outside this region needs slots.
                     let key = name.to_string();
@@ -347,11 +600,12 @@ impl Splitter {
                     let slot = (self.counts.get(&key).copied().unwrap_or(0) > here).then(|| {
                         let slot = format_ident!("__slot{}", self.storage.len());
                         self.storage.push(quote! {
-                            let mut #slot = ::kernel_runtime::__rt::slots(__n);
+                            let mut #slot = ::kernel_runtime::__rt::Slots::new(__n);
                         });
                         slot
                     });
-                    self.scopes.last_mut()?.push((name, slot));
+                    let bind = slot.map_or(Bind::Uniform, Bind::Slot);
+                    self.scopes.last_mut()?.push((name, bind));
                 }
             }
         }
@@ -359,29 +613,169 @@ impl Splitter {
         let saves: TokenStream = self
             .visible()
             .into_iter()
-            .filter(|(name, _)| {
+            .filter_map(|(name, bind)| {
                 let key = name.to_string();
                 let here = used.get(&key).copied().unwrap_or(0);
-                here > 0 && self.counts.get(&key).copied().unwrap_or(0) > here
-            })
-            .map(|(name, slot)| quote!(#slot[__t] = ::core::option::Option::Some(#name);))
-            .collect();
-        Some(quote! {
-            for __t in 0..__n {
-                if __exited[__t] {
-                    continue;
+                let elsewhere = self.counts.get(&key).copied().unwrap_or(0) > here;
+                match bind {
+                    Bind::Slot(slot) if here > 0 && elsewhere => Some((name, slot)),
+                    _ => None,
                 }
+            })
+            // SAFETY: `__t` is below the thread count.
+            .map(|(name, slot)| quote!(unsafe { #slot.set(__t, #name) };))
+            .collect();
+        // `hinted` loops run only untracked blocks none of whose threads has exited: every
+        // thread runs the region, so that the body needs no predicate and loads the same
+        // address for every thread (a shared array's row) once.
+        let thread_loop = |(dx, dy, dz): (TokenStream, TokenStream, TokenStream), hinted: bool| {
+            let track = if hinted {
+                quote!(false)
+            } else {
+                quote!(__track)
+            };
+            let run = quote! {
                 #[allow(unused_variables)]
-                let __kctx = __blk.enter(__t);
-                __exited[__t] = (|| -> bool {
+                let __kctx = ::kernel_runtime::__rt::enter_thread(__base, #track, __x, __y, __z);
+                let __gone = (|| -> bool {
                     #restores
                     #(#body)*
                     #saves
                     false
                 })();
+                // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
+                unsafe { *__exited.get_unchecked_mut(__t) = __gone };
+            };
+            let thread = if hinted {
+                run
+            } else {
+                quote! {
+                    // SAFETY: as below.
+                    if !unsafe { *__exited.get_unchecked(__t) } {
+                        #run
+                    }
+                }
+            };
+            quote! {
+                let (__dx, __dy, __dz): (u32, u32, u32) = (#dx, #dy, #dz);
+                #[allow(unused_variables)]
+                let (__base, __track) = __blk.base();
+                for __z in 0..__dz {
+                    for __y in 0..__dy {
+                        let __row = (__z as usize * __dy as usize + __y as usize) * __dx as usize;
+                        for __x in 0..__dx {
+                            let __t = __row + __x as usize;
+                            #thread
+                        }
+                    }
+                }
             }
+        };
+        let shaped = thread_loop(
+            (quote!(__shape.x), quote!(__shape.y), quote!(__shape.z)),
+            false,
+        );
+        Some(match &self.hint {
+            // A launch with the hinted block shape runs a loop with constant bounds.
+            Some((x, y, z)) => {
+                // The bounds stay the block's, known to be at most the hint: the optimiser can
+                // prove `tile[[ty, tx]]` in bounds, yet does not unroll the loop completely,
+                // which would leave only straight-line vectorization, unable to check at run
+                // time that the arrays do not overlap.
+                let hinted = thread_loop(
+                    (
+                        quote!({
+                            // SAFETY: `hinted` checked that the block has the hinted shape.
+                            unsafe { ::core::hint::assert_unchecked(__shape.x <= #x) };
+                            __shape.x
+                        }),
+                        quote!({
+                            // SAFETY: as above.
+                            unsafe { ::core::hint::assert_unchecked(__shape.y <= #y) };
+                            __shape.y
+                        }),
+                        quote!({
+                            // SAFETY: as above.
+                            unsafe { ::core::hint::assert_unchecked(__shape.z <= #z) };
+                            __shape.z
+                        }),
+                    ),
+                    true,
+                );
+                quote! {
+                    let __shape = __blk.shape();
+                    if __blk.hinted(#x, #y, #z) && !__exited.contains(&true) {
+                        #hinted
+                    } else {
+                        #shaped
+                    }
+                }
+            }
+            None => quote! {
+                let __shape = __blk.shape();
+                #shaped
+            },
         })
     }
+}
+
+/// `unsafe { ::kernel_runtime::shared::array1/array2/dynamic(..) }`, what `shared_array!` and
+/// `dynamic_shared!` become.
+fn shared_array_call(e: &Expr) -> bool {
+    let Expr::Unsafe(u) = e else { return false };
+    let [Stmt::Expr(Expr::Call(c), None)] = u.block.stmts.as_slice() else {
+        return false;
+    };
+    let Expr::Path(f) = &*c.func else {
+        return false;
+    };
+    let segs: Vec<String> = f
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    segs.len() == 3
+        && segs[0] == "kernel_runtime"
+        && segs[1] == "shared"
+        && ["array1", "array2", "dynamic"].contains(&segs[2].as_str())
+}
+
+/// Collects the names assigned to as a whole or borrowed mutably.
+struct Reassigned(Vec<String>);
+impl<'ast> Visit<'ast> for Reassigned {
+    fn visit_expr(&mut self, e: &'ast Expr) {
+        let target = match e {
+            Expr::Assign(a) => Some(&*a.left),
+            Expr::Binary(b) if assigns(&b.op) => Some(&*b.left),
+            Expr::Reference(r) if r.mutability.is_some() => Some(&*r.expr),
+            _ => None,
+        };
+        if let Some(Expr::Path(p)) = target {
+            if let Some(id) = p.path.get_ident() {
+                self.0.push(id.to_string());
+            }
+        }
+        syn::visit::visit_expr(self, e);
+    }
+}
+
+/// Whether `op` is a compound assignment (`+=`, `<<=`, ...).
+pub fn assigns(op: &syn::BinOp) -> bool {
+    use syn::BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitXorAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
 }
 
 fn location(span: Span) -> TokenStream {

@@ -156,20 +156,7 @@ fn read_only_writes(block: &syn::Block, params: &[Param]) -> syn::Result<()> {
             syn::visit::visit_expr_assign(self, e);
         }
         fn visit_expr_binary(&mut self, e: &'ast syn::ExprBinary) {
-            use syn::BinOp::*;
-            if matches!(
-                e.op,
-                AddAssign(_)
-                    | SubAssign(_)
-                    | MulAssign(_)
-                    | DivAssign(_)
-                    | RemAssign(_)
-                    | BitXorAssign(_)
-                    | BitAndAssign(_)
-                    | BitOrAssign(_)
-                    | ShlAssign(_)
-                    | ShrAssign(_)
-            ) {
+            if crate::split::assigns(&e.op) {
                 self.target(&e.left);
             }
             syn::visit::visit_expr_binary(self, e);

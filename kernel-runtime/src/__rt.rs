@@ -1,13 +1,23 @@
 //! Support for the code the `#[kernel]` macro generates; not a public API.
 
 #[cfg(not(target_arch = "nvptx64"))]
-pub use crate::cpu::exec::{run, run_split, BlockRun, LaunchSpec};
+pub use crate::cpu::exec::{enter_thread, run, run_split, wide_vectors, BlockRun, LaunchSpec};
 pub use crate::shared::{align_up, layout, STATIC_LIMIT};
 
 /// A shared array extent: sizes are `usize` constants.
 #[inline(always)]
 pub const fn extent(n: usize) -> usize {
     n
+}
+
+/// A shared array extent as a block-shape hint (`0`, no hint, when it cannot be one).
+#[inline(always)]
+pub const fn hint_extent(n: usize) -> u32 {
+    if n <= 1024 {
+        n as u32
+    } else {
+        0
+    }
 }
 
 /// The shape every one of `shapes` has, if they agree (the CPU backend then runs a version of
@@ -128,18 +138,39 @@ pub fn flags(n: usize) -> Vec<bool> {
 }
 
 /// Per-thread slots of a local that lives across a barrier in a split kernel.
+///
+/// A region saves the local for every thread that finishes it; later regions run only the
+/// threads that have not exited, so every slot they read was saved. Values are never dropped
+/// (kernel locals are plain device data).
 #[cfg(not(target_arch = "nvptx64"))]
-pub fn slots<T>(n: usize) -> Vec<Option<T>> {
-    (0..n).map(|_| None).collect()
-}
+pub struct Slots<T>(Vec<core::mem::MaybeUninit<T>>);
 
-/// A thread's value of a local that lives across a barrier (saved by an earlier region that
-/// every live thread ran).
 #[cfg(not(target_arch = "nvptx64"))]
-#[inline(always)]
-pub fn restore<T: Clone>(slot: &Option<T>) -> T {
-    match slot {
-        Some(v) => v.clone(),
-        None => unreachable!("a split kernel region read a local no earlier region saved"),
+impl<T: Clone> Slots<T> {
+    /// Slots for `n` threads, none saved yet.
+    pub fn new(n: usize) -> Self {
+        Slots((0..n).map(|_| core::mem::MaybeUninit::uninit()).collect())
+    }
+
+    /// Thread `t`'s saved value.
+    ///
+    /// # Safety
+    /// `t` is below the thread count and thread `t` saved a value.
+    #[inline(always)]
+    pub unsafe fn get(&self, t: usize) -> T {
+        debug_assert!(t < self.0.len());
+        // SAFETY: per the contract.
+        unsafe { self.0.get_unchecked(t).assume_init_ref().clone() }
+    }
+
+    /// Saves thread `t`'s value.
+    ///
+    /// # Safety
+    /// `t` is below the thread count.
+    #[inline(always)]
+    pub unsafe fn set(&mut self, t: usize, value: T) {
+        debug_assert!(t < self.0.len());
+        // SAFETY: per the contract.
+        unsafe { *self.0.get_unchecked_mut(t) = core::mem::MaybeUninit::new(value) }
     }
 }

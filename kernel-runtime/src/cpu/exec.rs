@@ -127,10 +127,25 @@ where
 {
     let coords = thread_coords(spec.block);
     run_blocks(spec, |state| {
-        body(&BlockRun {
+        let block = |track: bool| BlockRun {
             state,
             coords: &coords,
-        })
+            track,
+        };
+        if spec.thread_context {
+            return body(&block(true));
+        }
+        tls::set_thread(tls::UNKNOWN_THREAD);
+        let first = catch_unwind(AssertUnwindSafe(|| body(&block(false))));
+        if let Err(first) = first {
+            // As for barrier-free kernels: replay the block, tracked, to name the thread.
+            let again = catch_unwind(AssertUnwindSafe(|| body(&block(true))));
+            if let Err(again) = again {
+                std::panic::resume_unwind(again)
+            }
+            tls::set_thread(tls::UNKNOWN_THREAD);
+            std::panic::resume_unwind(first)
+        }
     })
 }
 
@@ -139,10 +154,39 @@ fn thread_coords(block: Dim3) -> Vec<Dim3> {
     (0..block.volume()).map(|t| block.unflatten(t)).collect()
 }
 
+/// The context of thread `(x, y, z)` of the block whose context is `base`; with `track`, the
+/// thread is made the current one.
+#[inline(always)]
+pub fn enter_thread(base: Ctx, track: bool, x: u32, y: u32, z: u32) -> Ctx {
+    let thread = Dim3 { x, y, z };
+    if track {
+        tls::set_thread(thread);
+    }
+    Ctx { thread, ..base }
+}
+
+/// Whether this CPU has the AVX-512 subsets that the thread loops of kernels are compiled for
+/// (`avx512f`, `avx512bw`, `avx512vl`), besides the baseline.
+pub fn wide_vectors() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// One block of a split kernel: its threads' contexts and the barrier checks between regions.
 pub struct BlockRun<'a> {
     state: &'a BlockState,
     coords: &'a [Dim3],
+    /// Whether each thread's coordinates are recorded as it runs (for code outside the body
+    /// and for fault reports).
+    track: bool,
 }
 
 impl BlockRun<'_> {
@@ -156,8 +200,32 @@ impl BlockRun<'_> {
     #[inline(always)]
     pub fn enter(&self, t: usize) -> Ctx {
         let thread = self.coords[t];
-        tls::set_thread(thread);
+        if self.track {
+            tls::set_thread(thread);
+        }
         ctx_of(self.state, thread)
+    }
+
+    /// The block's shape.
+    #[inline(always)]
+    pub fn shape(&self) -> Dim3 {
+        self.state.block_dim
+    }
+
+    /// Whether the block has the shape `x × y × z` that the kernel's first shared array
+    /// suggests, and runs untracked: its regions then run thread loops with these constant
+    /// bounds, in which the optimiser can prove indices such as `tile[[ty, tx]]` in bounds and
+    /// vectorize.
+    #[inline(always)]
+    pub fn hinted(&self, x: u32, y: u32, z: u32) -> bool {
+        !self.track && x > 0 && self.state.block_dim == Dim3::new(x, y, z)
+    }
+
+    /// The block's context for thread `(0, 0, 0)` and whether threads are tracked: a region
+    /// takes both into locals once, before its thread loop, so that they stay in registers.
+    #[inline(always)]
+    pub fn base(&self) -> (Ctx, bool) {
+        (ctx_of(self.state, Dim3::ZERO), self.track)
     }
 
     /// The barrier at `location`, after a region: every thread must have reached it, or every
@@ -308,10 +376,7 @@ fn run_fast_blocks<F: Fn(Ctx) + Clone>(
     body: &F,
 ) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-    {
+    if wide_vectors() {
         // SAFETY: the CPU has every feature the function is compiled for (checked above).
         return unsafe { fast_blocks_avx512(spec, blocks, shared, body) };
     }
