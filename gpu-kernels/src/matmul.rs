@@ -15,14 +15,18 @@ pub fn matmul_tiled(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
     let tx = thread_idx().x as usize;
     let ty = thread_idx().y as usize;
     let (n, k) = a.dim();
-    let m = b.dim().1;
+    let (kb, m) = b.dim();
     let mut acc = 0.0f32;
     let tiles = k.div_ceil(TPB);
     for t in 0..tiles {
         let ak = t * TPB + tx;
         let bk = t * TPB + ty;
         sa[[ty, tx]] = if row < n && ak < k { a[[row, ak]] } else { 0.0 };
-        sb[[ty, tx]] = if bk < k && col < m { b[[bk, col]] } else { 0.0 };
+        sb[[ty, tx]] = if bk < kb && col < m {
+            b[[bk, col]]
+        } else {
+            0.0
+        };
         sync_threads();
         for q in 0..TPB {
             acc += sa[[ty, q]] * sb[[q, tx]];

@@ -65,6 +65,8 @@ pub fn split(block: &Block, hint: Option<Hint>, params: &[(String, bool)]) -> Op
         #(#items)*
         let __n = __blk.threads();
         let mut __exited = ::kernel_runtime::__rt::flags(__n);
+        // Whether any thread has exited (then `__exited` says which).
+        let mut __some_exited = false;
         #(#storage)*
         #code
     })
@@ -475,7 +477,7 @@ impl Splitter {
                 Piece::Region(stmts) => self.region(&stmts)?,
                 Piece::Barrier(span) => {
                     let loc = location(span);
-                    quote!(__blk.barrier(&__exited, #loc);)
+                    quote!(__blk.barrier(&__exited, __some_exited, #loc);)
                 }
                 Piece::For {
                     var,
@@ -645,6 +647,7 @@ impl Splitter {
                 })();
                 // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
                 unsafe { *__exited.get_unchecked_mut(__t) = __gone };
+                __gone_here |= __gone;
             };
             let thread = if hinted {
                 run
@@ -660,6 +663,7 @@ impl Splitter {
                 let (__dx, __dy, __dz): (u32, u32, u32) = (#dx, #dy, #dz);
                 #[allow(unused_variables)]
                 let (__base, __track) = __blk.base();
+                let mut __gone_here = false;
                 for __z in 0..__dz {
                     for __y in 0..__dy {
                         let __row = (__z as usize * __dy as usize + __y as usize) * __dx as usize;
@@ -669,6 +673,7 @@ impl Splitter {
                         }
                     }
                 }
+                __some_exited |= __gone_here;
             }
         };
         let shaped = thread_loop(
@@ -704,7 +709,7 @@ impl Splitter {
                 );
                 quote! {
                     let __shape = __blk.shape();
-                    if __blk.hinted(#x, #y, #z) && !__exited.contains(&true) {
+                    if __blk.hinted(#x, #y, #z) && !__some_exited {
                         #hinted
                     } else {
                         #shaped

@@ -229,8 +229,15 @@ impl BlockRun<'_> {
     }
 
     /// The barrier at `location`, after a region: every thread must have reached it, or every
-    /// thread must have exited.
-    pub fn barrier(&self, exited: &[bool], location: &'static str) {
+    /// thread must have exited (`some_exited`: whether any has).
+    #[inline(always)]
+    pub fn barrier(&self, exited: &[bool], some_exited: bool, location: &'static str) {
+        if some_exited {
+            self.barrier_after_exits(exited, location)
+        }
+    }
+
+    fn barrier_after_exits(&self, exited: &[bool], location: &'static str) {
         let gone = exited.iter().position(|&e| e);
         let waiting = exited.iter().filter(|&&e| !e).count();
         if let (Some(gone), true) = (gone, waiting > 0) {
@@ -406,15 +413,25 @@ fn fast_blocks<F: Fn(Ctx) + Clone>(
     // raw pointers cannot alias them, so nothing is reloaded per thread.
     let body = body.clone();
     let mut ctx = ctx_of(&block_state(spec, blocks.start, shared), Dim3::ZERO);
-    let d = ctx.block_dim;
-    for b in blocks {
-        ctx.block = spec.grid.unflatten(b);
+    let (d, g) = (ctx.block_dim, ctx.grid_dim);
+    for _ in blocks {
         for z in 0..d.z {
             for y in 0..d.y {
                 for x in 0..d.x {
                     ctx.thread = Dim3 { x, y, z };
                     body(ctx);
                 }
+            }
+        }
+        // The next block by linear index (x fastest), without dividing.
+        let b = &mut ctx.block;
+        b.x += 1;
+        if b.x == g.x {
+            b.x = 0;
+            b.y += 1;
+            if b.y == g.y {
+                b.y = 0;
+                b.z += 1;
             }
         }
     }
