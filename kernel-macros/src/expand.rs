@@ -188,7 +188,6 @@ pub fn kernel(k: Kernel) -> TokenStream {
             quote! {{
                 #[cfg(target_arch = "x86_64")]
                 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-                #[allow(clippy::too_many_arguments)]
                 unsafe fn __wide #sig { #run }
                 fn __plain #sig { #run }
                 #[cfg(target_arch = "x86_64")]
@@ -219,10 +218,12 @@ pub fn kernel(k: Kernel) -> TokenStream {
         .filter(|(_, names)| names.len() > 1)
         .collect();
     let cpu_launch = if check && !groups.is_empty() {
-        let dims: Vec<_> = groups
+        // One shared shape per rank, named `__same_dimsR`.
+        let named: Vec<_> = groups
             .iter()
-            .map(|(rank, _)| format_ident!("__same_dims{}", rank))
+            .map(|(rank, _)| (format_ident!("__same_dims{}", rank), **rank))
             .collect();
+        let dims: Vec<_> = named.iter().map(|(d, _)| d).collect();
         let commons = groups.iter().map(|(rank, names)| {
             quote!(::kernel_runtime::__rt::common_dims::<#rank>(&[#(#names.shape()),*]))
         });
@@ -234,11 +235,6 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 }
             })
         });
-        let named: Vec<_> = groups
-            .iter()
-            .zip(&dims)
-            .map(|((rank, _), d)| (d.clone(), **rank))
-            .collect();
         let shared = cpu_run(&quote!(#(#reshapes)*), &named);
         let plain = cpu_run(&quote!(), &[]);
         quote! {

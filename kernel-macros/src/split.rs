@@ -266,11 +266,11 @@ pub type Hint = (TokenStream, TokenStream, TokenStream);
 impl Splitter {
     /// The bindings in scope, the innermost of each name.
     fn visible(&self) -> Vec<(syn::Ident, Bind)> {
-        let mut seen: HashMap<String, ()> = HashMap::new();
+        let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
         for scope in self.scopes.iter().rev() {
             for (name, bind) in scope.iter().rev() {
-                if seen.insert(name.to_string(), ()).is_none() {
+                if seen.insert(name.to_string()) {
                     out.push((name.clone(), bind.clone()));
                 }
             }
@@ -307,10 +307,7 @@ impl Splitter {
                 Bind::Uniform => {}
             }
         }
-        let remat = remat.into_iter().map(|i| {
-            let stmt = &self.remat[i].stmt;
-            quote!(#stmt)
-        });
+        let remat = remat.into_iter().map(|i| &self.remat[i].stmt);
         quote!(#(#remat)* #slots)
     }
 
@@ -378,7 +375,6 @@ impl Splitter {
             "wrapping_sub",
             "wrapping_mul",
         ];
-        const CALLS: &[&str] = &["array1", "array2", "dynamic", "extent"];
         match e {
             Expr::Lit(_) => true,
             Expr::Paren(p) => self.pure(&p.expr, deps),
@@ -400,24 +396,9 @@ impl Splitter {
                     && m.args.iter().all(|a| self.pure(a, deps))
             }
             // The shared-array constructors the `shared_array!` rewrite emits, and constants.
-            Expr::Call(c) => {
-                let Expr::Path(f) = &*c.func else {
-                    return false;
-                };
-                let path = &f.path;
-                path.leading_colon.is_some()
-                    && path
-                        .segments
-                        .first()
-                        .is_some_and(|s| s.ident == "kernel_runtime")
-                    && path
-                        .segments
-                        .last()
-                        .is_some_and(|s| CALLS.contains(&s.ident.to_string().as_str()))
-                    && c.args.iter().all(|a| self.pure(a, deps))
-            }
+            Expr::Call(c) => self.pure_call(c, deps),
             Expr::Unsafe(u) => match u.block.stmts.as_slice() {
-                [Stmt::Expr(Expr::Call(c), None)] => self.pure(&Expr::Call(c.clone()), deps),
+                [Stmt::Expr(Expr::Call(c), None)] => self.pure_call(c, deps),
                 _ => false,
             },
             // Indexing a constant (the shared layout's offsets), not an array parameter.
@@ -425,6 +406,13 @@ impl Splitter {
             Expr::Path(p) => self.pure_path(p, deps),
             _ => false,
         }
+    }
+
+    /// A call of the runtime's shared-array constructors or of `extent`, with pure arguments.
+    fn pure_call(&self, c: &syn::ExprCall, deps: &mut Vec<usize>) -> bool {
+        runtime_fn(&c.func)
+            .is_some_and(|f| ["array1", "array2", "dynamic", "extent"].contains(&f.as_str()))
+            && c.args.iter().all(|a| self.pure(a, deps))
     }
 
     /// A constant item (or a field of one), not a local or a parameter.
@@ -687,26 +675,15 @@ impl Splitter {
                 // prove `tile[[ty, tx]]` in bounds, yet does not unroll the loop completely,
                 // which would leave only straight-line vectorization, unable to check at run
                 // time that the arrays do not overlap.
-                let hinted = thread_loop(
-                    (
-                        quote!({
-                            // SAFETY: `hinted` checked that the block has the hinted shape.
-                            unsafe { ::core::hint::assert_unchecked(__shape.x <= #x) };
-                            __shape.x
-                        }),
-                        quote!({
-                            // SAFETY: as above.
-                            unsafe { ::core::hint::assert_unchecked(__shape.y <= #y) };
-                            __shape.y
-                        }),
-                        quote!({
-                            // SAFETY: as above.
-                            unsafe { ::core::hint::assert_unchecked(__shape.z <= #z) };
-                            __shape.z
-                        }),
-                    ),
-                    true,
-                );
+                let at_most = |field: &str, hint: &TokenStream| {
+                    let field = format_ident!("{}", field);
+                    quote!({
+                        // SAFETY: `hinted` checked that the block has the hinted shape.
+                        unsafe { ::core::hint::assert_unchecked(__shape.#field <= #hint) };
+                        __shape.#field
+                    })
+                };
+                let hinted = thread_loop((at_most("x", x), at_most("y", y), at_most("z", z)), true);
                 quote! {
                     let __shape = __blk.shape();
                     if __blk.hinted(#x, #y, #z) && !__some_exited {
@@ -731,19 +708,17 @@ fn shared_array_call(e: &Expr) -> bool {
     let [Stmt::Expr(Expr::Call(c), None)] = u.block.stmts.as_slice() else {
         return false;
     };
-    let Expr::Path(f) = &*c.func else {
-        return false;
-    };
-    let segs: Vec<String> = f
-        .path
-        .segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect();
-    segs.len() == 3
-        && segs[0] == "kernel_runtime"
-        && segs[1] == "shared"
-        && ["array1", "array2", "dynamic"].contains(&segs[2].as_str())
+    runtime_fn(&c.func).is_some_and(|f| ["array1", "array2", "dynamic"].contains(&f.as_str()))
+}
+
+/// The name of the function `func` is when it is a path `::kernel_runtime::...::name`.
+fn runtime_fn(func: &Expr) -> Option<String> {
+    let Expr::Path(f) = func else { return None };
+    let path = &f.path;
+    let first = path.segments.first()?;
+    (path.leading_colon.is_some() && first.ident == "kernel_runtime")
+        .then(|| path.segments.last().map(|s| s.ident.to_string()))
+        .flatten()
 }
 
 /// Collects the names assigned to as a whole or borrowed mutably.

@@ -83,26 +83,17 @@ where
 {
     let fibers = spec.barriers && spec.block.volume() > 1;
     if !fibers && !spec.thread_context {
-        // Nothing outside the body asks who runs: a group of blocks is one untracked loop nest.
-        return run_groups(spec, |blocks, shared| {
-            tls::set_thread(tls::UNKNOWN_THREAD);
-            let first = catch_unwind(AssertUnwindSafe(|| {
-                run_fast_blocks(spec, blocks.clone(), shared, &body)
-            }));
-            if let Err(first) = first {
-                // The fast loop does not record which thread runs: replay the group block by
-                // block, thread by thread, to name the one that fails (the launch has failed
-                // either way).
-                for_each_block(spec, blocks, shared, None, |state| {
-                    let again = catch_unwind(AssertUnwindSafe(|| run_loop(state, &body)));
-                    if let Err(again) = again {
-                        std::panic::resume_unwind(again)
-                    }
-                });
-                tls::BLOCK.with(|c| c.set(BlockState::NONE));
-                tls::set_thread(tls::UNKNOWN_THREAD);
-                std::panic::resume_unwind(first)
-            }
+        // Nothing outside the body asks who runs: a group of blocks is one untracked loop nest,
+        // replayed block by block, thread by thread, on a fault.
+        return run_groups(spec, |blocks, shared, _| {
+            untracked_then_replay(
+                || run_fast_blocks(spec, blocks.clone(), shared, &body),
+                || {
+                    for_each_block(spec, blocks.clone(), shared, None, |state| {
+                        run_loop(state, &body)
+                    })
+                },
+            )
         });
     }
     let coords = if fibers {
@@ -133,20 +124,23 @@ where
             track,
         };
         if spec.thread_context {
-            return body(&block(true));
-        }
-        tls::set_thread(tls::UNKNOWN_THREAD);
-        let first = catch_unwind(AssertUnwindSafe(|| body(&block(false))));
-        if let Err(first) = first {
-            // As for barrier-free kernels: replay the block, tracked, to name the thread.
-            let again = catch_unwind(AssertUnwindSafe(|| body(&block(true))));
-            if let Err(again) = again {
-                std::panic::resume_unwind(again)
-            }
-            tls::set_thread(tls::UNKNOWN_THREAD);
-            std::panic::resume_unwind(first)
+            body(&block(true))
+        } else {
+            untracked_then_replay(|| body(&block(false)), || body(&block(true)))
         }
     })
+}
+
+/// Runs `untracked`, which does not record which thread runs; if it faults, runs `tracked`, the
+/// same work recording each thread, so that the fault is reported with its thread, then
+/// reports the first fault if the replay did not (the launch has failed either way).
+fn untracked_then_replay(untracked: impl FnOnce(), tracked: impl FnOnce()) {
+    tls::set_thread(tls::UNKNOWN_THREAD);
+    if let Err(first) = catch_unwind(AssertUnwindSafe(untracked)) {
+        tracked();
+        tls::set_thread(tls::UNKNOWN_THREAD);
+        std::panic::resume_unwind(first)
+    }
 }
 
 /// The coordinates of every thread of a block, by linear index (x fastest).
@@ -199,11 +193,9 @@ impl BlockRun<'_> {
     /// Makes thread `t` the current one; returns its context.
     #[inline(always)]
     pub fn enter(&self, t: usize) -> Ctx {
-        let thread = self.coords[t];
-        if self.track {
-            tls::set_thread(thread);
-        }
-        ctx_of(self.state, thread)
+        let (base, track) = self.base();
+        let Dim3 { x, y, z } = self.coords[t];
+        enter_thread(base, track, x, y, z)
     }
 
     /// The block's shape.
@@ -268,9 +260,8 @@ fn run_blocks<B>(spec: &LaunchSpec, per_block: B) -> Result<(), String>
 where
     B: Fn(&BlockState) + Sync,
 {
-    let stop = AtomicBool::new(false);
-    run_groups_with(spec, &stop, |blocks, shared| {
-        for_each_block(spec, blocks, shared, Some(&stop), &per_block)
+    run_groups(spec, |blocks, shared, stop| {
+        for_each_block(spec, blocks, shared, Some(stop), &per_block)
     })
 }
 
@@ -305,18 +296,13 @@ fn block_state(spec: &LaunchSpec, b: u64, shared: *mut u8) -> BlockState {
 }
 
 /// Runs `per_group` for groups of consecutive blocks (by linear index), in parallel, each with
-/// its worker's shared memory; returns the first fault's message.
+/// its worker's shared memory and the flag that is set once a group has faulted; returns the
+/// first fault's message.
 fn run_groups<G>(spec: &LaunchSpec, per_group: G) -> Result<(), String>
 where
-    G: Fn(Range<u64>, *mut u8) + Sync,
+    G: Fn(Range<u64>, *mut u8, &AtomicBool) + Sync,
 {
-    run_groups_with(spec, &AtomicBool::new(false), per_group)
-}
-
-fn run_groups_with<G>(spec: &LaunchSpec, stop: &AtomicBool, per_group: G) -> Result<(), String>
-where
-    G: Fn(Range<u64>, *mut u8) + Sync,
-{
+    let stop = AtomicBool::new(false);
     let blocks = spec.grid.volume();
     let first_fault = Mutex::new(None::<String>);
     // Small blocks are grouped so that each task has a few thousand threads: the per-task costs
@@ -337,7 +323,7 @@ where
             }
             let shared = buf.as_mut_ptr() as *mut u8;
             let range = g * per_task..((g + 1) * per_task).min(blocks);
-            let result = catch_unwind(AssertUnwindSafe(|| per_group(range, shared)));
+            let result = catch_unwind(AssertUnwindSafe(|| per_group(range, shared, &stop)));
             if let Err(payload) = result {
                 let message = fault::describe(payload);
                 stop.store(true, Ordering::Relaxed);
