@@ -14,9 +14,8 @@ use gpu_kernels::{
     add, add_vectorized, integrate2d_shared, matmul_tiled, smooth, INTEGRATE_TPB, TPB,
 };
 use kernel_runtime::prelude::*;
-use kernel_suite::reference::SplitMix64;
+use kernel_suite::reference::{self, SplitMix64};
 use rayon::prelude::*;
-use std::f64::consts::PI;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -71,17 +70,9 @@ fn smooth_rayon(x: &[i8], out: &mut [i8], n: usize, m: usize) {
 
 /// ∫∫ sin(x + y) over [0, π]² by the midpoint rule, in parallel over the x rows.
 fn integrate2d_rayon(n: usize) -> f64 {
-    let h = PI / n as f64;
     (0..n)
         .into_par_iter()
-        .map(|i| {
-            let x = (i as f64 + 0.5) * h;
-            (0..n)
-                .map(|j| (x + (j as f64 + 0.5) * h).sin())
-                .sum::<f64>()
-                * h
-                * h
-        })
+        .map(|i| reference::integrate2d_row(n, i))
         .sum()
 }
 

@@ -30,17 +30,18 @@ pub fn smooth(x: &Array2<i8>, out: &Array2<i8>) -> Array2<i8> {
 /// ∫∫ sin(x + y) over [0, π]² by the midpoint rule on an `n × n` grid, summed row by row as
 /// the kernels do.
 pub fn integrate2d(n: usize) -> f64 {
+    (0..n).map(|i| integrate2d_row(n, i)).sum()
+}
+
+/// Row `i` of [`integrate2d`]: the midpoint sum over `j` at `x = (i + ½)·h`, times `h²`.
+pub fn integrate2d_row(n: usize, i: usize) -> f64 {
     let h = std::f64::consts::PI / n as f64;
+    let x = (i as f64 + 0.5) * h;
     (0..n)
-        .map(|i| {
-            let x = (i as f64 + 0.5) * h;
-            (0..n)
-                .map(|j| (x + (j as f64 + 0.5) * h).sin())
-                .sum::<f64>()
-                * h
-                * h
-        })
-        .sum()
+        .map(|j| (x + (j as f64 + 0.5) * h).sin())
+        .sum::<f64>()
+        * h
+        * h
 }
 
 /// `a @ b` by the textbook triple loop, in `f64` then rounded.
