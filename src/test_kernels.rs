@@ -380,3 +380,14 @@ pub fn locals_across_barrier(mut base: u32, out: &mut [u32]) {
         out[i] = tile[63 - t] + first + base;
     }
 }
+
+/// Writes each thread's `grid(1)` and `gridsize(1)` below `n`: only grid-level indices tell its
+/// threads apart, so the CPU backend runs runs of its blocks as one loop; `n` past the end of
+/// `out` makes the threads beyond it fault.
+#[kernel]
+pub fn global_ids(n: usize, ids: &mut [u64]) {
+    let i = grid(1);
+    if i < n {
+        ids[i] = (i * gridsize(1)) as u64;
+    }
+}

@@ -456,6 +456,43 @@ fn out_of_bounds_is_reported_when_arrays_share_a_shape() {
 }
 
 #[test]
+fn grid_level_kernels_cover_every_thread_and_report_faults_past_the_arrays() {
+    for dev in backends() {
+        for &n in AWKWARD {
+            for threads in [1u32, 32, 256, 1024] {
+                // A grid of more threads than elements: the guard stops the extra threads.
+                let cfg = LaunchConfig::cover(n + 3 * threads as usize, threads).unwrap();
+                let size = cfg.grid.x as u64 * threads as u64;
+                let mut ids = dev.zeros::<u64, _>(n).unwrap();
+                global_ids.launch_with(cfg, (n, &mut ids)).unwrap();
+                let want: Vec<u64> = (0..n as u64).map(|i| i * size).collect();
+                assert_eq!(ids.to_vec().unwrap(), want, "n={n} threads={threads}");
+            }
+        }
+    }
+    for dev in backends()
+        .into_iter()
+        .filter(|d| d.kind() == DeviceKind::Cpu)
+    {
+        // The guard lets the threads past the array's end through: the first of them faults.
+        let mut ids = dev.zeros::<u64, _>(70_000).unwrap();
+        let msg = global_ids
+            .launch(1000, 128, (70_010, &mut ids))
+            .unwrap_err()
+            .to_string();
+        for needle in [
+            "`global_ids`",
+            "array `ids`",
+            "[70000]",
+            "block (546, 0, 0)",
+            "thread (112, 0, 0)",
+        ] {
+            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
+        }
+    }
+}
+
+#[test]
 fn out_of_bounds_in_a_split_kernel_names_the_thread() {
     for dev in backends()
         .into_iter()

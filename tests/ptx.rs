@@ -38,7 +38,7 @@ fn all() -> Vec<Kernel> {
         rotate_with_device_barrier => false, early_exit_before_barrier => false,
         nonuniform_barrier_loop => false, exit_after_last_barrier => false,
         ids_via_device_fn => false, pair_sum => false, tile_overrun => false,
-        locals_across_barrier => false,
+        locals_across_barrier => false, global_ids => false,
     ]
 }
 

@@ -22,6 +22,9 @@ pub fn kernel(k: Kernel) -> TokenStream {
     let check = options.boundscheck;
     let barriers = options.barriers || body.barriers;
     let thread_context = body.thread_context;
+    // Only grid-level indices tell this kernel's threads apart: the CPU backend may run a run of
+    // 1-D blocks as one loop.
+    let grid_level = !body.block_local && !barriers && !thread_context;
     let docs: Vec<_> = func
         .attrs
         .iter()
@@ -166,7 +169,8 @@ pub fn kernel(k: Kernel) -> TokenStream {
     };
     let split_at_barriers = split.is_some();
     // The CPU run of the kernel; `prelude` rebinds views, `dims` names the shared extents it uses.
-    let cpu_run = |prelude: &TokenStream, dims: &[(syn::Ident, usize)]| match &split {
+    let cpu_run = |prelude: &TokenStream, dims: &[(syn::Ident, usize)], bounded: bool| match &split
+    {
         Some(split) => {
             // A split kernel's thread loops are in its body: the body is compiled twice, once
             // for CPUs with AVX-512 (closures inherit their function's target features).
@@ -201,6 +205,13 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 __plain(&__spec, (#(#names,)*), (#(#dn,)*))
             }}
         }
+        None if bounded => quote! {
+            ::kernel_runtime::__rt::run_bounded(&__spec, __same_dims1[0], move |__kctx: ::kernel_runtime::Ctx, __bound: usize| {
+                #prelude
+                #(#rebinds)*
+                #block
+            })
+        },
         None => quote! {
             ::kernel_runtime::__rt::run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
                 #prelude
@@ -213,11 +224,13 @@ pub fn kernel(k: Kernel) -> TokenStream {
     // all have one shape: there the views share their extents, so an index the kernel checked
     // against one array (`if i < c.len()`) is known valid for the others, the optimiser drops
     // those index checks and can vectorize the thread loop.
+    // A grid-level kernel's 1-D arrays, even a single one, also take their length from the
+    // launch's bound, which its thread loop runs up to first (see `__rt::run_bounded`).
     let groups: Vec<_> = by_rank
         .iter()
-        .filter(|(_, names)| names.len() > 1)
+        .filter(|(rank, names)| (check && names.len() > 1) || (**rank == 1 && grid_level))
         .collect();
-    let cpu_launch = if check && !groups.is_empty() {
+    let cpu_launch = if !groups.is_empty() {
         // One shared shape per rank, named `__same_dimsR`.
         let named: Vec<_> = groups
             .iter()
@@ -227,16 +240,23 @@ pub fn kernel(k: Kernel) -> TokenStream {
         let commons = groups.iter().map(|(rank, names)| {
             quote!(::kernel_runtime::__rt::common_dims::<#rank>(&[#(#names.shape()),*]))
         });
-        let reshapes = groups.iter().zip(&dims).flat_map(|((_, names), d)| {
+        let bounded = grid_level && by_rank.contains_key(&1);
+        let reshapes = groups.iter().zip(&dims).flat_map(|((rank, names), d)| {
+            let d = if **rank == 1 && bounded {
+                quote!([__bound])
+            } else {
+                quote!(#d)
+            };
             names.iter().map(move |n| {
                 quote! {
-                    // SAFETY: `common_dims` found that every array of this rank has this shape.
+                    // SAFETY: `common_dims` found that every array of this rank has this shape
+                    // (for 1-D arrays, `__bound` is that length).
                     let #n = unsafe { #n.__with_dims(#d) };
                 }
             })
         });
-        let shared = cpu_run(&quote!(#(#reshapes)*), &named);
-        let plain = cpu_run(&quote!(), &[]);
+        let shared = cpu_run(&quote!(#(#reshapes)*), &named, bounded);
+        let plain = cpu_run(&quote!(), &[], false);
         quote! {
             match (#(#commons,)*) {
                 (#(::core::option::Option::Some(#dims),)*) => #shared,
@@ -244,7 +264,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
             }
         }
     } else {
-        cpu_run(&quote!(), &[])
+        cpu_run(&quote!(), &[], false)
     };
 
     quote! {
@@ -319,6 +339,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
                         + config.dynamic_shared_bytes,
                     barriers: Self::USES_BARRIERS,
                     thread_context: #thread_context,
+                    grid_level: #grid_level,
                 };
                 #(#host_views)*
                 #cpu_launch

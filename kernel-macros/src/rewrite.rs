@@ -25,6 +25,9 @@ pub struct Rewritten {
     /// (a `#[device]` function using `thread_idx()`, say): the CPU backend then records them.
     pub thread_context: bool,
     pub barriers: bool,
+    /// Whether the body reads a coordinate of its block (`thread_idx()`, `block_idx()`) or the
+    /// block's shared memory; if not, only grid-level indices (`grid(n)`) tell threads apart.
+    pub block_local: bool,
     pub shared: Vec<SharedDecl>,
 }
 
@@ -82,6 +85,7 @@ pub fn rewrite(
             uses_ctx: false,
             thread_context: false,
             barriers: false,
+            block_local: false,
             shared: Vec::new(),
         },
         errors: Vec::new(),
@@ -151,6 +155,9 @@ impl Pass {
 
     fn ctx_call(&mut self, span: Span, method: &str) -> Expr {
         self.out.uses_ctx = true;
+        if matches!(method, "thread_idx" | "block_idx") {
+            self.out.block_local = true;
+        }
         let m = syn::Ident::new(method, span);
         syn::parse_quote_spanned!(span=> __kctx.#m())
     }
@@ -246,6 +253,7 @@ impl Pass {
                     }
                 };
                 self.out.uses_ctx = true;
+                self.out.block_local = true;
                 let layout = &self.layout;
                 let name = self
                     .pending_name
@@ -301,6 +309,7 @@ impl Pass {
             }
         }
         self.out.uses_ctx = true;
+        self.out.block_local = true;
         let k = self.out.shared.len();
         let layout = &self.layout;
         let elem = &args.elem;

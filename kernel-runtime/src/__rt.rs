@@ -1,7 +1,9 @@
 //! Support for the code the `#[kernel]` macro generates; not a public API.
 
 #[cfg(not(target_arch = "nvptx64"))]
-pub use crate::cpu::exec::{enter_thread, run, run_split, wide_vectors, BlockRun, LaunchSpec};
+pub use crate::cpu::exec::{
+    enter_thread, run, run_bounded, run_split, wide_vectors, BlockRun, LaunchSpec,
+};
 pub use crate::shared::{align_up, layout, STATIC_LIMIT};
 
 /// A shared array extent: sizes are `usize` constants.

@@ -30,6 +30,19 @@ pub struct LaunchSpec {
     /// thread's coordinates; if not, a barrier-free kernel runs its threads without recording
     /// them, which lets the compiler vectorize the thread loop.
     pub thread_context: bool,
+    /// Whether only grid-level indices (`grid(n)`, `gridsize(n)`, the launch's shape) tell the
+    /// kernel's threads apart: no `thread_idx()`, `block_idx()`, shared memory or barrier. In a
+    /// 1-D launch, a run of blocks then runs as one loop over its threads.
+    pub grid_level: bool,
+}
+
+impl LaunchSpec {
+    /// Whether a run of blocks may run as one loop over its threads: a 1-D launch of a kernel
+    /// whose threads only grid-level indices tell apart.
+    #[inline(always)]
+    pub fn one_loop(&self) -> bool {
+        self.grid_level && (self.grid.y, self.grid.z, self.block.y, self.block.z) == (1, 1, 1, 1)
+    }
 }
 
 /// The kinds of barrier, which must agree across the threads of a block.
@@ -83,18 +96,7 @@ where
 {
     let fibers = spec.barriers && spec.block.volume() > 1;
     if !fibers && !spec.thread_context {
-        // Nothing outside the body asks who runs: a group of blocks is one untracked loop nest,
-        // replayed block by block, thread by thread, on a fault.
-        return run_groups(spec, |blocks, shared, _| {
-            untracked_then_replay(
-                || run_fast_blocks(spec, blocks.clone(), shared, &body),
-                || {
-                    for_each_block(spec, blocks.clone(), shared, None, |state| {
-                        run_loop(state, &body)
-                    })
-                },
-            )
-        });
+        return run_untracked(spec, usize::MAX, move |ctx, _| body(ctx));
     }
     let coords = if fibers {
         thread_coords(spec.block)
@@ -107,6 +109,37 @@ where
         } else {
             run_loop(state, &body)
         }
+    })
+}
+
+/// Runs a grid-level kernel (see [`LaunchSpec::grid_level`]) whose 1-D array arguments all have
+/// length `bound`: `body` gets `bound` with each thread's context and takes the arrays' length
+/// from it, so that the optimiser sees the thread loop's bound and the arrays' length as one
+/// value. In a 1-D launch the threads whose `grid(1)` is below `bound` run first, in a loop where
+/// a guard such as `if i < c.len()` is then known to hold and costs nothing.
+pub fn run_bounded<F>(spec: &LaunchSpec, bound: usize, body: F) -> Result<(), String>
+where
+    F: Fn(Ctx, usize) + Sync + Clone,
+{
+    debug_assert!(spec.grid_level);
+    run_untracked(spec, bound, body)
+}
+
+/// Runs a kernel that nothing outside its body asks who runs: a group of blocks is one untracked
+/// loop nest, replayed block by block, thread by thread, on a fault.
+fn run_untracked<F>(spec: &LaunchSpec, bound: usize, body: F) -> Result<(), String>
+where
+    F: Fn(Ctx, usize) + Sync + Clone,
+{
+    run_groups(spec, |blocks, shared, _| {
+        untracked_then_replay(
+            || run_fast_blocks(spec, bound, blocks.clone(), shared, &body),
+            || {
+                for_each_block(spec, blocks.clone(), shared, None, |state| {
+                    run_loop(state, &|ctx| body(ctx, bound))
+                })
+            },
+        )
     })
 }
 
@@ -307,7 +340,8 @@ where
     let first_fault = Mutex::new(None::<String>);
     // Small blocks are grouped so that each task has a few thousand threads: the per-task costs
     // (shared memory, fault handling) are paid once per group.
-    let per_task = (4096 / spec.block.volume().max(1)).clamp(
+    let target = if spec.one_loop() { 1 << 16 } else { 4096 };
+    let per_task = (target / spec.block.volume().max(1)).clamp(
         1,
         (blocks / (8 * rayon::current_num_threads() as u64)).max(1),
     );
@@ -361,36 +395,100 @@ fn ctx_of(state: &BlockState, thread: Dim3) -> Ctx {
 /// The thread loops of a group of blocks of a kernel that never asks for its coordinates from
 /// outside its body: on CPUs with AVX-512 they are compiled with masked loads and stores, so
 /// that a thread loop whose body is guarded (`if i < n { .. }`) can be vectorized.
+///
+/// Each variant is a function of its own, so that the optimiser inlines the kernel's body into
+/// each loop with a full budget.
 #[inline(always)]
-fn run_fast_blocks<F: Fn(Ctx) + Clone>(
+fn run_fast_blocks<F: Fn(Ctx, usize) + Clone>(
     spec: &LaunchSpec,
+    bound: usize,
     blocks: Range<u64>,
     shared: *mut u8,
     body: &F,
 ) {
+    let one_loop = spec.one_loop();
     #[cfg(target_arch = "x86_64")]
     if wide_vectors() {
-        // SAFETY: the CPU has every feature the function is compiled for (checked above).
-        return unsafe { fast_blocks_avx512(spec, blocks, shared, body) };
+        // SAFETY: the CPU has every feature these functions are compiled for (checked above).
+        return unsafe {
+            if one_loop {
+                one_loop_avx512(spec, bound, blocks, shared, body)
+            } else {
+                fast_blocks_avx512(spec, bound, blocks, shared, body)
+            }
+        };
     }
-    fast_blocks(spec, blocks, shared, body)
+    if one_loop {
+        one_loop_plain(spec, bound, blocks, shared, body)
+    } else {
+        fast_blocks_plain(spec, bound, blocks, shared, body)
+    }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-unsafe fn fast_blocks_avx512<F: Fn(Ctx) + Clone>(
+/// A function of its own, with the attributes given, that runs the thread loops of `$loops`.
+macro_rules! loop_variant {
+    ($(#[$attr:meta])* [$($qual:tt)*] $name:ident => $loops:ident) => {
+        $(#[$attr])*
+        $($qual)* fn $name<F: Fn(Ctx, usize) + Clone>(
+            spec: &LaunchSpec,
+            bound: usize,
+            blocks: Range<u64>,
+            shared: *mut u8,
+            body: &F,
+        ) {
+            $loops(spec, bound, blocks, shared, body)
+        }
+    };
+}
+loop_variant!(#[inline(never)] [] fast_blocks_plain => fast_blocks);
+loop_variant!(#[inline(never)] [] one_loop_plain => one_loop);
+// The caller checks that the CPU has the features these are compiled for.
+loop_variant!(
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+    [unsafe] fast_blocks_avx512 => fast_blocks
+);
+loop_variant!(
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+    [unsafe] one_loop_avx512 => one_loop
+);
+
+/// Runs the threads of a run of 1-D blocks as one loop (see [`LaunchSpec::one_loop`]):
+/// `grid(1)` is the first block's offset plus the position in the run.
+#[inline(always)]
+fn one_loop<F: Fn(Ctx, usize) + Clone>(
     spec: &LaunchSpec,
+    bound: usize,
     blocks: Range<u64>,
     shared: *mut u8,
     body: &F,
 ) {
-    fast_blocks(spec, blocks, shared, body)
+    let body = body.clone();
+    let mut ctx = ctx_of(&block_state(spec, blocks.start, shared), Dim3::ZERO);
+    let d = ctx.block_dim.x;
+    let threads = ((blocks.end - blocks.start) * d as u64) as u32;
+    let first = ctx.block.x as usize * d as usize;
+    // First the threads whose index is below the arrays' common length: within this loop the
+    // optimiser knows `grid(1) < c.len()`, so a guard on it costs nothing.
+    let inside = bound.saturating_sub(first).min(threads as usize) as u32;
+    for x in 0..inside {
+        // SAFETY: `x < inside <= bound - first`.
+        unsafe { std::hint::assert_unchecked(first + (x as usize) < bound) };
+        ctx.thread.x = x;
+        body(ctx, bound);
+    }
+    for x in inside..threads {
+        ctx.thread.x = x;
+        body(ctx, bound);
+    }
 }
 
 /// Runs the threads of `blocks`, block after block, without recording who runs.
 #[inline(always)]
-fn fast_blocks<F: Fn(Ctx) + Clone>(
+fn fast_blocks<F: Fn(Ctx, usize) + Clone>(
     spec: &LaunchSpec,
+    bound: usize,
     blocks: Range<u64>,
     shared: *mut u8,
     body: &F,
@@ -405,7 +503,7 @@ fn fast_blocks<F: Fn(Ctx) + Clone>(
             for y in 0..d.y {
                 for x in 0..d.x {
                     ctx.thread = Dim3 { x, y, z };
-                    body(ctx);
+                    body(ctx, bound);
                 }
             }
         }
