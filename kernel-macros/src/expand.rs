@@ -88,6 +88,9 @@ pub fn kernel(k: Kernel) -> TokenStream {
     let mut abi: Vec<String> = Vec::new();
     let mut by_rank: std::collections::BTreeMap<usize, Vec<&syn::Ident>> = Default::default();
     let mut cpu_tys = Vec::new();
+    // A GPU launch: each parameter's values in locals, and a pointer to each, in PTX order.
+    let mut gpu_values = Vec::new();
+    let mut gpu_params = Vec::new();
     for p in &params {
         let n = &p.name;
         let n_str = n.to_string();
@@ -122,6 +125,19 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 ptx_params.push(quote!(#ptr_name: *mut #elem #(, #dims: usize)*));
                 abi.push("ptr".into());
                 abi.extend((0..*rank).map(|_| "usize".to_string()));
+                let (gp, gd) = (
+                    format_ident!("__gpu_{}", n),
+                    format_ident!("__gpu_{}_dims", n),
+                );
+                gpu_values.push(quote! {
+                    let #gp: u64 = #n.__device_ptr();
+                    let #gd: [usize; #rank] = #n.__dims::<#rank>();
+                });
+                gpu_params.push(quote!(&#gp as *const u64 as *mut ::core::ffi::c_void));
+                gpu_params.extend(
+                    (0..*rank)
+                        .map(|d| quote!(&#gd[#d] as *const usize as *mut ::core::ffi::c_void)),
+                );
                 device_views.push(quote! {
                     #[allow(unused_mut)]
                     let #mutability #n = unsafe {
@@ -136,11 +152,13 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 rebinds.push(quote!(#[allow(unused_mut)] let #m #n = #n;));
                 ptx_params.push(quote!(#n: #ty));
                 abi.push(quote!(#ty).to_string().replace(' ', ""));
+                gpu_params.push(quote!(&#n as *const #ty as *mut ::core::ffi::c_void));
                 device_views.push(quote!(#[allow(unused_mut)] let #m #n = #n;));
             }
         }
     }
     let names: Vec<_> = params.iter().map(|p| &p.name).collect();
+    let nparams = gpu_params.len();
     let (args_ty, destructure) = if params.len() == 1 {
         let t = &arg_tys[0];
         let n = names[0];
@@ -331,6 +349,17 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 config
                     .validate(__device.limits(), Self::STATIC_SHARED_BYTES)
                     .map_err(|reason| ::kernel_runtime::Error::InvalidLaunch { kernel: Self::NAME, reason })?;
+                if ::kernel_runtime::__rt::on_gpu(&__device) {
+                    #(#gpu_values)*
+                    let mut __params: [*mut ::core::ffi::c_void; #nparams] = [#(#gpu_params),*];
+                    // SAFETY: one pointer per PTX parameter, of its type, in order; the arrays
+                    // live on the launch's device, borrowed for the launch.
+                    return unsafe {
+                        ::kernel_runtime::__rt::cuda_launch(
+                            &__device, Self::NAME, self.ptx(), &config, Self::STATIC_SHARED_BYTES, &mut __params,
+                        )
+                    };
+                }
                 let __spec = ::kernel_runtime::__rt::LaunchSpec {
                     kernel: Self::NAME,
                     grid: config.grid,

@@ -175,6 +175,27 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
                 ::kernel_runtime::__rt::common_device(Self::NAME, &[#((#arg_strs, #args.device()),)* ("out", out.device())])?;
                 #(::kernel_runtime::__rt::same_shape(out.shape(), #args.shape())?;)*
                 let n = out.len();
+                let __device = out.device().clone();
+                if ::kernel_runtime::__rt::on_gpu(&__device) {
+                    // A grid-stride loop: enough blocks of 256 threads for `n`, at most the
+                    // device allows.
+                    let blocks = n.div_ceil(256).clamp(1, __device.limits().max_grid.x as usize);
+                    let config = ::kernel_runtime::LaunchConfig::new(blocks, 256u32).map_err(|reason| {
+                        ::kernel_runtime::Error::InvalidLaunch { kernel: Self::NAME, reason }
+                    })?;
+                    #(let #ptrs: u64 = #args.__device_ptr();)*
+                    let __out_ptr: u64 = out.__device_ptr();
+                    let mut __params = [
+                        #(&#ptrs as *const u64 as *mut ::core::ffi::c_void,)*
+                        &__out_ptr as *const u64 as *mut ::core::ffi::c_void,
+                        &n as *const usize as *mut ::core::ffi::c_void,
+                    ];
+                    // SAFETY: the entry's parameters: one pointer per input, the output's, `n`;
+                    // every array lives on the device and has `n` elements (checked above).
+                    return unsafe {
+                        ::kernel_runtime::__rt::cuda_launch(&__device, Self::NAME, self.ptx(), &config, 0, &mut __params)
+                    };
+                }
                 #(let #ptrs = ::kernel_runtime::__rt::SharedPtr(#args.__ptr());)*
                 let __out_ptr = ::kernel_runtime::__rt::SharedPtr(out.__ptr_mut());
                 ::kernel_runtime::__rt::elementwise(n, move |lo, hi| {

@@ -59,6 +59,34 @@ mod host {
         }
     }
 
+    /// Whether a launch on `device` goes to a GPU (else the CPU backend runs it).
+    #[inline]
+    pub fn on_gpu(device: &Device) -> bool {
+        device.gpu().is_some()
+    }
+
+    /// Launches `kernel` of the PTX module `ptx` on the GPU `device`, with `static_shared` bytes
+    /// of static shared arrays and the configuration's dynamic bytes after them.
+    ///
+    /// # Safety
+    /// `params` must point at one value per parameter of the PTX entry, of its type, in order
+    /// (the macro writes them from the kernel's signature, and the PTX tests check the entry's
+    /// parameter list against it), and the arrays among them must be the device's.
+    pub unsafe fn cuda_launch(
+        device: &Device,
+        kernel: &'static str,
+        ptx: Option<&'static str>,
+        config: &LaunchConfig,
+        static_shared: usize,
+        params: &mut [*mut ::core::ffi::c_void],
+    ) -> Result<(), Error> {
+        let gpu = device.gpu().ok_or(Error::NoDevice { kernel })?;
+        let ptx = ptx.ok_or(Error::NoPtx { kernel })?;
+        let shared = crate::shared::align_up(static_shared, 16) + config.dynamic_shared_bytes;
+        // SAFETY: the caller's contract.
+        unsafe { gpu.launch(kernel, ptx, config, shared, params) }
+    }
+
     /// The device a launch runs on: the configuration's, else the first array argument's; every
     /// array argument must live there.
     pub fn launch_device(

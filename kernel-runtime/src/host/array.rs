@@ -39,7 +39,34 @@ pub type DeviceArray3<T> = DeviceArray<T, Ix3>;
 pub struct DeviceArray<T: DeviceCopy, D: Rank> {
     device: Device,
     dim: D,
-    data: Vec<T>,
+    data: Storage<T>,
+}
+
+/// Where the elements are.
+enum Storage<T> {
+    /// In host memory, for the CPU backend.
+    Host(Vec<T>),
+    /// In a GPU's memory (null when empty), freed through the array's device.
+    Gpu(u64),
+}
+
+impl<T: DeviceCopy, D: Rank> Drop for DeviceArray<T, D> {
+    fn drop(&mut self) {
+        if let (Storage::Gpu(ptr), Some(gpu)) = (&self.data, self.device.gpu()) {
+            gpu.free(*ptr);
+        }
+    }
+}
+
+/// `len` zero elements in host memory.
+fn zeroed_vec<T: DeviceCopy>(len: usize) -> Vec<T> {
+    // SAFETY: `DeviceCopy` types are valid as all-zero bits (the trait's contract).
+    unsafe {
+        let mut v = Vec::<T>::with_capacity(len);
+        std::ptr::write_bytes(v.as_mut_ptr(), 0, len);
+        v.set_len(len);
+        v
+    }
 }
 
 impl<T: DeviceCopy + std::fmt::Debug, D: Rank> std::fmt::Debug for DeviceArray<T, D> {
@@ -67,12 +94,9 @@ fn checked_len(shape: &[usize], elem: usize) -> Result<usize, Error> {
 impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     pub(crate) fn zeros(device: &Device, dim: D) -> Result<Self, Error> {
         let len = checked_len(dim.slice(), std::mem::size_of::<T>())?;
-        // SAFETY: `DeviceCopy` types are valid as all-zero bits (the trait's contract).
-        let data = unsafe {
-            let mut v = Vec::<T>::with_capacity(len);
-            std::ptr::write_bytes(v.as_mut_ptr(), 0, len);
-            v.set_len(len);
-            v
+        let data = match device.gpu() {
+            Some(gpu) => Storage::Gpu(gpu.alloc_zeroed(len * std::mem::size_of::<T>())?),
+            None => Storage::Host(zeroed_vec(len)),
         };
         Ok(DeviceArray {
             device: device.clone(),
@@ -87,11 +111,42 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     ) -> Result<Self, Error> {
         let dim = host.host_dim();
         checked_len(dim.slice(), std::mem::size_of::<T>())?;
+        if device.gpu().is_some() {
+            let mut array = Self::zeros(device, dim)?;
+            array.copy_from_host(host)?;
+            return Ok(array);
+        }
         Ok(DeviceArray {
             device: device.clone(),
-            data: host.to_vec_c_order(),
+            data: Storage::Host(host.to_vec_c_order()),
             dim,
         })
+    }
+
+    /// A copy of the array on the same device.
+    pub fn try_clone(&self) -> Result<Self, Error> {
+        match (&self.data, self.device.gpu()) {
+            (Storage::Gpu(src), Some(gpu)) => {
+                let copy = Self::zeros(&self.device, self.dim.clone())?;
+                if let Storage::Gpu(dst) = copy.data {
+                    gpu.copy(dst, *src, self.len() * std::mem::size_of::<T>())?;
+                }
+                Ok(copy)
+            }
+            _ => Ok(DeviceArray {
+                device: self.device.clone(),
+                dim: self.dim.clone(),
+                data: Storage::Host(self.host().to_vec()),
+            }),
+        }
+    }
+
+    /// The elements of an array in host memory (none for a GPU's).
+    fn host(&self) -> &[T] {
+        match &self.data {
+            Storage::Host(v) => v,
+            Storage::Gpu(_) => &[],
+        }
     }
 
     /// The device the array lives on.
@@ -116,27 +171,35 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
 
     /// The number of elements.
     pub fn len(&self) -> usize {
-        self.data.len()
+        self.dim.size()
     }
 
     /// Whether the array has no elements.
     pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
+        self.len() == 0
     }
 
-    /// Copies the array back to the host as an ndarray array.
+    /// Copies the array back to the host as an ndarray array (on a GPU, after the work queued
+    /// before; a kernel that failed there is reported here).
     pub fn to_host(&self) -> Result<Array<T, D>, Error> {
-        Array::from_shape_vec(self.dim.clone(), self.data.clone()).map_err(|_| {
-            Error::ShapeMismatch {
-                expected: self.shape().to_vec(),
-                found: vec![self.data.len()],
-            }
+        let v = self.to_vec()?;
+        let found = vec![v.len()];
+        Array::from_shape_vec(self.dim.clone(), v).map_err(|_| Error::ShapeMismatch {
+            expected: self.shape().to_vec(),
+            found,
         })
     }
 
     /// Copies the array back to the host as a `Vec` in C order.
     pub fn to_vec(&self) -> Result<Vec<T>, Error> {
-        Ok(self.data.clone())
+        match (&self.data, self.device.gpu()) {
+            (Storage::Gpu(ptr), Some(gpu)) => {
+                let mut v = zeroed_vec(self.len());
+                gpu.download(&mut v, *ptr)?;
+                Ok(v)
+            }
+            _ => Ok(self.host().to_vec()),
+        }
     }
 
     /// Overwrites the array with host data of the same shape.
@@ -151,8 +214,16 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
                 found: dim.slice().to_vec(),
             });
         }
-        self.data = host.to_vec_c_order();
-        Ok(())
+        match (&mut self.data, self.device.gpu()) {
+            (Storage::Gpu(ptr), Some(gpu)) => match host.as_c_slice() {
+                Some(slice) => gpu.upload(*ptr, slice),
+                None => gpu.upload(*ptr, &host.to_vec_c_order()),
+            },
+            (data, _) => {
+                *data = Storage::Host(host.to_vec_c_order());
+                Ok(())
+            }
+        }
     }
 
     /// Copies the array into a host array of the same shape.
@@ -166,8 +237,12 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
                 found: out.shape().to_vec(),
             });
         }
-        for (o, v) in out.iter_mut().zip(self.data.iter()) {
-            *o = *v;
+        match &self.data {
+            Storage::Host(v) => out.iter_mut().zip(v).for_each(|(o, v)| *o = *v),
+            Storage::Gpu(_) => {
+                let v = self.to_vec()?;
+                out.iter_mut().zip(v).for_each(|(o, v)| *o = v);
+            }
         }
         Ok(())
     }
@@ -180,25 +255,31 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         dims
     }
 
-    /// A pointer for kernel views that only read.
+    /// A pointer for the CPU backend's kernel views that only read (dangling for a GPU's
+    /// array, which a CPU launch never takes).
     #[doc(hidden)]
     pub fn __ptr(&self) -> *mut T {
-        self.data.as_ptr() as *mut T
+        match &self.data {
+            Storage::Host(v) => v.as_ptr() as *mut T,
+            Storage::Gpu(_) => std::ptr::NonNull::dangling().as_ptr(),
+        }
     }
 
-    /// A pointer for kernel views that write.
+    /// A pointer for the CPU backend's kernel views that write.
     #[doc(hidden)]
     pub fn __ptr_mut(&mut self) -> *mut T {
-        self.data.as_mut_ptr()
+        match &mut self.data {
+            Storage::Host(v) => v.as_mut_ptr(),
+            Storage::Gpu(_) => std::ptr::NonNull::dangling().as_ptr(),
+        }
     }
-}
 
-impl<T: DeviceCopy, D: Rank> Clone for DeviceArray<T, D> {
-    fn clone(&self) -> Self {
-        DeviceArray {
-            device: self.device.clone(),
-            dim: self.dim.clone(),
-            data: self.data.clone(),
+    /// The device address of a GPU's array, for a CUDA launch (0 for a host array).
+    #[doc(hidden)]
+    pub fn __device_ptr(&self) -> u64 {
+        match self.data {
+            Storage::Gpu(ptr) => ptr,
+            Storage::Host(_) => 0,
         }
     }
 }
@@ -213,6 +294,10 @@ pub trait ToDevice {
     fn host_dim(&self) -> Self::Dim;
     /// Its elements in C order.
     fn to_vec_c_order(&self) -> Vec<Self::Elem>;
+    /// Its elements in C order without copying, when they lie so in memory.
+    fn as_c_slice(&self) -> Option<&[Self::Elem]> {
+        None
+    }
 }
 
 impl<T: DeviceCopy> ToDevice for [T] {
@@ -223,6 +308,9 @@ impl<T: DeviceCopy> ToDevice for [T] {
     }
     fn to_vec_c_order(&self) -> Vec<T> {
         self.to_vec()
+    }
+    fn as_c_slice(&self) -> Option<&[T]> {
+        Some(self)
     }
 }
 
@@ -235,6 +323,9 @@ impl<T: DeviceCopy, const N: usize> ToDevice for [T; N] {
     fn to_vec_c_order(&self) -> Vec<T> {
         self.to_vec()
     }
+    fn as_c_slice(&self) -> Option<&[T]> {
+        Some(self)
+    }
 }
 
 impl<T: DeviceCopy> ToDevice for Vec<T> {
@@ -245,6 +336,9 @@ impl<T: DeviceCopy> ToDevice for Vec<T> {
     }
     fn to_vec_c_order(&self) -> Vec<T> {
         self.clone()
+    }
+    fn as_c_slice(&self) -> Option<&[T]> {
+        Some(self)
     }
 }
 
@@ -259,6 +353,9 @@ impl<T: DeviceCopy, S: Data<Elem = T>, D: Rank> ToDevice for ArrayBase<S, D> {
             Some(s) => s.to_vec(),
             None => self.iter().copied().collect(),
         }
+    }
+    fn as_c_slice(&self) -> Option<&[T]> {
+        self.as_slice()
     }
 }
 

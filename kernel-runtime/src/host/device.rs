@@ -1,10 +1,13 @@
 //! [`Device`]: where kernels run and arrays live.
 
 use super::array::{DeviceArray, Rank, ShapeArg, ToDevice};
+use super::cuda::{self, CudaDevice};
 use super::error::Error;
+use super::event::Event;
 use crate::device_copy::DeviceCopy;
 use crate::dim::Dim3;
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// Which backend a [`Device`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,6 +46,8 @@ impl Limits {
 struct Inner {
     kind: DeviceKind,
     limits: Limits,
+    /// The GPU, for a CUDA device.
+    cuda: Option<CudaDevice>,
 }
 
 /// A device kernels run on and arrays live on: a CUDA GPU or the CPU backend. Cheap to clone.
@@ -72,15 +77,15 @@ impl Default for Device {
     /// the CPU backend. When the device asked for cannot be used, says why once on stderr and
     /// runs on the CPU; [`Device::from_env`] returns that error instead.
     fn default() -> Self {
-        match Self::from_env() {
-            Ok(dev) => dev,
-            Err(e) => {
-                static SAID: OnceLock<()> = OnceLock::new();
-                SAID.get_or_init(|| eprintln!("kernel-runtime: running on the CPU backend: {e}"));
-                Device::cpu()
-            }
-        }
+        Self::from_env().unwrap_or_else(|e| cpu_because(&e))
     }
+}
+
+/// The CPU backend, after saying once on stderr why it is not a GPU.
+fn cpu_because(e: &Error) -> Device {
+    static SAID: OnceLock<()> = OnceLock::new();
+    SAID.get_or_init(|| eprintln!("kernel-runtime: running on the CPU backend: {e}"));
+    Device::cpu()
 }
 
 impl Device {
@@ -91,30 +96,81 @@ impl Device {
             inner: Arc::new(Inner {
                 kind: DeviceKind::Cpu,
                 limits: Limits::CUDA_DEFAULT,
+                cuda: None,
             }),
         })
         .clone()
     }
 
-    /// The CUDA GPU with this ordinal.
+    /// The CUDA GPU with this ordinal: its primary context and a stream of its own, on which
+    /// every copy and launch of this device is queued in order. While a `Device` of the GPU is
+    /// alive, this returns that one.
     ///
-    /// This build has no CUDA backend yet, so this returns [`Error::CudaUnavailable`]; kernels
-    /// run on [`Device::cpu`].
+    /// Without the CUDA driver library or the GPU, a typed error that says so:
+    ///
+    /// ```
+    /// # use kernel_runtime::{Device, Error};
+    /// match Device::cuda(0) {
+    ///     Ok(gpu) => println!("running on {}", gpu.name()),
+    ///     Err(Error::CudaUnavailable { reason, .. }) => println!("no GPU: {reason}"),
+    ///     Err(e) => panic!("{e}"),
+    /// }
+    /// ```
     pub fn cuda(ordinal: usize) -> Result<Device, Error> {
-        Err(Error::CudaUnavailable {
-            ordinal,
-            reason: "this build of kernel-runtime has no CUDA backend; use Device::cpu()".into(),
-        })
+        static OPEN: OnceLock<Mutex<HashMap<usize, Weak<Inner>>>> = OnceLock::new();
+        let mut open = OPEN
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(inner) = open.get(&ordinal).and_then(Weak::upgrade) {
+            return Ok(Device { inner });
+        }
+        let gpu = CudaDevice::open(ordinal)
+            .map_err(|reason| Error::CudaUnavailable { ordinal, reason })?;
+        let inner = Arc::new(Inner {
+            kind: DeviceKind::Cuda(ordinal),
+            limits: gpu.limits(),
+            cuda: Some(gpu),
+        });
+        open.insert(ordinal, Arc::downgrade(&inner));
+        Ok(Device { inner })
+    }
+
+    /// Whether a CUDA driver library is there to try (no GPU is opened).
+    pub fn cuda_driver_present() -> bool {
+        cuda::probe().is_ok()
+    }
+
+    /// The GPU behind a CUDA device.
+    pub(crate) fn gpu(&self) -> Option<&CudaDevice> {
+        self.inner.cuda.as_ref()
+    }
+
+    /// Records an event on the device's queue: the time between two events is the time the
+    /// device took for the work queued between them (on the CPU backend, which runs each call
+    /// to completion, the wall-clock time).
+    ///
+    /// ```
+    /// # use kernel_runtime::Device;
+    /// let dev = Device::cpu();
+    /// let start = dev.event()?;
+    /// let x = dev.zeros::<f32, _>(1000)?;
+    /// let end = dev.event()?;
+    /// assert!(start.elapsed_ms(&end)? >= 0.0);
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    pub fn event(&self) -> Result<Event, Error> {
+        Event::record(self)
     }
 
     /// The device `KERNEL_DEVICE` names: `cpu`, `cuda` (GPU 0) or `cuda:N`; unset or empty
-    /// means the first usable CUDA GPU, else the CPU backend.
+    /// means the first usable CUDA GPU, else the CPU backend (saying once on stderr why).
     pub fn from_env() -> Result<Device, Error> {
         let spec = std::env::var("KERNEL_DEVICE").unwrap_or_default();
         match Self::parse_spec(spec.trim())? {
             Some(DeviceKind::Cpu) => Ok(Device::cpu()),
             Some(DeviceKind::Cuda(n)) => Device::cuda(n),
-            None => Ok(Device::cuda(0).unwrap_or_else(|_| Device::cpu())),
+            None => Ok(Device::cuda(0).unwrap_or_else(|e| cpu_because(&e))),
         }
     }
 
@@ -148,15 +204,22 @@ impl Device {
 
     /// A human-readable name: `CPU backend (8 threads)`, ...
     pub fn name(&self) -> String {
-        match self.inner.kind {
-            DeviceKind::Cpu => format!("CPU backend ({} threads)", rayon::current_num_threads()),
-            DeviceKind::Cuda(n) => format!("CUDA device {n}"),
+        match (&self.inner.cuda, self.inner.kind) {
+            (Some(gpu), _) => format!("CUDA device {} ({})", gpu.ordinal, gpu.name),
+            (None, DeviceKind::Cuda(n)) => format!("CUDA device {n}"),
+            (None, DeviceKind::Cpu) => {
+                format!("CPU backend ({} threads)", rayon::current_num_threads())
+            }
         }
     }
 
-    /// Waits until all work queued on this device has finished (immediate on the CPU).
+    /// Waits until all work queued on this device has finished (immediate on the CPU); a
+    /// kernel that failed on the GPU since the last wait is reported here.
     pub fn synchronize(&self) -> Result<(), Error> {
-        Ok(())
+        match self.gpu() {
+            Some(gpu) => gpu.synchronize(),
+            None => Ok(()),
+        }
     }
 
     /// Copies a slice, `Vec` or `ndarray` array to this device.
@@ -211,10 +274,16 @@ mod tests {
     }
 
     #[test]
-    fn cuda_without_backend_is_a_typed_error() {
-        assert!(matches!(
-            Device::cuda(0),
-            Err(Error::CudaUnavailable { ordinal: 0, .. })
-        ));
+    fn a_missing_gpu_is_a_typed_error() {
+        // An ordinal no machine has: the driver, where there is one, finds no such GPU.
+        let err = Device::cuda(4096).unwrap_err();
+        assert!(
+            matches!(err, Error::CudaUnavailable { ordinal: 4096, .. }),
+            "{err}"
+        );
+        if !Device::cuda_driver_present() {
+            let msg = Device::cuda(0).unwrap_err().to_string();
+            assert!(msg.contains("libcuda"), "{msg}");
+        }
     }
 }

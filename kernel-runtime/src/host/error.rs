@@ -62,6 +62,30 @@ pub enum Error {
         /// Why not, and what to do.
         reason: String,
     },
+    /// A kernel on a GPU stopped on a fault: a failed index check (a trap) or an illegal memory
+    /// access. Kernels run asynchronously, so this may come from a later call than the launch
+    /// (`KERNEL_LAUNCH_BLOCKING=1` makes each launch wait for its kernel).
+    #[error("kernel `{kernel}` failed on the GPU ({message}); the CUDA context is now unusable: drop every array and the Device, then open the GPU again with Device::cuda(n)")]
+    KernelTrapped {
+        /// The kernel launched last before the fault was seen.
+        kernel: &'static str,
+        /// What the driver reported.
+        message: String,
+    },
+    /// A CUDA driver call failed.
+    #[error("CUDA error while {op}: {message}")]
+    Cuda {
+        /// What was being done.
+        op: String,
+        /// What the driver reported.
+        message: String,
+    },
+    /// The kernel has no PTX to run on a GPU.
+    #[error("kernel `{kernel}` has no PTX: its crate's build.rs must call `kernel_build::build()` on a machine with the nvptx64 toolchain (see kernel-build); or run it on Device::cpu()")]
+    NoPtx {
+        /// The kernel.
+        kernel: &'static str,
+    },
     /// `KERNEL_DEVICE` holds something other than `cpu` or `cuda[:N]`.
     #[error("KERNEL_DEVICE={value:?} is not understood: use `cpu`, `cuda` or `cuda:N`")]
     BadDeviceSpec {

@@ -1,6 +1,8 @@
 //! The host API: devices, device arrays, launch configurations and errors.
 
 pub mod array;
+pub(crate) mod cuda;
 pub mod device;
 pub mod error;
+pub mod event;
 pub mod launch;

@@ -1,0 +1,366 @@
+//! The CUDA backend: a GPU's context and stream, device memory, PTX modules loaded once per
+//! context, kernel launches, all through `cudarc`'s driver API, loaded at run time.
+//!
+//! Every driver call is made only after [`probe`] has found `libcuda`: `cudarc` panics when a
+//! function of a missing library is called, and a missing GPU must be an error, never a panic.
+
+use super::device::Limits;
+use super::error::Error;
+use super::launch::LaunchConfig;
+use crate::dim::Dim3;
+use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
+use std::collections::hash_map::{Entry, HashMap};
+use std::ffi::{c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+
+/// Errors that leave a context unusable: a kernel trapped (a failed index check) or touched
+/// memory it must not, and every later call in the context fails the same way.
+const STICKY: &[sys::CUresult] = &[
+    sys::CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
+    sys::CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION,
+    sys::CUresult::CUDA_ERROR_LAUNCH_FAILED,
+    sys::CUresult::CUDA_ERROR_ASSERT,
+    sys::CUresult::CUDA_ERROR_MISALIGNED_ADDRESS,
+    sys::CUresult::CUDA_ERROR_INVALID_ADDRESS_SPACE,
+    sys::CUresult::CUDA_ERROR_INVALID_PC,
+    sys::CUresult::CUDA_ERROR_HARDWARE_STACK_ERROR,
+    sys::CUresult::CUDA_ERROR_LAUNCH_TIMEOUT,
+];
+
+/// Runs `f`, turning a panic of `cudarc` (a driver too old to have a function it loads) into an
+/// error.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, DriverError>) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(describe(e)),
+        Err(payload) => Err(format!(
+            "{what}: the CUDA driver is missing a function: {}",
+            crate::cpu::fault::describe_panic(payload)
+        )),
+    }
+}
+
+/// `CUDA_ERROR_NAME: what the driver says`.
+fn describe(e: DriverError) -> String {
+    let name = e
+        .error_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", e.0));
+    match e.error_string() {
+        Ok(s) => format!("{name}: {}", s.to_string_lossy()),
+        Err(_) => name,
+    }
+}
+
+/// Whether the CUDA driver library can be loaded; `Err` says why not and what to do.
+pub(crate) fn probe() -> Result<(), String> {
+    // SAFETY: only tries to open the library; calls nothing in it.
+    if unsafe { sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(
+            "the CUDA driver library (libcuda.so) is not installed or not on the loader path: \
+             install the NVIDIA driver, or run on Device::cpu()"
+                .into(),
+        )
+    }
+}
+
+/// A GPU's context, the stream all work on it is queued on, and the modules loaded into it.
+pub(crate) struct CudaDevice {
+    pub(crate) ordinal: usize,
+    pub(crate) name: String,
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
+    /// Loaded modules, by the address of their PTX text (one per crate of kernels).
+    modules: Mutex<HashMap<usize, Module>>,
+    /// The last kernel launched: the one an asynchronous fault is reported against.
+    last_kernel: Mutex<Option<&'static str>>,
+    /// `KERNEL_LAUNCH_BLOCKING=1`: wait for each kernel, so a fault is reported by its launch.
+    blocking: bool,
+}
+
+impl std::fmt::Debug for CudaDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaDevice")
+            .field("ordinal", &self.ordinal)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A loaded PTX module and the functions looked up in it.
+struct Module {
+    module: sys::CUmodule,
+    functions: HashMap<&'static str, sys::CUfunction>,
+}
+
+// SAFETY: CUDA driver handles may be used from any thread once their context is current there;
+// every use binds the context first.
+unsafe impl Send for Module {}
+
+impl CudaDevice {
+    /// Opens GPU `ordinal`: its primary context and a stream of its own.
+    pub(crate) fn open(ordinal: usize) -> Result<CudaDevice, String> {
+        probe()?;
+        let count = guarded("counting CUDA devices", || {
+            result::init()?;
+            result::device::get_count()
+        })?;
+        if ordinal >= count.max(0) as usize {
+            return Err(match count {
+                0 => "the CUDA driver found no GPU".to_string(),
+                n => format!("the CUDA driver found {n} GPU(s), numbered from 0"),
+            });
+        }
+        let ctx = guarded("creating the CUDA context", || CudaContext::new(ordinal))?;
+        // SAFETY: this backend queues all work of a device on its one stream, in order, and
+        // tracks nothing across streams, so cudarc's per-allocation events are not needed.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = guarded("creating a CUDA stream", || ctx.new_stream())?;
+        let name = ctx.name().unwrap_or_else(|_| "CUDA GPU".into());
+        Ok(CudaDevice {
+            ordinal,
+            name,
+            ctx,
+            stream,
+            modules: Mutex::new(HashMap::new()),
+            last_kernel: Mutex::new(None),
+            blocking: std::env::var("KERNEL_LAUNCH_BLOCKING").is_ok_and(|v| v == "1"),
+        })
+    }
+
+    /// The GPU's launch limits (the CUDA defaults where the driver does not say).
+    pub(crate) fn limits(&self) -> Limits {
+        use sys::CUdevice_attribute::*;
+        let get = |attr, default: u32| {
+            self.ctx
+                .attribute(attr)
+                .ok()
+                .filter(|&v| v > 0)
+                .map_or(default, |v| v as u32)
+        };
+        let d = Limits::CUDA_DEFAULT;
+        Limits {
+            max_block: Dim3::new(
+                get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, d.max_block.x),
+                get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, d.max_block.y),
+                get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, d.max_block.z),
+            ),
+            max_grid: Dim3::new(
+                get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, d.max_grid.x),
+                get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, d.max_grid.y),
+                get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, d.max_grid.z),
+            ),
+            max_threads_per_block: get(
+                CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                d.max_threads_per_block,
+            ),
+            max_shared_bytes: get(
+                CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+                d.max_shared_bytes as u32,
+            ) as usize,
+        }
+    }
+
+    /// Makes the context current on the calling thread.
+    fn bind(&self) -> Result<(), Error> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| self.error("binding the CUDA context", e))
+    }
+
+    /// The error of a failed driver call; a sticky one is reported against the last kernel.
+    pub(crate) fn error(&self, op: &str, e: DriverError) -> Error {
+        if STICKY.contains(&e.0) {
+            let kernel = self
+                .last_kernel
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or("(none launched)");
+            Error::KernelTrapped {
+                kernel,
+                message: describe(e),
+            }
+        } else {
+            Error::Cuda {
+                op: op.to_string(),
+                message: describe(e),
+            }
+        }
+    }
+
+    /// Waits for all work queued on the device.
+    pub(crate) fn synchronize(&self) -> Result<(), Error> {
+        self.bind()?;
+        self.stream
+            .synchronize()
+            .map_err(|e| self.error("waiting for the GPU", e))
+    }
+
+    /// `bytes` of device memory, zeroed, or a null pointer for none.
+    pub(crate) fn alloc_zeroed(&self, bytes: usize) -> Result<sys::CUdeviceptr, Error> {
+        if bytes == 0 {
+            return Ok(0);
+        }
+        self.bind()?;
+        let s = self.stream.cu_stream();
+        // SAFETY: allocation and clearing are ordered on the device's stream, before any later
+        // use of the memory on that stream.
+        unsafe {
+            let ptr = result::malloc_async(s, bytes)
+                .map_err(|e| self.error(&format!("allocating {bytes} bytes"), e))?;
+            result::memset_d8_async(ptr, 0, bytes, s)
+                .map_err(|e| self.error("clearing device memory", e))?;
+            Ok(ptr)
+        }
+    }
+
+    /// Frees memory from [`alloc_zeroed`](Self::alloc_zeroed), after the work queued before.
+    pub(crate) fn free(&self, ptr: sys::CUdeviceptr) {
+        if ptr != 0 && self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `ptr` came from `malloc_async` on this stream and is not used again; a
+            // failure (a context already lost) leaks the memory with its context.
+            let _ = unsafe { result::free_async(ptr, self.stream.cu_stream()) };
+        }
+    }
+
+    /// Copies `src` to device memory at `dst`, which holds at least its bytes.
+    pub(crate) fn upload<T: Copy>(&self, dst: sys::CUdeviceptr, src: &[T]) -> Result<(), Error> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        self.bind()?;
+        // SAFETY: `dst` holds `size_of_val(src)` bytes; a copy from pageable memory returns
+        // once `src` has been staged, so `src` may change afterwards.
+        unsafe { result::memcpy_htod_async(dst, src, self.stream.cu_stream()) }
+            .map_err(|e| self.error("copying to the GPU", e))
+    }
+
+    /// Copies device memory at `src` into `dst`, after the work queued before.
+    pub(crate) fn download<T: Copy>(
+        &self,
+        dst: &mut [T],
+        src: sys::CUdeviceptr,
+    ) -> Result<(), Error> {
+        if dst.is_empty() {
+            return self.synchronize();
+        }
+        self.bind()?;
+        // SAFETY: `src` holds `size_of_val(dst)` bytes; the stream is waited for before `dst`
+        // is read.
+        unsafe { result::memcpy_dtoh_async(dst, src, self.stream.cu_stream()) }
+            .map_err(|e| self.error("copying from the GPU", e))?;
+        self.synchronize()
+    }
+
+    /// Copies `bytes` from device memory `src` to `dst`.
+    pub(crate) fn copy(
+        &self,
+        dst: sys::CUdeviceptr,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+    ) -> Result<(), Error> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.bind()?;
+        // SAFETY: both regions hold `bytes` bytes and are distinct allocations.
+        unsafe { result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }
+            .map_err(|e| self.error("copying on the GPU", e))
+    }
+
+    /// The entry point `kernel` of the module `ptx`, loading the module on first use.
+    fn function(&self, kernel: &'static str, ptx: &'static str) -> Result<sys::CUfunction, Error> {
+        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        let module = match modules.entry(ptx.as_ptr() as usize) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let text = CString::new(ptx).map_err(|_| Error::Cuda {
+                    op: format!("loading the PTX of kernel `{kernel}`"),
+                    message: "the PTX text holds a NUL byte".into(),
+                })?;
+                // SAFETY: `text` is a NUL-terminated PTX module; the driver compiles it for
+                // this GPU.
+                let module = unsafe { result::module::load_data(text.as_ptr() as *const c_void) }
+                    .map_err(|e| {
+                    self.error(&format!("loading the PTX module of kernel `{kernel}`"), e)
+                })?;
+                e.insert(Module {
+                    module,
+                    functions: HashMap::new(),
+                })
+            }
+        };
+        if let Some(&f) = module.functions.get(kernel) {
+            return Ok(f);
+        }
+        let name = CString::new(kernel).expect("kernel names are identifiers");
+        // SAFETY: `module.module` is a live module of this context.
+        let f = unsafe { result::module::get_function(module.module, name) }
+            .map_err(|e| self.error(&format!("finding kernel `{kernel}` in its PTX module"), e))?;
+        module.functions.insert(kernel, f);
+        Ok(f)
+    }
+
+    /// Launches `kernel` from the module `ptx` with `params`, one pointer per PTX parameter.
+    ///
+    /// # Safety
+    /// `params` must point at values of the types and in the order of the entry's parameters,
+    /// and every device pointer among them must hold what the kernel may address.
+    pub(crate) unsafe fn launch(
+        &self,
+        kernel: &'static str,
+        ptx: &'static str,
+        config: &LaunchConfig,
+        shared_bytes: usize,
+        params: &mut [*mut c_void],
+    ) -> Result<(), Error> {
+        self.bind()?;
+        let f = self.function(kernel, ptx)?;
+        *self.last_kernel.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernel);
+        let (g, b) = (config.grid, config.block);
+        // SAFETY: the caller's contract; the configuration was validated against the limits.
+        unsafe {
+            result::launch_kernel(
+                f,
+                (g.x, g.y, g.z),
+                (b.x, b.y, b.z),
+                shared_bytes as u32,
+                self.stream.cu_stream(),
+                params,
+            )
+        }
+        .map_err(|e| self.error(&format!("launching kernel `{kernel}`"), e))?;
+        if self.blocking {
+            self.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// Records an event on the device's stream.
+    pub(crate) fn record_event(&self) -> Result<cudarc::driver::CudaEvent, Error> {
+        self.bind()?;
+        self.stream
+            .record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(|e| self.error("recording an event", e))
+    }
+}
+
+impl Drop for CudaDevice {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            let _ = self.stream.synchronize();
+            for m in self
+                .modules
+                .get_mut()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+            {
+                // SAFETY: no launch can use the module any more: the device is being dropped.
+                let _ = unsafe { result::module::unload(m.module) };
+            }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! Choosing a device: the CUDA backend where a driver and a GPU are, the CPU backend otherwise,
+//! and a typed error, never a panic, for a GPU that cannot be used.
+
+use gpu_kernels::add;
+use kernel_runtime::{Device, DeviceKind, Error, LaunchConfig};
+
+#[test]
+fn a_gpu_that_cannot_be_used_is_a_typed_error() {
+    // No machine has GPU 4096: with a driver it is not found, without one the driver is missing.
+    match Device::cuda(4096) {
+        Err(Error::CudaUnavailable {
+            ordinal: 4096,
+            reason,
+        }) => {
+            if !Device::cuda_driver_present() {
+                assert!(reason.contains("libcuda"), "{reason}");
+            }
+        }
+        other => panic!("expected CudaUnavailable, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_default_device_is_a_gpu_only_where_one_is_usable() {
+    let default = Device::default();
+    match Device::cuda(0) {
+        Ok(gpu) if std::env::var("KERNEL_DEVICE").is_err() => assert_eq!(default, gpu),
+        Ok(_) => {}
+        Err(_) => {
+            if std::env::var("KERNEL_DEVICE").is_err() {
+                assert_eq!(default.kind(), DeviceKind::Cpu);
+            }
+        }
+    }
+}
+
+#[test]
+fn arrays_round_trip_and_kernels_run_on_every_usable_device() {
+    let mut devices = vec![Device::cpu()];
+    devices.extend(Device::cuda(0).ok());
+    for dev in devices {
+        let n = 1000;
+        let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let da = dev.to_device(&a).unwrap();
+        let copy = da.try_clone().unwrap();
+        let mut dc = dev.zeros::<f32, _>(n).unwrap();
+        let start = dev.event().unwrap();
+        add.launch_with(LaunchConfig::cover(n, 128).unwrap(), (&da, &copy, &mut dc))
+            .unwrap();
+        let end = dev.event().unwrap();
+        dev.synchronize().unwrap();
+        assert!(start.elapsed_ms(&end).unwrap() >= 0.0);
+        let want: Vec<f32> = a.iter().map(|v| v * 2.0).collect();
+        assert_eq!(dc.to_vec().unwrap(), want, "{}", dev.name());
+        let empty = dev.zeros::<u8, _>(0).unwrap();
+        assert!(empty.to_vec().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn arrays_of_another_device_are_refused() {
+    let Ok(gpu) = Device::cuda(0) else {
+        eprintln!("skipping: no usable GPU");
+        return;
+    };
+    let a = Device::cpu().to_device(&[1.0f32; 4][..]).unwrap();
+    let b = gpu.to_device(&[1.0f32; 4][..]).unwrap();
+    let mut c = gpu.zeros::<f32, _>(4).unwrap();
+    assert!(matches!(
+        add.launch(1, 4, (&a, &b, &mut c)),
+        Err(Error::DeviceMismatch { argument: "b", .. })
+    ));
+}
