@@ -71,3 +71,32 @@ fn arrays_of_another_device_are_refused() {
         Err(Error::DeviceMismatch { argument: "b", .. })
     ));
 }
+
+#[test]
+fn launches_on_streams_see_earlier_copies_and_are_seen_by_later_ones() {
+    let mut devices = vec![Device::cpu()];
+    devices.extend(Device::cuda(0).ok());
+    for dev in devices {
+        let n = 100_000;
+        let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let (s1, s2) = (dev.stream().unwrap(), dev.stream().unwrap());
+        let da = dev.to_device(&a).unwrap();
+        let (mut b, mut c) = (
+            dev.zeros::<f32, _>(n).unwrap(),
+            dev.zeros::<f32, _>(n).unwrap(),
+        );
+        let cfg = LaunchConfig::cover(n, 256).unwrap();
+        add.launch_with(cfg.clone().on_stream(&s1), (&da, &da, &mut b))
+            .unwrap();
+        add.launch_with(cfg.clone().on_stream(&s2), (&da, &da, &mut c))
+            .unwrap();
+        // The device's own launch waits for both streams' kernels.
+        let mut d = dev.zeros::<f32, _>(n).unwrap();
+        add.launch_with(cfg, (&b, &c, &mut d)).unwrap();
+        s1.synchronize().unwrap();
+        let want: Vec<f32> = a.iter().map(|v| v * 4.0).collect();
+        assert_eq!(d.to_vec().unwrap(), want, "{}", dev.name());
+        drop((b, c));
+        s2.synchronize().unwrap();
+    }
+}

@@ -84,7 +84,8 @@ mod host {
         let ptx = ptx.ok_or(Error::NoPtx { kernel })?;
         let shared = crate::shared::align_up(static_shared, 16) + config.dynamic_shared_bytes;
         // SAFETY: the caller's contract.
-        unsafe { gpu.launch(kernel, ptx, config, shared, params) }
+        let on = config.stream.as_ref().and_then(|s| s.cuda());
+        unsafe { gpu.launch(kernel, ptx, config, shared, params, on) }
     }
 
     /// The device a launch runs on: the configuration's, else the first array argument's; every

@@ -75,7 +75,9 @@ pub use host::{
     array::{DeviceArray, DeviceArray1, DeviceArray2, DeviceArray3, Rank, ToDevice},
     device::{Device, DeviceKind, Limits},
     error::{Error, LaunchError},
+    event::Event,
     launch::{IntoDim3, LaunchConfig},
+    stream::Stream,
 };
 
 /// Re-exports for host code that builds and reads arrays.

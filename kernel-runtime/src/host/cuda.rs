@@ -75,6 +75,9 @@ pub(crate) struct CudaDevice {
     pub(crate) stream: Arc<CudaStream>,
     /// Loaded modules, by the address of their PTX text (one per crate of kernels).
     modules: Mutex<HashMap<usize, Module>>,
+    /// User streams that kernels were launched on since the device's stream last caught up
+    /// with them: its next operation waits for their work first.
+    pending: Mutex<Vec<Arc<CudaStream>>>,
     /// The last kernel launched: the one an asynchronous fault is reported against.
     last_kernel: Mutex<Option<&'static str>>,
     /// `KERNEL_LAUNCH_BLOCKING=1`: wait for each kernel, so a fault is reported by its launch.
@@ -126,6 +129,7 @@ impl CudaDevice {
             ctx,
             stream,
             modules: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Vec::new()),
             last_kernel: Mutex::new(None),
             blocking: std::env::var("KERNEL_LAUNCH_BLOCKING").is_ok_and(|v| v == "1"),
         })
@@ -164,11 +168,28 @@ impl CudaDevice {
         }
     }
 
-    /// Makes the context current on the calling thread.
+    /// Makes the context current on the calling thread, and orders the device's stream after
+    /// the kernels launched on user streams so far: every copy, allocation, free and launch of
+    /// the device then sees their results, and no memory is freed under them.
     fn bind(&self) -> Result<(), Error> {
         self.ctx
             .bind_to_thread()
-            .map_err(|e| self.error("binding the CUDA context", e))
+            .map_err(|e| self.error("binding the CUDA context", e))?;
+        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        for user in pending {
+            self.stream
+                .join(&user)
+                .map_err(|e| self.error("ordering the device's stream after a user stream", e))?;
+        }
+        Ok(())
+    }
+
+    /// A new stream of the device (Numba's `cuda.stream()`).
+    pub(crate) fn new_stream(&self) -> Result<Arc<CudaStream>, Error> {
+        self.bind()?;
+        self.ctx
+            .new_stream()
+            .map_err(|e| self.error("creating a stream", e))
     }
 
     /// The error of a failed driver call; a sticky one is reported against the last kernel.
@@ -219,7 +240,7 @@ impl CudaDevice {
 
     /// Frees memory from [`alloc_zeroed`](Self::alloc_zeroed), after the work queued before.
     pub(crate) fn free(&self, ptr: sys::CUdeviceptr) {
-        if ptr != 0 && self.ctx.bind_to_thread().is_ok() {
+        if ptr != 0 && self.bind().is_ok() {
             // SAFETY: `ptr` came from `malloc_async` on this stream and is not used again; a
             // failure (a context already lost) leaks the memory with its context.
             let _ = unsafe { result::free_async(ptr, self.stream.cu_stream()) };
@@ -304,7 +325,10 @@ impl CudaDevice {
         Ok(f)
     }
 
-    /// Launches `kernel` from the module `ptx` with `params`, one pointer per PTX parameter.
+    /// Launches `kernel` from the module `ptx` with `params`, one pointer per PTX parameter, on
+    /// the device's stream or on the user stream `on`. A user stream first waits for the work
+    /// queued on the device's stream; the device's stream waits for the kernel before its own
+    /// next operation. Kernels on different user streams may run at the same time.
     ///
     /// # Safety
     /// `params` must point at values of the types and in the order of the entry's parameters,
@@ -316,9 +340,18 @@ impl CudaDevice {
         config: &LaunchConfig,
         shared_bytes: usize,
         params: &mut [*mut c_void],
+        on: Option<&Arc<CudaStream>>,
     ) -> Result<(), Error> {
         self.bind()?;
         let f = self.function(kernel, ptx)?;
+        let stream = match on {
+            Some(user) => {
+                user.join(&self.stream)
+                    .map_err(|e| self.error("ordering a user stream after the device's", e))?;
+                user
+            }
+            None => &self.stream,
+        };
         *self.last_kernel.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernel);
         let (g, b) = (config.grid, config.block);
         // SAFETY: the caller's contract; the configuration was validated against the limits.
@@ -328,13 +361,21 @@ impl CudaDevice {
                 (g.x, g.y, g.z),
                 (b.x, b.y, b.z),
                 shared_bytes as u32,
-                self.stream.cu_stream(),
+                stream.cu_stream(),
                 params,
             )
         }
         .map_err(|e| self.error(&format!("launching kernel `{kernel}`"), e))?;
+        if let Some(user) = on {
+            self.pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(user.clone());
+        }
         if self.blocking {
-            self.synchronize()?;
+            stream
+                .synchronize()
+                .map_err(|e| self.error(&format!("running kernel `{kernel}`"), e))?;
         }
         Ok(())
     }
@@ -350,7 +391,8 @@ impl CudaDevice {
 
 impl Drop for CudaDevice {
     fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
+        // Binding first orders the device's stream after every user stream's kernels.
+        if self.bind().is_ok() {
             let _ = self.stream.synchronize();
             for m in self
                 .modules

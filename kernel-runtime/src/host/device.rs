@@ -4,6 +4,7 @@ use super::array::{DeviceArray, Rank, ShapeArg, ToDevice};
 use super::cuda::{self, CudaDevice};
 use super::error::Error;
 use super::event::Event;
+use super::stream::Stream;
 use crate::device_copy::DeviceCopy;
 use crate::dim::Dim3;
 use std::collections::HashMap;
@@ -161,6 +162,12 @@ impl Device {
     /// ```
     pub fn event(&self) -> Result<Event, Error> {
         Event::record(self)
+    }
+
+    /// A new stream of this device, to launch kernels that may run at the same time
+    /// ([`LaunchConfig::on_stream`](crate::LaunchConfig::on_stream)).
+    pub fn stream(&self) -> Result<Stream, Error> {
+        Stream::new(self)
     }
 
     /// The device `KERNEL_DEVICE` names: `cpu`, `cuda` (GPU 0) or `cuda:N`; unset or empty

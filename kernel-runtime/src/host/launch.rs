@@ -3,6 +3,7 @@
 
 use super::device::{Device, Limits};
 use super::error::LaunchError;
+use super::stream::Stream;
 use crate::dim::Dim3;
 
 /// Something that can be a grid or block shape: an integer, or a tuple of two or three.
@@ -77,6 +78,8 @@ pub struct LaunchConfig {
     pub dynamic_shared_bytes: usize,
     /// The device to run on; `None` takes the device of the array arguments.
     pub device: Option<Device>,
+    /// The stream to queue the launch on; `None` is the device's own.
+    pub stream: Option<Stream>,
 }
 
 impl LaunchConfig {
@@ -87,6 +90,7 @@ impl LaunchConfig {
             block: threads.into_dim3()?,
             dynamic_shared_bytes: 0,
             device: None,
+            stream: None,
         })
     }
 
@@ -119,6 +123,13 @@ impl LaunchConfig {
     /// The same launch on `device`.
     pub fn on(mut self, device: &Device) -> Self {
         self.device = Some(device.clone());
+        self
+    }
+
+    /// The same launch queued on `stream`, on the stream's device.
+    pub fn on_stream(mut self, stream: &Stream) -> Self {
+        self.device = Some(stream.device().clone());
+        self.stream = Some(stream.clone());
         self
     }
 

@@ -6,3 +6,4 @@ pub mod device;
 pub mod error;
 pub mod event;
 pub mod launch;
+pub mod stream;

@@ -1,0 +1,74 @@
+//! [`Stream`]: a queue of work on a device besides its own, as Numba's `cuda.stream()`.
+
+use super::device::Device;
+use super::error::Error;
+use cudarc::driver::CudaStream;
+use std::sync::Arc;
+
+/// A queue of kernel launches on a device: kernels launched on different streams may run at the
+/// same time. A launch on a stream waits for the copies and launches queued on the device
+/// before it, and the device's own later copies, launches and frees wait for it, so results are
+/// always seen. On the CPU backend every launch runs to completion, and a stream only names
+/// its device.
+///
+/// ```
+/// use kernel_runtime::prelude::*;
+/// # use kernel_runtime::LaunchConfig;
+/// # #[kernel]
+/// # fn fill(v: u32, out: &mut [u32]) { let i = grid(1); if i < out.len() { out[i] = v; } }
+/// let dev = Device::cpu();
+/// let (s1, s2) = (dev.stream()?, dev.stream()?);
+/// let (mut a, mut b) = (dev.zeros::<u32, _>(100)?, dev.zeros::<u32, _>(100)?);
+/// fill.launch_with(LaunchConfig::cover(100, 64)?.on_stream(&s1), (1, &mut a))?;
+/// fill.launch_with(LaunchConfig::cover(100, 64)?.on_stream(&s2), (2, &mut b))?;
+/// s1.synchronize()?;
+/// assert_eq!(a.to_vec()?[99] + b.to_vec()?[0], 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Stream {
+    device: Device,
+    cuda: Option<Arc<CudaStream>>,
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("device", &self.device.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Stream {
+    pub(crate) fn new(device: &Device) -> Result<Stream, Error> {
+        let cuda = match device.gpu() {
+            Some(gpu) => Some(gpu.new_stream()?),
+            None => None,
+        };
+        Ok(Stream {
+            device: device.clone(),
+            cuda,
+        })
+    }
+
+    /// The device the stream queues work on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The GPU stream, for a CUDA device's.
+    pub(crate) fn cuda(&self) -> Option<&Arc<CudaStream>> {
+        self.cuda.as_ref()
+    }
+
+    /// Waits until the work queued on this stream has finished; a kernel that failed there is
+    /// reported here.
+    pub fn synchronize(&self) -> Result<(), Error> {
+        match (&self.cuda, self.device.gpu()) {
+            (Some(s), Some(gpu)) => s
+                .synchronize()
+                .map_err(|e| gpu.error("waiting for a stream", e)),
+            _ => Ok(()),
+        }
+    }
+}
