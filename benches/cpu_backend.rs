@@ -9,7 +9,7 @@
 //! cargo bench --bench cpu_backend            # or: -- --quick, -- smooth
 //! ```
 
-use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use gpu_kernels::{
     add, add_vectorized, integrate2d_shared, matmul_tiled, smooth, INTEGRATE_TPB, TPB,
 };
@@ -23,6 +23,7 @@ const ADD_N: usize = 10_000_000;
 const SMOOTH_N: usize = 10_000;
 const INTEGRATE_N: usize = 2048;
 const MATMUL_N: usize = 512;
+const SORT_N: usize = 1 << 22;
 
 // ---------------------------------------------------------------------------------------------
 // The rayon baselines.
@@ -274,11 +275,48 @@ fn bench_matmul(c: &mut Criterion) {
     g.finish();
 }
 
+fn bench_quicksort(c: &mut Criterion) {
+    let dev = Device::cpu();
+    let mut rng = SplitMix64(6);
+    let keys: Vec<u32> = (0..SORT_N).map(|_| rng.next_u64() as u32).collect();
+    let mut sorted = dev.to_device(&keys).unwrap();
+    gpu_kernels::quicksort::sort(&mut sorted).unwrap();
+    let mut want = keys.clone();
+    want.par_sort_unstable();
+    assert!(
+        sorted.to_vec().unwrap() == want,
+        "quicksort: kernels and rayon disagree"
+    );
+
+    // Each sample sorts a fresh copy of the same keys; the copy is not timed.
+    let mut g = c.benchmark_group("quicksort");
+    g.throughput(Throughput::Elements(SORT_N as u64));
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(8));
+    g.bench_function("kernel", |bch| {
+        bch.iter_batched_ref(
+            || dev.to_device(&keys).unwrap(),
+            |d| gpu_kernels::quicksort::sort(d).unwrap(),
+            BatchSize::LargeInput,
+        )
+    });
+    g.bench_function("rayon", |bch| {
+        bch.iter_batched_ref(
+            || keys.clone(),
+            |k| k.par_sort_unstable(),
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     bench_add,
     bench_smooth,
     bench_integrate2d,
-    bench_matmul
+    bench_matmul,
+    bench_quicksort
 );
 criterion_main!(benches);

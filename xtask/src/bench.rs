@@ -2,13 +2,17 @@
 //! and prints a summary with their wall times.
 //!
 //! The benchmarks are discovered from the directory, so a new file there is picked up without
-//! touching this command. Later steps (collecting criterion's results, comparing the CPU and GPU
-//! backends) belong after the loop in [`run`].
+//! touching this command. After `cpu_backend`, the Numba peers run (from a virtual environment
+//! under the target directory that this command makes, with numba and matplotlib from PyPI) and
+//! the report `benches/results/cpu-DATE.md` is written with its chart `cpu-DATE.png`.
 
 use std::ffi::OsString;
 
+use crate::cpu_report::{self, Row, PROGRAMS};
 use crate::provision;
-use crate::util::{self, Context, Result, Steps};
+use crate::util::{self, Context, Outcome, Result, Steps};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// Options of `cargo xtask bench`.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -57,14 +61,9 @@ pub fn run(args: Vec<OsString>) -> Result {
         steps.run_command(&format!("bench {name}"), &mut cmd);
     }
 
-    // The CPU peer of smooth, in the same run (it says so itself when numba is missing).
-    if options.names.is_empty() || options.names.iter().any(|n| n == "cpu_backend") {
-        let script = ctx.root.join("benches/peers/smooth_numba.py");
-        if script.is_file() {
-            let mut cmd = ctx.command("python3");
-            cmd.arg(&script);
-            steps.run_command("peer smooth_numba", &mut cmd);
-        }
+    // The Numba peers and the report, in the same run as the CPU benchmarks.
+    if selected.iter().any(|n| n == "cpu_backend") {
+        cpu_peers_and_report(&ctx, &mut steps);
     }
 
     println!();
@@ -74,6 +73,126 @@ pub fn run(args: Vec<OsString>) -> Result {
     } else {
         Ok(())
     }
+}
+
+/// Runs the Numba peers (when a Python with numba can be had) and writes the CPU report from
+/// criterion's results and theirs.
+fn cpu_peers_and_report(ctx: &Context, steps: &mut Steps) {
+    let mut peers = Vec::new();
+    let mut python = None;
+    let mut note = String::from("the Numba peers did not run");
+    steps.run_with("numba environment", Outcome::Warn, || {
+        let py = numba_python(ctx)?;
+        python = Some(py);
+        Ok(String::new())
+    });
+    match &python {
+        Some(py) => {
+            let script = ctx.root.join("benches/peers/numba_cpu.py");
+            steps.run_with("peers numba_cpu", Outcome::Warn, || {
+                let out = capture(ctx.command(py).arg(&script))?;
+                peers = cpu_report::parse_peer_lines(&out);
+                note = format!("{} Numba results", peers.len());
+                Ok(note.clone())
+            });
+        }
+        None => println!("numba peers skipped: no Python environment with numba (see above)"),
+    }
+    steps.run("cpu report", || {
+        let criterion = util::target_dir(&ctx.root).join("criterion");
+        let rows: Vec<_> = PROGRAMS
+            .iter()
+            .map(|p| {
+                let peer = |name: &str| {
+                    peers
+                        .iter()
+                        .find(|t| t.program == p.name && t.peer.starts_with(name))
+                        .cloned()
+                };
+                let row = Row {
+                    ours_ms: cpu_report::criterion_median_ms(&criterion, p.group, "kernel"),
+                    rayon_ms: cpu_report::criterion_median_ms(&criterion, p.group, "rayon"),
+                    numba: peer("numba.njit"),
+                    simulator: peer("numba CUDA simulator"),
+                };
+                (p, row)
+            })
+            .collect();
+        let date = cpu_report::today();
+        let dir = ctx.root.join("benches/results");
+        let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+        let machine = format!("{cpus} CPUs ({})", std::env::consts::ARCH);
+        let peers_note = if peers.is_empty() {
+            "not run: numba was not available".to_string()
+        } else {
+            "numba.njit(parallel=True) at the same sizes, Numba's CUDA simulator at small ones"
+                .to_string()
+        };
+        let md = dir.join(format!("cpu-{date}.md"));
+        let text = cpu_report::markdown(&date, &machine, &peers_note, &rows);
+        std::fs::write(&md, &text).map_err(|e| format!("writing {}: {e}", md.display()))?;
+        print!("{text}");
+        let json = util::target_dir(&ctx.root).join(format!("cpu-ratios-{date}.json"));
+        std::fs::write(&json, cpu_report::ratios_json(&rows))
+            .map_err(|e| format!("writing {}: {e}", json.display()))?;
+        if let Some(py) = &python {
+            let png = dir.join(format!("cpu-{date}.png"));
+            let chart = ctx.root.join("benches/peers/ratios_chart.py");
+            let title = format!("CPU backend, {date}");
+            let out = capture(ctx.command(py).arg(chart).arg(&json).arg(&png).arg(title))?;
+            print!("{out}");
+        }
+        println!("wrote {}", md.display());
+        Ok(())
+    });
+}
+
+/// A Python with numba and matplotlib: `KERNEL_BENCH_PYTHON`, else a virtual environment
+/// under the target directory, made (and filled from PyPI) when it is missing.
+fn numba_python(ctx: &Context) -> Result<PathBuf> {
+    if let Some(py) = std::env::var_os("KERNEL_BENCH_PYTHON") {
+        return Ok(PathBuf::from(py));
+    }
+    let venv = util::target_dir(&ctx.root).join("bench-venv");
+    let python = venv.join("bin/python");
+    let has = |py: &Path| {
+        Command::new(py)
+            .args(["-c", "import numba, matplotlib"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if python.is_file() && has(&python) {
+        return Ok(python);
+    }
+    let python3 = util::find_in_path("python3").ok_or("python3 is not installed")?;
+    if !python.is_file() {
+        util::run_status(ctx.command(&python3).arg("-m").arg("venv").arg(&venv))
+            .map_err(|e| format!("python3 -m venv failed ({e}); Debian needs python3-venv"))?;
+    }
+    util::run_status(ctx.command(&python).args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "numba",
+        "matplotlib",
+    ]))
+    .map_err(|e| format!("pip install numba matplotlib failed: {e}"))?;
+    if has(&python) {
+        Ok(python)
+    } else {
+        Err("numba or matplotlib does not import after installing them".into())
+    }
+}
+
+/// Runs `cmd` and returns its standard output (standard error passes through).
+fn capture(cmd: &mut Command) -> Result<String> {
+    let out = cmd
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("could not start `{}`: {e}", util::display_command(cmd)))?;
+    util::check_status(&util::display_command(cmd), out.status)?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The benchmarks to run: all of `available`, or the `wanted` ones, which must exist.

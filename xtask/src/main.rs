@@ -4,7 +4,7 @@
 //! | --- | --- |
 //! | `test` | provisions the device toolchain and `ptxas`, then runs fmt, clippy, the test suite and every example |
 //! | `ptx` | builds the kernels to PTX and reports registers, spills, stack and shared memory per kernel |
-//! | `bench` | runs every benchmark in `benches/` |
+//! | `bench` | runs every benchmark in `benches/`, the Numba peers, and writes the CPU report |
 //! | `gpu-bundle DIR` | packs release examples and test binaries with a `run.sh` for a machine with a GPU |
 //!
 //! The crate uses the standard library only, so it builds on a fresh clone before anything else
@@ -12,6 +12,7 @@
 
 mod bench;
 mod bundle;
+mod cpu_report;
 mod json;
 mod provision;
 mod ptx;

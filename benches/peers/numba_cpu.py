@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""The five reference programs with Numba on the CPU: the peers of `cargo bench --bench cpu_backend`.
+
+Two peers, written from the programs' descriptions:
+
+- `numba.njit(parallel=True)` at the sizes of the Rust benchmarks: add-list over 10^7 float32, the
+  3x3 mean stencil (`@numba.stencil`) on a 10000 x 10000 int8 image, integrate2d with n = 2048,
+  matmul 512 x 512 float32 (a `prange` over rows), quicksort of 2^22 uint32 (`np.sort` in `njit`:
+  Numba has no parallel sort);
+- Numba's CUDA simulator (`NUMBA_ENABLE_CUDASIM=1`), which runs `cuda.jit` kernels thread by
+  thread in Python, at small sizes (it is about ten thousand times slower): the GPU peer's
+  kernels (gpu_numba.py) for add-list, smooth, integrate2d (shared-memory reduction) and matmul
+  (tiled, TPB = 16).
+
+Each result is one JSON line on stdout: {"peer", "program", "size", "elements", "ms"}; `ms` is
+the median of the timed runs after a warm-up, and every result is checked against numpy first.
+Without numba it says so on one line and exits 0.
+
+    python3 benches/peers/numba_cpu.py [--reps 7] [--no-simulator] [--only PROGRAM]
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+# The simulator is chosen when numba.cuda is first imported.
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+try:
+    import numpy as np
+    import numba
+except ImportError as e:  # numba (and numpy, its dependency) are optional here
+    print(
+        f"numba_cpu: skipped: the Python module `{e.name}` is not installed (pip install numba)"
+    )
+    sys.exit(0)
+
+from peer_common import matmul_inputs, smooth_input, smooth_reference
+
+PROGRAMS = ("add", "smooth", "integrate2d", "matmul", "quicksort")
+
+def median_ms(f, reps):
+    f()  # JIT compilation and warm-up
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e3
+
+
+def report(peer, program, size, elements, ms):
+    line = {"peer": peer, "program": program, "size": size, "elements": elements, "ms": ms}
+    print(json.dumps(line), flush=True)
+
+
+# --- numba.njit(parallel=True) -------------------------------------------------------------
+
+
+@numba.njit(parallel=True)
+def add_njit(a, b, c):
+    for i in numba.prange(c.size):
+        c[i] = a[i] + b[i]
+
+
+@numba.stencil
+def mean3x3(a):
+    return np.int8(
+        (
+            np.int32(a[-1, -1])
+            + np.int32(a[-1, 0])
+            + np.int32(a[-1, 1])
+            + np.int32(a[0, -1])
+            + np.int32(a[0, 0])
+            + np.int32(a[0, 1])
+            + np.int32(a[1, -1])
+            + np.int32(a[1, 0])
+            + np.int32(a[1, 1])
+        )
+        // 9
+    )
+
+
+@numba.njit(parallel=True)
+def smooth_njit(a):
+    return mean3x3(a)
+
+
+@numba.njit(parallel=True)
+def integrate2d_njit(n):
+    h = math.pi / n
+    total = 0.0
+    for i in numba.prange(n):
+        x = (i + 0.5) * h
+        row = 0.0
+        for j in range(n):
+            row += math.sin(x + (j + 0.5) * h)
+        total += row * h * h
+    return total
+
+
+@numba.njit(parallel=True)
+def matmul_njit(a, b, c):
+    n, k = a.shape
+    m = b.shape[1]
+    for i in numba.prange(n):
+        for j in range(m):
+            c[i, j] = 0.0
+        for q in range(k):
+            aiq = a[i, q]
+            for j in range(m):
+                c[i, j] += aiq * b[q, j]
+
+
+@numba.njit
+def sort_njit(keys):
+    return np.sort(keys)
+
+
+def njit_peers(only, reps):
+    rng = np.random.default_rng(1)
+    peer = "numba.njit(parallel)"
+    if "add" in only:
+        n = 10_000_000
+        a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+        c = np.zeros_like(a)
+        add_njit(a, b, c)
+        assert np.array_equal(c, a + b), "add: numba and numpy disagree"
+        report(peer, "add", "10^7 f32", n, median_ms(lambda: add_njit(a, b, c), reps))
+    if "smooth" in only:
+        n = 10_000
+        x = rng.integers(-128, 128, size=(n, n), dtype=np.int8)
+        assert np.array_equal(smooth_njit(x), smooth_reference(x)), "smooth: numba and numpy disagree"
+        report(peer, "smooth", "10000^2 i8", n * n, median_ms(lambda: smooth_njit(x), reps))
+    if "integrate2d" in only:
+        n = 2048
+        v = integrate2d_njit(n)
+        assert abs(v) < 1e-5, f"integrate2d: {v} is not close to 0"
+        report(peer, "integrate2d", "n = 2048", n * n, median_ms(lambda: integrate2d_njit(n), reps))
+    if "matmul" in only:
+        n = 512
+        a = rng.random((n, n), dtype=np.float32)
+        b = rng.random((n, n), dtype=np.float32)
+        c = np.zeros_like(a)
+        matmul_njit(a, b, c)
+        assert np.allclose(c, a @ b, rtol=1e-4, atol=1e-3), "matmul: numba and numpy disagree"
+        report(peer, "matmul", "512^2 f32", n * n, median_ms(lambda: matmul_njit(a, b, c), reps))
+    if "quicksort" in only:
+        n = 1 << 22
+        keys = rng.integers(0, 2**32, size=n, dtype=np.uint32)
+        assert np.array_equal(sort_njit(keys), np.sort(keys)), "quicksort: numba and numpy disagree"
+        report(peer, "quicksort", "2^22 u32 (serial np.sort)", n, median_ms(lambda: sort_njit(keys), reps))
+
+
+# --- Numba's CUDA simulator ----------------------------------------------------------------
+
+
+def simulator_peers(only, reps):
+    # The GPU peer's cuda.jit kernels, which the simulator runs (NUMBA_ENABLE_CUDASIM=1 above).
+    import gpu_numba as g
+
+    rng = np.random.default_rng(2)
+    peer = "numba CUDA simulator"
+    reps = min(reps, 3)
+    if "add" in only:
+        n = 4096
+        a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+        c = np.zeros_like(a)
+        run = lambda: g.add_kernel[(n + 255) // 256, 256](a, b, c)  # noqa: E731
+        run()
+        assert np.array_equal(c, a + b), "add (simulator): wrong result"
+        report(peer, "add", "4096 f32", n, median_ms(run, reps))
+    if "smooth" in only:
+        n = 64
+        x = smooth_input(n)
+        out = np.zeros_like(x)
+        run = lambda: g.smooth_kernel[(n // 16, n // 16), (16, 16)](x, out)  # noqa: E731
+        run()
+        assert np.array_equal(out, smooth_reference(x)), "smooth (simulator): wrong result"
+        report(peer, "smooth", "64^2 i8", n * n, median_ms(run, reps))
+    if "integrate2d" in only:
+        n = 256
+        partial = np.zeros(1)
+        run = lambda: g.integrate_kernel[1, g.INTEGRATE_TPB](n, partial)  # noqa: E731
+        run()
+        assert abs(partial.sum()) < 1e-6, "integrate2d (simulator): wrong result"
+        report(peer, "integrate2d", "n = 256, shared", n * n, median_ms(run, reps))
+    if "matmul" in only:
+        n = 32
+        a, b = matmul_inputs(n)
+        c = np.zeros_like(a)
+        run = lambda: g.matmul_kernel[(n // g.TPB, n // g.TPB), (g.TPB, g.TPB)](a, b, c)  # noqa: E731
+        run()
+        assert np.array_equal(c, a @ b), "matmul (simulator): wrong result"
+        report(peer, "matmul", "32^2 f32, tiled", n * n, median_ms(run, reps))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=7, help="timed runs after the warm-up")
+    p.add_argument("--no-simulator", action="store_true", help="skip Numba's CUDA simulator")
+    p.add_argument("--only", choices=PROGRAMS, action="append", help="run only these programs")
+    args = p.parse_args()
+    if args.reps < 1:
+        p.error("--reps must be at least 1")
+    only = set(args.only or PROGRAMS)
+    print(
+        f"# numba {numba.__version__}, {numba.get_num_threads()} threads",
+        file=sys.stderr,
+    )
+    njit_peers(only, args.reps)
+    if not args.no_simulator:
+        simulator_peers(only, args.reps)
+
+
+if __name__ == "__main__":
+    main()
