@@ -1,16 +1,18 @@
 //! The reference programs' kernels: add-list, smooth, integrate2d (per-row and shared-memory
-//! reduction), quicksort and tiled matmul. `build.rs` compiles them to PTX; the CPU backend runs
+//! reduction), quicksort and tiled matmul, and an empty kernel that measures launch overhead. `build.rs` compiles them to PTX; the CPU backend runs
 //! them everywhere.
 #![warn(missing_docs)]
 
 pub mod add_list;
 pub mod integrate;
 pub mod matmul;
+pub mod overhead;
 pub mod quicksort;
 pub mod stencil;
 
 pub use add_list::{add, add_vectorized};
 pub use integrate::{integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};
 pub use matmul::{matmul_tiled, TPB};
+pub use overhead::empty3;
 pub use quicksort::{qs_copy_back, qs_count, qs_scatter, qs_sort_small};
 pub use stencil::smooth;

@@ -234,6 +234,7 @@ pub fn run(args: Vec<OsString>) -> Result {
         }
     }
     write_script(&dir.join("run.sh"), RUN_SCRIPT)?;
+    copy_peers(&ctx.root.join("benches/peers"), &dir.join("peers"))?;
 
     let mut sizes = Vec::new();
     collect_sizes(&dir, &mut sizes).map_err(|e| format!("measuring {}: {e}", dir.display()))?;
@@ -271,7 +272,7 @@ pub fn run(args: Vec<OsString>) -> Result {
 /// Creates `dir` and removes what an earlier bundle left in it (only the paths this command
 /// writes, so a mistaken DIR loses nothing else).
 fn prepare_dir(dir: &Path) -> Result {
-    for sub in ["bin", "log"] {
+    for sub in ["bin", "log", "peers"] {
         let path = dir.join(sub);
         if path.exists() {
             std::fs::remove_dir_all(&path)
@@ -287,6 +288,27 @@ fn prepare_dir(dir: &Path) -> Result {
     }
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))
+}
+
+/// The GPU benchmark's peers and scripts, for `run.sh bench`: every file of `benches/peers/` but
+/// the CPU ones, with their directories.
+fn copy_peers(from: &Path, to: &Path) -> Result {
+    const CPU_ONLY: &[&str] = &["numba_cpu.py", "ratios_chart.py"];
+    std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+    let entries =
+        std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("reading {}: {e}", from.display()))?;
+        let (path, name) = (entry.path(), entry.file_name());
+        let dest = to.join(&name);
+        if path.is_dir() {
+            copy_peers(&path, &dest)?;
+        } else if !CPU_ONLY.contains(&name.to_string_lossy().as_ref()) {
+            std::fs::copy(&path, &dest)
+                .map_err(|e| format!("copying {} to {}: {e}", path.display(), dest.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes an executable script.
@@ -335,9 +357,18 @@ const RUN_SCRIPT: &str = r#"#!/usr/bin/env bash
 # with their default arguments. Each binary's output is shown and kept in log/NAME.log;
 # summary.txt gets the date, the GPU (from nvidia-smi) and PASS/FAIL per binary.
 # BUNDLE_TIMEOUT (seconds, default 300) limits each binary where `timeout` exists.
+#
+#   ./run.sh bench
+#
+# runs the GPU benchmark instead: ours beside the Numba, CuPy and CUDA C++ peers, writing
+# results/gpu-DATE.md (see peers/gpu_bench.sh).
 set -u
 cd "$(dirname "$0")"
 here=$(pwd)
+if [ "${1:-}" = bench ]; then
+    shift
+    exec bash "$here/peers/gpu_bench.sh" "$@"
+fi
 mkdir -p log
 summary="$here/summary.txt"
 limit=${BUNDLE_TIMEOUT:-300}

@@ -126,11 +126,9 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// A copy of the array on the same device.
     pub fn try_clone(&self) -> Result<Self, Error> {
         match (&self.data, self.device.gpu()) {
-            (Storage::Gpu(src), Some(gpu)) => {
-                let copy = Self::zeros(&self.device, self.dim.clone())?;
-                if let Storage::Gpu(dst) = copy.data {
-                    gpu.copy(dst, *src, self.len() * std::mem::size_of::<T>())?;
-                }
+            (Storage::Gpu(_), Some(_)) => {
+                let mut copy = Self::zeros(&self.device, self.dim.clone())?;
+                copy.copy_from_device(self)?;
                 Ok(copy)
             }
             _ => Ok(DeviceArray {
@@ -223,6 +221,34 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
                 *data = Storage::Host(host.to_vec_c_order());
                 Ok(())
             }
+        }
+    }
+
+    /// Overwrites the array with another array of the same shape on the same device (a copy
+    /// within the device's memory).
+    pub fn copy_from_device(&mut self, src: &DeviceArray<T, D>) -> Result<(), Error> {
+        if src.dim != self.dim {
+            return Err(Error::ShapeMismatch {
+                expected: self.shape().to_vec(),
+                found: src.shape().to_vec(),
+            });
+        }
+        if src.device != self.device {
+            return Err(Error::DeviceMismatch {
+                kernel: "DeviceArray::copy_from_device",
+                argument: "src",
+                expected: self.device.name(),
+                found: src.device.name(),
+            });
+        }
+        let bytes = self.len() * std::mem::size_of::<T>();
+        match (&mut self.data, &src.data, self.device.gpu()) {
+            (Storage::Gpu(dst), Storage::Gpu(from), Some(gpu)) => gpu.copy(*dst, *from, bytes),
+            (Storage::Host(dst), Storage::Host(from), _) => {
+                dst.copy_from_slice(from);
+                Ok(())
+            }
+            _ => unreachable!("arrays of one device share a storage kind"),
         }
     }
 

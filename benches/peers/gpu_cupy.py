@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""CuPy where it has the operation: add-list (`a + b`), quicksort (`cupy.sort`), matmul (`a @ b`,
+cuBLAS, not the tiled algorithm). Peers of `examples/device_bench.rs`, on the same inputs, with
+the same check values and JSON lines (see gpu_numba.py).
+
+    python3 benches/peers/gpu_cupy.py [--reps 20]
+"""
+
+import argparse
+import json
+import statistics
+import sys
+
+try:
+    import numpy as np
+    import cupy as cp
+except ImportError as e:
+    print(f"gpu_cupy: skipped: the Python module `{e.name}` is not installed")
+    sys.exit(0)
+
+from peer_common import matmul_inputs, sort_check, sort_keys, sum_check, wall_ms
+
+
+def emit(program, size, kernel_ms, e2e_ms, bytes_, check):
+    line = {"impl": "cupy", "program": program, "size": size, "kernel_ms": kernel_ms,
+            "e2e_ms": e2e_ms, "bytes": bytes_, "check": check}
+    print(json.dumps(line), flush=True)
+
+
+def kernel_ms(f, reps, setup=None):
+    f()
+    cp.cuda.Device().synchronize()
+    times = []
+    for _ in range(reps):
+        if setup:
+            setup()
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        f()
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end))
+    return statistics.median(times)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=20)
+    reps = p.parse_args().reps
+    try:
+        cp.cuda.runtime.getDeviceCount()
+    except Exception as e:  # no driver or no GPU
+        print(f"gpu_cupy: skipped: no CUDA GPU is usable from CuPy ({e})")
+        return
+    out = {}
+
+    n = 100_000_000
+    ones = np.ones(n, dtype=np.float32)
+    da, db = cp.asarray(ones), cp.asarray(ones)
+    dc = cp.empty_like(da)
+    k = kernel_ms(lambda: cp.add(da, db, out=dc), reps)
+    e = wall_ms(lambda: out.update(c=cp.asnumpy(cp.asarray(ones) + cp.asarray(ones))), min(reps, 5))
+    emit("add", f"{n} f32", k, e, 12.0 * n, sum_check(out['c'], 1))
+
+    n = 1 << 26
+    keys = sort_keys(n)
+    dk = cp.asarray(keys)
+    holder = {}
+    k = kernel_ms(lambda: holder.update(s=cp.sort(holder["k"])), min(reps, 10),
+                  setup=lambda: holder.update(k=dk.copy()))
+    e = wall_ms(lambda: out.update(s=cp.asnumpy(cp.sort(cp.asarray(keys)))), 3)
+    emit("quicksort", f"{n} u32", k, e, None, sort_check(out["s"]))
+
+    n = 4096
+    a, b = matmul_inputs(n)
+    da, db = cp.asarray(a), cp.asarray(b)
+    k = kernel_ms(lambda: da @ db, min(reps, 10))
+    e = wall_ms(lambda: out.update(m=cp.asnumpy(cp.asarray(a) @ cp.asarray(b))), 3)
+    emit("matmul", f"{n}x{n} f32, cuBLAS", k, e, None, sum_check(out["m"], 4))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""The reference programs with Numba's `cuda.jit` on a GPU: peers of `examples/device_bench.rs`.
+
+Written from the programs' descriptions, on the inputs every implementation builds the same way
+(see device_bench.rs), with the same check values: add-list (also as
+`@vectorize(target='cuda')`), smooth, integrate2d (shared-memory reduction) and matmul (tiled,
+TPB = 16). Numba has no sort, so quicksort has no Numba peer.
+
+Each result is one JSON line: {"impl", "program", "size", "kernel_ms", "e2e_ms", "bytes",
+"check"}; kernel_ms is the median time between CUDA events around the launch over --reps runs
+after a warm-up, e2e_ms the median wall time from host inputs to host results.
+
+    python3 benches/peers/gpu_numba.py [--reps 20]
+"""
+
+import argparse
+import json
+import math
+import statistics
+import sys
+
+try:
+    import numpy as np
+    import numba
+    from numba import cuda
+except ImportError as e:
+    print(f"gpu_numba: skipped: the Python module `{e.name}` is not installed")
+    sys.exit(0)
+
+from peer_common import (integrate_check, matmul_inputs, smooth_check, smooth_input, sum_check,
+                         wall_ms)
+
+TPB = 16
+INTEGRATE_TPB = 256
+
+
+def emit(program, size, kernel_ms, e2e_ms, bytes_, check, impl="numba"):
+    line = {"impl": impl, "program": program, "size": size, "kernel_ms": kernel_ms,
+            "e2e_ms": e2e_ms, "bytes": bytes_, "check": check}
+    print(json.dumps(line), flush=True)
+
+
+def kernel_ms(f, reps):
+    f()
+    cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = cuda.event(), cuda.event()
+        start.record()
+        f()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+@cuda.jit
+def add_kernel(a, b, c):
+    i = cuda.grid(1)
+    if i < c.size:
+        c[i] = a[i] + b[i]
+
+
+def make_add_ufunc():
+    """The original program's form; compiled when decorated, so only once a GPU is known."""
+
+    @numba.vectorize(["float32(float32, float32)"], target="cuda")
+    def add_ufunc(a, b):
+        return a + b
+
+    return add_ufunc
+
+
+@cuda.jit
+def smooth_kernel(x, out):
+    j, i = cuda.grid(2)
+    n, m = x.shape
+    if 1 <= i and i + 1 < n and 1 <= j and j + 1 < m:
+        s = (numba.int32(x[i - 1, j - 1]) + numba.int32(x[i - 1, j]) + numba.int32(x[i - 1, j + 1])
+             + numba.int32(x[i, j - 1]) + numba.int32(x[i, j]) + numba.int32(x[i, j + 1])
+             + numba.int32(x[i + 1, j - 1]) + numba.int32(x[i + 1, j]) + numba.int32(x[i + 1, j + 1]))
+        out[i, j] = s // 9
+
+
+@cuda.jit
+def integrate_kernel(n, sums):
+    partial = cuda.shared.array(INTEGRATE_TPB, numba.float64)
+    i = cuda.grid(1)
+    t = cuda.threadIdx.x
+    h = math.pi / n
+    acc = 0.0
+    if i < n:
+        x = (i + 0.5) * h
+        for j in range(n):
+            acc += math.sin(x + (j + 0.5) * h)
+        acc *= h * h
+    partial[t] = acc
+    cuda.syncthreads()
+    stride = cuda.blockDim.x // 2
+    while stride > 0:
+        if t < stride:
+            partial[t] += partial[t + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if t == 0:
+        sums[cuda.blockIdx.x] = partial[0]
+
+
+@cuda.jit
+def matmul_kernel(a, b, c):
+    sa = cuda.shared.array((TPB, TPB), numba.float32)
+    sb = cuda.shared.array((TPB, TPB), numba.float32)
+    col, row = cuda.grid(2)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    n, k = a.shape
+    m = b.shape[1]
+    acc = numba.float32(0.0)
+    for t in range((k + TPB - 1) // TPB):
+        sa[ty, tx] = a[row, t * TPB + tx] if row < n and t * TPB + tx < k else 0.0
+        sb[ty, tx] = b[t * TPB + ty, col] if col < m and t * TPB + ty < k else 0.0
+        cuda.syncthreads()
+        for q in range(TPB):
+            acc += sa[ty, q] * sb[q, tx]
+        cuda.syncthreads()
+    if row < n and col < m:
+        c[row, col] = acc
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--small", action="store_true",
+                   help="small sizes, to try the script under NUMBA_ENABLE_CUDASIM=1")
+    args = p.parse_args()
+    sizes = (4096, 32, 512, 32) if args.small else (100_000_000, 10_000, 102_400, 4096)
+    if not cuda.is_available():
+        print("gpu_numba: skipped: no CUDA GPU is usable from Numba")
+        return
+    reps = args.reps
+
+    n = sizes[0]
+    ones = np.ones(n, dtype=np.float32)
+    da, db = cuda.to_device(ones), cuda.to_device(ones)
+    dc = cuda.device_array_like(da)
+    blocks = (n + 255) // 256
+    k = kernel_ms(lambda: add_kernel[blocks, 256](da, db, dc), reps)
+    out = {}
+
+    def add_e2e():
+        a, b = cuda.to_device(ones), cuda.to_device(ones)
+        c = cuda.device_array_like(a)
+        add_kernel[blocks, 256](a, b, c)
+        out["c"] = c.copy_to_host()
+
+    e = wall_ms(add_e2e, min(reps, 5))
+    emit("add", f"{n} f32", k, e, 12.0 * n, sum_check(out['c'], 1))
+    if not args.small:  # the simulator has no @vectorize(target='cuda')
+        add_ufunc = make_add_ufunc()
+        k = kernel_ms(lambda: add_ufunc(da, db, out=dc), reps)
+        e = wall_ms(lambda: out.update(c=add_ufunc(ones, ones)), min(reps, 5))
+        emit("add", f"{n} f32, @vectorize", k, e, 12.0 * n,
+             sum_check(out['c'], 1), impl="numba @vectorize")
+
+    n = sizes[1]
+    x = smooth_input(n)
+    dx = cuda.to_device(x)
+    dout = cuda.to_device(np.zeros_like(x))
+    grid = ((n + 15) // 16, (n + 15) // 16)
+    k = kernel_ms(lambda: smooth_kernel[grid, (16, 16)](dx, dout), reps)
+
+    def smooth_e2e():
+        d = cuda.to_device(x)
+        o = cuda.to_device(np.zeros_like(x))
+        smooth_kernel[grid, (16, 16)](d, o)
+        out["s"] = o.copy_to_host()
+
+    e = wall_ms(smooth_e2e, min(reps, 5))
+    emit("smooth", f"{n}x{n} i8", k, e, 2.0 * n * n, smooth_check(out["s"]))
+
+    n = sizes[2]
+    blocks = (n + INTEGRATE_TPB - 1) // INTEGRATE_TPB
+    sums = cuda.device_array(blocks, dtype=np.float64)
+    k = kernel_ms(lambda: integrate_kernel[blocks, INTEGRATE_TPB](n, sums), reps)
+
+    def integrate_e2e():
+        s = cuda.device_array(blocks, dtype=np.float64)
+        integrate_kernel[blocks, INTEGRATE_TPB](n, s)
+        out["v"] = float(np.sum(s.copy_to_host()))
+
+    e = wall_ms(integrate_e2e, min(reps, 5))
+    emit("integrate2d", f"n = {n}, shared", k, e, None, integrate_check(out["v"]))
+
+    n = sizes[3]
+    a, b = matmul_inputs(n)
+    da, db = cuda.to_device(a), cuda.to_device(b)
+    dc = cuda.device_array((n, n), dtype=np.float32)
+    grid = ((n + TPB - 1) // TPB, (n + TPB - 1) // TPB)
+    k = kernel_ms(lambda: matmul_kernel[grid, (TPB, TPB)](da, db, dc), min(reps, 10))
+
+    def matmul_e2e():
+        x, y = cuda.to_device(a), cuda.to_device(b)
+        z = cuda.device_array((n, n), dtype=np.float32)
+        matmul_kernel[grid, (TPB, TPB)](x, y, z)
+        out["m"] = z.copy_to_host()
+
+    e = wall_ms(matmul_e2e, 3)
+    emit("matmul", f"{n}x{n} f32", k, e, None, sum_check(out['m'], 4))
+
+
+if __name__ == "__main__":
+    main()

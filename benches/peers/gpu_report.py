@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Writes the GPU benchmark report from the JSON lines of one run: ours (`device_bench`), the
+Numba, CuPy and CUDA C++ peers, the host's rayon sort.
+
+    python3 benches/peers/gpu_report.py RESULTS.jsonl OUT.md "machine line" [OUT.png]
+
+For each program: our kernel time and end-to-end time, the fraction of the device-to-device copy
+bandwidth where the program is memory-bound, the ratio of our kernel time to each peer's, whether
+every implementation computed the same check value, and each goal of the project with its
+verdict. The chart (matplotlib, when there) shows our time over each peer's.
+"""
+
+import json
+import sys
+from collections import defaultdict
+
+# (program, what, limit): what is a peer impl (our time ≤ limit × theirs), "bandwidth" (≥ limit
+# of the copy bandwidth) or "rayon-speedup" (≥ limit × faster than the host's rayon sort).
+GOALS = [
+    ("add", "bandwidth", 0.90),
+    ("add", "cupy", 1.0),
+    ("smooth", "bandwidth", 0.85),
+    ("smooth", "cuda", 1.05),
+    ("smooth", "numba", 1.0),
+    ("integrate2d", "cuda", 1.1),
+    ("integrate2d", "numba", 1.0),
+    ("quicksort", "cupy", 3.0),
+    ("quicksort", "rayon-speedup", 20.0),
+    ("matmul", "cuda", 1.0),
+    ("matmul", "numba", 1.0),
+]
+PROGRAMS = ["add", "smooth", "integrate2d", "quicksort", "matmul"]
+PEERS = ["numba", "numba @vectorize", "cupy", "cuda", "rayon"]
+LAUNCH_GOAL_US = 4.0
+
+
+def load(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+    return rows
+
+
+def fmt_ms(v):
+    if v is None:
+        return "—"
+    return f"{v:.0f} ms" if v >= 100 else f"{v:.2f} ms" if v >= 1 else f"{v * 1e3:.0f} µs"
+
+
+def main():
+    if len(sys.argv) not in (4, 5):
+        sys.exit(__doc__)
+    src, out_md, machine = sys.argv[1:4]
+    out_png = sys.argv[4] if len(sys.argv) == 5 else None
+    rows = load(src)
+    by = defaultdict(dict)
+    for r in rows:
+        by[r["program"]][r["impl"]] = r
+    copy = by.get("copy", {}).get("rust")
+    bandwidth = copy["bytes"] / copy["kernel_ms"] / 1e6 if copy else None  # GB/s
+    lines = [f"# GPU benchmarks — {machine}", ""]
+    lines.append(
+        "One run of `run.sh bench`: `device_bench` (ours), `gpu_numba.py`, `gpu_cupy.py`, "
+        "`cuda/peers.cu` (nvcc -O3), each kernel time the median between CUDA events over "
+        "20 runs after a warm-up (10 for matmul and CuPy's sort, 5 for our quicksort), "
+        "end to end the median wall time from host inputs to host results."
+    )
+    lines.append("")
+    if bandwidth:
+        lines.append(f"Device-to-device copy bandwidth: **{bandwidth:.0f} GB/s** "
+                     f"({copy['size']}, read + write).")
+    launch = by.get("launch", {}).get("rust")
+    if launch:
+        us = launch["kernel_ms"] * 1e3
+        verdict = "met" if us <= LAUNCH_GOAL_US else "not met"
+        lines.append(f"Launch overhead of an empty 3-array kernel: **{us:.2f} µs** per launch "
+                     f"(goal ≤ {LAUNCH_GOAL_US} µs: {verdict}).")
+    lines += ["", "| program | size | ours: kernel | ours: end to end | of copy bandwidth | "
+              + " | ".join(f"× {p}" for p in PEERS) + " | same result |",
+              "| --- " * (5 + len(PEERS) + 1) + "|"]
+    chart = []
+    for prog in PROGRAMS:
+        impls = by.get(prog, {})
+        ours = impls.get("rust")
+        if not ours:
+            continue
+        frac = "—"
+        if bandwidth and ours.get("bytes"):
+            frac = f"{ours['bytes'] / ours['kernel_ms'] / 1e6 / bandwidth:.0%}"
+        ratios = []
+        for p in PEERS:
+            peer = impls.get(p)
+            if peer:
+                r = ours["kernel_ms"] / peer["kernel_ms"]
+                ratios.append(f"{r:.2f}× ({fmt_ms(peer['kernel_ms'])})")
+                chart.append((prog, p, r))
+            else:
+                ratios.append("—")
+        checks = {name: r["check"] for name, r in impls.items()}
+        same = "yes" if len(set(checks.values())) == 1 else "NO: " + ", ".join(
+            f"{k} {v}" for k, v in checks.items())
+        lines.append(f"| {prog} | {ours['size']} | {fmt_ms(ours['kernel_ms'])} | "
+                     f"{fmt_ms(ours.get('e2e_ms'))} | {frac} | " + " | ".join(ratios)
+                     + f" | {same} |")
+    lines += ["", "## Goals", "", "| program | goal | figure | met |", "| --- | --- | --- | --- |"]
+    for prog, what, limit in GOALS:
+        impls = by.get(prog, {})
+        ours = impls.get("rust")
+        figure, met = "not measured", "—"
+        if ours and what == "bandwidth" and bandwidth and ours.get("bytes"):
+            f = ours["bytes"] / ours["kernel_ms"] / 1e6 / bandwidth
+            figure, met = f"{f:.0%} of copy bandwidth", "yes" if f >= limit else "no"
+            goal = f"≥ {limit:.0%} of copy bandwidth"
+        elif what == "rayon-speedup":
+            goal = f"≥ {limit:.0f}× the host's rayon sort"
+            if ours and "rayon" in impls:
+                s = impls["rayon"]["kernel_ms"] / ours["kernel_ms"]
+                figure, met = f"{s:.1f}×", "yes" if s >= limit else "no"
+        else:
+            goal = f"≤ {limit}× {what}" if what != "bandwidth" else f"≥ {limit:.0%} of copy bandwidth"
+            if ours and what in impls:
+                r = ours["kernel_ms"] / impls[what]["kernel_ms"]
+                figure, met = f"{r:.2f}×", "yes" if r <= limit else "no"
+        lines.append(f"| {prog} | {goal} | {figure} | {met} |")
+    with open(out_md, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"gpu_report: wrote {out_md}")
+    if out_png and chart:
+        draw(chart, out_png, machine)
+
+
+def draw(chart, out_png, title):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("gpu_report: no chart: the Python module `matplotlib` is not installed")
+        return
+    labels = [f"{prog}\nvs {peer}" for prog, peer, _ in chart]
+    values = [r for _, _, r in chart]
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(values)), 4.2), dpi=120)
+    ax.bar(range(len(values)), values, color="#4878a8")
+    for k, v in enumerate(values):
+        ax.annotate(f"{v:.2f}", (k, v), ha="center", va="bottom", fontsize=8)
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(values)), labels, fontsize=7)
+    ax.set_ylabel("our kernel time ÷ the peer's (log)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out_png)
+    print(f"gpu_report: wrote {out_png}")
+
+
+if __name__ == "__main__":
+    main()

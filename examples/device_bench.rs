@@ -1,0 +1,355 @@
+//! device_bench: the five reference programs timed on the default device, for the GPU benchmark
+//! report (`run.sh bench` in the GPU bundle), beside the device-to-device copy bandwidth and the
+//! cost of launching an empty kernel.
+//!
+//! Each program runs on inputs every peer (`benches/peers/`) builds the same way, and ends with
+//! a check value that the report compares across implementations. Times:
+//! - kernel: the median, over `--reps` runs after a warm-up, of the time between two device
+//!   events around the launches (the whole sort for quicksort);
+//! - end to end: the median wall time from host inputs to host results.
+//!
+//! One JSON line per measurement (`{"impl": "rust", ...}`) follows the readable lines. Sizes are
+//! the originals on a GPU (add 10^8, smooth 10000², integrate2d n = 102400, quicksort 2^26,
+//! matmul 4096²) and smaller on the CPU backend.
+//!
+//! ```sh
+//! cargo run --release --example device_bench [-- --reps 20]
+//! ```
+
+mod common;
+
+use common::{report, Result};
+use gpu_kernels::{
+    add, empty3, integrate2d_shared, matmul_tiled, quicksort, smooth, INTEGRATE_TPB, TPB,
+};
+use kernel_runtime::prelude::*;
+use kernel_suite::cli::Args;
+use rayon::prelude::*;
+use std::time::Instant;
+
+const NAME: &str = "device_bench";
+
+/// One measurement, printed as a JSON line.
+struct Line {
+    /// Which implementation: `rust` (our kernels) or `rayon` (the host's sort).
+    imp: &'static str,
+    program: &'static str,
+    size: String,
+    kernel_ms: f64,
+    e2e_ms: Option<f64>,
+    /// Bytes the kernel must move at least (for the fraction of bandwidth).
+    bytes: Option<f64>,
+    check: String,
+}
+
+impl Line {
+    fn print(&self) {
+        let opt = |v: Option<f64>| v.map_or("null".into(), |v| format!("{v}"));
+        report(
+            if self.imp == "rust" {
+                self.program
+            } else {
+                self.imp
+            },
+            format!(
+                "kernel {:.3} ms, end to end {} ms, check {}",
+                self.kernel_ms,
+                self.e2e_ms.map_or("-".into(), |v| format!("{v:.1}")),
+                self.check
+            ),
+        );
+        println!(
+            "{{\"impl\": \"{}\", \"program\": \"{}\", \"size\": \"{}\", \"kernel_ms\": {}, \"e2e_ms\": {}, \"bytes\": {}, \"check\": \"{}\"}}",
+            self.imp,
+            self.program,
+            self.size,
+            self.kernel_ms,
+            opt(self.e2e_ms),
+            opt(self.bytes),
+            self.check
+        );
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let k = v.len();
+    if k % 2 == 1 {
+        v[k / 2]
+    } else {
+        (v[k / 2 - 1] + v[k / 2]) / 2.0
+    }
+}
+
+/// The median time between events around `f`, over `reps` runs after one warm-up.
+fn kernel_ms(dev: &Device, reps: usize, mut f: impl FnMut() -> Result) -> Result<f64> {
+    f()?;
+    dev.synchronize()?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = dev.event()?;
+        f()?;
+        let end = dev.event()?;
+        times.push(start.elapsed_ms(&end)? as f64);
+    }
+    Ok(median(times))
+}
+
+/// The median wall time of `f`, over `reps` runs after one warm-up.
+fn wall_ms(reps: usize, mut f: impl FnMut() -> Result) -> Result<f64> {
+    f()?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        f()?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(median(times))
+}
+
+fn main() {
+    common::main(NAME, run);
+}
+
+fn run(args: Args) -> Result {
+    if args.n.is_some() || args.png {
+        return Err("device_bench takes --reps only: its sizes are the programs' own".into());
+    }
+    let dev = Device::default();
+    let gpu = !common::is_cpu(&dev);
+    report("device", dev.name());
+    let reps = args.reps.unwrap_or(if gpu { 20 } else { 3 }).max(1);
+    let pick = |original: usize, cpu: usize| if gpu { original } else { cpu };
+
+    copy_bandwidth(&dev, reps, pick(100_000_000, 1_000_000))?.print();
+    launch_overhead(&dev)?.print();
+    bench_add(&dev, reps, pick(100_000_000, 1_000_000))?.print();
+    bench_smooth(&dev, reps, pick(10_000, 1_000))?.print();
+    bench_integrate2d(&dev, reps, pick(102_400, 1_024))?.print();
+    bench_quicksort(&dev, reps.min(5), pick(1 << 26, 1 << 18))?.print();
+    bench_matmul(&dev, reps.min(10), pick(4096, 256))?.print();
+    Ok(())
+}
+
+/// Device-to-device copy of `n` f32: the bandwidth the memory-bound programs are held to.
+fn copy_bandwidth(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+    let src = dev.zeros::<f32, _>(n)?;
+    let mut dst = dev.zeros::<f32, _>(n)?;
+    let ms = kernel_ms(dev, reps, || Ok(dst.copy_from_device(&src)?))?;
+    let bytes = 2.0 * 4.0 * n as f64;
+    Ok(Line {
+        imp: "rust",
+        program: "copy",
+        size: format!("{n} f32"),
+        kernel_ms: ms,
+        e2e_ms: None,
+        bytes: Some(bytes),
+        check: format!("{:.1} GB/s", bytes / ms / 1e6),
+    })
+}
+
+/// Wall time per launch of an empty 3-argument kernel, 1000 launches then one wait.
+fn launch_overhead(dev: &Device) -> Result<Line> {
+    let (a, b) = (dev.zeros::<f32, _>(1)?, dev.zeros::<f32, _>(1)?);
+    let mut c = dev.zeros::<f32, _>(1)?;
+    let launches = 1000;
+    let ms = wall_ms(5, || {
+        for _ in 0..launches {
+            empty3.launch(1, 1, (&a, &b, &mut c))?;
+        }
+        Ok(dev.synchronize()?)
+    })?;
+    Ok(Line {
+        imp: "rust",
+        program: "launch",
+        size: "empty kernel, 3 arrays".into(),
+        kernel_ms: ms / launches as f64,
+        e2e_ms: None,
+        bytes: None,
+        check: format!("{:.2} us per launch", ms / launches as f64 * 1e3),
+    })
+}
+
+fn bench_add(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+    let ones = common::host_vec(n, |_| 1.0f32)?;
+    let cfg = LaunchConfig::cover(n, 256)?;
+    let (da, db) = (dev.to_device(&ones)?, dev.to_device(&ones)?);
+    let mut dc = dev.zeros::<f32, _>(n)?;
+    let kernel = kernel_ms(dev, reps, || {
+        Ok(add.launch_with(cfg.clone(), (&da, &db, &mut dc))?)
+    })?;
+    let mut out = Vec::new();
+    let e2e = wall_ms(reps.min(5), || {
+        let (da, db) = (dev.to_device(&ones)?, dev.to_device(&ones)?);
+        let mut dc = dev.zeros::<f32, _>(n)?;
+        add.launch_with(cfg.clone(), (&da, &db, &mut dc))?;
+        out = dc.to_vec()?;
+        Ok(())
+    })?;
+    let sum: f64 = out.iter().map(|&v| v as f64).sum();
+    Ok(Line {
+        imp: "rust",
+        program: "add",
+        size: format!("{n} f32"),
+        kernel_ms: kernel,
+        e2e_ms: Some(e2e),
+        bytes: Some(12.0 * n as f64),
+        check: format!("{sum:.1}"),
+    })
+}
+
+fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+    let x = Array2::from_shape_fn((n, n), |(i, j)| {
+        (((i * 31 + j * 17) % 251) as i32 - 125) as i8
+    });
+    let blocks = (n.div_ceil(16), n.div_ceil(16));
+    let dx = dev.to_device(&x)?;
+    let mut dout = dev.zeros::<i8, _>((n, n))?;
+    let kernel = kernel_ms(dev, reps, || {
+        Ok(smooth.launch(blocks, (16, 16), (&dx, &mut dout))?)
+    })?;
+    let mut out = Array2::<i8>::zeros((0, 0));
+    let e2e = wall_ms(reps.min(5), || {
+        let dx = dev.to_device(&x)?;
+        let mut dout = dev.zeros::<i8, _>((n, n))?;
+        smooth.launch(blocks, (16, 16), (&dx, &mut dout))?;
+        out = dout.to_host()?;
+        Ok(())
+    })?;
+    let check: i64 = out
+        .indexed_iter()
+        .map(|((i, j), &v)| v as i64 * ((i + 2 * j) % 7 + 1) as i64)
+        .sum();
+    Ok(Line {
+        imp: "rust",
+        program: "smooth",
+        size: format!("{n}x{n} i8"),
+        kernel_ms: kernel,
+        e2e_ms: Some(e2e),
+        bytes: Some(2.0 * (n * n) as f64),
+        check: check.to_string(),
+    })
+}
+
+fn bench_integrate2d(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+    let blocks = n.div_ceil(INTEGRATE_TPB);
+    let mut sums = dev.zeros::<f64, _>(blocks)?;
+    let kernel = kernel_ms(dev, reps, || {
+        Ok(integrate2d_shared.launch(blocks, INTEGRATE_TPB, (n, &mut sums))?)
+    })?;
+    let mut value = 0.0;
+    let e2e = wall_ms(reps.min(5), || {
+        let mut sums = dev.zeros::<f64, _>(blocks)?;
+        integrate2d_shared.launch(blocks, INTEGRATE_TPB, (n, &mut sums))?;
+        value = sums.to_vec()?.iter().sum();
+        Ok(())
+    })?;
+    // The integral is 0; nine decimals hide the summation order's last bits.
+    let check = format!("{:.9}", value + 0.0).replace("-0.000000000", "0.000000000");
+    Ok(Line {
+        imp: "rust",
+        program: "integrate2d",
+        size: format!("n = {n}, shared"),
+        kernel_ms: kernel,
+        e2e_ms: Some(e2e),
+        bytes: None,
+        check,
+    })
+}
+
+fn bench_quicksort(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+    let keys = common::host_vec(n, |i| ((i as u64 * 2_654_435_761) % (1 << 32)) as u32 >> 8)?;
+    let mut d = dev.to_device(&keys)?;
+    let mut fresh = dev.to_device(&keys)?;
+    // Each timed sort starts from the unsorted keys, copied on the device before the events.
+    quicksort::sort(&mut d)?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        d.copy_from_device(&fresh)?;
+        let start = dev.event()?;
+        quicksort::sort(&mut d)?;
+        let end = dev.event()?;
+        times.push(start.elapsed_ms(&end)? as f64);
+    }
+    let mut out = Vec::new();
+    let e2e = wall_ms(reps.min(3), || {
+        fresh = dev.to_device(&keys)?;
+        quicksort::sort(&mut fresh)?;
+        out = fresh.to_vec()?;
+        Ok(())
+    })?;
+    if !out.windows(2).all(|w| w[0] <= w[1]) {
+        common::mismatch(NAME, "quicksort: the keys are not sorted");
+    }
+    rayon_sort(&keys, reps)?.print();
+    let check = out.iter().enumerate().fold(0u64, |s, (k, &v)| {
+        s.wrapping_add(v as u64 * (k as u64 % 7 + 1))
+    });
+    Ok(Line {
+        imp: "rust",
+        program: "quicksort",
+        size: format!("{n} u32"),
+        kernel_ms: median(times),
+        e2e_ms: Some(e2e),
+        bytes: None,
+        check: check.to_string(),
+    })
+}
+
+/// The host's own parallel sort of the same keys (`par_sort_unstable`), the CPU peer the GPU
+/// quicksort is measured against.
+fn rayon_sort(keys: &[u32], reps: usize) -> Result<Line> {
+    let mut v = keys.to_vec();
+    let ms = wall_ms(reps, || {
+        v.copy_from_slice(keys);
+        v.par_sort_unstable();
+        Ok(())
+    })?;
+    let check = v.iter().enumerate().fold(0u64, |s, (k, &x)| {
+        s.wrapping_add(x as u64 * (k as u64 % 7 + 1))
+    });
+    Ok(Line {
+        imp: "rayon",
+        program: "quicksort",
+        size: format!("{} u32, host par_sort_unstable", keys.len()),
+        kernel_ms: ms,
+        e2e_ms: Some(ms),
+        bytes: None,
+        check: check.to_string(),
+    })
+}
+
+fn bench_matmul(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+    // Multiples of 1/8 and 1/16 below 1: every partial sum is exact in f32, so every correct
+    // implementation gets the same bits whatever its summation order.
+    let a = Array2::from_shape_fn((n, n), |(i, j)| {
+        ((i * 7 + j * 3) % 13) as f32 * 0.125 - 0.75
+    });
+    let b = Array2::from_shape_fn((n, n), |(i, j)| {
+        ((i * 5 + j * 11) % 17) as f32 * 0.0625 - 0.5
+    });
+    let blocks = (n.div_ceil(TPB), n.div_ceil(TPB));
+    let (da, db) = (dev.to_device(&a)?, dev.to_device(&b)?);
+    let mut dc = dev.zeros::<f32, _>((n, n))?;
+    let kernel = kernel_ms(dev, reps, || {
+        Ok(matmul_tiled.launch(blocks, (TPB, TPB), (&da, &db, &mut dc))?)
+    })?;
+    let mut out = Array2::<f32>::zeros((0, 0));
+    let e2e = wall_ms(reps.min(3), || {
+        let (da, db) = (dev.to_device(&a)?, dev.to_device(&b)?);
+        let mut dc = dev.zeros::<f32, _>((n, n))?;
+        matmul_tiled.launch(blocks, (TPB, TPB), (&da, &db, &mut dc))?;
+        out = dc.to_host()?;
+        Ok(())
+    })?;
+    let sum: f64 = out.iter().map(|&v| v as f64).sum();
+    Ok(Line {
+        imp: "rust",
+        program: "matmul",
+        size: format!("{n}x{n} f32"),
+        kernel_ms: kernel,
+        e2e_ms: Some(e2e),
+        bytes: None,
+        check: format!("{sum:.4}"),
+    })
+}
