@@ -301,6 +301,9 @@ fn copy_peers(from: &Path, to: &Path) -> Result {
         let entry = entry.map_err(|e| format!("reading {}: {e}", from.display()))?;
         let (path, name) = (entry.path(), entry.file_name());
         let dest = to.join(&name);
+        if name == "__pycache__" {
+            continue;
+        }
         if path.is_dir() {
             copy_peers(&path, &dest)?;
         } else if !CPU_ONLY.contains(&name.to_string_lossy().as_ref()) {
