@@ -100,3 +100,14 @@ fn launches_on_streams_see_earlier_copies_and_are_seen_by_later_ones() {
         s2.synchronize().unwrap();
     }
 }
+
+#[test]
+fn the_program_lists_its_ptx_exactly_when_its_kernels_have_some() {
+    // The kernels of gpu-kernels and of this crate register their modules; with no PTX built,
+    // the list is empty and `Device::default()` stays on the CPU.
+    let listed = !kernel_runtime::__rt::PTX_MODULES.is_empty();
+    assert_eq!(listed, add.ptx().is_some());
+    if let Some(ptx) = add.ptx() {
+        assert!(kernel_runtime::__rt::PTX_MODULES.contains(&ptx));
+    }
+}

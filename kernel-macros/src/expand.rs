@@ -171,6 +171,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
     };
 
     let ptx = embedded_ptx();
+    let registration = register_ptx(name);
     let launcher = launcher_struct(&docs, vis, name);
     let ctx_binding = rewrite::ctx_binding(Scope::Kernel);
 
@@ -301,6 +302,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
         }
 
         #launcher
+        #registration
 
         #[cfg(not(target_arch = "nvptx64"))]
         impl #name {
@@ -394,20 +396,36 @@ pub fn launcher_struct(
     }
 }
 
+/// Adds the crate's PTX module, when its `build.rs` wrote one, to the program's list of
+/// embedded modules (`__rt::PTX_MODULES`), under a name made from `kernel`.
+pub fn register_ptx(kernel: &syn::Ident) -> TokenStream {
+    let Some(path) = ptx_path() else {
+        return quote!();
+    };
+    let item = format_ident!("__KERNEL_PTX_OF_{}", kernel);
+    quote! {
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[::kernel_runtime::__rt::linkme::distributed_slice(::kernel_runtime::__rt::PTX_MODULES)]
+        #[linkme(crate = ::kernel_runtime::__rt::linkme)]
+        #[allow(non_upper_case_globals)]
+        #[doc(hidden)]
+        static #item: &'static str = ::core::include_str!(#path);
+    }
+}
+
 /// `Some(include_str!(..))` of the PTX module the crate's `build.rs` wrote, or `None`.
 pub fn embedded_ptx() -> TokenStream {
-    match std::env::var_os("OUT_DIR") {
-        Some(dir) => {
-            let path = std::path::Path::new(&dir).join("kernel_ptx.txt");
-            match path.to_str() {
-                Some(p) if path.is_file() => {
-                    quote!(::core::option::Option::Some(::core::include_str!(#p)))
-                }
-                _ => quote!(::core::option::Option::None),
-            }
-        }
+    match ptx_path() {
+        Some(p) => quote!(::core::option::Option::Some(::core::include_str!(#p))),
         None => quote!(::core::option::Option::None),
     }
+}
+
+/// The PTX module the crate's `build.rs` wrote (`OUT_DIR/kernel_ptx.txt`), if there is one.
+fn ptx_path() -> Option<String> {
+    let dir = std::env::var_os("OUT_DIR")?;
+    let path = std::path::Path::new(&dir).join("kernel_ptx.txt");
+    path.is_file().then(|| path.to_str().map(str::to_string))?
 }
 
 /// The block shape a kernel's first static shared array suggests (its last extent along x): a

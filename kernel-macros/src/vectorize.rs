@@ -118,6 +118,7 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
     let first = &args[0];
     let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let ptx = crate::expand::embedded_ptx();
+    let registration = crate::expand::register_ptx(&name);
     let launcher = crate::expand::launcher_struct(&docs, &vis, &name);
 
     Ok(quote! {
@@ -144,6 +145,7 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
         }
 
         #launcher
+        #registration
 
         #[cfg(not(target_arch = "nvptx64"))]
         impl #name {

@@ -33,6 +33,16 @@ pub fn common_dims<const N: usize>(shapes: &[[usize; N]]) -> Option<[usize; N]> 
 /// Fails at compile time, at the caller's span, unless `T` may cross to a device.
 pub const fn assert_device_copy<T: crate::DeviceCopy>() {}
 
+/// The PTX modules embedded in the program: one entry per kernel whose crate's `build.rs`
+/// compiled PTX (the `#[kernel]` macro adds them). `Device::default()` picks a GPU only when
+/// there is PTX to run on it.
+#[cfg(not(target_arch = "nvptx64"))]
+#[linkme::distributed_slice]
+pub static PTX_MODULES: [&'static str];
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use linkme;
+
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
     use crate::host::device::Device;

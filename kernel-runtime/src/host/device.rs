@@ -171,12 +171,14 @@ impl Device {
     }
 
     /// The device `KERNEL_DEVICE` names: `cpu`, `cuda` (GPU 0) or `cuda:N`; unset or empty
-    /// means the first usable CUDA GPU, else the CPU backend (saying once on stderr why).
+    /// means the first usable CUDA GPU when the program has PTX for its kernels, else the CPU
+    /// backend (saying once on stderr why).
     pub fn from_env() -> Result<Device, Error> {
         let spec = std::env::var("KERNEL_DEVICE").unwrap_or_default();
         match Self::parse_spec(spec.trim())? {
             Some(DeviceKind::Cpu) => Ok(Device::cpu()),
             Some(DeviceKind::Cuda(n)) => Device::cuda(n),
+            None if crate::__rt::PTX_MODULES.is_empty() => Ok(cpu_because(&Error::NoPtxAnywhere)),
             None => Ok(Device::cuda(0).unwrap_or_else(|e| cpu_because(&e))),
         }
     }

@@ -86,6 +86,9 @@ pub enum Error {
         /// The kernel.
         kernel: &'static str,
     },
+    /// No kernel of the program has PTX, so a GPU could not run any of them.
+    #[error("no kernel of this program has PTX (its crates' build.rs found no nvptx64 toolchain), so it cannot run on a GPU")]
+    NoPtxAnywhere,
     /// `KERNEL_DEVICE` holds something other than `cpu` or `cuda[:N]`.
     #[error("KERNEL_DEVICE={value:?} is not understood: use `cpu`, `cuda` or `cuda:N`")]
     BadDeviceSpec {
