@@ -128,26 +128,30 @@ pub fn qs_copy_back(
 }
 
 /// Per block `b`: sorts `keys[seg_start[b]..][..seg_len[b]]` (at most [`SMALL`] keys) by a
-/// bitonic sort in shared memory. Launch [`QS_THREADS`] threads per block.
+/// bitonic sort in shared memory, over the segment's length rounded up to a power of two.
+/// Launch [`QS_THREADS`] threads per block.
 #[kernel]
 pub fn qs_sort_small(keys: &mut [u32], seg_start: &[u32], seg_len: &[u32]) {
     let mut s = shared_array![u32; SMALL];
     let b = block_idx().x as usize;
     let t = thread_idx().x as usize;
     let (start, len) = (seg_start[b] as usize, seg_len[b] as usize);
+    // The network sorts the segment padded to a power of two (the same for the whole block).
+    let n = len.clamp(2, SMALL).next_power_of_two();
     let mut k = t;
-    while k < SMALL {
+    while k < n {
         s[k] = if k < len { keys[start + k] } else { u32::MAX };
         k += QS_THREADS;
     }
     sync_threads();
     let mut size = 2;
-    while size <= SMALL {
+    while size <= n {
         let mut stride = size / 2;
         while stride > 0 {
             let mut idx = t;
-            while idx < SMALL / 2 {
-                let pos = 2 * stride * (idx / stride) + idx % stride;
+            while idx < n / 2 {
+                // The `idx`-th pair: blocks of `stride` pairs, each `2 * stride` keys apart.
+                let pos = ((idx & !(stride - 1)) << 1) | (idx & (stride - 1));
                 let partner = pos + stride;
                 let ascending = pos & size == 0;
                 let (x, y) = (s[pos], s[partner]);
