@@ -224,20 +224,25 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 __plain(&__spec, (#(#names,)*), (#(#dn,)*))
             }}
         }
-        None if bounded => quote! {
-            ::kernel_runtime::__rt::run_bounded(&__spec, __same_dims1[0], move |__kctx: ::kernel_runtime::Ctx, __bound: usize| {
-                #prelude
-                #(#rebinds)*
-                #block
-            })
-        },
-        None => quote! {
-            ::kernel_runtime::__rt::run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
-                #prelude
-                #(#rebinds)*
-                #block
-            })
-        },
+        None => {
+            // A bounded run passes the arrays' common length to the body as `__bound`.
+            let (run, bound, bound_param) = if bounded {
+                (
+                    quote!(run_bounded),
+                    quote!(__same_dims1[0],),
+                    quote!(, __bound: usize),
+                )
+            } else {
+                (quote!(run), quote!(), quote!())
+            };
+            quote! {
+                ::kernel_runtime::__rt::#run(&__spec, #bound move |__kctx: ::kernel_runtime::Ctx #bound_param| {
+                    #prelude
+                    #(#rebinds)*
+                    #block
+                })
+            }
+        }
     };
     // Checked kernels get a second CPU version for the common launch whose arrays of one rank
     // all have one shape: there the views share their extents, so an index the kernel checked
@@ -366,8 +371,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
                     kernel: Self::NAME,
                     grid: config.grid,
                     block: config.block,
-                    shared_bytes: ::kernel_runtime::__rt::align_up(Self::STATIC_SHARED_BYTES, 16)
-                        + config.dynamic_shared_bytes,
+                    shared_bytes: config.block_shared_bytes(Self::STATIC_SHARED_BYTES),
                     barriers: Self::USES_BARRIERS,
                     thread_context: #thread_context,
                     grid_level: #grid_level,

@@ -4,7 +4,7 @@
 pub use crate::cpu::exec::{
     enter_thread, run, run_bounded, run_split, wide_vectors, BlockRun, LaunchSpec,
 };
-pub use crate::shared::{align_up, layout, STATIC_LIMIT};
+pub use crate::shared::{layout, STATIC_LIMIT};
 
 /// A shared array extent: sizes are `usize` constants.
 #[inline(always)]
@@ -92,9 +92,9 @@ mod host {
     ) -> Result<(), Error> {
         let gpu = device.gpu().ok_or(Error::NoDevice { kernel })?;
         let ptx = ptx.ok_or(Error::NoPtx { kernel })?;
-        let shared = crate::shared::align_up(static_shared, 16) + config.dynamic_shared_bytes;
-        // SAFETY: the caller's contract.
+        let shared = config.block_shared_bytes(static_shared);
         let on = config.stream.as_ref().and_then(|s| s.cuda());
+        // SAFETY: the caller's contract.
         unsafe { gpu.launch(kernel, ptx, config, shared, params, on) }
     }
 

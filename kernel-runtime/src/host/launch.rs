@@ -133,6 +133,12 @@ impl LaunchConfig {
         self
     }
 
+    /// The shared memory each block gets for a kernel with `static_shared` bytes of static
+    /// shared arrays: those, aligned to 16 bytes, then the dynamic bytes.
+    pub fn block_shared_bytes(&self, static_shared: usize) -> usize {
+        crate::shared::align_up(static_shared, 16).saturating_add(self.dynamic_shared_bytes)
+    }
+
     /// Checks the configuration against `limits` for a kernel with `static_shared` bytes of
     /// static shared arrays.
     pub fn validate(&self, limits: &Limits, static_shared: usize) -> Result<(), LaunchError> {
@@ -162,8 +168,7 @@ impl LaunchConfig {
                 limit: limits.max_threads_per_block as u64,
             });
         }
-        let bytes =
-            crate::shared::align_up(static_shared, 16).saturating_add(self.dynamic_shared_bytes);
+        let bytes = self.block_shared_bytes(static_shared);
         if bytes > limits.max_shared_bytes {
             return Err(LaunchError::TooMuchSharedMemory {
                 bytes,
