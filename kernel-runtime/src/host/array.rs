@@ -93,9 +93,15 @@ fn checked_len(shape: &[usize], elem: usize) -> Result<usize, Error> {
 
 impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     pub(crate) fn zeros(device: &Device, dim: D) -> Result<Self, Error> {
+        Self::alloc(device, dim, true)
+    }
+
+    /// An array of `dim` on `device`; on a GPU its memory is cleared only when `zeroed` (the
+    /// caller then overwrites all of it before anything reads it), on the host always.
+    fn alloc(device: &Device, dim: D, zeroed: bool) -> Result<Self, Error> {
         let len = checked_len(dim.slice(), std::mem::size_of::<T>())?;
         let data = match device.gpu() {
-            Some(gpu) => Storage::Gpu(gpu.alloc_zeroed(len * std::mem::size_of::<T>())?),
+            Some(gpu) => Storage::Gpu(gpu.alloc(len * std::mem::size_of::<T>(), zeroed)?),
             None => Storage::Host(zeroed_vec(len)),
         };
         Ok(DeviceArray {
@@ -112,7 +118,8 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         let dim = host.host_dim();
         checked_len(dim.slice(), std::mem::size_of::<T>())?;
         if device.gpu().is_some() {
-            let mut array = Self::zeros(device, dim)?;
+            // The copy overwrites every element.
+            let mut array = Self::alloc(device, dim, false)?;
             array.copy_from_host(host)?;
             return Ok(array);
         }
@@ -127,7 +134,8 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     pub fn try_clone(&self) -> Result<Self, Error> {
         match (&self.data, self.device.gpu()) {
             (Storage::Gpu(_), Some(_)) => {
-                let mut copy = Self::zeros(&self.device, self.dim.clone())?;
+                // The copy overwrites every element.
+                let mut copy = Self::alloc(&self.device, self.dim.clone(), false)?;
                 copy.copy_from_device(self)?;
                 Ok(copy)
             }

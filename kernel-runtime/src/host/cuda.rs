@@ -220,8 +220,9 @@ impl CudaDevice {
             .map_err(|e| self.error("waiting for the GPU", e))
     }
 
-    /// `bytes` of device memory, zeroed, or a null pointer for none.
-    pub(crate) fn alloc_zeroed(&self, bytes: usize) -> Result<sys::CUdeviceptr, Error> {
+    /// `bytes` of device memory, zeroed when `zeroed` (else for the caller to overwrite whole
+    /// before any read), or a null pointer for none.
+    pub(crate) fn alloc(&self, bytes: usize, zeroed: bool) -> Result<sys::CUdeviceptr, Error> {
         if bytes == 0 {
             return Ok(0);
         }
@@ -232,13 +233,15 @@ impl CudaDevice {
         unsafe {
             let ptr = result::malloc_async(s, bytes)
                 .map_err(|e| self.error(&format!("allocating {bytes} bytes"), e))?;
-            result::memset_d8_async(ptr, 0, bytes, s)
-                .map_err(|e| self.error("clearing device memory", e))?;
+            if zeroed {
+                result::memset_d8_async(ptr, 0, bytes, s)
+                    .map_err(|e| self.error("clearing device memory", e))?;
+            }
             Ok(ptr)
         }
     }
 
-    /// Frees memory from [`alloc_zeroed`](Self::alloc_zeroed), after the work queued before.
+    /// Frees memory from [`alloc`](Self::alloc), after the work queued before.
     pub(crate) fn free(&self, ptr: sys::CUdeviceptr) {
         if ptr != 0 && self.bind().is_ok() {
             // SAFETY: `ptr` came from `malloc_async` on this stream and is not used again; a
