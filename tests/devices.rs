@@ -4,6 +4,13 @@
 use gpu_kernels::add;
 use kernel_runtime::{Device, DeviceKind, Error, LaunchConfig};
 
+/// The CPU backend, and GPU 0 where it opens.
+fn usable_devices() -> Vec<Device> {
+    let mut devices = vec![Device::cpu()];
+    devices.extend(Device::cuda(0).ok());
+    devices
+}
+
 #[test]
 fn a_gpu_that_cannot_be_used_is_a_typed_error() {
     // No machine has GPU 4096: with a driver it is not found, without one the driver is missing.
@@ -36,9 +43,7 @@ fn the_default_device_is_a_gpu_only_where_one_is_usable() {
 
 #[test]
 fn arrays_round_trip_and_kernels_run_on_every_usable_device() {
-    let mut devices = vec![Device::cpu()];
-    devices.extend(Device::cuda(0).ok());
-    for dev in devices {
+    for dev in usable_devices() {
         let n = 1000;
         let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
         let da = dev.to_device(&a).unwrap();
@@ -74,9 +79,7 @@ fn arrays_of_another_device_are_refused() {
 
 #[test]
 fn launches_on_streams_see_earlier_copies_and_are_seen_by_later_ones() {
-    let mut devices = vec![Device::cpu()];
-    devices.extend(Device::cuda(0).ok());
-    for dev in devices {
+    for dev in usable_devices() {
         let n = 100_000;
         let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
         let (s1, s2) = (dev.stream().unwrap(), dev.stream().unwrap());

@@ -7,7 +7,6 @@ the same check values and JSON lines (see gpu_numba.py).
 """
 
 import argparse
-import json
 import statistics
 import sys
 
@@ -18,13 +17,7 @@ except ImportError as e:
     print(f"gpu_cupy: skipped: the Python module `{e.name}` is not installed")
     sys.exit(0)
 
-from peer_common import matmul_inputs, sort_check, sort_keys, sum_check, wall_ms
-
-
-def emit(program, size, kernel_ms, e2e_ms, bytes_, check):
-    line = {"impl": "cupy", "program": program, "size": size, "kernel_ms": kernel_ms,
-            "e2e_ms": e2e_ms, "bytes": bytes_, "check": check}
-    print(json.dumps(line), flush=True)
+from peer_common import emit, matmul_inputs, sort_check, sort_keys, sum_check, wall_ms
 
 
 def kernel_ms(f, reps, setup=None):
@@ -60,7 +53,7 @@ def main():
     dc = cp.empty_like(da)
     k = kernel_ms(lambda: cp.add(da, db, out=dc), reps)
     e = wall_ms(lambda: out.update(c=cp.asnumpy(cp.asarray(ones) + cp.asarray(ones))), min(reps, 5))
-    emit("add", f"{n} f32", k, e, 12.0 * n, sum_check(out['c'], 1))
+    emit("cupy", "add", f"{n} f32", k, e, 12.0 * n, sum_check(out['c'], 1))
 
     n = 1 << 26
     keys = sort_keys(n)
@@ -69,14 +62,14 @@ def main():
     k = kernel_ms(lambda: holder.update(s=cp.sort(holder["k"])), min(reps, 10),
                   setup=lambda: holder.update(k=dk.copy()))
     e = wall_ms(lambda: out.update(s=cp.asnumpy(cp.sort(cp.asarray(keys)))), 3)
-    emit("quicksort", f"{n} u32", k, e, None, sort_check(out["s"]))
+    emit("cupy", "quicksort", f"{n} u32", k, e, None, sort_check(out["s"]))
 
     n = 4096
     a, b = matmul_inputs(n)
     da, db = cp.asarray(a), cp.asarray(b)
     k = kernel_ms(lambda: da @ db, min(reps, 10))
     e = wall_ms(lambda: out.update(m=cp.asnumpy(cp.asarray(a) @ cp.asarray(b))), 3)
-    emit("matmul", f"{n}x{n} f32, cuBLAS", k, e, None, sum_check(out["m"], 4))
+    emit("cupy", "matmul", f"{n}x{n} f32, cuBLAS", k, e, None, sum_check(out["m"], 4))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ after a warm-up, e2e_ms the median wall time from host inputs to host results.
 """
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -27,17 +26,11 @@ except ImportError as e:
     print(f"gpu_numba: skipped: the Python module `{e.name}` is not installed")
     sys.exit(0)
 
-from peer_common import (integrate_check, matmul_inputs, smooth_check, smooth_input, sum_check,
+from peer_common import (emit, integrate_check, matmul_inputs, smooth_check, smooth_input, sum_check,
                          wall_ms)
 
 TPB = 16
 INTEGRATE_TPB = 256
-
-
-def emit(program, size, kernel_ms, e2e_ms, bytes_, check, impl="numba"):
-    line = {"impl": impl, "program": program, "size": size, "kernel_ms": kernel_ms,
-            "e2e_ms": e2e_ms, "bytes": bytes_, "check": check}
-    print(json.dumps(line), flush=True)
 
 
 def kernel_ms(f, reps):
@@ -153,13 +146,13 @@ def main():
         out["c"] = c.copy_to_host()
 
     e = wall_ms(add_e2e, min(reps, 5))
-    emit("add", f"{n} f32", k, e, 12.0 * n, sum_check(out['c'], 1))
+    emit("numba", "add", f"{n} f32", k, e, 12.0 * n, sum_check(out['c'], 1))
     if not args.small:  # the simulator has no @vectorize(target='cuda')
         add_ufunc = make_add_ufunc()
         k = kernel_ms(lambda: add_ufunc(da, db, out=dc), reps)
         e = wall_ms(lambda: out.update(c=add_ufunc(ones, ones)), min(reps, 5))
-        emit("add", f"{n} f32, @vectorize", k, e, 12.0 * n,
-             sum_check(out['c'], 1), impl="numba @vectorize")
+        emit("numba @vectorize", "add", f"{n} f32, @vectorize", k, e, 12.0 * n,
+             sum_check(out["c"], 1))
 
     n = sizes[1]
     x = smooth_input(n)
@@ -175,7 +168,7 @@ def main():
         out["s"] = o.copy_to_host()
 
     e = wall_ms(smooth_e2e, min(reps, 5))
-    emit("smooth", f"{n}x{n} i8", k, e, 2.0 * n * n, smooth_check(out["s"]))
+    emit("numba", "smooth", f"{n}x{n} i8", k, e, 2.0 * n * n, smooth_check(out["s"]))
 
     n = sizes[2]
     blocks = (n + INTEGRATE_TPB - 1) // INTEGRATE_TPB
@@ -188,7 +181,7 @@ def main():
         out["v"] = float(np.sum(s.copy_to_host()))
 
     e = wall_ms(integrate_e2e, min(reps, 5))
-    emit("integrate2d", f"n = {n}, shared", k, e, None, integrate_check(out["v"]))
+    emit("numba", "integrate2d", f"n = {n}, shared", k, e, None, integrate_check(out["v"]))
 
     n = sizes[3]
     a, b = matmul_inputs(n)
@@ -204,7 +197,7 @@ def main():
         out["m"] = z.copy_to_host()
 
     e = wall_ms(matmul_e2e, 3)
-    emit("matmul", f"{n}x{n} f32", k, e, None, sum_check(out['m'], 4))
+    emit("numba", "matmul", f"{n}x{n} f32", k, e, None, sum_check(out['m'], 4))
 
 
 if __name__ == "__main__":

@@ -23,9 +23,7 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
-import time
 
 # The simulator is chosen when numba.cuda is first imported.
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -39,19 +37,9 @@ except ImportError as e:  # numba (and numpy, its dependency) are optional here
     )
     sys.exit(0)
 
-from peer_common import matmul_inputs, smooth_input, smooth_reference
+from peer_common import matmul_inputs, smooth_input, smooth_reference, wall_ms
 
 PROGRAMS = ("add", "smooth", "integrate2d", "matmul", "quicksort")
-
-def median_ms(f, reps):
-    f()  # JIT compilation and warm-up
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e3
-
 
 def report(peer, program, size, elements, ms):
     line = {"peer": peer, "program": program, "size": size, "elements": elements, "ms": ms}
@@ -130,17 +118,17 @@ def njit_peers(only, reps):
         c = np.zeros_like(a)
         add_njit(a, b, c)
         assert np.array_equal(c, a + b), "add: numba and numpy disagree"
-        report(peer, "add", "10^7 f32", n, median_ms(lambda: add_njit(a, b, c), reps))
+        report(peer, "add", "10^7 f32", n, wall_ms(lambda: add_njit(a, b, c), reps))
     if "smooth" in only:
         n = 10_000
         x = rng.integers(-128, 128, size=(n, n), dtype=np.int8)
         assert np.array_equal(smooth_njit(x), smooth_reference(x)), "smooth: numba and numpy disagree"
-        report(peer, "smooth", "10000^2 i8", n * n, median_ms(lambda: smooth_njit(x), reps))
+        report(peer, "smooth", "10000^2 i8", n * n, wall_ms(lambda: smooth_njit(x), reps))
     if "integrate2d" in only:
         n = 2048
         v = integrate2d_njit(n)
         assert abs(v) < 1e-5, f"integrate2d: {v} is not close to 0"
-        report(peer, "integrate2d", "n = 2048", n * n, median_ms(lambda: integrate2d_njit(n), reps))
+        report(peer, "integrate2d", "n = 2048", n * n, wall_ms(lambda: integrate2d_njit(n), reps))
     if "matmul" in only:
         n = 512
         a = rng.random((n, n), dtype=np.float32)
@@ -148,12 +136,12 @@ def njit_peers(only, reps):
         c = np.zeros_like(a)
         matmul_njit(a, b, c)
         assert np.allclose(c, a @ b, rtol=1e-4, atol=1e-3), "matmul: numba and numpy disagree"
-        report(peer, "matmul", "512^2 f32", n * n, median_ms(lambda: matmul_njit(a, b, c), reps))
+        report(peer, "matmul", "512^2 f32", n * n, wall_ms(lambda: matmul_njit(a, b, c), reps))
     if "quicksort" in only:
         n = 1 << 22
         keys = rng.integers(0, 2**32, size=n, dtype=np.uint32)
         assert np.array_equal(sort_njit(keys), np.sort(keys)), "quicksort: numba and numpy disagree"
-        report(peer, "quicksort", "2^22 u32 (serial np.sort)", n, median_ms(lambda: sort_njit(keys), reps))
+        report(peer, "quicksort", "2^22 u32 (serial np.sort)", n, wall_ms(lambda: sort_njit(keys), reps))
 
 
 # --- Numba's CUDA simulator ----------------------------------------------------------------
@@ -173,7 +161,7 @@ def simulator_peers(only, reps):
         run = lambda: g.add_kernel[(n + 255) // 256, 256](a, b, c)  # noqa: E731
         run()
         assert np.array_equal(c, a + b), "add (simulator): wrong result"
-        report(peer, "add", "4096 f32", n, median_ms(run, reps))
+        report(peer, "add", "4096 f32", n, wall_ms(run, reps))
     if "smooth" in only:
         n = 64
         x = smooth_input(n)
@@ -181,14 +169,14 @@ def simulator_peers(only, reps):
         run = lambda: g.smooth_kernel[(n // 16, n // 16), (16, 16)](x, out)  # noqa: E731
         run()
         assert np.array_equal(out, smooth_reference(x)), "smooth (simulator): wrong result"
-        report(peer, "smooth", "64^2 i8", n * n, median_ms(run, reps))
+        report(peer, "smooth", "64^2 i8", n * n, wall_ms(run, reps))
     if "integrate2d" in only:
         n = 256
         partial = np.zeros(1)
         run = lambda: g.integrate_kernel[1, g.INTEGRATE_TPB](n, partial)  # noqa: E731
         run()
         assert abs(partial.sum()) < 1e-6, "integrate2d (simulator): wrong result"
-        report(peer, "integrate2d", "n = 256, shared", n * n, median_ms(run, reps))
+        report(peer, "integrate2d", "n = 256, shared", n * n, wall_ms(run, reps))
     if "matmul" in only:
         n = 32
         a, b = matmul_inputs(n)
@@ -196,7 +184,7 @@ def simulator_peers(only, reps):
         run = lambda: g.matmul_kernel[(n // g.TPB, n // g.TPB), (g.TPB, g.TPB)](a, b, c)  # noqa: E731
         run()
         assert np.array_equal(c, a @ b), "matmul (simulator): wrong result"
-        report(peer, "matmul", "32^2 f32, tiled", n * n, median_ms(run, reps))
+        report(peer, "matmul", "32^2 f32, tiled", n * n, wall_ms(run, reps))
 
 
 def main():

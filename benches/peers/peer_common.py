@@ -1,6 +1,7 @@
 """What the peers share: timing, and the inputs and check values every implementation of the
 reference programs builds the same way (see examples/device_bench.rs)."""
 
+import json
 import statistics
 import time
 
@@ -16,6 +17,13 @@ def wall_ms(f, reps):
         f()
         times.append((time.perf_counter() - t) * 1e3)
     return statistics.median(times)
+
+
+def emit(impl, program, size, kernel_ms, e2e_ms, bytes_, check):
+    """One GPU measurement as a JSON line, as `device_bench` and the report read them."""
+    line = {"impl": impl, "program": program, "size": size, "kernel_ms": kernel_ms,
+            "e2e_ms": e2e_ms, "bytes": bytes_, "check": check}
+    print(json.dumps(line), flush=True)
 
 
 def smooth_input(n):
