@@ -81,8 +81,11 @@ pub fn kernel(k: Kernel) -> TokenStream {
     // Host launcher: argument types, views, devices to check.
     let mut arg_tys = Vec::new();
     let mut host_views = Vec::new();
+    let mut checked_views = Vec::new();
     let mut arrays = Vec::new();
     let mut rebinds = Vec::new();
+    // The fast backend's closures rebind each view untraced (see `View1::__fast`).
+    let mut fast_rebinds = Vec::new();
     let mut ptx_params = Vec::new();
     let mut device_views = Vec::new();
     let mut abi: Vec<String> = Vec::new();
@@ -115,11 +118,25 @@ pub fn kernel(k: Kernel) -> TokenStream {
                         ::kernel_runtime::#view::<#elem, #check>::from_raw(#n.#ptr(), #n.__dims::<#rank>(), #n_str)
                     };
                 });
+                let trace = if *mutable {
+                    quote!(__shadows.writable(#n.len()))
+                } else {
+                    quote!(__shadows.read_only())
+                };
+                checked_views.push(quote! {
+                    // SAFETY: as for the plain view; the trace's shadow lives until the launch
+                    // has run every thread.
+                    let #n = unsafe {
+                        let #n = ::kernel_runtime::#view::<#elem, #check>::from_raw(#n.#ptr(), #n.__dims::<#rank>(), #n_str);
+                        #n.__traced(#trace)
+                    };
+                });
                 arrays.push(quote!((#n_str, #n.device())));
                 by_rank.entry(*rank).or_default().push(n);
                 cpu_tys.push(quote!(::kernel_runtime::#view<#elem, #check>));
                 let mutability = if *mutable { quote!(mut) } else { quote!() };
                 rebinds.push(quote!(#[allow(unused_mut)] let #mutability #n = #n;));
+                fast_rebinds.push(quote!(#[allow(unused_mut)] let #mutability #n = #n.__fast();));
                 let ptr_name = format_ident!("{}__ptr", n);
                 let dims: Vec<_> = (0..*rank).map(|d| format_ident!("{}__d{}", n, d)).collect();
                 ptx_params.push(quote!(#ptr_name: *mut #elem #(, #dims: usize)*));
@@ -150,6 +167,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 cpu_tys.push(quote!(#ty));
                 let m = user_mut(&func, n);
                 rebinds.push(quote!(#[allow(unused_mut)] let #m #n = #n;));
+                fast_rebinds.push(quote!(#[allow(unused_mut)] let #m #n = #n;));
                 ptx_params.push(quote!(#n: #ty));
                 abi.push(quote!(#ty).to_string().replace(' ', ""));
                 gpu_params.push(quote!(&#n as *const #ty as *mut ::core::ffi::c_void));
@@ -170,6 +188,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
         )
     };
 
+    let checked_block = crate::checked::body(block);
     let ptx = embedded_ptx();
     let registration = register_ptx(name);
     let launcher = launcher_struct(&docs, vis, name);
@@ -196,7 +215,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
             let run = quote! {
                 ::kernel_runtime::__rt::run_split(__spec, move |__blk: &::kernel_runtime::__rt::BlockRun<'_>| {
                     #prelude
-                    #(#rebinds)*
+                    #(#fast_rebinds)*
                     #split
                 })
             };
@@ -206,7 +225,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
                     __spec: &::kernel_runtime::__rt::LaunchSpec,
                     (#(#names,)*): (#(#cpu_tys,)*),
                     (#(#dn,)*): (#([usize; #dr],)*),
-                ) -> ::core::result::Result<(), ::std::string::String>
+                ) -> ::core::result::Result<(), ::kernel_runtime::__rt::KernelFault>
             };
             quote! {{
                 #[cfg(target_arch = "x86_64")]
@@ -238,7 +257,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
             quote! {
                 ::kernel_runtime::__rt::#run(&__spec, #bound move |__kctx: ::kernel_runtime::Ctx #bound_param| {
                     #prelude
-                    #(#rebinds)*
+                    #(#fast_rebinds)*
                     #block
                 })
             }
@@ -376,9 +395,19 @@ pub fn kernel(k: Kernel) -> TokenStream {
                     thread_context: #thread_context,
                     grid_level: #grid_level,
                 };
+                if ::kernel_runtime::__rt::checked(&__device) {
+                    let mut __shadows = ::kernel_runtime::__rt::LaunchShadows::new(&__spec)
+                        .map_err(|fault| fault.into_error(Self::NAME))?;
+                    #(#checked_views)*
+                    return __shadows.run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
+                        #(#rebinds)*
+                        #checked_block
+                    })
+                    .map_err(|fault| fault.into_error(Self::NAME));
+                }
                 #(#host_views)*
                 #cpu_launch
-                .map_err(|message| ::kernel_runtime::Error::KernelFault { kernel: Self::NAME, message })
+                .map_err(|fault| fault.into_error(Self::NAME))
             }
         }
     }

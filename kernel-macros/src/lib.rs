@@ -4,6 +4,7 @@
 //! `syn::Error` pointing at the user's own code, never a panic.
 //! Use them through `kernel_runtime` (`use kernel_runtime::prelude::*;`).
 
+mod checked;
 mod derive;
 mod expand;
 mod params;

@@ -1,9 +1,13 @@
 //! Support for the code the `#[kernel]` macro generates; not a public API.
 
 #[cfg(not(target_arch = "nvptx64"))]
+pub use crate::cpu::check::LaunchShadows;
+#[cfg(not(target_arch = "nvptx64"))]
 pub use crate::cpu::exec::{
     enter_thread, run, run_bounded, run_split, wide_vectors, BlockRun, LaunchSpec,
 };
+#[cfg(not(target_arch = "nvptx64"))]
+pub use crate::cpu::fault::KernelFault;
 pub use crate::shared::{layout, STATIC_LIMIT};
 
 /// A shared array extent: sizes are `usize` constants.
@@ -73,6 +77,12 @@ mod host {
     #[inline]
     pub fn on_gpu(device: &Device) -> bool {
         device.gpu().is_some()
+    }
+
+    /// Whether a launch on `device` runs in the CPU backend's checked mode.
+    #[inline]
+    pub fn checked(device: &Device) -> bool {
+        device.is_checked()
     }
 
     /// Launches `kernel` of the PTX module `ptx` on the GPU `device`, with `static_shared` bytes

@@ -255,6 +255,7 @@ macro_rules! atomic_fn {
     ($(#[$doc:meta])* $name:ident, $bound:ident) => {
         $(#[$doc])*
         #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
         pub fn $name<A, I>(array: &A, index: I, value: A::Elem) -> A::Elem
         where
             A: ElementPtr<I>,
@@ -312,6 +313,7 @@ atomic_fn!(
 
 /// `if array[index] == current { array[index] = new }` atomically; returns the old value.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn atomic_cas<A, I>(array: &A, index: I, current: A::Elem, new: A::Elem) -> A::Elem
 where
     A: ElementPtr<I>,

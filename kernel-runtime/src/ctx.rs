@@ -19,6 +19,7 @@ pub struct Ctx {
     pub(crate) grid_dim: Dim3,
     pub(crate) shared: *mut u8,
     pub(crate) shared_bytes: usize,
+    pub(crate) shared_shadow: *const crate::cpu::check::Shadow,
 }
 
 /// The context of one kernel thread: on the GPU a zero-sized handle on the special registers.
@@ -146,6 +147,12 @@ impl Ctx {
     #[inline(always)]
     pub fn shared_bytes(&self) -> usize {
         self.shared_bytes
+    }
+    /// How a shared array `offset` bytes into the block's shared memory, of elements of
+    /// `elem` bytes, is checked: not at all outside checked mode.
+    #[inline(always)]
+    pub(crate) fn shared_trace(&self, offset: usize, elem: usize) -> crate::cpu::check::Trace {
+        crate::cpu::check::Trace::shared(self.shared_shadow, offset, elem)
     }
 }
 

@@ -4,13 +4,36 @@
 //! stops the launch with an error naming the kernel, the array, the index, the shape, the block
 //! and the thread.
 
-/// Reports an index outside an array's shape and stops the thread.
+/// How a thread touches an element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessKind {
+    /// A plain read.
+    Read,
+    /// A plain write (a compound assignment such as `a[i] += x` is a read, then a write).
+    Write,
+    /// An atomic operation (`atomic_add`, ...).
+    Atomic,
+}
+
+/// Reports an index outside an array's shape and stops the thread (in checked mode, as a
+/// [`Finding`](crate::cpu::finding::Finding)).
 #[cold]
 #[inline(never)]
+#[track_caller]
 #[cfg(not(target_arch = "nvptx64"))]
-pub fn out_of_bounds(array: &'static str, index: &[usize], shape: &[usize]) -> ! {
+pub fn out_of_bounds(array: &'static str, index: &[usize], shape: &[usize], kind: AccessKind) -> ! {
+    let at = core::panic::Location::caller();
+    if crate::cpu::check::who().block != 0 {
+        crate::cpu::fault::raise_finding(crate::cpu::finding::Finding::OutOfBounds {
+            array,
+            index: index.to_vec(),
+            shape: shape.to_vec(),
+            access: crate::cpu::check::current_access(kind, Some(at)),
+        })
+    }
     crate::cpu::fault::raise_with_coordinates(format!(
-        "index {index:?} is out of bounds of array `{array}` with shape {shape:?}"
+        "index {} is out of bounds of array `{array}` with shape {shape:?} at {at}",
+        crate::cpu::finding::signed_index(index)
     ))
 }
 
@@ -18,7 +41,12 @@ pub fn out_of_bounds(array: &'static str, index: &[usize], shape: &[usize]) -> !
 #[cold]
 #[inline(always)]
 #[cfg(target_arch = "nvptx64")]
-pub fn out_of_bounds(_array: &'static str, _index: &[usize], _shape: &[usize]) -> ! {
+pub fn out_of_bounds(
+    _array: &'static str,
+    _index: &[usize],
+    _shape: &[usize],
+    _kind: AccessKind,
+) -> ! {
     trap()
 }
 

@@ -38,6 +38,10 @@
 //! - with `#[kernel(boundscheck = false)]`, every index is within its array's shape; by default
 //!   indices are checked (a trap on the GPU, an error naming the array, index, shape, block and
 //!   thread on the CPU).
+//!
+//! The CPU backend's checked mode ([`Device::cpu_checked`], `KERNEL_DEVICE=cpu-checked`) finds
+//! where a kernel breaks these promises: races, divergent barriers and bad indices, and reads of
+//! shared memory never written, each reported as a [`Finding`] with its threads and lines.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -70,6 +74,8 @@ pub use kernel_macros::{device, kernel, vectorize, DeviceCopy};
 pub use shared::{SharedArray1, SharedArray2};
 pub use view::{View1, View1Mut, View2, View2Mut, View3, View3Mut};
 
+#[cfg(not(target_arch = "nvptx64"))]
+pub use cpu::finding::{Access, AccessKind, Finding};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::{
     array::{DeviceArray, DeviceArray1, DeviceArray2, DeviceArray3, Rank, ToDevice},

@@ -80,6 +80,58 @@ pub unsafe fn array2<T>(
     unsafe { View2Mut::from_raw(ctx.shared_ptr().add(offset) as *mut T, dims, name) }
 }
 
+/// [`dynamic`] in checked mode: accesses recorded in the block's shadow of shared memory.
+///
+/// # Safety
+/// As [`dynamic`].
+#[cfg(not(target_arch = "nvptx64"))]
+#[inline(always)]
+pub unsafe fn traced_dynamic<T>(ctx: &Ctx, static_bytes: usize, name: &'static str) -> View1Mut<T> {
+    // SAFETY: the caller's contract.
+    let view = unsafe { dynamic::<T>(ctx, static_bytes, name) };
+    let start = align_up(static_bytes, 16);
+    // SAFETY: the block's shadow has a slot per byte of its shared memory, which holds the view.
+    unsafe { view.__traced(ctx.shared_trace(start, core::mem::size_of::<T>())) }
+}
+
+/// [`array1`] in checked mode: accesses recorded in the block's shadow of shared memory.
+///
+/// # Safety
+/// As [`array1`].
+#[cfg(not(target_arch = "nvptx64"))]
+#[inline(always)]
+pub unsafe fn traced_array1<T>(
+    ctx: &Ctx,
+    offset: usize,
+    len: usize,
+    name: &'static str,
+) -> View1Mut<T> {
+    // SAFETY: the caller's contract; the shadow has a slot per byte of the shared memory.
+    unsafe {
+        array1::<T>(ctx, offset, len, name)
+            .__traced(ctx.shared_trace(offset, core::mem::size_of::<T>()))
+    }
+}
+
+/// [`array2`] in checked mode: accesses recorded in the block's shadow of shared memory.
+///
+/// # Safety
+/// As [`array2`].
+#[cfg(not(target_arch = "nvptx64"))]
+#[inline(always)]
+pub unsafe fn traced_array2<T>(
+    ctx: &Ctx,
+    offset: usize,
+    dims: [usize; 2],
+    name: &'static str,
+) -> View2Mut<T> {
+    // SAFETY: the caller's contract; the shadow has a slot per byte of the shared memory.
+    unsafe {
+        array2::<T>(ctx, offset, dims, name)
+            .__traced(ctx.shared_trace(offset, core::mem::size_of::<T>()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,8 @@ macro_rules! view_type {
             dims: [usize; $rank],
             #[cfg(not(target_arch = "nvptx64"))]
             name: &'static str,
+            #[cfg(not(target_arch = "nvptx64"))]
+            trace: crate::cpu::check::Trace,
         }
 
         impl<T, const CHECK: bool> Clone for $name<T, CHECK> {
@@ -49,7 +51,50 @@ macro_rules! view_type {
                     dims,
                     #[cfg(not(target_arch = "nvptx64"))]
                     name,
+                    #[cfg(not(target_arch = "nvptx64"))]
+                    trace: crate::cpu::check::Trace::OFF,
                 }
+            }
+            /// The same view, its accesses checked through `trace` (checked mode of the CPU
+            /// backend).
+            ///
+            /// # Safety
+            /// A trace that is on must point at a shadow that covers the view and outlives it.
+            #[doc(hidden)]
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[inline(always)]
+            pub unsafe fn __traced(self, trace: crate::cpu::check::Trace) -> Self {
+                $name { trace, ..self }
+            }
+            /// The same view, not traced: the fast backend rebinds each view with this inside
+            /// the kernel's closure, so that the optimiser sees that no access is traced.
+            #[doc(hidden)]
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[inline(always)]
+            pub fn __fast(self) -> Self {
+                $name {
+                    trace: crate::cpu::check::Trace::OFF,
+                    ..self
+                }
+            }
+            /// Whether every index is checked: by the kernel's choice, or in checked mode.
+            #[inline(always)]
+            fn checks(&self) -> bool {
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    CHECK || self.trace.on()
+                }
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    CHECK
+                }
+            }
+            /// Reports an index outside the shape.
+            #[cold]
+            #[inline(never)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn out_of_bounds(&self, index: &[usize], kind: crate::fault::AccessKind) -> ! {
+                crate::fault::out_of_bounds(self.name(), index, &self.dims, kind)
             }
             /// The same view with its shape taken from `dims`, a value the caller has shown to
             /// equal the view's own: views built from one such value share their extents, so
@@ -99,6 +144,17 @@ macro_rules! view_type {
     };
     (@mutable $name:ident, true) => {
         impl<T, const CHECK: bool> $name<T, CHECK> {
+            /// Records the access to element `o` in checked mode.
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn record(&self, o: usize, kind: crate::fault::AccessKind) {
+                #[cfg(not(target_arch = "nvptx64"))]
+                if self.trace.on() {
+                    crate::cpu::check::record(&self.trace, o, kind, self.name, &self.dims)
+                }
+                #[cfg(target_arch = "nvptx64")]
+                let _ = (o, kind);
+            }
             /// A mutable pointer to the first element.
             #[inline(always)]
             pub fn as_mut_ptr(&self) -> *mut T {
@@ -106,7 +162,13 @@ macro_rules! view_type {
             }
         }
     };
-    (@mutable $name:ident, false) => {};
+    (@mutable $name:ident, false) => {
+        impl<T, const CHECK: bool> $name<T, CHECK> {
+            /// Read-only arrays need no records: no thread of the launch writes them.
+            #[inline(always)]
+            fn record(&self, _o: usize, _kind: crate::fault::AccessKind) {}
+        }
+    };
 }
 
 view_type!(
@@ -143,18 +205,21 @@ macro_rules! rank1 {
                 self.dims[0]
             }
             #[inline(always)]
-            fn offset(&self, i: usize) -> usize {
-                if CHECK && i >= self.dims[0] {
-                    crate::fault::out_of_bounds(self.name(), &[i], &self.dims)
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn offset(&self, i: usize, kind: crate::fault::AccessKind) -> usize {
+                if self.checks() && i >= self.dims[0] {
+                    self.out_of_bounds(&[i], kind)
                 }
+                self.record(i, kind);
                 i
             }
         }
         impl<T, const CHECK: bool> Index<usize> for $name<T, CHECK> {
             type Output = T;
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn index(&self, i: usize) -> &T {
-                let o = self.offset(i);
+                let o = self.offset(i, crate::fault::AccessKind::Read);
                 // SAFETY: `o` is within the view (checked, or promised by the kernel's author
                 // with `boundscheck = false`); the memory is valid per `from_raw`.
                 unsafe { &*self.ptr.add(o) }
@@ -171,18 +236,22 @@ macro_rules! rank2 {
                 (self.dims[0], self.dims[1])
             }
             #[inline(always)]
-            fn offset(&self, i: usize, j: usize) -> usize {
-                if CHECK && (i >= self.dims[0] || j >= self.dims[1]) {
-                    crate::fault::out_of_bounds(self.name(), &[i, j], &self.dims)
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn offset(&self, i: usize, j: usize, kind: crate::fault::AccessKind) -> usize {
+                if self.checks() && (i >= self.dims[0] || j >= self.dims[1]) {
+                    self.out_of_bounds(&[i, j], kind)
                 }
-                i * self.dims[1] + j
+                let o = i * self.dims[1] + j;
+                self.record(o, kind);
+                o
             }
         }
         impl<T, const CHECK: bool> Index<[usize; 2]> for $name<T, CHECK> {
             type Output = T;
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn index(&self, [i, j]: [usize; 2]) -> &T {
-                let o = self.offset(i, j);
+                let o = self.offset(i, j, crate::fault::AccessKind::Read);
                 // SAFETY: `o` is within the view (checked, or promised with
                 // `boundscheck = false`); the memory is valid per `from_raw`.
                 unsafe { &*self.ptr.add(o) }
@@ -191,6 +260,7 @@ macro_rules! rank2 {
         impl<T, const CHECK: bool> Index<(usize, usize)> for $name<T, CHECK> {
             type Output = T;
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn index(&self, (i, j): (usize, usize)) -> &T {
                 &self[[i, j]]
             }
@@ -206,18 +276,28 @@ macro_rules! rank3 {
                 (self.dims[0], self.dims[1], self.dims[2])
             }
             #[inline(always)]
-            fn offset(&self, i: usize, j: usize, k: usize) -> usize {
-                if CHECK && (i >= self.dims[0] || j >= self.dims[1] || k >= self.dims[2]) {
-                    crate::fault::out_of_bounds(self.name(), &[i, j, k], &self.dims)
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn offset(
+                &self,
+                i: usize,
+                j: usize,
+                k: usize,
+                kind: crate::fault::AccessKind,
+            ) -> usize {
+                if self.checks() && (i >= self.dims[0] || j >= self.dims[1] || k >= self.dims[2]) {
+                    self.out_of_bounds(&[i, j, k], kind)
                 }
-                (i * self.dims[1] + j) * self.dims[2] + k
+                let o = (i * self.dims[1] + j) * self.dims[2] + k;
+                self.record(o, kind);
+                o
             }
         }
         impl<T, const CHECK: bool> Index<[usize; 3]> for $name<T, CHECK> {
             type Output = T;
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn index(&self, [i, j, k]: [usize; 3]) -> &T {
-                let o = self.offset(i, j, k);
+                let o = self.offset(i, j, k, crate::fault::AccessKind::Read);
                 // SAFETY: `o` is within the view (checked, or promised with
                 // `boundscheck = false`); the memory is valid per `from_raw`.
                 unsafe { &*self.ptr.add(o) }
@@ -226,6 +306,7 @@ macro_rules! rank3 {
         impl<T, const CHECK: bool> Index<(usize, usize, usize)> for $name<T, CHECK> {
             type Output = T;
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn index(&self, (i, j, k): (usize, usize, usize)) -> &T {
                 &self[[i, j, k]]
             }
@@ -236,6 +317,7 @@ macro_rules! writable {
     ($name:ident, $idx:ty, |$self:ident, $pat:pat_param| $off:expr) => {
         impl<T, const CHECK: bool> IndexMut<$idx> for $name<T, CHECK> {
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn index_mut(&mut $self, $pat: $idx) -> &mut T {
                 let o = $off;
                 // SAFETY: `o` is within the view (checked, or promised with
@@ -253,12 +335,26 @@ rank2!(View2);
 rank2!(View2Mut);
 rank3!(View3);
 rank3!(View3Mut);
-writable!(View1Mut, usize, |self, i| self.offset(i));
-writable!(View2Mut, [usize; 2], |self, [i, j]| self.offset(i, j));
-writable!(View2Mut, (usize, usize), |self, (i, j)| self.offset(i, j));
-writable!(View3Mut, [usize; 3], |self, [i, j, k]| self.offset(i, j, k));
+writable!(View1Mut, usize, |self, i| self
+    .offset(i, crate::fault::AccessKind::Write));
+writable!(View2Mut, [usize; 2], |self, [i, j]| self.offset(
+    i,
+    j,
+    crate::fault::AccessKind::Write
+));
+writable!(View2Mut, (usize, usize), |self, (i, j)| self.offset(
+    i,
+    j,
+    crate::fault::AccessKind::Write
+));
+writable!(View3Mut, [usize; 3], |self, [i, j, k]| self.offset(
+    i,
+    j,
+    k,
+    crate::fault::AccessKind::Write
+));
 writable!(View3Mut, (usize, usize, usize), |self, (i, j, k)| self
-    .offset(i, j, k));
+    .offset(i, j, k, crate::fault::AccessKind::Write));
 
 /// Views whose elements can be addressed for atomics: writable views and shared arrays.
 pub trait ElementPtr<I> {
@@ -273,6 +369,7 @@ macro_rules! element_ptr {
         impl<T, const CHECK: bool> ElementPtr<$idx> for $name<T, CHECK> {
             type Elem = T;
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn element_ptr(&$self, $pat: $idx) -> *mut T {
                 let o = $off;
                 // SAFETY: `o` is within the view (see `IndexMut`).
@@ -281,10 +378,24 @@ macro_rules! element_ptr {
         }
     };
 }
-element_ptr!(View1Mut, usize, |self, i| self.offset(i));
-element_ptr!(View2Mut, [usize; 2], |self, [i, j]| self.offset(i, j));
-element_ptr!(View2Mut, (usize, usize), |self, (i, j)| self.offset(i, j));
-element_ptr!(View3Mut, [usize; 3], |self, [i, j, k]| self.offset(i, j, k));
+element_ptr!(View1Mut, usize, |self, i| self
+    .offset(i, crate::fault::AccessKind::Atomic));
+element_ptr!(View2Mut, [usize; 2], |self, [i, j]| self.offset(
+    i,
+    j,
+    crate::fault::AccessKind::Atomic
+));
+element_ptr!(View2Mut, (usize, usize), |self, (i, j)| self.offset(
+    i,
+    j,
+    crate::fault::AccessKind::Atomic
+));
+element_ptr!(View3Mut, [usize; 3], |self, [i, j, k]| self.offset(
+    i,
+    j,
+    k,
+    crate::fault::AccessKind::Atomic
+));
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {

@@ -1,6 +1,8 @@
 //! Running a launch: blocks over rayon, threads as a loop or as coroutines meeting at barriers.
 
-use super::fault::{self, raise};
+use super::check::{self, Shadow, Who};
+use super::fault::{self, raise, raise_finding, KernelFault};
+use super::finding::Finding;
 use super::tls::{self, BlockState};
 use crate::ctx::Ctx;
 use crate::dim::Dim3;
@@ -77,11 +79,20 @@ struct Arrival {
     location: &'static Location<'static>,
 }
 
+impl Arrival {
+    /// `sync_threads() at src/file.rs:12:5`.
+    fn describe(&self) -> String {
+        format!("{} at {}", self.kind.name(), self.location)
+    }
+}
+
 type Fiber = Yielder<i32, Arrival>;
 
 thread_local! {
     /// This worker's shared memory (reused by every block it runs; 16-byte aligned).
     static SHARED: RefCell<Vec<u128>> = const { RefCell::new(Vec::new()) };
+    /// This worker's shadow of shared memory in checked mode (cleared for every block).
+    static SHARED_SHADOW: RefCell<Shadow> = const { RefCell::new(Shadow::shared()) };
     /// This worker's coroutine stacks (reused by every block it runs).
     static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
 }
@@ -90,7 +101,7 @@ thread_local! {
 ///
 /// `body` is cloned once per task so that each task's loop works on its own copy of the
 /// captured views, which the optimiser can keep in registers.
-pub fn run<F>(spec: &LaunchSpec, body: F) -> Result<(), String>
+pub fn run<F>(spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
 where
     F: Fn(Ctx) + Sync + Clone,
 {
@@ -105,7 +116,7 @@ where
     };
     run_blocks(spec, |state| {
         if fibers {
-            run_fibers(state, &coords, &body)
+            run_fibers(state, &coords, &body, None)
         } else {
             run_loop(state, &body)
         }
@@ -117,7 +128,7 @@ where
 /// from it, so that the optimiser sees the thread loop's bound and the arrays' length as one
 /// value. In a 1-D launch the threads whose `grid(1)` is below `bound` run first, in a loop where
 /// a guard such as `if i < c.len()` is then known to hold and costs nothing.
-pub fn run_bounded<F>(spec: &LaunchSpec, bound: usize, body: F) -> Result<(), String>
+pub fn run_bounded<F>(spec: &LaunchSpec, bound: usize, body: F) -> Result<(), KernelFault>
 where
     F: Fn(Ctx, usize) + Sync + Clone,
 {
@@ -127,7 +138,7 @@ where
 
 /// Runs a kernel that nothing outside its body asks who runs: a group of blocks is one untracked
 /// loop nest, replayed block by block, thread by thread, on a fault.
-fn run_untracked<F>(spec: &LaunchSpec, bound: usize, body: F) -> Result<(), String>
+fn run_untracked<F>(spec: &LaunchSpec, bound: usize, body: F) -> Result<(), KernelFault>
 where
     F: Fn(Ctx, usize) + Sync + Clone,
 {
@@ -145,7 +156,7 @@ where
 
 /// Runs `body` once per block; the body runs the block's threads itself, region by region
 /// between barriers (the `#[kernel]` macro splits bodies whose barriers allow it).
-pub fn run_split<F>(spec: &LaunchSpec, body: F) -> Result<(), String>
+pub fn run_split<F>(spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
 where
     F: Fn(&BlockRun<'_>) + Sync,
 {
@@ -161,6 +172,51 @@ where
         } else {
             untracked_then_replay(|| body(&block(false)), || body(&block(true)))
         }
+    })
+}
+
+/// Runs `body` for every thread of the launch in checked mode: every thread tracked, as
+/// coroutines that meet at barriers when the kernel has them, the running thread's block,
+/// barrier interval and thread given to the shadow memory (see [`check`]) that the kernel's
+/// views record their accesses in; returns the first fault or finding.
+///
+/// Block `b` (linear index) has the number `first + b` in the shadow's records.
+pub(crate) fn run_checked<F>(spec: &LaunchSpec, first: u32, body: F) -> Result<(), KernelFault>
+where
+    F: Fn(Ctx) + Sync + Clone,
+{
+    let fibers = spec.barriers && spec.block.volume() > 1;
+    let coords = thread_coords(spec.block);
+    run_groups(spec, |blocks, shared, stop| {
+        SHARED_SHADOW.with(|shadow| {
+            let mut shadow = shadow.borrow_mut();
+            for b in blocks {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                shadow.reset_shared(spec.shared_bytes, first);
+                let state = BlockState {
+                    shared_shadow: &*shadow,
+                    ..block_state(spec, b, shared)
+                };
+                tls::BLOCK.with(|c| c.set(state));
+                let block = first.wrapping_add(b as u32);
+                if fibers {
+                    run_fibers(&state, &coords, &body, Some(block));
+                } else {
+                    let body = body.clone();
+                    for (t, &thread) in coords.iter().enumerate() {
+                        check::set_who(Who {
+                            block,
+                            interval: 0,
+                            thread: t as u32,
+                        });
+                        tls::set_thread(thread);
+                        body(ctx_of(&state, thread));
+                    }
+                }
+            }
+        })
     })
 }
 
@@ -289,7 +345,7 @@ impl BlockRun<'_> {
 
 /// Runs `per_block` for every block, in parallel, with the block's shared memory and
 /// coordinates in place; returns the first fault's message.
-fn run_blocks<B>(spec: &LaunchSpec, per_block: B) -> Result<(), String>
+fn run_blocks<B>(spec: &LaunchSpec, per_block: B) -> Result<(), KernelFault>
 where
     B: Fn(&BlockState) + Sync,
 {
@@ -325,19 +381,20 @@ fn block_state(spec: &LaunchSpec, b: u64, shared: *mut u8) -> BlockState {
         grid_dim: spec.grid,
         shared,
         shared_bytes: spec.shared_bytes,
+        shared_shadow: std::ptr::null(),
     }
 }
 
 /// Runs `per_group` for groups of consecutive blocks (by linear index), in parallel, each with
 /// its worker's shared memory and the flag that is set once a group has faulted; returns the
 /// first fault's message.
-fn run_groups<G>(spec: &LaunchSpec, per_group: G) -> Result<(), String>
+fn run_groups<G>(spec: &LaunchSpec, per_group: G) -> Result<(), KernelFault>
 where
     G: Fn(Range<u64>, *mut u8, &AtomicBool) + Sync,
 {
     let stop = AtomicBool::new(false);
     let blocks = spec.grid.volume();
-    let first_fault = Mutex::new(None::<String>);
+    let first_fault = Mutex::new(None::<KernelFault>);
     // Small blocks are grouped so that each task has a few thousand threads: the per-task costs
     // (shared memory, fault handling) are paid once per group.
     let target = if spec.one_loop() { 1 << 16 } else { 4096 };
@@ -366,6 +423,7 @@ where
             }
             tls::BLOCK.with(|c| c.set(BlockState::NONE));
             tls::FIBER.with(|c| c.set(std::ptr::null()));
+            check::set_who(Who::default());
         });
     };
     let groups = blocks.div_ceil(per_task);
@@ -389,6 +447,7 @@ fn ctx_of(state: &BlockState, thread: Dim3) -> Ctx {
         grid_dim: state.grid_dim,
         shared: state.shared,
         shared_bytes: state.shared_bytes,
+        shared_shadow: state.shared_shadow,
     }
 }
 
@@ -550,7 +609,16 @@ fn stack_size() -> usize {
     })
 }
 
-fn run_fibers(state: &BlockState, coords: &[Dim3], body: &(dyn Fn(Ctx) + Sync)) {
+/// Runs the block's threads as coroutines that meet at barriers; in checked mode (`checked`:
+/// the block's number in the shadow's records), each thread is given to the shadow memory as it
+/// resumes, with the number of barriers the block has passed, and threads waiting at barriers
+/// of different places are reported.
+fn run_fibers(
+    state: &BlockState,
+    coords: &[Dim3],
+    body: &(dyn Fn(Ctx) + Sync),
+    checked: Option<u32>,
+) {
     let n = coords.len();
     let mut stacks = STACKS.with(|s| std::mem::take(&mut *s.borrow_mut()));
     while stacks.len() < n {
@@ -586,6 +654,7 @@ fn run_fibers(state: &BlockState, coords: &[Dim3], body: &(dyn Fn(Ctx) + Sync)) 
             .collect();
         let mut done = vec![false; n];
         let mut input = 0i32;
+        let mut interval = 0u32;
         loop {
             let mut first: Option<(usize, Arrival)> = None;
             let mut waiting = 0usize;
@@ -597,6 +666,13 @@ fn run_fibers(state: &BlockState, coords: &[Dim3], body: &(dyn Fn(Ctx) + Sync)) 
                     continue;
                 }
                 tls::set_thread(coords[t]);
+                if let Some(block) = checked {
+                    check::set_who(Who {
+                        block,
+                        interval,
+                        thread: t as u32,
+                    });
+                }
                 match fibers[t].resume(input) {
                     CoroutineResult::Yield(a) => {
                         waiting += 1;
@@ -605,17 +681,18 @@ fn run_fibers(state: &BlockState, coords: &[Dim3], body: &(dyn Fn(Ctx) + Sync)) 
                         any |= a.pred;
                         match first {
                             None => first = Some((t, a)),
-                            Some((t0, a0)) if a0.kind != a.kind => raise(format!(
-                                "barrier mismatch in kernel `{}`, block {}: thread {} waits at {} at {}, thread {} at {} at {}",
-                                state.kernel,
-                                state.block,
-                                coords[t0],
-                                a0.kind.name(),
-                                a0.location,
-                                coords[t],
-                                a.kind.name(),
-                                a.location
-                            )),
+                            Some((t0, a0))
+                                if a0.kind != a.kind
+                                    || (checked.is_some() && a0.location != a.location) =>
+                            {
+                                diverged(
+                                    state,
+                                    checked.is_some(),
+                                    (coords[t0], a0),
+                                    (waiting - 1, n),
+                                    (coords[t], format!("waits at {}", a.describe())),
+                                )
+                            }
                             Some(_) => {}
                         }
                     }
@@ -628,15 +705,13 @@ fn run_fibers(state: &BlockState, coords: &[Dim3], body: &(dyn Fn(Ctx) + Sync)) 
             let Some((t0, a0)) = first else { break };
             if waiting < n {
                 let gone = exited.unwrap_or(0);
-                raise(format!(
-                    "divergent barrier in kernel `{}`, block {}: {waiting} of {n} threads wait at {} at {} (first: thread {}), but thread {} exited without reaching it",
-                    state.kernel,
-                    state.block,
-                    a0.kind.name(),
-                    a0.location,
-                    coords[t0],
-                    coords[gone],
-                ));
+                diverged(
+                    state,
+                    checked.is_some(),
+                    (coords[t0], a0),
+                    (waiting, n),
+                    (coords[gone], "exited without reaching it".to_string()),
+                );
             }
             input = match a0.kind {
                 BarrierKind::Sync => 0,
@@ -644,10 +719,43 @@ fn run_fibers(state: &BlockState, coords: &[Dim3], body: &(dyn Fn(Ctx) + Sync)) 
                 BarrierKind::And => all as i32,
                 BarrierKind::Or => any as i32,
             };
+            interval += 1;
+            if checked.is_some() && interval > check::MAX_INTERVAL {
+                raise(format!(
+                    "kernel `{}`, block {}: checked mode counts at most {} barriers per block",
+                    state.kernel,
+                    state.block,
+                    check::MAX_INTERVAL
+                ));
+            }
         }
         stacks.extend(fibers.into_iter().map(Coroutine::into_stack));
     }
     STACKS.with(|s| *s.borrow_mut() = stacks);
+}
+
+/// Stops the block whose threads do not all wait at one barrier: `waiting` is a thread waiting
+/// at a barrier, `count` how many of the block's threads wait there, `other` what one of the
+/// others did instead.
+#[cold]
+fn diverged(
+    state: &BlockState,
+    checked: bool,
+    waiting: (Dim3, Arrival),
+    count: (usize, usize),
+    other: (Dim3, String),
+) -> ! {
+    let finding = Finding::DivergentBarrier {
+        block: state.block,
+        barrier: waiting.1.describe(),
+        waiting: waiting.0,
+        count,
+        other,
+    };
+    if checked {
+        raise_finding(finding)
+    }
+    raise(finding.to_string())
 }
 
 /// A barrier reached by the calling kernel thread: suspends it until every thread of its block

@@ -1,17 +1,33 @@
 //! Faults of a kernel on the CPU backend: they stop the thread by unwinding with a
 //! [`KernelFault`] payload (without the panic hook's noise); the launch turns it into an error.
 
+use super::finding::Finding;
 use super::tls;
 
-/// The payload a kernel fault unwinds with.
+/// The payload a kernel fault unwinds with, and what a failed CPU launch returns.
 #[derive(Debug)]
-pub struct KernelFault(pub String);
+pub enum KernelFault {
+    /// A fault described in words, with its block and thread.
+    Message(String),
+    /// A bug found by checked mode.
+    Finding(Box<Finding>),
+}
+
+impl KernelFault {
+    /// The error a launch of `kernel` returns for this fault.
+    pub fn into_error(self, kernel: &'static str) -> crate::Error {
+        match self {
+            KernelFault::Message(message) => crate::Error::KernelFault { kernel, message },
+            KernelFault::Finding(finding) => crate::Error::CheckFailed { kernel, finding },
+        }
+    }
+}
 
 /// Stops the running kernel thread with `message`, adding the kernel, block and thread.
 #[cold]
 #[inline(never)]
 pub fn raise_with_coordinates(message: String) -> ! {
-    std::panic::resume_unwind(Box::new(KernelFault(format!(
+    std::panic::resume_unwind(Box::new(KernelFault::Message(format!(
         "{message} ({})",
         tls::coordinates_text()
     ))))
@@ -21,7 +37,14 @@ pub fn raise_with_coordinates(message: String) -> ! {
 #[cold]
 #[inline(never)]
 pub fn raise(message: String) -> ! {
-    std::panic::resume_unwind(Box::new(KernelFault(message)))
+    std::panic::resume_unwind(Box::new(KernelFault::Message(message)))
+}
+
+/// Stops the running kernel with a bug checked mode found.
+#[cold]
+#[inline(never)]
+pub fn raise_finding(finding: Finding) -> ! {
+    std::panic::resume_unwind(Box::new(KernelFault::Finding(Box::new(finding))))
 }
 
 /// The message of a caught panic payload, without coordinates.
@@ -35,18 +58,20 @@ pub(crate) fn describe_panic(payload: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// The message of a caught unwinding payload: a kernel fault's, or a panic's with the
-/// coordinates of the thread that panicked.
-pub(crate) fn describe(payload: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(f) = payload.downcast_ref::<KernelFault>() {
-        return f.0.clone();
+/// The fault of a caught unwinding payload: a kernel fault, or a panic with the coordinates of
+/// the thread that panicked.
+pub(crate) fn describe(payload: Box<dyn std::any::Any + Send>) -> KernelFault {
+    match payload.downcast::<KernelFault>() {
+        Ok(fault) => *fault,
+        Err(payload) => {
+            let msg = if let Some(s) = payload.downcast_ref::<&str>() {
+                (*s).to_string()
+            } else if let Some(s) = payload.downcast_ref::<String>() {
+                s.clone()
+            } else {
+                "a panic with a non-string payload".to_string()
+            };
+            KernelFault::Message(format!("panicked: {msg} ({})", tls::coordinates_text()))
+        }
     }
-    let msg = if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".to_string()
-    };
-    format!("panicked: {msg} ({})", tls::coordinates_text())
 }

@@ -5,7 +5,13 @@
 //! own small stack; a barrier suspends the thread until every thread of the block has reached
 //! it, so a barrier inside a loop or a branch works, and one that only part of the block reaches
 //! is reported as an error.
+//!
+//! Checked mode ([`Device::cpu_checked`](crate::Device::cpu_checked)) runs every thread tracked
+//! and records each access to writable and shared arrays in shadow memory ([`check`]), to report
+//! data races and reads of shared memory never written ([`finding`]).
 
+pub mod check;
 pub mod exec;
 pub mod fault;
+pub mod finding;
 pub(crate) mod tls;

@@ -14,6 +14,8 @@ pub(crate) struct BlockState {
     pub(crate) grid_dim: Dim3,
     pub(crate) shared: *mut u8,
     pub(crate) shared_bytes: usize,
+    /// The shadow of the block's shared memory in checked mode, else null.
+    pub(crate) shared_shadow: *const super::check::Shadow,
 }
 
 impl BlockState {
@@ -24,6 +26,7 @@ impl BlockState {
         grid_dim: Dim3::ZERO,
         shared: std::ptr::null_mut(),
         shared_bytes: 0,
+        shared_shadow: std::ptr::null(),
     };
 }
 
@@ -68,6 +71,7 @@ pub(crate) fn current_ctx() -> Ctx {
         grid_dim: b.grid_dim,
         shared: b.shared,
         shared_bytes: b.shared_bytes,
+        shared_shadow: b.shared_shadow,
     }
 }
 

@@ -15,6 +15,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 pub enum DeviceKind {
     /// The CPU backend: every simulated thread runs on the host's cores.
     Cpu,
+    /// The CPU backend in checked mode: out-of-bounds indices, data races, divergent barriers
+    /// and reads of shared memory never written are reported with their threads.
+    CpuChecked,
     /// The CUDA GPU with this ordinal.
     Cuda(usize),
 }
@@ -74,7 +77,7 @@ impl PartialEq for Device {
 impl Eq for Device {}
 
 impl Default for Device {
-    /// The device `KERNEL_DEVICE` names (`cpu`, `cuda`, `cuda:N`), else a usable CUDA GPU, else
+    /// The device `KERNEL_DEVICE` names (`cpu`, `cpu-checked`, `cuda`, `cuda:N`), else a usable CUDA GPU, else
     /// the CPU backend. When the device asked for cannot be used, says why once on stderr and
     /// runs on the CPU; [`Device::from_env`] returns that error instead.
     fn default() -> Self {
@@ -101,6 +104,56 @@ impl Device {
             }),
         })
         .clone()
+    }
+
+    /// The CPU backend in checked mode, the debugger of kernels: the same kernels, every thread
+    /// tracked, every access to a writable or shared array recorded, and the launch's first bug
+    /// returned as [`Error::CheckFailed`] with the threads and source lines involved: an index
+    /// out of bounds (in kernels with `boundscheck = false` too), a data race (two threads of
+    /// different blocks, or of one block between two barriers, touch an element and one of them
+    /// writes, unless both use atomics), a barrier that part of a block does not reach, a read of
+    /// shared memory no thread of the block has written. `KERNEL_DEVICE=cpu-checked` makes it
+    /// the default device.
+    ///
+    /// ```
+    /// use kernel_runtime::prelude::*;
+    /// use kernel_runtime::Finding;
+    ///
+    /// #[kernel]
+    /// fn total(x: &[f32], out: &mut [f32]) {
+    ///     let i = grid(1);
+    ///     if i < x.len() {
+    ///         out[0] += x[i]; // every thread updates out[0]: needs atomic_add
+    ///     }
+    /// }
+    ///
+    /// let dev = Device::cpu_checked();
+    /// let x = dev.to_device(&[1.0f32; 64][..])?;
+    /// let mut out = dev.zeros::<f32, _>(1)?;
+    /// match total.launch(2, 32, (&x, &mut out)) {
+    ///     Err(Error::CheckFailed { finding, .. }) => {
+    ///         assert!(matches!(*finding, Finding::DataRace { array: "out", .. }));
+    ///         println!("{finding}");
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    pub fn cpu_checked() -> Device {
+        static CPU: OnceLock<Device> = OnceLock::new();
+        CPU.get_or_init(|| Device {
+            inner: Arc::new(Inner {
+                kind: DeviceKind::CpuChecked,
+                limits: Limits::CUDA_DEFAULT,
+                cuda: None,
+            }),
+        })
+        .clone()
+    }
+
+    /// Whether this is the CPU backend in checked mode.
+    pub fn is_checked(&self) -> bool {
+        self.inner.kind == DeviceKind::CpuChecked
     }
 
     /// The CUDA GPU with this ordinal: its primary context and a stream of its own, on which
@@ -170,13 +223,15 @@ impl Device {
         Stream::new(self)
     }
 
-    /// The device `KERNEL_DEVICE` names: `cpu`, `cuda` (GPU 0) or `cuda:N`; unset or empty
+    /// The device `KERNEL_DEVICE` names: `cpu`, `cpu-checked` ([`Device::cpu_checked`]), `cuda`
+    /// (GPU 0) or `cuda:N`; unset or empty
     /// means the first usable CUDA GPU when the program has PTX for its kernels, else the CPU
     /// backend (saying once on stderr why).
     pub fn from_env() -> Result<Device, Error> {
         let spec = std::env::var("KERNEL_DEVICE").unwrap_or_default();
         match Self::parse_spec(spec.trim())? {
             Some(DeviceKind::Cpu) => Ok(Device::cpu()),
+            Some(DeviceKind::CpuChecked) => Ok(Device::cpu_checked()),
             Some(DeviceKind::Cuda(n)) => Device::cuda(n),
             None if crate::__rt::PTX_MODULES.is_empty() => Ok(cpu_because(&Error::NoPtxAnywhere)),
             None => Ok(Device::cuda(0).unwrap_or_else(|e| cpu_because(&e))),
@@ -190,6 +245,7 @@ impl Device {
         match spec.to_ascii_lowercase().as_str() {
             "" => Ok(None),
             "cpu" => Ok(Some(DeviceKind::Cpu)),
+            "cpu-checked" | "checked" => Ok(Some(DeviceKind::CpuChecked)),
             "cuda" | "gpu" => Ok(Some(DeviceKind::Cuda(0))),
             s => match s.strip_prefix("cuda:") {
                 Some(n) => n
@@ -219,6 +275,10 @@ impl Device {
             (None, DeviceKind::Cpu) => {
                 format!("CPU backend ({} threads)", rayon::current_num_threads())
             }
+            (None, DeviceKind::CpuChecked) => format!(
+                "CPU backend in checked mode ({} threads)",
+                rayon::current_num_threads()
+            ),
         }
     }
 

@@ -22,6 +22,16 @@ pub enum Error {
         /// What happened, with the block and thread.
         message: String,
     },
+    /// Checked mode ([`Device::cpu_checked`](crate::Device::cpu_checked)) found a bug in the
+    /// kernel: an index out of bounds, a data race, a divergent barrier or a read of shared
+    /// memory never written.
+    #[error("kernel `{kernel}` has a bug: {finding}")]
+    CheckFailed {
+        /// The kernel.
+        kernel: &'static str,
+        /// What was found, with the threads and source lines involved.
+        finding: Box<crate::cpu::finding::Finding>,
+    },
     /// Two shapes that must agree do not.
     #[error("shape mismatch: expected {expected:?}, found {found:?}")]
     ShapeMismatch {

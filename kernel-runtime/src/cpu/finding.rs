@@ -1,0 +1,186 @@
+//! What checked mode reports: a bug of the kernel, with the threads and source lines involved.
+
+use crate::dim::Dim3;
+use std::fmt;
+use std::panic::Location;
+
+pub use crate::fault::AccessKind;
+
+fn verb(kind: AccessKind) -> &'static str {
+    match kind {
+        AccessKind::Read => "read it",
+        AccessKind::Write => "wrote it",
+        AccessKind::Atomic => "updated it atomically",
+    }
+}
+
+/// One access of one thread, as a report names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// Read, write or atomic.
+    pub kind: AccessKind,
+    /// The block of the thread.
+    pub block: Dim3,
+    /// The thread, within its block.
+    pub thread: Dim3,
+    /// The source line of the access, when it is known.
+    pub at: Option<&'static Location<'static>>,
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "thread {} of block {} {}",
+            self.thread,
+            self.block,
+            verb(self.kind)
+        )?;
+        if let Some(at) = self.at {
+            write!(f, " at {at}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A bug that checked mode ([`Device::cpu_checked`](crate::Device::cpu_checked)) found in a
+/// kernel; the launch returns it as [`Error::CheckFailed`](crate::Error::CheckFailed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Finding {
+    /// An index outside the array's shape (an index below zero shows as the negative number it
+    /// wrapped from).
+    OutOfBounds {
+        /// The array (the kernel's parameter, or the shared array's variable).
+        array: &'static str,
+        /// The index, one entry per dimension.
+        index: Vec<usize>,
+        /// The array's shape.
+        shape: Vec<usize>,
+        /// The access.
+        access: Access,
+    },
+    /// Two threads touched one element, at least one of them writing, with nothing ordering
+    /// them: they are in different blocks, or in one block with no barrier between the two
+    /// accesses; atomics race only with plain accesses.
+    DataRace {
+        /// The array.
+        array: &'static str,
+        /// The element.
+        index: Vec<usize>,
+        /// The access that came first.
+        first: Access,
+        /// The access that came second.
+        second: Access,
+    },
+    /// A read of a shared-memory element that no thread of the block wrote before.
+    UninitializedSharedRead {
+        /// The shared array.
+        array: &'static str,
+        /// The element.
+        index: Vec<usize>,
+        /// The read.
+        access: Access,
+    },
+    /// A barrier that part of a block reached while another thread of the block exited, or
+    /// waited at another barrier.
+    DivergentBarrier {
+        /// The block.
+        block: Dim3,
+        /// The barrier (`sync_threads()`, ...) and where it is.
+        barrier: String,
+        /// A thread waiting there.
+        waiting: Dim3,
+        /// How many threads wait there, of how many in the block.
+        count: (usize, usize),
+        /// What a thread that is not there did instead.
+        other: (Dim3, String),
+    },
+}
+
+/// An index as the user wrote it: one that wrapped below zero shows as the negative number.
+pub(crate) fn signed_index(index: &[usize]) -> String {
+    let parts: Vec<String> = index
+        .iter()
+        .map(|&i| {
+            if i > isize::MAX as usize {
+                format!("{}", i as isize)
+            } else {
+                i.to_string()
+            }
+        })
+        .collect();
+    if parts.len() == 1 {
+        parts[0].clone()
+    } else {
+        format!("[{}]", parts.join(", "))
+    }
+}
+
+fn element(array: &str, index: &[usize]) -> String {
+    format!("`{array}[{}]`", signed_index(index))
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Finding::OutOfBounds {
+                array,
+                index,
+                shape,
+                access,
+            } => {
+                let wrapped = if index.iter().any(|&i| i > isize::MAX as usize) {
+                    " (a negative index: it wrapped around)"
+                } else {
+                    ""
+                };
+                write!(
+                    f,
+                    "out-of-bounds access to {}{wrapped}, array `{array}` has shape {shape:?}: {access}",
+                    element(array, index),
+                )
+            }
+            Finding::DataRace {
+                array,
+                index,
+                first,
+                second,
+            } => {
+                let why = if first.block != second.block {
+                    "threads of different blocks are not ordered within a launch: use atomics, or split the work into two launches".to_string()
+                } else {
+                    format!(
+                        "both are in block {} with no sync_threads() between the two accesses",
+                        first.block
+                    )
+                };
+                write!(
+                    f,
+                    "data race on {}: {first}, then {second}; {why}",
+                    element(array, index)
+                )
+            }
+            Finding::UninitializedSharedRead {
+                array,
+                index,
+                access,
+            } => write!(
+                f,
+                "read of uninitialized shared memory {}: {access}, and no thread of the block had written it in this launch",
+                element(array, index)
+            ),
+            Finding::DivergentBarrier {
+                block,
+                barrier,
+                waiting,
+                count,
+                other,
+            } => write!(
+                f,
+                "divergent barrier in block {block}: {} of {} threads wait at {barrier} (first: thread {waiting}), but thread {} {}",
+                count.0, count.1, other.0, other.1
+            ),
+        }
+    }
+}
