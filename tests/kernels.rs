@@ -8,11 +8,12 @@ use kernel_suite::reference::{self, SplitMix64};
 use kernel_suite::test_kernels::*;
 use ndarray::{Array2, Array3};
 
-/// The backends to run on: the CPU backend, and the default device when it is another one.
+/// The backends to run on: the CPU backend, its checked mode (which must find nothing wrong
+/// with these kernels), and the default device when it is another one.
 fn backends() -> Vec<Device> {
-    let mut devs = vec![Device::cpu()];
+    let mut devs = vec![Device::cpu(), Device::cpu_checked()];
     match Device::from_env() {
-        Ok(d) if d.kind() != DeviceKind::Cpu => devs.push(d),
+        Ok(d) if !matches!(d.kind(), DeviceKind::Cpu | DeviceKind::CpuChecked) => devs.push(d),
         Ok(_) => {}
         Err(e) => eprintln!("skipping the GPU backend: {e}"),
     }

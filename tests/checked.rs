@@ -1,0 +1,503 @@
+//! Checked mode finds planted bugs: out-of-bounds indices, data races, divergent barriers and
+//! reads of uninitialized shared memory, each with the threads, element and source lines
+//! involved. (That it finds nothing wrong with correct kernels is shown by `tests/kernels.rs`,
+//! which runs the whole kernel suite on `Device::cpu_checked()` too.)
+
+use kernel_runtime::prelude::*;
+use kernel_runtime::{Access, AccessKind, Finding};
+
+const THIS_FILE: &str = file!();
+
+fn finding(result: Result<(), Error>) -> Finding {
+    match result {
+        Err(Error::CheckFailed { finding, .. }) => *finding,
+        other => panic!("expected a finding, got {other:?}"),
+    }
+}
+
+/// The line of an access, checked to be in this file.
+fn line(access: &Access) -> u32 {
+    let at = access.at.expect("the access has a source line");
+    assert_eq!(at.file(), THIS_FILE);
+    at.line()
+}
+
+/// The line of this file that holds `needle`, once.
+fn line_of(needle: &str) -> u32 {
+    let src = std::fs::read_to_string(THIS_FILE).unwrap();
+    let hits: Vec<usize> = src
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle) && !l.contains("line_of("))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(hits.len(), 1, "`{needle}` is on lines {hits:?}");
+    hits[0] as u32
+}
+
+/// The fields of a data race, or a panic naming what was found instead.
+fn race(f: &Finding) -> (&str, &[usize], &Access, &Access) {
+    match f {
+        Finding::DataRace {
+            array,
+            index,
+            first,
+            second,
+        } => (array, index, first, second),
+        _ => panic!("expected a data race, found: {f}"),
+    }
+}
+
+/// The fields of an out-of-bounds access: array, index, shape, access.
+fn oob(f: &Finding) -> (&str, &[usize], &[usize], &Access) {
+    match f {
+        Finding::OutOfBounds {
+            array,
+            index,
+            shape,
+            access,
+        } => (array, index, shape, access),
+        _ => panic!("expected an out-of-bounds access, found: {f}"),
+    }
+}
+
+/// The fields of a read of uninitialized shared memory: array, index, access.
+fn uninit(f: &Finding) -> (&str, &[usize], &Access) {
+    match f {
+        Finding::UninitializedSharedRead {
+            array,
+            index,
+            access,
+        } => (array, index, access),
+        _ => panic!("expected a read of uninitialized shared memory, found: {f}"),
+    }
+}
+
+const fn d(x: u32, y: u32, z: u32) -> Dim3 {
+    Dim3::new(x, y, z)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Out-of-bounds accesses.
+
+/// The previous element, with an index that goes below zero at `i = 0` (as `a[i - 1]` in
+/// Python silently reads the last element). Index checks are off, as for speed.
+#[kernel(boundscheck = false)]
+fn previous(x: &[f32], out: &mut [f32]) {
+    let i = grid(1);
+    if i < out.len() {
+        out[i] = x[(i as isize - 1) as usize]; // oob: negative
+    }
+}
+
+/// A 3×3 stencil whose guard lets the last row through.
+#[kernel]
+fn stencil_last_row(x: &Array2<f32>, out: &mut Array2<f32>) {
+    let (j, i) = grid(2);
+    let (n, m) = x.dim();
+    if 1 <= i && i < n && 1 <= j && j + 1 < m {
+        out[[i, j]] = x[[i + 1, j]] + x[[i - 1, j]]; // oob: row n
+    }
+}
+
+/// A shared tile one element short: the last thread stores past its end.
+#[kernel]
+fn tile_short(out: &mut [u32]) {
+    let t = thread_idx().x as usize;
+    let mut tile = shared_array![u32; 31];
+    tile[t] = t as u32; // oob: tile
+    sync_threads();
+    out[t] = tile[30 - t % 31];
+}
+
+#[test]
+fn out_of_bounds_accesses_name_the_array_element_thread_and_line() {
+    let dev = Device::cpu_checked();
+
+    let x = dev.to_device(&[1.0f32; 100][..]).unwrap();
+    let mut out = dev.zeros::<f32, _>(100).unwrap();
+    let f = finding(previous.launch(4, 32, (&x, &mut out)));
+    let (array, index, shape, access) = oob(&f);
+    assert_eq!((array, index, shape), ("x", &[usize::MAX][..], &[100][..]));
+    assert_eq!(
+        (access.block, access.thread, access.kind),
+        (d(0, 0, 0), d(0, 0, 0), AccessKind::Read)
+    );
+    assert_eq!(line(access), line_of("// oob: negative"));
+    let msg = f.to_string();
+    for needle in [
+        "`x[-1]`",
+        "negative index",
+        "shape [100]",
+        "thread (0, 0, 0) of block (0, 0, 0) read it",
+    ] {
+        assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
+    }
+
+    // 20 × 24 image, 8 × 8 blocks: the first thread of row 19 (block (0, 2), thread (1, 3)).
+    let x = dev
+        .to_device(&ndarray::Array2::<f32>::zeros((20, 24)))
+        .unwrap();
+    let mut out = dev.zeros::<f32, _>((20, 24)).unwrap();
+    let f = finding(stencil_last_row.launch((3, 3), (8, 8), (&x, &mut out)));
+    let (array, index, shape, access) = oob(&f);
+    assert_eq!((array, index, shape), ("x", &[20, 1][..], &[20, 24][..]));
+    assert_eq!((access.block, access.thread), (d(0, 2, 0), d(1, 3, 0)));
+    assert_eq!(line(access), line_of("// oob: row n"));
+
+    let mut out = dev.zeros::<u32, _>(32).unwrap();
+    let f = finding(tile_short.launch(2, 32, &mut out));
+    let (array, index, _, access) = oob(&f);
+    assert_eq!(
+        (array, index, access.kind),
+        ("tile", &[31][..], AccessKind::Write)
+    );
+    assert_eq!(access.thread, d(31, 0, 0));
+    assert_eq!(line(access), line_of("// oob: tile"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data races.
+
+/// Every thread adds one to `count[0]` with a plain `+=`: on the CPU without checks, and in
+/// Numba's simulator, the count comes out right, and the race stays invisible.
+#[kernel]
+fn count_plain(count: &mut [u32]) {
+    count[0] += 1; // race: count
+}
+
+/// The same count with an atomic: no race.
+#[kernel]
+fn count_atomic(count: &mut [u32]) {
+    atomic_add(&count, 0, 1);
+}
+
+/// Thread 0 of every block stores its block's number in one element.
+#[kernel]
+fn last_block_wins(out: &mut [u32]) {
+    if thread_idx().x == 0 {
+        out[0] = block_idx().x; // race: blocks
+    }
+}
+
+/// Shifts an array left in place: thread `i` reads element `i + 1`, which thread `i + 1`
+/// writes, with nothing ordering the two.
+#[kernel]
+fn shift_in_place(a: &mut [i32]) {
+    let i = grid(1);
+    if i + 1 < a.len() {
+        let next = a[i + 1]; // race: shift read
+        a[i] = next; // race: shift write
+    }
+}
+
+/// A pairwise sum in shared memory with the barrier between reading the partner and writing
+/// one's own slot left out.
+#[kernel]
+fn pair_sum_missing_barrier(x: &[f32], out: &mut [f32]) {
+    let t = thread_idx().x as usize;
+    let i = grid(1);
+    let mut s = shared_array![f32; 64];
+    s[t] = x[i]; // race: shared write
+    sync_threads();
+    let partner = s[t ^ 1]; // race: shared read
+    s[t] += partner;
+    sync_threads();
+    out[i] = s[t];
+}
+
+/// Atomic updates of a global counter, then a plain read of it in the same launch.
+#[kernel]
+fn atomic_then_plain_read(counter: &mut [u32], out: &mut [u32]) {
+    let t = thread_idx().x as usize;
+    atomic_add(&counter, 0, 1); // race: atomic
+    sync_threads();
+    if t == 0 {
+        out[block_idx().x as usize] = counter[0]; // race: plain read
+    }
+}
+
+#[test]
+fn data_races_name_both_threads_the_element_and_which_came_first() {
+    let dev = Device::cpu_checked();
+
+    // 256 threads in one block: the second thread's update races with the first's.
+    let mut count = dev.zeros::<u32, _>(1).unwrap();
+    let f = finding(count_plain.launch(1, 256, &mut count));
+    let (array, index, first, second) = race(&f);
+    assert_eq!((array, index), ("count", &[0][..]));
+    assert_eq!((first.thread, first.kind), (d(0, 0, 0), AccessKind::Write));
+    assert_eq!((second.thread, second.kind), (d(1, 0, 0), AccessKind::Read));
+    assert_eq!(first.block, second.block);
+    assert_eq!(
+        (line(first), line(second)),
+        (line_of("// race: count"), line_of("// race: count"))
+    );
+    let msg = f.to_string();
+    for needle in [
+        "data race on `count[0]`",
+        "thread (0, 0, 0) of block (0, 0, 0) wrote it",
+        "then thread (1, 0, 0) of block (0, 0, 0) read it",
+        "no sync_threads() between",
+    ] {
+        assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
+    }
+    // The fast backend gives the "right" count, hiding the race; atomics are the fix.
+    let mut count = Device::cpu().zeros::<u32, _>(1).unwrap();
+    count_plain.launch(1, 256, &mut count).unwrap();
+    assert_eq!(count.to_vec().unwrap(), [256]);
+    let mut count = dev.zeros::<u32, _>(1).unwrap();
+    count_atomic.launch(8, 256, &mut count).unwrap();
+    assert_eq!(count.to_vec().unwrap(), [2048]);
+
+    // Blocks are never ordered: two blocks' writes race whichever runs first.
+    let mut out = dev.zeros::<u32, _>(1).unwrap();
+    let f = finding(last_block_wins.launch(2, 32, &mut out));
+    let (array, index, first, second) = race(&f);
+    assert_eq!((array, index), ("out", &[0][..]));
+    let mut blocks = [first.block, second.block];
+    blocks.sort_by_key(|b| b.x);
+    assert_eq!(blocks, [d(0, 0, 0), d(1, 0, 0)]);
+    assert_eq!((first.thread, second.thread), (d(0, 0, 0), d(0, 0, 0)));
+    assert_eq!(
+        (first.kind, second.kind),
+        (AccessKind::Write, AccessKind::Write)
+    );
+    assert!(
+        f.to_string()
+            .contains("threads of different blocks are not ordered"),
+        "{f}"
+    );
+    assert_eq!(line(second), line_of("// race: blocks"));
+
+    // Read first, then written by its neighbour.
+    let mut a = dev.to_device(&(0..64).collect::<Vec<i32>>()).unwrap();
+    let f = finding(shift_in_place.launch(1, 64, &mut a));
+    let (array, index, first, second) = race(&f);
+    assert_eq!((array, index), ("a", &[1][..]));
+    assert_eq!((first.thread, first.kind), (d(0, 0, 0), AccessKind::Read));
+    assert_eq!(
+        (second.thread, second.kind),
+        (d(1, 0, 0), AccessKind::Write)
+    );
+    assert_eq!(
+        (line(first), line(second)),
+        (
+            line_of("// race: shift read"),
+            line_of("// race: shift write")
+        )
+    );
+
+    // Shared memory: thread 0 rewrites its slot before thread 1 has read it.
+    let x = dev.to_device(&[1.0f32; 64][..]).unwrap();
+    let mut out = dev.zeros::<f32, _>(64).unwrap();
+    let f = finding(pair_sum_missing_barrier.launch(1, 64, (&x, &mut out)));
+    let (array, index, first, second) = race(&f);
+    assert_eq!((array, index), ("s", &[0][..]));
+    assert_eq!((first.thread, first.kind), (d(0, 0, 0), AccessKind::Write));
+    assert_eq!((second.thread, second.kind), (d(1, 0, 0), AccessKind::Read));
+    assert_eq!(line(second), line_of("// race: shared read"));
+
+    // Atomics from two blocks, then a plain read: the read races with the other block's atomic.
+    let mut counter = dev.zeros::<u32, _>(1).unwrap();
+    let mut out = dev.zeros::<u32, _>(2).unwrap();
+    let f = finding(atomic_then_plain_read.launch(2, 32, (&mut counter, &mut out)));
+    let (array, _, first, second) = race(&f);
+    assert_eq!(array, "counter");
+    let kinds = [first.kind, second.kind];
+    assert!(
+        kinds.contains(&AccessKind::Atomic) && kinds.contains(&AccessKind::Read),
+        "{f}"
+    );
+    assert_ne!(first.block, second.block);
+    // In one block the barrier orders the atomics before the read: no race.
+    let mut counter = dev.zeros::<u32, _>(1).unwrap();
+    let mut out = dev.zeros::<u32, _>(1).unwrap();
+    atomic_then_plain_read
+        .launch(1, 32, (&mut counter, &mut out))
+        .unwrap();
+    assert_eq!(out.to_vec().unwrap(), [32]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Divergent barriers.
+
+/// The first half of the block waits at a barrier the second half never reaches.
+#[kernel]
+fn half_barrier(out: &mut [u32]) {
+    let t = thread_idx().x as usize;
+    if t < 16 {
+        sync_threads(); // barrier: half
+    }
+    out[grid(1)] = 1;
+}
+
+/// Even and odd threads wait at two different barriers.
+#[kernel]
+fn two_barriers(out: &mut [u32]) {
+    let t = thread_idx().x as usize;
+    if t.is_multiple_of(2) {
+        sync_threads(); // barrier: even
+    } else {
+        sync_threads(); // barrier: odd
+    }
+    out[grid(1)] = 1;
+}
+
+/// A loop holding a barrier, run a number of times that depends on the thread.
+#[kernel]
+fn uneven_loop(out: &mut [u32]) {
+    let t = thread_idx().x;
+    let mut k = 0;
+    while k < 1 + t / 8 {
+        sync_threads(); // barrier: loop
+        k += 1;
+    }
+    out[grid(1)] = k;
+}
+
+#[test]
+fn divergent_barriers_name_the_block_the_barrier_and_a_thread_elsewhere() {
+    let dev = Device::cpu_checked();
+    let mut out = dev.zeros::<u32, _>(64).unwrap();
+
+    let f = finding(half_barrier.launch(2, 32, &mut out));
+    let Finding::DivergentBarrier {
+        block,
+        barrier,
+        waiting,
+        count,
+        other,
+    } = &f
+    else {
+        panic!("{f}")
+    };
+    // Both blocks diverge; blocks run in parallel, so either may be reported.
+    assert!(*block == d(0, 0, 0) || *block == d(1, 0, 0), "{f}");
+    assert_eq!((*waiting, *count), (d(0, 0, 0), (16, 32)));
+    assert_eq!(other.0, d(16, 0, 0));
+    assert!(other.1.contains("exited"), "{f}");
+    assert!(
+        barrier.contains(&format!("{THIS_FILE}:{}", line_of("// barrier: half"))),
+        "{f}"
+    );
+
+    let f = finding(two_barriers.launch(1, 32, &mut out));
+    let Finding::DivergentBarrier {
+        waiting,
+        other,
+        barrier,
+        ..
+    } = &f
+    else {
+        panic!("{f}")
+    };
+    assert_eq!((*waiting, other.0), (d(0, 0, 0), d(1, 0, 0)));
+    assert!(
+        barrier.contains(&format!(":{}:", line_of("// barrier: even"))),
+        "{f}"
+    );
+    assert!(
+        other
+            .1
+            .contains(&format!(":{}:", line_of("// barrier: odd"))),
+        "{f}"
+    );
+    // The fast backend lets barriers of one kind meet wherever they are, as older GPUs did.
+    let mut fast = Device::cpu().zeros::<u32, _>(32).unwrap();
+    two_barriers.launch(1, 32, &mut fast).unwrap();
+
+    let f = finding(uneven_loop.launch(1, 32, &mut out));
+    let Finding::DivergentBarrier { count, other, .. } = &f else {
+        panic!("{f}")
+    };
+    assert_eq!((*count, other.0), ((24, 32), d(0, 0, 0)));
+    assert!(
+        f.to_string()
+            .contains("divergent barrier in block (0, 0, 0)"),
+        "{f}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reads of uninitialized shared memory.
+
+/// Accumulates into a shared slot per thread that nobody cleared (`+=` reads it first).
+#[kernel]
+fn accumulate_uncleared(x: &[f32], out: &mut [f32]) {
+    let t = thread_idx().x as usize;
+    let i = grid(1);
+    let mut s = shared_array![f32; 32];
+    s[t] += x[i]; // uninit: accumulate
+    out[i] = s[t];
+}
+
+/// A halo of one element that no thread loads: the last thread reads it.
+#[kernel]
+fn missing_halo(x: &[f32], out: &mut [f32]) {
+    let t = thread_idx().x as usize;
+    let i = grid(1);
+    let mut s = shared_array![f32; 33];
+    s[t] = x[i];
+    sync_threads();
+    out[i] = s[t] + s[t + 1]; // uninit: halo
+}
+
+/// An atomic counter in shared memory that is never set to zero.
+#[kernel]
+fn uncleared_counter(out: &mut [u32]) {
+    let c = shared_array![u32; 1];
+    atomic_add(&c, 0, 1); // uninit: counter
+    sync_threads();
+    out[grid(1)] = c[0];
+}
+
+#[test]
+fn reads_of_shared_memory_never_written_name_the_element_and_thread() {
+    let dev = Device::cpu_checked();
+    let x = dev.to_device(&[1.0f32; 64][..]).unwrap();
+    let mut out = dev.zeros::<f32, _>(64).unwrap();
+
+    let f = finding(accumulate_uncleared.launch(2, 32, (&x, &mut out)));
+    let (array, index, access) = uninit(&f);
+    assert_eq!((array, index), ("s", &[0][..]));
+    assert_eq!(
+        (access.block, access.thread, access.kind),
+        (d(0, 0, 0), d(0, 0, 0), AccessKind::Read)
+    );
+    assert_eq!(line(access), line_of("// uninit: accumulate"));
+    assert!(
+        f.to_string()
+            .contains("no thread of the block had written it"),
+        "{f}"
+    );
+
+    let f = finding(missing_halo.launch(2, 32, (&x, &mut out)));
+    let (array, index, access) = uninit(&f);
+    assert_eq!((array, index, access.thread), ("s", &[32][..], d(31, 0, 0)));
+    assert_eq!(line(access), line_of("// uninit: halo"));
+
+    let mut out = dev.zeros::<u32, _>(64).unwrap();
+    let f = finding(uncleared_counter.launch(2, 32, &mut out));
+    let (array, _, access) = uninit(&f);
+    assert_eq!(
+        (array, access.kind, access.thread),
+        ("c", AccessKind::Atomic, d(0, 0, 0))
+    );
+    assert_eq!(line(access), line_of("// uninit: counter"));
+}
+
+#[test]
+fn checked_mode_is_chosen_by_the_environment_and_its_arrays_stay_its_own() {
+    assert!(Device::cpu_checked().is_checked() && !Device::cpu().is_checked());
+    assert!(Device::cpu_checked().name().contains("checked"));
+    // An array of the fast CPU backend is not silently checked.
+    let mut out = Device::cpu().zeros::<u32, _>(1).unwrap();
+    let err = count_plain
+        .launch_with(
+            LaunchConfig::new(1, 1).unwrap().on(&Device::cpu_checked()),
+            &mut out,
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::DeviceMismatch { .. }), "{err}");
+}
