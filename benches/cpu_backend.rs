@@ -24,6 +24,8 @@ const SMOOTH_N: usize = 10_000;
 const INTEGRATE_N: usize = 2048;
 const MATMUL_N: usize = 512;
 const SORT_N: usize = 1 << 22;
+/// The image side of checked mode's cost: the debugger's price on the stencil.
+const CHECKED_SMOOTH_N: usize = 1024;
 
 // ---------------------------------------------------------------------------------------------
 // The rayon baselines.
@@ -311,8 +313,35 @@ fn bench_quicksort(c: &mut Criterion) {
     g.finish();
 }
 
+/// Checked mode against the fast CPU backend on one launch of the smooth stencil: the price of
+/// recording every write and checking every index.
+fn bench_checked(c: &mut Criterion) {
+    let n = CHECKED_SMOOTH_N;
+    let mut rng = SplitMix64(5);
+    let x = ndarray::Array2::from_shape_fn((n, n), |_| rng.next_u64() as i8);
+    let blocks = (n.div_ceil(16), n.div_ceil(16));
+    let mut g = c.benchmark_group("checked");
+    g.throughput(Throughput::Elements((n * n) as u64));
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    let mut results = Vec::new();
+    for (name, dev) in [("fast", Device::cpu()), ("checked", Device::cpu_checked())] {
+        let dx = dev.to_device(&x).unwrap();
+        let mut dout = dev.zeros_like::<i8, _, _>(&dx).unwrap();
+        smooth.launch(blocks, (16, 16), (&dx, &mut dout)).unwrap();
+        results.push(dout.to_vec().unwrap());
+        g.bench_function(name, |bch| {
+            bch.iter(|| smooth.launch(blocks, (16, 16), (&dx, &mut dout)).unwrap())
+        });
+    }
+    assert!(results[0] == results[1], "checked: the two modes disagree");
+    g.finish();
+}
+
 criterion_group!(
     benches,
+    bench_checked,
     bench_add,
     bench_smooth,
     bench_integrate2d,

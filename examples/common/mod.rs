@@ -30,7 +30,7 @@ fn parse_args(name: &str) -> Args {
              --n N     problem size (1000, 1e6 or 2^20)\n  \
              --reps N  timed kernel runs after the warm-up\n  \
              --png     (smooth) write smooth_in.png and smooth_out.png\n\
-             KERNEL_DEVICE=cpu|cuda|cuda:N picks the device"
+             KERNEL_DEVICE=cpu|cpu-checked|cuda|cuda:N picks the device"
         );
         std::process::exit(0);
     }
@@ -49,9 +49,9 @@ pub fn mismatch(name: &str, what: impl std::fmt::Display) -> ! {
     std::process::exit(1);
 }
 
-/// Whether `dev` is the CPU backend.
+/// Whether `dev` is the CPU backend (checked mode included).
 pub fn is_cpu(dev: &Device) -> bool {
-    dev.kind() == DeviceKind::Cpu
+    matches!(dev.kind(), DeviceKind::Cpu | DeviceKind::CpuChecked)
 }
 
 /// Prints the device line and chooses the problem size: `--n` when given, else `original` on

@@ -129,7 +129,11 @@ fn cpu_peers_and_report(ctx: &Context, steps: &mut Steps) {
                 .to_string()
         };
         let md = dir.join(format!("cpu-{date}.md"));
-        let text = cpu_report::markdown(&date, &machine, &peers_note, &rows);
+        let mut text = cpu_report::markdown(&date, &machine, &peers_note, &rows);
+        text.push_str(&cpu_report::checked_section(
+            cpu_report::criterion_median_ms(&criterion, "checked", "fast"),
+            cpu_report::criterion_median_ms(&criterion, "checked", "checked"),
+        ));
         std::fs::write(&md, &text).map_err(|e| format!("writing {}: {e}", md.display()))?;
         print!("{text}");
         let json = util::target_dir(&ctx.root).join(format!("cpu-ratios-{date}.json"));

@@ -230,6 +230,27 @@ pub fn markdown(date: &str, machine: &str, peers_note: &str, rows: &[(&Program, 
     out
 }
 
+/// The most checked mode may cost, in times the fast backend's time on smooth 1024².
+pub const CHECKED_GOAL: f64 = 30.0;
+
+/// The report's paragraph on checked mode: its time on smooth 1024² against the fast backend's
+/// (criterion's `checked` group), and the goal.
+pub fn checked_section(fast_ms: Option<f64>, checked_ms: Option<f64>) -> String {
+    let ratio_v = checked_ms.zip(fast_ms).map(|(c, f)| c / f);
+    let verdict = match ratio_v {
+        Some(r) if r <= CHECKED_GOAL => "met",
+        Some(_) => "not met",
+        None => "not measured",
+    };
+    format!(
+        "\nChecked mode (`Device::cpu_checked()`) on smooth 1024² i8: {} against the fast \
+         backend's {}: {} (goal ≤ {CHECKED_GOAL}×: {verdict}).\n",
+        ms(checked_ms),
+        ms(fast_ms),
+        ratio(ratio_v)
+    )
+}
+
 /// The ratios as JSON, for the chart: `[{"program", "vs_rayon", "vs_numba"}]`.
 pub fn ratios_json(rows: &[(&Program, Row)]) -> String {
     let item = |p: &Program, r: &Row| {
@@ -271,6 +292,14 @@ fn civil_date(days: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checked_mode_is_judged_against_its_goal() {
+        assert!(checked_section(Some(0.25), Some(5.0)).contains("20.00×"));
+        assert!(checked_section(Some(0.25), Some(5.0)).contains(": met"));
+        assert!(checked_section(Some(0.25), Some(10.0)).contains("not met"));
+        assert!(checked_section(None, Some(10.0)).contains("not measured"));
+    }
 
     #[test]
     fn dates() {
