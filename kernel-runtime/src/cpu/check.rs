@@ -322,24 +322,16 @@ impl Shadow {
             witness: &self.witnesses[slot],
         };
         let (w, r) = (side.w, side.r);
-        match self.scope {
-            Scope::Global => match kind {
-                AccessKind::Read => self.read(w, r, side, me, at),
-                _ => self.write(w, r, side, me, kind, at),
-            },
-            Scope::Shared => {
-                // Each block clears its shared shadow, so a record of another block is stale.
-                if kind != AccessKind::Write {
-                    let last = Rec(w.load(Ordering::Relaxed));
-                    if last.block() != me.block {
-                        return Err(Conflict::Uninitialized);
-                    }
-                }
-                match kind {
-                    AccessKind::Read => self.read(w, r, side, me, at),
-                    _ => self.write(w, r, side, me, kind, at),
-                }
-            }
+        // Shared memory starts each block unwritten: a read needs a write of this block first.
+        if self.scope == Scope::Shared
+            && kind != AccessKind::Write
+            && !self.present(Rec(w.load(Ordering::Relaxed)), me)
+        {
+            return Err(Conflict::Uninitialized);
+        }
+        match kind {
+            AccessKind::Read => self.read(w, r, side, me, at),
+            _ => self.write(w, r, side, me, kind, at),
         }
     }
 

@@ -96,9 +96,14 @@ impl Device {
     /// The CPU backend: blocks spread over all cores.
     pub fn cpu() -> Device {
         static CPU: OnceLock<Device> = OnceLock::new();
-        CPU.get_or_init(|| Device {
+        Self::host(&CPU, DeviceKind::Cpu)
+    }
+
+    /// The one CPU-backend device of `kind`, made at its first use.
+    fn host(cell: &'static OnceLock<Device>, kind: DeviceKind) -> Device {
+        cell.get_or_init(|| Device {
             inner: Arc::new(Inner {
-                kind: DeviceKind::Cpu,
+                kind,
                 limits: Limits::CUDA_DEFAULT,
                 cuda: None,
             }),
@@ -140,15 +145,8 @@ impl Device {
     /// # Ok::<(), kernel_runtime::Error>(())
     /// ```
     pub fn cpu_checked() -> Device {
-        static CPU: OnceLock<Device> = OnceLock::new();
-        CPU.get_or_init(|| Device {
-            inner: Arc::new(Inner {
-                kind: DeviceKind::CpuChecked,
-                limits: Limits::CUDA_DEFAULT,
-                cuda: None,
-            }),
-        })
-        .clone()
+        static CHECKED: OnceLock<Device> = OnceLock::new();
+        Self::host(&CHECKED, DeviceKind::CpuChecked)
     }
 
     /// Whether this is the CPU backend in checked mode.
