@@ -134,14 +134,15 @@ fn out_of_bounds_accesses_name_the_array_element_thread_and_line() {
         assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
     }
 
-    // 20 × 24 image, 8 × 8 blocks: the first thread of row 19 (block (0, 2), thread (1, 3)).
+    // 20 × 8 image, one column of 8 × 8 blocks, so that only block (0, 2) reaches row 19: its
+    // first thread there is thread (1, 3).
     let x = dev
-        .to_device(&ndarray::Array2::<f32>::zeros((20, 24)))
+        .to_device(&ndarray::Array2::<f32>::zeros((20, 8)))
         .unwrap();
-    let mut out = dev.zeros::<f32, _>((20, 24)).unwrap();
-    let f = finding(stencil_last_row.launch((3, 3), (8, 8), (&x, &mut out)));
+    let mut out = dev.zeros::<f32, _>((20, 8)).unwrap();
+    let f = finding(stencil_last_row.launch((1, 3), (8, 8), (&x, &mut out)));
     let (array, index, shape, access) = oob(&f);
-    assert_eq!((array, index, shape), ("x", &[20, 1][..], &[20, 24][..]));
+    assert_eq!((array, index, shape), ("x", &[20, 1][..], &[20, 8][..]));
     assert_eq!((access.block, access.thread), (d(0, 2, 0), d(1, 3, 0)));
     assert_eq!(line(access), line_of("// oob: row n"));
 
@@ -458,7 +459,8 @@ fn reads_of_shared_memory_never_written_name_the_element_and_thread() {
     let x = dev.to_device(&[1.0f32; 64][..]).unwrap();
     let mut out = dev.zeros::<f32, _>(64).unwrap();
 
-    let f = finding(accumulate_uncleared.launch(2, 32, (&x, &mut out)));
+    // One block: blocks run in parallel, and each of several would have this bug.
+    let f = finding(accumulate_uncleared.launch(1, 32, (&x, &mut out)));
     let (array, index, access) = uninit(&f);
     assert_eq!((array, index), ("s", &[0][..]));
     assert_eq!(
