@@ -119,7 +119,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
                     };
                 });
                 let trace = if *mutable {
-                    quote!(__shadows.writable(#n.len()))
+                    quote!(__shadows.writable(#n_str, &#n.shape()))
                 } else {
                     quote!(__shadows.read_only())
                 };

@@ -19,7 +19,7 @@ pub struct Ctx {
     pub(crate) grid_dim: Dim3,
     pub(crate) shared: *mut u8,
     pub(crate) shared_bytes: usize,
-    pub(crate) shared_shadow: *const crate::cpu::check::Shadow,
+    pub(crate) shared_shadow: *const crate::cpu::check::Lane,
 }
 
 /// The context of one kernel thread: on the GPU a zero-sized handle on the special registers.

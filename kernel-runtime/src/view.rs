@@ -149,8 +149,8 @@ macro_rules! view_type {
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn record(&self, o: usize, kind: crate::fault::AccessKind) {
                 #[cfg(not(target_arch = "nvptx64"))]
-                if self.trace.on() {
-                    crate::cpu::check::record(&self.trace, o, kind, self.name, &self.dims)
+                if self.trace.on() && crate::cpu::check::record(&self.trace, o, kind) {
+                    crate::cpu::check::report(kind, self.name, &self.dims)
                 }
                 #[cfg(target_arch = "nvptx64")]
                 let _ = (o, kind);

@@ -1,6 +1,6 @@
 //! Running a launch: blocks over rayon, threads as a loop or as coroutines meeting at barriers.
 
-use super::check::{self, Shadow, Who};
+use super::check::{self, Lane, LaunchShadows, Who};
 use super::fault::{self, raise, raise_finding, KernelFault};
 use super::finding::Finding;
 use super::tls::{self, BlockState};
@@ -91,8 +91,8 @@ type Fiber = Yielder<i32, Arrival>;
 thread_local! {
     /// This worker's shared memory (reused by every block it runs; 16-byte aligned).
     static SHARED: RefCell<Vec<u128>> = const { RefCell::new(Vec::new()) };
-    /// This worker's shadow of shared memory in checked mode (cleared for every block).
-    static SHARED_SHADOW: RefCell<Shadow> = const { RefCell::new(Shadow::shared()) };
+    /// This worker's lane of shared memory in checked mode (cleared for every block).
+    static SHARED_LANE: RefCell<Lane> = const { RefCell::new(Lane::shared()) };
     /// This worker's coroutine stacks (reused by every block it runs).
     static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
 }
@@ -178,25 +178,33 @@ where
 /// Runs `body` for every thread of the launch in checked mode: every thread tracked, as
 /// coroutines that meet at barriers when the kernel has them, the running thread's block,
 /// barrier interval and thread given to the shadow memory (see [`check`]) that the kernel's
-/// views record their accesses in; returns the first fault or finding.
+/// views record their accesses in, in the lanes of `shadows` that each worker claims; returns
+/// the first fault or finding.
 ///
-/// Block `b` (linear index) has the number `first + b` in the shadow's records.
-pub(crate) fn run_checked<F>(spec: &LaunchSpec, first: u32, body: F) -> Result<(), KernelFault>
+/// Block `b` (linear index) has the number `first + b` in the records, `first` being the
+/// launch's first block on the clock.
+pub(crate) fn run_checked<F>(
+    spec: &LaunchSpec,
+    shadows: &LaunchShadows,
+    body: F,
+) -> Result<(), KernelFault>
 where
     F: Fn(Ctx) + Sync + Clone,
 {
     let fibers = spec.barriers && spec.block.volume() > 1;
     let coords = thread_coords(spec.block);
+    let first = shadows.first();
     run_groups(spec, |blocks, shared, stop| {
-        SHARED_SHADOW.with(|shadow| {
-            let mut shadow = shadow.borrow_mut();
+        let _lanes = shadows.enter(blocks.start);
+        SHARED_LANE.with(|lane| {
+            let mut lane = lane.borrow_mut();
             for b in blocks {
                 if stop.load(Ordering::Relaxed) {
                     return;
                 }
-                shadow.reset_shared(spec.shared_bytes, first);
+                lane.reset_shared(spec.shared_bytes, first);
                 let state = BlockState {
-                    shared_shadow: &*shadow,
+                    shared_shadow: &*lane,
                     ..block_state(spec, b, shared)
                 };
                 tls::BLOCK.with(|c| c.set(state));

@@ -14,8 +14,8 @@ pub(crate) struct BlockState {
     pub(crate) grid_dim: Dim3,
     pub(crate) shared: *mut u8,
     pub(crate) shared_bytes: usize,
-    /// The shadow of the block's shared memory in checked mode, else null.
-    pub(crate) shared_shadow: *const super::check::Shadow,
+    /// The lane of the block's shared memory in checked mode, else null.
+    pub(crate) shared_shadow: *const super::check::Lane,
 }
 
 impl BlockState {

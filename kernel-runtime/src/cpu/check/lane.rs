@@ -1,0 +1,594 @@
+//! One worker's shadow of one array: who last wrote and read each element, as this worker saw
+//! it, and the rules that find a race or a read of shared memory never written from it.
+//!
+//! A lane belongs to one OS thread while the launch runs, so it is plain memory: no atomic
+//! operation, no lock. Races between the blocks of one worker are found as they happen; the
+//! launch compares the lanes of different workers when it ends (see
+//! [`launch`](super::launch)).
+
+use super::Who;
+use crate::fault::AccessKind;
+use std::cell::Cell;
+use std::panic::Location;
+
+/// The most barriers one block may pass in a checked launch.
+pub(crate) const MAX_INTERVAL: u32 = (1 << INTERVAL_BITS) - 1;
+
+const INTERVAL_BITS: u32 = 19;
+const THREAD_BITS: u32 = 10;
+/// A write record: the write was an atomic operation.
+const ATOMIC: u64 = 1 << 61;
+/// Several threads of the record's block and interval did this (atomics, or reads).
+const MANY_THREADS: u64 = 1 << 62;
+/// Several blocks did this (atomics, or reads).
+const MANY_BLOCKS: u64 = 1 << 63;
+
+/// Elements per page: a global lane stamps each page it touches with the launch, so that the
+/// launch compares the lanes of two workers only where both touched a page.
+pub(crate) const PAGE_BITS: u32 = 6;
+
+/// One access record packed in a word: block (32 bits), interval (19), thread (10), flags (3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rec(pub(crate) u64);
+
+impl Rec {
+    pub(crate) fn of(who: Who) -> Rec {
+        debug_assert!(who.interval <= MAX_INTERVAL && who.thread < (1 << THREAD_BITS));
+        Rec(who.block as u64
+            | (who.interval as u64) << 32
+            | (who.thread as u64) << (32 + INTERVAL_BITS))
+    }
+    pub(crate) fn block(self) -> u32 {
+        self.0 as u32
+    }
+    fn interval(self) -> u32 {
+        (self.0 >> 32) as u32 & MAX_INTERVAL
+    }
+    pub(crate) fn thread(self) -> u32 {
+        (self.0 >> (32 + INTERVAL_BITS)) as u32 & ((1 << THREAD_BITS) - 1)
+    }
+    fn has(self, flag: u64) -> bool {
+        self.0 & flag != 0
+    }
+    fn with(self, flag: u64, on: bool) -> Rec {
+        if on {
+            Rec(self.0 | flag)
+        } else {
+            self
+        }
+    }
+    /// Whether the thread of this record is not ordered with `me`: another block, or another
+    /// thread of `me`'s block in the same barrier interval.
+    fn unordered_with(self, me: Who) -> bool {
+        self.block() != me.block || (self.interval() == me.interval && self.thread() != me.thread)
+    }
+    /// Whether some access this record stands for is not ordered with `me`.
+    fn any_unordered_with(self, me: Who) -> bool {
+        self.has(MANY_BLOCKS)
+            || self.unordered_with(me)
+            || (self.has(MANY_THREADS)
+                && self.block() == me.block
+                && self.interval() == me.interval)
+    }
+    /// The kind of the write this record stands for.
+    pub(crate) fn write_kind(self) -> AccessKind {
+        if self.has(ATOMIC) {
+            AccessKind::Atomic
+        } else {
+            AccessKind::Write
+        }
+    }
+    /// Whether this write and `other` (of other blocks) race: unless both were atomics.
+    pub(crate) fn writes_race(self, other: Rec) -> bool {
+        !(self.has(ATOMIC) && other.has(ATOMIC))
+    }
+}
+
+/// Where a lane's array lives: a writable array of the launch, or the block's shared memory
+/// (one lane per worker, cleared for each block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scope {
+    Global,
+    Shared,
+}
+
+/// The readers a read summary's flags stand for, for reports (rarely touched).
+#[derive(Default)]
+struct Witness {
+    /// A second reader of the latest read's interval.
+    other_thread: Cell<u64>,
+    other_thread_at: Cell<u32>,
+    /// A reader of another block than the latest read's.
+    other_block: Cell<u64>,
+    other_block_at: Cell<u32>,
+}
+
+/// `n` zeroed cells, from zeroed pages: a lane's elements cost memory only once touched.
+fn zeroed<T>(n: usize) -> Vec<T> {
+    // SAFETY: only instantiated with cells of integers and structs of them (below), for which
+    // all-zero bytes are a valid value.
+    unsafe { Box::<[T]>::new_zeroed_slice(n).assume_init() }.into_vec()
+}
+
+/// One worker's shadow of an array (of a block's shared memory: one slot per byte): per
+/// element, the last write and the read summary, and the source lines of each (for reports),
+/// in arrays of their own, so that a write to an array nobody reads touches 12 bytes.
+pub(crate) struct Lane {
+    scope: Scope,
+    writes: Vec<Cell<u64>>,
+    reads: Vec<Cell<u64>>,
+    write_at: Vec<Cell<u32>>,
+    read_at: Vec<Cell<u32>>,
+    witnesses: Vec<Witness>,
+    /// Per page of a global lane, the number of the first block of the last launch that touched
+    /// it.
+    pages: Vec<Cell<u32>>,
+    /// Whether a thread of this launch has read the array on this worker (else writes skip the
+    /// read summary).
+    any_reads: Cell<bool>,
+    /// The number of the launch's first block: records of this launch have block numbers
+    /// `first .. first + blocks`.
+    first: u32,
+    blocks: u32,
+    /// The block clock when the lane was last cleared.
+    cleared_at: u64,
+}
+
+// SAFETY: a lane is touched by one OS thread at a time: the worker that claimed it while the
+// launch runs, then the thread that compares the lanes once every worker is done.
+unsafe impl Sync for Lane {}
+
+/// The earlier access of a race, as the lane recorded it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Earlier {
+    pub(crate) rec: Rec,
+    pub(crate) kind: AccessKind,
+    pub(crate) at: Option<&'static Location<'static>>,
+}
+
+/// What an access found wrong.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Conflict {
+    /// It is not ordered with this earlier access to the element.
+    Race(Earlier),
+    /// It reads shared memory that no thread of the block has written.
+    Uninitialized,
+}
+
+/// A fixed address in the program: source lines are kept as 32-bit distances from it.
+static ANCHOR: u8 = 0;
+
+/// `at` as its distance from [`ANCHOR`], or 0 (unknown) when that does not fit in 32 bits, as
+/// for a kernel in a library loaded far away.
+#[inline(always)]
+fn encode(at: &'static Location<'static>) -> u32 {
+    let d = (at as *const Location<'static> as isize).wrapping_sub(&ANCHOR as *const u8 as isize);
+    i32::try_from(d).map_or(0, |d| d as u32)
+}
+
+fn location(p: &Cell<u32>) -> Option<&'static Location<'static>> {
+    match p.get() {
+        0 => None,
+        d => {
+            let addr = (&ANCHOR as *const u8 as isize).wrapping_add(d as i32 as isize);
+            // SAFETY: only `encode`d addresses of `&'static Location`s (or 0) are stored.
+            Some(unsafe { &*(addr as *const Location<'static>) })
+        }
+    }
+}
+
+/// What a lane holds of one element after the run, for the comparison of workers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Held {
+    /// The last write of this launch on this worker, with its line.
+    pub(crate) write: Option<(Rec, Option<&'static Location<'static>>)>,
+    /// The latest read of this launch on this worker, with its line.
+    pub(crate) read: Option<(Rec, Option<&'static Location<'static>>)>,
+}
+
+impl Lane {
+    pub(crate) const fn new(scope: Scope) -> Lane {
+        Lane {
+            scope,
+            writes: Vec::new(),
+            reads: Vec::new(),
+            write_at: Vec::new(),
+            read_at: Vec::new(),
+            witnesses: Vec::new(),
+            pages: Vec::new(),
+            any_reads: Cell::new(false),
+            first: 0,
+            blocks: 0,
+            cleared_at: 0,
+        }
+    }
+
+    /// Makes room for `len` elements (a larger lane starts empty: its records are not kept).
+    fn grow(&mut self, len: usize) {
+        if self.writes.len() < len {
+            self.writes = zeroed(len);
+            self.reads = zeroed(len);
+            self.write_at = zeroed(len);
+            self.read_at = zeroed(len);
+            self.witnesses = zeroed(len);
+            if self.scope == Scope::Global {
+                self.pages = zeroed(len.div_ceil(1 << PAGE_BITS));
+            }
+        }
+    }
+
+    /// Clears the records of the first `len` elements.
+    fn clear(&mut self, len: usize) {
+        self.writes[..len].iter().for_each(|w| w.set(0));
+        self.reads[..len].iter().for_each(|r| r.set(0));
+    }
+
+    /// Readies a lane of `len` elements of a writable array for the launch whose blocks are
+    /// numbered `first ..` (`start` on the block clock): it holds no record of this launch.
+    pub(crate) fn for_launch(&mut self, len: usize, start: u64, first: u32, blocks: u32) {
+        debug_assert_eq!(self.scope, Scope::Global);
+        self.grow(len);
+        // Block numbers are the clock modulo 2³²: clear before an old record's number (or a
+        // page's stamp) could come round again.
+        if start + blocks as u64 - self.cleared_at >= 1 << 32 {
+            let all = self.writes.len();
+            self.clear(all);
+            self.pages.iter().for_each(|p| p.set(0));
+            self.cleared_at = start;
+        }
+        self.any_reads.set(false);
+        self.first = first;
+        self.blocks = blocks;
+    }
+
+    /// An empty lane of a block's shared memory (one slot per byte).
+    pub(crate) const fn shared() -> Lane {
+        Lane::new(Scope::Shared)
+    }
+
+    /// Clears the first `len` slots of a block's shared memory lane, for a block of the launch
+    /// whose first block is numbered `first`.
+    pub(crate) fn reset_shared(&mut self, len: usize, first: u32) {
+        self.grow(len);
+        self.clear(len);
+        self.any_reads.set(true);
+        self.first = first;
+    }
+
+    /// The number of the launch's first block.
+    pub(crate) fn first(&self) -> u32 {
+        self.first
+    }
+
+    /// Records an access of `me` to slot `slot`; says what is wrong with it.
+    #[inline]
+    pub(crate) fn access(
+        &self,
+        slot: usize,
+        kind: AccessKind,
+        me: Who,
+        at: &'static Location<'static>,
+    ) -> Result<(), Conflict> {
+        if slot >= self.writes.len() {
+            // Not reached: views only record slots inside their array.
+            return Ok(());
+        }
+        if self.scope == Scope::Global {
+            self.pages[slot >> PAGE_BITS].set(self.first);
+        }
+        let w = &self.writes[slot];
+        // Shared memory starts each block unwritten: a read needs a write of this block first.
+        if self.scope == Scope::Shared
+            && kind != AccessKind::Write
+            && !self.present(Rec(w.get()), me)
+        {
+            return Err(Conflict::Uninitialized);
+        }
+        match kind {
+            AccessKind::Read => self.read(slot, me, at),
+            _ => self.write(slot, me, kind, at),
+        }
+    }
+
+    /// A plain read: check the last write, then merge it into the read summary.
+    #[inline]
+    fn read(&self, slot: usize, me: Who, at: &'static Location<'static>) -> Result<(), Conflict> {
+        let last = Rec(self.writes[slot].get());
+        if self.present(last, me) && last.any_unordered_with(me) {
+            return Err(Conflict::Race(Earlier {
+                rec: last,
+                kind: last.write_kind(),
+                at: location(&self.write_at[slot]),
+            }));
+        }
+        self.any_reads.set(true);
+        let r = &self.reads[slot];
+        let old = Rec(r.get());
+        let new = self.merge_read(old, me);
+        if new != old {
+            r.set(new.0);
+            self.note_read(slot, old, new, me, at);
+        }
+        Ok(())
+    }
+
+    /// A plain write or an atomic operation: check the earlier write and the reads, then
+    /// record it as the last write.
+    #[inline]
+    fn write(
+        &self,
+        slot: usize,
+        me: Who,
+        kind: AccessKind,
+        at: &'static Location<'static>,
+    ) -> Result<(), Conflict> {
+        let atomic = kind == AccessKind::Atomic;
+        let w = &self.writes[slot];
+        let last = Rec(w.get());
+        let present = self.present(last, me);
+        if present && !(atomic && last.has(ATOMIC)) && last.any_unordered_with(me) {
+            return Err(Conflict::Race(Earlier {
+                rec: last,
+                kind: last.write_kind(),
+                at: location(&self.write_at[slot]),
+            }));
+        }
+        if self.any_reads.get() {
+            self.check_reads(slot, me)?;
+        }
+        let both_atomic = present && atomic && last.has(ATOMIC);
+        let new = Rec::of(me)
+            .with(ATOMIC, atomic)
+            .with(
+                MANY_BLOCKS,
+                both_atomic && (last.has(MANY_BLOCKS) || last.block() != me.block),
+            )
+            .with(
+                MANY_THREADS,
+                both_atomic
+                    && last.block() == me.block
+                    && last.interval() == me.interval
+                    && (last.has(MANY_THREADS) || last.thread() != me.thread),
+            );
+        w.set(new.0);
+        self.write_at[slot].set(encode(at));
+        Ok(())
+    }
+
+    /// Whether a read this lane holds of `slot` is not ordered with a write by `me`.
+    fn check_reads(&self, slot: usize, me: Who) -> Result<(), Conflict> {
+        let reads = Rec(self.reads[slot].get());
+        if !(self.present(reads, me) && reads.any_unordered_with(me)) {
+            return Ok(());
+        }
+        // Name a reader that is not ordered with this write.
+        let witness = &self.witnesses[slot];
+        let (rec, at) = if reads.unordered_with(me) {
+            (reads, location(&self.read_at[slot]))
+        } else if reads.has(MANY_BLOCKS) && reads.block() == me.block {
+            (
+                Rec(witness.other_block.get()),
+                location(&witness.other_block_at),
+            )
+        } else {
+            (
+                Rec(witness.other_thread.get()),
+                location(&witness.other_thread_at),
+            )
+        };
+        Err(Conflict::Race(Earlier {
+            rec,
+            kind: AccessKind::Read,
+            at,
+        }))
+    }
+
+    /// Whether `rec` records an access of this launch (of this block, for shared memory).
+    #[inline(always)]
+    fn present(&self, rec: Rec, me: Who) -> bool {
+        match self.scope {
+            Scope::Global => self.of_launch(rec),
+            Scope::Shared => rec.block() == me.block,
+        }
+    }
+
+    /// Whether `rec` records an access of this launch.
+    #[inline(always)]
+    fn of_launch(&self, rec: Rec) -> bool {
+        rec.block().wrapping_sub(self.first) < self.blocks
+    }
+
+    /// The read summary after `me` reads.
+    #[inline(always)]
+    fn merge_read(&self, old: Rec, me: Who) -> Rec {
+        let mine = Rec::of(me);
+        if !self.present(old, me) {
+            mine
+        } else if old.block() != me.block {
+            mine.with(MANY_BLOCKS, true)
+        } else if old.interval() != me.interval {
+            mine.with(MANY_BLOCKS, old.has(MANY_BLOCKS))
+        } else if old.thread() != me.thread && !old.has(MANY_THREADS) {
+            old.with(MANY_THREADS, true)
+        } else {
+            old
+        }
+    }
+
+    /// Keeps the witnesses of a read summary that changed from `old` to `new`.
+    fn note_read(&self, slot: usize, old: Rec, new: Rec, me: Who, at: &'static Location<'static>) {
+        let witness = &self.witnesses[slot];
+        if new.has(MANY_THREADS) && !old.has(MANY_THREADS) {
+            witness.other_thread.set(Rec::of(me).0);
+            witness.other_thread_at.set(encode(at));
+            return;
+        }
+        if self.present(old, me) && old.block() != me.block {
+            witness.other_block.set(old.0);
+            witness.other_block_at.set(self.read_at[slot].get());
+        }
+        self.read_at[slot].set(encode(at));
+    }
+
+    /// Whether this launch touched page `page` of this global lane.
+    pub(crate) fn touched(&self, page: usize) -> bool {
+        self.pages.get(page).is_some_and(|p| p.get() == self.first)
+    }
+
+    /// What this global lane holds of `slot` from this launch.
+    pub(crate) fn held(&self, slot: usize) -> Held {
+        let write = Rec(self.writes[slot].get());
+        let read = Rec(self.reads[slot].get());
+        Held {
+            write: self
+                .of_launch(write)
+                .then(|| (write, location(&self.write_at[slot]))),
+            read: (self.any_reads.get() && self.of_launch(read))
+                .then(|| (read, location(&self.read_at[slot]))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at() -> &'static Location<'static> {
+        Location::caller()
+    }
+
+    fn global(blocks: u32) -> Lane {
+        let mut lane = Lane::new(Scope::Global);
+        lane.for_launch(1, 1, 1, blocks);
+        lane
+    }
+
+    fn run(lane: &Lane, who: Who, kind: AccessKind) -> Result<(), Conflict> {
+        lane.access(0, kind, who, at())
+    }
+
+    const fn t(block: u32, interval: u32, thread: u32) -> Who {
+        Who {
+            block,
+            interval,
+            thread,
+        }
+    }
+
+    use AccessKind::{Atomic, Read, Write};
+
+    #[test]
+    fn records_of_other_launches_are_not_this_ones() {
+        // Launch 1 (blocks 1..=8) writes; launch 2 (blocks 9..=16) reuses the lane.
+        let mut lane = global(8);
+        run(&lane, t(1, 0, 0), Write).unwrap();
+        assert!(lane.touched(0) && lane.held(0).write.is_some());
+        lane.for_launch(1, 9, 9, 8);
+        assert!(!lane.touched(0) && lane.held(0).write.is_none());
+        run(&lane, t(9, 0, 1), Write).unwrap();
+        run(&lane, t(10, 0, 0), Read).unwrap_err();
+    }
+
+    #[test]
+    fn records_round_trip() {
+        let r = Rec::of(t(7, MAX_INTERVAL, 1023)).with(MANY_BLOCKS, true);
+        assert_eq!(
+            (r.block(), r.interval(), r.thread()),
+            (7, MAX_INTERVAL, 1023)
+        );
+        assert!(r.has(MANY_BLOCKS) && !r.has(ATOMIC) && !r.has(MANY_THREADS));
+    }
+
+    #[test]
+    fn ordered_accesses_pass() {
+        let lane = global(8);
+        // One thread, then the next interval's threads.
+        run(&lane, t(1, 0, 3), Write).unwrap();
+        run(&lane, t(1, 0, 3), Read).unwrap();
+        run(&lane, t(1, 1, 4), Read).unwrap();
+        run(&lane, t(1, 1, 5), Read).unwrap();
+        run(&lane, t(1, 2, 6), Write).unwrap();
+        // Atomics of many threads and blocks, then a plain read after a barrier is a race only
+        // when other blocks took part.
+        let lane = global(8);
+        run(&lane, t(1, 0, 0), Atomic).unwrap();
+        run(&lane, t(1, 0, 1), Atomic).unwrap();
+        run(&lane, t(1, 1, 2), Read).unwrap();
+        run(&lane, t(2, 0, 0), Atomic).unwrap_err();
+    }
+
+    #[test]
+    fn unordered_accesses_race() {
+        for (a, b) in [
+            ((t(1, 0, 0), Write), (t(1, 0, 1), Write)),
+            ((t(1, 0, 0), Write), (t(1, 0, 1), Read)),
+            ((t(1, 0, 0), Read), (t(1, 0, 1), Write)),
+            ((t(1, 0, 0), Write), (t(2, 5, 0), Read)),
+            ((t(2, 3, 0), Read), (t(1, 0, 0), Atomic)),
+            ((t(1, 0, 0), Atomic), (t(1, 0, 1), Read)),
+        ] {
+            let lane = global(8);
+            run(&lane, a.0, a.1).unwrap();
+            match run(&lane, b.0, b.1) {
+                Err(Conflict::Race(e)) => {
+                    assert_eq!(
+                        (e.rec.block(), e.rec.thread(), e.kind),
+                        (a.0.block, a.0.thread, a.1)
+                    )
+                }
+                other => panic!("{a:?} then {b:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn summaries_keep_a_witness_that_is_not_ordered() {
+        // Two readers of one interval, then one of them writes: the other is named.
+        let lane = global(8);
+        run(&lane, t(1, 0, 0), Read).unwrap();
+        run(&lane, t(1, 0, 1), Read).unwrap();
+        let Err(Conflict::Race(e)) = run(&lane, t(1, 0, 0), Write) else {
+            panic!()
+        };
+        assert_eq!(e.rec.thread(), 1);
+        // Readers in two blocks, then a write by the second: the first block is named.
+        let lane = global(8);
+        run(&lane, t(1, 0, 4), Read).unwrap();
+        run(&lane, t(2, 0, 0), Read).unwrap();
+        run(&lane, t(2, 1, 0), Read).unwrap();
+        let Err(Conflict::Race(e)) = run(&lane, t(2, 1, 0), Write) else {
+            panic!()
+        };
+        assert_eq!((e.rec.block(), e.rec.thread()), (1, 4));
+    }
+
+    #[test]
+    fn shared_memory_reads_need_a_write_of_the_block() {
+        let mut lane = Lane::shared();
+        lane.reset_shared(4, 1);
+        assert!(matches!(
+            run(&lane, t(1, 0, 0), Read),
+            Err(Conflict::Uninitialized)
+        ));
+        run(&lane, t(1, 0, 0), Write).unwrap();
+        run(&lane, t(1, 1, 1), Read).unwrap();
+        // A record of another block is stale: that block had its own shared memory.
+        assert!(matches!(
+            run(&lane, t(2, 0, 0), Atomic),
+            Err(Conflict::Uninitialized)
+        ));
+    }
+
+    #[test]
+    fn a_lane_holds_this_launchs_last_write_and_read() {
+        let lane = global(8);
+        assert!(!lane.touched(0));
+        run(&lane, t(3, 0, 0), Atomic).unwrap();
+        run(&lane, t(4, 0, 2), Atomic).unwrap();
+        let held = lane.held(0);
+        let (w, _) = held.write.unwrap();
+        assert_eq!((w.block(), w.thread(), w.write_kind()), (4, 2, Atomic));
+        assert!(w.has(MANY_BLOCKS) && !w.writes_race(Rec::of(t(5, 0, 0)).with(ATOMIC, true)));
+        assert!(held.read.is_none() && lane.touched(0));
+    }
+}

@@ -1,0 +1,224 @@
+//! Checked mode's shadow memory: who last wrote and read each element of a writable array or of
+//! the block's shared memory, from which data races and reads of shared memory never written
+//! are found.
+//!
+//! Read-only array parameters need no shadow: the borrow checker keeps an array from being
+//! passed both as `&` and `&mut`, so no thread of the launch writes them.
+//!
+//! Two accesses to one element by different threads race unless one is ordered before the
+//! other, or both are atomics. Within a launch, the only order is a block's barriers: accesses
+//! of different blocks never are ordered, accesses of one block are ordered when a barrier lies
+//! between them. A thread's record is its block, the block's barrier interval (how many
+//! barriers the block has passed) and its thread (linear index in the block). Each element
+//! keeps its last write and a summary of its reads, in one word each:
+//!
+//! - the last write, with flags for atomic writes by several threads of one interval or by
+//!   several blocks (each such pair is not a race, but a later plain access races with them);
+//! - the latest read, with flags for reads by several threads of its interval and by several
+//!   blocks, and a witness of each kept beside the word for the report.
+//!
+//! A launch stops at its first race, so the records only ever describe race-free histories:
+//! this is what lets one word stand for all earlier accesses.
+//!
+//! Blocks run in parallel. Each worker records its blocks' accesses in lanes of its own
+//! ([`lane`]), plain memory that no other thread touches; when every block has run, the launch
+//! compares the workers' lanes where two of them touched the same page ([`launch`]).
+//!
+//! Lanes are reused from launch to launch without clearing: blocks are numbered by a clock
+//! that runs on across launches, so a record of an earlier launch has a block number outside
+//! the current launch's range (a lane is cleared once in 2³² blocks, before numbers repeat).
+
+mod lane;
+mod launch;
+
+pub(crate) use lane::{Lane, MAX_INTERVAL};
+pub use launch::LaunchShadows;
+
+use super::fault::raise_finding;
+use super::finding::{Access, AccessKind, Finding};
+use super::tls;
+use lane::Conflict;
+use std::cell::Cell as StdCell;
+use std::panic::Location;
+
+/// The running simulated thread of a checked launch, as the shadow records it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Who {
+    /// The block's number on the block clock (zero: no checked thread runs).
+    pub(crate) block: u32,
+    /// How many barriers the block has passed.
+    pub(crate) interval: u32,
+    /// The thread's linear index in its block.
+    pub(crate) thread: u32,
+}
+
+thread_local! {
+    static WHO: StdCell<Who> = const { StdCell::new(Who { block: 0, interval: 0, thread: 0 }) };
+}
+
+/// Makes `who` the running checked thread of this OS thread.
+#[inline]
+pub(crate) fn set_who(who: Who) {
+    WHO.with(|c| c.set(who));
+}
+
+/// The running checked thread.
+#[inline]
+pub(crate) fn who() -> Who {
+    WHO.with(|c| c.get())
+}
+
+/// What a view's accesses are recorded in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    /// Nothing: the fast CPU backend.
+    Off,
+    /// Nothing, but indices are checked: a read-only array in checked mode.
+    ReadOnly,
+    /// The running worker's lane of the launch's writable array of this index.
+    Global(usize),
+    /// The running worker's lane of the block's shared memory.
+    Shared(*const Lane),
+}
+
+/// How a view's accesses are checked: the lane they are recorded in, the slot of the view's
+/// first element and the slots between consecutive elements (1 for an array, the element's
+/// size for shared memory, whose lane has a slot per byte).
+#[derive(Clone, Copy, Debug)]
+pub struct Trace {
+    target: Target,
+    base: usize,
+    stride: usize,
+}
+
+impl Trace {
+    /// No checking: the fast CPU backend.
+    pub const OFF: Trace = Trace {
+        target: Target::Off,
+        base: 0,
+        stride: 1,
+    };
+
+    /// A read-only array in checked mode: its indices are checked, its accesses not recorded.
+    const READ_ONLY: Trace = Trace {
+        target: Target::ReadOnly,
+        ..Trace::OFF
+    };
+
+    /// The launch's writable array `index`.
+    fn global(index: usize) -> Trace {
+        Trace {
+            target: Target::Global(index),
+            ..Trace::OFF
+        }
+    }
+
+    /// Whether accesses are checked.
+    #[inline(always)]
+    pub fn on(&self) -> bool {
+        self.target != Target::Off
+    }
+
+    /// The trace of a shared array `offset` bytes into the block's shared memory, whose lane is
+    /// `lane` (null outside checked mode).
+    #[inline(always)]
+    pub(crate) fn shared(lane: *const Lane, offset: usize, elem: usize) -> Trace {
+        Trace {
+            target: if lane.is_null() {
+                Target::Off
+            } else {
+                Target::Shared(lane)
+            },
+            base: offset,
+            stride: elem.max(1),
+        }
+    }
+}
+
+/// Records an access through a view to its element at `offset`; says whether the access
+/// races or reads uninitialized shared memory, the view then stopping the kernel with
+/// [`report`].
+///
+/// The fast backend's views are never traced, and its kernels rebind them untraced, so that
+/// the test before this call folds away there. The call takes few arguments, in registers:
+/// what only a report needs (the array's name and shape) is passed to `report`.
+#[inline(never)]
+#[track_caller]
+pub fn record(trace: &Trace, offset: usize, kind: AccessKind) -> bool {
+    let lane = match trace.target {
+        // SAFETY: the lane of a shared trace is the running worker's, alive while its block runs.
+        Target::Shared(lane) => unsafe { &*lane },
+        Target::Global(index) => {
+            let set = launch::current();
+            if set.is_null() {
+                return false;
+            }
+            // SAFETY: a current lane set lives until its launch has run every block.
+            match unsafe { &*set }.lane(index) {
+                Some(lane) => lane,
+                None => return false,
+            }
+        }
+        Target::Off | Target::ReadOnly => return false,
+    };
+    let slot = trace.base + offset * trace.stride;
+    match lane.access(slot, kind, who(), Location::caller()) {
+        Ok(()) => false,
+        Err(conflict) => {
+            PENDING.with(|p| p.set(Some((conflict, lane.first(), offset))));
+            true
+        }
+    }
+}
+
+thread_local! {
+    /// What the last [`record`] that failed found, the launch's first block and the element.
+    static PENDING: StdCell<Option<(Conflict, u32, usize)>> = const { StdCell::new(None) };
+}
+
+/// The running thread's access, for a report.
+pub(crate) fn current_access(kind: AccessKind, at: Option<&'static Location<'static>>) -> Access {
+    Access {
+        kind,
+        block: tls::block().block,
+        thread: tls::thread(),
+        at,
+    }
+}
+
+/// Stops the kernel with what the last failed [`record`] found, on array `array` of shape
+/// `dims`.
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub fn report(kind: AccessKind, array: &'static str, dims: &[usize]) -> ! {
+    let at = Location::caller();
+    let Some((conflict, first_block, offset)) = PENDING.with(|p| p.take()) else {
+        unreachable!("a report follows a record that found a conflict")
+    };
+    let index = launch::unflatten(offset, dims);
+    let access = current_access(kind, Some(at));
+    raise_finding(match conflict {
+        Conflict::Uninitialized => Finding::UninitializedSharedRead {
+            array,
+            index,
+            access,
+        },
+        Conflict::Race(earlier) => {
+            let state = tls::block();
+            Finding::DataRace {
+                array,
+                index,
+                first: Access {
+                    kind: earlier.kind,
+                    block: state
+                        .grid_dim
+                        .unflatten(earlier.rec.block().wrapping_sub(first_block) as u64),
+                    thread: state.block_dim.unflatten(earlier.rec.thread() as u64),
+                    at: earlier.at,
+                },
+                second: access,
+            }
+        }
+    })
+}
