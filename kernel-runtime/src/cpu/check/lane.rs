@@ -7,6 +7,8 @@
 //! [`launch`](super::launch)).
 
 use super::Who;
+use crate::cpu::finding::Access;
+use crate::dim::Dim3;
 use crate::fault::AccessKind;
 use std::cell::Cell;
 use std::panic::Location;
@@ -76,6 +78,27 @@ impl Rec {
             AccessKind::Atomic
         } else {
             AccessKind::Write
+        }
+    }
+    /// The linear index of the record's block in the launch whose first block is `first`.
+    pub(crate) fn block_index(self, first: u32) -> u64 {
+        self.block().wrapping_sub(first) as u64
+    }
+    /// The access this record stands for, as a report names it, in a launch of `grid` blocks
+    /// of `block` threads whose first block is `first`.
+    pub(crate) fn access(
+        self,
+        kind: AccessKind,
+        at: Option<&'static Location<'static>>,
+        first: u32,
+        grid: Dim3,
+        block: Dim3,
+    ) -> Access {
+        Access {
+            kind,
+            block: grid.unflatten(self.block_index(first)),
+            thread: block.unflatten(self.thread() as u64),
+            at,
         }
     }
     /// Whether this write and `other` (of other blocks) race: unless both were atomics.

@@ -13,9 +13,7 @@ use super::lane::{Held, Lane, Rec, Scope, PAGE_BITS};
 use super::Trace;
 use crate::cpu::exec::LaunchSpec;
 use crate::cpu::fault::KernelFault;
-use crate::cpu::finding::{Access, Finding};
-#[cfg(test)]
-use crate::dim::Dim3;
+use crate::cpu::finding::Finding;
 use crate::fault::AccessKind;
 use std::cell::Cell;
 use std::ops::Range;
@@ -286,18 +284,14 @@ impl LaunchShadows {
         one: Recorded<'_>,
         two: Recorded<'_>,
     ) -> Finding {
-        let block = |rec: Rec| rec.block().wrapping_sub(self.first()) as u64;
-        let key = |(set, rec, _, _): &Recorded<'_>| set.started(block(*rec));
+        let key = |(set, rec, _, _): &Recorded<'_>| set.started(rec.block_index(self.first()));
         let (first, second) = if key(&one) <= key(&two) {
             (one, two)
         } else {
             (two, one)
         };
-        let access = |(_, rec, kind, at): Recorded<'_>| Access {
-            kind,
-            block: spec.grid.unflatten(block(rec)),
-            thread: spec.block.unflatten(rec.thread() as u64),
-            at,
+        let access = |(_, rec, kind, at): Recorded<'_>| {
+            rec.access(kind, at, self.first(), spec.grid, spec.block)
         };
         Finding::DataRace {
             array: array.name,
@@ -343,6 +337,7 @@ impl Drop for LaunchShadows {
 mod tests {
     use super::*;
     use crate::cpu::check::{record, set_who, Target, Who};
+    use crate::dim::Dim3;
 
     fn spec(blocks: u32) -> LaunchSpec {
         LaunchSpec {

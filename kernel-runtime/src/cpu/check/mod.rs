@@ -209,14 +209,13 @@ pub fn report(kind: AccessKind, array: &'static str, dims: &[usize]) -> ! {
             Finding::DataRace {
                 array,
                 index,
-                first: Access {
-                    kind: earlier.kind,
-                    block: state
-                        .grid_dim
-                        .unflatten(earlier.rec.block().wrapping_sub(first_block) as u64),
-                    thread: state.block_dim.unflatten(earlier.rec.thread() as u64),
-                    at: earlier.at,
-                },
+                first: earlier.rec.access(
+                    earlier.kind,
+                    earlier.at,
+                    first_block,
+                    state.grid_dim,
+                    state.block_dim,
+                ),
                 second: access,
             }
         }
