@@ -399,7 +399,8 @@ pub fn kernel(k: Kernel) -> TokenStream {
                     let mut __shadows = ::kernel_runtime::__rt::LaunchShadows::new(&__spec)
                         .map_err(|fault| fault.into_error(Self::NAME))?;
                     #(#checked_views)*
-                    return __shadows.run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
+                    // Inlined into the thread loop, with the views' inline record of plain writes.
+                    return __shadows.run(&__spec, #[inline(always)] move |__kctx: ::kernel_runtime::Ctx| {
                         #(#rebinds)*
                         #checked_block
                     })

@@ -89,11 +89,13 @@ macro_rules! view_type {
                     CHECK
                 }
             }
-            /// Reports an index outside the shape.
+            /// Reports an index outside the shape. Takes the view by value, as the report of a
+            /// race does: the view's address then never escapes the thread loop, where the
+            /// view stays in registers.
             #[cold]
             #[inline(never)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-            fn out_of_bounds(&self, index: &[usize], kind: crate::fault::AccessKind) -> ! {
+            fn out_of_bounds(self, index: &[usize], kind: crate::fault::AccessKind) -> ! {
                 crate::fault::out_of_bounds(self.name(), index, &self.dims, kind)
             }
             /// The same view with its shape taken from `dims`, a value the caller has shown to
@@ -150,7 +152,9 @@ macro_rules! view_type {
             fn record(&self, o: usize, kind: crate::fault::AccessKind) {
                 #[cfg(not(target_arch = "nvptx64"))]
                 if self.trace.on() && crate::cpu::check::record(&self.trace, o, kind) {
-                    crate::cpu::check::report(kind, self.name, &self.dims)
+                    // Copies, so that the view's address never escapes the kernel's loop.
+                    let (trace, dims) = (self.trace, self.dims);
+                    crate::cpu::check::report(trace, kind, self.name, &dims)
                 }
                 #[cfg(target_arch = "nvptx64")]
                 let _ = (o, kind);

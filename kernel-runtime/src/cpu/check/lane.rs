@@ -283,6 +283,38 @@ impl Lane {
         self.first
     }
 
+    /// Records a plain write of `me` to slot `slot` if it is the common case, which needs no
+    /// check: an element of a writable array that no thread has read on this worker in this
+    /// launch, and that only `me` (or no thread) has written; says whether it was. The views
+    /// inline this, and call [`Lane::access`] for every other access.
+    #[inline(always)]
+    pub(crate) fn plain_write(&self, slot: usize, me: Who, at: &'static Location<'static>) -> bool {
+        if self.scope != Scope::Global || self.any_reads.get() {
+            return false;
+        }
+        if slot >= self.writes.len() {
+            return false;
+        }
+        // SAFETY: `grow` gives every per-element array the length of `writes` and, in a global
+        // lane (checked above), `pages` a page per `1 << PAGE_BITS` of them.
+        let (w, line, page) = unsafe {
+            (
+                self.writes.get_unchecked(slot),
+                self.write_at.get_unchecked(slot),
+                self.pages.get_unchecked(slot >> PAGE_BITS),
+            )
+        };
+        let last = Rec(w.get());
+        let mine = Rec::of(me);
+        if last != mine && self.of_launch(last) {
+            return false;
+        }
+        page.set(self.first);
+        w.set(mine.0);
+        line.set(encode(at));
+        true
+    }
+
     /// Records an access of `me` to slot `slot`; says what is wrong with it.
     #[inline]
     pub(crate) fn access(
@@ -486,7 +518,11 @@ mod tests {
         lane
     }
 
+    /// An access as a view records it: a plain write first tries the inline path.
     fn run(lane: &Lane, who: Who, kind: AccessKind) -> Result<(), Conflict> {
+        if kind == Write && lane.plain_write(0, who, at()) {
+            return Ok(());
+        }
         lane.access(0, kind, who, at())
     }
 
@@ -510,6 +546,34 @@ mod tests {
         assert!(!lane.touched(0) && lane.held(0).write.is_none());
         run(&lane, t(9, 0, 1), Write).unwrap();
         run(&lane, t(10, 0, 0), Read).unwrap_err();
+    }
+
+    #[test]
+    fn plain_writes_inline_only_what_needs_no_check() {
+        let lane = global(8);
+        // A first write, and the same thread again: recorded inline.
+        assert!(lane.plain_write(0, t(1, 0, 2), at()));
+        assert!(lane.plain_write(0, t(1, 0, 2), at()));
+        assert_eq!(
+            lane.held(0).write.map(|(r, _)| r),
+            Some(Rec::of(t(1, 0, 2)))
+        );
+        // Another thread, even an ordered one, is left to the full check.
+        assert!(!lane.plain_write(0, t(1, 1, 3), at()));
+        assert!(!lane.plain_write(0, t(2, 0, 2), at()));
+        // Once the worker has read the array, every write is checked against the reads.
+        let lane = global(8);
+        run(&lane, t(1, 0, 0), Read).unwrap();
+        assert!(!lane.plain_write(0, t(1, 0, 0), at()));
+        // After an atomic, a plain write of the same thread is checked too.
+        let lane = global(8);
+        run(&lane, t(1, 0, 0), Atomic).unwrap();
+        assert!(!lane.plain_write(0, t(1, 0, 0), at()));
+        // Shared memory is never written inline, nor a slot outside the lane.
+        let mut shared = Lane::shared();
+        shared.reset_shared(4, 1);
+        assert!(!shared.plain_write(0, t(1, 0, 0), at()));
+        assert!(!global(8).plain_write(1, t(1, 0, 0), at()));
     }
 
     #[test]

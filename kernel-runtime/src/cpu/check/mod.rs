@@ -140,12 +140,32 @@ impl Trace {
 /// [`report`].
 ///
 /// The fast backend's views are never traced, and its kernels rebind them untraced, so that
-/// the test before this call folds away there. The call takes few arguments, in registers:
-/// what only a report needs (the array's name and shape) is passed to `report`.
-#[inline(never)]
+/// the test before this call folds away there. In checked mode, the common plain write to a
+/// writable array (see `Lane::plain_write`) is recorded inline, in the kernel's thread loop;
+/// every other access costs a call.
+#[inline(always)]
 #[track_caller]
 pub fn record(trace: &Trace, offset: usize, kind: AccessKind) -> bool {
-    let lane = match trace.target {
+    let slot = trace.base + offset * trace.stride;
+    if let (Target::Global(index), AccessKind::Write) = (trace.target, kind) {
+        let set = launch::current();
+        // SAFETY: a current lane set lives until its launch has run every block.
+        if let Some(lane) = unsafe { set.as_ref() }.and_then(|set| set.lane(index)) {
+            if lane.plain_write(slot, who(), Location::caller()) {
+                return false;
+            }
+        }
+    }
+    record_slot(trace.target, slot, kind)
+}
+
+/// [`record`] of the access to `slot` of the lane `target` names: an out-of-line call whose
+/// arguments all travel in registers, so that the view need not be kept in memory around it.
+/// What only a report needs (the array's name and shape) is passed to [`report`].
+#[inline(never)]
+#[track_caller]
+fn record_slot(target: Target, slot: usize, kind: AccessKind) -> bool {
+    let lane = match target {
         // SAFETY: the lane of a shared trace is the running worker's, alive while its block runs.
         Target::Shared(lane) => unsafe { &*lane },
         Target::Global(index) => {
@@ -161,18 +181,17 @@ pub fn record(trace: &Trace, offset: usize, kind: AccessKind) -> bool {
         }
         Target::Off | Target::ReadOnly => return false,
     };
-    let slot = trace.base + offset * trace.stride;
     match lane.access(slot, kind, who(), Location::caller()) {
         Ok(()) => false,
         Err(conflict) => {
-            PENDING.with(|p| p.set(Some((conflict, lane.first(), offset))));
+            PENDING.with(|p| p.set(Some((conflict, lane.first(), slot))));
             true
         }
     }
 }
 
 thread_local! {
-    /// What the last [`record`] that failed found, the launch's first block and the element.
+    /// What the last [`record`] that failed found, the launch's first block and the slot.
     static PENDING: StdCell<Option<(Conflict, u32, usize)>> = const { StdCell::new(None) };
 }
 
@@ -186,16 +205,17 @@ pub(crate) fn current_access(kind: AccessKind, at: Option<&'static Location<'sta
     }
 }
 
-/// Stops the kernel with what the last failed [`record`] found, on array `array` of shape
-/// `dims`.
+/// Stops the kernel with what the last failed [`record`] through `trace` found, on array
+/// `array` of shape `dims`.
 #[cold]
 #[inline(never)]
 #[track_caller]
-pub fn report(kind: AccessKind, array: &'static str, dims: &[usize]) -> ! {
+pub fn report(trace: Trace, kind: AccessKind, array: &'static str, dims: &[usize]) -> ! {
     let at = Location::caller();
-    let Some((conflict, first_block, offset)) = PENDING.with(|p| p.take()) else {
+    let Some((conflict, first_block, slot)) = PENDING.with(|p| p.take()) else {
         unreachable!("a report follows a record that found a conflict")
     };
+    let offset = (slot - trace.base) / trace.stride;
     let index = launch::unflatten(offset, dims);
     let access = current_access(kind, Some(at));
     raise_finding(match conflict {
