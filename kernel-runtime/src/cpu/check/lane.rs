@@ -130,7 +130,28 @@ struct Witness {
 fn zeroed<T>(n: usize) -> Vec<T> {
     // SAFETY: only instantiated with cells of integers and structs of them (below), for which
     // all-zero bytes are a valid value.
-    unsafe { Box::<[T]>::new_zeroed_slice(n).assume_init() }.into_vec()
+    let cells = unsafe { Box::<[T]>::new_zeroed_slice(n).assume_init() }.into_vec();
+    huge_pages(cells.as_ptr() as usize, n * std::mem::size_of::<T>());
+    cells
+}
+
+/// Asks the kernel to back the 2 MiB pages within `bytes` from `start` with huge pages where it
+/// does so on request (Linux transparent huge pages in `madvise` mode): a block's accesses
+/// reach rows far apart in a large array's shadow, which with 4 KiB pages costs a TLB miss
+/// almost every row.
+fn huge_pages(start: usize, bytes: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let (from, to) = (start.next_multiple_of(HUGE), (start + bytes) / HUGE * HUGE);
+        if to > from {
+            // SAFETY: the range lies within one live allocation of ours, and this advice does
+            // not change its contents; a refusal only leaves small pages.
+            unsafe { libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (start, bytes);
 }
 
 /// One worker's shadow of an array (of a block's shared memory: one slot per byte): per
