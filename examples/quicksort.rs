@@ -1,7 +1,7 @@
 //! quicksort: sorts 2^24 pseudo-random `u32` keys in device memory with a parallel quicksort
-//! (`gpu_kernels::quicksort::sort`: every large segment partitioned at once by blocks that
-//! count and scatter around a median-of-three pivot, small segments finished by a bitonic sort
-//! in shared memory).
+//! (`gpu_kernels::quicksort::sort`: every large segment partitioned at once, around the median
+//! of a sample of its keys, by blocks that count and then scatter their chunk of it; small
+//! segments finished by a bitonic sort in shared memory).
 //!
 //! ```sh
 //! cargo run --release --example quicksort [-- --n 2^20 --reps 5]

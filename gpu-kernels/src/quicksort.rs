@@ -1,11 +1,19 @@
 //! quicksort: a parallel quicksort of `u32` keys on the device.
 //!
-//! Each pass partitions every large segment at once, in parallel: blocks take chunks of a
-//! segment, count the keys below, equal to and above the segment's pivot (median of three)
-//! ([`qs_count`]), the host turns the counts into each block's output offsets, blocks scatter
-//! their keys there ([`qs_scatter`]) and copy them back ([`qs_copy_back`]). Keys equal to the
-//! pivot are final; the two other parts become the next pass's segments. Segments of at most
-//! [`SMALL`] keys are finished in-block by a bitonic sort in shared memory ([`qs_sort_small`]).
+//! Each pass partitions every large segment at once, in parallel, around the segment's pivot:
+//! - one block per segment takes the median of a sample of its keys ([`qs_pivot`]);
+//! - blocks take chunks of [`CHUNK`] keys and count the keys below, equal to and above the
+//!   pivot ([`qs_count`]);
+//! - the host turns the counts into each chunk's output offsets;
+//! - each block partitions its chunk in shared memory and writes it out as three contiguous runs
+//!   ([`qs_scatter`]) into the other of two buffers: passes alternate between the keys and a
+//!   scratch array instead of copying back.
+//!
+//! Keys equal to the pivot are final; the two other parts become the next pass's segments.
+//! Segments of at most [`SMALL`] keys are finished in one block by a bitonic sort in shared
+//! memory ([`qs_sort_small`]), which also brings them back from the scratch array; the equal runs
+//! left there are copied back by [`qs_copy_back`]. Each kernel reads what its blocks do from a
+//! table of `u32`s written by the host, a few per block.
 
 use kernel_runtime::prelude::*;
 
@@ -15,27 +23,65 @@ pub const SMALL: usize = 1024;
 pub const QS_THREADS: usize = 256;
 /// Keys each partitioning block takes from its segment.
 pub const CHUNK: usize = QS_THREADS * 16;
+/// Threads whose counts one thread adds up in [`qs_scatter`]'s block-wide scan.
+const SCAN_GROUP: usize = 16;
+/// Groups of that scan.
+const SCAN_GROUPS: usize = QS_THREADS / SCAN_GROUP;
+/// Bits of each of the three counts packed in one `u64` (a block counts at most [`CHUNK`] keys).
+const COUNT_BITS: u64 = 21;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
 
-#[device]
-fn median3(a: u32, b: u32, c: u32) -> u32 {
-    a.max(b).min(a.min(b).max(c))
-}
+/// Keys sampled from a segment for its pivot.
+pub const SAMPLES: usize = 63;
+/// Threads per block of [`qs_pivot`].
+pub const PIVOT_THREADS: usize = 64;
 
-#[device]
-fn segment_pivot(keys: &View1<u32>, start: usize, len: usize) -> u32 {
-    median3(keys[start], keys[start + len / 2], keys[start + len - 1])
-}
-
-/// Per block `b` (a chunk of a segment): `counts[3b..3b+3]` = keys below, equal to, above the
-/// segment's pivot.
+/// Per block `b`: `pivots[b]` = the pivot of the segment `segments[2b]`, `segments[2b + 1]`
+/// (start, length): the median of [`SAMPLES`] keys spread evenly over it, first and last
+/// included. Launch [`PIVOT_THREADS`] threads per block.
 #[kernel]
-pub fn qs_count(
-    keys: &[u32],
-    seg_start: &[u32],
-    seg_len: &[u32],
-    chunk: &[u32],
-    counts: &mut [u32],
-) {
+pub fn qs_pivot(keys: &[u32], segments: &[u32], pivots: &mut [u32]) {
+    let mut sample = shared_array![u32; SAMPLES];
+    let b = block_idx().x as usize;
+    let t = thread_idx().x as usize;
+    let (start, len) = (segments[2 * b] as usize, segments[2 * b + 1] as usize);
+    if t < SAMPLES {
+        sample[t] = keys[start + (len - 1) * t / (SAMPLES - 1)];
+    }
+    sync_threads();
+    // The median is the key with SAMPLES / 2 keys before it, ties taken in sample order.
+    if t < SAMPLES {
+        let v = sample[t];
+        let mut rank = 0;
+        for i in 0..SAMPLES {
+            let u = sample[i];
+            if u < v || (u == v && i < t) {
+                rank += 1;
+            }
+        }
+        if rank == SAMPLES / 2 {
+            pivots[b] = v;
+        }
+    }
+}
+
+/// Which part of the partition `v` goes to: 0 below the pivot, 1 equal, 2 above.
+#[device]
+fn side(v: u32, pivot: u32) -> u64 {
+    if v < pivot {
+        0
+    } else if v == pivot {
+        1
+    } else {
+        2
+    }
+}
+
+/// Per block `b`, for the chunk `table[3b]`, `table[3b + 1]` (first key, keys) of the segment
+/// `table[3b + 2]`: `counts[3b..3b + 3]` = its keys below, equal to and above the segment's
+/// pivot, `pivots[table[3b + 2]]`.
+#[kernel]
+pub fn qs_count(keys: &[u32], table: &[u32], pivots: &[u32], counts: &mut [u32]) {
     let mut local = shared_array![u32; 3];
     let b = block_idx().x as usize;
     let t = thread_idx().x as usize;
@@ -43,104 +89,153 @@ pub fn qs_count(
         local[t] = 0;
     }
     sync_threads();
-    let (start, len) = (seg_start[b] as usize, seg_len[b] as usize);
-    let pivot = segment_pivot(&keys, start, len);
-    let from = chunk[b] as usize;
-    let to = (from + CHUNK).min(len);
-    let (mut lt, mut eq, mut gt) = (0u32, 0u32, 0u32);
-    let mut k = from + t;
-    while k < to {
-        let v = keys[start + k];
-        if v < pivot {
-            lt += 1;
-        } else if v == pivot {
-            eq += 1;
-        } else {
-            gt += 1;
-        }
+    let (from, n) = (table[3 * b] as usize, table[3 * b + 1] as usize);
+    let pivot = pivots[table[3 * b + 2] as usize];
+    let mut packed = 0u64;
+    let mut k = t;
+    while k < n {
+        packed += 1 << (COUNT_BITS * side(keys[from + k], pivot));
         k += QS_THREADS;
     }
-    atomic_add(&local, 0, lt);
-    atomic_add(&local, 1, eq);
-    atomic_add(&local, 2, gt);
+    atomic_add(&local, 0, (packed & COUNT_MASK) as u32);
+    atomic_add(&local, 1, ((packed >> COUNT_BITS) & COUNT_MASK) as u32);
+    atomic_add(&local, 2, (packed >> (2 * COUNT_BITS)) as u32);
     sync_threads();
     if t < 3 {
         counts[3 * b + t] = local[t];
     }
 }
 
-/// Per block `b`: writes its chunk's keys to `out` at `offsets[3b..3b+3]` (absolute positions of
-/// its below / equal / above keys).
+/// Per block `b` (a chunk, as in [`qs_count`]): partitions the chunk of `src` in shared memory
+/// and writes its keys below, equal to and above the pivot to `dst` from the absolute positions
+/// `offsets[3b..3b + 3]`, each part as one contiguous, coalesced run.
 #[kernel]
-pub fn qs_scatter(
-    keys: &[u32],
-    seg_start: &[u32],
-    seg_len: &[u32],
-    chunk: &[u32],
-    offsets: &[u32],
-    out: &mut [u32],
-) {
-    let mut cursor = shared_array![u32; 3];
+pub fn qs_scatter(src: &[u32], table: &[u32], pivots: &[u32], offsets: &[u32], dst: &mut [u32]) {
+    let mut chunk = shared_array![u32; CHUNK];
+    let mut staged = shared_array![u32; CHUNK];
+    let mut before = shared_array![u64; QS_THREADS];
+    let mut groups = shared_array![u64; SCAN_GROUPS + 1];
     let b = block_idx().x as usize;
     let t = thread_idx().x as usize;
-    if t < 3 {
-        cursor[t] = offsets[3 * b + t];
+    let (from, n) = (table[3 * b] as usize, table[3 * b + 1] as usize);
+    let pivot = pivots[table[3 * b + 2] as usize];
+
+    // The chunk, read coalesced into shared memory, and each thread's three counts of the keys
+    // it read, packed in one word.
+    let mut packed = 0u64;
+    let mut k = t;
+    while k < n {
+        let v = src[from + k];
+        chunk[k] = v;
+        packed += 1 << (COUNT_BITS * side(v, pivot));
+        k += QS_THREADS;
+    }
+
+    // Exclusive scan of the packed counts over the block: one thread per group of threads, then
+    // one thread over the groups (three barriers, where a tree would take sixteen).
+    before[t] = packed;
+    sync_threads();
+    if t < SCAN_GROUPS {
+        let mut sum = 0u64;
+        for i in t * SCAN_GROUP..(t + 1) * SCAN_GROUP {
+            let c = before[i];
+            before[i] = sum;
+            sum += c;
+        }
+        groups[t] = sum;
     }
     sync_threads();
-    let (start, len) = (seg_start[b] as usize, seg_len[b] as usize);
-    let pivot = segment_pivot(&keys, start, len);
-    let from = chunk[b] as usize;
-    let to = (from + CHUNK).min(len);
-    let mut k = from + t;
-    while k < to {
-        let v = keys[start + k];
-        let side = if v < pivot {
-            0
-        } else if v == pivot {
-            1
+    if t == 0 {
+        let mut sum = 0u64;
+        for g in 0..SCAN_GROUPS {
+            let c = groups[g];
+            groups[g] = sum;
+            sum += c;
+        }
+        groups[SCAN_GROUPS] = sum;
+    }
+    sync_threads();
+    let mine = groups[t / SCAN_GROUP] + before[t];
+    let total = groups[SCAN_GROUPS];
+    let below = (total & COUNT_MASK) as usize;
+    let equal = ((total >> COUNT_BITS) & COUNT_MASK) as usize;
+
+    // The chunk partitioned in shared memory: below, equal, above.
+    let mut at_below = (mine & COUNT_MASK) as usize;
+    let mut at_equal = below + ((mine >> COUNT_BITS) & COUNT_MASK) as usize;
+    let mut at_above = below + equal + (mine >> (2 * COUNT_BITS)) as usize;
+    let mut k = t;
+    while k < n {
+        let key = chunk[k];
+        let s = side(key, pivot);
+        if s == 0 {
+            staged[at_below] = key;
+            at_below += 1;
+        } else if s == 1 {
+            staged[at_equal] = key;
+            at_equal += 1;
         } else {
-            2
+            staged[at_above] = key;
+            at_above += 1;
+        }
+        k += QS_THREADS;
+    }
+    sync_threads();
+
+    let (o_below, o_equal, o_above) = (
+        offsets[3 * b] as usize,
+        offsets[3 * b + 1] as usize,
+        offsets[3 * b + 2] as usize,
+    );
+    let mut k = t;
+    while k < n {
+        let p = if k < below {
+            o_below + k
+        } else if k < below + equal {
+            o_equal + (k - below)
+        } else {
+            o_above + (k - below - equal)
         };
-        let p = atomic_add(&cursor, side, 1);
-        out[p as usize] = v;
+        dst[p] = staged[k];
         k += QS_THREADS;
     }
 }
 
-/// Per block `b`: copies its chunk of the segment from `from` back to `to`.
+/// Per block `b`: copies the chunk `table[3b]`, `table[3b + 1]` (first key, keys; at most
+/// [`CHUNK`]) from `from` to `to`.
 #[kernel]
-pub fn qs_copy_back(
-    from: &[u32],
-    seg_start: &[u32],
-    seg_len: &[u32],
-    chunk: &[u32],
-    to: &mut [u32],
-) {
+pub fn qs_copy_back(from: &[u32], table: &[u32], to: &mut [u32]) {
     let b = block_idx().x as usize;
-    let (start, len) = (seg_start[b] as usize, seg_len[b] as usize);
-    let lo = chunk[b] as usize;
-    let hi = (lo + CHUNK).min(len);
-    let mut k = lo + thread_idx().x as usize;
-    while k < hi {
-        to[start + k] = from[start + k];
+    let (first, n) = (table[3 * b] as usize, table[3 * b + 1] as usize);
+    let mut k = first + thread_idx().x as usize;
+    while k < first + n {
+        to[k] = from[k];
         k += QS_THREADS;
     }
 }
 
-/// Per block `b`: sorts `keys[seg_start[b]..][..seg_len[b]]` (at most [`SMALL`] keys) by a
-/// bitonic sort in shared memory, over the segment's length rounded up to a power of two.
-/// Launch [`QS_THREADS`] threads per block.
+/// Per block `b`: sorts the segment `table[3b]`, `table[3b + 1]` (start, length; at most
+/// [`SMALL`] keys) by a bitonic sort in shared memory, over its length rounded up to a power of
+/// two, and writes it to `keys`. The segment is read from `keys`, or from `scratch` where
+/// `table[3b + 2]` is not 0. Launch [`QS_THREADS`] threads per block.
 #[kernel]
-pub fn qs_sort_small(keys: &mut [u32], seg_start: &[u32], seg_len: &[u32]) {
+pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
     let mut s = shared_array![u32; SMALL];
     let b = block_idx().x as usize;
     let t = thread_idx().x as usize;
-    let (start, len) = (seg_start[b] as usize, seg_len[b] as usize);
+    let (start, len) = (table[3 * b] as usize, table[3 * b + 1] as usize);
+    let in_scratch = table[3 * b + 2] != 0;
     // The network sorts the segment padded to a power of two (the same for the whole block).
     let n = len.clamp(2, SMALL).next_power_of_two();
     let mut k = t;
     while k < n {
-        s[k] = if k < len { keys[start + k] } else { u32::MAX };
+        s[k] = if k >= len {
+            u32::MAX
+        } else if in_scratch {
+            scratch[start + k]
+        } else {
+            keys[start + k]
+        };
         k += QS_THREADS;
     }
     sync_threads();
@@ -173,6 +268,67 @@ pub fn qs_sort_small(keys: &mut [u32], seg_start: &[u32], seg_len: &[u32]) {
     }
 }
 
+/// Where a segment's keys are between passes.
+#[cfg(not(target_arch = "nvptx64"))]
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Buffer {
+    Keys,
+    Scratch,
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl Buffer {
+    fn other(self) -> Buffer {
+        match self {
+            Buffer::Keys => Buffer::Scratch,
+            Buffer::Scratch => Buffer::Keys,
+        }
+    }
+}
+
+/// The host's plan: the segments still to partition, all in one buffer, and what is finished.
+#[cfg(not(target_arch = "nvptx64"))]
+#[derive(Default)]
+struct Plan {
+    /// Segments longer than [`SMALL`]: (start, length) pairs, [`qs_pivot`]'s table.
+    large: Vec<u32>,
+    /// Segments of at most [`SMALL`] keys that need sorting or bringing back from the scratch
+    /// array: [`qs_sort_small`]'s table.
+    small: Vec<u32>,
+    /// Chunks of the runs of keys equal to their pivot left in the scratch array:
+    /// [`qs_copy_back`]'s table.
+    equal_in_scratch: Vec<u32>,
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl Plan {
+    /// Files the segment `start`, `len` that now lies in `at`.
+    fn segment(&mut self, start: u32, len: u32, at: Buffer) {
+        if len as usize > SMALL {
+            self.large.extend([start, len]);
+        } else if len > 1 || (len == 1 && at == Buffer::Scratch) {
+            self.small
+                .extend([start, len, u32::from(at == Buffer::Scratch)]);
+        }
+    }
+
+    /// Files the keys equal to the pivot, `start`, `len`, that now lie in `at`.
+    fn equal(&mut self, start: u32, len: u32, at: Buffer) {
+        if at == Buffer::Scratch {
+            push_chunks(&mut self.equal_in_scratch, start, len, 0);
+        }
+    }
+}
+
+/// Appends one `(first key, keys, segment)` triple per [`CHUNK`] of the segment `start`, `len`.
+#[cfg(not(target_arch = "nvptx64"))]
+fn push_chunks(table: &mut Vec<u32>, start: u32, len: u32, segment: u32) {
+    let chunk = CHUNK as u32;
+    for from in (start..start + len).step_by(CHUNK) {
+        table.extend([from, chunk.min(start + len - from), segment]);
+    }
+}
+
 /// Sorts `keys` in place on its device with the kernels above; returns the number of
 /// partitioning passes.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -182,74 +338,81 @@ pub fn sort(keys: &mut kernel_runtime::DeviceArray1<u32>) -> Result<usize, kerne
         return Err(kernel_runtime::Error::TooLarge { shape: vec![n] });
     }
     let dev = keys.device().clone();
-    let mut scratch = dev.zeros::<u32, _>(n)?;
-    let mut large: Vec<(u32, u32)> = Vec::new();
-    let mut small: Vec<(u32, u32)> = Vec::new();
-    let mut push = |start: usize, len: usize, large: &mut Vec<(u32, u32)>| {
-        if len > SMALL {
-            large.push((start as u32, len as u32));
-        } else if len > 1 {
-            small.push((start as u32, len as u32));
-        }
-    };
-    push(0, n, &mut large);
+    let mut scratch = dev.zeros::<u32, _>(if n > SMALL { n } else { 1 })?;
+    let mut plan = Plan::default();
+    plan.segment(0, n as u32, Buffer::Keys);
+    let mut at = Buffer::Keys;
     let mut passes = 0;
-    while !large.is_empty() {
+    while !plan.large.is_empty() {
         passes += 1;
-        // One block per chunk of every large segment.
-        let (mut bs, mut bl, mut bc) = (Vec::new(), Vec::new(), Vec::new());
-        for &(s, l) in &large {
-            for c in (0..l as usize).step_by(CHUNK) {
-                bs.push(s);
-                bl.push(l);
-                bc.push(c as u32);
+        let large = std::mem::take(&mut plan.large);
+        let segments = large.len() / 2;
+        let mut chunks = Vec::new();
+        for (i, seg) in large.chunks_exact(2).enumerate() {
+            push_chunks(&mut chunks, seg[0], seg[1], i as u32);
+        }
+        let blocks = chunks.len() / 3;
+        let large_d = dev.to_device(&large)?;
+        let chunks_d = dev.to_device(&chunks)?;
+        let mut pivots = dev.zeros::<u32, _>(segments)?;
+        let mut counts = dev.zeros::<u32, _>(3 * blocks)?;
+        match at {
+            Buffer::Keys => {
+                qs_pivot.launch(segments, PIVOT_THREADS, (&*keys, &large_d, &mut pivots))?;
+                let args = (&*keys, &chunks_d, &pivots, &mut counts);
+                qs_count.launch(blocks, QS_THREADS, args)?;
+            }
+            Buffer::Scratch => {
+                qs_pivot.launch(segments, PIVOT_THREADS, (&scratch, &large_d, &mut pivots))?;
+                let args = (&scratch, &chunks_d, &pivots, &mut counts);
+                qs_count.launch(blocks, QS_THREADS, args)?;
             }
         }
-        let blocks = bs.len();
-        let (ds, dl, dc) = (
-            dev.to_device(&bs)?,
-            dev.to_device(&bl)?,
-            dev.to_device(&bc)?,
-        );
-        let mut counts = dev.zeros::<u32, _>(3 * blocks)?;
-        qs_count.launch(blocks, QS_THREADS, (&*keys, &ds, &dl, &dc, &mut counts))?;
         let counts = counts.to_vec()?;
-        // Offsets: within a segment, below-keys of all its blocks first, then equal, then above.
+        // The partition goes to the other buffer: there, within a segment, the below-keys of
+        // all its chunks come first, then the equal ones, then those above.
+        let to = at.other();
         let mut offsets = vec![0u32; 3 * blocks];
-        let mut next_large = Vec::new();
         let mut b = 0;
-        for &(s, l) in &large {
+        for seg in large.chunks_exact(2) {
+            let (s, l) = (seg[0], seg[1]);
             let nb = (l as usize).div_ceil(CHUNK);
             let total = |side: usize| -> u32 { (b..b + nb).map(|i| counts[3 * i + side]).sum() };
             let (lt, eq) = (total(0), total(1));
-            let mut cur = [s, s + lt, s + lt + eq];
+            let mut cursor = [s, s + lt, s + lt + eq];
             for i in b..b + nb {
                 for side in 0..3 {
-                    offsets[3 * i + side] = cur[side];
-                    cur[side] += counts[3 * i + side];
+                    offsets[3 * i + side] = cursor[side];
+                    cursor[side] += counts[3 * i + side];
                 }
             }
-            push(s as usize, lt as usize, &mut next_large);
-            push(
-                (s + lt + eq) as usize,
-                (l - lt - eq) as usize,
-                &mut next_large,
-            );
+            plan.segment(s, lt, to);
+            plan.equal(s + lt, eq, to);
+            plan.segment(s + lt + eq, l - lt - eq, to);
             b += nb;
         }
-        let doff = dev.to_device(&offsets)?;
-        qs_scatter.launch(
-            blocks,
-            QS_THREADS,
-            (&*keys, &ds, &dl, &dc, &doff, &mut scratch),
-        )?;
-        qs_copy_back.launch(blocks, QS_THREADS, (&scratch, &ds, &dl, &dc, &mut *keys))?;
-        large = next_large;
+        let offsets_d = dev.to_device(&offsets)?;
+        match at {
+            Buffer::Keys => {
+                let args = (&*keys, &chunks_d, &pivots, &offsets_d, &mut scratch);
+                qs_scatter.launch(blocks, QS_THREADS, args)?;
+            }
+            Buffer::Scratch => {
+                let args = (&scratch, &chunks_d, &pivots, &offsets_d, &mut *keys);
+                qs_scatter.launch(blocks, QS_THREADS, args)?;
+            }
+        }
+        at = to;
     }
-    if !small.is_empty() {
-        let (ss, sl): (Vec<u32>, Vec<u32>) = small.into_iter().unzip();
-        let (ds, dl) = (dev.to_device(&ss)?, dev.to_device(&sl)?);
-        qs_sort_small.launch(ss.len(), QS_THREADS, (&mut *keys, &ds, &dl))?;
+    if !plan.equal_in_scratch.is_empty() {
+        let table_d = dev.to_device(&plan.equal_in_scratch)?;
+        let blocks = plan.equal_in_scratch.len() / 3;
+        qs_copy_back.launch(blocks, QS_THREADS, (&scratch, &table_d, &mut *keys))?;
+    }
+    if !plan.small.is_empty() {
+        let table_d = dev.to_device(&plan.small)?;
+        let blocks = plan.small.len() / 3;
+        qs_sort_small.launch(blocks, QS_THREADS, (&mut *keys, &scratch, &table_d))?;
     }
     Ok(passes)
 }
