@@ -180,3 +180,39 @@ fn ptxas_accepts_every_kernel_without_spills() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The body of entry `name` in `ptx`, up to the next entry or function.
+fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
+    let start = ptx
+        .find(&format!(".entry {name}("))
+        .unwrap_or_else(|| panic!("no `.entry {name}` in the PTX"));
+    let rest = &ptx[start..];
+    let end = rest[1..].find("\n.").map_or(rest.len(), |i| i + 1);
+    &rest[..end]
+}
+
+#[test]
+fn device_math_takes_the_gpus_instructions() {
+    let Some(kernels) = with_ptx() else { return };
+    let ptx = |name: &str| {
+        let k = kernels.iter().find(|k| k.name == name).unwrap();
+        entry_body(k.ptx.unwrap(), name)
+    };
+    // sqrt, fused multiply-add, floor and ceil are one instruction each, and sin and cos are
+    // inlined multiply-adds, as in CUDA C++ (not libm's software versions).
+    let chain = ptx("math_chain");
+    for instr in [
+        "sqrt.rn.f64",
+        "fma.rn.f64",
+        "cvt.rmi.f64.f64",
+        "cvt.rpi.f64.f64",
+    ] {
+        assert!(chain.contains(instr), "math_chain has no `{instr}`");
+    }
+    let integrate = ptx("integrate2d_shared");
+    let fmas = integrate.matches("fma.rn.f64").count();
+    assert!(
+        fmas >= 10,
+        "integrate2d_shared: sin should be inlined multiply-adds, found {fmas} fma.rn.f64"
+    );
+}

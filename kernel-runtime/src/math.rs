@@ -6,11 +6,19 @@
 //! Numba's names (`math::sqrt(x)`, `math::pow(x, y)`, `math::fma(x, y, z)`, `math::log(x)`)
 //! are here too.
 //!
+//! On the device, `sqrt`, `mul_add`/`fma`, `floor`, `ceil`, `round` and `trunc` are single PTX
+//! instructions (`sqrt.rn`, `fma.rn`, `cvt.rmi`, ...), and `sin` and `cos` are inlined
+//! multiply-adds (within 2 ulp; see the `trig` module); the other functions come from the
+//! `libm` crate.
+//!
 //! ```
 //! use kernel_runtime::prelude::*;
 //! assert_eq!(math::pow(2.0f64, 10.0), 1024.0);
 //! assert!((1.0f32.erf() - 0.842_700_8).abs() < 1e-6);
 //! ```
+
+#[cfg(any(target_arch = "nvptx64", test))]
+mod trig;
 
 macro_rules! device_float {
     ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $at:ty),*) -> $ret:ty
@@ -50,13 +58,13 @@ macro_rules! device_float {
 
 device_float! {
     /// Square root.
-    fn sqrt() -> Self => host F::sqrt, device sqrtf, sqrt;
+    fn sqrt() -> Self => host F::sqrt, device core::f32::math::sqrt, core::f64::math::sqrt;
     /// Cube root.
     fn cbrt() -> Self => host F::cbrt, device cbrtf, cbrt;
     /// Sine (radians).
-    fn sin() -> Self => host F::sin, device sinf, sin;
+    fn sin() -> Self => host F::sin, device trig::f32::sin, trig::f64::sin;
     /// Cosine (radians).
-    fn cos() -> Self => host F::cos, device cosf, cos;
+    fn cos() -> Self => host F::cos, device trig::f32::cos, trig::f64::cos;
     /// Tangent (radians).
     fn tan() -> Self => host F::tan, device tanf, tan;
     /// Arcsine.
@@ -92,17 +100,17 @@ device_float! {
     /// `self^n` for an integer exponent.
     fn powi(n: i32) -> Self => host F::powi, device |x: F, n: i32| powi_by_squaring(x, n), |x: F, n: i32| powi_by_squaring(x, n);
     /// Largest integer not above `self`.
-    fn floor() -> Self => host F::floor, device floorf, floor;
+    fn floor() -> Self => host F::floor, device core::f32::math::floor, core::f64::math::floor;
     /// Smallest integer not below `self`.
-    fn ceil() -> Self => host F::ceil, device ceilf, ceil;
+    fn ceil() -> Self => host F::ceil, device core::f32::math::ceil, core::f64::math::ceil;
     /// Nearest integer, halves away from zero.
-    fn round() -> Self => host F::round, device roundf, round;
+    fn round() -> Self => host F::round, device core::f32::math::round, core::f64::math::round;
     /// Integer part.
-    fn trunc() -> Self => host F::trunc, device truncf, trunc;
+    fn trunc() -> Self => host F::trunc, device core::f32::math::trunc, core::f64::math::trunc;
     /// Absolute value.
     fn abs() -> Self => host F::abs, device F::abs, F::abs;
     /// `self * a + b` with one rounding (fused multiply-add).
-    fn mul_add(a: Self, b: Self) -> Self => host F::mul_add, device fmaf, fma;
+    fn mul_add(a: Self, b: Self) -> Self => host F::mul_add, device core::f32::math::mul_add, core::f64::math::mul_add;
     /// The smaller of two values (the other one if one is NaN).
     fn min(other: Self) -> Self => host F::min, device F::min, F::min;
     /// The larger of two values (the other one if one is NaN).
