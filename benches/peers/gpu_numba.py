@@ -4,7 +4,8 @@
 Written from the programs' descriptions, on the inputs every implementation builds the same way
 (see device_bench.rs), with the same check values: add-list (also as
 `@vectorize(target='cuda')`), smooth, integrate2d (shared-memory reduction) and matmul (tiled,
-TPB = 16). Numba has no sort, so quicksort has no Numba peer.
+TPB = 16). Numba has no sort; the quicksort peers are CuPy's sort and the CUDA C++ version of
+our algorithm (cuda/peers.cu).
 
 Each result is one JSON line: {"impl", "program", "size", "kernel_ms", "e2e_ms", "bytes",
 "check"}; kernel_ms is the median time between CUDA events around the launch over --reps runs

@@ -1,7 +1,7 @@
 // CUDA C++ peers of `examples/device_bench.rs`: the same algorithms (one thread per element for
 // add-list and smooth, one thread per row with a shared-memory block reduction for integrate2d,
-// the 16 x 16 shared-memory tiling for matmul), on the same inputs, with the same check values
-// and JSON lines as the other peers (see gpu_numba.py).
+// the 16 x 16 shared-memory tiling for matmul, the sample-pivot quicksort), on the same inputs,
+// with the same check values and JSON lines as the other peers (see gpu_numba.py).
 //
 //     nvcc -O3 -arch=native -o peers_cuda benches/peers/cuda/peers.cu && ./peers_cuda [reps]
 
@@ -135,6 +135,219 @@ static T* dev_alloc(size_t n) {
     return p;
 }
 
+// quicksort: each pass partitions every segment longer than SMALL around the median of a
+// 63-key sample (one block per segment), by chunks of CHUNK keys that are counted, then
+// partitioned in shared memory and written to the other buffer as three runs; segments of at most
+// SMALL keys are finished by a bitonic sort in shared memory. As gpu-kernels/src/quicksort.rs.
+constexpr unsigned QS_THREADS = 256;
+constexpr unsigned CHUNK = QS_THREADS * 16;
+constexpr unsigned SMALL = 1024;
+constexpr unsigned SAMPLES = 63;
+constexpr unsigned PIVOT_THREADS = 64;
+constexpr unsigned SCAN_GROUP = 16;
+constexpr unsigned SCAN_GROUPS = QS_THREADS / SCAN_GROUP;
+constexpr unsigned COUNT_BITS = 21;
+constexpr unsigned long long COUNT_MASK = (1ull << COUNT_BITS) - 1;
+
+__device__ __forceinline__ unsigned side_of(unsigned v, unsigned pivot) {
+    return v < pivot ? 0 : v == pivot ? 1 : 2;
+}
+
+__global__ void qs_pivot(const unsigned* keys, const unsigned* segs, unsigned* pivots) {
+    __shared__ unsigned sample[SAMPLES];
+    unsigned b = blockIdx.x, t = threadIdx.x;
+    size_t start = segs[2 * b], len = segs[2 * b + 1];
+    if (t < SAMPLES) sample[t] = keys[start + (len - 1) * t / (SAMPLES - 1)];
+    __syncthreads();
+    if (t < SAMPLES) {
+        unsigned v = sample[t], rank = 0;
+        for (unsigned i = 0; i < SAMPLES; ++i) rank += sample[i] < v || (sample[i] == v && i < t);
+        if (rank == SAMPLES / 2) pivots[b] = v;
+    }
+}
+
+__global__ void qs_count(const unsigned* keys, const unsigned* table, const unsigned* pivots,
+                         unsigned* counts) {
+    __shared__ unsigned local[3];
+    unsigned b = blockIdx.x, t = threadIdx.x;
+    if (t < 3) local[t] = 0;
+    __syncthreads();
+    size_t from = table[3 * b];
+    unsigned n = table[3 * b + 1], pivot = pivots[table[3 * b + 2]];
+    unsigned long long packed = 0;
+    for (unsigned k = t; k < n; k += QS_THREADS) packed += 1ull << (COUNT_BITS * side_of(keys[from + k], pivot));
+    atomicAdd(&local[0], (unsigned)(packed & COUNT_MASK));
+    atomicAdd(&local[1], (unsigned)((packed >> COUNT_BITS) & COUNT_MASK));
+    atomicAdd(&local[2], (unsigned)(packed >> (2 * COUNT_BITS)));
+    __syncthreads();
+    if (t < 3) counts[3 * b + t] = local[t];
+}
+
+__global__ void qs_scatter(const unsigned* src, const unsigned* table, const unsigned* pivots,
+                           const unsigned* offsets, unsigned* dst) {
+    __shared__ unsigned chunk[CHUNK], staged[CHUNK];
+    __shared__ unsigned long long before[QS_THREADS], groups[SCAN_GROUPS + 1];
+    unsigned b = blockIdx.x, t = threadIdx.x;
+    size_t from = table[3 * b];
+    unsigned n = table[3 * b + 1], pivot = pivots[table[3 * b + 2]];
+    unsigned long long packed = 0;
+    for (unsigned k = t; k < n; k += QS_THREADS) {
+        unsigned v = src[from + k];
+        chunk[k] = v;
+        packed += 1ull << (COUNT_BITS * side_of(v, pivot));
+    }
+    before[t] = packed;
+    __syncthreads();
+    if (t < SCAN_GROUPS) {
+        unsigned long long sum = 0;
+        for (unsigned i = t * SCAN_GROUP; i < (t + 1) * SCAN_GROUP; ++i) {
+            unsigned long long c = before[i];
+            before[i] = sum;
+            sum += c;
+        }
+        groups[t] = sum;
+    }
+    __syncthreads();
+    if (t == 0) {
+        unsigned long long sum = 0;
+        for (unsigned g = 0; g < SCAN_GROUPS; ++g) {
+            unsigned long long c = groups[g];
+            groups[g] = sum;
+            sum += c;
+        }
+        groups[SCAN_GROUPS] = sum;
+    }
+    __syncthreads();
+    unsigned long long mine = groups[t / SCAN_GROUP] + before[t], total = groups[SCAN_GROUPS];
+    unsigned below = (unsigned)(total & COUNT_MASK), equal = (unsigned)((total >> COUNT_BITS) & COUNT_MASK);
+    unsigned at[3] = {(unsigned)(mine & COUNT_MASK), below + (unsigned)((mine >> COUNT_BITS) & COUNT_MASK),
+                      below + equal + (unsigned)(mine >> (2 * COUNT_BITS))};
+    for (unsigned k = t; k < n; k += QS_THREADS) {
+        unsigned v = chunk[k];
+        staged[at[side_of(v, pivot)]++] = v;
+    }
+    __syncthreads();
+    size_t o0 = offsets[3 * b], o1 = offsets[3 * b + 1], o2 = offsets[3 * b + 2];
+    for (unsigned k = t; k < n; k += QS_THREADS)
+        dst[k < below ? o0 + k : k < below + equal ? o1 + (k - below) : o2 + (k - below - equal)] = staged[k];
+}
+
+__global__ void qs_copy_back(const unsigned* from, const unsigned* table, unsigned* to) {
+    size_t first = table[3 * blockIdx.x];
+    unsigned n = table[3 * blockIdx.x + 1];
+    for (unsigned k = threadIdx.x; k < n; k += QS_THREADS) to[first + k] = from[first + k];
+}
+
+__global__ void qs_sort_small(unsigned* keys, const unsigned* scratch, const unsigned* table) {
+    __shared__ unsigned s[SMALL];
+    unsigned b = blockIdx.x, t = threadIdx.x;
+    size_t start = table[3 * b];
+    unsigned len = table[3 * b + 1];
+    const unsigned* src = table[3 * b + 2] ? scratch : keys;
+    unsigned n = 2;
+    while (n < len) n *= 2;
+    for (unsigned k = t; k < n; k += QS_THREADS) s[k] = k < len ? src[start + k] : 0xffffffffu;
+    __syncthreads();
+    for (unsigned size = 2; size <= n; size *= 2) {
+        for (unsigned stride = size / 2; stride > 0; stride /= 2) {
+            for (unsigned idx = t; idx < n / 2; idx += QS_THREADS) {
+                unsigned pos = ((idx & ~(stride - 1)) << 1) | (idx & (stride - 1)), partner = pos + stride;
+                bool ascending = (pos & size) == 0;
+                unsigned x = s[pos], y = s[partner];
+                if ((x > y) == ascending) {
+                    s[pos] = y;
+                    s[partner] = x;
+                }
+            }
+            __syncthreads();
+        }
+    }
+    for (unsigned k = t; k < len; k += QS_THREADS) keys[start + k] = s[k];
+}
+
+// A device buffer that grows to what is asked of it.
+struct DevBuf {
+    unsigned* p = nullptr;
+    size_t cap = 0;
+    unsigned* get(size_t n) {
+        if (n > cap) {
+            if (p) CHECK(cudaFree(p));
+            p = dev_alloc<unsigned>(n);
+            cap = n;
+        }
+        return p;
+    }
+    unsigned* upload(const std::vector<unsigned>& v) {
+        unsigned* d = get(v.size());
+        CHECK(cudaMemcpy(d, v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+        return d;
+    }
+    ~DevBuf() {
+        if (p) cudaFree(p);
+    }
+};
+
+// The host's side of the quicksort, with its device buffers kept from sort to sort.
+struct QuickSort {
+    size_t n;
+    DevBuf scratch, segs, table, pivots, counts, offsets, small, equal;
+
+    explicit QuickSort(size_t n) : n(n) { scratch.get(n); }
+
+    static void chunks(std::vector<unsigned>& t, unsigned start, unsigned len, unsigned seg) {
+        for (unsigned from = start; from < start + len; from += CHUNK)
+            t.insert(t.end(), {from, std::min(CHUNK, start + len - from), seg});
+    }
+
+    void sort(unsigned* keys) {
+        std::vector<unsigned> large, small_t, equal_t, tab, counts_h, offs;
+        bool in_scratch = false;  // where the segments still to partition lie
+        auto segment = [&](unsigned start, unsigned len, bool at_scratch) {
+            if (len > SMALL) large.insert(large.end(), {start, len});
+            else if (len > 1 || (len == 1 && at_scratch)) small_t.insert(small_t.end(), {start, len, at_scratch ? 1u : 0u});
+        };
+        segment(0, (unsigned)n, false);
+        while (!large.empty()) {
+            std::vector<unsigned> segs_h;
+            segs_h.swap(large);
+            unsigned nsegs = (unsigned)segs_h.size() / 2;
+            tab.clear();
+            for (unsigned i = 0; i < nsegs; ++i) chunks(tab, segs_h[2 * i], segs_h[2 * i + 1], i);
+            unsigned blocks = (unsigned)tab.size() / 3;
+            const unsigned* src = in_scratch ? scratch.p : keys;
+            unsigned* dst = in_scratch ? keys : scratch.p;
+            unsigned *segs_d = segs.upload(segs_h), *table_d = table.upload(tab);
+            unsigned *pivots_d = pivots.get(nsegs), *counts_d = counts.get(3 * blocks);
+            qs_pivot<<<nsegs, PIVOT_THREADS>>>(src, segs_d, pivots_d);
+            qs_count<<<blocks, QS_THREADS>>>(src, table_d, pivots_d, counts_d);
+            counts_h.resize(3 * blocks);
+            CHECK(cudaMemcpy(counts_h.data(), counts_d, 12 * (size_t)blocks, cudaMemcpyDeviceToHost));
+            offs.assign(3 * blocks, 0);
+            unsigned b = 0;
+            for (unsigned i = 0; i < nsegs; ++i) {
+                unsigned s = segs_h[2 * i], l = segs_h[2 * i + 1], nb = (l + CHUNK - 1) / CHUNK;
+                unsigned lt = 0, eq = 0;
+                for (unsigned j = b; j < b + nb; ++j) lt += counts_h[3 * j], eq += counts_h[3 * j + 1];
+                unsigned cur[3] = {s, s + lt, s + lt + eq};
+                for (unsigned j = b; j < b + nb; ++j)
+                    for (int k = 0; k < 3; ++k) offs[3 * j + k] = cur[k], cur[k] += counts_h[3 * j + k];
+                segment(s, lt, !in_scratch);
+                if (!in_scratch) chunks(equal_t, s + lt, eq, 0);
+                segment(s + lt + eq, l - lt - eq, !in_scratch);
+                b += nb;
+            }
+            qs_scatter<<<blocks, QS_THREADS>>>(src, table_d, pivots_d, offsets.upload(offs), dst);
+            in_scratch = !in_scratch;
+        }
+        if (!equal_t.empty()) {
+            qs_copy_back<<<(unsigned)equal_t.size() / 3, QS_THREADS>>>(scratch.p, equal.upload(equal_t), keys);
+        }
+        if (!small_t.empty()) {
+            qs_sort_small<<<(unsigned)small_t.size() / 3, QS_THREADS>>>(keys, scratch.p, small.upload(small_t));
+        }
+    }
+};
+
 int main(int argc, char** argv) {
     int reps = argc > 1 ? std::atoi(argv[1]) : 20;
     if (reps < 1) reps = 1;
@@ -237,6 +450,38 @@ int main(int argc, char** argv) {
         std::snprintf(buf, sizeof buf, "%.4f", sum);
         emit("matmul", std::to_string(n) + "x" + std::to_string(n) + " f32", k, e, 0, buf);
         CHECK(cudaFree(da)); CHECK(cudaFree(db)); CHECK(cudaFree(dc));
+    }
+    {  // quicksort
+        size_t n = (size_t)1 << 26;
+        std::vector<unsigned> keys(n), out(n);
+        for (size_t i = 0; i < n; ++i) keys[i] = (unsigned)(((unsigned long long)i * 2654435761ull) % (1ull << 32)) >> 8;
+        unsigned *d = dev_alloc<unsigned>(n), *fresh = dev_alloc<unsigned>(n);
+        CHECK(cudaMemcpy(fresh, keys.data(), n * 4, cudaMemcpyHostToDevice));
+        QuickSort qs(n);
+        cudaEvent_t s, e;
+        CHECK(cudaEventCreate(&s));
+        CHECK(cudaEventCreate(&e));
+        std::vector<double> times;
+        for (int r = 0; r <= std::min(reps, 5); ++r) {  // the first run is the warm-up
+            CHECK(cudaMemcpy(d, fresh, n * 4, cudaMemcpyDeviceToDevice));
+            CHECK(cudaEventRecord(s));
+            qs.sort(d);
+            CHECK(cudaEventRecord(e));
+            CHECK(cudaEventSynchronize(e));
+            float ms = 0;
+            CHECK(cudaEventElapsedTime(&ms, s, e));
+            if (r > 0) times.push_back(ms);
+        }
+        CHECK(cudaGetLastError());
+        double e2e = wall_ms(3, [&] {
+            CHECK(cudaMemcpy(d, keys.data(), n * 4, cudaMemcpyHostToDevice));
+            qs.sort(d);
+            CHECK(cudaMemcpy(out.data(), d, n * 4, cudaMemcpyDeviceToHost));
+        });
+        unsigned long long check = 0;
+        for (size_t i = 0; i < n; ++i) check += (unsigned long long)out[i] * (i % 7 + 1);
+        emit("quicksort", std::to_string(n) + " u32", median(times), e2e, 0, std::to_string(check));
+        CHECK(cudaFree(d)); CHECK(cudaFree(fresh));
     }
     return 0;
 }
