@@ -67,13 +67,10 @@ fn with_ptx() -> Option<Vec<Kernel>> {
 
 /// The `.param` declarations of entry `name` in `ptx`.
 fn entry_params<'a>(ptx: &'a str, name: &str) -> Vec<&'a str> {
-    let head = format!(".entry {name}(");
-    let start = ptx
-        .find(&head)
-        .unwrap_or_else(|| panic!("no `.entry {name}` in the PTX"))
-        + head.len();
-    let body = &ptx[start..start + ptx[start..].find(')').expect("unterminated parameter list")];
-    body.split(',')
+    let entry = entry_body(ptx, name);
+    let params = &entry[entry.find('(').unwrap() + 1..];
+    params[..params.find(')').expect("unterminated parameter list")]
+        .split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .collect()
@@ -181,7 +178,7 @@ fn ptxas_accepts_every_kernel_without_spills() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// The body of entry `name` in `ptx`, up to the next entry or function.
+/// Entry `name` in `ptx`, from its `.entry` line up to the next entry or function.
 fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
     let start = ptx
         .find(&format!(".entry {name}("))

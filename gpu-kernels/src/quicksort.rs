@@ -77,6 +77,12 @@ fn side(v: u32, pivot: u32) -> u64 {
     }
 }
 
+/// The count of part `side` in a word packing the three counts [`COUNT_BITS`] apiece.
+#[device]
+fn part(packed: u64, side: u64) -> u64 {
+    (packed >> (COUNT_BITS * side)) & COUNT_MASK
+}
+
 /// Per block `b`, for the chunk `table[3b]`, `table[3b + 1]` (first key, keys) of the segment
 /// `table[3b + 2]`: `counts[3b..3b + 3]` = its keys below, equal to and above the segment's
 /// pivot, `pivots[table[3b + 2]]`.
@@ -97,9 +103,9 @@ pub fn qs_count(keys: &[u32], table: &[u32], pivots: &[u32], counts: &mut [u32])
         packed += 1 << (COUNT_BITS * side(keys[from + k], pivot));
         k += QS_THREADS;
     }
-    atomic_add(&local, 0, (packed & COUNT_MASK) as u32);
-    atomic_add(&local, 1, ((packed >> COUNT_BITS) & COUNT_MASK) as u32);
-    atomic_add(&local, 2, (packed >> (2 * COUNT_BITS)) as u32);
+    atomic_add(&local, 0, part(packed, 0) as u32);
+    atomic_add(&local, 1, part(packed, 1) as u32);
+    atomic_add(&local, 2, part(packed, 2) as u32);
     sync_threads();
     if t < 3 {
         counts[3 * b + t] = local[t];
@@ -157,13 +163,13 @@ pub fn qs_scatter(src: &[u32], table: &[u32], pivots: &[u32], offsets: &[u32], d
     sync_threads();
     let mine = groups[t / SCAN_GROUP] + before[t];
     let total = groups[SCAN_GROUPS];
-    let below = (total & COUNT_MASK) as usize;
-    let equal = ((total >> COUNT_BITS) & COUNT_MASK) as usize;
+    let below = part(total, 0) as usize;
+    let equal = part(total, 1) as usize;
 
     // The chunk partitioned in shared memory: below, equal, above.
-    let mut at_below = (mine & COUNT_MASK) as usize;
-    let mut at_equal = below + ((mine >> COUNT_BITS) & COUNT_MASK) as usize;
-    let mut at_above = below + equal + (mine >> (2 * COUNT_BITS)) as usize;
+    let mut at_below = part(mine, 0) as usize;
+    let mut at_equal = below + part(mine, 1) as usize;
+    let mut at_above = below + equal + part(mine, 2) as usize;
     let mut k = t;
     while k < n {
         let key = chunk[k];

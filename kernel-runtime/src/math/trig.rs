@@ -18,17 +18,13 @@ macro_rules! trig {
      tiny: $tiny:expr,
      two_over_pi: $two_over_pi:expr, pio2: [$c1:expr, $c2:expr, $c3:expr],
      sin: [$($s:expr),*], cos: [$($c:expr),*]) => {
-        /// Fused multiply-add, one rounding (one instruction on the device).
+        use crate::math::DeviceFloat;
+
+        /// Fused multiply-add, one rounding: [`DeviceFloat::mul_add`], one instruction on the
+        /// device.
         #[inline(always)]
         fn fma(a: $t, b: $t, c: $t) -> $t {
-            #[cfg(target_arch = "nvptx64")]
-            {
-                core::$t::math::mul_add(a, b, c)
-            }
-            #[cfg(not(target_arch = "nvptx64"))]
-            {
-                a.mul_add(b, c)
-            }
+            DeviceFloat::mul_add(a, b, c)
         }
 
         /// `sin(r + q·π/2)` for the reduced argument `r` (`|r| <= π/4`).
