@@ -134,7 +134,7 @@ fn run(args: Args) -> Result {
 /// Device-to-device copy of `n` f32: the bandwidth the memory-bound programs are held to.
 fn copy_bandwidth(dev: &Device, reps: usize, n: usize) -> Result<Line> {
     let src = dev.zeros::<f32, _>(n)?;
-    let mut dst = dev.zeros::<f32, _>(n)?;
+    let mut dst = dev.empty::<f32, _>(n)?;
     let ms = kernel_ms(dev, reps, || Ok(dst.copy_from_device(&src)?))?;
     let bytes = 2.0 * 4.0 * n as f64;
     Ok(Line {
@@ -174,14 +174,14 @@ fn bench_add(dev: &Device, reps: usize, n: usize) -> Result<Line> {
     let ones = common::host_vec(n, |_| 1.0f32)?;
     let cfg = LaunchConfig::cover(n, 256)?;
     let (da, db) = (dev.to_device(&ones)?, dev.to_device(&ones)?);
-    let mut dc = dev.zeros::<f32, _>(n)?;
+    let mut dc = dev.empty::<f32, _>(n)?;
     let kernel = kernel_ms(dev, reps, || {
         Ok(add.launch_with(cfg.clone(), (&da, &db, &mut dc))?)
     })?;
     let mut out = Vec::new();
     let e2e = wall_ms(reps.min(5), || {
         let (da, db) = (dev.to_device(&ones)?, dev.to_device(&ones)?);
-        let mut dc = dev.zeros::<f32, _>(n)?;
+        let mut dc = dev.empty::<f32, _>(n)?;
         add.launch_with(cfg.clone(), (&da, &db, &mut dc))?;
         out = dc.to_vec()?;
         Ok(())
@@ -233,13 +233,13 @@ fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<Line> {
 
 fn bench_integrate2d(dev: &Device, reps: usize, n: usize) -> Result<Line> {
     let blocks = n.div_ceil(INTEGRATE_TPB);
-    let mut sums = dev.zeros::<f64, _>(blocks)?;
+    let mut sums = dev.empty::<f64, _>(blocks)?;
     let kernel = kernel_ms(dev, reps, || {
         Ok(integrate2d_shared.launch(blocks, INTEGRATE_TPB, (n, &mut sums))?)
     })?;
     let mut value = 0.0;
     let e2e = wall_ms(reps.min(5), || {
-        let mut sums = dev.zeros::<f64, _>(blocks)?;
+        let mut sums = dev.empty::<f64, _>(blocks)?;
         integrate2d_shared.launch(blocks, INTEGRATE_TPB, (n, &mut sums))?;
         value = sums.to_vec()?.iter().sum();
         Ok(())
@@ -330,14 +330,14 @@ fn bench_matmul(dev: &Device, reps: usize, n: usize) -> Result<Line> {
     });
     let blocks = (n.div_ceil(TPB), n.div_ceil(TPB));
     let (da, db) = (dev.to_device(&a)?, dev.to_device(&b)?);
-    let mut dc = dev.zeros::<f32, _>((n, n))?;
+    let mut dc = dev.empty::<f32, _>((n, n))?;
     let kernel = kernel_ms(dev, reps, || {
         Ok(matmul_tiled.launch(blocks, (TPB, TPB), (&da, &db, &mut dc))?)
     })?;
     let mut out = Array2::<f32>::zeros((0, 0));
     let e2e = wall_ms(reps.min(3), || {
         let (da, db) = (dev.to_device(&a)?, dev.to_device(&b)?);
-        let mut dc = dev.zeros::<f32, _>((n, n))?;
+        let mut dc = dev.empty::<f32, _>((n, n))?;
         matmul_tiled.launch(blocks, (TPB, TPB), (&da, &db, &mut dc))?;
         out = dc.to_host()?;
         Ok(())

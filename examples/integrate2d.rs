@@ -40,15 +40,15 @@ fn run(args: Args) -> Result {
     })?;
     let blocks = n.div_ceil(INTEGRATE_TPB);
     let ((mut rows, mut sums), to_dev) = common::time(|| {
-        let rows = dev.zeros::<f64, _>(n)?;
-        let sums = dev.zeros::<f64, _>(blocks)?;
+        let rows = dev.empty::<f64, _>(n)?;
+        let sums = dev.empty::<f64, _>(blocks)?;
         dev.synchronize()?;
         Ok((rows, sums))
     })?;
     report(
         "to device",
         format!(
-            "{} (no input; output arrays of {n} and {blocks} f64 zeroed)",
+            "{} (no input; output arrays of {n} and {blocks} f64 allocated)",
             common::ms(to_dev)
         ),
     );

@@ -41,13 +41,13 @@ fn run(args: Args) -> Result {
     let ((da, db, mut dc), to_dev) = common::time(|| {
         let da = dev.to_device(&a)?;
         let db = dev.to_device(&b)?;
-        let dc = dev.zeros::<f32, _>((n, n))?;
+        let dc = dev.empty::<f32, _>((n, n))?;
         dev.synchronize()?;
         Ok((da, db, dc))
     })?;
     report(
         "to device",
-        format!("{} (a, b; c zeroed)", common::ms(to_dev)),
+        format!("{} (a, b; c allocated)", common::ms(to_dev)),
     );
 
     let blocks = (n.div_ceil(TPB), n.div_ceil(TPB));

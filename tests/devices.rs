@@ -48,7 +48,8 @@ fn arrays_round_trip_and_kernels_run_on_every_usable_device() {
         let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
         let da = dev.to_device(&a).unwrap();
         let copy = da.try_clone().unwrap();
-        let mut dc = dev.zeros::<f32, _>(n).unwrap();
+        // Uncleared: the kernel writes every element.
+        let mut dc = dev.empty::<f32, _>(n).unwrap();
         let start = dev.event().unwrap();
         add.launch_with(LaunchConfig::cover(n, 128).unwrap(), (&da, &copy, &mut dc))
             .unwrap();
@@ -57,8 +58,10 @@ fn arrays_round_trip_and_kernels_run_on_every_usable_device() {
         assert!(start.elapsed_ms(&end).unwrap() >= 0.0);
         let want: Vec<f32> = a.iter().map(|v| v * 2.0).collect();
         assert_eq!(dc.to_vec().unwrap(), want, "{}", dev.name());
-        let empty = dev.zeros::<u8, _>(0).unwrap();
-        assert!(empty.to_vec().unwrap().is_empty());
+        let none = dev.zeros::<u8, _>(0).unwrap();
+        assert!(none.to_vec().unwrap().is_empty());
+        let none = dev.empty::<u8, _>((0, 3)).unwrap();
+        assert!(none.to_vec().unwrap().is_empty());
     }
 }
 

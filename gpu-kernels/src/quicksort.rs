@@ -344,7 +344,8 @@ pub fn sort(keys: &mut kernel_runtime::DeviceArray1<u32>) -> Result<usize, kerne
         return Err(kernel_runtime::Error::TooLarge { shape: vec![n] });
     }
     let dev = keys.device().clone();
-    let mut scratch = dev.zeros::<u32, _>(if n > SMALL { n } else { 1 })?;
+    // Every buffer below is written before it is read: none is cleared.
+    let mut scratch = dev.empty::<u32, _>(if n > SMALL { n } else { 1 })?;
     let mut plan = Plan::default();
     plan.segment(0, n as u32, Buffer::Keys);
     let mut at = Buffer::Keys;
@@ -360,8 +361,8 @@ pub fn sort(keys: &mut kernel_runtime::DeviceArray1<u32>) -> Result<usize, kerne
         let blocks = chunks.len() / 3;
         let large_d = dev.to_device(&large)?;
         let chunks_d = dev.to_device(&chunks)?;
-        let mut pivots = dev.zeros::<u32, _>(segments)?;
-        let mut counts = dev.zeros::<u32, _>(3 * blocks)?;
+        let mut pivots = dev.empty::<u32, _>(segments)?;
+        let mut counts = dev.empty::<u32, _>(3 * blocks)?;
         match at {
             Buffer::Keys => {
                 qs_pivot.launch(segments, PIVOT_THREADS, (&*keys, &large_d, &mut pivots))?;

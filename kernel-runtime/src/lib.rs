@@ -68,7 +68,7 @@ pub mod host;
 pub mod __rt;
 
 pub use ctx::{block_dim, block_idx, grid_dim, thread_idx, Ctx};
-pub use device_copy::DeviceCopy;
+pub use device_copy::{AnyBitPattern, DeviceCopy};
 pub use dim::Dim3;
 pub use kernel_macros::{device, kernel, vectorize, DeviceCopy};
 pub use shared::{SharedArray1, SharedArray2};

@@ -3,7 +3,7 @@
 
 use super::device::Device;
 use super::error::Error;
-use crate::device_copy::DeviceCopy;
+use crate::device_copy::{AnyBitPattern, DeviceCopy};
 use ndarray::{Array, ArrayBase, Data, DataMut, Dimension, Ix1, Ix2, Ix3};
 
 /// The shapes device arrays have: `Ix1`, `Ix2`, `Ix3` (sealed).
@@ -89,6 +89,19 @@ fn checked_len(shape: &[usize], elem: usize) -> Result<usize, Error> {
         .ok_or_else(|| Error::TooLarge {
             shape: shape.to_vec(),
         })
+}
+
+impl<T: AnyBitPattern, D: Rank> DeviceArray<T, D> {
+    /// An array of `dim` on `device` whose memory a GPU does not clear; see [`Device::empty`].
+    pub(crate) fn empty(device: &Device, dim: D) -> Result<Self, Error> {
+        let mut array = Self::alloc(device, dim, false)?;
+        if let (Storage::Host(v), true) = (&mut array.data, device.is_checked()) {
+            // SAFETY: all-one bits are a value of `T` (the `AnyBitPattern` contract), and the
+            // `v.len()` elements lie in `v`'s buffer.
+            unsafe { std::ptr::write_bytes(v.as_mut_ptr(), 0xFF, v.len()) };
+        }
+        Ok(array)
+    }
 }
 
 impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
@@ -487,6 +500,22 @@ mod tests {
             dev.to_device(&t).unwrap().to_vec().unwrap(),
             vec![1, 3, 5, 2, 4, 6]
         );
+    }
+
+    #[test]
+    fn empty_arrays_have_their_shape_and_a_checked_fill() {
+        let e = Device::cpu().empty::<u32, _>((2, 3)).unwrap();
+        assert_eq!(e.dim(), (2, 3));
+        assert_eq!(e.to_vec().unwrap(), vec![0; 6]);
+        let checked = Device::cpu_checked();
+        let f = checked.empty::<f32, _>(4).unwrap();
+        assert!(f.to_vec().unwrap().iter().all(|v| v.is_nan()));
+        let like = checked.empty_like::<i16, _, _>(&e).unwrap();
+        assert_eq!(like.to_host().unwrap(), Array::from_elem((2, 3), -1i16));
+        assert!(matches!(
+            checked.empty::<u8, _>((usize::MAX, 2)),
+            Err(Error::TooLarge { .. })
+        ));
     }
 
     #[test]
