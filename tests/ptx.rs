@@ -213,3 +213,45 @@ fn device_math_takes_the_gpus_instructions() {
         "integrate2d_shared: sin should be inlined multiply-adds, found {fmas} fma.rn.f64"
     );
 }
+
+/// The memory instructions of `body` that name no state space (`ld.b32`, `atom.add.f32`, ...):
+/// generic addressing, which the hardware resolves at run time.
+fn generic_accesses(body: &str) -> Vec<&str> {
+    const SPACES: [&str; 5] = ["param", "global", "shared", "local", "const"];
+    body.lines()
+        .map(str::trim)
+        .filter(|line| {
+            let mut parts = line.split_whitespace().next().unwrap_or("").split('.');
+            matches!(parts.next(), Some("ld" | "st" | "atom" | "red"))
+                && !parts.next().is_some_and(|space| SPACES.contains(&space))
+        })
+        .collect()
+}
+
+#[test]
+fn shared_arrays_are_addressed_as_shared_memory() {
+    let Some(kernels) = with_ptx() else { return };
+    // Every kernel with shared arrays (static, 2-D and dynamic, plain and atomic accesses).
+    for name in [
+        "matmul_tiled",
+        "integrate2d_shared",
+        "qs_pivot",
+        "qs_count",
+        "qs_scatter",
+        "qs_sort_small",
+        "reverse_in_blocks",
+        "reverse_dynamic",
+        "block_prefix_sum",
+        "shared_atomic_count",
+        "rotate_with_device_barrier",
+    ] {
+        let k = kernels.iter().find(|k| k.name == name).unwrap();
+        let body = entry_body(k.ptx.unwrap(), name);
+        assert!(body.contains("ld.shared."), "{name} has no ld.shared");
+        let generic = generic_accesses(body);
+        assert!(
+            generic.is_empty(),
+            "{name} reaches memory through generic addresses: {generic:?}"
+        );
+    }
+}

@@ -31,6 +31,13 @@ pub struct Ctx;
 core::arch::global_asm!(".extern .shared .align 16 .b8 __kernel_shared[];");
 
 #[cfg(target_arch = "nvptx64")]
+unsafe extern "C" {
+    /// Whether a generic address lies in shared memory (PTX `isspacep.shared`).
+    #[link_name = "llvm.nvvm.isspacep.shared"]
+    fn isspacep_shared(p: *const u8) -> bool;
+}
+
+#[cfg(target_arch = "nvptx64")]
 impl Ctx {
     /// The context of the calling thread.
     #[inline(always)]
@@ -89,15 +96,38 @@ impl Ctx {
             )
         }
     }
-    /// The start of the block's shared memory.
+    /// The start of the block's shared memory, as a generic pointer that the compiler knows
+    /// to point into shared memory, so that accesses through it become `ld.shared` /
+    /// `st.shared` / `atom.shared` rather than generic ones (slower, and 64-bit addresses).
+    ///
+    /// Rust has no shared-memory pointer type. LLVM's address-space inference turns generic
+    /// accesses into shared ones when an `llvm.assume(isspacep.shared(p))` covers their base
+    /// `p`, and the accesses reach `p` through address arithmetic: hence the zero offset the
+    /// `cvta` block returns alongside (unknown to LLVM, so every access has a `getelementptr`
+    /// on `p`; ptxas folds the zero away). The empty `asm` reads the assumption's condition:
+    /// an assumption whose condition has no other use is dropped before the inference runs.
     #[inline(always)]
     pub fn shared_ptr(&self) -> *mut u8 {
-        let p: u64;
+        let (p, zero): (*mut u8, usize);
         // SAFETY: takes the generic address of the kernel's shared block; no memory access.
         unsafe {
-            core::arch::asm!("cvta.shared.u64 {p}, __kernel_shared;", p = out(reg64) p);
+            core::arch::asm!(
+                "cvta.shared.u64 {p}, __kernel_shared;",
+                "mov.u64 {z}, 0;",
+                p = out(reg64) p,
+                z = out(reg64) zero,
+                options(pure, nomem, nostack)
+            );
         }
-        p as *mut u8
+        // SAFETY: `p` is a generic address in the shared window (`cvta.shared` made it), so
+        // the assumption holds; `p + 0` is `p`.
+        unsafe {
+            let shared = isspacep_shared(p);
+            let read = shared as u32;
+            core::arch::asm!("// {0}", in(reg32) read, options(nomem, nostack));
+            core::hint::assert_unchecked(shared);
+            p.add(zero)
+        }
     }
     /// The bytes of shared memory the block has (static arrays and dynamic part together).
     #[inline(always)]

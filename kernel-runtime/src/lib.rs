@@ -45,8 +45,16 @@
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math)
+    feature(
+        stdarch_nvptx,
+        asm_experimental_arch,
+        core_float_math,
+        link_llvm_intrinsics
+    )
 )]
+// `link_llvm_intrinsics` names `llvm.nvvm.isspacep.shared`, which no stable path reaches (see
+// `Ctx::shared_ptr`).
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![warn(missing_docs)]
 
 pub mod atomic;
