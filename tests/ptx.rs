@@ -255,3 +255,17 @@ fn shared_arrays_are_addressed_as_shared_memory() {
         );
     }
 }
+
+#[test]
+fn products_feeding_sums_fuse_into_multiply_adds() {
+    let Some(kernels) = with_ptx() else { return };
+    if std::env::var("KERNEL_FMA").is_ok_and(|v| v.trim() == "0") {
+        eprintln!("skipping: KERNEL_FMA=0 turns contraction off");
+        return;
+    }
+    let k = kernels.iter().find(|k| k.name == "matmul_tiled").unwrap();
+    let body = entry_body(k.ptx.unwrap(), "matmul_tiled");
+    // `acc += sa[[ty, q]] * sb[[q, tx]]`, unrolled over the 16-wide tile: one fma each.
+    assert_eq!(body.matches("fma.rn.f32").count(), 16, "{body}");
+    assert!(!body.contains("mul.rn.f32"), "{body}");
+}

@@ -48,6 +48,15 @@ pub(crate) fn must_clear(key: &str) -> bool {
         || CLEAR.contains(&key)
 }
 
+/// The code generator's flag for `fma`: NVPTX contracts only when the level is given (level 2
+/// also fuses a product that has other uses, as clang's CUDA mode does).
+fn fma_flag(contract: bool) -> String {
+    format!(
+        "llvm-args=-nvptx-fma-level={}",
+        if contract { 2 } else { 0 }
+    )
+}
+
 /// One device build.
 pub(crate) struct DeviceBuild<'a> {
     pub toolchain: &'a Toolchain,
@@ -55,6 +64,8 @@ pub(crate) struct DeviceBuild<'a> {
     pub target_dir: &'a Path,
     pub crate_name: &'a str,
     pub arch: &'a str,
+    /// Whether float multiply-adds are contracted into fused multiply-adds.
+    pub fma: bool,
 }
 
 /// What a successful device build produced.
@@ -92,7 +103,8 @@ impl DeviceBuild<'_> {
             .args(["--color", "never", "--"])
             .args(["--emit=asm", "-C"])
             .arg(format!("target-cpu={}", self.arch))
-            .args(["-C", &format!("linker={linker}")]);
+            .args(["-C", &format!("linker={linker}")])
+            .args(["-C", &fma_flag(self.fma)]);
         if let Some(dir) = self.manifest_path.parent() {
             cmd.current_dir(dir);
         }
@@ -221,6 +233,34 @@ mod tests {
             "RUSTUP_HOME",
         ] {
             assert!(!must_clear(kept), "{kept}");
+        }
+    }
+
+    #[test]
+    fn the_command_asks_for_fma_contraction_or_not() {
+        let toolchain = Toolchain {
+            rustc: PathBuf::from("rustc"),
+            cargo: PathBuf::from("cargo"),
+            build_std: true,
+            origin: "test".into(),
+        };
+        for (fma, level) in [(true, "2"), (false, "0")] {
+            let build = DeviceBuild {
+                toolchain: &toolchain,
+                manifest_path: Path::new("/dev/Cargo.toml"),
+                target_dir: Path::new("/dev/target"),
+                crate_name: "x_device",
+                arch: "sm_90",
+                fma,
+            };
+            let args: Vec<String> = build
+                .command()
+                .get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let flag = format!("llvm-args=-nvptx-fma-level={level}");
+            assert!(args.contains(&flag), "{args:?}");
+            assert!(args.contains(&"target-cpu=sm_90".to_string()), "{args:?}");
         }
     }
 

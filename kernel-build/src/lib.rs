@@ -37,6 +37,7 @@
 //! | `KERNEL_PTX_ARCH` | GPU architecture, default `sm_70` |
 //! | `KERNEL_DEVICE_TARGET_DIR` | where the device crates are generated and built, default `<target>/kernel-device` |
 //! | `KERNEL_REQUIRE_PTX` | `1`: a missing toolchain is a build error |
+//! | `KERNEL_FMA` | `0`: no fused multiply-add contraction (see [`Builder::fma`]) |
 //! | `DEP_KERNEL_RUNTIME_MANIFEST_DIR` | set by cargo from `kernel-runtime`'s build script: its path |
 
 #![warn(missing_docs)]
@@ -66,6 +67,8 @@ pub const DEFAULT_ARCH: &str = "sm_70";
 pub const ENV_ARCH: &str = "KERNEL_PTX_ARCH";
 /// Environment variable: `1` makes a missing toolchain a build error.
 pub const ENV_REQUIRE: &str = "KERNEL_REQUIRE_PTX";
+/// Environment variable: `0` turns off the contraction of `a * b + c` into fused multiply-adds.
+pub const ENV_FMA: &str = "KERNEL_FMA";
 /// Environment variable: directory where device crates are generated and built.
 pub const ENV_DEVICE_TARGET_DIR: &str = "KERNEL_DEVICE_TARGET_DIR";
 /// Environment variable (set by cargo from `kernel-runtime`'s build script): the runtime's path.
@@ -118,6 +121,7 @@ pub struct Builder {
     edition: Option<String>,
     extra_dependencies: Vec<(String, String)>,
     require_ptx: Option<bool>,
+    fma: Option<bool>,
     toolchain: Option<Toolchain>,
     cargo_directives: bool,
 }
@@ -146,6 +150,7 @@ impl Builder {
             edition: None,
             extra_dependencies: Vec::new(),
             require_ptx: None,
+            fma: None,
             toolchain: None,
             cargo_directives: true,
         }
@@ -218,6 +223,17 @@ impl Builder {
         self
     }
 
+    /// Whether the device code contracts a float multiply followed by an add (`a * b + c`) into
+    /// one fused multiply-add, rounded once, as nvcc (`-fmad=true`), clang's CUDA mode and
+    /// Numba do by default. Faster, and usually more accurate, but results can differ in the
+    /// last bits from the CPU backend, which rounds twice as Rust specifies; `false` keeps Rust's
+    /// rounding on the GPU too. Explicit `mul_add` calls are fused either way. Default:
+    /// `true`, unless `KERNEL_FMA=0`.
+    pub fn fma(mut self, contract: bool) -> Self {
+        self.fma = Some(contract);
+        self
+    }
+
     /// Uses this toolchain instead of looking for one.
     pub fn toolchain(mut self, toolchain: Toolchain) -> Self {
         self.toolchain = Some(toolchain);
@@ -280,6 +296,10 @@ impl Builder {
             Some(r) => r,
             None => self.env(ENV_REQUIRE).is_some_and(|v| v.trim() == "1"),
         };
+        let fma = match self.fma {
+            Some(f) => f,
+            None => self.env(ENV_FMA).is_none_or(|v| v.trim() != "0"),
+        };
         let toolchain = match &self.toolchain {
             Some(tc) => tc.clone(),
             None => match Toolchain::discover() {
@@ -325,6 +345,7 @@ impl Builder {
             device_root: &device_root,
             toolchain: &toolchain,
             arch: &arch,
+            fma,
             ptx_out: &ptx_out,
         };
         self.compile(&job, &tree)?;
@@ -394,6 +415,7 @@ impl Builder {
             target_dir: job.device_root,
             crate_name: &crate_name,
             arch: job.arch,
+            fma: job.fma,
         };
         let built = build.run()?.map_err(|stderr| {
             let files: Vec<_> = extraction
@@ -427,6 +449,7 @@ struct Job<'a> {
     device_root: &'a Path,
     toolchain: &'a Toolchain,
     arch: &'a str,
+    fma: bool,
     ptx_out: &'a Path,
 }
 
