@@ -212,6 +212,13 @@ fn device_math_takes_the_gpus_instructions() {
         fmas >= 10,
         "integrate2d_shared: sin should be inlined multiply-adds, found {fmas} fma.rn.f64"
     );
+    // One polynomial per call, its coefficients loaded by quadrant (three fmas reduce, seven
+    // evaluate, one finishes, one is the kernel's own), not the sine's and the cosine's both.
+    assert!(
+        fmas <= 13,
+        "integrate2d_shared: {fmas} fma.rn.f64, as if sin evaluated two polynomials"
+    );
+    assert!(integrate.contains("ld.global.nc.v2"), "no coefficient-table load");
 }
 
 /// The memory instructions of `body` that name no state space (`ld.b32`, `atom.add.f32`, ...):

@@ -7,17 +7,18 @@
 //! - `q`, the nearest integer to `x / (π/2)`, and `r = x - q·π/2` in three exact fused steps
 //!   (π/2 split in three floats, Cody and Waite's reduction);
 //! - the Taylor polynomial of `sin r` or `cos r` on `[-π/4, π/4]`, as many terms as the float's
-//!   precision needs, picked and signed by `q mod 4`.
+//!   precision needs, picked and signed by `q mod 4`: its coefficients are a row of one table,
+//!   so each thread evaluates one polynomial and no branch diverges.
 //!
 //! Beyond `|x| < 2^20` (`2^17` for `f32`), and for infinities and NaN, `libm`'s reduction (exact
 //! for every argument) takes over. The host's unit tests hold both to within 2 ulp of the
 //! standard library over many arguments.
 
 macro_rules! trig {
-    ($t:ident, $sin:ident, $cos:ident, $libm_sin:path, $libm_cos:path, limit: $limit:expr,
-     tiny: $tiny:expr,
+    ($t:ident, $bits:ident, $sin:ident, $cos:ident, $libm_sin:path, $libm_cos:path,
+     limit: $limit:expr, tiny: $tiny:expr,
      two_over_pi: $two_over_pi:expr, pio2: [$c1:expr, $c2:expr, $c3:expr],
-     sin: [$($s:expr),*], cos: [$($c:expr),*]) => {
+     terms: $terms:expr, sin: [$($s:expr),*], cos: [$($c:expr),*]) => {
         use crate::math::DeviceFloat;
 
         /// Fused multiply-add, one rounding: [`DeviceFloat::mul_add`], one instruction on the
@@ -27,39 +28,48 @@ macro_rules! trig {
             DeviceFloat::mul_add(a, b, c)
         }
 
+        /// The Taylor coefficients, in `z = r²` and highest power first, of `(sin r - r) / r³`
+        /// in the first row and of `(cos r - 1) / r²` in the second. One table, so that a
+        /// thread evaluates one polynomial whatever its quadrant: the row is a load indexed by
+        /// the quadrant's parity, where a branch would diverge and a select would need both
+        /// polynomials.
+        #[repr(C, align(16))]
+        struct Coefficients([[$t; $terms]; 2]);
+
+        static COEFFICIENTS: Coefficients = Coefficients([[$($s),*], [$($c),*]]);
+
         /// `sin(r + q·π/2)` for the reduced argument `r` (`|r| <= π/4`).
         #[inline(always)]
         fn quadrant(r: $t, q: i32) -> $t {
             let z = r * r;
-            let v = if q & 1 == 0 {
-                // sin r = r + r³·(-1/3! + z/5! - ...).
-                let mut p: $t = 0.0;
-                $(p = fma(p, z, $s);)*
-                fma(r * z, p, r)
-            } else {
-                // cos r = 1 + z·(-1/2! + z/4! - ...).
-                let mut p: $t = 0.0;
-                $(p = fma(p, z, $c);)*
-                fma(z, p, 1.0)
-            };
-            if q & 2 == 0 {
-                v
-            } else {
-                -v
+            let odd = (q & 1) as usize;
+            let row = &COEFFICIENTS.0[odd];
+            let mut p = row[0];
+            for c in &row[1..] {
+                p = fma(p, z, *c);
             }
+            // sin r = r + (r·z)·p, cos r = 1 + z·p.
+            let (a, b) = if odd == 0 { (r * z, r) } else { (z, 1.0) };
+            let v = fma(a, p, b);
+            // Quadrants 2 and 3 negate: the sign bit flipped by bit 1 of `q`.
+            let flip = ((q as $bits) & 2) << ($bits::BITS - 2);
+            <$t>::from_bits(v.to_bits() ^ flip)
         }
 
-        /// `x` reduced to `r` in `[-π/4, π/4]` and the quadrant `q` with `x = r + q·π/2`, for
-        /// `|x| < limit`.
+        /// `x` reduced to `r` in `[-π/4, π/4]` and the quadrant `q` with `x = r + q·π/2`.
+        ///
+        /// # Safety
+        /// `|x| < limit` (so that `q` is an `i32`, converted unchecked: one instruction).
         #[inline(always)]
-        fn reduce(x: $t) -> ($t, i32) {
+        unsafe fn reduce(x: $t) -> ($t, i32) {
             let q = round(x * $two_over_pi);
             // `x - q·c1` is exact: both are multiples of c1's last place, and the difference
             // is below 1. The two smaller parts of π/2 then add one rounding each.
             let r = fma(-q, $c1, x);
             let r = fma(-q, $c2, r);
             let r = fma(-q, $c3, r);
-            (r, q as i32)
+            // SAFETY: `|q| <= |x|·2/π + 1 < 2^21` (the caller's `|x| < limit`), an integer.
+            (r, unsafe { q.to_int_unchecked::<i32>() })
         }
 
         /// Nearest integer, ties to even (one instruction on the device).
@@ -85,7 +95,8 @@ macro_rules! trig {
                 if a < $tiny {
                     return x;
                 }
-                let (r, q) = reduce(x);
+                // SAFETY: `|x| < limit`.
+                let (r, q) = unsafe { reduce(x) };
                 quadrant(r, q)
             } else {
                 $libm_sin(x)
@@ -96,7 +107,8 @@ macro_rules! trig {
         #[inline]
         pub fn $cos(x: $t) -> $t {
             if x.abs() < $limit {
-                let (r, q) = reduce(x);
+                // SAFETY: `|x| < limit`.
+                let (r, q) = unsafe { reduce(x) };
                 quadrant(r, q.wrapping_add(1))
             } else {
                 $libm_cos(x)
@@ -108,7 +120,7 @@ macro_rules! trig {
 /// The `f64` functions.
 pub mod f64 {
     trig! {
-        f64, sin, cos, libm::sin, libm::cos,
+        f64, u64, sin, cos, libm::sin, libm::cos,
         limit: 1_048_576.0,
         tiny: 1.0 / 67_108_864.0,
         two_over_pi: core::f64::consts::FRAC_2_PI,
@@ -118,6 +130,7 @@ pub mod f64 {
             f64::from_bits(0x3C91_A626_3314_5C07),
             f64::from_bits(0xB91F_1976_B7ED_8FBC)
         ],
+        terms: 8,
         // Up to r^17/17!: the next term is below 2^-63 on [-π/4, π/4].
         sin: [
             1.0 / 355_687_428_096_000.0,
@@ -146,7 +159,7 @@ pub mod f64 {
 /// The `f32` functions.
 pub mod f32 {
     trig! {
-        f32, sin, cos, libm::sinf, libm::cosf,
+        f32, u32, sin, cos, libm::sinf, libm::cosf,
         limit: 131_072.0,
         tiny: 1.0 / 4_096.0,
         two_over_pi: core::f32::consts::FRAC_2_PI,
@@ -156,8 +169,10 @@ pub mod f32 {
             f32::from_bits(0xB33B_BD2E),
             f32::from_bits(0xA6F7_2CED)
         ],
-        // Up to r^9/9!: the next term is below 2^-28 on [-π/4, π/4].
-        sin: [1.0 / 362_880.0, -1.0 / 5_040.0, 1.0 / 120.0, -1.0 / 6.0],
+        terms: 5,
+        // Up to r^9/9!: the next term is below 2^-28 on [-π/4, π/4] (a leading zero pads
+        // the row to the cosine's length).
+        sin: [0.0, 1.0 / 362_880.0, -1.0 / 5_040.0, 1.0 / 120.0, -1.0 / 6.0],
         // Up to r^10/10!: the next term is below 2^-32 on [-π/4, π/4].
         cos: [
             -1.0 / 3_628_800.0,
