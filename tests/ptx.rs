@@ -218,7 +218,10 @@ fn device_math_takes_the_gpus_instructions() {
         fmas <= 13,
         "integrate2d_shared: {fmas} fma.rn.f64, as if sin evaluated two polynomials"
     );
-    assert!(integrate.contains("ld.global.nc.v2"), "no coefficient-table load");
+    assert!(
+        integrate.contains("ld.global.nc.v2"),
+        "no coefficient-table load"
+    );
 }
 
 /// The memory instructions of `body` that name no state space (`ld.b32`, `atom.add.f32`, ...):
