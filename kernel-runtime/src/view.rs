@@ -317,17 +317,37 @@ macro_rules! rank3 {
         }
     };
 }
+/// Views whose elements can be addressed for atomics: writable views and shared arrays.
+pub trait ElementPtr<I> {
+    /// The element type.
+    type Elem;
+    /// A checked pointer to the element at `index`.
+    fn element_ptr(&self, index: I) -> *mut Self::Elem;
+}
+
+/// `IndexMut` (a write) and [`ElementPtr`] (an atomic) for a writable view, at the offset of
+/// the index's components.
 macro_rules! writable {
-    ($name:ident, $idx:ty, |$self:ident, $pat:pat_param| $off:expr) => {
+    ($name:ident, $idx:ty, |$pat:pat_param| ($($arg:ident),+)) => {
         impl<T, const CHECK: bool> IndexMut<$idx> for $name<T, CHECK> {
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-            fn index_mut(&mut $self, $pat: $idx) -> &mut T {
-                let o = $off;
+            fn index_mut(&mut self, $pat: $idx) -> &mut T {
+                let o = self.offset($($arg,)+ crate::fault::AccessKind::Write);
                 // SAFETY: `o` is within the view (checked, or promised with
                 // `boundscheck = false`); the memory is valid for writes per `from_raw`; no
                 // other thread accesses the element concurrently (kernel safety contract).
-                unsafe { &mut *$self.ptr.add(o) }
+                unsafe { &mut *self.ptr.add(o) }
+            }
+        }
+        impl<T, const CHECK: bool> ElementPtr<$idx> for $name<T, CHECK> {
+            type Elem = T;
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn element_ptr(&self, $pat: $idx) -> *mut T {
+                let o = self.offset($($arg,)+ crate::fault::AccessKind::Atomic);
+                // SAFETY: `o` is within the view (see `IndexMut`).
+                unsafe { self.ptr.add(o) }
             }
         }
     };
@@ -339,67 +359,11 @@ rank2!(View2);
 rank2!(View2Mut);
 rank3!(View3);
 rank3!(View3Mut);
-writable!(View1Mut, usize, |self, i| self
-    .offset(i, crate::fault::AccessKind::Write));
-writable!(View2Mut, [usize; 2], |self, [i, j]| self.offset(
-    i,
-    j,
-    crate::fault::AccessKind::Write
-));
-writable!(View2Mut, (usize, usize), |self, (i, j)| self.offset(
-    i,
-    j,
-    crate::fault::AccessKind::Write
-));
-writable!(View3Mut, [usize; 3], |self, [i, j, k]| self.offset(
-    i,
-    j,
-    k,
-    crate::fault::AccessKind::Write
-));
-writable!(View3Mut, (usize, usize, usize), |self, (i, j, k)| self
-    .offset(i, j, k, crate::fault::AccessKind::Write));
-
-/// Views whose elements can be addressed for atomics: writable views and shared arrays.
-pub trait ElementPtr<I> {
-    /// The element type.
-    type Elem;
-    /// A checked pointer to the element at `index`.
-    fn element_ptr(&self, index: I) -> *mut Self::Elem;
-}
-
-macro_rules! element_ptr {
-    ($name:ident, $idx:ty, |$self:ident, $pat:pat_param| $off:expr) => {
-        impl<T, const CHECK: bool> ElementPtr<$idx> for $name<T, CHECK> {
-            type Elem = T;
-            #[inline(always)]
-            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-            fn element_ptr(&$self, $pat: $idx) -> *mut T {
-                let o = $off;
-                // SAFETY: `o` is within the view (see `IndexMut`).
-                unsafe { $self.ptr.add(o) }
-            }
-        }
-    };
-}
-element_ptr!(View1Mut, usize, |self, i| self
-    .offset(i, crate::fault::AccessKind::Atomic));
-element_ptr!(View2Mut, [usize; 2], |self, [i, j]| self.offset(
-    i,
-    j,
-    crate::fault::AccessKind::Atomic
-));
-element_ptr!(View2Mut, (usize, usize), |self, (i, j)| self.offset(
-    i,
-    j,
-    crate::fault::AccessKind::Atomic
-));
-element_ptr!(View3Mut, [usize; 3], |self, [i, j, k]| self.offset(
-    i,
-    j,
-    k,
-    crate::fault::AccessKind::Atomic
-));
+writable!(View1Mut, usize, |i| (i));
+writable!(View2Mut, [usize; 2], |[i, j]| (i, j));
+writable!(View2Mut, (usize, usize), |(i, j)| (i, j));
+writable!(View3Mut, [usize; 3], |[i, j, k]| (i, j, k));
+writable!(View3Mut, (usize, usize, usize), |(i, j, k)| (i, j, k));
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
