@@ -178,6 +178,12 @@ fn ptxas_accepts_every_kernel_without_spills() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// The PTX of kernel `name` among `kernels`: [`entry_body`] in its module.
+fn kernel_entry(kernels: &[Kernel], name: &str) -> &'static str {
+    let k = kernels.iter().find(|k| k.name == name).unwrap();
+    entry_body(k.ptx.unwrap(), name)
+}
+
 /// Entry `name` in `ptx`, from its `.entry` line up to the next entry or function.
 fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
     let start = ptx
@@ -191,10 +197,7 @@ fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
 #[test]
 fn device_math_takes_the_gpus_instructions() {
     let Some(kernels) = with_ptx() else { return };
-    let ptx = |name: &str| {
-        let k = kernels.iter().find(|k| k.name == name).unwrap();
-        entry_body(k.ptx.unwrap(), name)
-    };
+    let ptx = |name: &str| kernel_entry(&kernels, name);
     // sqrt, fused multiply-add, floor and ceil are one instruction each, and sin and cos are
     // inlined multiply-adds, as in CUDA C++ (not libm's software versions).
     let chain = ptx("math_chain");
@@ -255,8 +258,7 @@ fn shared_arrays_are_addressed_as_shared_memory() {
         "shared_atomic_count",
         "rotate_with_device_barrier",
     ] {
-        let k = kernels.iter().find(|k| k.name == name).unwrap();
-        let body = entry_body(k.ptx.unwrap(), name);
+        let body = kernel_entry(&kernels, name);
         assert!(body.contains("ld.shared."), "{name} has no ld.shared");
         let generic = generic_accesses(body);
         assert!(
@@ -273,8 +275,7 @@ fn products_feeding_sums_fuse_into_multiply_adds() {
         eprintln!("skipping: KERNEL_FMA=0 turns contraction off");
         return;
     }
-    let k = kernels.iter().find(|k| k.name == "matmul_tiled").unwrap();
-    let body = entry_body(k.ptx.unwrap(), "matmul_tiled");
+    let body = kernel_entry(&kernels, "matmul_tiled");
     // `acc += sa[[ty, q]] * sb[[q, tx]]`, unrolled over the 16-wide tile: one fma each.
     assert_eq!(body.matches("fma.rn.f32").count(), 16, "{body}");
     assert!(!body.contains("mul.rn.f32"), "{body}");

@@ -18,7 +18,7 @@ macro_rules! trig {
     ($t:ident, $bits:ident, $sin:ident, $cos:ident, $libm_sin:path, $libm_cos:path,
      limit: $limit:expr, tiny: $tiny:expr,
      two_over_pi: $two_over_pi:expr, pio2: [$c1:expr, $c2:expr, $c3:expr],
-     terms: $terms:expr, sin: [$($s:expr),*], cos: [$($c:expr),*]) => {
+     sin: [$($s:expr),*], cos: [$($c:expr),*]) => {
         use crate::math::DeviceFloat;
 
         /// Fused multiply-add, one rounding: [`DeviceFloat::mul_add`], one instruction on the
@@ -32,9 +32,9 @@ macro_rules! trig {
         /// in the first row and of `(cos r - 1) / r²` in the second. One table, so that a
         /// thread evaluates one polynomial whatever its quadrant: the row is a load indexed by
         /// the quadrant's parity, where a branch would diverge and a select would need both
-        /// polynomials.
+        /// polynomials. The rows must be as long as each other (the type checks it).
         #[repr(C, align(16))]
-        struct Coefficients([[$t; $terms]; 2]);
+        struct Coefficients([[$t; [$($s),*].len()]; 2]);
 
         static COEFFICIENTS: Coefficients = Coefficients([[$($s),*], [$($c),*]]);
 
@@ -130,7 +130,6 @@ pub mod f64 {
             f64::from_bits(0x3C91_A626_3314_5C07),
             f64::from_bits(0xB91F_1976_B7ED_8FBC)
         ],
-        terms: 8,
         // Up to r^17/17!: the next term is below 2^-63 on [-π/4, π/4].
         sin: [
             1.0 / 355_687_428_096_000.0,
@@ -169,7 +168,6 @@ pub mod f32 {
             f32::from_bits(0xB33B_BD2E),
             f32::from_bits(0xA6F7_2CED)
         ],
-        terms: 5,
         // Up to r^9/9!: the next term is below 2^-28 on [-π/4, π/4] (a leading zero pads
         // the row to the cosine's length).
         sin: [0.0, 1.0 / 362_880.0, -1.0 / 5_040.0, 1.0 / 120.0, -1.0 / 6.0],
