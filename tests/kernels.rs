@@ -8,6 +8,9 @@ use kernel_suite::reference::{self, SplitMix64};
 use kernel_suite::test_kernels::*;
 use ndarray::{Array2, Array3};
 
+mod common;
+use common::assert_mentions;
+
 /// The backends to run on: the CPU backend, its checked mode (which must find nothing wrong
 /// with these kernels), and the default device when it is another one.
 fn backends() -> Vec<Device> {
@@ -406,16 +409,17 @@ fn out_of_bounds_is_reported_with_array_index_shape_block_and_thread() {
             ),
             "{msg}"
         );
-        for needle in [
-            "`off_by_one`",
-            "array `x`",
-            "[100]",
-            "shape [100]",
-            "block (3, 0, 0)",
-            "thread (4, 0, 0)",
-        ] {
-            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
-        }
+        assert_mentions(
+            &msg,
+            &[
+                "`off_by_one`",
+                "array `x`",
+                "[100]",
+                "shape [100]",
+                "block (3, 0, 0)",
+                "thread (4, 0, 0)",
+            ],
+        );
         // Without checks the in-bounds kernel runs the same.
         let mut out = dev.zeros::<f32, _>(100).unwrap();
         unchecked_copy.launch(4, 32, (&x, &mut out)).unwrap();
@@ -437,15 +441,16 @@ fn out_of_bounds_is_reported_when_arrays_share_a_shape() {
             .launch(4, 32, (&x, &mut out))
             .unwrap_err()
             .to_string();
-        for needle in [
-            "`pair_sum`",
-            "array `x`",
-            "[100]",
-            "block (3, 0, 0)",
-            "thread (3, 0, 0)",
-        ] {
-            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
-        }
+        assert_mentions(
+            &msg,
+            &[
+                "`pair_sum`",
+                "array `x`",
+                "[100]",
+                "block (3, 0, 0)",
+                "thread (3, 0, 0)",
+            ],
+        );
         // A longer input: every index is in bounds.
         let x = dev
             .to_device(&(0..101).map(|v| v as f32).collect::<Vec<_>>())
@@ -481,15 +486,16 @@ fn grid_level_kernels_cover_every_thread_and_report_faults_past_the_arrays() {
             .launch(1000, 128, (70_010, &mut ids))
             .unwrap_err()
             .to_string();
-        for needle in [
-            "`global_ids`",
-            "array `ids`",
-            "[70000]",
-            "block (546, 0, 0)",
-            "thread (112, 0, 0)",
-        ] {
-            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
-        }
+        assert_mentions(
+            &msg,
+            &[
+                "`global_ids`",
+                "array `ids`",
+                "[70000]",
+                "block (546, 0, 0)",
+                "thread (112, 0, 0)",
+            ],
+        );
     }
 }
 
@@ -505,14 +511,15 @@ fn out_of_bounds_in_a_split_kernel_names_the_thread() {
             .launch(1, (16, 16), &mut out)
             .unwrap_err()
             .to_string();
-        for needle in [
-            "array `tile`",
-            "[0, 16]",
-            "block (0, 0, 0)",
-            "thread (15, 0, 0)",
-        ] {
-            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
-        }
+        assert_mentions(
+            &msg,
+            &[
+                "array `tile`",
+                "[0, 16]",
+                "block (0, 0, 0)",
+                "thread (15, 0, 0)",
+            ],
+        );
     }
 }
 
@@ -544,16 +551,17 @@ fn divergent_barrier_is_an_error_not_a_hang() {
         let mut out = dev.zeros::<u32, _>(64).unwrap();
         let err = divergent_barrier.launch(2, 64, &mut out).unwrap_err();
         let msg = err.to_string();
-        for needle in [
-            "divergent barrier",
-            "`divergent_barrier`",
-            "32 of 64 threads",
-            "sync_threads()",
-            "test_kernels.rs",
-            "exited",
-        ] {
-            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
-        }
+        assert_mentions(
+            &msg,
+            &[
+                "divergent barrier",
+                "`divergent_barrier`",
+                "32 of 64 threads",
+                "sync_threads()",
+                "test_kernels.rs",
+                "exited",
+            ],
+        );
         // The device still works afterwards.
         let mut d = dev.to_device(&[1i32, 2, 3]).unwrap();
         reverse_in_blocks.launch(1, 3, &mut d).unwrap();
@@ -588,25 +596,27 @@ fn split_kernels_report_divergence_and_keep_locals_across_barriers() {
             .launch(2, 64, &mut d)
             .unwrap_err()
             .to_string();
-        for needle in [
-            "divergent barrier",
-            "32 of 64 threads",
-            "thread (32, 0, 0) exited",
-            "test_kernels.rs",
-        ] {
-            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
-        }
+        assert_mentions(
+            &msg,
+            &[
+                "divergent barrier",
+                "32 of 64 threads",
+                "thread (32, 0, 0) exited",
+                "test_kernels.rs",
+            ],
+        );
         let msg = nonuniform_barrier_loop
             .launch(1, 8, &mut d)
             .unwrap_err()
             .to_string();
-        for needle in [
-            "divergent barrier",
-            "threads (0, 0, 0) and (1, 0, 0) disagree",
-            "test_kernels.rs",
-        ] {
-            assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
-        }
+        assert_mentions(
+            &msg,
+            &[
+                "divergent barrier",
+                "threads (0, 0, 0) and (1, 0, 0) disagree",
+                "test_kernels.rs",
+            ],
+        );
     }
 }
 
