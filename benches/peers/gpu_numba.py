@@ -3,9 +3,9 @@
 
 Written from the programs' descriptions, on the inputs every implementation builds the same way
 (see device_bench.rs), with the same check values: add-list (also as
-`@vectorize(target='cuda')`), smooth, integrate2d (shared-memory reduction) and matmul (tiled,
-TPB = 16). Numba has no sort; the quicksort peers are CuPy's sort and the CUDA C++ version of
-our algorithm (cuda/peers.cu).
+`@vectorize(target='cuda')`), smooth, integrate2d (shared-memory reduction), quicksort (our
+sample-pivot algorithm, numba_quicksort.py: Numba has no sort of its own) and matmul (tiled,
+TPB = 16).
 
 Each result is one JSON line: {"impl", "program", "size", "kernel_ms", "e2e_ms", "bytes",
 "check"}; kernel_ms is the median time between CUDA events around the launch over --reps runs
@@ -27,18 +27,24 @@ except ImportError as e:
     print(f"gpu_numba: skipped: the Python module `{e.name}` is not installed")
     sys.exit(0)
 
-from peer_common import (emit, integrate_check, matmul_inputs, smooth_check, smooth_input, sum_check,
-                         wall_ms)
+from numba_quicksort import QuickSort
+from peer_common import (emit, integrate_check, matmul_inputs, smooth_check, smooth_input,
+                         sort_check, sort_keys, sum_check, wall_ms)
 
 TPB = 16
 INTEGRATE_TPB = 256
 
 
-def kernel_ms(f, reps):
+def kernel_ms(f, reps, setup=None):
+    """The median time of `f` between CUDA events; `setup` runs before each, outside them."""
+    if setup:
+        setup()
     f()
     cuda.synchronize()
     times = []
     for _ in range(reps):
+        if setup:
+            setup()
         start, end = cuda.event(), cuda.event()
         start.record()
         f()
@@ -126,7 +132,7 @@ def main():
     p.add_argument("--small", action="store_true",
                    help="small sizes, to try the script under NUMBA_ENABLE_CUDASIM=1")
     args = p.parse_args()
-    sizes = (4096, 32, 512, 32) if args.small else (100_000_000, 10_000, 102_400, 4096)
+    sizes = (4096, 32, 512, 32, 3000) if args.small else (100_000_000, 10_000, 102_400, 4096, 1 << 26)
     if not cuda.is_available():
         print("gpu_numba: skipped: no CUDA GPU is usable from Numba")
         return
@@ -199,6 +205,22 @@ def main():
 
     e = wall_ms(matmul_e2e, 3)
     emit("numba", "matmul", f"{n}x{n} f32", k, e, None, sum_check(out['m'], 4))
+
+    # The whole sort between the events, host bookkeeping included, as for ours and CUDA C++.
+    n = sizes[4]
+    keys = sort_keys(n)
+    fresh = cuda.to_device(keys)
+    dk = cuda.device_array_like(fresh)
+    sorter = QuickSort(n)
+    k = kernel_ms(lambda: sorter.sort(dk), min(reps, 5), setup=lambda: dk.copy_to_device(fresh))
+
+    def sort_e2e():
+        d = cuda.to_device(keys)
+        sorter.sort(d)
+        out["q"] = d.copy_to_host()
+
+    e = wall_ms(sort_e2e, 3)
+    emit("numba", "quicksort", f"{n} u32", k, e, None, sort_check(out["q"]))
 
 
 if __name__ == "__main__":

@@ -68,8 +68,8 @@ def main():
     lines.append(
         "One run of `run.sh bench`: `device_bench` (ours), `gpu_numba.py`, `gpu_cupy.py`, "
         "`cuda/peers.cu` (nvcc -O3), each kernel time the median between CUDA events over "
-        "20 runs after a warm-up (10 for matmul and CuPy's sort, 5 for our and the CUDA C++ "
-        "quicksort), "
+        "20 runs after a warm-up (10 for matmul and CuPy's sort, 5 for the quicksorts of ours, "
+        "Numba and CUDA C++), "
         "end to end the median wall time from host inputs to host results."
     )
     lines.append("")

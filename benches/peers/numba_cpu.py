@@ -9,8 +9,8 @@ Two peers, written from the programs' descriptions:
   Numba has no parallel sort);
 - Numba's CUDA simulator (`NUMBA_ENABLE_CUDASIM=1`), which runs `cuda.jit` kernels thread by
   thread in Python, at small sizes (it is about ten thousand times slower): the GPU peer's
-  kernels (gpu_numba.py) for add-list, smooth, integrate2d (shared-memory reduction) and matmul
-  (tiled, TPB = 16).
+  kernels (gpu_numba.py, numba_quicksort.py) for add-list, smooth, integrate2d (shared-memory
+  reduction), matmul (tiled, TPB = 16) and quicksort (our sample-pivot algorithm).
 
 Each result is one JSON line on stdout: {"peer", "program", "size", "elements", "ms"}; `ms` is
 the median of the timed runs after a warm-up, and every result is checked against numpy first.
@@ -185,6 +185,21 @@ def simulator_peers(only, reps):
         run()
         assert np.array_equal(c, a @ b), "matmul (simulator): wrong result"
         report(peer, "matmul", "32^2 f32, tiled", n * n, wall_ms(run, reps))
+    if "quicksort" in only:
+        from numba_quicksort import QuickSort
+
+        n = 2048  # one partitioning pass, then the bitonic sorts of the small segments
+        keys = rng.integers(0, 2**32, size=n, dtype=np.uint32)
+        d = np.empty_like(keys)
+        sorter = QuickSort(n)
+
+        def run():
+            d[:] = keys
+            sorter.sort(d)
+
+        run()
+        assert np.array_equal(d, np.sort(keys)), "quicksort (simulator): wrong result"
+        report(peer, "quicksort", "2048 u32", n, wall_ms(run, reps))
 
 
 def main():
