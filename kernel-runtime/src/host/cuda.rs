@@ -67,6 +67,28 @@ pub(crate) fn probe() -> Result<(), String> {
     }
 }
 
+/// Makes the GPU's stream-ordered memory pool, which every allocation of this backend draws on,
+/// keep the memory freed into it for later allocations.
+///
+/// By default the pool hands all its unused memory back to the driver at every wait for the GPU
+/// (a copy to the host, an event's time), so a loop that waits and allocates on each turn (as
+/// every pass of a quicksort does) has the driver map fresh memory each time, while the GPU
+/// idles. CuPy's and PyTorch's allocators keep freed memory the same way; dropping the device
+/// gives it back ([`CudaDevice`]'s `Drop`).
+fn keep_freed_memory(ctx: &CudaContext) -> Result<(), DriverError> {
+    let mut keep = u64::MAX;
+    // SAFETY: the device handle is the context's own; the release threshold is a `cuuint64_t`,
+    // which `keep` is, and the driver only reads it during the call.
+    unsafe {
+        let pool = result::device::get_default_mem_pool(ctx.cu_device())?;
+        result::mem_pool::set_attribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut keep as *mut u64).cast(),
+        )
+    }
+}
+
 /// A GPU's context, the stream all work on it is queued on, and the modules loaded into it.
 pub(crate) struct CudaDevice {
     pub(crate) ordinal: usize,
@@ -82,6 +104,8 @@ pub(crate) struct CudaDevice {
     last_kernel: Mutex<Option<&'static str>>,
     /// `KERNEL_LAUNCH_BLOCKING=1`: wait for each kernel, so a fault is reported by its launch.
     blocking: bool,
+    /// Whether [`keep_freed_memory`] took: the pool is then trimmed when the device is dropped.
+    keeps_freed_memory: bool,
 }
 
 impl std::fmt::Debug for CudaDevice {
@@ -122,6 +146,11 @@ impl CudaDevice {
         // tracks nothing across streams, so cudarc's per-allocation events are not needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = guarded("creating a CUDA stream", || ctx.new_stream())?;
+        // Only speed depends on it: without it, memory is mapped afresh after each wait.
+        let keeps_freed_memory = guarded("keeping freed device memory for reuse", || {
+            keep_freed_memory(&ctx)
+        })
+        .is_ok();
         let name = ctx.name().unwrap_or_else(|_| "CUDA GPU".into());
         Ok(CudaDevice {
             ordinal,
@@ -132,6 +161,7 @@ impl CudaDevice {
             pending: Mutex::new(Vec::new()),
             last_kernel: Mutex::new(None),
             blocking: std::env::var("KERNEL_LAUNCH_BLOCKING").is_ok_and(|v| v == "1"),
+            keeps_freed_memory,
         })
     }
 
@@ -405,6 +435,18 @@ impl Drop for CudaDevice {
             {
                 // SAFETY: no launch can use the module any more: the device is being dropped.
                 let _ = unsafe { result::module::unload(m.module) };
+            }
+            // The memory kept for reuse goes back to the driver; the pool releases only memory
+            // that no allocation holds.
+            if self.keeps_freed_memory {
+                let _ = guarded("trimming the memory pool", || {
+                    // SAFETY: the device handle is the context's own; its default pool is never
+                    // destroyed.
+                    unsafe {
+                        let pool = result::device::get_default_mem_pool(self.ctx.cu_device())?;
+                        result::mem_pool::trim_to(pool, 0)
+                    }
+                });
             }
         }
     }
