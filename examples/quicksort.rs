@@ -1,7 +1,8 @@
 //! quicksort: sorts 2^24 pseudo-random `u32` keys in device memory with a parallel quicksort
 //! (`gpu_kernels::quicksort::sort`: every large segment partitioned at once, around the median
-//! of a sample of its keys, by blocks that count and then scatter their chunk of it; small
-//! segments finished by a bitonic sort in shared memory).
+//! of a sample of its keys, by blocks that partition their chunk of it in shared memory and
+//! claim room for its two parts with one atomic apiece; small segments finished by a bitonic
+//! sort in shared memory).
 //!
 //! ```sh
 //! cargo run --release --example quicksort [-- --n 2^20 --reps 5]

@@ -28,7 +28,7 @@ fn all() -> Vec<Kernel> {
     use kernel_suite::test_kernels::*;
     kernels![
         add => true, add_vectorized => true, smooth => true, integrate2d_rows => true, integrate2d_shared => true,
-        matmul_tiled => true, qs_pivot => true, qs_count => true, qs_scatter => true, qs_copy_back => true,
+        matmul_tiled => true, qs_pivot => true, qs_partition => true, qs_fill => true,
         qs_sort_small => true, empty3 => false,
         grid1_ids => false, grid2_ids => false, grid3_ids => false, grid_stride_double => false,
         reverse_in_blocks => false, barrier_reductions => false, block_prefix_sum => false,
@@ -249,8 +249,7 @@ fn shared_arrays_are_addressed_as_shared_memory() {
         "matmul_tiled",
         "integrate2d_shared",
         "qs_pivot",
-        "qs_count",
-        "qs_scatter",
+        "qs_partition",
         "qs_sort_small",
         "reverse_in_blocks",
         "reverse_dynamic",

@@ -3,11 +3,12 @@ and of the CUDA C++ version in cuda/peers.cu, the same algorithm written the way
 would (kernels in `cuda.jit`, the host's bookkeeping in `numba.njit`).
 
 Each pass partitions every segment longer than SMALL keys around the median of a 63-key sample
-(one block per segment), by chunks of CHUNK keys: one kernel counts each chunk's keys below, equal
-to and above the pivot, the host turns the counts into offsets, and a second kernel partitions
-each chunk in shared memory and writes it to the other buffer as three runs. Segments of at most
-SMALL keys are finished by a bitonic sort in shared memory, and the runs equal to a pivot that
-were left in the scratch buffer are copied back.
+(one block per segment, which also sets the segment's two cursors to its ends), by chunks of
+CHUNK keys: each block partitions its chunk in shared memory and writes it to the other buffer,
+the keys below the pivot at the lower cursor and those above under the upper one, each cursor
+moved by one atomic per chunk. Keys equal to the pivot are only counted: the room left between
+the cursors is theirs, filled at the end. Segments of at most SMALL keys are finished by a
+bitonic sort in shared memory.
 
     sorter = QuickSort(n)
     sorter.sort(device_keys)   # a uint32 device array of n keys, sorted in place
@@ -29,7 +30,6 @@ GROUP_SUMS = SCAN_GROUPS + 1  # the groups' exclusive sums and their total
 # has fewer than 2^21 keys, so one scan of the packed words scans all three.
 COUNT_BITS = 21
 MASK = np.uint64((1 << COUNT_BITS) - 1)
-SHIFT_EQUAL = np.uint64(COUNT_BITS)
 SHIFT_ABOVE = np.uint64(2 * COUNT_BITS)
 ONE_BELOW = np.uint64(1)
 ONE_EQUAL = np.uint64(1 << COUNT_BITS)
@@ -37,18 +37,8 @@ ONE_ABOVE = np.uint64(1 << (2 * COUNT_BITS))
 
 
 @cuda.jit(device=True, inline=True)
-def side_of(v, pivot):
-    """0 below the pivot, 1 equal, 2 above."""
-    if v < pivot:
-        return 0
-    if v == pivot:
-        return 1
-    return 2
-
-
-@cuda.jit(device=True, inline=True)
 def packed_one(v, pivot):
-    """One key's packed count: 1 in the field of its side."""
+    """One key's packed count: 1 in the field of its side (below, equal, above the pivot)."""
     if v < pivot:
         return ONE_BELOW
     if v == pivot:
@@ -57,8 +47,9 @@ def packed_one(v, pivot):
 
 
 @cuda.jit
-def qs_pivot(keys, segs, pivots):
-    """Block b: the median of 63 evenly spaced keys of segment b (start, length in segs)."""
+def qs_pivot(keys, segs, state):
+    """Block b, for segment b (start, length in segs): state[3b:3b + 3] = its lower cursor, its
+    upper cursor (its two ends) and its pivot, the median of 63 evenly spaced keys."""
     sample = cuda.shared.array(SAMPLES, uint32)
     b = cuda.blockIdx.x
     t = cuda.threadIdx.x
@@ -75,44 +66,27 @@ def qs_pivot(keys, segs, pivots):
             if w < v or (w == v and i < t):
                 rank += 1
         if rank == SAMPLES // 2:
-            pivots[b] = v
+            state[3 * b] = start
+            state[3 * b + 1] = start + length
+            state[3 * b + 2] = v
 
 
 @cuda.jit
-def qs_count(keys, table, pivots, counts):
-    """Block b: how many keys of chunk b (first key, keys, segment in table) fall on each side."""
-    local = cuda.shared.array(3, uint32)
-    b = cuda.blockIdx.x
-    t = cuda.threadIdx.x
-    if t < 3:
-        local[t] = 0
-    cuda.syncthreads()
-    start = int64(table[3 * b])
-    n = int64(table[3 * b + 1])
-    pivot = pivots[table[3 * b + 2]]
-    packed = uint64(0)
-    for k in range(t, n, QS_THREADS):
-        packed += packed_one(keys[start + k], pivot)
-    cuda.atomic.add(local, 0, uint32(packed & MASK))
-    cuda.atomic.add(local, 1, uint32((packed >> SHIFT_EQUAL) & MASK))
-    cuda.atomic.add(local, 2, uint32(packed >> SHIFT_ABOVE))
-    cuda.syncthreads()
-    if t < 3:
-        counts[3 * b + t] = local[t]
-
-
-@cuda.jit
-def qs_scatter(src, table, pivots, offsets, dst):
-    """Block b: chunk b partitioned in shared memory, its three runs written at its offsets."""
+def qs_partition(src, table, state, dst):
+    """Block b: chunk b (first key, keys, segment in table) partitioned in shared memory, its
+    keys below the pivot written at the segment's lower cursor, those above under its upper
+    cursor, each cursor moved past them; keys equal to the pivot are not written."""
     chunk = cuda.shared.array(CHUNK, uint32)
     staged = cuda.shared.array(CHUNK, uint32)
     before = cuda.shared.array(QS_THREADS, uint64)
     groups = cuda.shared.array(GROUP_SUMS, uint64)
+    runs = cuda.shared.array(2, int64)
     b = cuda.blockIdx.x
     t = cuda.threadIdx.x
     start = int64(table[3 * b])
     n = int64(table[3 * b + 1])
-    pivot = pivots[table[3 * b + 2]]
+    seg = int64(table[3 * b + 2])
+    pivot = state[3 * seg + 2]
     packed = uint64(0)
     for k in range(t, n, QS_THREADS):
         v = src[start + k]
@@ -121,7 +95,7 @@ def qs_scatter(src, table, pivots, offsets, dst):
     before[t] = packed
     cuda.syncthreads()
     # An exclusive scan of the packed counts: each group of 16 threads by one thread, then the
-    # groups' sums by thread 0.
+    # groups' sums by thread 0, which also claims the chunk's room from the cursors.
     if t < SCAN_GROUPS:
         run = uint64(0)
         for i in range(t * SCAN_GROUP, (t + 1) * SCAN_GROUP):
@@ -137,41 +111,44 @@ def qs_scatter(src, table, pivots, offsets, dst):
             groups[g] = run
             run += c
         groups[SCAN_GROUPS] = run
+        below_n = uint32(run & MASK)
+        above_n = uint32(run >> SHIFT_ABOVE)
+        runs[0] = int64(cuda.atomic.add(state, 3 * seg, below_n))
+        runs[1] = int64(cuda.atomic.sub(state, 3 * seg + 1, above_n)) - int64(above_n)
     cuda.syncthreads()
     mine = groups[t // SCAN_GROUP] + before[t]
     total = groups[SCAN_GROUPS]
     below = int64(total & MASK)
-    equal = int64((total >> SHIFT_EQUAL) & MASK)
-    at = cuda.local.array(3, int64)
-    at[0] = int64(mine & MASK)
-    at[1] = below + int64((mine >> SHIFT_EQUAL) & MASK)
-    at[2] = below + equal + int64(mine >> SHIFT_ABOVE)
+    kept = below + int64(total >> SHIFT_ABOVE)
+    at_below = int64(mine & MASK)
+    at_above = below + int64(mine >> SHIFT_ABOVE)
     for k in range(t, n, QS_THREADS):
         v = chunk[k]
-        side = side_of(v, pivot)
-        staged[at[side]] = v
-        at[side] += 1
+        if v < pivot:
+            staged[at_below] = v
+            at_below += 1
+        elif v > pivot:
+            staged[at_above] = v
+            at_above += 1
     cuda.syncthreads()
-    o_below = int64(offsets[3 * b])
-    o_equal = int64(offsets[3 * b + 1]) - below
-    o_above = int64(offsets[3 * b + 2]) - below - equal
-    for k in range(t, n, QS_THREADS):
+    o_below = runs[0]
+    o_above = runs[1] - below
+    for k in range(t, kept, QS_THREADS):
         if k < below:
             dst[o_below + k] = staged[k]
-        elif k < below + equal:
-            dst[o_equal + k] = staged[k]
         else:
             dst[o_above + k] = staged[k]
 
 
 @cuda.jit
-def qs_copy_back(src, table, dst):
-    """Block b: the run of table row b (first key, keys) copied from src to dst."""
+def qs_fill(keys, table):
+    """Block b: table[3b + 2] written to the keys of table row b (first key, keys)."""
     b = cuda.blockIdx.x
     start = int64(table[3 * b])
     n = int64(table[3 * b + 1])
+    value = table[3 * b + 2]
     for k in range(cuda.threadIdx.x, n, QS_THREADS):
-        dst[start + k] = src[start + k]
+        keys[start + k] = value
 
 
 @cuda.jit
@@ -217,56 +194,42 @@ def qs_sort_small(keys, scratch, table):
 
 @numba.njit
 def chunk_table(runs):
-    """The rows (first key, keys, run) of the chunks of CHUNK keys of runs (start, length)."""
+    """The rows (first key, keys, tag) of the chunks of CHUNK keys of runs (start, length, tag)."""
     rows = 0
-    for i in range(runs.size // 2):
-        rows += (int64(runs[2 * i + 1]) + CHUNK - 1) // CHUNK
+    for i in range(runs.size // 3):
+        rows += (int64(runs[3 * i + 1]) + CHUNK - 1) // CHUNK
     table = np.empty(3 * rows, np.uint32)
     r = 0
-    for i in range(runs.size // 2):
-        first = int64(runs[2 * i])
-        end = first + int64(runs[2 * i + 1])
+    for i in range(runs.size // 3):
+        first = int64(runs[3 * i])
+        end = first + int64(runs[3 * i + 1])
         while first < end:
             table[3 * r] = first
             table[3 * r + 1] = min(CHUNK, end - first)
-            table[3 * r + 2] = i
+            table[3 * r + 2] = runs[3 * i + 2]
             r += 1
             first += CHUNK
     return table
 
 
 @numba.njit
-def split(segs, counts, to_scratch):
-    """After a pass's counts: each chunk's three output offsets, and what the pass leaves: the
-    segments still to partition (start, length), the small ones (start, length, in scratch?) and
-    the runs equal to a pivot that land in scratch (start, length)."""
+def split(segs, state, to_scratch):
+    """After a pass, from its segments (start, length) and their cursors and pivots: the
+    segments still to partition (start, length), the small ones (start, length, in scratch?)
+    and the runs equal to a pivot (start, length, pivot)."""
     nsegs = segs.size // 2
-    offsets = np.empty_like(counts)
     large = np.empty(4 * nsegs, np.uint32)
     small = np.empty(6 * nsegs, np.uint32)
-    equal = np.empty(2 * nsegs, np.uint32)
+    equal = np.empty(3 * nsegs, np.uint32)
     nl = ns = ne = 0
-    b = 0
     for i in range(nsegs):
-        s = int64(segs[2 * i])
-        length = int64(segs[2 * i + 1])
-        nb = (length + CHUNK - 1) // CHUNK
-        lt = int64(0)
-        eq = int64(0)
-        for j in range(b, b + nb):
-            lt += counts[3 * j]
-            eq += counts[3 * j + 1]
-        at_below, at_equal, at_above = s, s + lt, s + lt + eq
-        for j in range(b, b + nb):
-            offsets[3 * j] = at_below
-            offsets[3 * j + 1] = at_equal
-            offsets[3 * j + 2] = at_above
-            at_below += counts[3 * j]
-            at_equal += counts[3 * j + 1]
-            at_above += counts[3 * j + 2]
+        start = int64(segs[2 * i])
+        end = start + int64(segs[2 * i + 1])
+        lower = int64(state[3 * i])
+        upper = int64(state[3 * i + 1])
         for part in range(2):
-            first = s if part == 0 else s + lt + eq
-            n = lt if part == 0 else length - lt - eq
+            first = start if part == 0 else upper
+            n = lower - start if part == 0 else end - upper
             if n > SMALL:
                 large[nl] = first
                 large[nl + 1] = n
@@ -276,12 +239,12 @@ def split(segs, counts, to_scratch):
                 small[ns + 1] = n
                 small[ns + 2] = 1 if to_scratch else 0
                 ns += 3
-        if to_scratch and eq > 0:
-            equal[ne] = s + lt
-            equal[ne + 1] = eq
-            ne += 2
-        b += nb
-    return offsets, large[:nl], small[:ns], equal[:ne]
+        if upper > lower:
+            equal[ne] = lower
+            equal[ne + 1] = upper - lower
+            equal[ne + 2] = state[3 * i + 2]
+            ne += 3
+    return large[:nl], small[:ns], equal[:ne]
 
 
 class QuickSort:
@@ -315,24 +278,21 @@ class QuickSort:
         in_scratch = False  # where the segments still to partition lie
         while large.size:
             nsegs = large.size // 2
-            table = chunk_table(large)
-            blocks = table.size // 3
+            table = chunk_table(np.column_stack((large[0::2], large[1::2],
+                                                 np.arange(nsegs, dtype=np.uint32))).ravel())
             src, dst = (self.scratch, keys) if in_scratch else (keys, self.scratch)
             segs_d = self.upload("segs", large)
             table_d = self.upload("table", table)
-            pivots_d = self.buffer("pivots", nsegs)
-            counts_d = self.buffer("counts", 3 * blocks)
-            qs_pivot[nsegs, PIVOT_THREADS](src, segs_d, pivots_d)
-            qs_count[blocks, QS_THREADS](src, table_d, pivots_d, counts_d)
-            offsets, large, small, equal = split(large, counts_d.copy_to_host(), not in_scratch)
+            state_d = self.buffer("state", 3 * nsegs)
+            qs_pivot[nsegs, PIVOT_THREADS](src, segs_d, state_d)
+            qs_partition[table.size // 3, QS_THREADS](src, table_d, state_d, dst)
+            large, small, equal = split(large, state_d.copy_to_host(), not in_scratch)
             smalls.append(small)
             equals.append(equal)
-            qs_scatter[blocks, QS_THREADS](src, table_d, pivots_d, self.upload("offsets", offsets), dst)
             in_scratch = not in_scratch
         equal_table = chunk_table(np.concatenate(equals)) if equals else np.empty(0, np.uint32)
         if equal_table.size:
-            qs_copy_back[equal_table.size // 3, QS_THREADS](
-                self.scratch, self.upload("equal", equal_table), keys)
+            qs_fill[equal_table.size // 3, QS_THREADS](keys, self.upload("equal", equal_table))
         small_table = np.concatenate(smalls) if smalls else np.empty(0, np.uint32)
         if small_table.size:
             qs_sort_small[small_table.size // 3, QS_THREADS](

@@ -14,5 +14,5 @@ pub use add_list::{add, add_vectorized};
 pub use integrate::{integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};
 pub use matmul::{matmul_tiled, TPB};
 pub use overhead::empty3;
-pub use quicksort::{qs_copy_back, qs_count, qs_pivot, qs_scatter, qs_sort_small};
+pub use quicksort::{qs_fill, qs_partition, qs_pivot, qs_sort_small};
 pub use stencil::smooth;

@@ -1,19 +1,19 @@
 //! quicksort: a parallel quicksort of `u32` keys on the device.
 //!
 //! Each pass partitions every large segment at once, in parallel, around the segment's pivot:
-//! - one block per segment takes the median of a sample of its keys ([`qs_pivot`]);
-//! - blocks take chunks of [`CHUNK`] keys and count the keys below, equal to and above the
-//!   pivot ([`qs_count`]);
-//! - the host turns the counts into each chunk's output offsets;
-//! - each block partitions its chunk in shared memory and writes it out as three contiguous runs
-//!   ([`qs_scatter`]) into the other of two buffers: passes alternate between the keys and a
-//!   scratch array instead of copying back.
+//! - one block per segment takes the median of a sample of its keys and sets the segment's two
+//!   cursors to its ends ([`qs_pivot`]);
+//! - blocks take chunks of [`CHUNK`] keys, partition their chunk in shared memory, claim room
+//!   for its keys below and above the pivot with one atomic operation on each cursor, and write
+//!   them there as two contiguous runs ([`qs_partition`]) into the other of two buffers: passes
+//!   alternate between the keys and a scratch array instead of copying back. The keys equal to
+//!   the pivot are only counted: the room the cursors leave between them is theirs.
 //!
-//! Keys equal to the pivot are final; the two other parts become the next pass's segments.
-//! Segments of at most [`SMALL`] keys are finished in one block by a bitonic sort in shared
-//! memory ([`qs_sort_small`]), which also brings them back from the scratch array; the equal runs
-//! left there are copied back by [`qs_copy_back`]. Each kernel reads what its blocks do from a
-//! table of `u32`s written by the host, a few per block.
+//! The host reads the cursors back: the two parts become the next pass's segments, and the
+//! run between them is final. Segments of at most [`SMALL`] keys are finished in one block by a
+//! bitonic sort in shared memory ([`qs_sort_small`]), which also brings them back from the
+//! scratch array; the equal runs are written with their pivot by [`qs_fill`]. Each kernel reads
+//! what its blocks do from a table of `u32`s written by the host, a few per block.
 
 use kernel_runtime::prelude::*;
 
@@ -23,7 +23,7 @@ pub const SMALL: usize = 1024;
 pub const QS_THREADS: usize = 256;
 /// Keys each partitioning block takes from its segment.
 pub const CHUNK: usize = QS_THREADS * 16;
-/// Threads whose counts one thread adds up in [`qs_scatter`]'s block-wide scan.
+/// Threads whose counts one thread adds up in [`qs_partition`]'s block-wide scan.
 const SCAN_GROUP: usize = 16;
 /// Groups of that scan.
 const SCAN_GROUPS: usize = QS_THREADS / SCAN_GROUP;
@@ -36,11 +36,12 @@ pub const SAMPLES: usize = 63;
 /// Threads per block of [`qs_pivot`].
 pub const PIVOT_THREADS: usize = 64;
 
-/// Per block `b`: `pivots[b]` = the pivot of the segment `segments[2b]`, `segments[2b + 1]`
-/// (start, length): the median of [`SAMPLES`] keys spread evenly over it, first and last
-/// included. Launch [`PIVOT_THREADS`] threads per block.
+/// Per block `b`, for the segment `segments[2b]`, `segments[2b + 1]` (start, length): its
+/// pivot, the median of [`SAMPLES`] keys spread evenly over it, first and last included, and
+/// its two cursors: `state[3b..3b + 3]` = start, end, pivot. Launch [`PIVOT_THREADS`] threads
+/// per block.
 #[kernel]
-pub fn qs_pivot(keys: &[u32], segments: &[u32], pivots: &mut [u32]) {
+pub fn qs_pivot(keys: &[u32], segments: &[u32], state: &mut [u32]) {
     let mut sample = shared_array![u32; SAMPLES];
     let b = block_idx().x as usize;
     let t = thread_idx().x as usize;
@@ -60,7 +61,9 @@ pub fn qs_pivot(keys: &[u32], segments: &[u32], pivots: &mut [u32]) {
             }
         }
         if rank == SAMPLES / 2 {
-            pivots[b] = v;
+            state[3 * b] = start as u32;
+            state[3 * b + 1] = (start + len) as u32;
+            state[3 * b + 2] = v;
         }
     }
 }
@@ -84,47 +87,23 @@ fn part(packed: u64, side: u64) -> u64 {
 }
 
 /// Per block `b`, for the chunk `table[3b]`, `table[3b + 1]` (first key, keys) of the segment
-/// `table[3b + 2]`: `counts[3b..3b + 3]` = its keys below, equal to and above the segment's
-/// pivot, `pivots[table[3b + 2]]`.
+/// `s = table[3b + 2]` of `src`: partitions the chunk in shared memory around the segment's
+/// pivot `state[3s + 2]`, and writes its keys below the pivot at the segment's lower cursor
+/// `state[3s]`, its keys above it just under the upper cursor `state[3s + 1]`, each as one
+/// contiguous, coalesced run of `dst`, moving the cursors past them. Keys equal to the pivot
+/// are not written. Launch [`QS_THREADS`] threads per block.
 #[kernel]
-pub fn qs_count(keys: &[u32], table: &[u32], pivots: &[u32], counts: &mut [u32]) {
-    let mut local = shared_array![u32; 3];
-    let b = block_idx().x as usize;
-    let t = thread_idx().x as usize;
-    if t < 3 {
-        local[t] = 0;
-    }
-    sync_threads();
-    let (from, n) = (table[3 * b] as usize, table[3 * b + 1] as usize);
-    let pivot = pivots[table[3 * b + 2] as usize];
-    let mut packed = 0u64;
-    let mut k = t;
-    while k < n {
-        packed += 1 << (COUNT_BITS * side(keys[from + k], pivot));
-        k += QS_THREADS;
-    }
-    atomic_add(&local, 0, part(packed, 0) as u32);
-    atomic_add(&local, 1, part(packed, 1) as u32);
-    atomic_add(&local, 2, part(packed, 2) as u32);
-    sync_threads();
-    if t < 3 {
-        counts[3 * b + t] = local[t];
-    }
-}
-
-/// Per block `b` (a chunk, as in [`qs_count`]): partitions the chunk of `src` in shared memory
-/// and writes its keys below, equal to and above the pivot to `dst` from the absolute positions
-/// `offsets[3b..3b + 3]`, each part as one contiguous, coalesced run.
-#[kernel]
-pub fn qs_scatter(src: &[u32], table: &[u32], pivots: &[u32], offsets: &[u32], dst: &mut [u32]) {
+pub fn qs_partition(src: &[u32], table: &[u32], state: &mut [u32], dst: &mut [u32]) {
     let mut chunk = shared_array![u32; CHUNK];
     let mut staged = shared_array![u32; CHUNK];
     let mut before = shared_array![u64; QS_THREADS];
     let mut groups = shared_array![u64; SCAN_GROUPS + 1];
+    let mut runs = shared_array![u32; 2];
     let b = block_idx().x as usize;
     let t = thread_idx().x as usize;
     let (from, n) = (table[3 * b] as usize, table[3 * b + 1] as usize);
-    let pivot = pivots[table[3 * b + 2] as usize];
+    let segment = table[3 * b + 2] as usize;
+    let pivot = state[3 * segment + 2];
 
     // The chunk, read coalesced into shared memory, and each thread's three counts of the keys
     // it read, packed in one word.
@@ -159,17 +138,21 @@ pub fn qs_scatter(src: &[u32], table: &[u32], pivots: &[u32], offsets: &[u32], d
             sum += c;
         }
         groups[SCAN_GROUPS] = sum;
+        // The chunk's room in its segment: its below-keys from the lower cursor up, its
+        // above-keys under the upper cursor.
+        let (below, above) = (part(sum, 0) as u32, part(sum, 2) as u32);
+        runs[0] = atomic_add(&state, 3 * segment, below);
+        runs[1] = atomic_sub(&state, 3 * segment + 1, above) - above;
     }
     sync_threads();
     let mine = groups[t / SCAN_GROUP] + before[t];
     let total = groups[SCAN_GROUPS];
     let below = part(total, 0) as usize;
-    let equal = part(total, 1) as usize;
+    let kept = below + part(total, 2) as usize;
 
-    // The chunk partitioned in shared memory: below, equal, above.
+    // The chunk partitioned in shared memory: below, then above.
     let mut at_below = part(mine, 0) as usize;
-    let mut at_equal = below + part(mine, 1) as usize;
-    let mut at_above = below + equal + part(mine, 2) as usize;
+    let mut at_above = below + part(mine, 2) as usize;
     let mut k = t;
     while k < n {
         let key = chunk[k];
@@ -177,10 +160,7 @@ pub fn qs_scatter(src: &[u32], table: &[u32], pivots: &[u32], offsets: &[u32], d
         if s == 0 {
             staged[at_below] = key;
             at_below += 1;
-        } else if s == 1 {
-            staged[at_equal] = key;
-            at_equal += 1;
-        } else {
+        } else if s == 2 {
             staged[at_above] = key;
             at_above += 1;
         }
@@ -188,34 +168,27 @@ pub fn qs_scatter(src: &[u32], table: &[u32], pivots: &[u32], offsets: &[u32], d
     }
     sync_threads();
 
-    let (o_below, o_equal, o_above) = (
-        offsets[3 * b] as usize,
-        offsets[3 * b + 1] as usize,
-        offsets[3 * b + 2] as usize,
-    );
+    let (o_below, o_above) = (runs[0] as usize, runs[1] as usize - below);
     let mut k = t;
-    while k < n {
-        let p = if k < below {
-            o_below + k
-        } else if k < below + equal {
-            o_equal + (k - below)
-        } else {
-            o_above + (k - below - equal)
-        };
-        dst[p] = staged[k];
+    while k < kept {
+        dst[if k < below { o_below + k } else { o_above + k }] = staged[k];
         k += QS_THREADS;
     }
 }
 
-/// Per block `b`: copies the chunk `table[3b]`, `table[3b + 1]` (first key, keys; at most
-/// [`CHUNK`]) from `from` to `to`.
+/// Per block `b`: writes `table[3b + 2]` to the keys `table[3b]`, `table[3b + 1]` (first key,
+/// keys; at most [`CHUNK`]) of `keys`. Launch [`QS_THREADS`] threads per block.
 #[kernel]
-pub fn qs_copy_back(from: &[u32], table: &[u32], to: &mut [u32]) {
+pub fn qs_fill(keys: &mut [u32], table: &[u32]) {
     let b = block_idx().x as usize;
-    let (first, n) = (table[3 * b] as usize, table[3 * b + 1] as usize);
+    let (first, n, value) = (
+        table[3 * b] as usize,
+        table[3 * b + 1] as usize,
+        table[3 * b + 2],
+    );
     let mut k = first + thread_idx().x as usize;
     while k < first + n {
-        to[k] = from[k];
+        keys[k] = value;
         k += QS_THREADS;
     }
 }
@@ -301,9 +274,8 @@ struct Plan {
     /// Segments of at most [`SMALL`] keys that need sorting or bringing back from the scratch
     /// array: [`qs_sort_small`]'s table.
     small: Vec<u32>,
-    /// Chunks of the runs of keys equal to their pivot left in the scratch array:
-    /// [`qs_copy_back`]'s table.
-    equal_in_scratch: Vec<u32>,
+    /// Chunks of the runs of keys equal to their pivot, with the pivot: [`qs_fill`]'s table.
+    equal: Vec<u32>,
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -317,21 +289,14 @@ impl Plan {
                 .extend([start, len, u32::from(at == Buffer::Scratch)]);
         }
     }
-
-    /// Files the keys equal to the pivot, `start`, `len`, that now lie in `at`.
-    fn equal(&mut self, start: u32, len: u32, at: Buffer) {
-        if at == Buffer::Scratch {
-            push_chunks(&mut self.equal_in_scratch, start, len, 0);
-        }
-    }
 }
 
-/// Appends one `(first key, keys, segment)` triple per [`CHUNK`] of the segment `start`, `len`.
+/// Appends one `(first key, keys, tag)` triple per [`CHUNK`] of the run `start`, `len`.
 #[cfg(not(target_arch = "nvptx64"))]
-fn push_chunks(table: &mut Vec<u32>, start: u32, len: u32, segment: u32) {
+fn push_chunks(table: &mut Vec<u32>, start: u32, len: u32, tag: u32) {
     let chunk = CHUNK as u32;
     for from in (start..start + len).step_by(CHUNK) {
-        table.extend([from, chunk.min(start + len - from), segment]);
+        table.extend([from, chunk.min(start + len - from), tag]);
     }
 }
 
@@ -361,60 +326,35 @@ pub fn sort(keys: &mut kernel_runtime::DeviceArray1<u32>) -> Result<usize, kerne
         let blocks = chunks.len() / 3;
         let large_d = dev.to_device(&large)?;
         let chunks_d = dev.to_device(&chunks)?;
-        let mut pivots = dev.empty::<u32, _>(segments)?;
-        let mut counts = dev.empty::<u32, _>(3 * blocks)?;
+        let mut state = dev.empty::<u32, _>(3 * segments)?;
         match at {
             Buffer::Keys => {
-                qs_pivot.launch(segments, PIVOT_THREADS, (&*keys, &large_d, &mut pivots))?;
-                let args = (&*keys, &chunks_d, &pivots, &mut counts);
-                qs_count.launch(blocks, QS_THREADS, args)?;
+                qs_pivot.launch(segments, PIVOT_THREADS, (&*keys, &large_d, &mut state))?;
+                let args = (&*keys, &chunks_d, &mut state, &mut scratch);
+                qs_partition.launch(blocks, QS_THREADS, args)?;
             }
             Buffer::Scratch => {
-                qs_pivot.launch(segments, PIVOT_THREADS, (&scratch, &large_d, &mut pivots))?;
-                let args = (&scratch, &chunks_d, &pivots, &mut counts);
-                qs_count.launch(blocks, QS_THREADS, args)?;
+                qs_pivot.launch(segments, PIVOT_THREADS, (&scratch, &large_d, &mut state))?;
+                let args = (&scratch, &chunks_d, &mut state, &mut *keys);
+                qs_partition.launch(blocks, QS_THREADS, args)?;
             }
         }
-        let counts = counts.to_vec()?;
-        // The partition goes to the other buffer: there, within a segment, the below-keys of
-        // all its chunks come first, then the equal ones, then those above.
+        // Each segment is now, in the other buffer, its keys below the pivot up to the lower
+        // cursor, then room for those equal to it, then those above from the upper cursor.
+        let state = state.to_vec()?;
         let to = at.other();
-        let mut offsets = vec![0u32; 3 * blocks];
-        let mut b = 0;
-        for seg in large.chunks_exact(2) {
-            let (s, l) = (seg[0], seg[1]);
-            let nb = (l as usize).div_ceil(CHUNK);
-            let total = |side: usize| -> u32 { (b..b + nb).map(|i| counts[3 * i + side]).sum() };
-            let (lt, eq) = (total(0), total(1));
-            let mut cursor = [s, s + lt, s + lt + eq];
-            for i in b..b + nb {
-                for side in 0..3 {
-                    offsets[3 * i + side] = cursor[side];
-                    cursor[side] += counts[3 * i + side];
-                }
-            }
-            plan.segment(s, lt, to);
-            plan.equal(s + lt, eq, to);
-            plan.segment(s + lt + eq, l - lt - eq, to);
-            b += nb;
-        }
-        let offsets_d = dev.to_device(&offsets)?;
-        match at {
-            Buffer::Keys => {
-                let args = (&*keys, &chunks_d, &pivots, &offsets_d, &mut scratch);
-                qs_scatter.launch(blocks, QS_THREADS, args)?;
-            }
-            Buffer::Scratch => {
-                let args = (&scratch, &chunks_d, &pivots, &offsets_d, &mut *keys);
-                qs_scatter.launch(blocks, QS_THREADS, args)?;
-            }
+        for (seg, cursors) in large.chunks_exact(2).zip(state.chunks_exact(3)) {
+            let (start, end) = (seg[0], seg[0] + seg[1]);
+            let (lower, upper, pivot) = (cursors[0], cursors[1], cursors[2]);
+            plan.segment(start, lower - start, to);
+            push_chunks(&mut plan.equal, lower, upper - lower, pivot);
+            plan.segment(upper, end - upper, to);
         }
         at = to;
     }
-    if !plan.equal_in_scratch.is_empty() {
-        let table_d = dev.to_device(&plan.equal_in_scratch)?;
-        let blocks = plan.equal_in_scratch.len() / 3;
-        qs_copy_back.launch(blocks, QS_THREADS, (&scratch, &table_d, &mut *keys))?;
+    if !plan.equal.is_empty() {
+        let table_d = dev.to_device(&plan.equal)?;
+        qs_fill.launch(plan.equal.len() / 3, QS_THREADS, (&mut *keys, &table_d))?;
     }
     if !plan.small.is_empty() {
         let table_d = dev.to_device(&plan.small)?;

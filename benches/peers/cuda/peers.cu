@@ -136,9 +136,12 @@ static T* dev_alloc(size_t n) {
 }
 
 // quicksort: each pass partitions every segment longer than SMALL around the median of a
-// 63-key sample (one block per segment), by chunks of CHUNK keys that are counted, then
-// partitioned in shared memory and written to the other buffer as three runs; segments of at most
-// SMALL keys are finished by a bitonic sort in shared memory. As gpu-kernels/src/quicksort.rs.
+// 63-key sample (one block per segment, which also sets the segment's two cursors to its ends),
+// by chunks of CHUNK keys that are partitioned in shared memory and written to the other buffer:
+// the keys below the pivot at the lower cursor, those above under the upper one, each cursor
+// moved by one atomic per chunk. Keys equal to the pivot are only counted: the room between the
+// cursors is theirs, filled at the end. Segments of at most SMALL keys are finished by a bitonic
+// sort in shared memory. As gpu-kernels/src/quicksort.rs.
 constexpr unsigned QS_THREADS = 256;
 constexpr unsigned CHUNK = QS_THREADS * 16;
 constexpr unsigned SMALL = 1024;
@@ -153,7 +156,8 @@ __device__ __forceinline__ unsigned side_of(unsigned v, unsigned pivot) {
     return v < pivot ? 0 : v == pivot ? 1 : 2;
 }
 
-__global__ void qs_pivot(const unsigned* keys, const unsigned* segs, unsigned* pivots) {
+// state[3b..3b+3] = the lower cursor, the upper cursor and the pivot of segment b.
+__global__ void qs_pivot(const unsigned* keys, const unsigned* segs, unsigned* state) {
     __shared__ unsigned sample[SAMPLES];
     unsigned b = blockIdx.x, t = threadIdx.x;
     size_t start = segs[2 * b], len = segs[2 * b + 1];
@@ -162,34 +166,21 @@ __global__ void qs_pivot(const unsigned* keys, const unsigned* segs, unsigned* p
     if (t < SAMPLES) {
         unsigned v = sample[t], rank = 0;
         for (unsigned i = 0; i < SAMPLES; ++i) rank += sample[i] < v || (sample[i] == v && i < t);
-        if (rank == SAMPLES / 2) pivots[b] = v;
+        if (rank == SAMPLES / 2) {
+            state[3 * b] = (unsigned)start;
+            state[3 * b + 1] = (unsigned)(start + len);
+            state[3 * b + 2] = v;
+        }
     }
 }
 
-__global__ void qs_count(const unsigned* keys, const unsigned* table, const unsigned* pivots,
-                         unsigned* counts) {
-    __shared__ unsigned local[3];
-    unsigned b = blockIdx.x, t = threadIdx.x;
-    if (t < 3) local[t] = 0;
-    __syncthreads();
-    size_t from = table[3 * b];
-    unsigned n = table[3 * b + 1], pivot = pivots[table[3 * b + 2]];
-    unsigned long long packed = 0;
-    for (unsigned k = t; k < n; k += QS_THREADS) packed += 1ull << (COUNT_BITS * side_of(keys[from + k], pivot));
-    atomicAdd(&local[0], (unsigned)(packed & COUNT_MASK));
-    atomicAdd(&local[1], (unsigned)((packed >> COUNT_BITS) & COUNT_MASK));
-    atomicAdd(&local[2], (unsigned)(packed >> (2 * COUNT_BITS)));
-    __syncthreads();
-    if (t < 3) counts[3 * b + t] = local[t];
-}
-
-__global__ void qs_scatter(const unsigned* src, const unsigned* table, const unsigned* pivots,
-                           const unsigned* offsets, unsigned* dst) {
+__global__ void qs_partition(const unsigned* src, const unsigned* table, unsigned* state, unsigned* dst) {
     __shared__ unsigned chunk[CHUNK], staged[CHUNK];
     __shared__ unsigned long long before[QS_THREADS], groups[SCAN_GROUPS + 1];
+    __shared__ unsigned runs[2];
     unsigned b = blockIdx.x, t = threadIdx.x;
     size_t from = table[3 * b];
-    unsigned n = table[3 * b + 1], pivot = pivots[table[3 * b + 2]];
+    unsigned n = table[3 * b + 1], seg = table[3 * b + 2], pivot = state[3 * seg + 2];
     unsigned long long packed = 0;
     for (unsigned k = t; k < n; k += QS_THREADS) {
         unsigned v = src[from + k];
@@ -216,26 +207,30 @@ __global__ void qs_scatter(const unsigned* src, const unsigned* table, const uns
             sum += c;
         }
         groups[SCAN_GROUPS] = sum;
+        unsigned below = (unsigned)(sum & COUNT_MASK), above = (unsigned)(sum >> (2 * COUNT_BITS));
+        runs[0] = atomicAdd(&state[3 * seg], below);
+        runs[1] = atomicSub(&state[3 * seg + 1], above) - above;
     }
     __syncthreads();
     unsigned long long mine = groups[t / SCAN_GROUP] + before[t], total = groups[SCAN_GROUPS];
-    unsigned below = (unsigned)(total & COUNT_MASK), equal = (unsigned)((total >> COUNT_BITS) & COUNT_MASK);
-    unsigned at[3] = {(unsigned)(mine & COUNT_MASK), below + (unsigned)((mine >> COUNT_BITS) & COUNT_MASK),
-                      below + equal + (unsigned)(mine >> (2 * COUNT_BITS))};
+    unsigned below = (unsigned)(total & COUNT_MASK), kept = below + (unsigned)(total >> (2 * COUNT_BITS));
+    unsigned at_below = (unsigned)(mine & COUNT_MASK), at_above = below + (unsigned)(mine >> (2 * COUNT_BITS));
     for (unsigned k = t; k < n; k += QS_THREADS) {
         unsigned v = chunk[k];
-        staged[at[side_of(v, pivot)]++] = v;
+        unsigned s = side_of(v, pivot);
+        if (s == 0) staged[at_below++] = v;
+        else if (s == 2) staged[at_above++] = v;
     }
     __syncthreads();
-    size_t o0 = offsets[3 * b], o1 = offsets[3 * b + 1], o2 = offsets[3 * b + 2];
-    for (unsigned k = t; k < n; k += QS_THREADS)
-        dst[k < below ? o0 + k : k < below + equal ? o1 + (k - below) : o2 + (k - below - equal)] = staged[k];
+    size_t o_below = runs[0], o_above = (size_t)runs[1] - below;
+    for (unsigned k = t; k < kept; k += QS_THREADS) dst[k < below ? o_below + k : o_above + k] = staged[k];
 }
 
-__global__ void qs_copy_back(const unsigned* from, const unsigned* table, unsigned* to) {
+// Block b: table[3b + 2] written to the keys table[3b], table[3b + 1] (first key, keys).
+__global__ void qs_fill(unsigned* keys, const unsigned* table) {
     size_t first = table[3 * blockIdx.x];
-    unsigned n = table[3 * blockIdx.x + 1];
-    for (unsigned k = threadIdx.x; k < n; k += QS_THREADS) to[first + k] = from[first + k];
+    unsigned n = table[3 * blockIdx.x + 1], value = table[3 * blockIdx.x + 2];
+    for (unsigned k = threadIdx.x; k < n; k += QS_THREADS) keys[first + k] = value;
 }
 
 __global__ void qs_sort_small(unsigned* keys, const unsigned* scratch, const unsigned* table) {
@@ -290,17 +285,17 @@ struct DevBuf {
 // The host's side of the quicksort, with its device buffers kept from sort to sort.
 struct QuickSort {
     size_t n;
-    DevBuf scratch, segs, table, pivots, counts, offsets, small, equal;
+    DevBuf scratch, segs, table, state, small, equal;
 
     explicit QuickSort(size_t n) : n(n) { scratch.get(n); }
 
-    static void chunks(std::vector<unsigned>& t, unsigned start, unsigned len, unsigned seg) {
+    static void chunks(std::vector<unsigned>& t, unsigned start, unsigned len, unsigned tag) {
         for (unsigned from = start; from < start + len; from += CHUNK)
-            t.insert(t.end(), {from, std::min(CHUNK, start + len - from), seg});
+            t.insert(t.end(), {from, std::min(CHUNK, start + len - from), tag});
     }
 
     void sort(unsigned* keys) {
-        std::vector<unsigned> large, small_t, equal_t, tab, counts_h, offs;
+        std::vector<unsigned> large, small_t, equal_t, tab, state_h;
         bool in_scratch = false;  // where the segments still to partition lie
         auto segment = [&](unsigned start, unsigned len, bool at_scratch) {
             if (len > SMALL) large.insert(large.end(), {start, len});
@@ -316,32 +311,21 @@ struct QuickSort {
             unsigned blocks = (unsigned)tab.size() / 3;
             const unsigned* src = in_scratch ? scratch.p : keys;
             unsigned* dst = in_scratch ? keys : scratch.p;
-            unsigned *segs_d = segs.upload(segs_h), *table_d = table.upload(tab);
-            unsigned *pivots_d = pivots.get(nsegs), *counts_d = counts.get(3 * blocks);
-            qs_pivot<<<nsegs, PIVOT_THREADS>>>(src, segs_d, pivots_d);
-            qs_count<<<blocks, QS_THREADS>>>(src, table_d, pivots_d, counts_d);
-            counts_h.resize(3 * blocks);
-            CHECK(cudaMemcpy(counts_h.data(), counts_d, 12 * (size_t)blocks, cudaMemcpyDeviceToHost));
-            offs.assign(3 * blocks, 0);
-            unsigned b = 0;
+            unsigned *segs_d = segs.upload(segs_h), *table_d = table.upload(tab), *state_d = state.get(3 * nsegs);
+            qs_pivot<<<nsegs, PIVOT_THREADS>>>(src, segs_d, state_d);
+            qs_partition<<<blocks, QS_THREADS>>>(src, table_d, state_d, dst);
+            state_h.resize(3 * nsegs);
+            CHECK(cudaMemcpy(state_h.data(), state_d, 12 * (size_t)nsegs, cudaMemcpyDeviceToHost));
             for (unsigned i = 0; i < nsegs; ++i) {
-                unsigned s = segs_h[2 * i], l = segs_h[2 * i + 1], nb = (l + CHUNK - 1) / CHUNK;
-                unsigned lt = 0, eq = 0;
-                for (unsigned j = b; j < b + nb; ++j) lt += counts_h[3 * j], eq += counts_h[3 * j + 1];
-                unsigned cur[3] = {s, s + lt, s + lt + eq};
-                for (unsigned j = b; j < b + nb; ++j)
-                    for (int k = 0; k < 3; ++k) offs[3 * j + k] = cur[k], cur[k] += counts_h[3 * j + k];
-                segment(s, lt, !in_scratch);
-                if (!in_scratch) chunks(equal_t, s + lt, eq, 0);
-                segment(s + lt + eq, l - lt - eq, !in_scratch);
-                b += nb;
+                unsigned start = segs_h[2 * i], end = start + segs_h[2 * i + 1];
+                unsigned lower = state_h[3 * i], upper = state_h[3 * i + 1];
+                segment(start, lower - start, !in_scratch);
+                chunks(equal_t, lower, upper - lower, state_h[3 * i + 2]);
+                segment(upper, end - upper, !in_scratch);
             }
-            qs_scatter<<<blocks, QS_THREADS>>>(src, table_d, pivots_d, offsets.upload(offs), dst);
             in_scratch = !in_scratch;
         }
-        if (!equal_t.empty()) {
-            qs_copy_back<<<(unsigned)equal_t.size() / 3, QS_THREADS>>>(scratch.p, equal.upload(equal_t), keys);
-        }
+        if (!equal_t.empty()) qs_fill<<<(unsigned)equal_t.size() / 3, QS_THREADS>>>(keys, equal.upload(equal_t));
         if (!small_t.empty()) {
             qs_sort_small<<<(unsigned)small_t.size() / 3, QS_THREADS>>>(keys, scratch.p, small.upload(small_t));
         }
