@@ -61,12 +61,22 @@ impl<T: DeviceCopy, D: Rank> Drop for DeviceArray<T, D> {
 /// `len` zero elements in host memory.
 fn zeroed_vec<T: DeviceCopy>(len: usize) -> Vec<T> {
     // SAFETY: `DeviceCopy` types are valid as all-zero bits (the trait's contract).
+    unsafe { filled_vec(len, 0) }
+}
+
+/// `len` elements in host memory, each byte `byte`.
+///
+/// # Safety
+/// `T` must be valid with every byte `byte`.
+unsafe fn filled_vec<T>(len: usize, byte: u8) -> Vec<T> {
+    let mut v = Vec::<T>::with_capacity(len);
+    // SAFETY: the `len` elements lie in the buffer just allocated, and are values of `T` once
+    // written (the caller's contract).
     unsafe {
-        let mut v = Vec::<T>::with_capacity(len);
-        std::ptr::write_bytes(v.as_mut_ptr(), 0, len);
+        std::ptr::write_bytes(v.as_mut_ptr(), byte, len);
         v.set_len(len);
-        v
     }
+    v
 }
 
 impl<T: DeviceCopy + std::fmt::Debug, D: Rank> std::fmt::Debug for DeviceArray<T, D> {
@@ -94,13 +104,17 @@ fn checked_len(shape: &[usize], elem: usize) -> Result<usize, Error> {
 impl<T: AnyBitPattern, D: Rank> DeviceArray<T, D> {
     /// An array of `dim` on `device` whose memory a GPU does not clear; see [`Device::empty`].
     pub(crate) fn empty(device: &Device, dim: D) -> Result<Self, Error> {
-        let mut array = Self::alloc(device, dim, false)?;
-        if let (Storage::Host(v), true) = (&mut array.data, device.is_checked()) {
-            // SAFETY: all-one bits are a value of `T` (the `AnyBitPattern` contract), and the
-            // `v.len()` elements lie in `v`'s buffer.
-            unsafe { std::ptr::write_bytes(v.as_mut_ptr(), 0xFF, v.len()) };
+        if !device.is_checked() {
+            return Self::alloc(device, dim, false);
         }
-        Ok(array)
+        // Checked mode (host memory): all-one bits, so that reads of what no kernel wrote show.
+        let len = checked_len(dim.slice(), std::mem::size_of::<T>())?;
+        Ok(DeviceArray {
+            device: device.clone(),
+            dim,
+            // SAFETY: all-one bits are a value of `T` (the `AnyBitPattern` contract).
+            data: Storage::Host(unsafe { filled_vec(len, 0xFF) }),
+        })
     }
 }
 
