@@ -127,6 +127,7 @@ fn run(args: Args) -> Result {
     bench_smooth(&dev, reps, pick(10_000, 1_000))?.print();
     bench_integrate2d(&dev, reps, pick(102_400, 1_024))?.print();
     bench_quicksort(&dev, reps.min(5), pick(1 << 26, 1 << 18))?.print();
+    quicksort_pass(&dev, reps, pick(1 << 26, 1 << 18))?.print();
     bench_matmul(&dev, reps.min(10), pick(4096, 256))?.print();
     Ok(())
 }
@@ -293,6 +294,41 @@ fn bench_quicksort(dev: &Device, reps: usize, n: usize) -> Result<Line> {
         e2e_ms: Some(e2e),
         bytes: None,
         check: check.to_string(),
+    })
+}
+
+/// One partitioning pass of the quicksort over all `n` keys (its pivot and partition kernels,
+/// one segment), to set beside the whole sort: the passes times this is what partitioning
+/// costs, the rest of the sort is its small-segment sorts and the host's turns between passes.
+/// The line's check is the sort's number of passes.
+fn quicksort_pass(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+    use quicksort::{qs_partition, qs_pivot, CHUNK, PIVOT_THREADS, QS_THREADS};
+    let keys = common::host_vec(n, |i| ((i as u64 * 2_654_435_761) % (1 << 32)) as u32 >> 8)?;
+    let passes = quicksort::sort(&mut dev.to_device(&keys)?)?;
+    let d = dev.to_device(&keys)?;
+    let mut scratch = dev.empty::<u32, _>(n)?;
+    let segment = dev.to_device(&[0, n as u32])?;
+    let chunks: Vec<u32> = (0..n)
+        .step_by(CHUNK)
+        .flat_map(|from| [from as u32, CHUNK.min(n - from) as u32, 0])
+        .collect();
+    let chunks = dev.to_device(&chunks)?;
+    let mut state = dev.empty::<u32, _>(3)?;
+    let blocks = n.div_ceil(CHUNK);
+    let ms = kernel_ms(dev, reps, || {
+        // The pivot kernel also resets the cursors the partition moves.
+        qs_pivot.launch(1, PIVOT_THREADS, (&d, &segment, &mut state))?;
+        let args = (&d, &chunks, &mut state, &mut scratch);
+        Ok(qs_partition.launch(blocks, QS_THREADS, args)?)
+    })?;
+    Ok(Line {
+        imp: "rust",
+        program: "quicksort-pass",
+        size: format!("{n} u32, one partitioning pass"),
+        kernel_ms: ms,
+        e2e_ms: None,
+        bytes: Some(2.0 * 4.0 * n as f64),
+        check: passes.to_string(),
     })
 }
 

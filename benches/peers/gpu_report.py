@@ -82,6 +82,16 @@ def main():
         verdict = "met" if us <= LAUNCH_GOAL_US else "not met"
         lines.append(f"Launch overhead of an empty 3-array kernel: **{us:.2f} µs** per launch "
                      f"(goal ≤ {LAUNCH_GOAL_US} µs: {verdict}).")
+    qpass, qsort = by.get("quicksort-pass", {}).get("rust"), by.get("quicksort", {}).get("rust")
+    if qpass and qsort:  # the pass's check is the number of passes the whole sort made
+        passes = int(qpass["check"])
+        of_bw = (f", {qpass['bytes'] / qpass['kernel_ms'] / 1e6 / bandwidth:.0%} of copy bandwidth"
+                 if bandwidth else "")
+        lines.append(
+            f"Quicksort: one partitioning pass over all the keys takes "
+            f"**{fmt_ms(qpass['kernel_ms'])}**{of_bw}; the sort made {passes} passes, so about "
+            f"{fmt_ms(passes * qpass['kernel_ms'])} of its {fmt_ms(qsort['kernel_ms'])} is "
+            f"partitioning, the rest its small-segment sorts and the host's turns between passes.")
     lines += ["", "| program | size | ours: kernel | ours: end to end | of copy bandwidth | "
               + " | ".join(f"× {p}" for p in PEERS) + " | same result |",
               "| --- " * (5 + len(PEERS) + 1) + "|"]
