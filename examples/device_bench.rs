@@ -126,8 +126,10 @@ fn run(args: Args) -> Result {
     bench_add(&dev, reps, pick(100_000_000, 1_000_000))?.print();
     bench_smooth(&dev, reps, pick(10_000, 1_000))?.print();
     bench_integrate2d(&dev, reps, pick(102_400, 1_024))?.print();
-    bench_quicksort(&dev, reps.min(5), pick(1 << 26, 1 << 18))?.print();
-    quicksort_pass(&dev, reps, pick(1 << 26, 1 << 18))?.print();
+    let keys = sort_keys(pick(1 << 26, 1 << 18))?;
+    let (sorted, passes) = bench_quicksort(&dev, reps.min(5), &keys)?;
+    sorted.print();
+    quicksort_pass(&dev, reps, &keys, passes)?.print();
     bench_matmul(&dev, reps.min(10), pick(4096, 256))?.print();
     Ok(())
 }
@@ -258,12 +260,18 @@ fn bench_integrate2d(dev: &Device, reps: usize, n: usize) -> Result<Line> {
     })
 }
 
-fn bench_quicksort(dev: &Device, reps: usize, n: usize) -> Result<Line> {
-    let keys = common::host_vec(n, |i| ((i as u64 * 2_654_435_761) % (1 << 32)) as u32 >> 8)?;
-    let mut d = dev.to_device(&keys)?;
-    let mut fresh = dev.to_device(&keys)?;
+/// The `n` keys every implementation of quicksort sorts (as `sort_keys` in peer_common.py).
+fn sort_keys(n: usize) -> Result<Vec<u32>> {
+    common::host_vec(n, |i| ((i as u64 * 2_654_435_761) % (1 << 32)) as u32 >> 8)
+}
+
+/// The whole sort of `keys`, and the number of partitioning passes it makes.
+fn bench_quicksort(dev: &Device, reps: usize, keys: &[u32]) -> Result<(Line, usize)> {
+    let n = keys.len();
+    let mut d = dev.to_device(keys)?;
+    let mut fresh = dev.to_device(keys)?;
     // Each timed sort starts from the unsorted keys, copied on the device before the events.
-    quicksort::sort(&mut d)?;
+    let passes = quicksort::sort(&mut d)?;
     let mut times = Vec::with_capacity(reps);
     for _ in 0..reps {
         d.copy_from_device(&fresh)?;
@@ -274,7 +282,7 @@ fn bench_quicksort(dev: &Device, reps: usize, n: usize) -> Result<Line> {
     }
     let mut out = Vec::new();
     let e2e = wall_ms(reps.min(3), || {
-        fresh = dev.to_device(&keys)?;
+        fresh = dev.to_device(keys)?;
         quicksort::sort(&mut fresh)?;
         out = fresh.to_vec()?;
         Ok(())
@@ -282,11 +290,11 @@ fn bench_quicksort(dev: &Device, reps: usize, n: usize) -> Result<Line> {
     if !out.windows(2).all(|w| w[0] <= w[1]) {
         common::mismatch(NAME, "quicksort: the keys are not sorted");
     }
-    rayon_sort(&keys, reps)?.print();
+    rayon_sort(keys, reps)?.print();
     let check = out.iter().enumerate().fold(0u64, |s, (k, &v)| {
         s.wrapping_add(v as u64 * (k as u64 % 7 + 1))
     });
-    Ok(Line {
+    let line = Line {
         imp: "rust",
         program: "quicksort",
         size: format!("{n} u32"),
@@ -294,27 +302,25 @@ fn bench_quicksort(dev: &Device, reps: usize, n: usize) -> Result<Line> {
         e2e_ms: Some(e2e),
         bytes: None,
         check: check.to_string(),
-    })
+    };
+    Ok((line, passes))
 }
 
-/// One partitioning pass of the quicksort over all `n` keys (its pivot and partition kernels,
-/// one segment), to set beside the whole sort: the passes times this is what partitioning
-/// costs, the rest of the sort is its small-segment sorts and the host's turns between passes.
-/// The line's check is the sort's number of passes.
-fn quicksort_pass(dev: &Device, reps: usize, n: usize) -> Result<Line> {
-    use quicksort::{qs_partition, qs_pivot, CHUNK, PIVOT_THREADS, QS_THREADS};
-    let keys = common::host_vec(n, |i| ((i as u64 * 2_654_435_761) % (1 << 32)) as u32 >> 8)?;
-    let passes = quicksort::sort(&mut dev.to_device(&keys)?)?;
-    let d = dev.to_device(&keys)?;
+/// One partitioning pass of the quicksort over all of `keys` (its pivot and partition kernels,
+/// one segment), to set beside the whole sort, which made `passes` of them: the passes times
+/// this is what partitioning costs, the rest of the sort is its small-segment sorts and the
+/// host's turns between passes. The line's check is `passes`.
+fn quicksort_pass(dev: &Device, reps: usize, keys: &[u32], passes: usize) -> Result<Line> {
+    use quicksort::{qs_partition, qs_pivot, PIVOT_THREADS, QS_THREADS};
+    let n = keys.len();
+    let d = dev.to_device(keys)?;
     let mut scratch = dev.empty::<u32, _>(n)?;
     let segment = dev.to_device(&[0, n as u32])?;
-    let chunks: Vec<u32> = (0..n)
-        .step_by(CHUNK)
-        .flat_map(|from| [from as u32, CHUNK.min(n - from) as u32, 0])
-        .collect();
+    let mut chunks = Vec::new();
+    quicksort::push_chunks(&mut chunks, 0, n as u32, 0);
+    let blocks = chunks.len() / 3;
     let chunks = dev.to_device(&chunks)?;
     let mut state = dev.empty::<u32, _>(3)?;
-    let blocks = n.div_ceil(CHUNK);
     let ms = kernel_ms(dev, reps, || {
         // The pivot kernel also resets the cursors the partition moves.
         qs_pivot.launch(1, PIVOT_THREADS, (&d, &segment, &mut state))?;

@@ -132,7 +132,8 @@ def main():
     p.add_argument("--small", action="store_true",
                    help="small sizes, to try the script under NUMBA_ENABLE_CUDASIM=1")
     args = p.parse_args()
-    sizes = (4096, 32, 512, 32, 3000) if args.small else (100_000_000, 10_000, 102_400, 4096, 1 << 26)
+    sizes = ((4096, 32, 512, 32, 3000) if args.small
+             else (100_000_000, 10_000, 102_400, 4096, 1 << 26))
     if not cuda.is_available():
         print("gpu_numba: skipped: no CUDA GPU is usable from Numba")
         return

@@ -291,9 +291,11 @@ impl Plan {
     }
 }
 
-/// Appends one `(first key, keys, tag)` triple per [`CHUNK`] of the run `start`, `len`.
+/// Appends one `(first key, keys, tag)` triple per [`CHUNK`] of the run `start`, `len`: the
+/// rows of [`qs_partition`]'s table (the tag is the run's segment) and of [`qs_fill`]'s (the
+/// tag is the value to write).
 #[cfg(not(target_arch = "nvptx64"))]
-fn push_chunks(table: &mut Vec<u32>, start: u32, len: u32, tag: u32) {
+pub fn push_chunks(table: &mut Vec<u32>, start: u32, len: u32, tag: u32) {
     let chunk = CHUNK as u32;
     for from in (start..start + len).step_by(CHUNK) {
         table.extend([from, chunk.min(start + len - from), tag]);
