@@ -187,6 +187,31 @@ pub fn shared_atomic_count(flags: &[u8], total: &mut [u32]) {
     }
 }
 
+/// Per block, sums its values with float atomics on shared `f32` and `f64` cells, then one
+/// thread writes the block's two sums.
+#[kernel]
+pub fn shared_float_sums(x: &[f32], sums: &mut [f32], wide: &mut [f64]) {
+    let mut s = shared_array![f32; 1];
+    let mut d = shared_array![f64; 1];
+    let t = thread_idx().x;
+    if t == 0 {
+        s[0] = 0.0;
+        d[0] = 0.0;
+    }
+    sync_threads();
+    let i = grid(1);
+    if i < x.len() {
+        atomic_add(&s, 0, x[i]);
+        atomic_sub(&d, 0, f64::from(x[i]));
+    }
+    sync_threads();
+    if t == 0 {
+        let b = block_idx().x as usize;
+        sums[b] = s[0];
+        wide[b] = d[0];
+    }
+}
+
 /// Reverses each block's chunk through dynamic shared memory sized at launch.
 #[kernel]
 pub fn reverse_dynamic(data: &mut [f64]) {

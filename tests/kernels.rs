@@ -330,6 +330,20 @@ fn atomics_return_old_values_and_combine() {
             .launch(flags.len().div_ceil(256), 256, (&df, &mut total))
             .unwrap();
         assert_eq!(total.to_vec().unwrap(), vec![1667]);
+
+        // Small integers: every order of the additions gives the same sums.
+        let x: Vec<f32> = (0..1000).map(|i| (i % 7) as f32).collect();
+        let dx = dev.to_device(&x).unwrap();
+        let blocks = x.len().div_ceil(128);
+        let mut sums = dev.zeros::<f32, _>(blocks).unwrap();
+        let mut wide = dev.zeros::<f64, _>(blocks).unwrap();
+        shared_float_sums
+            .launch(blocks, 128, (&dx, &mut sums, &mut wide))
+            .unwrap();
+        let expected: Vec<f32> = x.chunks(128).map(|c| c.iter().sum()).collect();
+        assert_eq!(sums.to_vec().unwrap(), expected);
+        let negated: Vec<f64> = expected.iter().map(|&s| -f64::from(s)).collect();
+        assert_eq!(wide.to_vec().unwrap(), negated);
     }
 }
 

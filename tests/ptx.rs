@@ -33,7 +33,7 @@ fn all() -> Vec<Kernel> {
         grid1_ids => false, grid2_ids => false, grid3_ids => false, grid_stride_double => false,
         reverse_in_blocks => false, barrier_reductions => false, block_prefix_sum => false,
         divergent_barrier => false, off_by_one => false, unchecked_copy => false,
-        atomics => false, shared_atomic_count => false, reverse_dynamic => false,
+        atomics => false, shared_atomic_count => false, shared_float_sums => false, reverse_dynamic => false,
         saxpy_params => false, math_chain => false, scale3 => false,
         rotate_with_device_barrier => false, early_exit_before_barrier => false,
         nonuniform_barrier_loop => false, exit_after_last_barrier => false,
@@ -228,17 +228,60 @@ fn device_math_takes_the_gpus_instructions() {
 }
 
 /// The memory instructions of `body` that name no state space (`ld.b32`, `atom.add.f32`, ...):
-/// generic addressing, which the hardware resolves at run time.
+/// generic addressing, which the hardware resolves at run time. Statements are split at `;` and
+/// `{` (inline assembly puts several on a line); a predicate guard and the memory-order and scope
+/// qualifiers before the state space (`atom.relaxed.sys.global.cas`) are skipped.
 fn generic_accesses(body: &str) -> Vec<&str> {
     const SPACES: [&str; 5] = ["param", "global", "shared", "local", "const"];
-    body.lines()
+    const ORDERS: [&str; 10] = [
+        "weak", "volatile", "relaxed", "acquire", "release", "acq_rel", "cta", "cluster", "gpu",
+        "sys",
+    ];
+    body.split(['\n', ';', '{', '}'])
         .map(str::trim)
-        .filter(|line| {
-            let mut parts = line.split_whitespace().next().unwrap_or("").split('.');
+        .filter(|statement| {
+            let mut words = statement.split_whitespace();
+            let mut op = words.next().unwrap_or("");
+            if op.starts_with('@') {
+                op = words.next().unwrap_or("");
+            }
+            let mut parts = op.split('.');
             matches!(parts.next(), Some("ld" | "st" | "atom" | "red"))
-                && !parts.next().is_some_and(|space| SPACES.contains(&space))
+                && !parts
+                    .find(|q| !ORDERS.contains(q))
+                    .is_some_and(|space| SPACES.contains(&space))
         })
         .collect()
+}
+
+#[test]
+fn atomics_name_their_state_space() {
+    let Some(kernels) = with_ptx() else { return };
+    // Integer atomics through `core::sync::atomic`, float adds written out, on global and shared
+    // memory: none generic.
+    for name in [
+        "atomics",
+        "shared_atomic_count",
+        "shared_float_sums",
+        "qs_partition",
+    ] {
+        let body = kernel_entry(&kernels, name);
+        let atoms = body.matches("atom.").count();
+        assert!(atoms > 0, "{name} has no atomics");
+        let generic = generic_accesses(body);
+        assert!(
+            generic.is_empty(),
+            "{name} reaches memory through generic addresses: {generic:?}"
+        );
+    }
+    let floats = kernel_entry(&kernels, "atomics");
+    for op in ["atom.global.add.f32", "atom.global.add.f64"] {
+        assert!(floats.contains(op), "atomics has no `{op}`");
+    }
+    let shared = kernel_entry(&kernels, "shared_float_sums");
+    for op in ["atom.shared.add.f32", "atom.shared.add.f64"] {
+        assert!(shared.contains(op), "shared_float_sums has no `{op}`");
+    }
 }
 
 #[test]
@@ -255,6 +298,7 @@ fn shared_arrays_are_addressed_as_shared_memory() {
         "reverse_dynamic",
         "block_prefix_sum",
         "shared_atomic_count",
+        "shared_float_sums",
         "rotate_with_device_barrier",
     ] {
         let body = kernel_entry(&kernels, name);

@@ -180,16 +180,43 @@ atomic_int!(i64, AtomicI64);
 atomic_int!(u64, AtomicU64);
 
 macro_rules! atomic_float {
-    ($t:ty, $bits:ty, $a:ty, $ptx_add:literal, $reg:ident) => {
+    ($t:ty, $bits:ty, $a:ty, $ptx_ty:literal, $reg:ident) => {
         impl AtomicNum for $t {
             #[inline(always)]
             unsafe fn atomic_add(p: *mut Self, v: Self) -> Self {
                 #[cfg(target_arch = "nvptx64")]
                 {
                     let old: $t;
-                    // SAFETY: `p` is a valid, aligned generic address (caller's contract).
-                    unsafe {
-                        core::arch::asm!($ptx_add, o = out($reg) old, p = in(reg64) p, v = in($reg) v);
+                    // Rust has no float `fetch_add`, so the instruction is written out, with
+                    // its state space: a view is global memory or a shared array, and the
+                    // compiler usually knows which, which folds the test away.
+                    if crate::ctx::is_shared(p as *const u8) {
+                        // SAFETY: `p` is a valid, aligned generic address (caller's contract)
+                        // in shared memory, so `cvta.to.shared` gives its shared address.
+                        unsafe {
+                            core::arch::asm!(
+                                concat!(
+                                    "{{ .reg .u64 a; cvta.to.shared.u64 a, {p}; atom.shared.add.",
+                                    $ptx_ty,
+                                    " {o}, [a], {v}; }}"
+                                ),
+                                o = out($reg) old, p = in(reg64) p, v = in($reg) v,
+                                options(nostack)
+                            );
+                        }
+                    } else {
+                        // SAFETY: as above; a view not in shared memory is in global memory.
+                        unsafe {
+                            core::arch::asm!(
+                                concat!(
+                                    "{{ .reg .u64 a; cvta.to.global.u64 a, {p}; atom.global.add.",
+                                    $ptx_ty,
+                                    " {o}, [a], {v}; }}"
+                                ),
+                                o = out($reg) old, p = in(reg64) p, v = in($reg) v,
+                                options(nostack)
+                            );
+                        }
                     }
                     old
                 }
@@ -248,8 +275,8 @@ unsafe fn update<T: Update>(p: *mut T, f: impl Fn(T) -> T) -> T {
     unsafe { T::update(p, f) }
 }
 
-atomic_float!(f32, u32, AtomicU32, "atom.add.f32 {o}, [{p}], {v};", reg32);
-atomic_float!(f64, u64, AtomicU64, "atom.add.f64 {o}, [{p}], {v};", reg64);
+atomic_float!(f32, u32, AtomicU32, "f32", reg32);
+atomic_float!(f64, u64, AtomicU64, "f64", reg64);
 
 macro_rules! atomic_fn {
     ($(#[$doc:meta])* $name:ident, $bound:ident) => {

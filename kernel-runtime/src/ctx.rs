@@ -37,6 +37,15 @@ unsafe extern "C" {
     fn isspacep_shared(p: *const u8) -> bool;
 }
 
+/// Whether the generic address `p` lies in the block's shared memory. The compiler folds it to a
+/// constant where it knows `p`'s state space (a shared array's element, a kernel argument's).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn is_shared(p: *const u8) -> bool {
+    // SAFETY: `isspacep.shared` only inspects the address.
+    unsafe { isspacep_shared(p) }
+}
+
 #[cfg(target_arch = "nvptx64")]
 impl Ctx {
     /// The context of the calling thread.
