@@ -1,8 +1,8 @@
 //! `cargo xtask test`: the project's test command, and what CI runs on a fresh clone.
 //!
 //! Provisions the device toolchain and `ptxas` (unless `--no-provision`), then runs fmt, clippy,
-//! the debug test suite and every release example, stopping at the first failure, and prints a
-//! summary with each step's wall time.
+//! rustdoc, the debug test suite and every release example, stopping at the first failure, and
+//! prints a summary with each step's wall time.
 
 use std::ffi::OsString;
 
@@ -105,6 +105,13 @@ fn run_checks(ctx: &Context, options: &Options, steps: &mut Steps) {
             ]),
         ),
     ];
+    // Broken intra-doc links (to a renamed or private item) fail here, not on a reader.
+    let mut doc = ctx.cargo(["doc", "--workspace", "--no-deps"]);
+    doc.env("RUSTDOCFLAGS", "-D warnings");
+    plan.push((
+        "RUSTDOCFLAGS='-D warnings' cargo doc --workspace --no-deps".into(),
+        doc,
+    ));
     let mut test = ctx.cargo(["test", "--workspace"]);
     test.args(&options.test_args);
     plan.push((util::display_command(&test), test));

@@ -202,7 +202,7 @@ impl LaunchShadows {
         ptr
     }
 
-    /// Runs the launch in checked mode (see [`run_checked`](crate::cpu::exec::run_checked)),
+    /// Runs the launch in checked mode (see `cpu::exec::run_checked`),
     /// then compares what the workers recorded.
     pub fn run<F>(&self, spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
     where

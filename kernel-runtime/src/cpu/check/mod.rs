@@ -20,9 +20,10 @@
 //! A launch stops at its first race, so the records only ever describe race-free histories:
 //! this is what lets one word stand for all earlier accesses.
 //!
-//! Blocks run in parallel. Each worker records its blocks' accesses in lanes of its own
-//! ([`lane`]), plain memory that no other thread touches; when every block has run, the launch
-//! compares the workers' lanes where two of them touched the same page ([`launch`]).
+//! Blocks run in parallel. Each worker records its blocks' accesses in lanes of its own (the
+//! `lane` module), plain memory that no other thread touches; when every block has run, the
+//! launch compares the workers' lanes where two of them touched the same page (the `launch`
+//! module).
 //!
 //! Lanes are reused from launch to launch without clearing: blocks are numbered by a clock
 //! that runs on across launches, so a record of an earlier launch has a block number outside
