@@ -40,9 +40,11 @@ struct Options {
     no_strip: bool,
     /// Skip provisioning the device toolchain and ptxas.
     no_provision: bool,
+    /// The GPU architecture to build the PTX for (`KERNEL_PTX_ARCH`), when given.
+    arch: Option<String>,
 }
 
-/// Parses `DIR [--exclude TARGET]... [--no-strip] [--no-provision]`.
+/// Parses `DIR [--arch ARCH] [--exclude TARGET]... [--no-strip] [--no-provision]`.
 fn parse_args(args: Vec<OsString>) -> Result<Options> {
     let mut options = Options::default();
     let mut dir = None;
@@ -52,6 +54,12 @@ fn parse_args(args: Vec<OsString>) -> Result<Options> {
             Some("--exclude") => {
                 let name = args.next().ok_or("--exclude needs a target name")?;
                 options.excludes.push(name.to_string_lossy().into_owned());
+            }
+            Some("--arch") => {
+                let arch = args
+                    .next()
+                    .ok_or("--arch needs an architecture such as sm_90")?;
+                options.arch = Some(arch.to_string_lossy().into_owned());
             }
             Some("--no-strip") => options.no_strip = true,
             Some("--no-provision") => options.no_provision = true,
@@ -200,6 +208,11 @@ pub fn run(args: Vec<OsString>) -> Result {
     }
     // A bundle for a GPU machine without PTX in it would test only the CPU backend.
     ctx.set_env("KERNEL_REQUIRE_PTX", "1");
+    // PTX for the bundle's GPU (`sm_90` for a Hopper) lets ptxas use all of it; the default
+    // (`sm_70`) runs on any GPU since Volta, which the driver compiles it for at load time.
+    if let Some(arch) = &options.arch {
+        ctx.set_env("KERNEL_PTX_ARCH", arch);
+    }
 
     let examples = cargo_executables(&ctx, &["build", "--release", "--examples"])?;
     let tests = cargo_executables(&ctx, &["test", "--release", "--workspace", "--no-run"])?;
@@ -494,6 +507,13 @@ not json at all
         assert_eq!(o.dir, PathBuf::from("out"));
         assert_eq!(o.excludes, ["compile_fail"]);
         assert!(o.no_strip && !o.no_provision);
+        assert_eq!(o.arch, None);
+        let o = parse_args(["--arch", "sm_90", "out"].map(OsString::from).to_vec()).unwrap();
+        assert_eq!(
+            (o.arch.as_deref(), o.dir),
+            (Some("sm_90"), PathBuf::from("out"))
+        );
+        assert!(parse_args(vec!["out".into(), "--arch".into()]).is_err());
         assert!(parse_args(Vec::new()).is_err());
         assert!(parse_args(vec!["a".into(), "b".into()]).is_err());
         assert!(parse_args(vec!["a".into(), "--bogus".into()]).is_err());

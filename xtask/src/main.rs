@@ -54,7 +54,7 @@ COMMANDS:
         Arguments after `--` are appended to each cargo bench command, so
         `cargo xtask bench -- -- --quick` passes --quick to the benchmark harness.
 
-    gpu-bundle DIR [--exclude TARGET]... [--no-strip] [--no-provision]
+    gpu-bundle DIR [--arch sm_NN] [--exclude TARGET]... [--no-strip] [--no-provision]
         Builds the release examples and release test binaries, copies them (stripped) to DIR/bin
         and writes DIR/run.sh, which runs each one on a machine with a GPU, logs to DIR/log and
         writes DIR/summary.txt. Fails when the bundle exceeds 64 MiB.
