@@ -118,6 +118,7 @@ fn run(args: Args) -> Result {
     let dev = Device::default();
     let gpu = !common::is_cpu(&dev);
     report("device", dev.name());
+    ptx_target();
     let reps = args.reps.unwrap_or(if gpu { 20 } else { 3 }).max(1);
     let pick = |original: usize, cpu: usize| if gpu { original } else { cpu };
 
@@ -132,6 +133,20 @@ fn run(args: Args) -> Result {
     quicksort_pass(&dev, reps, &keys, passes)?.print();
     bench_matmul(&dev, reps.min(10), pick(4096, 256))?.print();
     Ok(())
+}
+
+/// Prints what the kernels' PTX was built for (`.version`, `.target`): the report says it,
+/// since ptxas can only use what the target allows.
+fn ptx_target() {
+    let Some(ptx) = add.ptx() else { return };
+    let directive = |name: &str| {
+        ptx.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .map_or("?", str::trim)
+    };
+    let (version, target) = (directive(".version "), directive(".target "));
+    report("ptx", format!("PTX ISA {version}, .target {target}"));
+    println!("{{\"info\": \"ptx\", \"version\": \"{version}\", \"target\": \"{target}\"}}");
 }
 
 /// Device-to-device copy of `n` f32: the bandwidth the memory-bound programs are held to.

@@ -59,9 +59,11 @@ def main():
     src, out_md, machine = sys.argv[1:4]
     out_png = sys.argv[4] if len(sys.argv) == 5 else None
     rows = load(src)
+    info = {r["info"]: r for r in rows if "info" in r}
     by = defaultdict(dict)
     for r in rows:
-        by[r["program"]][r["impl"]] = r
+        if "program" in r and "impl" in r:
+            by[r["program"]][r["impl"]] = r
     copy = by.get("copy", {}).get("rust")
     bandwidth = copy["bytes"] / copy["kernel_ms"] / 1e6 if copy else None  # GB/s
     lines = [f"# GPU benchmarks — {machine}", ""]
@@ -72,6 +74,10 @@ def main():
         "Numba and CUDA C++), "
         "end to end the median wall time from host inputs to host results."
     )
+    ptx = info.get("ptx")
+    if ptx:
+        lines += ["", f"Our kernels: PTX ISA {ptx['version']} for `.target {ptx['target']}` from "
+                  "rustc's nvptx64 backend, compiled for this GPU by the driver at load."]
     lines.append("")
     if bandwidth:
         lines.append(f"Device-to-device copy bandwidth: **{bandwidth:.0f} GB/s** "
