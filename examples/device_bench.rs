@@ -20,7 +20,8 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::{
-    add, empty3, integrate2d_shared, matmul_tiled, quicksort, smooth, INTEGRATE_TPB, TPB,
+    add, empty3, integrate2d_shared, matmul_tiled, quicksort, smooth, smooth_strips, strips_blocks,
+    INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TPB,
 };
 use kernel_runtime::prelude::*;
 use kernel_suite::cli::Args;
@@ -125,7 +126,9 @@ fn run(args: Args) -> Result {
     copy_bandwidth(&dev, reps, pick(100_000_000, 1_000_000))?.print();
     launch_overhead(&dev)?.print();
     bench_add(&dev, reps, pick(100_000_000, 1_000_000))?.print();
-    bench_smooth(&dev, reps, pick(10_000, 1_000))?.print();
+    let (per_pixel, strips) = bench_smooth(&dev, reps, pick(10_000, 1_000))?;
+    per_pixel.print();
+    strips.print();
     bench_integrate2d(&dev, reps, pick(102_400, 1_024))?.print();
     let keys = sort_keys(pick(1 << 26, 1 << 18))?;
     let (sorted, passes) = bench_quicksort(&dev, reps.min(5), &keys)?;
@@ -216,7 +219,8 @@ fn bench_add(dev: &Device, reps: usize, n: usize) -> Result<Line> {
     })
 }
 
-fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+/// smooth one pixel per thread (the original program), and in strips of rows.
+fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<(Line, Line)> {
     let x = Array2::from_shape_fn((n, n), |(i, j)| {
         (((i * 31 + j * 17) % 251) as i32 - 125) as i8
     });
@@ -234,19 +238,38 @@ fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<Line> {
         out = dout.to_host()?;
         Ok(())
     })?;
-    let check: i64 = out
-        .indexed_iter()
-        .map(|((i, j), &v)| v as i64 * ((i + 2 * j) % 7 + 1) as i64)
-        .sum();
-    Ok(Line {
+    let check = |out: &Array2<i8>| {
+        let sum: i64 = out
+            .indexed_iter()
+            .map(|((i, j), &v)| v as i64 * ((i + 2 * j) % 7 + 1) as i64)
+            .sum();
+        sum.to_string()
+    };
+    let per_pixel = Line {
         imp: "rust",
         program: "smooth",
         size: format!("{n}x{n} i8"),
         kernel_ms: kernel,
         e2e_ms: Some(e2e),
         bytes: Some(2.0 * (n * n) as f64),
-        check: check.to_string(),
-    })
+        check: check(&out),
+    };
+
+    let mut dout = dev.zeros::<i8, _>((n, n))?;
+    let kernel = kernel_ms(dev, reps, || {
+        let args = (&dx, &mut dout);
+        Ok(smooth_strips.launch(strips_blocks(n, n), (STRIP_THREADS, 1), args)?)
+    })?;
+    let strips = Line {
+        imp: "rust",
+        program: "smooth-strips",
+        size: format!("{n}x{n} i8, strips of {STRIP_ROWS} rows"),
+        kernel_ms: kernel,
+        e2e_ms: None,
+        bytes: Some(2.0 * (n * n) as f64),
+        check: check(&dout.to_host()?),
+    };
+    Ok((per_pixel, strips))
 }
 
 fn bench_integrate2d(dev: &Device, reps: usize, n: usize) -> Result<Line> {

@@ -83,17 +83,42 @@ fn smooth_matches_reference_bit_for_bit() {
             (64, 64),
             (101, 37),
             (257, 129),
+            // Strips of STRIP_ROWS rows: whole, and one row short or over.
+            (STRIP_ROWS + 1, 5),
+            (STRIP_ROWS + 2, 130),
+            (STRIP_ROWS + 3, 7),
+            (2 * STRIP_ROWS + 2, 3),
+            (3 * STRIP_ROWS + 1, 300),
         ] {
             let mut rng = SplitMix64((n * 1000 + m) as u64);
             let x = Array2::from_shape_fn((n, m), |_| rng.next_u64() as i8);
             let dx = dev.to_device(&x).unwrap();
+            let expect = reference::smooth(&x, &Array2::zeros((n, m)));
             let mut out = dev.zeros_like(&dx).unwrap();
             smooth
                 .launch((m.div_ceil(16), n.div_ceil(16)), (16, 16), (&dx, &mut out))
                 .unwrap();
-            let expect = reference::smooth(&x, &Array2::zeros((n, m)));
             assert_eq!(out.to_host().unwrap(), expect, "{n}x{m}");
+            let mut out = dev.zeros_like(&dx).unwrap();
+            let threads = (STRIP_THREADS, 1);
+            smooth_strips
+                .launch(strips_blocks(n, m), threads, (&dx, &mut out))
+                .unwrap();
+            assert_eq!(out.to_host().unwrap(), expect, "strips, {n}x{m}");
         }
+    }
+}
+
+#[test]
+fn smooth_strips_wants_out_of_the_images_shape() {
+    // On the CPU backends: a GPU would trap and lose its context, which tests/gpu_trap.rs covers.
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let dx = dev.zeros::<i8, _>((20, 20)).unwrap();
+        let mut out = dev.zeros::<i8, _>((20, 19)).unwrap();
+        let err = smooth_strips
+            .launch(strips_blocks(20, 20), (STRIP_THREADS, 1), (&dx, &mut out))
+            .unwrap_err();
+        assert!(err.to_string().contains("must have the shape"), "{err}");
     }
 }
 

@@ -27,7 +27,7 @@ fn all() -> Vec<Kernel> {
     use gpu_kernels::*;
     use kernel_suite::test_kernels::*;
     kernels![
-        add => true, add_vectorized => true, smooth => true, integrate2d_rows => true, integrate2d_shared => true,
+        add => true, add_vectorized => true, smooth => true, smooth_strips => true, integrate2d_rows => true, integrate2d_shared => true,
         matmul_tiled => true, qs_pivot => true, qs_partition => true, qs_fill => true,
         qs_sort_small => true, empty3 => false,
         grid1_ids => false, grid2_ids => false, grid3_ids => false, grid_stride_double => false,
@@ -341,6 +341,21 @@ fn shared_arrays_are_addressed_as_shared_memory() {
             "{name} reaches memory through generic addresses: {generic:?}"
         );
     }
+}
+
+#[test]
+fn smooth_strips_loads_a_whole_strip_at_once() {
+    let Some(kernels) = with_ptx() else { return };
+    let body = kernel_entry(&kernels, "smooth_strips");
+    // The whole-strip loops unrolled: three loads for each of its rows and the two around it (the
+    // shorter last strip's loop adds some), and the row sums in registers, not in local memory.
+    let loads = body.matches("ld.global.").count();
+    let rows = gpu_kernels::STRIP_ROWS + 2;
+    assert!(loads >= 3 * rows, "{loads} global loads for {rows} rows");
+    assert!(
+        !body.contains(".local"),
+        "smooth_strips keeps its sums in local memory"
+    );
 }
 
 #[test]

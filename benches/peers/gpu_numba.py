@@ -3,7 +3,7 @@
 
 Written from the programs' descriptions, on the inputs every implementation builds the same way
 (see device_bench.rs), with the same check values: add-list (also as
-`@vectorize(target='cuda')`), smooth, integrate2d (shared-memory reduction), quicksort (our
+`@vectorize(target='cuda')`), smooth (also in strips of rows, as our smooth_strips), integrate2d (shared-memory reduction), quicksort (our
 sample-pivot algorithm, numba_quicksort.py: Numba has no sort of its own) and matmul (tiled,
 TPB = 16).
 
@@ -33,6 +33,7 @@ from peer_common import (emit, integrate_check, matmul_inputs, smooth_check, smo
 
 TPB = 16
 INTEGRATE_TPB = 256
+STRIP_ROWS, STRIP_THREADS = 8, 128
 
 
 def kernel_ms(f, reps, setup=None):
@@ -80,6 +81,25 @@ def smooth_kernel(x, out):
              + numba.int32(x[i, j - 1]) + numba.int32(x[i, j]) + numba.int32(x[i, j + 1])
              + numba.int32(x[i + 1, j - 1]) + numba.int32(x[i + 1, j]) + numba.int32(x[i + 1, j + 1]))
         out[i, j] = s // 9
+
+
+@cuda.jit
+def smooth_strips_kernel(x, out):
+    """smooth with each thread down one column of a strip of STRIP_ROWS rows, each row's three
+    bytes summed once for the three pixels that use them."""
+    j, strip = cuda.grid(2)
+    n, m = x.shape
+    first = 1 + strip * STRIP_ROWS
+    if 1 <= j and j + 1 < m and first + 1 < n:
+        i = first - 1
+        above = numba.int32(x[i, j - 1]) + numba.int32(x[i, j]) + numba.int32(x[i, j + 1])
+        here = numba.int32(x[first, j - 1]) + numba.int32(x[first, j]) + numba.int32(x[first, j + 1])
+        for i in range(first, min(first + STRIP_ROWS, n - 1)):
+            below = (numba.int32(x[i + 1, j - 1]) + numba.int32(x[i + 1, j])
+                     + numba.int32(x[i + 1, j + 1]))
+            out[i, j] = (above + here + below) // 9
+            above = here
+            here = below
 
 
 @cuda.jit
@@ -177,6 +197,13 @@ def main():
 
     e = wall_ms(smooth_e2e, min(reps, 5))
     emit("numba", "smooth", f"{n}x{n} i8", k, e, 2.0 * n * n, smooth_check(out["s"]))
+
+    grid = ((n + STRIP_THREADS - 1) // STRIP_THREADS,
+            max(1, (n - 2 + STRIP_ROWS - 1) // STRIP_ROWS))
+    dout = cuda.to_device(np.zeros_like(x))
+    k = kernel_ms(lambda: smooth_strips_kernel[grid, (STRIP_THREADS, 1)](dx, dout), reps)
+    emit("numba", "smooth-strips", f"{n}x{n} i8, strips of {STRIP_ROWS} rows", k, None,
+         2.0 * n * n, smooth_check(dout.copy_to_host()))
 
     n = sizes[2]
     blocks = (n + INTEGRATE_TPB - 1) // INTEGRATE_TPB

@@ -22,6 +22,10 @@ GOALS = [
     ("smooth", "bandwidth", 0.85),
     ("smooth", "cuda", 1.05),
     ("smooth", "numba", 1.0),
+    # The same goals for smooth in strips of rows, against the peers of that algorithm.
+    ("smooth-strips", "bandwidth", 0.85),
+    ("smooth-strips", "cuda", 1.05),
+    ("smooth-strips", "numba", 1.0),
     ("integrate2d", "cuda", 1.1),
     ("integrate2d", "numba", 1.0),
     ("quicksort", "cupy", 3.0),
@@ -29,7 +33,7 @@ GOALS = [
     ("matmul", "cuda", 1.0),
     ("matmul", "numba", 1.0),
 ]
-PROGRAMS = ["add", "smooth", "integrate2d", "quicksort", "matmul"]
+PROGRAMS = ["add", "smooth", "smooth-strips", "integrate2d", "quicksort", "matmul"]
 PEERS = ["numba", "numba @vectorize", "cupy", "cuda", "rayon"]
 LAUNCH_GOAL_US = 4.0
 

@@ -1,4 +1,4 @@
-//! The reference programs' kernels: add-list, smooth, integrate2d (per-row and shared-memory
+//! The reference programs' kernels: add-list, smooth (per pixel and in strips), integrate2d (per-row and shared-memory
 //! reduction), quicksort and tiled matmul, and an empty kernel that measures launch overhead. `build.rs` compiles them to PTX; the CPU backend runs
 //! them everywhere.
 #![warn(missing_docs)]
@@ -15,4 +15,6 @@ pub use integrate::{integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};
 pub use matmul::{matmul_tiled, TPB};
 pub use overhead::empty3;
 pub use quicksort::{qs_fill, qs_partition, qs_pivot, qs_sort_small};
-pub use stencil::smooth;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use stencil::strips_blocks;
+pub use stencil::{smooth, smooth_strips, STRIP_ROWS, STRIP_THREADS};
