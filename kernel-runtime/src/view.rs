@@ -91,9 +91,12 @@ macro_rules! view_type {
             }
             /// Reports an index outside the shape. Takes the view by value, as the report of a
             /// race does: the view's address then never escapes the thread loop, where the
-            /// view stays in registers.
+            /// view stays in registers. On the GPU it is a `trap` in place: a call there would
+            /// make ptxas keep the memory descriptors of the kernel's loads and stores in
+            /// ordinary registers and move them to uniform ones at every access.
             #[cold]
-            #[inline(never)]
+            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn out_of_bounds(self, index: &[usize], kind: crate::fault::AccessKind) -> ! {
                 crate::fault::out_of_bounds(self.name(), index, &self.dims, kind)
