@@ -10,7 +10,7 @@
 //!   It sums each row's three bytes once, for the three pixels that use them, so it loads
 //!   3.75 bytes per pixel, and its index arithmetic is shared by the strip. A one-byte stencil
 //!   issues more instructions per byte than a GPU can issue at full memory speed; for sm_90,
-//!   ptxas makes about 22 instructions per pixel of this one against about 75 of [`smooth`].
+//!   ptxas makes about 22 instructions per pixel of this one against 78 of [`smooth`].
 //!   On the CPU backend [`smooth`] is the faster one: its loop over threads vectorizes.
 
 use kernel_runtime::prelude::*;
