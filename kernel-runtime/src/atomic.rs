@@ -179,50 +179,46 @@ atomic_int!(u32, AtomicU32);
 atomic_int!(i64, AtomicI64);
 atomic_int!(u64, AtomicU64);
 
+/// `atom.SPACE.add.TYPE` at the generic address `$p` of the state space `$space` (converted to
+/// that space's own address first), returning the old value.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! atom_add {
+    ($space:literal, $t:ty, $ptx_ty:literal, $reg:ident, $p:expr, $v:expr) => {{
+        let old: $t;
+        core::arch::asm!(
+            concat!(
+                "{{ .reg .u64 a; cvta.to.", $space, ".u64 a, {p}; atom.", $space, ".add.",
+                $ptx_ty, " {o}, [a], {v}; }}"
+            ),
+            o = out($reg) old, p = in(reg64) $p, v = in($reg) $v,
+            options(nostack)
+        );
+        old
+    }};
+}
+
 macro_rules! atomic_float {
     ($t:ty, $bits:ty, $a:ty, $ptx_ty:literal, $reg:ident) => {
         impl AtomicNum for $t {
             #[inline(always)]
             unsafe fn atomic_add(p: *mut Self, v: Self) -> Self {
+                // Rust has no float `fetch_add`, so the instruction is written out, with its
+                // state space: a view is global memory or a shared array, and the compiler
+                // usually knows which, which folds the test away.
                 #[cfg(target_arch = "nvptx64")]
-                {
-                    let old: $t;
-                    // Rust has no float `fetch_add`, so the instruction is written out, with
-                    // its state space: a view is global memory or a shared array, and the
-                    // compiler usually knows which, which folds the test away.
-                    if crate::ctx::is_shared(p as *const u8) {
-                        // SAFETY: `p` is a valid, aligned generic address (caller's contract)
-                        // in shared memory, so `cvta.to.shared` gives its shared address.
-                        unsafe {
-                            core::arch::asm!(
-                                concat!(
-                                    "{{ .reg .u64 a; cvta.to.shared.u64 a, {p}; atom.shared.add.",
-                                    $ptx_ty,
-                                    " {o}, [a], {v}; }}"
-                                ),
-                                o = out($reg) old, p = in(reg64) p, v = in($reg) v,
-                                options(nostack)
-                            );
-                        }
-                    } else {
-                        // SAFETY: as above; a view not in shared memory is in global memory.
-                        unsafe {
-                            core::arch::asm!(
-                                concat!(
-                                    "{{ .reg .u64 a; cvta.to.global.u64 a, {p}; atom.global.add.",
-                                    $ptx_ty,
-                                    " {o}, [a], {v}; }}"
-                                ),
-                                o = out($reg) old, p = in(reg64) p, v = in($reg) v,
-                                options(nostack)
-                            );
-                        }
-                    }
-                    old
+                if crate::ctx::is_shared(p as *const u8) {
+                    // SAFETY: `p` is a valid, aligned generic address (caller's contract) in
+                    // shared memory.
+                    unsafe { atom_add!("shared", $t, $ptx_ty, $reg, p, v) }
+                } else {
+                    // SAFETY: as above; a view not in shared memory is in global memory.
+                    unsafe { atom_add!("global", $t, $ptx_ty, $reg, p, v) }
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
                 // SAFETY: as `update`.
-                unsafe { update(p, |old| old + v) }
+                unsafe {
+                    update(p, |old| old + v)
+                }
             }
             #[inline(always)]
             unsafe fn atomic_sub(p: *mut Self, v: Self) -> Self {
@@ -242,7 +238,9 @@ macro_rules! atomic_float {
             #[inline(always)]
             unsafe fn atomic_exch(p: *mut Self, v: Self) -> Self {
                 // SAFETY: caller's contract; same size and alignment as the float.
-                <$t>::from_bits(unsafe { <$a>::from_ptr(p as *mut $bits) }.swap(v.to_bits(), Relaxed))
+                <$t>::from_bits(
+                    unsafe { <$a>::from_ptr(p as *mut $bits) }.swap(v.to_bits(), Relaxed),
+                )
             }
             #[inline(always)]
             unsafe fn atomic_cas(p: *mut Self, current: Self, new: Self) -> Self {
@@ -258,7 +256,9 @@ macro_rules! atomic_float {
             unsafe fn update(p: *mut Self, f: impl Fn(Self) -> Self) -> Self {
                 // SAFETY: caller's contract; same size and alignment as the float.
                 let a = unsafe { <$a>::from_ptr(p as *mut $bits) };
-                match a.fetch_update(Relaxed, Relaxed, |old| Some(f(<$t>::from_bits(old)).to_bits())) {
+                match a.fetch_update(Relaxed, Relaxed, |old| {
+                    Some(f(<$t>::from_bits(old)).to_bits())
+                }) {
                     Ok(old) | Err(old) => <$t>::from_bits(old),
                 }
             }
