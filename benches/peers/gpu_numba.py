@@ -3,9 +3,9 @@
 
 Written from the programs' descriptions, on the inputs every implementation builds the same way
 (see device_bench.rs), with the same check values: add-list (also as
-`@vectorize(target='cuda')`), smooth (also in strips of rows, as our smooth_strips), integrate2d (shared-memory reduction), quicksort (our
-sample-pivot algorithm, numba_quicksort.py: Numba has no sort of its own) and matmul (tiled,
-TPB = 16).
+`@vectorize(target='cuda')`), smooth (also in strips of rows, as our smooth_strips),
+integrate2d (shared-memory reduction), quicksort (our sample-pivot algorithm,
+numba_quicksort.py: Numba has no sort of its own) and matmul (tiled, TPB = 16).
 
 Each result is one JSON line: {"impl", "program", "size", "kernel_ms", "e2e_ms", "bytes",
 "check"}; kernel_ms is the median time between CUDA events around the launch over --reps runs
@@ -83,6 +83,12 @@ def smooth_kernel(x, out):
         out[i, j] = s // 9
 
 
+@cuda.jit(device=True)
+def row_sum(x, i, j):
+    """The sum of row i's three bytes around column j."""
+    return numba.int32(x[i, j - 1]) + numba.int32(x[i, j]) + numba.int32(x[i, j + 1])
+
+
 @cuda.jit
 def smooth_strips_kernel(x, out):
     """smooth with each thread down one column of a strip of STRIP_ROWS rows, each row's three
@@ -91,12 +97,10 @@ def smooth_strips_kernel(x, out):
     n, m = x.shape
     first = 1 + strip * STRIP_ROWS
     if 1 <= j and j + 1 < m and first + 1 < n:
-        i = first - 1
-        above = numba.int32(x[i, j - 1]) + numba.int32(x[i, j]) + numba.int32(x[i, j + 1])
-        here = numba.int32(x[first, j - 1]) + numba.int32(x[first, j]) + numba.int32(x[first, j + 1])
+        above = row_sum(x, first - 1, j)
+        here = row_sum(x, first, j)
         for i in range(first, min(first + STRIP_ROWS, n - 1)):
-            below = (numba.int32(x[i + 1, j - 1]) + numba.int32(x[i + 1, j])
-                     + numba.int32(x[i + 1, j + 1]))
+            below = row_sum(x, i + 1, j)
             out[i, j] = (above + here + below) // 9
             above = here
             here = below

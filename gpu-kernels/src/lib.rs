@@ -1,6 +1,7 @@
-//! The reference programs' kernels: add-list, smooth (per pixel and in strips), integrate2d (per-row and shared-memory
-//! reduction), quicksort and tiled matmul, and an empty kernel that measures launch overhead. `build.rs` compiles them to PTX; the CPU backend runs
-//! them everywhere.
+//! The reference programs' kernels: add-list, smooth (per pixel and in strips), integrate2d
+//! (per-row and shared-memory reduction), quicksort and tiled matmul, and an empty kernel that
+//! measures launch overhead. `build.rs` compiles them to PTX; the CPU backend runs them
+//! everywhere.
 #![warn(missing_docs)]
 
 pub mod add_list;

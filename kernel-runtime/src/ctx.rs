@@ -131,7 +131,7 @@ impl Ctx {
         // SAFETY: `p` is a generic address in the shared window (`cvta.shared` made it), so
         // the assumption holds; `p + 0` is `p`.
         unsafe {
-            let shared = isspacep_shared(p);
+            let shared = is_shared(p);
             let read = shared as u32;
             core::arch::asm!("// {0}", in(reg32) read, options(nomem, nostack));
             core::hint::assert_unchecked(shared);

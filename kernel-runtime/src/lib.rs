@@ -53,7 +53,7 @@
     )
 )]
 // `link_llvm_intrinsics` names `llvm.nvvm.isspacep.shared`, which no stable path reaches (see
-// `Ctx::shared_ptr`).
+// `ctx::is_shared`, used by `Ctx::shared_ptr` and the float atomics).
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![warn(missing_docs)]
 

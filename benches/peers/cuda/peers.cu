@@ -1,7 +1,8 @@
 // CUDA C++ peers of `examples/device_bench.rs`: the same algorithms (one thread per element for
-// add-list and smooth, and smooth in strips of rows, one thread per row with a shared-memory block reduction for integrate2d,
-// the 16 x 16 shared-memory tiling for matmul, the sample-pivot quicksort), on the same inputs,
-// with the same check values and JSON lines as the other peers (see gpu_numba.py).
+// add-list and smooth, smooth also in strips of rows, one thread per row with a shared-memory
+// block reduction for integrate2d, the 16 x 16 shared-memory tiling for matmul, the sample-pivot
+// quicksort), on the same inputs, with the same check values and JSON lines as the other peers
+// (see gpu_numba.py).
 //
 //     nvcc -O3 -arch=native -o peers_cuda benches/peers/cuda/peers.cu && ./peers_cuda [reps]
 
