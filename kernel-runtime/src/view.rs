@@ -91,9 +91,8 @@ macro_rules! view_type {
             }
             /// Reports an index outside the shape. Takes the view by value, as the report of a
             /// race does: the view's address then never escapes the thread loop, where the
-            /// view stays in registers. On the GPU it is a `trap` in place: a call there would
-            /// make ptxas keep the memory descriptors of the kernel's loads and stores in
-            /// ordinary registers and move them to uniform ones at every access.
+            /// view stays in registers. On the GPU it is a `trap` in place, so that a kernel
+            /// with index checks has no call in it (and no call sequence around its checks).
             #[cold]
             #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             #[cfg_attr(target_arch = "nvptx64", inline(always))]
