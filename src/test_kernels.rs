@@ -334,6 +334,21 @@ pub fn nonuniform_barrier_loop(out: &mut [u32]) {
     }
 }
 
+/// A `while` loop holding a barrier whose condition reads only a per-thread local, and turns
+/// false for thread 0 one iteration before thread 1.
+#[kernel]
+pub fn nonuniform_barrier_while(out: &mut [u32]) {
+    let t = thread_idx().x as usize;
+    let mut left = t % 2 + 1;
+    while left > 0 {
+        sync_threads();
+        left -= 1;
+    }
+    if t < out.len() {
+        out[t] = left as u32;
+    }
+}
+
 /// Threads that exit after the last barrier are fine; locals live across barriers in loops.
 #[kernel]
 pub fn exit_after_last_barrier(data: &mut [u32]) {

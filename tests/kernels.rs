@@ -614,6 +614,7 @@ fn split_kernels_report_divergence_and_keep_locals_across_barriers() {
     const {
         assert!(matmul_tiled::SPLIT_AT_BARRIERS && integrate2d_shared::SPLIT_AT_BARRIERS);
         assert!(early_exit_before_barrier::SPLIT_AT_BARRIERS);
+        assert!(nonuniform_barrier_while::SPLIT_AT_BARRIERS);
         assert!(!divergent_barrier::SPLIT_AT_BARRIERS && !barrier_reductions::SPLIT_AT_BARRIERS);
     };
     for dev in backends() {
@@ -644,18 +645,19 @@ fn split_kernels_report_divergence_and_keep_locals_across_barriers() {
                 "test_kernels.rs",
             ],
         );
-        let msg = nonuniform_barrier_loop
-            .launch(1, 8, &mut d)
-            .unwrap_err()
-            .to_string();
-        assert_mentions(
-            &msg,
-            &[
-                "divergent barrier",
-                "threads (0, 0, 0) and (1, 0, 0) disagree",
-                "test_kernels.rs",
-            ],
-        );
+        for msg in [
+            nonuniform_barrier_loop.launch(1, 8, &mut d),
+            nonuniform_barrier_while.launch(1, 8, &mut d),
+        ] {
+            assert_mentions(
+                &msg.unwrap_err().to_string(),
+                &[
+                    "divergent barrier",
+                    "threads (0, 0, 0) and (1, 0, 0) disagree",
+                    "test_kernels.rs",
+                ],
+            );
+        }
     }
 }
 

@@ -510,32 +510,48 @@ impl Splitter {
     }
 
     /// Evaluates `header` for every live thread into `__uniform`, checking they agree.
+    ///
+    /// The threads after the first are compared without a branch on the outcome, and a header
+    /// that cannot depend on the current thread (no call, macro or indexing, no rematerialized
+    /// binding) is evaluated without making each thread the current one.
     fn uniform(&self, header: TokenStream, span: Span) -> TokenStream {
         let mut used = HashMap::new();
         count_idents(header.clone(), &mut used);
         let restores = self.restores(&used);
+        let remat = self.visible().iter().any(|(name, bind)| {
+            matches!(bind, Bind::Remat(_)) && used.contains_key(&name.to_string())
+        });
+        let enter = if remat || may_read_thread(&header) {
+            quote!(let __kctx = __blk.enter(__t);)
+        } else {
+            TokenStream::new()
+        };
         let loc = location(span);
         quote! {
+            // The header's value for thread `__t`.
+            #[allow(unused_variables)]
+            let __eval = |__t: usize| {
+                #enter
+                #restores
+                #header
+            };
+            // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
+            let __live = |__t: usize| !__some_exited || !unsafe { *__exited.get_unchecked(__t) };
             let mut __uniform = ::core::option::Option::None;
-            let mut __first = 0usize;
-            for __t in 0..__n {
-                if __exited[__t] {
-                    continue;
-                }
-                #[allow(unused_variables)]
-                let __kctx = __blk.enter(__t);
-                let __value = (|| { #restores #header })();
-                match &__uniform {
-                    ::core::option::Option::None => {
-                        __uniform = ::core::option::Option::Some(__value);
-                        __first = __t;
-                    }
-                    ::core::option::Option::Some(v) => {
-                        if *v != __value {
-                            __blk.nonuniform(__first, __t, #loc);
-                        }
+            if let ::core::option::Option::Some(__first) = (0..__n).find(|&__t| __live(__t)) {
+                let __value = __eval(__first);
+                // The first thread that disagrees, if any.
+                let mut __other = __n;
+                for __t in __first + 1..__n {
+                    if __live(__t) {
+                        let __differs = __eval(__t) != __value;
+                        __other = if __differs && __other == __n { __t } else { __other };
                     }
                 }
+                if __other < __n {
+                    __blk.nonuniform(__first, __other, #loc);
+                }
+                __uniform = ::core::option::Option::Some(__value);
             }
         }
     }
@@ -756,6 +772,35 @@ pub fn assigns(op: &syn::BinOp) -> bool {
             | ShlAssign(_)
             | ShrAssign(_)
     )
+}
+
+/// Whether evaluating `header` may read which thread is current: it calls a function or a macro
+/// (a coordinate, a `#[device]` function), or indexes an array (checked mode records the access
+/// as the current thread's).
+fn may_read_thread(header: &TokenStream) -> bool {
+    struct Finder(bool);
+    impl<'ast> Visit<'ast> for Finder {
+        fn visit_expr_call(&mut self, _: &'ast syn::ExprCall) {
+            self.0 = true;
+        }
+        fn visit_expr_method_call(&mut self, _: &'ast syn::ExprMethodCall) {
+            self.0 = true;
+        }
+        fn visit_expr_index(&mut self, _: &'ast syn::ExprIndex) {
+            self.0 = true;
+        }
+        fn visit_macro(&mut self, _: &'ast syn::Macro) {
+            self.0 = true;
+        }
+    }
+    match syn::parse2::<Expr>(header.clone()) {
+        Ok(expr) => {
+            let mut finder = Finder(false);
+            finder.visit_expr(&expr);
+            finder.0
+        }
+        Err(_) => true,
+    }
 }
 
 fn location(span: Span) -> TokenStream {
