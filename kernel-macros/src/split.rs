@@ -173,7 +173,81 @@ fn pieces(stmts: &[Stmt]) -> Option<Vec<Piece<'_>>> {
     if !region.is_empty() {
         out.push(Piece::Region(region));
     }
-    Some(out)
+    Some(hoist_private(out))
+}
+
+/// Moves a region that only computes with the thread's own locals from just after a barrier to
+/// the end of the region before it (`sync_threads(); stride /= 2;` at the end of a loop body):
+/// a barrier orders memory, which such a region does not touch, and one thread loop is saved.
+fn hoist_private(pieces: Vec<Piece<'_>>) -> Vec<Piece<'_>> {
+    let mut out: Vec<Piece<'_>> = Vec::with_capacity(pieces.len());
+    for piece in pieces {
+        if let Piece::Region(stmts) = &piece {
+            if let [.., Piece::Region(_), Piece::Barrier(_)] = out.as_slice() {
+                if stmts.iter().all(|s| private(s)) {
+                    let barrier = out.pop();
+                    if let (Some(Piece::Region(before)), Some(barrier)) = (out.last_mut(), barrier)
+                    {
+                        before.extend(stmts);
+                        out.push(barrier);
+                        continue;
+                    }
+                }
+            }
+        }
+        out.push(piece);
+    }
+    out
+}
+
+/// Whether `stmt` only reads and writes the thread's own locals: no call, macro, indexing,
+/// dereference, `unsafe` or closure, nothing that leaves it early, and loops only over ranges.
+fn private(stmt: &Stmt) -> bool {
+    struct Check(bool);
+    impl<'ast> Visit<'ast> for Check {
+        fn visit_expr(&mut self, e: &'ast Expr) {
+            let ok = match e {
+                Expr::Call(_)
+                | Expr::MethodCall(_)
+                | Expr::Macro(_)
+                | Expr::Index(_)
+                | Expr::Unsafe(_)
+                | Expr::Closure(_)
+                | Expr::Async(_)
+                | Expr::Await(_)
+                | Expr::Return(_)
+                | Expr::Break(_)
+                | Expr::Continue(_)
+                | Expr::Try(_)
+                | Expr::TryBlock(_)
+                | Expr::Yield(_)
+                | Expr::Verbatim(_) => false,
+                Expr::Unary(u) => !matches!(u.op, syn::UnOp::Deref(_)),
+                Expr::ForLoop(f) => matches!(&*f.expr, Expr::Range(_)),
+                _ => true,
+            };
+            if ok {
+                syn::visit::visit_expr(self, e);
+            } else {
+                self.0 = false;
+            }
+        }
+        fn visit_local(&mut self, l: &'ast syn::Local) {
+            if l.init.as_ref().is_some_and(|i| i.diverge.is_some()) {
+                self.0 = false;
+            }
+            syn::visit::visit_local(self, l);
+        }
+        fn visit_item(&mut self, _: &'ast syn::Item) {
+            self.0 = false;
+        }
+        fn visit_macro(&mut self, _: &'ast syn::Macro) {
+            self.0 = false;
+        }
+    }
+    let mut check = Check(true);
+    check.visit_stmt(stmt);
+    check.0
 }
 
 /// Refuses regions that `break`/`continue` out of their own statements (they would have to
@@ -805,4 +879,68 @@ fn may_read_thread(header: &TokenStream) -> bool {
 
 fn location(span: Span) -> TokenStream {
     quote_spanned!(span=> ::core::concat!(::core::file!(), ":", ::core::line!(), ":", ::core::column!()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pieces of `body` as `R<n>` (a region of `n` statements), `B`, `For` and `While`.
+    fn shape(body: &Block) -> Vec<String> {
+        pieces(&body.stmts)
+            .unwrap()
+            .iter()
+            .map(|p| match p {
+                Piece::Region(stmts) => format!("R{}", stmts.len()),
+                Piece::Barrier(_) => "B".into(),
+                Piece::For { .. } => "For".into(),
+                Piece::While { .. } => "While".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn private_statements_after_a_barrier_join_the_region_before_it() {
+        let body: Block = syn::parse_quote!({
+            s[t] = x;
+            sync_threads();
+            stride /= 2;
+            let mut k = stride * 2;
+            for i in 0..3 {
+                k += i;
+            }
+        });
+        assert_eq!(shape(&body), ["R4", "B"]);
+        // Nothing to join: a barrier first, or after a loop.
+        let body: Block = syn::parse_quote!({
+            sync_threads();
+            stride /= 2;
+        });
+        assert_eq!(shape(&body), ["B", "R1"]);
+    }
+
+    #[test]
+    fn statements_that_touch_memory_or_leave_stay_after_the_barrier() {
+        for stmt in [
+            quote!(y = s[t];),
+            quote!(y = f(t);),
+            quote!(y = x.len();),
+            quote!(y = unsafe { *p };),
+            quote!(println!("{}", t);),
+            quote!(if t == 0 {
+                return;
+            }),
+            quote!(for v in xs {
+                y += v;
+            }),
+            quote!(let Some(v) = o else { return };),
+        ] {
+            let body: Block = syn::parse_quote!({
+                s[t] = x;
+                sync_threads();
+                #stmt
+            });
+            assert_eq!(shape(&body), ["R1", "B", "R1"], "{stmt}");
+        }
+    }
 }
