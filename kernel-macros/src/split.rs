@@ -203,51 +203,65 @@ fn hoist_private(pieces: Vec<Piece<'_>>) -> Vec<Piece<'_>> {
 /// Whether `stmt` only reads and writes the thread's own locals: no call, macro, indexing,
 /// dereference, `unsafe` or closure, nothing that leaves it early, and loops only over ranges.
 fn private(stmt: &Stmt) -> bool {
-    struct Check(bool);
-    impl<'ast> Visit<'ast> for Check {
-        fn visit_expr(&mut self, e: &'ast Expr) {
-            let ok = match e {
-                Expr::Call(_)
-                | Expr::MethodCall(_)
-                | Expr::Macro(_)
-                | Expr::Index(_)
-                | Expr::Unsafe(_)
-                | Expr::Closure(_)
-                | Expr::Async(_)
-                | Expr::Await(_)
-                | Expr::Return(_)
-                | Expr::Break(_)
-                | Expr::Continue(_)
-                | Expr::Try(_)
-                | Expr::TryBlock(_)
-                | Expr::Yield(_)
-                | Expr::Verbatim(_) => false,
-                Expr::Unary(u) => !matches!(u.op, syn::UnOp::Deref(_)),
-                Expr::ForLoop(f) => matches!(&*f.expr, Expr::Range(_)),
-                _ => true,
-            };
-            if ok {
-                syn::visit::visit_expr(self, e);
-            } else {
-                self.0 = false;
-            }
-        }
-        fn visit_local(&mut self, l: &'ast syn::Local) {
-            if l.init.as_ref().is_some_and(|i| i.diverge.is_some()) {
-                self.0 = false;
-            }
-            syn::visit::visit_local(self, l);
-        }
-        fn visit_item(&mut self, _: &'ast syn::Item) {
-            self.0 = false;
-        }
-        fn visit_macro(&mut self, _: &'ast syn::Macro) {
+    let mut check = Private(true);
+    check.visit_stmt(stmt);
+    check.0
+}
+
+/// Whether evaluating the expression `header` reads no more than the thread's own locals, and
+/// so cannot depend on which thread is current: no call or macro (a coordinate, a `#[device]`
+/// function) and no indexing (checked mode records an access as the current thread's).
+fn private_expr(header: &TokenStream) -> bool {
+    syn::parse2::<Expr>(header.clone()).is_ok_and(|e| {
+        let mut check = Private(true);
+        check.visit_expr(&e);
+        check.0
+    })
+}
+
+/// The visitor of [`private`] and [`private_expr`]: whether all it visited is private.
+struct Private(bool);
+
+impl<'ast> Visit<'ast> for Private {
+    fn visit_expr(&mut self, e: &'ast Expr) {
+        let ok = match e {
+            Expr::Call(_)
+            | Expr::MethodCall(_)
+            | Expr::Macro(_)
+            | Expr::Index(_)
+            | Expr::Unsafe(_)
+            | Expr::Closure(_)
+            | Expr::Async(_)
+            | Expr::Await(_)
+            | Expr::Return(_)
+            | Expr::Break(_)
+            | Expr::Continue(_)
+            | Expr::Try(_)
+            | Expr::TryBlock(_)
+            | Expr::Yield(_)
+            | Expr::Verbatim(_) => false,
+            Expr::Unary(u) => !matches!(u.op, syn::UnOp::Deref(_)),
+            Expr::ForLoop(f) => matches!(&*f.expr, Expr::Range(_)),
+            _ => true,
+        };
+        if ok {
+            syn::visit::visit_expr(self, e);
+        } else {
             self.0 = false;
         }
     }
-    let mut check = Check(true);
-    check.visit_stmt(stmt);
-    check.0
+    fn visit_local(&mut self, l: &'ast syn::Local) {
+        if l.init.as_ref().is_some_and(|i| i.diverge.is_some()) {
+            self.0 = false;
+        }
+        syn::visit::visit_local(self, l);
+    }
+    fn visit_item(&mut self, _: &'ast syn::Item) {
+        self.0 = false;
+    }
+    fn visit_macro(&mut self, _: &'ast syn::Macro) {
+        self.0 = false;
+    }
 }
 
 /// Refuses regions that `break`/`continue` out of their own statements (they would have to
@@ -595,7 +609,7 @@ impl Splitter {
         let remat = self.visible().iter().any(|(name, bind)| {
             matches!(bind, Bind::Remat(_)) && used.contains_key(&name.to_string())
         });
-        let enter = if remat || may_read_thread(&header) {
+        let enter = if remat || !private_expr(&header) {
             quote!(let __kctx = __blk.enter(__t);)
         } else {
             TokenStream::new()
@@ -846,35 +860,6 @@ pub fn assigns(op: &syn::BinOp) -> bool {
             | ShlAssign(_)
             | ShrAssign(_)
     )
-}
-
-/// Whether evaluating `header` may read which thread is current: it calls a function or a macro
-/// (a coordinate, a `#[device]` function), or indexes an array (checked mode records the access
-/// as the current thread's).
-fn may_read_thread(header: &TokenStream) -> bool {
-    struct Finder(bool);
-    impl<'ast> Visit<'ast> for Finder {
-        fn visit_expr_call(&mut self, _: &'ast syn::ExprCall) {
-            self.0 = true;
-        }
-        fn visit_expr_method_call(&mut self, _: &'ast syn::ExprMethodCall) {
-            self.0 = true;
-        }
-        fn visit_expr_index(&mut self, _: &'ast syn::ExprIndex) {
-            self.0 = true;
-        }
-        fn visit_macro(&mut self, _: &'ast syn::Macro) {
-            self.0 = true;
-        }
-    }
-    match syn::parse2::<Expr>(header.clone()) {
-        Ok(expr) => {
-            let mut finder = Finder(false);
-            finder.visit_expr(&expr);
-            finder.0
-        }
-        Err(_) => true,
-    }
 }
 
 fn location(span: Span) -> TokenStream {
