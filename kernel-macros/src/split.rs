@@ -4,9 +4,11 @@
 //!
 //! Locals that live across a barrier are kept per thread (restored at the start of a region,
 //! saved at its end); a loop that holds a barrier is run once per block after checking that every
-//! thread agrees on its bounds or condition, so a divergent barrier is still reported. Bodies of
-//! any other shape (barriers in branches, `sync_threads_count`, `break` out of a split loop, ...)
-//! are not split: the CPU backend then runs their threads as coroutines.
+//! thread agrees on its bounds or condition, so a divergent barrier is still reported. A region
+//! after a barrier that touches nothing but the thread's own locals runs before the barrier
+//! instead, in the thread loop of the region there (see `hoist_private`). Bodies of any other
+//! shape (barriers in branches, `sync_threads_count`, `break` out of a split loop, ...) are not
+//! split: the CPU backend then runs their threads as coroutines.
 
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
