@@ -184,17 +184,12 @@ fn pieces(stmts: &[Stmt]) -> Option<Vec<Piece<'_>>> {
 fn hoist_private(pieces: Vec<Piece<'_>>) -> Vec<Piece<'_>> {
     let mut out: Vec<Piece<'_>> = Vec::with_capacity(pieces.len());
     for piece in pieces {
-        if let Piece::Region(stmts) = &piece {
-            if let [.., Piece::Region(_), Piece::Barrier(_)] = out.as_slice() {
-                if stmts.iter().all(|s| private(s)) {
-                    let barrier = out.pop();
-                    if let (Some(Piece::Region(before)), Some(barrier)) = (out.last_mut(), barrier)
-                    {
-                        before.extend(stmts);
-                        out.push(barrier);
-                        continue;
-                    }
-                }
+        if let (Piece::Region(stmts), [.., Piece::Region(before), Piece::Barrier(_)]) =
+            (&piece, out.as_mut_slice())
+        {
+            if stmts.iter().all(|s| private(s)) {
+                before.extend(stmts);
+                continue;
             }
         }
         out.push(piece);
@@ -904,6 +899,14 @@ mod tests {
             stride /= 2;
         });
         assert_eq!(shape(&body), ["B", "R1"]);
+        let body: Block = syn::parse_quote!({
+            while stride > 0 {
+                sync_threads();
+            }
+            sync_threads();
+            stride /= 2;
+        });
+        assert_eq!(shape(&body), ["While", "B", "R1"]);
     }
 
     #[test]
