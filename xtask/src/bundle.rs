@@ -26,8 +26,9 @@ use crate::util::{self, Context, Result};
 /// The most the bundle directory may hold.
 const MAX_BUNDLE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Targets left out unless asked for: the automation itself has no business on a GPU machine.
-const DEFAULT_EXCLUDES: [&str; 1] = ["xtask"];
+/// Targets always left out: the automation itself has no business on a GPU machine, and the
+/// fake CUDA driver and its tests stand in for a GPU where there is none.
+const DEFAULT_EXCLUDES: [&str; 3] = ["xtask", "fake_cuda", "fake_driver"];
 
 /// Options of `cargo xtask gpu-bundle`.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -492,6 +493,8 @@ not json at all
             artifact("xtask", "bin", true, "/t/deps/xtask-1"),
             artifact("gpu", "test", true, "/t/deps/gpu-1"),
             artifact("gpu", "test", true, "/t/deps/gpu-2"),
+            artifact("fake_driver", "test", true, "/t/deps/fake_driver-1"),
+            artifact("fake_cuda", "lib", true, "/t/deps/fake_cuda-1"),
             artifact("compile_fail", "test", true, "/t/deps/compile_fail-1"),
             artifact("smooth", "example", false, "/t/examples/smooth"),
         ];

@@ -1,0 +1,713 @@
+//! The fake driver's objects (contexts, streams, events, modules, functions, memory) and the
+//! checks a real driver makes on them: a call without a current context, a stale handle, a copy
+//! outside device memory or a launch outside the GPU's limits fails with the code the driver
+//! would return, and the reason is printed on stderr.
+
+use crate::ptx;
+use std::alloc::Layout;
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::Write;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+/// `CUresult`.
+pub type CuResult = u32;
+
+pub const SUCCESS: CuResult = 0;
+pub const INVALID_VALUE: CuResult = 1;
+pub const OUT_OF_MEMORY: CuResult = 2;
+pub const NOT_INITIALIZED: CuResult = 3;
+pub const INVALID_DEVICE: CuResult = 101;
+pub const INVALID_CONTEXT: CuResult = 201;
+pub const INVALID_PTX: CuResult = 218;
+pub const UNSUPPORTED_PTX_VERSION: CuResult = 222;
+pub const INVALID_HANDLE: CuResult = 400;
+pub const NOT_FOUND: CuResult = 500;
+pub const ILLEGAL_ADDRESS: CuResult = 700;
+pub const LAUNCH_FAILED: CuResult = 719;
+pub const NOT_SUPPORTED: CuResult = 801;
+
+/// The codes above with their `cuGetErrorName` and `cuGetErrorString`, as the driver has them.
+#[rustfmt::skip]
+pub const CODES: &[(CuResult, &str, &str)] = &[
+    (SUCCESS, "CUDA_SUCCESS", "no error"),
+    (INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"),
+    (OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"),
+    (NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"),
+    (INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"),
+    (INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"),
+    (INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"),
+    (UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+        "the provided PTX was compiled with an unsupported toolchain."),
+    (INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"),
+    (NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"),
+    (ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"),
+    (LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"),
+    (NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
+];
+
+/// The newest PTX ISA this driver compiles (CUDA 13.0's: 9.0).
+const PTX_ISA: u32 = 90;
+/// The name every fake GPU reports.
+pub const NAME: &str = "Fake CUDA GPU";
+/// Device memory each fake GPU has.
+pub const MEMORY_BYTES: usize = 1 << 34;
+/// Dynamic plus static shared memory a block may have.
+pub const SHARED_PER_BLOCK: usize = 48 * 1024;
+
+/// A failed call: the code to return and why, for stderr.
+pub struct Failure(pub CuResult, pub String);
+
+pub fn fail<T>(code: CuResult, why: impl Into<String>) -> Result<T, Failure> {
+    Err(Failure(code, why.into()))
+}
+
+/// How the fake GPUs behave, from the environment of the process.
+struct Config {
+    /// `FAKE_CUDA_DEVICES`: how many GPUs (default 1).
+    devices: i32,
+    /// `FAKE_CUDA_CC`: the compute capability, as `10 * major + minor` (default 90).
+    cc: u32,
+    /// `FAKE_CUDA_NO_MEMORY_POOLS=1`: the GPUs have no stream-ordered allocator.
+    no_pools: bool,
+    /// `FAKE_CUDA_FAIL=FUNCTION=CODE[@N]`: the `N`th call of `FUNCTION` (every call without
+    /// `@N`) fails with `CODE`.
+    fail: Option<(String, CuResult, Option<u32>)>,
+    /// `FAKE_CUDA_TRAP=KERNEL`: launches of `KERNEL` fault as a trap does.
+    trap: Option<String>,
+    /// `FAKE_CUDA_LOG=FILE`: a line per launch, allocation, free, copy and wait.
+    log: Option<File>,
+}
+
+impl Config {
+    fn from_env() -> Config {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let fail = var("FAKE_CUDA_FAIL").and_then(|spec| {
+            let (function, rest) = spec.split_once('=')?;
+            let (code, nth) = match rest.split_once('@') {
+                Some((code, nth)) => (code, Some(nth.parse().ok()?)),
+                None => (rest, None),
+            };
+            Some((function.to_string(), code.parse().ok()?, nth))
+        });
+        Config {
+            devices: var("FAKE_CUDA_DEVICES")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1),
+            cc: var("FAKE_CUDA_CC")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(90),
+            no_pools: var("FAKE_CUDA_NO_MEMORY_POOLS").is_some_and(|v| v == "1"),
+            fail,
+            trap: var("FAKE_CUDA_TRAP"),
+            log: var("FAKE_CUDA_LOG")
+                .and_then(|path| File::options().create(true).append(true).open(path).ok()),
+        }
+    }
+}
+
+struct Context {
+    /// `cuDevicePrimaryCtxRetain` calls not yet released.
+    retained: u32,
+    /// A sticky error: once a kernel faulted, every call in the context returns it.
+    fault: Option<CuResult>,
+}
+
+struct Stream {
+    ctx: usize,
+}
+
+struct Event {
+    ctx: usize,
+    timing: bool,
+    recorded: Option<Instant>,
+}
+
+struct Module {
+    ctx: usize,
+    ptx: ptx::Module,
+}
+
+struct Function {
+    module: usize,
+    name: String,
+}
+
+struct Allocation {
+    len: usize,
+    ctx: usize,
+    layout: Layout,
+}
+
+/// Everything the driver holds.
+pub struct Driver {
+    config: Config,
+    initialized: bool,
+    /// Handles are distinct numbers across kinds, so that a handle of one kind passed as
+    /// another is refused.
+    next_handle: usize,
+    /// The primary context of each device, once retained.
+    primary: HashMap<i32, usize>,
+    contexts: HashMap<usize, Context>,
+    streams: HashMap<usize, Stream>,
+    events: HashMap<usize, Event>,
+    modules: HashMap<usize, Module>,
+    functions: HashMap<usize, Function>,
+    /// Device memory: host memory at the addresses handed out.
+    memory: BTreeMap<u64, Allocation>,
+    /// Calls made so far, by function, for `FAKE_CUDA_FAIL`.
+    calls: HashMap<&'static str, u32>,
+}
+
+// SAFETY: the raw memory an `Allocation` describes is only touched under the driver's lock.
+unsafe impl Send for Driver {}
+
+static DRIVER: Mutex<Option<Driver>> = Mutex::new(None);
+
+thread_local! {
+    /// The calling thread's current context (0 for none).
+    static CURRENT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Runs the driver function `name`: counts the call, applies `FAKE_CUDA_FAIL`, then `body`.
+/// A failure's reason goes to stderr.
+pub fn call(name: &'static str, body: impl FnOnce(&mut Driver) -> Result<(), Failure>) -> CuResult {
+    let mut guard: MutexGuard<'_, Option<Driver>> =
+        DRIVER.lock().unwrap_or_else(|p| p.into_inner());
+    let driver = guard.get_or_insert_with(|| Driver {
+        config: Config::from_env(),
+        initialized: false,
+        next_handle: 0x100,
+        primary: HashMap::new(),
+        contexts: HashMap::new(),
+        streams: HashMap::new(),
+        events: HashMap::new(),
+        modules: HashMap::new(),
+        functions: HashMap::new(),
+        memory: BTreeMap::new(),
+        calls: HashMap::new(),
+    });
+    let result = driver.injected(name).and_then(|()| {
+        if !driver.initialized && !matches!(name, "cuInit" | "cuGetErrorName" | "cuGetErrorString")
+        {
+            return fail(NOT_INITIALIZED, "cuInit was not called");
+        }
+        body(driver)
+    });
+    match result {
+        Ok(()) => 0,
+        Err(Failure(code, why)) => {
+            eprintln!("fake CUDA driver: {name}: {why}");
+            code
+        }
+    }
+}
+
+impl Driver {
+    fn injected(&mut self, name: &'static str) -> Result<(), Failure> {
+        let count = self.calls.entry(name).or_insert(0);
+        *count += 1;
+        match &self.config.fail {
+            Some((function, code, nth)) if function == name && nth.is_none_or(|n| n == *count) => {
+                fail(
+                    *code,
+                    format!("failing call {count} as FAKE_CUDA_FAIL asks"),
+                )
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn handle(&mut self) -> usize {
+        self.next_handle += 1;
+        self.next_handle
+    }
+
+    /// Appends a line to `FAKE_CUDA_LOG`.
+    pub fn log(&mut self, line: std::fmt::Arguments<'_>) {
+        if let Some(file) = &mut self.config.log {
+            let _ = writeln!(file, "{line}");
+        }
+    }
+
+    pub fn init(&mut self) {
+        self.initialized = true;
+    }
+
+    pub fn device_count(&self) -> i32 {
+        self.config.devices
+    }
+
+    pub fn device(&self, ordinal: i32) -> Result<i32, Failure> {
+        if (0..self.config.devices).contains(&ordinal) {
+            Ok(ordinal)
+        } else {
+            fail(INVALID_DEVICE, format!("no device {ordinal}"))
+        }
+    }
+
+    /// `cuDeviceGetAttribute`; `None` for an attribute this driver does not know.
+    pub fn attribute(&self, attribute: u32) -> Option<i32> {
+        let cc = self.config.cc as i32;
+        Some(match attribute {
+            1 => 1024,                               // max threads per block
+            2 | 3 => 1024,                           // max block x, y
+            4 => 64,                                 // max block z
+            5 => i32::MAX,                           // max grid x
+            6 | 7 => 65535,                          // max grid y, z
+            8 => SHARED_PER_BLOCK as i32,            // max shared memory per block
+            10 => 32,                                // warp size
+            16 => 132,                               // multiprocessors
+            75 => cc / 10,                           // compute capability major
+            76 => cc % 10,                           // compute capability minor
+            115 => i32::from(!self.config.no_pools), // memory pools supported
+            _ => return None,
+        })
+    }
+
+    pub fn retain_primary(&mut self, device: i32) -> Result<usize, Failure> {
+        self.device(device)?;
+        let ctx = match self.primary.get(&device) {
+            Some(&ctx) => ctx,
+            None => {
+                let ctx = self.handle();
+                self.primary.insert(device, ctx);
+                self.contexts.insert(
+                    ctx,
+                    Context {
+                        retained: 0,
+                        fault: None,
+                    },
+                );
+                ctx
+            }
+        };
+        self.contexts.get_mut(&ctx).expect("primary").retained += 1;
+        Ok(ctx)
+    }
+
+    /// Releases a retain of `device`'s primary context; the last one destroys the context and
+    /// everything in it, and names what the program left there.
+    pub fn release_primary(&mut self, device: i32) -> Result<(), Failure> {
+        let Some(&ctx) = self.primary.get(&device) else {
+            return fail(
+                INVALID_CONTEXT,
+                format!("device {device}'s primary context was never retained"),
+            );
+        };
+        let c = self.contexts.get_mut(&ctx).expect("primary");
+        c.retained -= 1;
+        if c.retained > 0 {
+            return Ok(());
+        }
+        self.contexts.remove(&ctx);
+        self.primary.remove(&device);
+        let leaked = |n: usize, what: &str| {
+            if n > 0 {
+                eprintln!("fake CUDA driver: the context was destroyed with {n} {what} left in it");
+            }
+        };
+        let n = self.streams.len();
+        self.streams.retain(|_, s| s.ctx != ctx);
+        leaked(n - self.streams.len(), "stream(s)");
+        let n = self.events.len();
+        self.events.retain(|_, e| e.ctx != ctx);
+        leaked(n - self.events.len(), "event(s)");
+        let modules: Vec<usize> = self
+            .modules
+            .iter()
+            .filter(|(_, m)| m.ctx == ctx)
+            .map(|(&h, _)| h)
+            .collect();
+        leaked(modules.len(), "module(s)");
+        for m in modules {
+            self.unload(m);
+        }
+        let blocks: Vec<u64> = self
+            .memory
+            .iter()
+            .filter(|(_, a)| a.ctx == ctx)
+            .map(|(&p, _)| p)
+            .collect();
+        leaked(blocks.len(), "allocation(s)");
+        for p in blocks {
+            self.release(p);
+        }
+        if CURRENT.get() == ctx {
+            CURRENT.set(0);
+        }
+        Ok(())
+    }
+
+    pub fn current_handle(&self) -> usize {
+        CURRENT.get()
+    }
+
+    pub fn set_current(&mut self, ctx: usize) -> Result<(), Failure> {
+        if ctx != 0 && !self.contexts.contains_key(&ctx) {
+            return fail(INVALID_CONTEXT, format!("context {ctx:#x} does not exist"));
+        }
+        CURRENT.set(ctx);
+        Ok(())
+    }
+
+    /// The calling thread's current context, which must exist and not have faulted.
+    pub fn current(&self) -> Result<usize, Failure> {
+        let ctx = CURRENT.get();
+        match self.contexts.get(&ctx) {
+            None => fail(INVALID_CONTEXT, "no context is current on this thread"),
+            Some(Context {
+                fault: Some(code), ..
+            }) => fail(*code, "the context faulted earlier"),
+            Some(_) => Ok(ctx),
+        }
+    }
+
+    /// Checks that `stream` (0 and 2 are the current context's built-in streams) belongs to the
+    /// current context; returns its number for the log.
+    pub fn stream(&self, stream: usize) -> Result<usize, Failure> {
+        let ctx = self.current()?;
+        if stream == 0 || stream == 2 {
+            return Ok(stream);
+        }
+        match self.streams.get(&stream) {
+            Some(s) if s.ctx == ctx => Ok(stream),
+            Some(_) => fail(
+                INVALID_CONTEXT,
+                format!("stream {stream:#x} belongs to another context"),
+            ),
+            None => fail(INVALID_HANDLE, format!("stream {stream:#x} does not exist")),
+        }
+    }
+
+    pub fn create_stream(&mut self) -> Result<usize, Failure> {
+        let ctx = self.current()?;
+        let h = self.handle();
+        self.streams.insert(h, Stream { ctx });
+        Ok(h)
+    }
+
+    pub fn destroy_stream(&mut self, stream: usize) -> Result<(), Failure> {
+        self.current()?;
+        match self.streams.remove(&stream) {
+            Some(_) => Ok(()),
+            None => fail(INVALID_HANDLE, format!("stream {stream:#x} does not exist")),
+        }
+    }
+
+    pub fn create_event(&mut self, flags: u32) -> Result<usize, Failure> {
+        let ctx = self.current()?;
+        let h = self.handle();
+        let timing = flags & 2 == 0; // CU_EVENT_DISABLE_TIMING
+        self.events.insert(
+            h,
+            Event {
+                ctx,
+                timing,
+                recorded: None,
+            },
+        );
+        Ok(h)
+    }
+
+    fn event(&self, event: usize) -> Result<&Event, Failure> {
+        let ctx = self.current()?;
+        match self.events.get(&event) {
+            Some(e) if e.ctx == ctx => Ok(e),
+            Some(_) => fail(
+                INVALID_CONTEXT,
+                format!("event {event:#x} belongs to another context"),
+            ),
+            None => fail(INVALID_HANDLE, format!("event {event:#x} does not exist")),
+        }
+    }
+
+    pub fn record_event(&mut self, event: usize, stream: usize) -> Result<(), Failure> {
+        self.event(event)?;
+        self.stream(stream)?;
+        self.events.get_mut(&event).expect("checked").recorded = Some(Instant::now());
+        self.log(format_args!("record event={event:#x} stream={stream:#x}"));
+        Ok(())
+    }
+
+    /// Checks `event` exists (waiting on one never recorded is allowed and returns at once).
+    pub fn sync_event(&self, event: usize) -> Result<(), Failure> {
+        self.event(event).map(|_| ())
+    }
+
+    pub fn wait_event(&mut self, stream: usize, event: usize) -> Result<(), Failure> {
+        self.stream(stream)?;
+        self.event(event)?;
+        self.log(format_args!("wait stream={stream:#x} event={event:#x}"));
+        Ok(())
+    }
+
+    pub fn elapsed(&self, start: usize, end: usize) -> Result<f32, Failure> {
+        let (a, b) = (self.event(start)?, self.event(end)?);
+        if !a.timing || !b.timing {
+            return fail(
+                INVALID_HANDLE,
+                "an event created with CU_EVENT_DISABLE_TIMING was timed",
+            );
+        }
+        match (a.recorded, b.recorded) {
+            (Some(a), Some(b)) => Ok(b.saturating_duration_since(a).as_secs_f32() * 1e3),
+            _ => fail(INVALID_HANDLE, "an event that was never recorded was timed"),
+        }
+    }
+
+    pub fn destroy_event(&mut self, event: usize) -> Result<(), Failure> {
+        self.event(event)?;
+        self.events.remove(&event);
+        Ok(())
+    }
+
+    pub fn pools_supported(&self) -> bool {
+        !self.config.no_pools
+    }
+
+    /// `bytes` of device memory in the current context, filled with 0xCD as fresh memory holds
+    /// whatever was there before.
+    pub fn alloc(&mut self, bytes: usize) -> Result<u64, Failure> {
+        let ctx = self.current()?;
+        if bytes == 0 {
+            return fail(INVALID_VALUE, "an allocation of 0 bytes");
+        }
+        let in_use: usize = self.memory.values().map(|a| a.len).sum();
+        if in_use.saturating_add(bytes) > MEMORY_BYTES {
+            return fail(
+                OUT_OF_MEMORY,
+                format!("{bytes} bytes asked for, {in_use} in use"),
+            );
+        }
+        let layout = Layout::from_size_align(bytes, 256)
+            .map_err(|e| Failure(OUT_OF_MEMORY, e.to_string()))?;
+        // SAFETY: `layout` has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        if ptr.is_null() {
+            return fail(
+                OUT_OF_MEMORY,
+                format!("the host has no {bytes} bytes to give"),
+            );
+        }
+        // SAFETY: `ptr` was just allocated with `bytes` bytes.
+        unsafe { ptr.write_bytes(0xCD, bytes) };
+        let address = ptr as u64;
+        self.memory.insert(
+            address,
+            Allocation {
+                len: bytes,
+                ctx,
+                layout,
+            },
+        );
+        self.log(format_args!("alloc {address:#x} {bytes}"));
+        Ok(address)
+    }
+
+    pub fn free(&mut self, address: u64) -> Result<(), Failure> {
+        let ctx = self.current()?;
+        match self.memory.get(&address) {
+            Some(a) if a.ctx == ctx => {
+                self.release(address);
+                self.log(format_args!("free {address:#x}"));
+                Ok(())
+            }
+            Some(_) => fail(
+                INVALID_CONTEXT,
+                format!("{address:#x} belongs to another context"),
+            ),
+            None => fail(
+                INVALID_VALUE,
+                format!("{address:#x} is not the start of an allocation"),
+            ),
+        }
+    }
+
+    fn release(&mut self, address: u64) {
+        if let Some(a) = self.memory.remove(&address) {
+            // SAFETY: the allocation was made by `alloc` with this layout and is freed once.
+            unsafe { std::alloc::dealloc(address as *mut u8, a.layout) };
+        }
+    }
+
+    /// Checks that `bytes` from `address` lie in one allocation of the current context.
+    pub fn range(&self, address: u64, bytes: usize) -> Result<*mut u8, Failure> {
+        let ctx = self.current()?;
+        match self.memory.range(..=address).next_back() {
+            Some((&start, a)) if a.ctx == ctx && address - start + bytes as u64 <= a.len as u64 => {
+                Ok(address as *mut u8)
+            }
+            _ => fail(
+                INVALID_VALUE,
+                format!("{bytes} bytes at {address:#x} are not in an allocation of this context"),
+            ),
+        }
+    }
+
+    pub fn load_module(&mut self, text: &str) -> Result<usize, Failure> {
+        let ctx = self.current()?;
+        let ptx = ptx::parse(text).map_err(|e| Failure(INVALID_PTX, e))?;
+        if ptx.version > PTX_ISA {
+            return fail(
+                UNSUPPORTED_PTX_VERSION,
+                format!(
+                    "PTX ISA {}.{} is newer than this driver's",
+                    ptx.version / 10,
+                    ptx.version % 10
+                ),
+            );
+        }
+        let cc = self.config.cc;
+        if ptx.target > cc {
+            return fail(
+                INVALID_PTX,
+                format!("the PTX targets sm_{}, the GPU is sm_{cc}", ptx.target),
+            );
+        }
+        let h = self.handle();
+        self.modules.insert(h, Module { ctx, ptx });
+        Ok(h)
+    }
+
+    pub fn function(&mut self, module: usize, name: &str) -> Result<usize, Failure> {
+        let ctx = self.current()?;
+        match self.modules.get(&module) {
+            Some(m) if m.ctx == ctx => {
+                if !m.ptx.entries.contains_key(name) {
+                    return fail(NOT_FOUND, format!("the module has no entry `{name}`"));
+                }
+            }
+            Some(_) => return fail(INVALID_CONTEXT, "the module belongs to another context"),
+            None => return fail(INVALID_HANDLE, format!("module {module:#x} does not exist")),
+        }
+        let h = self.handle();
+        self.functions.insert(
+            h,
+            Function {
+                module,
+                name: name.to_string(),
+            },
+        );
+        Ok(h)
+    }
+
+    pub fn unload_module(&mut self, module: usize) -> Result<(), Failure> {
+        self.current()?;
+        if !self.modules.contains_key(&module) {
+            return fail(INVALID_HANDLE, format!("module {module:#x} does not exist"));
+        }
+        self.unload(module);
+        Ok(())
+    }
+
+    fn unload(&mut self, module: usize) {
+        self.modules.remove(&module);
+        self.functions.retain(|_, f| f.module != module);
+    }
+
+    /// Checks a launch as the driver does and logs it with its parameters' values; runs
+    /// nothing. A pointer parameter outside the context's memory, or `FAKE_CUDA_TRAP`, makes
+    /// the context fault as the kernel would have: the launch succeeds and every later call
+    /// fails.
+    ///
+    /// # Safety
+    /// `params` must be null or hold one readable pointer per parameter of the entry, each to
+    /// as many readable bytes as the parameter has.
+    pub unsafe fn launch(
+        &mut self,
+        function: usize,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        stream: usize,
+        params: *const *const u8,
+    ) -> Result<(), Failure> {
+        let ctx = self.current()?;
+        let stream = self.stream(stream)?;
+        let Some(f) = self.functions.get(&function) else {
+            return fail(
+                INVALID_HANDLE,
+                format!("function {function:#x} does not exist"),
+            );
+        };
+        let module = &self.modules[&f.module];
+        if module.ctx != ctx {
+            return fail(INVALID_CONTEXT, "the function belongs to another context");
+        }
+        let name = f.name.clone();
+        let entry = module.ptx.entries[&name].clone();
+        let limits = [(5, 6, 7), (2, 3, 4)];
+        for (dims, (x, y, z), what) in [(grid, limits[0], "grid"), (block, limits[1], "block")] {
+            let max = [x, y, z].map(|a| self.attribute(a).expect("known") as u32);
+            if dims.iter().zip(max).any(|(&d, m)| d == 0 || d > m) {
+                return fail(
+                    INVALID_VALUE,
+                    format!("`{name}`: {what} {dims:?} is outside 1..={max:?}"),
+                );
+            }
+        }
+        if block.iter().map(|&d| d as u64).product::<u64>() > 1024 {
+            return fail(
+                INVALID_VALUE,
+                format!("`{name}`: block {block:?} has more than 1024 threads"),
+            );
+        }
+        if shared as usize + entry.static_shared > SHARED_PER_BLOCK {
+            return fail(INVALID_VALUE, format!("`{name}`: {shared} bytes of dynamic shared memory and {} static are over {SHARED_PER_BLOCK}", entry.static_shared));
+        }
+        if params.is_null() && !entry.params.is_empty() {
+            return fail(
+                INVALID_VALUE,
+                format!(
+                    "`{name}` takes {} parameters and none were given",
+                    entry.params.len()
+                ),
+            );
+        }
+        let mut values = Vec::with_capacity(entry.params.len());
+        let mut stray = None;
+        for (i, p) in entry.params.iter().enumerate() {
+            // SAFETY: the caller's contract: one pointer per parameter.
+            let at = unsafe { *params.add(i) };
+            if at.is_null() {
+                return fail(
+                    INVALID_VALUE,
+                    format!("`{name}`: parameter {i} is a null pointer"),
+                );
+            }
+            // SAFETY: the caller's contract: the pointer leads to the parameter's `p.bytes`.
+            let bytes = unsafe { std::slice::from_raw_parts(at, p.bytes) };
+            let mut word = [0u8; 8];
+            if p.bytes <= 8 {
+                word[..p.bytes].copy_from_slice(bytes);
+                values.push(format!("{:#x}", u64::from_le_bytes(word)));
+            } else {
+                values.push(bytes.iter().map(|b| format!("{b:02x}")).collect());
+            }
+            let address = u64::from_le_bytes(word);
+            if p.pointer && address != 0 && self.range(address, 1).is_err() {
+                stray = Some(format!("`{name}`: parameter {i} is {address:#x}, which is not in this context's memory"));
+            }
+        }
+        self.log(format_args!(
+            "launch {name} grid={},{},{} block={},{},{} shared={shared} stream={stream:#x} params={}",
+            grid[0], grid[1], grid[2], block[0], block[1], block[2], values.join(",")
+        ));
+        let fault = match stray {
+            Some(why) => Some((ILLEGAL_ADDRESS, why)),
+            None if self.config.trap.as_deref() == Some(&name) => Some((
+                LAUNCH_FAILED,
+                format!("`{name}` traps, as FAKE_CUDA_TRAP asks"),
+            )),
+            None => None,
+        };
+        if let Some((code, why)) = fault {
+            eprintln!("fake CUDA driver: cuLaunchKernel: {why}; the context is now unusable");
+            self.contexts.get_mut(&ctx).expect("current").fault = Some(code);
+        }
+        Ok(())
+    }
+}

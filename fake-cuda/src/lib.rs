@@ -1,0 +1,528 @@
+//! A stand-in for the CUDA driver library, `libcuda.so`, to test the CUDA backend's host side on
+//! machines without a GPU.
+//!
+//! It implements the driver functions the backend calls, with the driver's rules: `cuInit`
+//! first, a current context for every call that needs one, live handles, copies within
+//! allocations, launches within the GPU's limits, PTX for a GPU no newer than this one, each
+//! kernel parameter read with the size its PTX entry declares. A call that breaks a rule
+//! returns the driver's error code and says why on stderr. Device memory is host memory (new
+//! memory holds `0xCD` bytes); kernels are not run. A launch whose pointer parameter is not in
+//! the context's memory faults the context, as the kernel would: every later call fails.
+//!
+//! The environment sets it up: `FAKE_CUDA_LOG=FILE` (a line per launch, allocation, free, copy
+//! and wait), `FAKE_CUDA_DEVICES=N`, `FAKE_CUDA_CC=XY` (compute capability, default 90),
+//! `FAKE_CUDA_NO_MEMORY_POOLS=1`, `FAKE_CUDA_FAIL=FUNCTION=CODE[@N]` (the `N`th call, or every
+//! call, fails), `FAKE_CUDA_TRAP=KERNEL` (launches of `KERNEL` fault). Tests load it by putting
+//! a directory with `libcuda.so` linked to this library first on `LD_LIBRARY_PATH`.
+
+// The functions are the driver's, with its names, and the driver API's documentation is their
+// contract.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+mod driver;
+mod ptx;
+
+use driver::{call, fail, CuResult, Failure, CODES, INVALID_VALUE, NOT_SUPPORTED};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::sync::OnceLock;
+
+type Handle = *mut c_void;
+type DevicePtr = u64;
+
+/// Writes `value` through an out-pointer of the caller.
+fn put<T>(out: *mut T, value: T) -> Result<(), Failure> {
+    if out.is_null() {
+        return fail(INVALID_VALUE, "a null out-pointer");
+    }
+    // SAFETY: the driver API's contract: a non-null out-pointer points at storage for a `T`.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+fn handle(h: Handle) -> usize {
+    h as usize
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuInit(_flags: c_uint) -> CuResult {
+    call("cuInit", |d| {
+        d.init();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CuResult {
+    call("cuDriverGetVersion", |_| put(version, 13000))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGetErrorName(code: CuResult, out: *mut *const c_char) -> CuResult {
+    error_text("cuGetErrorName", code, out, true)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGetErrorString(code: CuResult, out: *mut *const c_char) -> CuResult {
+    error_text("cuGetErrorString", code, out, false)
+}
+
+/// The name (`name`) or the description of `code`, as a C string that lives as long as the
+/// process.
+fn error_text(
+    function: &'static str,
+    code: CuResult,
+    out: *mut *const c_char,
+    name: bool,
+) -> CuResult {
+    type Texts = Vec<(CString, CString)>;
+    static TEXTS: OnceLock<Texts> = OnceLock::new();
+    let texts = TEXTS.get_or_init(|| {
+        let c_string = |s: &str| CString::new(s).expect("no NUL in the texts");
+        CODES
+            .iter()
+            .map(|&(_, n, t)| (c_string(n), c_string(t)))
+            .collect()
+    });
+    call(function, |_| {
+        let Some(i) = CODES.iter().position(|&(c, ..)| c == code) else {
+            return fail(INVALID_VALUE, format!("unknown result code {code}"));
+        };
+        let (n, t) = &texts[i];
+        put(out, if name { n.as_ptr() } else { t.as_ptr() })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CuResult {
+    call("cuDeviceGetCount", |d| put(count, d.device_count()))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> CuResult {
+    call("cuDeviceGet", |d| put(device, d.device(ordinal)?))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, device: c_int) -> CuResult {
+    call("cuDeviceGetName", |d| {
+        d.device(device)?;
+        let text = driver::NAME.as_bytes();
+        if name.is_null() || len <= text.len() as c_int {
+            return fail(INVALID_VALUE, "no room for the name");
+        }
+        // SAFETY: `name` has room for `len` bytes, more than the name and its NUL.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), name.cast::<u8>(), text.len());
+            *name.add(text.len()) = 0;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetAttribute(
+    value: *mut c_int,
+    attribute: c_uint,
+    device: c_int,
+) -> CuResult {
+    call("cuDeviceGetAttribute", |d| {
+        d.device(device)?;
+        match d.attribute(attribute) {
+            Some(v) => put(value, v),
+            None => fail(
+                INVALID_VALUE,
+                format!("attribute {attribute} is not known to this driver"),
+            ),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, device: c_int) -> CuResult {
+    call("cuDeviceTotalMem_v2", |d| {
+        d.device(device)?;
+        put(bytes, driver::MEMORY_BYTES)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut Handle, device: c_int) -> CuResult {
+    call("cuDevicePrimaryCtxRetain", |d| {
+        put(ctx, d.retain_primary(device)? as Handle)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxRelease_v2(device: c_int) -> CuResult {
+    call("cuDevicePrimaryCtxRelease_v2", |d| {
+        d.release_primary(device)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxGetCurrent(ctx: *mut Handle) -> CuResult {
+    call("cuCtxGetCurrent", |d| {
+        put(ctx, d.current_handle() as Handle)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxSetCurrent(ctx: Handle) -> CuResult {
+    call("cuCtxSetCurrent", |d| d.set_current(handle(ctx)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxSynchronize() -> CuResult {
+    call("cuCtxSynchronize", |d| d.current().map(|_| ()))
+}
+
+/// The one memory pool of every device: its handle is the device's ordinal plus one.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetDefaultMemPool(pool: *mut Handle, device: c_int) -> CuResult {
+    call("cuDeviceGetDefaultMemPool", |d| {
+        d.device(device)?;
+        if !d.pools_supported() {
+            return fail(NOT_SUPPORTED, "this GPU has no memory pools");
+        }
+        put(pool, (device as usize + 1) as Handle)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolSetAttribute(
+    pool: Handle,
+    _attribute: c_uint,
+    value: *mut c_void,
+) -> CuResult {
+    call("cuMemPoolSetAttribute", |d| {
+        d.device(handle(pool) as c_int - 1)?;
+        if value.is_null() {
+            return fail(INVALID_VALUE, "a null attribute value");
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemPoolTrimTo(pool: Handle, _keep: usize) -> CuResult {
+    call("cuMemPoolTrimTo", |d| {
+        d.device(handle(pool) as c_int - 1).map(|_| ())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamCreate(stream: *mut Handle, _flags: c_uint) -> CuResult {
+    call("cuStreamCreate", |d| {
+        put(stream, d.create_stream()? as Handle)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamDestroy_v2(stream: Handle) -> CuResult {
+    call("cuStreamDestroy_v2", |d| d.destroy_stream(handle(stream)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamSynchronize(stream: Handle) -> CuResult {
+    call("cuStreamSynchronize", |d| {
+        let s = d.stream(handle(stream))?;
+        d.log(format_args!("sync stream={s:#x}"));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamWaitEvent(
+    stream: Handle,
+    event: Handle,
+    _flags: c_uint,
+) -> CuResult {
+    call("cuStreamWaitEvent", |d| {
+        d.wait_event(handle(stream), handle(event))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuEventCreate(event: *mut Handle, flags: c_uint) -> CuResult {
+    call("cuEventCreate", |d| {
+        put(event, d.create_event(flags)? as Handle)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuEventRecord(event: Handle, stream: Handle) -> CuResult {
+    call("cuEventRecord", |d| {
+        d.record_event(handle(event), handle(stream))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuEventSynchronize(event: Handle) -> CuResult {
+    call("cuEventSynchronize", |d| d.sync_event(handle(event)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuEventQuery(event: Handle) -> CuResult {
+    call("cuEventQuery", |d| d.sync_event(handle(event)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuEventElapsedTime(ms: *mut f32, start: Handle, end: Handle) -> CuResult {
+    call("cuEventElapsedTime", |d| {
+        put(ms, d.elapsed(handle(start), handle(end))?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuEventElapsedTime_v2(
+    ms: *mut f32,
+    start: Handle,
+    end: Handle,
+) -> CuResult {
+    call("cuEventElapsedTime_v2", |d| {
+        put(ms, d.elapsed(handle(start), handle(end))?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuEventDestroy_v2(event: Handle) -> CuResult {
+    call("cuEventDestroy_v2", |d| d.destroy_event(handle(event)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAlloc_v2(ptr: *mut DevicePtr, bytes: usize) -> CuResult {
+    call("cuMemAlloc_v2", |d| put(ptr, d.alloc(bytes)?))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemFree_v2(ptr: DevicePtr) -> CuResult {
+    call("cuMemFree_v2", |d| d.free(ptr))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAllocAsync(
+    ptr: *mut DevicePtr,
+    bytes: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemAllocAsync", |d| {
+        d.stream(handle(stream))?;
+        if !d.pools_supported() {
+            return fail(NOT_SUPPORTED, "this GPU has no stream-ordered allocator");
+        }
+        put(ptr, d.alloc(bytes)?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemFreeAsync(ptr: DevicePtr, stream: Handle) -> CuResult {
+    call("cuMemFreeAsync", |d| {
+        d.stream(handle(stream))?;
+        if !d.pools_supported() {
+            return fail(NOT_SUPPORTED, "this GPU has no stream-ordered allocator");
+        }
+        d.free(ptr)
+    })
+}
+
+fn memset(d: &mut driver::Driver, ptr: DevicePtr, byte: u8, bytes: usize) -> Result<(), Failure> {
+    let at = d.range(ptr, bytes)?;
+    // SAFETY: `range` checked that the bytes lie in one live allocation.
+    unsafe { at.write_bytes(byte, bytes) };
+    d.log(format_args!("memset {ptr:#x} {bytes}"));
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemsetD8_v2(ptr: DevicePtr, byte: u8, bytes: usize) -> CuResult {
+    call("cuMemsetD8_v2", |d| memset(d, ptr, byte, bytes))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemsetD8Async(
+    ptr: DevicePtr,
+    byte: u8,
+    bytes: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemsetD8Async", |d| {
+        d.stream(handle(stream))?;
+        memset(d, ptr, byte, bytes)
+    })
+}
+
+/// Copies `bytes` from `src` to `dst`, each either device memory (checked) or host memory.
+///
+/// # Safety
+/// Host memory must hold `bytes` bytes.
+unsafe fn copy(
+    d: &mut driver::Driver,
+    what: &str,
+    dst: Result<*mut u8, Failure>,
+    src: Result<*const u8, Failure>,
+    bytes: usize,
+) -> Result<(), Failure> {
+    let (dst, src) = (dst?, src?);
+    if bytes > 0 && (dst.is_null() || src.is_null()) {
+        return fail(INVALID_VALUE, "a null host pointer");
+    }
+    // SAFETY: device memory was checked to hold `bytes`; host memory is the caller's contract.
+    unsafe { std::ptr::copy(src, dst, bytes) };
+    d.log(format_args!("{what} {bytes}"));
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
+    dst: DevicePtr,
+    src: *const c_void,
+    bytes: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemcpyHtoDAsync_v2", |d| {
+        d.stream(handle(stream))?;
+        let to = d.range(dst, bytes);
+        // SAFETY: the driver API's contract: `src` holds `bytes` bytes.
+        unsafe { copy(d, "htod", to, Ok(src.cast()), bytes) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyHtoD_v2(
+    dst: DevicePtr,
+    src: *const c_void,
+    bytes: usize,
+) -> CuResult {
+    call("cuMemcpyHtoD_v2", |d| {
+        let to = d.range(dst, bytes);
+        // SAFETY: the driver API's contract: `src` holds `bytes` bytes.
+        unsafe { copy(d, "htod", to, Ok(src.cast()), bytes) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
+    dst: *mut c_void,
+    src: DevicePtr,
+    bytes: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemcpyDtoHAsync_v2", |d| {
+        d.stream(handle(stream))?;
+        let from = d.range(src, bytes).map(|p| p.cast_const());
+        // SAFETY: the driver API's contract: `dst` has room for `bytes` bytes.
+        unsafe { copy(d, "dtoh", Ok(dst.cast()), from, bytes) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyDtoH_v2(
+    dst: *mut c_void,
+    src: DevicePtr,
+    bytes: usize,
+) -> CuResult {
+    call("cuMemcpyDtoH_v2", |d| {
+        let from = d.range(src, bytes).map(|p| p.cast_const());
+        // SAFETY: the driver API's contract: `dst` has room for `bytes` bytes.
+        unsafe { copy(d, "dtoh", Ok(dst.cast()), from, bytes) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2(
+    dst: DevicePtr,
+    src: DevicePtr,
+    bytes: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemcpyDtoDAsync_v2", |d| {
+        d.stream(handle(stream))?;
+        let (to, from) = (
+            d.range(dst, bytes),
+            d.range(src, bytes).map(|p| p.cast_const()),
+        );
+        // SAFETY: both ranges were checked to lie in device memory.
+        unsafe { copy(d, "dtod", to, from, bytes) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyDtoD_v2(dst: DevicePtr, src: DevicePtr, bytes: usize) -> CuResult {
+    call("cuMemcpyDtoD_v2", |d| {
+        let (to, from) = (
+            d.range(dst, bytes),
+            d.range(src, bytes).map(|p| p.cast_const()),
+        );
+        // SAFETY: both ranges were checked to lie in device memory.
+        unsafe { copy(d, "dtod", to, from, bytes) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_void) -> CuResult {
+    call("cuModuleLoadData", |d| {
+        if image.is_null() {
+            return fail(INVALID_VALUE, "a null image");
+        }
+        // SAFETY: the driver API's contract: a PTX image is a NUL-terminated string.
+        let text = unsafe { CStr::from_ptr(image.cast()) };
+        let text = text
+            .to_str()
+            .map_err(|_| Failure(driver::INVALID_PTX, "the PTX is not UTF-8".into()))?;
+        put(module, d.load_module(text)? as Handle)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleGetFunction(
+    function: *mut Handle,
+    module: Handle,
+    name: *const c_char,
+) -> CuResult {
+    call("cuModuleGetFunction", |d| {
+        if name.is_null() {
+            return fail(INVALID_VALUE, "a null name");
+        }
+        // SAFETY: the driver API's contract: `name` is a NUL-terminated string.
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        put(function, d.function(handle(module), &name)? as Handle)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleUnload(module: Handle) -> CuResult {
+    call("cuModuleUnload", |d| d.unload_module(handle(module)))
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuLaunchKernel(
+    function: Handle,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared_bytes: c_uint,
+    stream: Handle,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult {
+    call("cuLaunchKernel", |d| {
+        if !extra.is_null() {
+            return fail(INVALID_VALUE, "`extra` is not supported by this driver");
+        }
+        // SAFETY: the driver API's contract: one pointer per parameter, each to its value.
+        unsafe {
+            d.launch(
+                handle(function),
+                [grid_x, grid_y, grid_z],
+                [block_x, block_y, block_z],
+                shared_bytes,
+                handle(stream),
+                params.cast_const().cast(),
+            )
+        }
+    })
+}

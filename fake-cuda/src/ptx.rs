@@ -1,0 +1,188 @@
+//! What the driver reads from a PTX module before it runs a kernel: the ISA version, the target
+//! GPU, and each entry point's parameters and static shared memory.
+
+use std::collections::HashMap;
+
+/// A parsed module.
+#[derive(Debug)]
+pub struct Module {
+    /// `.version MAJOR.MINOR`, as `10 * MAJOR + MINOR`.
+    pub version: u32,
+    /// `.target sm_XY`, as `XY`.
+    pub target: u32,
+    /// The `.entry` points by name.
+    pub entries: HashMap<String, Entry>,
+}
+
+/// A kernel entry point.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Its parameters, in order.
+    pub params: Vec<Param>,
+    /// Bytes of `.shared` memory it declares itself.
+    pub static_shared: usize,
+}
+
+/// One `.param` of an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Param {
+    /// Its size.
+    pub bytes: usize,
+    /// Declared `.ptr`: a global-memory address.
+    pub pointer: bool,
+}
+
+/// Parses `text`; `Err` says what a driver's JIT compiler would refuse.
+pub fn parse(text: &str) -> Result<Module, String> {
+    let directive = |name: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .map(str::trim)
+            .ok_or_else(|| format!("no `{}` directive", name.trim()))
+    };
+    let version = directive(".version ")?;
+    let (major, minor) = version
+        .split_once('.')
+        .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
+        .ok_or_else(|| format!("bad `.version {version}`"))?;
+    let target = directive(".target ")?;
+    let target = target
+        .split(',')
+        .next()
+        .and_then(|t| t.trim().strip_prefix("sm_"))
+        .and_then(|t| {
+            t.trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                .parse()
+                .ok()
+        })
+        .ok_or_else(|| format!("bad `.target {target}`"))?;
+    let mut entries = HashMap::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(".entry ") {
+        rest = &rest[at + ".entry ".len()..];
+        let open = rest.find('(').ok_or("an `.entry` without parameters")?;
+        let name = rest[..open].trim().to_string();
+        let close = rest.find(')').ok_or("an unterminated parameter list")?;
+        let params = rest[open + 1..close]
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(param)
+            .collect::<Result<Vec<_>, _>>()?;
+        rest = &rest[close..];
+        let body = body(rest).ok_or_else(|| format!("entry `{name}` has no body"))?;
+        let static_shared = body
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with(".shared"))
+            .map(|l| declared_bytes(l).ok_or_else(|| format!("bad declaration `{l}`")))
+            .sum::<Result<usize, _>>()?;
+        entries.insert(
+            name,
+            Entry {
+                params,
+                static_shared,
+            },
+        );
+    }
+    Ok(Module {
+        version: 10 * major + minor,
+        target,
+        entries,
+    })
+}
+
+/// The text between the first `{` of `text` and its matching `}`.
+fn body(text: &str) -> Option<&str> {
+    let start = text.find('{')?;
+    let mut depth = 0usize;
+    for (i, c) in text[start..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(&text[start + 1..start + i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The size in bytes of a scalar PTX type such as `.u64` or `.b8`.
+fn type_bytes(word: &str) -> Option<usize> {
+    let bits: usize = word
+        .strip_prefix(".u")
+        .or_else(|| word.strip_prefix(".s"))
+        .or_else(|| word.strip_prefix(".b"))
+        .or_else(|| word.strip_prefix(".f"))?
+        .parse()
+        .ok()?;
+    matches!(bits, 8 | 16 | 32 | 64).then_some(bits / 8)
+}
+
+/// The bytes a declaration such as `.param .b8 p[12]` or `.shared .align 4 .b8 s[64];` holds.
+fn declared_bytes(decl: &str) -> Option<usize> {
+    let words: Vec<&str> = decl.trim_end_matches(';').split_whitespace().collect();
+    let elem = words.iter().find_map(|w| type_bytes(w))?;
+    let name = words.last()?;
+    match name.find('[') {
+        None => Some(elem),
+        Some(open) => {
+            let count = name[open + 1..].strip_suffix(']')?.parse::<usize>().ok()?;
+            Some(elem * count)
+        }
+    }
+}
+
+fn param(decl: &str) -> Result<Param, String> {
+    Ok(Param {
+        bytes: declared_bytes(decl).ok_or_else(|| format!("bad parameter `{decl}`"))?,
+        pointer: decl.split_whitespace().any(|w| w == ".ptr"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = "
+.version 7.8
+.target sm_70
+.address_size 64
+
+.visible .entry pair(
+	.param .u64 .ptr .global .align 4 pair_param_0,
+	.param .u64 pair_param_1,
+	.param .align 4 .b8 pair_param_2[12],
+	.param .f32 pair_param_3
+)
+{
+	.shared .align 4 .b8 tile[64];
+	{ ret; }
+}
+
+.visible .entry none()
+{
+	ret;
+}
+";
+
+    #[test]
+    fn entries_list_their_parameters_and_shared_memory() {
+        let m = parse(PTX).unwrap();
+        assert_eq!((m.version, m.target), (78, 70));
+        let pair = &m.entries["pair"];
+        let sizes: Vec<_> = pair.params.iter().map(|p| (p.bytes, p.pointer)).collect();
+        assert_eq!(sizes, [(8, true), (8, false), (12, false), (4, false)]);
+        assert_eq!(pair.static_shared, 64);
+        assert!(m.entries["none"].params.is_empty());
+    }
+
+    #[test]
+    fn a_module_without_a_target_is_refused() {
+        assert!(parse(".version 7.8\n").unwrap_err().contains(".target"));
+    }
+}
