@@ -2,7 +2,9 @@
 //! context must be opened again. Its own test binary: a trap spoils the GPU's context for every
 //! test of the process.
 
-use kernel_runtime::{Device, Error};
+mod common;
+
+use kernel_runtime::Device;
 use kernel_suite::test_kernels::off_by_one;
 
 #[test]
@@ -18,16 +20,5 @@ fn a_trapped_kernel_is_an_error_naming_it() {
         .launch(4, 32, (&x, &mut out))
         .and_then(|()| gpu.synchronize())
         .unwrap_err();
-    let msg = err.to_string();
-    assert!(
-        matches!(
-            err,
-            Error::KernelTrapped {
-                kernel: "off_by_one",
-                ..
-            }
-        ),
-        "{msg}"
-    );
-    assert!(msg.contains("Device::cuda"), "{msg}");
+    common::assert_trapped(&err, "off_by_one");
 }

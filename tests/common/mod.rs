@@ -7,3 +7,16 @@ pub fn assert_mentions(msg: &str, needles: &[&str]) {
         assert!(msg.contains(needle), "`{needle}` missing from: {msg}");
     }
 }
+
+/// Asserts that `err` is the GPU fault of `kernel`, with what to do about the lost context.
+// Only the test binaries that launch on a GPU, real or fake, use it.
+#[allow(dead_code)]
+#[track_caller]
+pub fn assert_trapped(err: &kernel_runtime::Error, kernel: &str) {
+    let msg = err.to_string();
+    assert!(
+        matches!(err, kernel_runtime::Error::KernelTrapped { kernel: k, .. } if *k == kernel),
+        "expected a fault of `{kernel}`: {msg}"
+    );
+    assert_mentions(&msg, &["Device::cuda"]);
+}

@@ -104,6 +104,9 @@ pub(crate) struct CudaDevice {
     last_kernel: Mutex<Option<&'static str>>,
     /// `KERNEL_LAUNCH_BLOCKING=1`: wait for each kernel, so a fault is reported by its launch.
     blocking: bool,
+    /// Whether the GPU has a stream-ordered memory pool (`cuMemAllocAsync`); without one,
+    /// memory comes from `cuMemAlloc` and is freed after the stream has caught up.
+    pools: bool,
     /// Whether [`keep_freed_memory`] took: the pool is then trimmed when the device is dropped.
     keeps_freed_memory: bool,
 }
@@ -146,11 +149,15 @@ impl CudaDevice {
         // tracks nothing across streams, so cudarc's per-allocation events are not needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = guarded("creating a CUDA stream", || ctx.new_stream())?;
+        let pools = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
+            .is_ok_and(|v| v > 0);
         // Only speed depends on it: without it, memory is mapped afresh after each wait.
-        let keeps_freed_memory = guarded("keeping freed device memory for reuse", || {
-            keep_freed_memory(&ctx)
-        })
-        .is_ok();
+        let keeps_freed_memory = pools
+            && guarded("keeping freed device memory for reuse", || {
+                keep_freed_memory(&ctx)
+            })
+            .is_ok();
         let name = ctx.name().unwrap_or_else(|_| "CUDA GPU".into());
         Ok(CudaDevice {
             ordinal,
@@ -161,6 +168,7 @@ impl CudaDevice {
             pending: Mutex::new(Vec::new()),
             last_kernel: Mutex::new(None),
             blocking: std::env::var("KERNEL_LAUNCH_BLOCKING").is_ok_and(|v| v == "1"),
+            pools,
             keeps_freed_memory,
         })
     }
@@ -258,11 +266,15 @@ impl CudaDevice {
         }
         self.bind()?;
         let s = self.stream.cu_stream();
+        let failed = |e| self.error(&format!("allocating {bytes} bytes"), e);
         // SAFETY: allocation and clearing are ordered on the device's stream, before any later
-        // use of the memory on that stream.
+        // use of the memory on that stream; memory from `cuMemAlloc` is not in use by anything.
         unsafe {
-            let ptr = result::malloc_async(s, bytes)
-                .map_err(|e| self.error(&format!("allocating {bytes} bytes"), e))?;
+            let ptr = if self.pools {
+                result::malloc_async(s, bytes).map_err(failed)?
+            } else {
+                result::malloc_sync(bytes).map_err(failed)?
+            };
             if zeroed {
                 result::memset_d8_async(ptr, 0, bytes, s)
                     .map_err(|e| self.error("clearing device memory", e))?;
@@ -273,10 +285,18 @@ impl CudaDevice {
 
     /// Frees memory from [`alloc`](Self::alloc), after the work queued before.
     pub(crate) fn free(&self, ptr: sys::CUdeviceptr) {
-        if ptr != 0 && self.bind().is_ok() {
-            // SAFETY: `ptr` came from `malloc_async` on this stream and is not used again; a
-            // failure (a context already lost) leaks the memory with its context.
-            let _ = unsafe { result::free_async(ptr, self.stream.cu_stream()) };
+        if ptr == 0 || self.bind().is_err() {
+            return;
+        }
+        // SAFETY: `ptr` came from `alloc` and is not used again; without a pool, the stream has
+        // finished all work that could use it. A failure (a context already lost) leaks the
+        // memory with its context.
+        unsafe {
+            if self.pools {
+                let _ = result::free_async(ptr, self.stream.cu_stream());
+            } else if self.stream.synchronize().is_ok() {
+                let _ = result::free_sync(ptr);
+            }
         }
     }
 
@@ -339,7 +359,12 @@ impl CudaDevice {
                 // this GPU.
                 let module = unsafe { result::module::load_data(text.as_ptr() as *const c_void) }
                     .map_err(|e| {
-                    self.error(&format!("loading the PTX module of kernel `{kernel}`"), e)
+                    let mut err =
+                        self.error(&format!("loading the PTX module of kernel `{kernel}`"), e);
+                    if let Error::Cuda { message, .. } = &mut err {
+                        message.push_str(&self.load_advice(ptx));
+                    }
+                    err
                 })?;
                 e.insert(Module {
                     module,
@@ -356,6 +381,43 @@ impl CudaDevice {
             .map_err(|e| self.error(&format!("finding kernel `{kernel}` in its PTX module"), e))?;
         module.functions.insert(kernel, f);
         Ok(f)
+    }
+
+    /// What to do about a module the driver refused: PTX for a newer GPU than this one must be
+    /// built for this one; PTX of an ISA newer than the driver needs a newer driver.
+    fn load_advice(&self, ptx: &str) -> String {
+        let directive = |name: &str| {
+            ptx.lines()
+                .find_map(|l| l.trim().strip_prefix(name))
+                .map(str::trim)
+        };
+        let target = directive(".target ")
+            .and_then(|t| t.split(',').next())
+            .and_then(|t| t.trim().strip_prefix("sm_"))
+            .and_then(|t| {
+                t.trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                    .parse::<u32>()
+                    .ok()
+            });
+        let cc = |attr| self.ctx.attribute(attr).ok().map(|v| v as u32);
+        let gpu = cc(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+            .zip(cc(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+            ))
+            .map(|(major, minor)| 10 * major + minor);
+        let isa = directive(".version ").unwrap_or("?");
+        match (target, gpu) {
+            (Some(t), Some(g)) if t > g => format!(
+                "; the PTX is for sm_{t} and this GPU is sm_{g}: build it for this GPU with \
+                 KERNEL_PTX_ARCH=sm_{g}"
+            ),
+            (Some(t), _) => format!(
+                "; the PTX (ISA {isa}, sm_{t}) suits this GPU, so the driver may be older than \
+                 PTX ISA {isa}: update the NVIDIA driver, or build for an older GPU with \
+                 KERNEL_PTX_ARCH"
+            ),
+            (None, _) => "; the PTX names no `.target`".into(),
+        }
     }
 
     /// Launches `kernel` from the module `ptx` with `params`, one pointer per PTX parameter, on

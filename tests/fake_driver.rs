@@ -1,0 +1,567 @@
+//! The CUDA backend's host side, run against the fake CUDA driver of the `fake-cuda` crate:
+//! opening a GPU, device memory, copies, launches with every kind of parameter, streams, events,
+//! threads, and each way the driver fails. The fake checks every call as the driver does and
+//! logs launches with their parameter values; it runs no kernel, so these tests check what
+//! reaches the driver, and the GPU tests check what kernels compute.
+//!
+//! Each test runs itself again in a child process whose `LD_LIBRARY_PATH` leads to the fake
+//! `libcuda.so`, with the fake's settings in its environment.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use gpu_kernels::{add, matmul_tiled, smooth};
+use kernel_runtime::ndarray::{array, s, Array2, Array3};
+use kernel_runtime::{Device, DeviceKind, Error, LaunchConfig};
+use kernel_suite::test_kernels::{off_by_one, reverse_dynamic, saxpy_params, scale3, Affine};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Set in the child process to the name of the test it runs.
+const CHILD: &str = "FAKE_DRIVER_TEST";
+
+/// Runs `body` in a child process that loads the fake driver, with `env` added to its
+/// environment; in that child, `body` runs and gets the driver's log.
+fn on_fake_driver(name: &str, env: &[(&str, &str)], body: impl FnOnce(&Log)) {
+    if std::env::var(CHILD).as_deref() == Ok(name) {
+        let log = Log(std::env::var_os("FAKE_CUDA_LOG")
+            .expect("set by the parent")
+            .into());
+        body(&log);
+        return;
+    }
+    let dir = fake_driver_dir();
+    let log = dir.join(format!("{name}.log"));
+    let _ = std::fs::remove_file(&log);
+    let mut paths = vec![dir.clone()];
+    paths.extend(
+        std::env::var_os("LD_LIBRARY_PATH")
+            .map_or_else(Vec::new, |p| std::env::split_paths(&p).collect()),
+    );
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("LD_LIBRARY_PATH", std::env::join_paths(paths).unwrap())
+        .env(CHILD, name)
+        .env("FAKE_CUDA_LOG", &log)
+        .env_remove("KERNEL_DEVICE")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A host loop that trusts what kernels wrote could spin forever on the fake's memory.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("`{name}` ran for 120 s on the fake driver: it waits on what no kernel wrote");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "the test failed on the fake driver:\n{stdout}\n{stderr}"
+    );
+}
+
+/// A directory whose `libcuda.so` is the fake driver, which cargo builds beside this test.
+fn fake_driver_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let lib = exe.parent().unwrap().join("libfake_cuda.so");
+    assert!(
+        lib.exists(),
+        "{} is missing: build the fake-cuda crate",
+        lib.display()
+    );
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fake-cuda-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("libcuda.so");
+    // Tests run in parallel: another may have made the link first.
+    match std::os::unix::fs::symlink(&lib, &link) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            panic!("{}: {e}", link.display())
+        }
+        _ => {}
+    }
+    dir
+}
+
+/// The fake driver's log: a line per launch, allocation, free, copy and wait.
+struct Log(PathBuf);
+
+impl Log {
+    fn lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.0)
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    /// The launches of `kernel`, each as its line after the kernel's name.
+    fn launches(&self, kernel: &str) -> Vec<String> {
+        let prefix = format!("launch {kernel} ");
+        self.lines()
+            .iter()
+            .filter_map(|l| l.strip_prefix(&prefix).map(String::from))
+            .collect()
+    }
+
+    fn count(&self, prefix: &str) -> usize {
+        self.lines()
+            .iter()
+            .filter(|l| l.starts_with(prefix))
+            .count()
+    }
+}
+
+/// GPU 0 of the fake driver.
+fn fake_gpu() -> Device {
+    let gpu = Device::cuda(0).expect("the fake driver's GPU opens");
+    assert_eq!(gpu.name(), "CUDA device 0 (Fake CUDA GPU)");
+    gpu
+}
+
+/// How a parameter value shows in the log.
+fn hex(v: u64) -> String {
+    format!("{v:#x}")
+}
+
+#[test]
+fn the_gpu_opens_with_the_limits_the_driver_reports() {
+    on_fake_driver(
+        "the_gpu_opens_with_the_limits_the_driver_reports",
+        &[],
+        |_| {
+            let gpu = fake_gpu();
+            assert_eq!(gpu.kind(), DeviceKind::Cuda(0));
+            let limits = gpu.limits();
+            assert_eq!(
+                (limits.max_threads_per_block, limits.max_shared_bytes),
+                (1024, 48 * 1024)
+            );
+            assert_eq!((limits.max_block.z, limits.max_grid.y), (64, 65535));
+            match Device::cuda(1) {
+                Err(Error::CudaUnavailable { ordinal: 1, reason }) => {
+                    assert!(reason.contains("found 1 GPU"), "{reason}")
+                }
+                other => panic!("expected CudaUnavailable, got {other:?}"),
+            }
+            // The default device is the GPU where the program has PTX to run there.
+            let default = Device::default();
+            if add.ptx().is_some() {
+                assert_eq!(default, gpu);
+            } else {
+                assert_eq!(default.kind(), DeviceKind::Cpu);
+            }
+        },
+    );
+}
+
+#[test]
+fn arrays_round_trip_through_device_memory_and_are_all_freed() {
+    on_fake_driver(
+        "arrays_round_trip_through_device_memory_and_are_all_freed",
+        &[],
+        |log| {
+            {
+                let gpu = fake_gpu();
+                let v: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5).collect();
+                let d = gpu.to_device(&v).unwrap();
+                assert_eq!(d.to_vec().unwrap(), v);
+                // Arrays of every rank, from any layout, arrive in C order.
+                let m = Array2::from_shape_fn((3, 5), |(i, j)| (10 * i + j) as i32);
+                assert_eq!(gpu.to_device(&m).unwrap().to_host().unwrap(), m);
+                let t = m.t();
+                assert_eq!(gpu.to_device(&t).unwrap().to_host().unwrap(), t);
+                let c = Array3::from_shape_fn((2, 3, 4), |(i, j, k)| (i * 100 + j * 10 + k) as u16);
+                assert_eq!(gpu.to_device(&c).unwrap().to_host().unwrap(), c);
+                // Fresh device memory holds garbage: zeros must clear it.
+                assert!(gpu
+                    .zeros::<u32, _>(100)
+                    .unwrap()
+                    .to_vec()
+                    .unwrap()
+                    .iter()
+                    .all(|&x| x == 0));
+                let mut z = gpu.zeros::<i32, _>((3, 5)).unwrap();
+                z.copy_from_host(&m).unwrap();
+                let clone = z.try_clone().unwrap();
+                drop(z);
+                let mut back = Array2::<i32>::zeros((5, 3)).reversed_axes();
+                clone.copy_to_host(&mut back).unwrap();
+                assert_eq!(back, m);
+                let mut strided = Array2::<i32>::zeros((3, 10));
+                clone
+                    .copy_to_host(&mut strided.slice_mut(s![.., ..;2]))
+                    .unwrap();
+                assert_eq!(strided.slice(s![.., ..;2]), m);
+                let mut other = gpu.empty::<i32, _>((3, 5)).unwrap();
+                other.copy_from_device(&clone).unwrap();
+                assert_eq!(other.to_host().unwrap(), m);
+                assert!(matches!(
+                    other.copy_from_host(&array![[1, 2], [3, 4]]),
+                    Err(Error::ShapeMismatch { .. })
+                ));
+                // Empty arrays take no device memory.
+                assert!(gpu
+                    .to_device(&Vec::<u8>::new())
+                    .unwrap()
+                    .to_vec()
+                    .unwrap()
+                    .is_empty());
+                assert!(gpu
+                    .zeros::<f64, _>((0, 4))
+                    .unwrap()
+                    .to_host()
+                    .unwrap()
+                    .is_empty());
+            }
+            assert_eq!(log.count("alloc "), 8, "{:?}", log.lines());
+            assert_eq!(log.count("alloc "), log.count("free "), "{:?}", log.lines());
+        },
+    );
+}
+
+#[test]
+fn launches_pass_each_parameter_as_the_ptx_entry_declares_it() {
+    on_fake_driver(
+        "launches_pass_each_parameter_as_the_ptx_entry_declares_it",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if add.ptx().is_none() {
+                assert!(matches!(
+                    add.launch(
+                        1,
+                        1,
+                        (
+                            &gpu.zeros(1).unwrap(),
+                            &gpu.zeros(1).unwrap(),
+                            &mut gpu.zeros(1).unwrap()
+                        )
+                    ),
+                    Err(Error::NoPtx { .. })
+                ));
+                eprintln!("this build has no PTX: only the refusal to launch was checked");
+                return;
+            }
+            let n = 1000;
+            let (a, b) = (
+                gpu.zeros::<f32, _>(n).unwrap(),
+                gpu.zeros::<f32, _>(n).unwrap(),
+            );
+            let mut c = gpu.empty::<f32, _>(n).unwrap();
+            add.launch_with(LaunchConfig::cover(n, 128).unwrap(), (&a, &b, &mut c))
+                .unwrap();
+            let ptr = |d: u64| hex(d);
+            let len = hex(n as u64);
+            let want = [
+                ptr(a.__device_ptr()),
+                len.clone(),
+                ptr(b.__device_ptr()),
+                len.clone(),
+                ptr(c.__device_ptr()),
+                len,
+            ]
+            .join(",");
+            let launch = &log.launches("add")[0];
+            assert!(
+                launch.starts_with("grid=8,1,1 block=128,1,1 shared=0 "),
+                "{launch}"
+            );
+            assert!(
+                launch.ends_with(&format!("params={want}")),
+                "{launch} vs {want}"
+            );
+
+            // A 2-D array passes its two extents; a by-value struct its bytes; a scalar its bits.
+            let img = gpu.zeros::<i8, _>((40, 70)).unwrap();
+            let mut out = gpu.zeros::<i8, _>((40, 70)).unwrap();
+            smooth
+                .launch(((70 + 15) / 16, (40 + 15) / 16), (16, 16), (&img, &mut out))
+                .unwrap();
+            let launch = &log.launches("smooth")[0];
+            let dims = [hex(40), hex(70)].join(",");
+            let want = format!(
+                "params={},{dims},{},{dims}",
+                hex(img.__device_ptr()),
+                hex(out.__device_ptr())
+            );
+            assert!(launch.starts_with("grid=5,3,1 block=16,16,1 "), "{launch}");
+            assert!(launch.ends_with(&want), "{launch} vs {want}");
+
+            let p = Affine {
+                a: 2.0,
+                b: -1.0,
+                on: true,
+            };
+            let x = gpu.zeros::<f32, _>(64).unwrap();
+            let mut y = gpu.zeros::<f32, _>(64).unwrap();
+            saxpy_params.launch(1, 64, (p, &x, &mut y)).unwrap();
+            let launch = &log.launches("saxpy_params")[0];
+            let params: Vec<&str> = launch.split("params=").nth(1).unwrap().split(',').collect();
+            // 12 bytes: the two floats, the bool, and padding of no set value.
+            let fields: String = [2.0f32, -1.0]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert!(
+                params[0].len() == 24 && params[0].starts_with(&format!("{fields}01")),
+                "{launch}"
+            );
+            assert_eq!(params[1], hex(x.__device_ptr()), "{launch}");
+
+            let cube = gpu.zeros::<f32, _>((2, 3, 4)).unwrap();
+            let mut scaled = gpu.zeros::<f32, _>((2, 3, 4)).unwrap();
+            scale3
+                .launch(1, (4, 3, 2), (&cube, 1.5, &mut scaled))
+                .unwrap();
+            let launch = &log.launches("scale3")[0];
+            let dims = [hex(2), hex(3), hex(4)].join(",");
+            let want = format!(
+                "params={},{dims},{},{}",
+                hex(cube.__device_ptr()),
+                hex(1.5f32.to_bits() as u64),
+                hex(scaled.__device_ptr())
+            );
+            assert!(launch.starts_with("grid=1,1,1 block=4,3,2 "), "{launch}");
+            assert!(launch.contains(&want), "{launch} vs {want}");
+
+            // Shared memory: the static arrays the macro laid out, plus the dynamic bytes asked for.
+            let m = gpu.zeros::<f32, _>((32, 32)).unwrap();
+            let mut prod = gpu.zeros::<f32, _>((32, 32)).unwrap();
+            matmul_tiled
+                .launch((2, 2), (16, 16), (&m, &m, &mut prod))
+                .unwrap();
+            let launch = &log.launches("matmul_tiled")[0];
+            assert!(launch.contains(" shared=2048 "), "{launch}");
+            let mut data = gpu.zeros::<f64, _>(256).unwrap();
+            reverse_dynamic
+                .launch_with(
+                    LaunchConfig::new(2, 128).unwrap().shared_bytes(128 * 8),
+                    &mut data,
+                )
+                .unwrap();
+            let launch = &log.launches("reverse_dynamic")[0];
+            assert!(launch.contains(" shared=1024 "), "{launch}");
+            gpu.synchronize().unwrap();
+        },
+    );
+}
+
+#[test]
+fn launches_outside_the_gpus_limits_never_reach_it() {
+    on_fake_driver(
+        "launches_outside_the_gpus_limits_never_reach_it",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let mut data = gpu.zeros::<f64, _>(4096).unwrap();
+            let too_many_threads = reverse_dynamic.launch(1, 2048, &mut data);
+            assert!(
+                matches!(
+                    too_many_threads,
+                    Err(Error::InvalidLaunch {
+                        kernel: "reverse_dynamic",
+                        ..
+                    })
+                ),
+                "{too_many_threads:?}"
+            );
+            let cfg = LaunchConfig::new(1, 128).unwrap().shared_bytes(49 * 1024);
+            let too_much_shared = reverse_dynamic.launch_with(cfg, &mut data);
+            assert!(
+                matches!(too_much_shared, Err(Error::InvalidLaunch { .. })),
+                "{too_much_shared:?}"
+            );
+            assert_eq!(log.count("launch "), 0, "{:?}", log.lines());
+        },
+    );
+}
+
+#[test]
+fn a_failed_driver_call_is_a_typed_error_and_the_gpu_stays_usable() {
+    // The second allocation fails, as on a GPU whose memory is full.
+    let env = [("FAKE_CUDA_FAIL", "cuMemAllocAsync=2@2")];
+    on_fake_driver(
+        "a_failed_driver_call_is_a_typed_error_and_the_gpu_stays_usable",
+        &env,
+        |_| {
+            let gpu = fake_gpu();
+            let first = gpu.zeros::<f32, _>(10).unwrap();
+            match gpu.zeros::<f32, _>(100) {
+                Err(Error::Cuda { op, message }) => {
+                    assert_eq!(op, "allocating 400 bytes");
+                    assert!(message.starts_with("CUDA_ERROR_OUT_OF_MEMORY"), "{message}");
+                }
+                other => panic!("expected a CUDA error, got {other:?}"),
+            }
+            let third = gpu.to_device(&[1.0f32, 2.0][..]).unwrap();
+            assert_eq!(third.to_vec().unwrap(), [1.0, 2.0]);
+            assert_eq!(first.to_vec().unwrap(), [0.0; 10]);
+        },
+    );
+}
+
+#[test]
+fn a_kernel_that_faults_is_named_by_every_later_call() {
+    on_fake_driver(
+        "a_kernel_that_faults_is_named_by_every_later_call",
+        &[("FAKE_CUDA_TRAP", "off_by_one")],
+        |_| {
+            let gpu = fake_gpu();
+            if off_by_one.ptx().is_none() {
+                return eprintln!("this build has no PTX: nothing to launch");
+            }
+            let x = gpu.to_device(&vec![1.0f32; 100]).unwrap();
+            let mut out = gpu.zeros::<f32, _>(1).unwrap();
+            // The launch is queued; the fault shows at the next wait, and at every call after it.
+            off_by_one.launch(4, 32, (&x, &mut out)).unwrap();
+            for err in [gpu.synchronize().unwrap_err(), out.to_vec().unwrap_err()] {
+                common::assert_trapped(&err, "off_by_one");
+                assert!(
+                    err.to_string().contains("CUDA_ERROR_LAUNCH_FAILED"),
+                    "{err}"
+                );
+            }
+        },
+    );
+}
+
+#[test]
+fn user_streams_are_ordered_with_the_devices_own_stream() {
+    on_fake_driver(
+        "user_streams_are_ordered_with_the_devices_own_stream",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if add.ptx().is_none() {
+                return eprintln!("this build has no PTX: nothing to launch");
+            }
+            let stream = gpu.stream().unwrap();
+            let a = gpu.zeros::<f32, _>(256).unwrap();
+            let mut c = gpu.empty::<f32, _>(256).unwrap();
+            let start = gpu.event().unwrap();
+            add.launch_with(
+                LaunchConfig::new(2, 128).unwrap().on_stream(&stream),
+                (&a, &a, &mut c),
+            )
+            .unwrap();
+            let _ = c.to_vec().unwrap();
+            let end = gpu.event().unwrap();
+            assert!(start.elapsed_ms(&end).unwrap() >= 0.0);
+            // The launch waited for the device's stream, and the copy after it for the launch.
+            let lines = log.lines();
+            let at = |prefix: &str| {
+                lines
+                    .iter()
+                    .position(|l| l.starts_with(prefix))
+                    .unwrap_or_else(|| panic!("no `{prefix}` in {lines:?}"))
+            };
+            let launch = at("launch add ");
+            let user = lines[launch]
+                .split(" stream=")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_string();
+            let waits: Vec<usize> = lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.starts_with("wait "))
+                .map(|(i, _)| i)
+                .collect();
+            assert!(
+                lines[waits[0]].starts_with(&format!("wait stream={user} ")) && waits[0] < launch,
+                "{lines:?}"
+            );
+            let after = waits
+                .iter()
+                .find(|&&w| w > launch)
+                .expect("a wait after the launch");
+            assert!(
+                !lines[*after].starts_with(&format!("wait stream={user} ")) && *after < at("dtoh "),
+                "{lines:?}"
+            );
+            stream.synchronize().unwrap();
+        },
+    );
+}
+
+#[test]
+fn other_threads_bind_the_gpus_context_before_using_it() {
+    on_fake_driver(
+        "other_threads_bind_the_gpus_context_before_using_it",
+        &[],
+        |_| {
+            let gpu = fake_gpu();
+            let handles: Vec<_> = (0..4)
+                .map(|t| {
+                    let gpu = gpu.clone();
+                    std::thread::spawn(move || {
+                        let v = vec![t as u64; 100];
+                        let d = gpu.to_device(&v).unwrap();
+                        gpu.synchronize().unwrap();
+                        assert_eq!(d.to_vec().unwrap(), v);
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+        },
+    );
+}
+
+#[test]
+fn gpus_without_memory_pools_allocate_with_the_plain_allocator() {
+    on_fake_driver(
+        "gpus_without_memory_pools_allocate_with_the_plain_allocator",
+        &[("FAKE_CUDA_NO_MEMORY_POOLS", "1")],
+        |log| {
+            {
+                let gpu = fake_gpu();
+                let d = gpu.to_device(&[3u8, 1, 4, 1, 5][..]).unwrap();
+                assert_eq!(d.to_vec().unwrap(), [3, 1, 4, 1, 5]);
+                assert_eq!(gpu.zeros::<u8, _>(7).unwrap().to_vec().unwrap(), [0; 7]);
+            }
+            assert_eq!(log.count("alloc "), 2);
+            assert_eq!(log.count("free "), 2);
+        },
+    );
+}
+
+#[test]
+fn ptx_for_a_newer_gpu_is_refused_with_what_to_do() {
+    on_fake_driver(
+        "ptx_for_a_newer_gpu_is_refused_with_what_to_do",
+        &[("FAKE_CUDA_CC", "60")],
+        |_| {
+            let gpu = fake_gpu();
+            if add.ptx().is_none() {
+                return eprintln!("this build has no PTX: nothing to load");
+            }
+            let a = gpu.zeros::<f32, _>(4).unwrap();
+            let mut c = gpu.zeros::<f32, _>(4).unwrap();
+            let err = add.launch(1, 4, (&a, &a, &mut c)).unwrap_err();
+            let msg = err.to_string();
+            assert!(matches!(err, Error::Cuda { .. }), "{msg}");
+            assert!(
+                msg.contains("sm_60") && msg.contains("KERNEL_PTX_ARCH"),
+                "{msg}"
+            );
+        },
+    );
+}
