@@ -11,7 +11,7 @@
 
 mod common;
 
-use gpu_kernels::{add, matmul_tiled, smooth};
+use gpu_kernels::{add, matmul_tiled, quicksort, smooth};
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
 use kernel_runtime::{Device, DeviceKind, Error, LaunchConfig};
 use kernel_suite::test_kernels::{off_by_one, reverse_dynamic, saxpy_params, scale3, Affine};
@@ -562,6 +562,34 @@ fn ptx_for_a_newer_gpu_is_refused_with_what_to_do() {
                 msg.contains("sm_60") && msg.contains("KERNEL_PTX_ARCH"),
                 "{msg}"
             );
+        },
+    );
+}
+
+#[test]
+fn a_sort_whose_kernels_go_wrong_stops_with_an_error() {
+    // The fake runs no kernel, so the partitioning pass leaves its cursors as fresh memory:
+    // the sort must refuse them rather than partition forever.
+    on_fake_driver(
+        "a_sort_whose_kernels_go_wrong_stops_with_an_error",
+        &[],
+        |_| {
+            let gpu = fake_gpu();
+            if quicksort::qs_partition.ptx().is_none() {
+                return eprintln!("this build has no PTX: nothing to launch");
+            }
+            let mut keys = gpu
+                .to_device(&(0..5000u32).rev().collect::<Vec<_>>())
+                .unwrap();
+            match quicksort::sort(&mut keys) {
+                Err(Error::KernelFault {
+                    kernel: "qs_partition",
+                    message,
+                }) => {
+                    assert!(message.contains("segment 0..5000"), "{message}")
+                }
+                other => panic!("expected a fault of qs_partition, got {other:?}"),
+            }
         },
     );
 }

@@ -304,7 +304,9 @@ pub fn push_chunks(table: &mut Vec<u32>, start: u32, len: u32, tag: u32) {
 }
 
 /// Sorts `keys` in place on its device with the kernels above; returns the number of
-/// partitioning passes.
+/// partitioning passes. A pass whose cursors do not split each segment around its pivot is an
+/// [`Error::KernelFault`] of `qs_partition`, not an endless
+/// sort.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn sort(keys: &mut kernel_runtime::DeviceArray1<u32>) -> Result<usize, kernel_runtime::Error> {
     let n = keys.len();
@@ -349,6 +351,18 @@ pub fn sort(keys: &mut kernel_runtime::DeviceArray1<u32>) -> Result<usize, kerne
         for (seg, cursors) in large.chunks_exact(2).zip(state.chunks_exact(3)) {
             let (start, end) = (seg[0], seg[0] + seg[1]);
             let (lower, upper, pivot) = (cursors[0], cursors[1], cursors[2]);
+            // The pivot is one of the segment's keys, so the run of keys equal to it is never
+            // empty: every pass shrinks every segment, and the sort ends. Cursors that say
+            // otherwise come from kernels that went wrong, and would make it loop forever.
+            if !(start <= lower && lower < upper && upper <= end) {
+                return Err(kernel_runtime::Error::KernelFault {
+                    kernel: "qs_partition",
+                    message: format!(
+                        "the segment {start}..{end} came back split at {lower}..{upper}, which \
+                         is not inside it around at least one key equal to the pivot"
+                    ),
+                });
+            }
             plan.segment(start, lower - start, to);
             push_chunks(&mut plan.equal, lower, upper - lower, pivot);
             plan.segment(upper, end - upper, to);
