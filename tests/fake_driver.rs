@@ -593,3 +593,43 @@ fn a_sort_whose_kernels_go_wrong_stops_with_an_error() {
         },
     );
 }
+
+#[test]
+fn a_driver_without_a_gpu_leaves_the_default_device_on_the_cpu() {
+    let env = [("FAKE_CUDA_DEVICES", "0"), ("KERNEL_DEVICE", "cuda")];
+    on_fake_driver(
+        "a_driver_without_a_gpu_leaves_the_default_device_on_the_cpu",
+        &env,
+        |_| {
+            match Device::from_env() {
+                Err(Error::CudaUnavailable { ordinal: 0, reason }) => {
+                    assert!(reason.contains("found no GPU"), "{reason}")
+                }
+                other => panic!("expected CudaUnavailable, got {other:?}"),
+            }
+            assert_eq!(Device::default().kind(), DeviceKind::Cpu);
+        },
+    );
+}
+
+#[test]
+fn launch_blocking_reports_a_fault_at_its_launch() {
+    let env = [
+        ("FAKE_CUDA_TRAP", "off_by_one"),
+        ("KERNEL_LAUNCH_BLOCKING", "1"),
+    ];
+    on_fake_driver(
+        "launch_blocking_reports_a_fault_at_its_launch",
+        &env,
+        |_| {
+            let gpu = fake_gpu();
+            if off_by_one.ptx().is_none() {
+                return eprintln!("this build has no PTX: nothing to launch");
+            }
+            let x = gpu.to_device(&vec![1.0f32; 100]).unwrap();
+            let mut out = gpu.zeros::<f32, _>(1).unwrap();
+            let err = off_by_one.launch(4, 32, (&x, &mut out)).unwrap_err();
+            common::assert_trapped(&err, "off_by_one");
+        },
+    );
+}
