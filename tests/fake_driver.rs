@@ -633,3 +633,31 @@ fn launch_blocking_reports_a_fault_at_its_launch() {
         },
     );
 }
+
+#[test]
+fn ptx_newer_than_the_driver_is_refused_with_what_to_do() {
+    // A driver that takes no PTX ISA newer than 5.0, older than any this toolchain writes.
+    let env = [("FAKE_CUDA_PTX_ISA", "50")];
+    on_fake_driver(
+        "ptx_newer_than_the_driver_is_refused_with_what_to_do",
+        &env,
+        |_| {
+            let gpu = fake_gpu();
+            if add.ptx().is_none() {
+                return eprintln!("this build has no PTX: nothing to load");
+            }
+            let a = gpu.zeros::<f32, _>(4).unwrap();
+            let mut c = gpu.zeros::<f32, _>(4).unwrap();
+            let err = add.launch(1, 4, (&a, &a, &mut c)).unwrap_err();
+            let msg = err.to_string();
+            assert!(matches!(err, Error::Cuda { .. }), "{msg}");
+            common::assert_mentions(
+                &msg,
+                &[
+                    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+                    "update the NVIDIA driver",
+                ],
+            );
+        },
+    );
+}

@@ -48,8 +48,6 @@ pub const CODES: &[(CuResult, &str, &str)] = &[
     (NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
 ];
 
-/// The newest PTX ISA this driver compiles (CUDA 13.0's: 9.0).
-const PTX_ISA: u32 = 90;
 /// The name every fake GPU reports.
 pub const NAME: &str = "Fake CUDA GPU";
 /// Device memory each fake GPU has.
@@ -70,6 +68,9 @@ struct Config {
     devices: i32,
     /// `FAKE_CUDA_CC`: the compute capability, as `10 * major + minor` (default 90).
     cc: u32,
+    /// `FAKE_CUDA_PTX_ISA`: the newest PTX ISA the driver compiles, as `10 * major + minor`
+    /// (default 90, CUDA 13.0's).
+    ptx_isa: u32,
     /// `FAKE_CUDA_NO_MEMORY_POOLS=1`: the GPUs have no stream-ordered allocator.
     no_pools: bool,
     /// `FAKE_CUDA_FAIL=FUNCTION=CODE[@N]`: the `N`th call of `FUNCTION` (every call without
@@ -97,6 +98,9 @@ impl Config {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(1),
             cc: var("FAKE_CUDA_CC")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(90),
+            ptx_isa: var("FAKE_CUDA_PTX_ISA")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(90),
             no_pools: var("FAKE_CUDA_NO_MEMORY_POOLS").is_some_and(|v| v == "1"),
@@ -550,7 +554,7 @@ impl Driver {
     pub fn load_module(&mut self, text: &str) -> Result<usize, Failure> {
         let ctx = self.current()?;
         let ptx = ptx::parse(text).map_err(|e| Failure(INVALID_PTX, e))?;
-        if ptx.version > PTX_ISA {
+        if ptx.version > self.config.ptx_isa {
             return fail(
                 UNSUPPORTED_PTX_VERSION,
                 format!(

@@ -11,6 +11,7 @@
 //!
 //! The environment sets it up: `FAKE_CUDA_LOG=FILE` (a line per launch, allocation, free, copy
 //! and wait), `FAKE_CUDA_DEVICES=N`, `FAKE_CUDA_CC=XY` (compute capability, default 90),
+//! `FAKE_CUDA_PTX_ISA=XY` (the newest PTX ISA the driver takes, default 90),
 //! `FAKE_CUDA_NO_MEMORY_POOLS=1`, `FAKE_CUDA_FAIL=FUNCTION=CODE[@N]` (the `N`th call, or every
 //! call, fails), `FAKE_CUDA_TRAP=KERNEL` (launches of `KERNEL` fault). Tests load it by putting
 //! a directory with `libcuda.so` linked to this library first on `LD_LIBRARY_PATH`.

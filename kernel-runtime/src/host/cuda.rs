@@ -362,6 +362,7 @@ impl CudaDevice {
                     let mut err =
                         self.error(&format!("loading the PTX module of kernel `{kernel}`"), e);
                     if let Error::Cuda { message, .. } = &mut err {
+                        message.truncate(message.trim_end_matches('.').len());
                         message.push_str(&self.load_advice(ptx));
                     }
                     err
