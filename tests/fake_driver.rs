@@ -543,25 +543,49 @@ fn gpus_without_memory_pools_allocate_with_the_plain_allocator() {
     );
 }
 
+/// The error of the first launch on the fake GPU, which must refuse the module as the driver's
+/// settings say; `None` where the build has no PTX to load.
+fn refused_module() -> Option<String> {
+    let gpu = fake_gpu();
+    if add.ptx().is_none() {
+        eprintln!("this build has no PTX: nothing to load");
+        return None;
+    }
+    let a = gpu.zeros::<f32, _>(4).unwrap();
+    let mut c = gpu.zeros::<f32, _>(4).unwrap();
+    let err = add.launch(1, 4, (&a, &a, &mut c)).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::Cuda { .. }), "{msg}");
+    Some(msg)
+}
+
 #[test]
 fn ptx_for_a_newer_gpu_is_refused_with_what_to_do() {
+    let env = [("FAKE_CUDA_CC", "60")];
     on_fake_driver(
         "ptx_for_a_newer_gpu_is_refused_with_what_to_do",
-        &[("FAKE_CUDA_CC", "60")],
+        &env,
         |_| {
-            let gpu = fake_gpu();
-            if add.ptx().is_none() {
-                return eprintln!("this build has no PTX: nothing to load");
+            if let Some(msg) = refused_module() {
+                common::assert_mentions(&msg, &["this GPU is sm_60", "KERNEL_PTX_ARCH=sm_60"]);
             }
-            let a = gpu.zeros::<f32, _>(4).unwrap();
-            let mut c = gpu.zeros::<f32, _>(4).unwrap();
-            let err = add.launch(1, 4, (&a, &a, &mut c)).unwrap_err();
-            let msg = err.to_string();
-            assert!(matches!(err, Error::Cuda { .. }), "{msg}");
-            assert!(
-                msg.contains("sm_60") && msg.contains("KERNEL_PTX_ARCH"),
-                "{msg}"
-            );
+        },
+    );
+}
+
+#[test]
+fn ptx_newer_than_the_driver_is_refused_with_what_to_do() {
+    // A driver that takes no PTX ISA newer than 5.0, older than any this toolchain writes.
+    let env = [("FAKE_CUDA_PTX_ISA", "50")];
+    on_fake_driver(
+        "ptx_newer_than_the_driver_is_refused_with_what_to_do",
+        &env,
+        |_| {
+            if let Some(msg) = refused_module() {
+                let driver = "UNSUPPORTED_PTX_VERSION: the provided PTX was compiled with an \
+                          unsupported toolchain; the PTX (ISA ";
+                common::assert_mentions(&msg, &[driver, "update the NVIDIA driver"]);
+            }
         },
     );
 }
@@ -630,34 +654,6 @@ fn launch_blocking_reports_a_fault_at_its_launch() {
             let mut out = gpu.zeros::<f32, _>(1).unwrap();
             let err = off_by_one.launch(4, 32, (&x, &mut out)).unwrap_err();
             common::assert_trapped(&err, "off_by_one");
-        },
-    );
-}
-
-#[test]
-fn ptx_newer_than_the_driver_is_refused_with_what_to_do() {
-    // A driver that takes no PTX ISA newer than 5.0, older than any this toolchain writes.
-    let env = [("FAKE_CUDA_PTX_ISA", "50")];
-    on_fake_driver(
-        "ptx_newer_than_the_driver_is_refused_with_what_to_do",
-        &env,
-        |_| {
-            let gpu = fake_gpu();
-            if add.ptx().is_none() {
-                return eprintln!("this build has no PTX: nothing to load");
-            }
-            let a = gpu.zeros::<f32, _>(4).unwrap();
-            let mut c = gpu.zeros::<f32, _>(4).unwrap();
-            let err = add.launch(1, 4, (&a, &a, &mut c)).unwrap_err();
-            let msg = err.to_string();
-            assert!(matches!(err, Error::Cuda { .. }), "{msg}");
-            common::assert_mentions(
-                &msg,
-                &[
-                    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
-                    "update the NVIDIA driver",
-                ],
-            );
         },
     );
 }
