@@ -468,8 +468,12 @@ impl Driver {
         Ok(())
     }
 
-    pub fn pools_supported(&self) -> bool {
-        !self.config.no_pools
+    /// Checks that the GPUs have memory pools, and with them the stream-ordered allocator.
+    pub fn memory_pools(&self) -> Result<(), Failure> {
+        if self.config.no_pools {
+            return fail(NOT_SUPPORTED, "this GPU has no memory pools");
+        }
+        Ok(())
     }
 
     /// `bytes` of device memory in the current context, filled with 0xCD as fresh memory holds

@@ -23,7 +23,7 @@
 mod driver;
 mod ptx;
 
-use driver::{call, fail, CuResult, Failure, CODES, INVALID_VALUE, NOT_SUPPORTED};
+use driver::{call, fail, CuResult, Failure, CODES, INVALID_VALUE};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::OnceLock;
 
@@ -50,11 +50,6 @@ pub unsafe extern "C" fn cuInit(_flags: c_uint) -> CuResult {
         d.init();
         Ok(())
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CuResult {
-    call("cuDriverGetVersion", |_| put(version, 13000))
 }
 
 #[no_mangle]
@@ -139,14 +134,6 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, device: c_int) -> CuResult {
-    call("cuDeviceTotalMem_v2", |d| {
-        d.device(device)?;
-        put(bytes, driver::MEMORY_BYTES)
-    })
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut Handle, device: c_int) -> CuResult {
     call("cuDevicePrimaryCtxRetain", |d| {
         put(ctx, d.retain_primary(device)? as Handle)
@@ -172,19 +159,12 @@ pub unsafe extern "C" fn cuCtxSetCurrent(ctx: Handle) -> CuResult {
     call("cuCtxSetCurrent", |d| d.set_current(handle(ctx)))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn cuCtxSynchronize() -> CuResult {
-    call("cuCtxSynchronize", |d| d.current().map(|_| ()))
-}
-
 /// The one memory pool of every device: its handle is the device's ordinal plus one.
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetDefaultMemPool(pool: *mut Handle, device: c_int) -> CuResult {
     call("cuDeviceGetDefaultMemPool", |d| {
         d.device(device)?;
-        if !d.pools_supported() {
-            return fail(NOT_SUPPORTED, "this GPU has no memory pools");
-        }
+        d.memory_pools()?;
         put(pool, (device as usize + 1) as Handle)
     })
 }
@@ -263,24 +243,8 @@ pub unsafe extern "C" fn cuEventSynchronize(event: Handle) -> CuResult {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn cuEventQuery(event: Handle) -> CuResult {
-    call("cuEventQuery", |d| d.sync_event(handle(event)))
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn cuEventElapsedTime(ms: *mut f32, start: Handle, end: Handle) -> CuResult {
     call("cuEventElapsedTime", |d| {
-        put(ms, d.elapsed(handle(start), handle(end))?)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuEventElapsedTime_v2(
-    ms: *mut f32,
-    start: Handle,
-    end: Handle,
-) -> CuResult {
-    call("cuEventElapsedTime_v2", |d| {
         put(ms, d.elapsed(handle(start), handle(end))?)
     })
 }
@@ -308,9 +272,7 @@ pub unsafe extern "C" fn cuMemAllocAsync(
 ) -> CuResult {
     call("cuMemAllocAsync", |d| {
         d.stream(handle(stream))?;
-        if !d.pools_supported() {
-            return fail(NOT_SUPPORTED, "this GPU has no stream-ordered allocator");
-        }
+        d.memory_pools()?;
         put(ptr, d.alloc(bytes)?)
     })
 }
@@ -319,24 +281,9 @@ pub unsafe extern "C" fn cuMemAllocAsync(
 pub unsafe extern "C" fn cuMemFreeAsync(ptr: DevicePtr, stream: Handle) -> CuResult {
     call("cuMemFreeAsync", |d| {
         d.stream(handle(stream))?;
-        if !d.pools_supported() {
-            return fail(NOT_SUPPORTED, "this GPU has no stream-ordered allocator");
-        }
+        d.memory_pools()?;
         d.free(ptr)
     })
-}
-
-fn memset(d: &mut driver::Driver, ptr: DevicePtr, byte: u8, bytes: usize) -> Result<(), Failure> {
-    let at = d.range(ptr, bytes)?;
-    // SAFETY: `range` checked that the bytes lie in one live allocation.
-    unsafe { at.write_bytes(byte, bytes) };
-    d.log(format_args!("memset {ptr:#x} {bytes}"));
-    Ok(())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuMemsetD8_v2(ptr: DevicePtr, byte: u8, bytes: usize) -> CuResult {
-    call("cuMemsetD8_v2", |d| memset(d, ptr, byte, bytes))
 }
 
 #[no_mangle]
@@ -348,7 +295,11 @@ pub unsafe extern "C" fn cuMemsetD8Async(
 ) -> CuResult {
     call("cuMemsetD8Async", |d| {
         d.stream(handle(stream))?;
-        memset(d, ptr, byte, bytes)
+        let at = d.range(ptr, bytes)?;
+        // SAFETY: `range` checked that the bytes lie in one live allocation.
+        unsafe { at.write_bytes(byte, bytes) };
+        d.log(format_args!("memset {ptr:#x} {bytes}"));
+        Ok(())
     })
 }
 
@@ -389,19 +340,6 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn cuMemcpyHtoD_v2(
-    dst: DevicePtr,
-    src: *const c_void,
-    bytes: usize,
-) -> CuResult {
-    call("cuMemcpyHtoD_v2", |d| {
-        let to = d.range(dst, bytes);
-        // SAFETY: the driver API's contract: `src` holds `bytes` bytes.
-        unsafe { copy(d, "htod", to, Ok(src.cast()), bytes) }
-    })
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
     dst: *mut c_void,
     src: DevicePtr,
@@ -417,19 +355,6 @@ pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn cuMemcpyDtoH_v2(
-    dst: *mut c_void,
-    src: DevicePtr,
-    bytes: usize,
-) -> CuResult {
-    call("cuMemcpyDtoH_v2", |d| {
-        let from = d.range(src, bytes).map(|p| p.cast_const());
-        // SAFETY: the driver API's contract: `dst` has room for `bytes` bytes.
-        unsafe { copy(d, "dtoh", Ok(dst.cast()), from, bytes) }
-    })
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2(
     dst: DevicePtr,
     src: DevicePtr,
@@ -438,18 +363,6 @@ pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2(
 ) -> CuResult {
     call("cuMemcpyDtoDAsync_v2", |d| {
         d.stream(handle(stream))?;
-        let (to, from) = (
-            d.range(dst, bytes),
-            d.range(src, bytes).map(|p| p.cast_const()),
-        );
-        // SAFETY: both ranges were checked to lie in device memory.
-        unsafe { copy(d, "dtod", to, from, bytes) }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn cuMemcpyDtoD_v2(dst: DevicePtr, src: DevicePtr, bytes: usize) -> CuResult {
-    call("cuMemcpyDtoD_v2", |d| {
         let (to, from) = (
             d.range(dst, bytes),
             d.range(src, bytes).map(|p| p.cast_const()),
