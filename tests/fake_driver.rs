@@ -13,7 +13,7 @@ mod common;
 
 use gpu_kernels::{add, matmul_tiled, quicksort, smooth};
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
-use kernel_runtime::{Device, DeviceKind, Error, LaunchConfig};
+use kernel_runtime::{Device, DeviceArray1, DeviceKind, Error, LaunchConfig};
 use kernel_suite::test_kernels::{off_by_one, reverse_dynamic, saxpy_params, scale3, Affine};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -135,6 +135,28 @@ fn hex(v: u64) -> String {
     format!("{v:#x}")
 }
 
+/// Whether a kernel has PTX to launch; where it has none, says so, and fails where
+/// `KERNEL_REQUIRE_PTX=1` (as `cargo xtask test` sets).
+fn has_ptx(ptx: Option<&str>) -> bool {
+    if ptx.is_some() {
+        return true;
+    }
+    assert!(
+        !common::ptx_required(),
+        "KERNEL_REQUIRE_PTX=1 but this build has no PTX"
+    );
+    eprintln!("this build has no PTX: nothing to launch");
+    false
+}
+
+/// The arguments of an `off_by_one` launch, whose last thread reads one element past `x`.
+fn off_by_one_args(gpu: &Device) -> (DeviceArray1<f32>, DeviceArray1<f32>) {
+    (
+        gpu.to_device(&vec![1.0f32; 100]).unwrap(),
+        gpu.zeros::<f32, _>(1).unwrap(),
+    )
+}
+
 #[test]
 fn the_gpu_opens_with_the_limits_the_driver_reports() {
     on_fake_driver(
@@ -238,7 +260,7 @@ fn launches_pass_each_parameter_as_the_ptx_entry_declares_it() {
         &[],
         |log| {
             let gpu = fake_gpu();
-            if add.ptx().is_none() {
+            if !has_ptx(add.ptx()) {
                 assert!(matches!(
                     add.launch(
                         1,
@@ -251,7 +273,6 @@ fn launches_pass_each_parameter_as_the_ptx_entry_declares_it() {
                     ),
                     Err(Error::NoPtx { .. })
                 ));
-                eprintln!("this build has no PTX: only the refusal to launch was checked");
                 return;
             }
             let n = 1000;
@@ -420,11 +441,10 @@ fn a_kernel_that_faults_is_named_by_every_later_call() {
         &[("FAKE_CUDA_TRAP", "off_by_one")],
         |_| {
             let gpu = fake_gpu();
-            if off_by_one.ptx().is_none() {
-                return eprintln!("this build has no PTX: nothing to launch");
+            if !has_ptx(off_by_one.ptx()) {
+                return;
             }
-            let x = gpu.to_device(&vec![1.0f32; 100]).unwrap();
-            let mut out = gpu.zeros::<f32, _>(1).unwrap();
+            let (x, mut out) = off_by_one_args(&gpu);
             // The launch is queued; the fault shows at the next wait, and at every call after it.
             off_by_one.launch(4, 32, (&x, &mut out)).unwrap();
             for err in [gpu.synchronize().unwrap_err(), out.to_vec().unwrap_err()] {
@@ -445,8 +465,8 @@ fn user_streams_are_ordered_with_the_devices_own_stream() {
         &[],
         |log| {
             let gpu = fake_gpu();
-            if add.ptx().is_none() {
-                return eprintln!("this build has no PTX: nothing to launch");
+            if !has_ptx(add.ptx()) {
+                return;
             }
             let stream = gpu.stream().unwrap();
             let a = gpu.zeros::<f32, _>(256).unwrap();
@@ -547,8 +567,7 @@ fn gpus_without_memory_pools_allocate_with_the_plain_allocator() {
 /// settings say; `None` where the build has no PTX to load.
 fn refused_module() -> Option<String> {
     let gpu = fake_gpu();
-    if add.ptx().is_none() {
-        eprintln!("this build has no PTX: nothing to load");
+    if !has_ptx(add.ptx()) {
         return None;
     }
     let a = gpu.zeros::<f32, _>(4).unwrap();
@@ -599,8 +618,8 @@ fn a_sort_whose_kernels_go_wrong_stops_with_an_error() {
         &[],
         |_| {
             let gpu = fake_gpu();
-            if quicksort::qs_partition.ptx().is_none() {
-                return eprintln!("this build has no PTX: nothing to launch");
+            if !has_ptx(quicksort::qs_partition.ptx()) {
+                return;
             }
             let mut keys = gpu
                 .to_device(&(0..5000u32).rev().collect::<Vec<_>>())
@@ -647,11 +666,10 @@ fn launch_blocking_reports_a_fault_at_its_launch() {
         &env,
         |_| {
             let gpu = fake_gpu();
-            if off_by_one.ptx().is_none() {
-                return eprintln!("this build has no PTX: nothing to launch");
+            if !has_ptx(off_by_one.ptx()) {
+                return;
             }
-            let x = gpu.to_device(&vec![1.0f32; 100]).unwrap();
-            let mut out = gpu.zeros::<f32, _>(1).unwrap();
+            let (x, mut out) = off_by_one_args(&gpu);
             let err = off_by_one.launch(4, 32, (&x, &mut out)).unwrap_err();
             common::assert_trapped(&err, "off_by_one");
         },

@@ -5,6 +5,8 @@
 //! Without a device toolchain the build has no PTX: these tests then say so and pass, unless
 //! `KERNEL_REQUIRE_PTX=1` (as `cargo xtask test` sets), where a missing PTX fails.
 
+mod common;
+
 use std::process::Command;
 
 struct Kernel {
@@ -42,10 +44,6 @@ fn all() -> Vec<Kernel> {
     ]
 }
 
-fn required() -> bool {
-    std::env::var("KERNEL_REQUIRE_PTX").is_ok_and(|v| v == "1")
-}
-
 /// The kernels with PTX; `None` (after saying why) when the build has none and none is required.
 fn with_ptx() -> Option<Vec<Kernel>> {
     let all = all();
@@ -58,7 +56,7 @@ fn with_ptx() -> Option<Vec<Kernel>> {
         return Some(all);
     }
     assert!(
-        !required(),
+        !common::ptx_required(),
         "KERNEL_REQUIRE_PTX=1 but these kernels have no PTX: {missing:?}"
     );
     eprintln!("skipping: this build has no PTX (no nvptx64 toolchain was found)");
@@ -157,7 +155,7 @@ fn ptxas_accepts_every_kernel_without_spills() {
     let Some(kernels) = with_ptx() else { return };
     let Some(ptxas) = ptxas() else {
         assert!(
-            !required(),
+            !common::ptx_required(),
             "KERNEL_REQUIRE_PTX=1 but no ptxas: set KERNEL_PTXAS or run `cargo xtask test`"
         );
         eprintln!("skipping: no ptxas (set KERNEL_PTXAS)");

@@ -20,3 +20,11 @@ pub fn assert_trapped(err: &kernel_runtime::Error, kernel: &str) {
     );
     assert_mentions(&msg, &["Device::cuda"]);
 }
+
+/// Whether the build must have PTX (`KERNEL_REQUIRE_PTX=1`, as `cargo xtask test` sets), so that a
+/// test finding none fails instead of saying so and passing.
+// Only the test binaries that look at PTX use it.
+#[allow(dead_code)]
+pub fn ptx_required() -> bool {
+    std::env::var("KERNEL_REQUIRE_PTX").is_ok_and(|v| v == "1")
+}
