@@ -308,6 +308,78 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         Ok(())
     }
 
+    /// The array's bytes as elements of `U`, as Numba's and CuPy's `a.view(np.uint32)`: the
+    /// last axis holds as many `U`s as its bytes make, the others stay. On a GPU no byte moves;
+    /// on the CPU backend they are copied where `U` needs a stricter alignment than `T`.
+    ///
+    /// It lets a kernel take an image of bytes four at a time:
+    ///
+    /// ```
+    /// use kernel_runtime::{Device, ndarray::array};
+    /// let dev = Device::cpu();
+    /// let bytes = dev.to_device(&array![[1u8, 0, 0, 0, 2, 0, 0, 0], [0, 1, 0, 0, 0, 0, 0, 1]])?;
+    /// let words = bytes.reinterpret::<u32>()?;
+    /// assert_eq!(words.dim(), (2, 2));
+    /// let back = words.reinterpret::<u8>()?;
+    /// assert_eq!(back.to_host()?, array![[1u8, 0, 0, 0, 2, 0, 0, 0], [0, 1, 0, 0, 0, 0, 0, 1]]);
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    ///
+    /// The words hold the bytes in the machine's order (little-endian on GPUs and x86); a kernel
+    /// that takes bytes apart reads them with `u32::from_le`.
+    ///
+    /// # Errors
+    /// [`Error::Reinterpret`] where the last axis's bytes are not a whole number of `U`s, where
+    /// `T` or `U` has no size, or where the array's memory is not aligned for `U`.
+    pub fn reinterpret<U>(mut self) -> Result<DeviceArray<U, D>, Error>
+    where
+        T: bytemuck::NoUninit,
+        U: DeviceCopy + bytemuck::Pod,
+    {
+        let (size, to_size) = (std::mem::size_of::<T>(), std::mem::size_of::<U>());
+        let refuse = |reason: String| Error::Reinterpret {
+            shape: self.shape().to_vec(),
+            from: std::any::type_name::<T>(),
+            to: std::any::type_name::<U>(),
+            reason,
+        };
+        if size == 0 || to_size == 0 {
+            return Err(refuse("types without a size have no bytes to share".into()));
+        }
+        let mut dim = self.dim.clone();
+        let last = dim.ndim() - 1;
+        let bytes = dim[last] * size;
+        if !bytes.is_multiple_of(to_size) {
+            return Err(refuse(format!(
+                "the last axis holds {bytes} bytes, not a multiple of {to_size}; pad it, or \
+                 view a type whose size divides it"
+            )));
+        }
+        dim[last] = bytes / to_size;
+        if let Storage::Gpu(ptr) = self.data {
+            if !ptr.is_multiple_of(std::mem::align_of::<U>() as u64) {
+                return Err(refuse(format!(
+                    "its memory at {ptr:#x} is not aligned to {} bytes",
+                    std::mem::align_of::<U>()
+                )));
+            }
+        }
+        // The storage moves to the new array, which frees it; this one is left none (a null
+        // pointer is never freed).
+        let data = match std::mem::replace(&mut self.data, Storage::Gpu(0)) {
+            Storage::Gpu(ptr) => Storage::Gpu(ptr),
+            Storage::Host(v) => Storage::Host(
+                bytemuck::allocation::try_cast_vec(v)
+                    .unwrap_or_else(|(_, v)| bytemuck::allocation::pod_collect_to_vec(&v)),
+            ),
+        };
+        Ok(DeviceArray {
+            device: self.device.clone(),
+            dim,
+            data,
+        })
+    }
+
     /// The shape as a fixed-size array, for kernel launchers.
     #[doc(hidden)]
     pub fn __dims<const N: usize>(&self) -> [usize; N] {
@@ -559,5 +631,43 @@ mod tests {
         let mut out = ndarray::Array1::<i32>::zeros(3);
         d.copy_to_host(&mut out).unwrap();
         assert_eq!(out.to_vec(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn reinterpret_scales_the_last_axis_and_keeps_the_bytes() {
+        let dev = Device::cpu();
+        let a = Array3::from_shape_fn((2, 3, 8), |(i, j, k)| (i * 64 + j * 8 + k) as i8);
+        let words = dev.to_device(&a).unwrap().reinterpret::<u32>().unwrap();
+        assert_eq!(words.dim(), (2, 3, 2));
+        let first = words.to_vec().unwrap()[0];
+        assert_eq!(first, u32::from_le_bytes([0, 1, 2, 3]));
+        // Back to bytes, and through a type of the same alignment (no copy then).
+        let floats = words.reinterpret::<f32>().unwrap();
+        assert_eq!(floats.dim(), (2, 3, 2));
+        let bytes = floats.reinterpret::<i8>().unwrap();
+        assert_eq!(bytes.to_host().unwrap(), a);
+        // Wider elements into narrower ones.
+        let wide = dev.to_device(&vec![u64::MAX, 1]).unwrap();
+        let halves = wide.reinterpret::<[u16; 2]>().unwrap();
+        assert_eq!(
+            halves.to_vec().unwrap(),
+            [[0xFFFF; 2], [0xFFFF; 2], [1, 0], [0, 0]]
+        );
+    }
+
+    #[test]
+    fn reinterpret_refuses_what_does_not_divide() {
+        let dev = Device::cpu();
+        let odd = dev.to_device(&array![[1u8, 2, 3], [4, 5, 6]]).unwrap();
+        let err = odd.reinterpret::<u16>().unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, Error::Reinterpret { ref shape, .. } if shape == &[2, 3]));
+        assert!(msg.contains("`u8` cannot be seen as `u16`"), "{msg}");
+        assert!(msg.contains("3 bytes, not a multiple of 2"), "{msg}");
+        let unit = dev.to_device(&vec![1u32; 4]).unwrap();
+        assert!(matches!(
+            unit.reinterpret::<[u8; 0]>(),
+            Err(Error::Reinterpret { .. })
+        ));
     }
 }

@@ -99,6 +99,19 @@ pub enum Error {
     /// No kernel of the program has PTX, so a GPU could not run any of them.
     #[error("no kernel of this program has PTX (its crates' build.rs found no nvptx64 toolchain), so it cannot run on a GPU")]
     NoPtxAnywhere,
+    /// An array's bytes cannot be seen as elements of another type
+    /// ([`DeviceArray::reinterpret`](crate::DeviceArray::reinterpret)).
+    #[error("an array of shape {shape:?} of `{from}` cannot be seen as `{to}`: {reason}")]
+    Reinterpret {
+        /// The array's shape.
+        shape: Vec<usize>,
+        /// Its element type.
+        from: &'static str,
+        /// The element type asked for.
+        to: &'static str,
+        /// Why not, and what to do.
+        reason: String,
+    },
     /// `KERNEL_DEVICE` holds something other than `cpu` or `cuda[:N]`.
     #[error("KERNEL_DEVICE={value:?} is not understood: use `cpu`, `cuda` or `cuda:N`")]
     BadDeviceSpec {
