@@ -20,8 +20,8 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::{
-    add, empty3, integrate2d_shared, matmul_tiled, quicksort, smooth, smooth_strips, strips_blocks,
-    INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TPB,
+    add, empty3, integrate2d_shared, matmul_tiled, quicksort, smooth, smooth_strips, smooth_words,
+    strips_blocks, words_blocks, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TPB, WORD_THREADS,
 };
 use kernel_runtime::prelude::*;
 use kernel_suite::cli::Args;
@@ -126,9 +126,9 @@ fn run(args: Args) -> Result {
     copy_bandwidth(&dev, reps, pick(100_000_000, 1_000_000))?.print();
     launch_overhead(&dev)?.print();
     bench_add(&dev, reps, pick(100_000_000, 1_000_000))?.print();
-    let (per_pixel, strips) = bench_smooth(&dev, reps, pick(10_000, 1_000))?;
-    per_pixel.print();
-    strips.print();
+    for line in bench_smooth(&dev, reps, pick(10_000, 1_000))? {
+        line.print();
+    }
     bench_integrate2d(&dev, reps, pick(102_400, 1_024))?.print();
     let keys = sort_keys(pick(1 << 26, 1 << 18))?;
     let (sorted, passes) = bench_quicksort(&dev, reps.min(5), &keys)?;
@@ -219,8 +219,9 @@ fn bench_add(dev: &Device, reps: usize, n: usize) -> Result<Line> {
     })
 }
 
-/// smooth one pixel per thread (the original program), and in strips of rows.
-fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<(Line, Line)> {
+/// smooth one pixel per thread (the original program), in strips of rows, and in strips of
+/// words of four pixels (`n` a multiple of 4).
+fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<[Line; 3]> {
     let x = Array2::from_shape_fn((n, n), |(i, j)| {
         (((i * 31 + j * 17) % 251) as i32 - 125) as i8
     });
@@ -269,7 +270,24 @@ fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<(Line, Line)> {
         bytes: Some(2.0 * (n * n) as f64),
         check: check(&dout.to_host()?),
     };
-    Ok((per_pixel, strips))
+
+    // The same bytes, four to a word.
+    let (dx, w) = (dx.reinterpret::<u32>()?, n / 4);
+    let mut dout = dev.zeros::<i8, _>((n, n))?.reinterpret::<u32>()?;
+    let kernel = kernel_ms(dev, reps, || {
+        let args = (&dx, &mut dout);
+        Ok(smooth_words.launch(words_blocks(n, w), (WORD_THREADS, 1), args)?)
+    })?;
+    let words = Line {
+        imp: "rust",
+        program: "smooth-words",
+        size: format!("{n}x{n} i8 as u32 words, strips of {STRIP_ROWS} rows"),
+        kernel_ms: kernel,
+        e2e_ms: None,
+        bytes: Some(2.0 * (n * n) as f64),
+        check: check(&dout.reinterpret::<i8>()?.to_host()?),
+    };
+    Ok([per_pixel, strips, words])
 }
 
 fn bench_integrate2d(dev: &Device, reps: usize, n: usize) -> Result<Line> {

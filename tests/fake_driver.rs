@@ -11,7 +11,7 @@
 
 mod common;
 
-use gpu_kernels::{add, matmul_tiled, quicksort, smooth};
+use gpu_kernels::{add, matmul_tiled, quicksort, smooth, smooth_words, words_blocks, WORD_THREADS};
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
 use kernel_runtime::{Device, DeviceArray1, DeviceKind, Error, LaunchConfig};
 use kernel_suite::test_kernels::{off_by_one, reverse_dynamic, saxpy_params, scale3, Affine};
@@ -233,6 +233,14 @@ fn arrays_round_trip_through_device_memory_and_are_all_freed() {
                     other.copy_from_host(&array![[1, 2], [3, 4]]),
                     Err(Error::ShapeMismatch { .. })
                 ));
+                // Seen as words, the same memory: nothing copied, nothing freed twice.
+                let bytes = Array2::from_shape_fn((3, 8), |(i, j)| (8 * i + j) as i8);
+                let d = gpu.to_device(&bytes).unwrap();
+                let at = d.__device_ptr();
+                let words = d.reinterpret::<u32>().unwrap();
+                assert_eq!((words.__device_ptr(), words.dim()), (at, (3, 2)));
+                assert_eq!(words.to_vec().unwrap()[1], u32::from_le_bytes([4, 5, 6, 7]));
+                assert_eq!(words.reinterpret::<i8>().unwrap().to_host().unwrap(), bytes);
                 // Empty arrays take no device memory.
                 assert!(gpu
                     .to_device(&Vec::<u8>::new())
@@ -247,7 +255,7 @@ fn arrays_round_trip_through_device_memory_and_are_all_freed() {
                     .unwrap()
                     .is_empty());
             }
-            assert_eq!(log.count("alloc "), 8, "{:?}", log.lines());
+            assert_eq!(log.count("alloc "), 9, "{:?}", log.lines());
             assert_eq!(log.count("alloc "), log.count("free "), "{:?}", log.lines());
         },
     );
@@ -318,6 +326,25 @@ fn launches_pass_each_parameter_as_the_ptx_entry_declares_it() {
                 hex(out.__device_ptr())
             );
             assert!(launch.starts_with("grid=5,3,1 block=16,16,1 "), "{launch}");
+            assert!(launch.ends_with(&want), "{launch} vs {want}");
+            // Seen as words: the same memory, a quarter of the extent.
+            let img = gpu
+                .zeros::<i8, _>((40, 72))
+                .unwrap()
+                .reinterpret::<u32>()
+                .unwrap();
+            let mut out = gpu.zeros::<u32, _>((40, 18)).unwrap();
+            smooth_words
+                .launch(words_blocks(40, 18), (WORD_THREADS, 1), (&img, &mut out))
+                .unwrap();
+            let launch = &log.launches("smooth_words")[0];
+            let dims = [hex(40), hex(18)].join(",");
+            let want = format!(
+                "params={},{dims},{},{dims}",
+                hex(img.__device_ptr()),
+                hex(out.__device_ptr())
+            );
+            assert!(launch.starts_with("grid=1,5,1 block=128,1,1 "), "{launch}");
             assert!(launch.ends_with(&want), "{launch} vs {want}");
 
             let p = Affine {

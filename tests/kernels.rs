@@ -110,6 +110,43 @@ fn smooth_matches_reference_bit_for_bit() {
 }
 
 #[test]
+fn smooth_words_matches_reference_and_keeps_the_border() {
+    for dev in backends() {
+        for (n, m) in [
+            (1, 4),
+            (2, 8),
+            (3, 4),
+            (3, 8),
+            (17, 12),
+            (64, 64),
+            (101, 36),
+            // More words per row than WORD_THREADS: the row spans blocks.
+            (257, 4 * WORD_THREADS + 4),
+            (STRIP_ROWS + 1, 8),
+            (STRIP_ROWS + 2, 516),
+            (STRIP_ROWS + 3, 4),
+            (2 * STRIP_ROWS + 2, 12),
+            (3 * STRIP_ROWS + 1, 300),
+        ] {
+            let mut rng = SplitMix64((n * 1000 + m) as u64);
+            let x = Array2::from_shape_fn((n, m), |_| rng.next_u64() as i8);
+            // `out` starts random: its border must come back unchanged.
+            let before = Array2::from_shape_fn((n, m), |_| rng.next_u64() as i8);
+            let expect = reference::smooth(&x, &before);
+            let dx = dev.to_device(&x).unwrap().reinterpret::<u32>().unwrap();
+            let out = dev.to_device(&before).unwrap();
+            let mut out = out.reinterpret::<u32>().unwrap();
+            let threads = (WORD_THREADS, 1);
+            smooth_words
+                .launch(words_blocks(n, m / 4), threads, (&dx, &mut out))
+                .unwrap();
+            let out = out.reinterpret::<i8>().unwrap();
+            assert_eq!(out.to_host().unwrap(), expect, "{n}x{m}");
+        }
+    }
+}
+
+#[test]
 fn smooth_strips_wants_out_of_the_images_shape() {
     // On the CPU backends: a GPU would trap and lose its context, which tests/gpu_trap.rs covers.
     for dev in [Device::cpu(), Device::cpu_checked()] {
@@ -119,6 +156,15 @@ fn smooth_strips_wants_out_of_the_images_shape() {
             .launch(strips_blocks(20, 20), (STRIP_THREADS, 1), (&dx, &mut out))
             .unwrap_err();
         assert_mentions(&err.to_string(), &["must have the shape of `x`"]);
+        let words = dev.zeros::<u32, _>((20, 5)).unwrap();
+        let mut out = dev.zeros::<u32, _>((19, 5)).unwrap();
+        let err = smooth_words
+            .launch(words_blocks(20, 5), (WORD_THREADS, 1), (&words, &mut out))
+            .unwrap_err();
+        assert_mentions(
+            &err.to_string(),
+            &["smooth_words", "must have the shape of `x`"],
+        );
     }
 }
 

@@ -29,7 +29,7 @@ fn all() -> Vec<Kernel> {
     use gpu_kernels::*;
     use kernel_suite::test_kernels::*;
     kernels![
-        add => true, add_vectorized => true, smooth => true, smooth_strips => true, integrate2d_rows => true, integrate2d_shared => true,
+        add => true, add_vectorized => true, smooth => true, smooth_strips => true, smooth_words => true, integrate2d_rows => true, integrate2d_shared => true,
         matmul_tiled => true, qs_pivot => true, qs_partition => true, qs_fill => true,
         qs_sort_small => true, empty3 => false,
         grid1_ids => false, grid2_ids => false, grid3_ids => false, grid_stride_double => false,
@@ -353,6 +353,26 @@ fn smooth_strips_loads_a_whole_strip_at_once() {
     assert!(
         !body.contains(".local"),
         "smooth_strips keeps its sums in local memory"
+    );
+}
+
+#[test]
+fn smooth_words_moves_whole_words() {
+    let Some(kernels) = with_ptx() else { return };
+    let body = kernel_entry(&kernels, "smooth_words");
+    // Every access is one 32-bit word: three loads per row of a whole strip (unrolled, in
+    // registers), one store per row; none of a single byte.
+    let loads = body.matches("ld.global.b32").count();
+    let rows = gpu_kernels::STRIP_ROWS + 2;
+    assert!(loads >= 3 * rows, "{loads} word loads for {rows} rows");
+    assert_eq!(
+        body.matches("ld.global.").count() + body.matches("st.global.").count(),
+        loads + body.matches("st.global.b32").count(),
+        "smooth_words has an access narrower or wider than a word"
+    );
+    assert!(
+        !body.contains(".local"),
+        "smooth_words keeps its sums in local memory"
     );
 }
 

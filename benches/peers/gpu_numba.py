@@ -3,7 +3,8 @@
 
 Written from the programs' descriptions, on the inputs every implementation builds the same way
 (see device_bench.rs), with the same check values: add-list (also as
-`@vectorize(target='cuda')`), smooth (also in strips of rows, as our smooth_strips),
+`@vectorize(target='cuda')`), smooth (also in strips of rows and in strips of words of four
+pixels, as our smooth_strips and smooth_words),
 integrate2d (shared-memory reduction), quicksort (our sample-pivot algorithm,
 numba_quicksort.py: Numba has no sort of its own) and matmul (tiled, TPB = 16).
 
@@ -34,6 +35,10 @@ from peer_common import (emit, integrate_check, matmul_inputs, smooth_check, smo
 TPB = 16
 INTEGRATE_TPB = 256
 STRIP_ROWS, STRIP_THREADS = 8, 128
+WORD_THREADS = 128
+# smooth_words's constants, unsigned so that Numba keeps its arithmetic unsigned.
+LANES, BIAS, BYTE = np.uint32(0x00FF00FF), np.uint32(0x80808080), np.uint32(0xFF)
+LOW, HIGH, MEAN, SIGN = np.uint32(0xFFFF), np.uint32(0xFF000000), np.uint32(7282), np.uint32(0x80)
 
 
 def kernel_ms(f, reps, setup=None):
@@ -104,6 +109,47 @@ def smooth_strips_kernel(x, out):
             out[i, j] = (above + here + below) // 9
             above = here
             here = below
+
+
+@cuda.jit(device=True)
+def word_lanes(x, i, left, j, right):
+    """Row i's three-pixel sums for the four pixels of word j, bytes biased by 128: pixels 0
+    and 2 in the 16-bit lanes of the first result, 1 and 3 of the second."""
+    l, c, r = x[i, left] ^ BIAS, x[i, j] ^ BIAS, x[i, right] ^ BIAS
+    middle = (c & LANES) + ((c >> 8) & LANES)
+    return (middle + (((c << 8) | (l >> 24)) & LANES),
+            middle + (((c >> 16) | (r << 16)) & LANES))
+
+
+@cuda.jit(device=True)
+def lane_mean(s):
+    """floor(s / 9) - 128 as a byte, for a biased nine-pixel sum s."""
+    return ((s * MEAN) >> 16) ^ SIGN
+
+
+@cuda.jit
+def smooth_words_kernel(x, out):
+    """smooth_strips over the image viewed as uint32 words of four pixels: three word loads per
+    row, the sums two pixels at a time in 16-bit lanes; the words at the sides keep their border
+    byte."""
+    j, strip = cuda.grid(2)
+    n, w = x.shape
+    first = 1 + strip * STRIP_ROWS
+    if j < w and first + 1 < n:
+        left = j - 1 if j > 0 else j
+        right = j + 1 if j + 1 < w else j
+        keep = (BYTE if j == 0 else np.uint32(0)) | (HIGH if j + 1 == w else np.uint32(0))
+        ea, oa = word_lanes(x, first - 1, left, j, right)
+        eh, oh = word_lanes(x, first, left, j, right)
+        for i in range(first, min(first + STRIP_ROWS, n - 1)):
+            eb, ob = word_lanes(x, i + 1, left, j, right)
+            even, odd = ea + eh + eb, oa + oh + ob
+            p = (lane_mean(even & LOW) | (lane_mean(odd & LOW) << 8)
+                 | (lane_mean(even >> 16) << 16) | (lane_mean(odd >> 16) << 24))
+            if keep != 0:
+                p = (p & ~keep) | (out[i, j] & keep)
+            out[i, j] = p
+            ea, oa, eh, oh = eh, oh, eb, ob
 
 
 @cuda.jit
@@ -208,6 +254,15 @@ def main():
     k = kernel_ms(lambda: smooth_strips_kernel[grid, (STRIP_THREADS, 1)](dx, dout), reps)
     emit("numba", "smooth-strips", f"{n}x{n} i8, strips of {STRIP_ROWS} rows", k, None,
          2.0 * n * n, smooth_check(dout.copy_to_host()))
+
+    # The same bytes as words, as Numba sees an array's bytes as another type.
+    grid = ((n // 4 + WORD_THREADS - 1) // WORD_THREADS, grid[1])
+    dx_words = dx.view(np.uint32)
+    dout = cuda.to_device(np.zeros_like(x))
+    dout_words = dout.view(np.uint32)
+    k = kernel_ms(lambda: smooth_words_kernel[grid, (WORD_THREADS, 1)](dx_words, dout_words), reps)
+    emit("numba", "smooth-words", f"{n}x{n} i8 as u32 words, strips of {STRIP_ROWS} rows", k,
+         None, 2.0 * n * n, smooth_check(dout.copy_to_host()))
 
     n = sizes[2]
     blocks = (n + INTEGRATE_TPB - 1) // INTEGRATE_TPB

@@ -26,6 +26,10 @@ GOALS = [
     ("smooth-strips", "bandwidth", 0.85),
     ("smooth-strips", "cuda", 1.05),
     ("smooth-strips", "numba", 1.0),
+    # And in strips of words of four pixels.
+    ("smooth-words", "bandwidth", 0.85),
+    ("smooth-words", "cuda", 1.05),
+    ("smooth-words", "numba", 1.0),
     ("integrate2d", "cuda", 1.1),
     ("integrate2d", "numba", 1.0),
     ("quicksort", "cupy", 3.0),
@@ -33,7 +37,7 @@ GOALS = [
     ("matmul", "cuda", 1.0),
     ("matmul", "numba", 1.0),
 ]
-PROGRAMS = ["add", "smooth", "smooth-strips", "integrate2d", "quicksort", "matmul"]
+PROGRAMS = ["add", "smooth", "smooth-strips", "smooth-words", "integrate2d", "quicksort", "matmul"]
 PEERS = ["numba", "numba @vectorize", "cupy", "cuda", "rayon"]
 LAUNCH_GOAL_US = 4.0
 

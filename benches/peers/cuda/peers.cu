@@ -1,5 +1,5 @@
 // CUDA C++ peers of `examples/device_bench.rs`: the same algorithms (one thread per element for
-// add-list and smooth, smooth also in strips of rows, one thread per row with a shared-memory
+// add-list and smooth, smooth also in strips of rows and of words of four pixels, one thread per row with a shared-memory
 // block reduction for integrate2d, the 16 x 16 shared-memory tiling for matmul, the sample-pivot
 // quicksort), on the same inputs, with the same check values and JSON lines as the other peers
 // (see gpu_numba.py).
@@ -78,6 +78,69 @@ __global__ void smooth_strips_kernel(const int8_t* x, int8_t* out, size_t n, siz
             here = below;
         }
     }
+}
+
+constexpr int WORD_THREADS = 128;
+
+// One row's nine-pixel sums for the four pixels of word c, with its neighbour words l and r:
+// bytes biased by 128 (unsigned), pixels 0 and 2 in the 16-bit lanes of *even, 1 and 3 of *odd.
+__device__ __forceinline__ void row_lanes(uint32_t l, uint32_t c, uint32_t r, uint32_t* even,
+                                          uint32_t* odd) {
+    const uint32_t lanes = 0x00FF00FFu, bias = 0x80808080u;
+    l ^= bias; c ^= bias; r ^= bias;
+    uint32_t middle = (c & lanes) + ((c >> 8) & lanes);
+    *even = middle + (__funnelshift_l(l, c, 8) & lanes);   // + (l3, c1)
+    *odd = middle + (__funnelshift_r(c, r, 16) & lanes);   // + (c2, r0)
+}
+
+// floor(s / 9) - 128 as a byte, for a biased sum s <= 9 * 255.
+__device__ __forceinline__ uint32_t lane_mean(uint32_t s) { return ((s * 7282u) >> 16) ^ 0x80u; }
+
+// smooth_strips over the image as 32-bit words of four pixels (m a multiple of 4): each thread
+// takes one word column of a strip, three word loads per row, sums in 16-bit lanes. The words at
+// the image's sides (SIDE) keep their border byte; the others need no test for it.
+template <bool SIDE>
+__device__ __forceinline__ void words_strip(const uint32_t* x, uint32_t* out, size_t n, size_t w,
+                                            size_t j, size_t first) {
+    size_t left = SIDE && j == 0 ? j : j - 1, right = SIDE && j + 1 == w ? j : j + 1;
+    uint32_t keep = SIDE ? (j == 0 ? 0xFFu : 0u) | (j + 1 == w ? 0xFF000000u : 0u) : 0u;
+    auto word = [&](size_t i, uint32_t* even, uint32_t* odd) {
+        const uint32_t* r = x + i * w;
+        row_lanes(r[left], r[j], r[right], even, odd);
+    };
+    auto put = [&](size_t i, uint32_t even, uint32_t odd) {
+        uint32_t p = lane_mean(even & 0xFFFF) | lane_mean(odd & 0xFFFF) << 8 |
+                     lane_mean(even >> 16) << 16 | lane_mean(odd >> 16) << 24;
+        uint32_t* o = out + i * w + j;
+        *o = SIDE ? (p & ~keep) | (*o & keep) : p;
+    };
+    if (first + STRIP_ROWS < n) {
+        uint32_t even[STRIP_ROWS + 2], odd[STRIP_ROWS + 2];
+#pragma unroll
+        for (int k = 0; k < STRIP_ROWS + 2; ++k) word(first - 1 + k, &even[k], &odd[k]);
+#pragma unroll
+        for (int k = 0; k < STRIP_ROWS; ++k)
+            put(first + k, even[k] + even[k + 1] + even[k + 2], odd[k] + odd[k + 1] + odd[k + 2]);
+    } else {
+        uint32_t ea, oa, eh, oh, eb, ob;
+        word(first - 1, &ea, &oa);
+        word(first, &eh, &oh);
+        for (size_t i = first; i + 1 < n; ++i) {
+            word(i + 1, &eb, &ob);
+            put(i, ea + eh + eb, oa + oh + ob);
+            ea = eh; oa = oh; eh = eb; oh = ob;
+        }
+    }
+}
+
+__global__ void smooth_words_kernel(const uint32_t* x, uint32_t* out, size_t n, size_t w) {
+    size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    size_t first = 1 + (blockIdx.y * (size_t)blockDim.y + threadIdx.y) * STRIP_ROWS;
+    if (j >= w || first + 1 >= n) return;
+    if (0 < j && j + 1 < w)
+        words_strip<false>(x, out, n, w, j, first);
+    else
+        words_strip<true>(x, out, n, w, j, first);
 }
 
 __global__ void integrate_kernel(size_t n, double* sums) {
@@ -427,6 +490,16 @@ int main(int argc, char** argv) {
         CHECK(cudaMemcpy(out.data(), dout, n * n, cudaMemcpyDeviceToHost));
         emit("smooth-strips", size + ", strips of " + std::to_string(STRIP_ROWS) + " rows", k, -1,
              2.0 * n * n, check());
+
+        CHECK(cudaMemset(dout, 0, n * n));
+        size_t w = n / 4;
+        dim3 words((unsigned)((w + WORD_THREADS - 1) / WORD_THREADS), strips.y);
+        const uint32_t* wx = reinterpret_cast<const uint32_t*>(dx);
+        uint32_t* wout = reinterpret_cast<uint32_t*>(dout);
+        k = kernel_ms(reps, [&] { smooth_words_kernel<<<words, dim3(WORD_THREADS, 1)>>>(wx, wout, n, w); });
+        CHECK(cudaMemcpy(out.data(), dout, n * n, cudaMemcpyDeviceToHost));
+        emit("smooth-words", size + " as u32 words, strips of " + std::to_string(STRIP_ROWS) + " rows",
+             k, -1, 2.0 * n * n, check());
         CHECK(cudaFree(dx)); CHECK(cudaFree(dout));
     }
     {  // integrate2d
