@@ -406,7 +406,8 @@ pub fn tile_overrun(out: &mut Array2<f32>) {
 }
 
 /// Locals computed before a barrier from a parameter the body changes, and from the
-/// thread's coordinates, keep their values after it.
+/// thread's coordinates, keep their values after it; of a local shadowed before it, the
+/// shadowing one.
 #[kernel]
 pub fn locals_across_barrier(mut base: u32, out: &mut [u32]) {
     let mut tile = shared_array![u32; 64];
@@ -414,10 +415,11 @@ pub fn locals_across_barrier(mut base: u32, out: &mut [u32]) {
     let first = base + t as u32;
     base += 100;
     tile[t] = first;
+    let t = 63 - t as u32;
     sync_threads();
     let i = grid(1);
     if i < out.len() {
-        out[i] = tile[63 - t] + first + base;
+        out[i] = tile[t as usize] + first + base;
     }
 }
 

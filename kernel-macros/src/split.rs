@@ -662,11 +662,19 @@ impl Splitter {
         }
         let restores = self.restores(&used);
         // Bindings this region declares at its top level get per-thread slots.
+        let mut slots_here: HashMap<String, usize> = HashMap::new();
         for stmt in &mut body {
             if let Stmt::Local(local) = stmt {
                 local.init.as_ref()?;
                 let mut names = Names(Vec::new());
                 names.visit_pat(&local.pat);
+                // A binding shadowed in the region that declared it is never saved: its slot,
+                // whose type nothing would fix, goes.
+                for name in &names.0 {
+                    if let Some(index) = slots_here.remove(&name.to_string()) {
+                        self.storage[index] = TokenStream::new();
+                    }
+                }
                 if let Some(deps) = self.rematerializable(local) {
                     // Later regions evaluate it again; this region may not use it.
                     local
@@ -690,6 +698,7 @@ impl Splitter {
                     let here = used.get(&key).copied().unwrap_or(0);
                     let slot = (self.counts.get(&key).copied().unwrap_or(0) > here).then(|| {
                         let slot = format_ident!("__slot{}", self.storage.len());
+                        slots_here.insert(key, self.storage.len());
                         self.storage.push(quote! {
                             let mut #slot = ::kernel_runtime::__rt::Slots::new(__n);
                         });
