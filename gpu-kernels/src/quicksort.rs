@@ -21,8 +21,10 @@ use kernel_runtime::prelude::*;
 pub const SMALL: usize = 1024;
 /// Threads per block of every quicksort kernel.
 pub const QS_THREADS: usize = 256;
+/// Keys each thread of a partitioning block reads.
+const KEYS_PER_THREAD: usize = 16;
 /// Keys each partitioning block takes from its segment.
-pub const CHUNK: usize = QS_THREADS * 16;
+pub const CHUNK: usize = QS_THREADS * KEYS_PER_THREAD;
 /// Threads whose counts one thread adds up in [`qs_partition`]'s block-wide scan.
 const SCAN_GROUP: usize = 16;
 /// Groups of that scan.
@@ -108,12 +110,26 @@ pub fn qs_partition(src: &[u32], table: &[u32], state: &mut [u32], dst: &mut [u3
     // The chunk, read coalesced into shared memory, and each thread's three counts of the keys
     // it read, packed in one word.
     let mut packed = 0u64;
-    let mut k = t;
-    while k < n {
-        let v = src[from + k];
-        chunk[k] = v;
-        packed += 1 << (COUNT_BITS * side(v, pivot));
-        k += QS_THREADS;
+    if n == CHUNK {
+        // A whole chunk: each thread's loads all go out before the first is used (a loop of
+        // known length, unrolled), so that enough of them are in flight to keep the memory busy;
+        // one at a time, each would wait out the full latency of the one before.
+        let mut keys = [0u32; KEYS_PER_THREAD];
+        for (r, key) in keys.iter_mut().enumerate() {
+            *key = src[from + t + r * QS_THREADS];
+        }
+        for (r, &v) in keys.iter().enumerate() {
+            chunk[t + r * QS_THREADS] = v;
+            packed += 1 << (COUNT_BITS * side(v, pivot));
+        }
+    } else {
+        let mut k = t;
+        while k < n {
+            let v = src[from + k];
+            chunk[k] = v;
+            packed += 1 << (COUNT_BITS * side(v, pivot));
+            k += QS_THREADS;
+        }
     }
 
     // Exclusive scan of the packed counts over the block: one thread per group of threads, then
@@ -206,18 +222,29 @@ pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
     let in_scratch = table[3 * b + 2] != 0;
     // The network sorts the segment padded to a power of two (the same for the whole block).
     let n = len.clamp(2, SMALL).next_power_of_two();
-    let mut k = t;
-    while k < n {
-        s[k] = if k >= len {
-            u32::MAX
-        } else if in_scratch {
-            scratch[start + k]
-        } else {
-            keys[start + k]
-        };
-        k += QS_THREADS;
+    // Each thread's keys, padded with the largest key: all its loads go out before the first is
+    // used (see the partition's), in a loop of known length.
+    let mut mine = [u32::MAX; SMALL / QS_THREADS];
+    for (r, key) in mine.iter_mut().enumerate() {
+        let k = t + r * QS_THREADS;
+        if k < len {
+            *key = if in_scratch {
+                scratch[start + k]
+            } else {
+                keys[start + k]
+            };
+        }
+    }
+    for (r, &key) in mine.iter().enumerate() {
+        let k = t + r * QS_THREADS;
+        if k < n {
+            s[k] = key;
+        }
     }
     sync_threads();
+    // The network's positions fit in 32 bits, which halve the instructions of its index
+    // arithmetic against `usize`'s 64.
+    let (t, n) = (t as u32, n as u32);
     let mut size = 2;
     while size <= n {
         let mut stride = size / 2;
@@ -228,20 +255,21 @@ pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
                 let pos = ((idx & !(stride - 1)) << 1) | (idx & (stride - 1));
                 let partner = pos + stride;
                 let ascending = pos & size == 0;
+                let (pos, partner) = (pos as usize, partner as usize);
                 let (x, y) = (s[pos], s[partner]);
                 // Both keys are stored, swapped or not: no branch on the keys (see the
                 // partition's loop); ptxas still makes one of the two stores conditional.
                 let swap = (x > y) == ascending;
                 s[pos] = if swap { y } else { x };
                 s[partner] = if swap { x } else { y };
-                idx += QS_THREADS;
+                idx += QS_THREADS as u32;
             }
             sync_threads();
             stride /= 2;
         }
         size *= 2;
     }
-    let mut k = t;
+    let mut k = t as usize;
     while k < len {
         keys[start + k] = s[k];
         k += QS_THREADS;
