@@ -67,25 +67,39 @@ pub fn smooth_strips(x: &Array2<i8>, out: &mut Array2<i8>) {
         // Floor division of a 3×3 sum `s` by 9: `s + 9 * 128` is never negative, so its unsigned
         // quotient (a multiply and a shift) is the floor.
         let mean = |s: i32| (((s + 9 * 128) as u32 / 9) as i32 - 128) as i8;
-        if first + STRIP_ROWS < n {
-            // A whole strip: every row's sum, then every pixel, in loops of known length that
-            // unroll, so that all the loads go out at once.
-            let mut sums = [0i32; STRIP_ROWS + 2];
-            for (k, sum) in sums.iter_mut().enumerate() {
-                *sum = row(first - 1 + k);
-            }
-            for k in 0..STRIP_ROWS {
-                out[[first + k, j]] = mean(sums[k] + sums[k + 1] + sums[k + 2]);
-            }
-        } else {
-            // The image's last, shorter strip.
-            let (mut above, mut here) = (row(first - 1), row(first));
-            for i in first..n - 1 {
-                let below = row(i + 1);
-                out[[i, j]] = mean(above + here + below);
-                above = here;
-                here = below;
-            }
+        walk_strip(first, n, row, |i, above, here, below| {
+            out[[i, j]] = mean(above + here + below);
+        });
+    }
+}
+
+/// Walks the strip of rows from `first` (at least 1) on, up to [`STRIP_ROWS`] of them and none
+/// past row `n - 2`: `put(i, above, here, below)` gets each row `i` with the sums `row` makes
+/// of rows `i - 1`, `i`, `i + 1`, each computed once. A whole strip takes loops of known length
+/// that unroll, so that all its loads go out at once.
+#[device]
+fn walk_strip<S: Copy>(
+    first: usize,
+    n: usize,
+    row: impl Fn(usize) -> S,
+    mut put: impl FnMut(usize, S, S, S),
+) {
+    if first + STRIP_ROWS < n {
+        let mut sums = [row(first - 1); STRIP_ROWS + 2];
+        for (k, sum) in sums.iter_mut().enumerate().skip(1) {
+            *sum = row(first - 1 + k);
+        }
+        for k in 0..STRIP_ROWS {
+            put(first + k, sums[k], sums[k + 1], sums[k + 2]);
+        }
+    } else {
+        // The image's last, shorter strip.
+        let (mut above, mut here) = (row(first - 1), row(first));
+        for i in first..n - 1 {
+            let below = row(i + 1);
+            put(i, above, here, below);
+            above = here;
+            here = below;
         }
     }
 }
@@ -93,10 +107,14 @@ pub fn smooth_strips(x: &Array2<i8>, out: &mut Array2<i8>) {
 /// The blocks of a [`smooth_strips`] launch over an `n × m` image.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn strips_blocks(n: usize, m: usize) -> (usize, usize) {
-    (
-        m.div_ceil(STRIP_THREADS),
-        n.saturating_sub(2).div_ceil(STRIP_ROWS).max(1),
-    )
+    (m.div_ceil(STRIP_THREADS), strips(n))
+}
+
+/// The strips of [`STRIP_ROWS`] rows that cover the interior rows of an image of `n` rows (at
+/// least one, whose threads find no row to smooth when there is none).
+#[cfg(not(target_arch = "nvptx64"))]
+fn strips(n: usize) -> usize {
+    n.saturating_sub(2).div_ceil(STRIP_ROWS).max(1)
 }
 
 /// Threads per block of [`smooth_words`], all along a row, a word column each.
@@ -179,26 +197,14 @@ pub fn smooth_words(x: &Array2<u32>, out: &mut Array2<u32>) {
             };
             out[[i, j]] = u32::to_le((pixels & !keep) | (old & keep));
         };
-        if first + STRIP_ROWS < n {
-            // A whole strip, in loops of known length that unroll.
-            let mut sums = [(0u32, 0u32); STRIP_ROWS + 2];
-            for (k, sum) in sums.iter_mut().enumerate() {
-                *sum = word(first - 1 + k);
-            }
-            for k in 0..STRIP_ROWS {
-                let (a, b, c) = (sums[k], sums[k + 1], sums[k + 2]);
-                put(first + k, a.0 + b.0 + c.0, a.1 + b.1 + c.1);
-            }
-        } else {
-            // The image's last, shorter strip.
-            let (mut above, mut here) = (word(first - 1), word(first));
-            for i in first..n - 1 {
-                let below = word(i + 1);
-                put(i, above.0 + here.0 + below.0, above.1 + here.1 + below.1);
-                above = here;
-                here = below;
-            }
-        }
+        walk_strip(
+            first,
+            n,
+            word,
+            |i, a: (u32, u32), b: (u32, u32), c: (u32, u32)| {
+                put(i, a.0 + b.0 + c.0, a.1 + b.1 + c.1)
+            },
+        );
     };
     if 0 < j && j + 1 < w {
         strip(j - 1, j + 1, 0);
@@ -213,8 +219,5 @@ pub fn smooth_words(x: &Array2<u32>, out: &mut Array2<u32>) {
 /// The blocks of a [`smooth_words`] launch over an `n × w` array of words.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn words_blocks(n: usize, w: usize) -> (usize, usize) {
-    (
-        w.div_ceil(WORD_THREADS),
-        n.saturating_sub(2).div_ceil(STRIP_ROWS).max(1),
-    )
+    (w.div_ceil(WORD_THREADS), strips(n))
 }
