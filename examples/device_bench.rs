@@ -321,7 +321,7 @@ fn sort_keys(n: usize) -> Result<Vec<u32>> {
     common::host_vec(n, |i| ((i as u64 * 2_654_435_761) % (1 << 32)) as u32 >> 8)
 }
 
-/// The whole sort of `keys`, and the number of partitioning passes it makes.
+/// The whole sort of `keys`, and the number of splitting passes it makes.
 fn bench_quicksort(dev: &Device, reps: usize, keys: &[u32]) -> Result<(Line, usize)> {
     let n = keys.len();
     let mut d = dev.to_device(keys)?;
@@ -362,12 +362,15 @@ fn bench_quicksort(dev: &Device, reps: usize, keys: &[u32]) -> Result<(Line, usi
     Ok((line, passes))
 }
 
-/// One partitioning pass of the quicksort over all of `keys` (its pivot and partition kernels,
-/// one segment), to set beside the whole sort, which made `passes` of them: the passes times
-/// this is what partitioning costs, the rest of the sort is its small-segment sorts and the
-/// host's turns between passes. The line's check is `passes`.
+/// One splitting pass of the quicksort over all of `keys` (its pivot, count and scatter
+/// kernels, one segment), to set beside the whole sort, which made `passes` of them: the passes
+/// times this is about what splitting costs (later passes split many segments at once), the
+/// rest of the sort is its small-run sorts and the host's turns between passes. The line's
+/// check is `passes`.
 fn quicksort_pass(dev: &Device, reps: usize, keys: &[u32], passes: usize) -> Result<Line> {
-    use quicksort::{qs_partition, qs_pivot, PIVOT_THREADS, QS_THREADS};
+    use quicksort::{
+        qs_count, qs_pivots, qs_scatter, BUCKETS, PARTS, PIVOT_THREADS, SPLIT_THREADS,
+    };
     let n = keys.len();
     let d = dev.to_device(keys)?;
     let mut scratch = dev.empty::<u32, _>(n)?;
@@ -376,20 +379,33 @@ fn quicksort_pass(dev: &Device, reps: usize, keys: &[u32], passes: usize) -> Res
     quicksort::push_chunks(&mut chunks, 0, n as u32, 0);
     let blocks = chunks.len() / 3;
     let chunks = dev.to_device(&chunks)?;
-    let mut state = dev.empty::<u32, _>(3)?;
+    let mut pivots = dev.empty::<u32, _>(PARTS)?;
+    let mut counts = dev.empty::<u32, _>(BUCKETS)?;
+    let mut cursors = dev.empty::<u32, _>(BUCKETS)?;
     let ms = kernel_ms(dev, reps, || {
-        // The pivot kernel also resets the cursors the partition moves.
-        qs_pivot.launch(1, PIVOT_THREADS, (&d, &segment, &mut state))?;
-        let args = (&d, &chunks, &mut state, &mut scratch);
-        Ok(qs_partition.launch(blocks, QS_THREADS, args)?)
+        // The pivot kernel also clears the counts and cursors the other two move.
+        let args = (&d, &segment, &mut pivots, &mut counts, &mut cursors);
+        qs_pivots.launch(1, PIVOT_THREADS, args)?;
+        qs_count.launch(blocks, SPLIT_THREADS, (&d, &chunks, &pivots, &mut counts))?;
+        let args = (
+            &d,
+            &segment,
+            &chunks,
+            &pivots,
+            &counts,
+            &mut cursors,
+            &mut scratch,
+        );
+        Ok(qs_scatter.launch(blocks, SPLIT_THREADS, args)?)
     })?;
     Ok(Line {
         imp: "rust",
         program: "quicksort-pass",
-        size: format!("{n} u32, one partitioning pass"),
+        size: format!("{n} u32, one splitting pass"),
         kernel_ms: ms,
         e2e_ms: None,
-        bytes: Some(2.0 * 4.0 * n as f64),
+        // The keys read twice (counted, then scattered) and written once.
+        bytes: Some(3.0 * 4.0 * n as f64),
         check: passes.to_string(),
     })
 }

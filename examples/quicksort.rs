@@ -1,8 +1,8 @@
-//! quicksort: sorts 2^24 pseudo-random `u32` keys in device memory with a parallel quicksort
-//! (`gpu_kernels::quicksort::sort`: every large segment partitioned at once, around the median
-//! of a sample of its keys, by blocks that partition their chunk of it in shared memory and
-//! claim room for its two parts with one atomic apiece; small segments finished by a bitonic
-//! sort in shared memory).
+//! quicksort: sorts 2^24 pseudo-random `u32` keys in device memory with a parallel multi-pivot
+//! quicksort (`gpu_kernels::quicksort::sort`: every large segment split at once into up to 16
+//! parts around pivots taken from a sorted sample of its keys, by blocks that count their chunk's
+//! keys per part, then order the chunk by part in shared memory and claim room in each part with
+//! one atomic apiece; small runs finished by a bitonic sort in shared memory).
 //!
 //! ```sh
 //! cargo run --release --example quicksort [-- --n 2^20 --reps 5]
@@ -63,7 +63,7 @@ fn run(args: Args) -> Result {
     })?;
     report(
         "sort",
-        timing.describe(&format!("{passes} partitioning passes")),
+        timing.describe(&format!("{passes} splitting passes")),
     );
 
     let (sorted, back) = common::time(|| Ok(dk.to_vec()?))?;

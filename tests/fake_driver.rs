@@ -638,14 +638,14 @@ fn ptx_newer_than_the_driver_is_refused_with_what_to_do() {
 
 #[test]
 fn a_sort_whose_kernels_go_wrong_stops_with_an_error() {
-    // The fake runs no kernel, so the partitioning pass leaves its cursors as fresh memory:
-    // the sort must refuse them rather than partition forever.
+    // The fake runs no kernel, so the splitting pass leaves its counts as fresh memory: the
+    // sort must refuse them rather than split forever.
     on_fake_driver(
         "a_sort_whose_kernels_go_wrong_stops_with_an_error",
         &[],
         |_| {
             let gpu = fake_gpu();
-            if !has_ptx(quicksort::qs_partition.ptx()) {
+            if !has_ptx(quicksort::qs_count.ptx()) {
                 return;
             }
             let mut keys = gpu
@@ -653,12 +653,12 @@ fn a_sort_whose_kernels_go_wrong_stops_with_an_error() {
                 .unwrap();
             match quicksort::sort(&mut keys) {
                 Err(Error::KernelFault {
-                    kernel: "qs_partition",
+                    kernel: "qs_count",
                     message,
                 }) => {
                     assert!(message.contains("segment 0..5000"), "{message}")
                 }
-                other => panic!("expected a fault of qs_partition, got {other:?}"),
+                other => panic!("expected a fault of qs_count, got {other:?}"),
             }
         },
     );

@@ -251,6 +251,27 @@ fn quicksort_sorts_awkward_inputs() {
             (0..100_003).map(|_| rng.next_u64() as u32).collect(),
             (0..50_000).map(|_| rng.next_u64() as u32 % 3).collect(),
             (0..40_000).collect(),
+            // Several passes, segments of many chunks, keys at both ends of the range.
+            (0..300_000)
+                .map(|i| match i % 5 {
+                    0 => u32::MAX - (rng.next_u64() % 4) as u32,
+                    1 => (rng.next_u64() % 4) as u32,
+                    _ => rng.next_u64() as u32,
+                })
+                .collect(),
+            // A key too rare to be a pivot of the first pass, but most of its bucket there:
+            // a long run of equal keys in each buffer.
+            (0..200_000)
+                .map(|i| {
+                    if i % 40 == 0 {
+                        0x8000_0000
+                    } else {
+                        rng.next_u64() as u32
+                    }
+                })
+                .collect(),
+            vec![u32::MAX; 3000],
+            (0..70_000).rev().map(|i| i / 7).collect(),
         ];
         for keys in cases {
             let mut dk = dev.to_device(&keys).unwrap();

@@ -30,8 +30,8 @@ fn all() -> Vec<Kernel> {
     use kernel_suite::test_kernels::*;
     kernels![
         add => true, add_vectorized => true, smooth => true, smooth_strips => true, smooth_words => true, integrate2d_rows => true, integrate2d_shared => true,
-        matmul_tiled => true, qs_pivot => true, qs_partition => true, qs_fill => true,
-        qs_sort_small => true, empty3 => false,
+        matmul_tiled => true, qs_pivots => true, qs_count => true, qs_scatter => true,
+        qs_copy => true, qs_sort_small => true, empty3 => false,
         grid1_ids => false, grid2_ids => false, grid3_ids => false, grid_stride_double => false,
         reverse_in_blocks => false, barrier_reductions => false, block_prefix_sum => false,
         divergent_barrier => false, off_by_one => false, unchecked_copy => false,
@@ -304,10 +304,18 @@ fn atomics_name_their_state_space() {
         "atomics",
         "shared_atomic_count",
         "shared_float_sums",
-        "qs_partition",
+        "qs_count",
+        "qs_scatter",
     ] {
         let body = without_generic_accesses(&kernels, name);
         assert!(body.contains("atom."), "{name} has no atomics");
+    }
+    // The quicksort's buckets counted in shared memory, claimed in global memory.
+    for name in ["qs_count", "qs_scatter"] {
+        let body = kernel_entry(&kernels, name);
+        for op in ["atom.shared.add.u32", "atom.global.add.u32"] {
+            assert!(body.contains(op), "{name} has no `{op}`");
+        }
     }
     let floats = kernel_entry(&kernels, "atomics");
     for op in ["atom.global.add.f32", "atom.global.add.f64"] {
@@ -326,8 +334,9 @@ fn shared_arrays_are_addressed_as_shared_memory() {
     for name in [
         "matmul_tiled",
         "integrate2d_shared",
-        "qs_pivot",
-        "qs_partition",
+        "qs_pivots",
+        "qs_count",
+        "qs_scatter",
         "qs_sort_small",
         "reverse_in_blocks",
         "reverse_dynamic",

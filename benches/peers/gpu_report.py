@@ -102,10 +102,11 @@ def main():
         of_bw = (f", {qpass['bytes'] / qpass['kernel_ms'] / 1e6 / bandwidth:.0%} of copy bandwidth"
                  if bandwidth else "")
         lines.append(
-            f"Quicksort: one partitioning pass over all the keys takes "
-            f"**{fmt_ms(qpass['kernel_ms'])}**{of_bw}; the sort made {passes} passes, so about "
-            f"{fmt_ms(passes * qpass['kernel_ms'])} of its {fmt_ms(qsort['kernel_ms'])} is "
-            f"partitioning, the rest its small-segment sorts and the host's turns between passes.")
+            f"Quicksort: one splitting pass over all the keys (pivots, count, scatter) takes "
+            f"**{fmt_ms(qpass['kernel_ms'])}**{of_bw}; the sort made {passes} passes, the last "
+            f"ones over part of the keys, so at most {fmt_ms(passes * qpass['kernel_ms'])} of its "
+            f"{fmt_ms(qsort['kernel_ms'])} is splitting, the rest its small-run sorts and the "
+            f"host's turns between passes.")
     lines += ["", "| program | size | ours: kernel | ours: end to end | of copy bandwidth | "
               + " | ".join(f"× {p}" for p in PEERS) + " | same result |",
               "| --- " * (5 + len(PEERS) + 1) + "|"]

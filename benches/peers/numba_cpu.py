@@ -188,7 +188,7 @@ def simulator_peers(only, reps):
     if "quicksort" in only:
         from numba_quicksort import QuickSort
 
-        n = 2048  # one partitioning pass, then the bitonic sorts of the small segments
+        n = 2048  # one splitting pass, then the bitonic sorts of the small runs
         keys = rng.integers(0, 2**32, size=n, dtype=np.uint32)
         d = np.empty_like(keys)
         sorter = QuickSort(n)

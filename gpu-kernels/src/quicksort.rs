@@ -1,210 +1,277 @@
-//! quicksort: a parallel quicksort of `u32` keys on the device.
+//! quicksort: a parallel multi-pivot quicksort of `u32` keys on the device.
 //!
-//! Each pass partitions every large segment at once, in parallel, around the segment's pivot:
-//! - one block per segment takes the median of a sample of its keys and sets the segment's two
-//!   cursors to its ends ([`qs_pivot`]);
-//! - blocks take chunks of [`CHUNK`] keys, partition their chunk in shared memory, claim room
-//!   for its keys below and above the pivot with one atomic operation on each cursor, and write
-//!   them there as two contiguous runs ([`qs_partition`]) into the other of two buffers: passes
-//!   alternate between the keys and a scratch array instead of copying back. The keys equal to
-//!   the pivot are only counted: the room the cursors leave between them is theirs.
+//! Each pass splits every large segment at once, in parallel, into up to [`PARTS`] parts:
+//! - one block per segment sorts a sample of its keys and takes up to `PARTS - 1` pivots
+//!   from it at even ranks ([`qs_pivots`]); the last pivot slot always holds `u32::MAX`;
+//! - blocks take chunks of [`CHUNK`] keys and count, in shared memory, how many fall in each
+//!   of the segment's [`BUCKETS`] buckets: strictly between two pivots, or equal to one
+//!   ([`qs_count`]);
+//! - blocks take the same chunks again, order them by bucket in shared memory, claim room in
+//!   each bucket of the segment with one atomic operation per bucket, and write each bucket's
+//!   keys there as one contiguous, coalesced run ([`qs_scatter`]) into the other of two
+//!   buffers: passes alternate between the keys and a scratch array instead of copying back.
 //!
-//! The host reads the cursors back: the two parts become the next pass's segments, and the
-//! run between them is final. Segments of at most [`SMALL`] keys are finished in one block by a
-//! bitonic sort in shared memory ([`qs_sort_small`]), which also brings them back from the
-//! scratch array; the equal runs are written with their pivot by [`qs_fill`]. Each kernel reads
+//! The host reads the counts back: the buckets between pivots become the next pass's segments,
+//! and the buckets of keys equal to a pivot are final. Every pivot is one of the segment's keys,
+//! so every bucket between pivots is smaller than its segment and the sort ends. Runs of at
+//! most [`SMALL`] keys (neighbouring buckets gathered) are finished in one block by a bitonic
+//! sort in shared memory ([`qs_sort_small`]), which also brings them back from the scratch
+//! array; longer runs of equal keys left there are copied back by [`qs_copy`]. Each kernel reads
 //! what its blocks do from a table of `u32`s written by the host, a few per block.
 
 use kernel_runtime::prelude::*;
 
 /// Segments of at most this many keys are sorted in one block, in shared memory.
 pub const SMALL: usize = 1024;
-/// Threads per block of every quicksort kernel.
+/// Threads per block of the copying and small-sort kernels.
 pub const QS_THREADS: usize = 256;
-/// Keys each thread of a partitioning block reads.
-const KEYS_PER_THREAD: usize = 16;
-/// Keys each partitioning block takes from its segment.
-pub const CHUNK: usize = QS_THREADS * KEYS_PER_THREAD;
-/// Threads whose counts one thread adds up in [`qs_partition`]'s block-wide scan.
-const SCAN_GROUP: usize = 16;
-/// Groups of that scan.
-const SCAN_GROUPS: usize = QS_THREADS / SCAN_GROUP;
-/// Bits of each of the three counts packed in one `u64` (a block counts at most [`CHUNK`] keys).
-const COUNT_BITS: u64 = 21;
-const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+/// Threads per block of the counting and scattering kernels.
+pub const SPLIT_THREADS: usize = 512;
+/// Keys each thread of a counting or scattering block reads: few enough that the compiler
+/// unrolls the loops over them, which keeps them in registers.
+const KEYS_PER_THREAD: usize = 8;
+/// Keys each counting or scattering block takes from its segment.
+pub const CHUNK: usize = SPLIT_THREADS * KEYS_PER_THREAD;
+/// The most parts a pass splits a segment into: the pivot slots of a segment, the last of
+/// which is always `u32::MAX`.
+pub const PARTS: usize = 16;
+/// Buckets of a segment: `2i` holds the keys strictly between pivots `i - 1` and `i`, `2i + 1`
+/// those equal to pivot `i`.
+pub const BUCKETS: usize = 2 * PARTS;
+/// Keys sampled from a segment for its pivots.
+pub const SAMPLES: usize = 127;
+/// Threads per block of [`qs_pivots`].
+pub const PIVOT_THREADS: usize = SAMPLES + 1;
+/// A key's bucket and its rank among the chunk's keys of that bucket, packed: the rank is
+/// under [`CHUNK`], below this many bits.
+const RANK_BITS: u32 = 16;
 
-/// Keys sampled from a segment for its pivot.
-pub const SAMPLES: usize = 63;
-/// Threads per block of [`qs_pivot`].
-pub const PIVOT_THREADS: usize = 64;
+/// How many parts a segment of `len` keys is split into: about `SMALL / 2` keys each, so that
+/// one more pass finishes most of them, and at most [`PARTS`]; a power of two.
+#[device]
+fn parts(len: usize) -> usize {
+    len.div_ceil(SMALL / 2).next_power_of_two().min(PARTS)
+}
 
-/// Per block `b`, for the segment `segments[2b]`, `segments[2b + 1]` (start, length): its
-/// pivot, the median of [`SAMPLES`] keys spread evenly over it, first and last included, and
-/// its two cursors: `state[3b..3b + 3]` = start, end, pivot. Launch [`PIVOT_THREADS`] threads
+/// The bucket of `v` among the sorted pivots `pivot(0..PARTS)`, of which the last is
+/// `u32::MAX`: `2i` where `i` pivots are below `v` and pivot `i` is above it, `2i + 1` where
+/// pivot `i` equals it.
+#[device]
+fn bucket_of(v: u32, pivot: impl Fn(usize) -> u32) -> usize {
+    // The number of pivots below `v`, by bisection: the last one is never below it. In 32 bits,
+    // which take half the instructions of `usize`'s 64 on the GPU.
+    let mut i = 0u32;
+    let mut step = PARTS as u32 / 2;
+    while step > 0 {
+        if pivot((i + step - 1) as usize) < v {
+            i += step;
+        }
+        step /= 2;
+    }
+    (2 * i + u32::from(pivot(i as usize) == v)) as usize
+}
+
+/// Per block `b`, for the segment `segments[2b]`, `segments[2b + 1]` (start, length; longer
+/// than [`SMALL`]): its pivots `pivots[PARTS b..PARTS (b + 1)]`, [`parts`]` - 1` keys at even
+/// ranks of a sorted sample of [`SAMPLES`] keys spread evenly over it (first and last
+/// included), then `u32::MAX`; and its buckets' counts and cursors
+/// (`counts`, `cursors[BUCKETS b..BUCKETS (b + 1)]`) set to 0. Launch [`PIVOT_THREADS`] threads
 /// per block.
 #[kernel]
-pub fn qs_pivot(keys: &[u32], segments: &[u32], state: &mut [u32]) {
+pub fn qs_pivots(
+    keys: &[u32],
+    segments: &[u32],
+    pivots: &mut [u32],
+    counts: &mut [u32],
+    cursors: &mut [u32],
+) {
     let mut sample = shared_array![u32; SAMPLES];
+    let mut sorted = shared_array![u32; SAMPLES];
     let b = block_idx().x as usize;
     let t = thread_idx().x as usize;
     let (start, len) = (segments[2 * b] as usize, segments[2 * b + 1] as usize);
     if t < SAMPLES {
         sample[t] = keys[start + (len - 1) * t / (SAMPLES - 1)];
     }
+    if t < BUCKETS {
+        counts[BUCKETS * b + t] = 0;
+        cursors[BUCKETS * b + t] = 0;
+    }
     sync_threads();
-    // The median is the key with SAMPLES / 2 keys before it, ties taken in sample order.
+    // The sample sorted by rank: the keys below each, ties taken in sample order.
     if t < SAMPLES {
         let v = sample[t];
         let mut rank = 0;
         for i in 0..SAMPLES {
             let u = sample[i];
-            if u < v || (u == v && i < t) {
-                rank += 1;
-            }
+            rank += usize::from(u < v || (u == v && i < t));
         }
-        if rank == SAMPLES / 2 {
-            state[3 * b] = start as u32;
-            state[3 * b + 1] = (start + len) as u32;
-            state[3 * b + 2] = v;
-        }
+        sorted[rank] = v;
+    }
+    sync_threads();
+    if t < PARTS {
+        let parts = parts(len);
+        pivots[PARTS * b + t] = if t + 1 < parts {
+            sorted[(t + 1) * PIVOT_THREADS / parts - 1]
+        } else {
+            u32::MAX
+        };
     }
 }
 
-/// Which part of the partition `v` goes to: 0 below the pivot, 1 equal, 2 above.
-#[device]
-fn side(v: u32, pivot: u32) -> u64 {
-    if v < pivot {
-        0
-    } else if v == pivot {
-        1
-    } else {
-        2
-    }
-}
-
-/// The count of part `side` in a word packing the three counts [`COUNT_BITS`] apiece.
-#[device]
-fn part(packed: u64, side: u64) -> u64 {
-    (packed >> (COUNT_BITS * side)) & COUNT_MASK
-}
-
-/// Per block `b`, for the chunk `table[3b]`, `table[3b + 1]` (first key, keys) of the segment
-/// `s = table[3b + 2]` of `src`: partitions the chunk in shared memory around the segment's
-/// pivot `state[3s + 2]`, and writes its keys below the pivot at the segment's lower cursor
-/// `state[3s]`, its keys above it just under the upper cursor `state[3s + 1]`, each as one
-/// contiguous, coalesced run of `dst`, moving the cursors past them. Keys equal to the pivot
-/// are not written. Launch [`QS_THREADS`] threads per block.
+/// Per block `b`, for the chunk `chunks[3b]`, `chunks[3b + 1]` (first key, keys) of the
+/// segment `s = chunks[3b + 2]` of `src`: adds the number of its keys in each of the segment's
+/// buckets (see [`bucket_of`]) to `counts[BUCKETS s..BUCKETS (s + 1)]`. Launch [`SPLIT_THREADS`]
+/// threads per block.
 #[kernel]
-pub fn qs_partition(src: &[u32], table: &[u32], state: &mut [u32], dst: &mut [u32]) {
-    let mut chunk = shared_array![u32; CHUNK];
-    let mut staged = shared_array![u32; CHUNK];
-    let mut before = shared_array![u64; QS_THREADS];
-    let mut groups = shared_array![u64; SCAN_GROUPS + 1];
-    let mut runs = shared_array![u32; 2];
+pub fn qs_count(src: &[u32], chunks: &[u32], pivots: &[u32], counts: &mut [u32]) {
+    let mut pivot = shared_array![u32; PARTS];
+    let mut tally = shared_array![u32; BUCKETS];
     let b = block_idx().x as usize;
     let t = thread_idx().x as usize;
-    let (from, n) = (table[3 * b] as usize, table[3 * b + 1] as usize);
-    let segment = table[3 * b + 2] as usize;
-    let pivot = state[3 * segment + 2];
-
-    // The chunk, read coalesced into shared memory, and each thread's three counts of the keys
-    // it read, packed in one word.
-    let mut packed = 0u64;
-    if n == CHUNK {
-        // A whole chunk: each thread's loads all go out before the first is used (a loop of
-        // known length, unrolled), so that enough of them are in flight to keep the memory busy;
-        // one at a time, each would wait out the full latency of the one before.
-        let mut keys = [0u32; KEYS_PER_THREAD];
-        for (r, key) in keys.iter_mut().enumerate() {
-            *key = src[from + t + r * QS_THREADS];
-        }
-        for (r, &v) in keys.iter().enumerate() {
-            chunk[t + r * QS_THREADS] = v;
-            packed += 1 << (COUNT_BITS * side(v, pivot));
-        }
-    } else {
-        let mut k = t;
-        while k < n {
-            let v = src[from + k];
-            chunk[k] = v;
-            packed += 1 << (COUNT_BITS * side(v, pivot));
-            k += QS_THREADS;
+    let (from, n, segment) = table_row(|i| chunks[3 * b + i]);
+    if t < PARTS {
+        pivot[t] = pivots[PARTS * segment + t];
+    }
+    if t < BUCKETS {
+        tally[t] = 0;
+    }
+    let keys = load_chunk(n, t, |k| src[from + k]);
+    sync_threads();
+    for (r, &v) in keys.iter().enumerate() {
+        if t + r * SPLIT_THREADS < n {
+            atomic_add(&tally, bucket_of(v, |i| pivot[i]), 1);
         }
     }
-
-    // Exclusive scan of the packed counts over the block: one thread per group of threads, then
-    // one thread over the groups (three barriers, where a tree would take sixteen).
-    before[t] = packed;
     sync_threads();
-    if t < SCAN_GROUPS {
-        let mut sum = 0u64;
-        for i in t * SCAN_GROUP..(t + 1) * SCAN_GROUP {
-            let c = before[i];
-            before[i] = sum;
-            sum += c;
+    if t < BUCKETS {
+        let c = tally[t];
+        if c > 0 {
+            atomic_add(&counts, BUCKETS * segment + t, c);
         }
-        groups[t] = sum;
-    }
-    sync_threads();
-    if t == 0 {
-        let mut sum = 0u64;
-        for g in 0..SCAN_GROUPS {
-            let c = groups[g];
-            groups[g] = sum;
-            sum += c;
-        }
-        groups[SCAN_GROUPS] = sum;
-        // The chunk's room in its segment: its below-keys from the lower cursor up, its
-        // above-keys under the upper cursor.
-        let (below, above) = (part(sum, 0) as u32, part(sum, 2) as u32);
-        runs[0] = atomic_add(&state, 3 * segment, below);
-        runs[1] = atomic_sub(&state, 3 * segment + 1, above) - above;
-    }
-    sync_threads();
-    let mine = groups[t / SCAN_GROUP] + before[t];
-    let total = groups[SCAN_GROUPS];
-    let below = part(total, 0) as usize;
-    let kept = below + part(total, 2) as usize;
-
-    // The chunk partitioned in shared memory: below, then above.
-    let mut at_below = part(mine, 0) as usize;
-    let mut at_above = below + part(mine, 2) as usize;
-    let mut k = t;
-    while k < n {
-        let key = chunk[k];
-        // The side is chosen by selects, not by a branch on each key: on the CPU backend a
-        // branch on random keys is mispredicted half the time. Keys equal to the pivot are rare.
-        if key != pivot {
-            let below = key < pivot;
-            staged[if below { at_below } else { at_above }] = key;
-            at_below += usize::from(below);
-            at_above += usize::from(!below);
-        }
-        k += QS_THREADS;
-    }
-    sync_threads();
-
-    let (o_below, o_above) = (runs[0] as usize, runs[1] as usize - below);
-    let mut k = t;
-    while k < kept {
-        dst[if k < below { o_below + k } else { o_above + k }] = staged[k];
-        k += QS_THREADS;
     }
 }
 
-/// Per block `b`: writes `table[3b + 2]` to the keys `table[3b]`, `table[3b + 1]` (first key,
-/// keys; at most [`CHUNK`]) of `keys`. Launch [`QS_THREADS`] threads per block.
+/// A row `(first key, keys, segment)` of a chunk table, of which `entry(i)` is the `i`-th.
+#[device]
+fn table_row(entry: impl Fn(usize) -> u32) -> (usize, usize, usize) {
+    (entry(0) as usize, entry(1) as usize, entry(2) as usize)
+}
+
+/// The keys `key(t + r QS_THREADS)` of a chunk of `n` keys, for each `r` under
+/// [`KEYS_PER_THREAD`] (0 past the end). A whole chunk's loads all go out before the first is
+/// used (a loop of known length, unrolled), so that enough of them are in flight to keep the
+/// memory busy; one at a time, each would wait out the full latency of the one before.
+#[device]
+fn load_chunk(n: usize, t: usize, key: impl Fn(usize) -> u32) -> [u32; KEYS_PER_THREAD] {
+    let mut keys = [0u32; KEYS_PER_THREAD];
+    if n == CHUNK {
+        for (r, slot) in keys.iter_mut().enumerate() {
+            *slot = key(t + r * SPLIT_THREADS);
+        }
+    } else {
+        for (r, slot) in keys.iter_mut().enumerate() {
+            if t + r * SPLIT_THREADS < n {
+                *slot = key(t + r * SPLIT_THREADS);
+            }
+        }
+    }
+    keys
+}
+
+/// Per block `b`, for the chunk `chunks[3b]`, `chunks[3b + 1]` (first key, keys) of the
+/// segment `s = chunks[3b + 2]` (start `segments[2s]`) of `src`, after [`qs_count`] has counted
+/// all of the segment's chunks: writes each bucket's keys of the chunk to `dst`, as one
+/// contiguous, coalesced run in the room of that bucket in the segment, which the bucket's
+/// cursor `cursors[BUCKETS s + bucket]` (from 0) says how much of is taken. Launch
+/// [`SPLIT_THREADS`] threads per block.
 #[kernel]
-pub fn qs_fill(keys: &mut [u32], table: &[u32]) {
+pub fn qs_scatter(
+    src: &[u32],
+    segments: &[u32],
+    chunks: &[u32],
+    pivots: &[u32],
+    counts: &[u32],
+    cursors: &mut [u32],
+    dst: &mut [u32],
+) {
+    let mut pivot = shared_array![u32; PARTS];
+    let mut tally = shared_array![u32; BUCKETS];
+    let mut totals = shared_array![u32; BUCKETS];
+    let mut first = shared_array![u32; BUCKETS];
+    let mut offset = shared_array![u32; BUCKETS];
+    let mut staged = shared_array![u32; CHUNK];
+    let mut staged_bucket = shared_array![u8; CHUNK];
     let b = block_idx().x as usize;
-    let (first, n, value) = (
-        table[3 * b] as usize,
-        table[3 * b + 1] as usize,
-        table[3 * b + 2],
-    );
+    let t = thread_idx().x as usize;
+    let (from, n, segment) = table_row(|i| chunks[3 * b + i]);
+    if t < BUCKETS {
+        totals[t] = counts[BUCKETS * segment + t];
+        tally[t] = 0;
+    }
+    if t < PARTS {
+        pivot[t] = pivots[PARTS * segment + t];
+    }
+    let keys = load_chunk(n, t, |k| src[from + k]);
+    sync_threads();
+
+    // Each key's bucket, and its rank among the chunk's keys of that bucket.
+    let places: [u32; KEYS_PER_THREAD] = core::array::from_fn(|r| {
+        if t + r * SPLIT_THREADS < n {
+            let bucket = bucket_of(keys[r], |i| pivot[i]);
+            ((bucket as u32) << RANK_BITS) | atomic_add(&tally, bucket, 1)
+        } else {
+            0
+        }
+    });
+    sync_threads();
+    // Where each bucket starts in the chunk and in the segment.
+    if t == 0 {
+        let (mut in_chunk, mut in_segment) = (0, segments[2 * segment]);
+        for k in 0..BUCKETS {
+            first[k] = in_chunk;
+            offset[k] = in_segment;
+            in_chunk += tally[k];
+            in_segment += totals[k];
+        }
+    }
+    sync_threads();
+    // The chunk's room in each bucket; `offset` becomes where its key `k` of the bucket goes,
+    // less `k` (modulo 2^32: the run may lie below `k`).
+    if t < BUCKETS {
+        let c = tally[t];
+        if c > 0 {
+            let taken = atomic_add(&cursors, BUCKETS * segment + t, c);
+            offset[t] = (offset[t] + taken).wrapping_sub(first[t]);
+        }
+    }
+    // The chunk ordered by bucket in shared memory, with each key's bucket.
+    for (r, &v) in keys.iter().enumerate() {
+        if t + r * SPLIT_THREADS < n {
+            let (bucket, rank) = (places[r] >> RANK_BITS, places[r] & ((1 << RANK_BITS) - 1));
+            let at = (first[bucket as usize] + rank) as usize;
+            staged[at] = v;
+            staged_bucket[at] = bucket as u8;
+        }
+    }
+    sync_threads();
+    let mut k = t;
+    while k < n {
+        let at = offset[staged_bucket[k] as usize].wrapping_add(k as u32);
+        dst[at as usize] = staged[k];
+        k += SPLIT_THREADS;
+    }
+}
+
+/// Per block `b`: copies the keys `table[3b]`, `table[3b + 1]` (first key, keys; at most
+/// [`CHUNK`]) of `scratch` to `keys`. Launch [`QS_THREADS`] threads per block.
+#[kernel]
+pub fn qs_copy(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
+    let b = block_idx().x as usize;
+    let (first, n) = (table[3 * b] as usize, table[3 * b + 1] as usize);
     let mut k = first + thread_idx().x as usize;
     while k < first + n {
-        keys[k] = value;
+        keys[k] = scratch[k];
         k += QS_THREADS;
     }
 }
@@ -223,7 +290,7 @@ pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
     // The network sorts the segment padded to a power of two (the same for the whole block).
     let n = len.clamp(2, SMALL).next_power_of_two();
     // Each thread's keys, padded with the largest key: all its loads go out before the first is
-    // used (see the partition's), in a loop of known length.
+    // used (see [`load_chunk`]), in a loop of known length.
     let mut mine = [u32::MAX; SMALL / QS_THREADS];
     for (r, key) in mine.iter_mut().enumerate() {
         let k = t + r * QS_THREADS;
@@ -257,8 +324,9 @@ pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
                 let ascending = pos & size == 0;
                 let (pos, partner) = (pos as usize, partner as usize);
                 let (x, y) = (s[pos], s[partner]);
-                // Both keys are stored, swapped or not: no branch on the keys (see the
-                // partition's loop); ptxas still makes one of the two stores conditional.
+                // Both keys are stored, swapped or not: no branch on the keys, which the CPU
+                // backend would mispredict half the time on random keys; ptxas still makes one
+                // of the two stores conditional.
                 let swap = (x > y) == ascending;
                 s[pos] = if swap { y } else { x };
                 s[partner] = if swap { x } else { y };
@@ -294,35 +362,85 @@ impl Buffer {
     }
 }
 
-/// The host's plan: the segments still to partition, all in one buffer, and what is finished.
+/// The host's plan: the segments still to split, all in one buffer, and what is finished.
 #[cfg(not(target_arch = "nvptx64"))]
 #[derive(Default)]
 struct Plan {
-    /// Segments longer than [`SMALL`]: (start, length) pairs, [`qs_pivot`]'s table.
+    /// Segments longer than [`SMALL`]: (start, length) pairs, [`qs_pivots`]' table.
     large: Vec<u32>,
-    /// Segments of at most [`SMALL`] keys that need sorting or bringing back from the scratch
+    /// Runs of at most [`SMALL`] keys that need sorting or bringing back from the scratch
     /// array: [`qs_sort_small`]'s table.
     small: Vec<u32>,
-    /// Chunks of the runs of keys equal to their pivot, with the pivot: [`qs_fill`]'s table.
-    equal: Vec<u32>,
+    /// Chunks of the longer runs of equal keys left in the scratch array: [`qs_copy`]'s table.
+    copy: Vec<u32>,
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
 impl Plan {
-    /// Files the segment `start`, `len` that now lies in `at`.
+    /// Files the segment `start`, `len` that now lies in `at`, still to sort.
     fn segment(&mut self, start: u32, len: u32, at: Buffer) {
         if len as usize > SMALL {
             self.large.extend([start, len]);
-        } else if len > 1 || (len == 1 && at == Buffer::Scratch) {
+        } else {
+            self.small_run(start, len, at);
+        }
+    }
+
+    /// Files the run `start`, `len` (at most [`SMALL`] keys) that lies in `at`, to be sorted.
+    fn small_run(&mut self, start: u32, len: u32, at: Buffer) {
+        if len > 1 || (len == 1 && at == Buffer::Scratch) {
             self.small
                 .extend([start, len, u32::from(at == Buffer::Scratch)]);
         }
     }
+
+    /// Files the buckets `lens` of the segment that starts at `start` and was split into `at`,
+    /// in order: those longer than [`SMALL`] and between pivots as segments, the rest gathered
+    /// into runs to sort in one block (a run of neighbouring buckets sorted is sorted; see
+    /// [`gathers`]), and the equal keys of longer buckets as final.
+    fn buckets(&mut self, start: u32, lens: &[u32], at: Buffer) {
+        let (mut run, mut run_len) = (start, 0);
+        let mut next = start;
+        for (bucket, &len) in lens.iter().enumerate() {
+            let equal = bucket % 2 == 1;
+            if !gathers(run_len as usize, len as usize) {
+                self.small_run(run, run_len, at);
+                (run, run_len) = (next, 0);
+            }
+            if len as usize <= SMALL {
+                run_len += len;
+            } else if !equal {
+                self.large.extend([next, len]);
+                run = next + len;
+            } else {
+                if at == Buffer::Scratch {
+                    push_chunks(&mut self.copy, next, len, 0);
+                }
+                run = next + len;
+            }
+            next += len;
+        }
+        self.small_run(run, run_len, at);
+    }
 }
 
+/// Whether a run of `run` keys to sort in one block takes in the next bucket, of `len` keys: where
+/// the two together are at most [`SMALL`] keys and their bitonic network is no longer than the
+/// longer one's alone (or than that of [`GATHERED`] keys): a longer network costs more than the
+/// block it saves.
+#[cfg(not(target_arch = "nvptx64"))]
+fn gathers(run: usize, len: usize) -> bool {
+    let both = run + len;
+    both <= SMALL && both.next_power_of_two() <= run.max(len).max(GATHERED).next_power_of_two()
+}
+
+/// Runs up to this many keys take in any bucket that fits (see [`gathers`]).
+#[cfg(not(target_arch = "nvptx64"))]
+const GATHERED: usize = 64;
+
 /// Appends one `(first key, keys, tag)` triple per [`CHUNK`] of the run `start`, `len`: the
-/// rows of [`qs_partition`]'s table (the tag is the run's segment) and of [`qs_fill`]'s (the
-/// tag is the value to write).
+/// rows of [`qs_count`]'s and [`qs_scatter`]'s table (the tag is the run's segment) and of
+/// [`qs_copy`]'s (the tag is not read).
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn push_chunks(table: &mut Vec<u32>, start: u32, len: u32, tag: u32) {
     let chunk = CHUNK as u32;
@@ -331,10 +449,43 @@ pub fn push_chunks(table: &mut Vec<u32>, start: u32, len: u32, tag: u32) {
     }
 }
 
+/// Checks that `counts` split the segment `start`, `len` into buckets that add up to it, each
+/// between pivots smaller than it: counts that say otherwise come from kernels that went
+/// wrong, and would make the sort loop forever.
+#[cfg(not(target_arch = "nvptx64"))]
+fn check_split(start: u32, len: u32, counts: &[u32]) -> Result<(), kernel_runtime::Error> {
+    let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+    let shrinks = counts.iter().step_by(2).all(|&c| c < len);
+    if total == u64::from(len) && shrinks {
+        return Ok(());
+    }
+    let end = u64::from(start) + u64::from(len);
+    Err(kernel_runtime::Error::KernelFault {
+        kernel: "qs_count",
+        message: format!(
+            "the segment {start}..{end} came back split into buckets of {counts:?} keys, which \
+             do not add up to it, or leave no key equal to a pivot"
+        ),
+    })
+}
+
 /// Sorts `keys` in place on its device with the kernels above; returns the number of
-/// partitioning passes. A pass whose cursors do not split each segment around its pivot is an
-/// [`Error::KernelFault`] of `qs_partition`, not an endless
+/// splitting passes. A pass whose counts do not split each segment into smaller parts is an
+/// [`Error::KernelFault`](kernel_runtime::Error::KernelFault) of `qs_count`, not an endless
 /// sort.
+///
+/// ```
+/// use kernel_runtime::prelude::*;
+///
+/// # fn main() -> Result<(), kernel_runtime::Error> {
+/// let dev = Device::cpu();
+/// let mut keys = dev.to_device(&(0..5000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect::<Vec<_>>())?;
+/// gpu_kernels::quicksort::sort(&mut keys)?;
+/// let sorted = keys.to_vec()?;
+/// assert!(sorted.windows(2).all(|w| w[0] <= w[1]));
+/// # Ok(())
+/// # }
+/// ```
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn sort(keys: &mut kernel_runtime::DeviceArray1<u32>) -> Result<usize, kernel_runtime::Error> {
     let n = keys.len();
@@ -359,47 +510,46 @@ pub fn sort(keys: &mut kernel_runtime::DeviceArray1<u32>) -> Result<usize, kerne
         let blocks = chunks.len() / 3;
         let large_d = dev.to_device(&large)?;
         let chunks_d = dev.to_device(&chunks)?;
-        let mut state = dev.empty::<u32, _>(3 * segments)?;
-        match at {
-            Buffer::Keys => {
-                qs_pivot.launch(segments, PIVOT_THREADS, (&*keys, &large_d, &mut state))?;
-                let args = (&*keys, &chunks_d, &mut state, &mut scratch);
-                qs_partition.launch(blocks, QS_THREADS, args)?;
-            }
-            Buffer::Scratch => {
-                qs_pivot.launch(segments, PIVOT_THREADS, (&scratch, &large_d, &mut state))?;
-                let args = (&scratch, &chunks_d, &mut state, &mut *keys);
-                qs_partition.launch(blocks, QS_THREADS, args)?;
-            }
-        }
-        // Each segment is now, in the other buffer, its keys below the pivot up to the lower
-        // cursor, then room for those equal to it, then those above from the upper cursor.
-        let state = state.to_vec()?;
+        let mut pivots = dev.empty::<u32, _>(PARTS * segments)?;
+        let mut counts = dev.empty::<u32, _>(BUCKETS * segments)?;
+        let mut cursors = dev.empty::<u32, _>(BUCKETS * segments)?;
+        let (src, dst) = match at {
+            Buffer::Keys => (&*keys, &mut scratch),
+            Buffer::Scratch => (&scratch, &mut *keys),
+        };
+        let args = (src, &large_d, &mut pivots, &mut counts, &mut cursors);
+        qs_pivots.launch(segments, PIVOT_THREADS, args)?;
+        qs_count.launch(
+            blocks,
+            SPLIT_THREADS,
+            (src, &chunks_d, &pivots, &mut counts),
+        )?;
+        let args = (
+            src,
+            &large_d,
+            &chunks_d,
+            &pivots,
+            &counts,
+            &mut cursors,
+            dst,
+        );
+        qs_scatter.launch(blocks, SPLIT_THREADS, args)?;
+        // Each segment is now, in the other buffer, its buckets in order.
+        let counts = counts.to_vec()?;
         let to = at.other();
-        for (seg, cursors) in large.chunks_exact(2).zip(state.chunks_exact(3)) {
-            let (start, end) = (seg[0], seg[0] + seg[1]);
-            let (lower, upper, pivot) = (cursors[0], cursors[1], cursors[2]);
-            // The pivot is one of the segment's keys, so the run of keys equal to it is never
-            // empty: every pass shrinks every segment, and the sort ends. Cursors that say
-            // otherwise come from kernels that went wrong, and would make it loop forever.
-            if !(start <= lower && lower < upper && upper <= end) {
-                return Err(kernel_runtime::Error::KernelFault {
-                    kernel: "qs_partition",
-                    message: format!(
-                        "the segment {start}..{end} came back split at {lower}..{upper}, which \
-                         is not inside it around at least one key equal to the pivot"
-                    ),
-                });
-            }
-            plan.segment(start, lower - start, to);
-            push_chunks(&mut plan.equal, lower, upper - lower, pivot);
-            plan.segment(upper, end - upper, to);
+        for (seg, lens) in large.chunks_exact(2).zip(counts.chunks_exact(BUCKETS)) {
+            check_split(seg[0], seg[1], lens)?;
+            plan.buckets(seg[0], lens, to);
         }
         at = to;
     }
-    if !plan.equal.is_empty() {
-        let table_d = dev.to_device(&plan.equal)?;
-        qs_fill.launch(plan.equal.len() / 3, QS_THREADS, (&mut *keys, &table_d))?;
+    if !plan.copy.is_empty() {
+        let table_d = dev.to_device(&plan.copy)?;
+        qs_copy.launch(
+            plan.copy.len() / 3,
+            QS_THREADS,
+            (&mut *keys, &scratch, &table_d),
+        )?;
     }
     if !plan.small.is_empty() {
         let table_d = dev.to_device(&plan.small)?;
@@ -407,4 +557,119 @@ pub fn sort(keys: &mut kernel_runtime::DeviceArray1<u32>) -> Result<usize, kerne
         qs_sort_small.launch(blocks, QS_THREADS, (&mut *keys, &scratch, &table_d))?;
     }
     Ok(passes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The buckets of one segment: `lens` padded with empty buckets.
+    fn buckets(lens: &[u32]) -> Vec<u32> {
+        let mut all = vec![0; BUCKETS];
+        all[..lens.len()].copy_from_slice(lens);
+        all
+    }
+
+    #[test]
+    fn small_buckets_are_gathered_where_their_sort_grows_no_longer() {
+        let mut plan = Plan::default();
+        plan.buckets(100, &buckets(&[300, 1, 300, 1, 500]), Buffer::Scratch);
+        assert_eq!(plan.small, [100, 301, 1, 401, 301, 1, 702, 500, 1]);
+        assert!(plan.large.is_empty() && plan.copy.is_empty());
+        // Tiny buckets gather up to a network of GATHERED keys, and runs to SMALL at most.
+        let mut plan = Plan::default();
+        plan.buckets(
+            0,
+            &buckets(&[3, 1, 3, 1, 50, 1, 1000, 23, 2]),
+            Buffer::Scratch,
+        );
+        assert_eq!(plan.small, [0, 59, 1, 59, 1023, 1, 1082, 2, 1]);
+        assert!(gathers(0, SMALL) && !gathers(1, SMALL) && gathers(GATHERED / 2, GATHERED / 2));
+    }
+
+    #[test]
+    fn long_buckets_between_pivots_are_segments_and_split_the_runs() {
+        let mut plan = Plan::default();
+        plan.buckets(0, &buckets(&[10, 1, 5000, 1, 0, 1, 9]), Buffer::Keys);
+        assert_eq!(plan.large, [11, 5000]);
+        assert_eq!(plan.small, [0, 11, 0, 5011, 11, 0]);
+        assert!(plan.copy.is_empty());
+    }
+
+    #[test]
+    fn long_runs_of_equal_keys_are_final_and_copied_back_from_scratch() {
+        let long = (CHUNK + 5) as u32;
+        let lens = buckets(&[3, long, 2]);
+        let mut plan = Plan::default();
+        plan.buckets(7, &lens, Buffer::Keys);
+        assert!(plan.large.is_empty() && plan.copy.is_empty());
+        assert_eq!(plan.small, [7, 3, 0, 10 + long, 2, 0]);
+
+        let mut plan = Plan::default();
+        plan.buckets(7, &lens, Buffer::Scratch);
+        assert_eq!(plan.copy, [10, CHUNK as u32, 0, 10 + CHUNK as u32, 5, 0]);
+        assert_eq!(plan.small, [7, 3, 1, 10 + long, 2, 1]);
+    }
+
+    #[test]
+    fn single_keys_are_filed_only_where_they_must_move() {
+        let mut plan = Plan::default();
+        plan.buckets(0, &buckets(&[0, 1]), Buffer::Keys);
+        assert!(plan.small.is_empty());
+        plan.buckets(0, &buckets(&[0, 1]), Buffer::Scratch);
+        assert_eq!(plan.small, [0, 1, 1]);
+    }
+
+    #[test]
+    fn a_split_must_add_up_and_shrink_every_part() {
+        assert!(check_split(5, 10, &buckets(&[4, 1, 5])).is_ok());
+        // Short of the segment, or all of it in one bucket between pivots.
+        for lens in [buckets(&[4, 1, 4]), buckets(&[10])] {
+            match check_split(5, 10, &lens) {
+                Err(kernel_runtime::Error::KernelFault { kernel, message }) => {
+                    assert_eq!(kernel, "qs_count");
+                    assert!(message.contains("segment 5..15"), "{message}");
+                }
+                other => panic!("expected a fault, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn parts_are_about_half_a_small_segment_and_at_most_parts() {
+        assert_eq!(parts(SMALL + 1), 4);
+        assert_eq!(parts(4 * SMALL), 8);
+        assert_eq!(parts(1 << 26), PARTS);
+    }
+
+    #[test]
+    fn buckets_hold_keys_between_pivots_and_equal_to_them() {
+        let pivots = [
+            10,
+            20,
+            20,
+            30,
+            40,
+            50,
+            60,
+            70,
+            80,
+            90,
+            100,
+            110,
+            120,
+            130,
+            140,
+            u32::MAX,
+        ];
+        let of = |v| bucket_of(v, |i| pivots[i]);
+        assert_eq!(of(0), 0);
+        assert_eq!(of(10), 1);
+        assert_eq!(of(15), 2);
+        assert_eq!(of(20), 3);
+        assert_eq!(of(25), 6);
+        assert_eq!(of(140), 29);
+        assert_eq!(of(141), 30);
+        assert_eq!(of(u32::MAX), 31);
+    }
 }

@@ -232,102 +232,147 @@ static T* dev_alloc(size_t n) {
     return p;
 }
 
-// quicksort: each pass partitions every segment longer than SMALL around the median of a
-// 63-key sample (one block per segment, which also sets the segment's two cursors to its ends),
-// by chunks of CHUNK keys that are partitioned in shared memory and written to the other buffer:
-// the keys below the pivot at the lower cursor, those above under the upper one, each cursor
-// moved by one atomic per chunk. Keys equal to the pivot are only counted: the room between the
-// cursors is theirs, filled at the end. Segments of at most SMALL keys are finished by a bitonic
-// sort in shared memory. As gpu-kernels/src/quicksort.rs.
+// quicksort: each pass splits every segment longer than SMALL into up to PARTS parts: one block
+// per segment sorts a 127-key sample and takes its pivots at even ranks (the last pivot slot is
+// always 0xffffffff); blocks of SPLIT_THREADS count each CHUNK's keys per bucket (between two
+// pivots, or equal to one) in shared memory and add the counts up per segment; blocks take the
+// chunks again, order them by bucket in shared memory, claim room in each bucket with one atomic
+// per bucket and write each bucket's keys as one run into the other buffer. The host reads the
+// counts back: buckets between pivots longer than SMALL are the next pass's segments, the rest
+// are gathered into runs finished by a bitonic sort in shared memory; long runs of equal keys
+// left in the scratch buffer are copied back. As gpu-kernels/src/quicksort.rs.
 constexpr unsigned QS_THREADS = 256;
-constexpr unsigned CHUNK = QS_THREADS * 16;
+constexpr unsigned SPLIT_THREADS = 512;
+constexpr unsigned KEYS_PER_THREAD = 8;
+constexpr unsigned CHUNK = SPLIT_THREADS * KEYS_PER_THREAD;
 constexpr unsigned SMALL = 1024;
-constexpr unsigned SAMPLES = 63;
-constexpr unsigned PIVOT_THREADS = 64;
-constexpr unsigned SCAN_GROUP = 16;
-constexpr unsigned SCAN_GROUPS = QS_THREADS / SCAN_GROUP;
-constexpr unsigned COUNT_BITS = 21;
-constexpr unsigned long long COUNT_MASK = (1ull << COUNT_BITS) - 1;
+constexpr unsigned PARTS = 16;
+constexpr unsigned BUCKETS = 2 * PARTS;
+constexpr unsigned SAMPLES = 127;
+constexpr unsigned PIVOT_THREADS = SAMPLES + 1;
+constexpr unsigned RANK_BITS = 16;
+constexpr unsigned GATHERED = 64;
 
-__device__ __forceinline__ unsigned side_of(unsigned v, unsigned pivot) {
-    return v < pivot ? 0 : v == pivot ? 1 : 2;
+__host__ __device__ __forceinline__ unsigned pow2_at_least(unsigned v) {
+    unsigned p = 1;
+    while (p < v) p *= 2;
+    return p;
 }
 
-// state[3b..3b+3] = the lower cursor, the upper cursor and the pivot of segment b.
-__global__ void qs_pivot(const unsigned* keys, const unsigned* segs, unsigned* state) {
-    __shared__ unsigned sample[SAMPLES];
+// The parts a segment of len keys is split into: about SMALL / 2 keys each, at most PARTS.
+__device__ __forceinline__ unsigned parts_of(unsigned len) {
+    return min(pow2_at_least((len + SMALL / 2 - 1) / (SMALL / 2)), PARTS);
+}
+
+// 2i where i pivots are below v and pivot i is above it, 2i + 1 where pivot i equals it.
+__device__ __forceinline__ unsigned bucket_of(unsigned v, const unsigned* pivot) {
+    unsigned i = 0;
+    for (unsigned step = PARTS / 2; step > 0; step /= 2)
+        if (pivot[i + step - 1] < v) i += step;
+    return 2 * i + (pivot[i] == v);
+}
+
+// Per segment b: its pivots, and its counts and cursors cleared.
+__global__ void qs_pivots(const unsigned* keys, const unsigned* segs, unsigned* pivots, unsigned* counts,
+                          unsigned* cursors) {
+    __shared__ unsigned sample[SAMPLES], sorted[SAMPLES];
     unsigned b = blockIdx.x, t = threadIdx.x;
     size_t start = segs[2 * b], len = segs[2 * b + 1];
     if (t < SAMPLES) sample[t] = keys[start + (len - 1) * t / (SAMPLES - 1)];
+    if (t < BUCKETS) counts[BUCKETS * b + t] = cursors[BUCKETS * b + t] = 0;
     __syncthreads();
     if (t < SAMPLES) {
         unsigned v = sample[t], rank = 0;
         for (unsigned i = 0; i < SAMPLES; ++i) rank += sample[i] < v || (sample[i] == v && i < t);
-        if (rank == SAMPLES / 2) {
-            state[3 * b] = (unsigned)start;
-            state[3 * b + 1] = (unsigned)(start + len);
-            state[3 * b + 2] = v;
-        }
+        sorted[rank] = v;
+    }
+    __syncthreads();
+    if (t < PARTS) {
+        unsigned parts = parts_of((unsigned)len);
+        pivots[PARTS * b + t] = t + 1 < parts ? sorted[(t + 1) * PIVOT_THREADS / parts - 1] : 0xffffffffu;
     }
 }
 
-__global__ void qs_partition(const unsigned* src, const unsigned* table, unsigned* state, unsigned* dst) {
-    __shared__ unsigned chunk[CHUNK], staged[CHUNK];
-    __shared__ unsigned long long before[QS_THREADS], groups[SCAN_GROUPS + 1];
-    __shared__ unsigned runs[2];
+// The chunk's keys t + r * SPLIT_THREADS, all loads in flight before the first is used.
+__device__ __forceinline__ void load_chunk(const unsigned* src, size_t from, unsigned n, unsigned t,
+                                           unsigned (&keys)[KEYS_PER_THREAD]) {
+#pragma unroll
+    for (unsigned r = 0; r < KEYS_PER_THREAD; ++r) {
+        unsigned k = t + r * SPLIT_THREADS;
+        keys[r] = k < n ? src[from + k] : 0;
+    }
+}
+
+__global__ void qs_count(const unsigned* src, const unsigned* table, const unsigned* pivots, unsigned* counts) {
+    __shared__ unsigned pivot[PARTS], tally[BUCKETS];
     unsigned b = blockIdx.x, t = threadIdx.x;
     size_t from = table[3 * b];
-    unsigned n = table[3 * b + 1], seg = table[3 * b + 2], pivot = state[3 * seg + 2];
-    unsigned long long packed = 0;
-    for (unsigned k = t; k < n; k += QS_THREADS) {
-        unsigned v = src[from + k];
-        chunk[k] = v;
-        packed += 1ull << (COUNT_BITS * side_of(v, pivot));
-    }
-    before[t] = packed;
+    unsigned n = table[3 * b + 1], seg = table[3 * b + 2];
+    if (t < PARTS) pivot[t] = pivots[PARTS * seg + t];
+    if (t < BUCKETS) tally[t] = 0;
+    unsigned keys[KEYS_PER_THREAD];
+    load_chunk(src, from, n, t, keys);
     __syncthreads();
-    if (t < SCAN_GROUPS) {
-        unsigned long long sum = 0;
-        for (unsigned i = t * SCAN_GROUP; i < (t + 1) * SCAN_GROUP; ++i) {
-            unsigned long long c = before[i];
-            before[i] = sum;
-            sum += c;
+#pragma unroll
+    for (unsigned r = 0; r < KEYS_PER_THREAD; ++r)
+        if (t + r * SPLIT_THREADS < n) atomicAdd(&tally[bucket_of(keys[r], pivot)], 1u);
+    __syncthreads();
+    if (t < BUCKETS && tally[t] > 0) atomicAdd(&counts[BUCKETS * seg + t], tally[t]);
+}
+
+__global__ void qs_scatter(const unsigned* src, const unsigned* segs, const unsigned* table, const unsigned* pivots,
+                           const unsigned* counts, unsigned* cursors, unsigned* dst) {
+    __shared__ unsigned pivot[PARTS], tally[BUCKETS], totals[BUCKETS], first[BUCKETS], offset[BUCKETS];
+    __shared__ unsigned staged[CHUNK];
+    __shared__ unsigned char staged_bucket[CHUNK];
+    unsigned b = blockIdx.x, t = threadIdx.x;
+    size_t from = table[3 * b];
+    unsigned n = table[3 * b + 1], seg = table[3 * b + 2];
+    if (t < PARTS) pivot[t] = pivots[PARTS * seg + t];
+    if (t < BUCKETS) {
+        tally[t] = 0;
+        totals[t] = counts[BUCKETS * seg + t];
+    }
+    unsigned keys[KEYS_PER_THREAD], places[KEYS_PER_THREAD];
+    load_chunk(src, from, n, t, keys);
+    __syncthreads();
+#pragma unroll
+    for (unsigned r = 0; r < KEYS_PER_THREAD; ++r) {
+        if (t + r * SPLIT_THREADS < n) {
+            unsigned bucket = bucket_of(keys[r], pivot);
+            places[r] = bucket << RANK_BITS | atomicAdd(&tally[bucket], 1u);
         }
-        groups[t] = sum;
     }
     __syncthreads();
     if (t == 0) {
-        unsigned long long sum = 0;
-        for (unsigned g = 0; g < SCAN_GROUPS; ++g) {
-            unsigned long long c = groups[g];
-            groups[g] = sum;
-            sum += c;
+        unsigned in_chunk = 0, in_segment = segs[2 * seg];
+        for (unsigned k = 0; k < BUCKETS; ++k) {
+            first[k] = in_chunk;
+            offset[k] = in_segment;
+            in_chunk += tally[k];
+            in_segment += totals[k];
         }
-        groups[SCAN_GROUPS] = sum;
-        unsigned below = (unsigned)(sum & COUNT_MASK), above = (unsigned)(sum >> (2 * COUNT_BITS));
-        runs[0] = atomicAdd(&state[3 * seg], below);
-        runs[1] = atomicSub(&state[3 * seg + 1], above) - above;
     }
     __syncthreads();
-    unsigned long long mine = groups[t / SCAN_GROUP] + before[t], total = groups[SCAN_GROUPS];
-    unsigned below = (unsigned)(total & COUNT_MASK), kept = below + (unsigned)(total >> (2 * COUNT_BITS));
-    unsigned at_below = (unsigned)(mine & COUNT_MASK), at_above = below + (unsigned)(mine >> (2 * COUNT_BITS));
-    for (unsigned k = t; k < n; k += QS_THREADS) {
-        unsigned v = chunk[k];
-        unsigned s = side_of(v, pivot);
-        if (s == 0) staged[at_below++] = v;
-        else if (s == 2) staged[at_above++] = v;
+    if (t < BUCKETS && tally[t] > 0)
+        offset[t] = offset[t] + atomicAdd(&cursors[BUCKETS * seg + t], tally[t]) - first[t];
+#pragma unroll
+    for (unsigned r = 0; r < KEYS_PER_THREAD; ++r) {
+        if (t + r * SPLIT_THREADS < n) {
+            unsigned bucket = places[r] >> RANK_BITS, at = first[bucket] + (places[r] & ((1u << RANK_BITS) - 1));
+            staged[at] = keys[r];
+            staged_bucket[at] = (unsigned char)bucket;
+        }
     }
     __syncthreads();
-    size_t o_below = runs[0], o_above = (size_t)runs[1] - below;
-    for (unsigned k = t; k < kept; k += QS_THREADS) dst[k < below ? o_below + k : o_above + k] = staged[k];
+    for (unsigned k = t; k < n; k += SPLIT_THREADS) dst[offset[staged_bucket[k]] + k] = staged[k];
 }
 
-// Block b: table[3b + 2] written to the keys table[3b], table[3b + 1] (first key, keys).
-__global__ void qs_fill(unsigned* keys, const unsigned* table) {
+// Block b: the keys table[3b], table[3b + 1] (first key, keys) copied from scratch to keys.
+__global__ void qs_copy(unsigned* keys, const unsigned* scratch, const unsigned* table) {
     size_t first = table[3 * blockIdx.x];
-    unsigned n = table[3 * blockIdx.x + 1], value = table[3 * blockIdx.x + 2];
-    for (unsigned k = threadIdx.x; k < n; k += QS_THREADS) keys[first + k] = value;
+    unsigned n = table[3 * blockIdx.x + 1];
+    for (unsigned k = threadIdx.x; k < n; k += QS_THREADS) keys[first + k] = scratch[first + k];
 }
 
 __global__ void qs_sort_small(unsigned* keys, const unsigned* scratch, const unsigned* table) {
@@ -382,7 +427,8 @@ struct DevBuf {
 // The host's side of the quicksort, with its device buffers kept from sort to sort.
 struct QuickSort {
     size_t n;
-    DevBuf scratch, segs, table, state, small, equal;
+    DevBuf scratch, segs, table, pivots, counts, cursors, small, copy;
+    std::vector<unsigned> large, small_t, copy_t;
 
     explicit QuickSort(size_t n) : n(n) { scratch.get(n); }
 
@@ -391,14 +437,47 @@ struct QuickSort {
             t.insert(t.end(), {from, std::min(CHUNK, start + len - from), tag});
     }
 
+    // A run of `run` keys to sort in one block takes in the next bucket where both fit in SMALL
+    // and their network is no longer than the longer one's (or GATHERED keys').
+    static bool gathers(unsigned run, unsigned len) {
+        unsigned both = run + len;
+        return both <= SMALL && pow2_at_least(both) <= pow2_at_least(std::max({run, len, GATHERED}));
+    }
+
+    void small_run(unsigned start, unsigned len, bool at_scratch) {
+        if (len > 1 || (len == 1 && at_scratch)) small_t.insert(small_t.end(), {start, len, at_scratch ? 1u : 0u});
+    }
+
+    // The buckets of a segment split into `at_scratch`'s buffer, in order.
+    void buckets(unsigned start, const unsigned* lens, bool at_scratch) {
+        unsigned run = start, run_len = 0, next = start;
+        for (unsigned bucket = 0; bucket < BUCKETS; ++bucket) {
+            unsigned len = lens[bucket];
+            if (!gathers(run_len, len)) {
+                small_run(run, run_len, at_scratch);
+                run = next;
+                run_len = 0;
+            }
+            if (len <= SMALL) {
+                run_len += len;
+            } else {
+                if (bucket % 2 == 0) large.insert(large.end(), {next, len});
+                else if (at_scratch) chunks(copy_t, next, len, 0);
+                run = next + len;
+            }
+            next += len;
+        }
+        small_run(run, run_len, at_scratch);
+    }
+
     void sort(unsigned* keys) {
-        std::vector<unsigned> large, small_t, equal_t, tab, state_h;
-        bool in_scratch = false;  // where the segments still to partition lie
-        auto segment = [&](unsigned start, unsigned len, bool at_scratch) {
-            if (len > SMALL) large.insert(large.end(), {start, len});
-            else if (len > 1 || (len == 1 && at_scratch)) small_t.insert(small_t.end(), {start, len, at_scratch ? 1u : 0u});
-        };
-        segment(0, (unsigned)n, false);
+        std::vector<unsigned> tab, counts_h;
+        large.clear();
+        small_t.clear();
+        copy_t.clear();
+        bool in_scratch = false;  // where the segments still to split lie
+        if (n > SMALL) large = {0, (unsigned)n};
+        else small_run(0, (unsigned)n, false);
         while (!large.empty()) {
             std::vector<unsigned> segs_h;
             segs_h.swap(large);
@@ -408,21 +487,18 @@ struct QuickSort {
             unsigned blocks = (unsigned)tab.size() / 3;
             const unsigned* src = in_scratch ? scratch.p : keys;
             unsigned* dst = in_scratch ? keys : scratch.p;
-            unsigned *segs_d = segs.upload(segs_h), *table_d = table.upload(tab), *state_d = state.get(3 * nsegs);
-            qs_pivot<<<nsegs, PIVOT_THREADS>>>(src, segs_d, state_d);
-            qs_partition<<<blocks, QS_THREADS>>>(src, table_d, state_d, dst);
-            state_h.resize(3 * nsegs);
-            CHECK(cudaMemcpy(state_h.data(), state_d, 12 * (size_t)nsegs, cudaMemcpyDeviceToHost));
-            for (unsigned i = 0; i < nsegs; ++i) {
-                unsigned start = segs_h[2 * i], end = start + segs_h[2 * i + 1];
-                unsigned lower = state_h[3 * i], upper = state_h[3 * i + 1];
-                segment(start, lower - start, !in_scratch);
-                chunks(equal_t, lower, upper - lower, state_h[3 * i + 2]);
-                segment(upper, end - upper, !in_scratch);
-            }
+            unsigned *segs_d = segs.upload(segs_h), *table_d = table.upload(tab);
+            unsigned *pivots_d = pivots.get(PARTS * nsegs), *counts_d = counts.get(BUCKETS * nsegs),
+                     *cursors_d = cursors.get(BUCKETS * nsegs);
+            qs_pivots<<<nsegs, PIVOT_THREADS>>>(src, segs_d, pivots_d, counts_d, cursors_d);
+            qs_count<<<blocks, SPLIT_THREADS>>>(src, table_d, pivots_d, counts_d);
+            qs_scatter<<<blocks, SPLIT_THREADS>>>(src, segs_d, table_d, pivots_d, counts_d, cursors_d, dst);
+            counts_h.resize(BUCKETS * nsegs);
+            CHECK(cudaMemcpy(counts_h.data(), counts_d, 4 * counts_h.size(), cudaMemcpyDeviceToHost));
+            for (unsigned i = 0; i < nsegs; ++i) buckets(segs_h[2 * i], &counts_h[BUCKETS * i], !in_scratch);
             in_scratch = !in_scratch;
         }
-        if (!equal_t.empty()) qs_fill<<<(unsigned)equal_t.size() / 3, QS_THREADS>>>(keys, equal.upload(equal_t));
+        if (!copy_t.empty()) qs_copy<<<(unsigned)copy_t.size() / 3, QS_THREADS>>>(keys, scratch.p, copy.upload(copy_t));
         if (!small_t.empty()) {
             qs_sort_small<<<(unsigned)small_t.size() / 3, QS_THREADS>>>(keys, scratch.p, small.upload(small_t));
         }
