@@ -263,6 +263,18 @@ pub fn qs_scatter(
     }
 }
 
+/// `x` and `y` in order: ascending, or descending. Both come back, swapped or not: no branch on
+/// the keys, which the CPU backend would mispredict half the time on random keys.
+#[device]
+fn ordered(x: u32, y: u32, ascending: bool) -> (u32, u32) {
+    let (low, high) = (x.min(y), x.max(y));
+    if ascending {
+        (low, high)
+    } else {
+        (high, low)
+    }
+}
+
 /// Per block `b`: copies the keys `table[3b]`, `table[3b + 1]` (first key, keys; at most
 /// [`CHUNK`]) of `scratch` to `keys`. Launch [`QS_THREADS`] threads per block.
 #[kernel]
@@ -278,7 +290,8 @@ pub fn qs_copy(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
 
 /// Per block `b`: sorts the segment `table[3b]`, `table[3b + 1]` (start, length; at most
 /// [`SMALL`] keys) by a bitonic sort in shared memory, over its length rounded up to a power of
-/// two, and writes it to `keys`. The segment is read from `keys`, or from `scratch` where
+/// two (at least 4), two stages of the network to a pass over shared memory, and writes it to
+/// `keys`. The segment is read from `keys`, or from `scratch` where
 /// `table[3b + 2]` is not 0. Launch [`QS_THREADS`] threads per block.
 #[kernel]
 pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
@@ -288,7 +301,7 @@ pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
     let (start, len) = (table[3 * b] as usize, table[3 * b + 1] as usize);
     let in_scratch = table[3 * b + 2] != 0;
     // The network sorts the segment padded to a power of two (the same for the whole block).
-    let n = len.clamp(2, SMALL).next_power_of_two();
+    let n = len.clamp(4, SMALL).next_power_of_two();
     // Each thread's keys, padded with the largest key: all its loads go out before the first is
     // used (see [`load_chunk`]), in a loop of known length.
     let mut mine = [u32::MAX; SMALL / QS_THREADS];
@@ -314,26 +327,39 @@ pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
     let (t, n) = (t as u32, n as u32);
     let mut size = 2;
     while size <= n {
+        // The phase's strides, `size / 2` down to 1, two to a pass over shared memory: each
+        // thread reads four keys closed under both, and writes them back after both stages.
+        // Where the strides left are odd in number, the first goes alone, two pairs a thread.
         let mut stride = size / 2;
         while stride > 0 {
-            let mut idx = t;
-            while idx < n / 2 {
-                // The `idx`-th pair: blocks of `stride` pairs, each `2 * stride` keys apart.
-                let pos = ((idx & !(stride - 1)) << 1) | (idx & (stride - 1));
-                let partner = pos + stride;
-                let ascending = pos & size == 0;
-                let (pos, partner) = (pos as usize, partner as usize);
-                let (x, y) = (s[pos], s[partner]);
-                // Both keys are stored, swapped or not: no branch on the keys, which the CPU
-                // backend would mispredict half the time on random keys; ptxas still makes one
-                // of the two stores conditional.
-                let swap = (x > y) == ascending;
-                s[pos] = if swap { y } else { x };
-                s[partner] = if swap { x } else { y };
-                idx += QS_THREADS as u32;
+            let two = stride.trailing_zeros() % 2 == 1;
+            let mut group = t;
+            while group < n / 4 {
+                if two {
+                    // Four keys `half` apart in pairs `stride` apart: `group` with two zero
+                    // bits put in at `half` and `stride`.
+                    let half = stride / 2;
+                    let a = ((group & !(half - 1)) << 2) | (group & (half - 1));
+                    let ascending = a & size == 0;
+                    let (a, b) = (a as usize, (a + half) as usize);
+                    let (c, d) = ((a as u32 + stride) as usize, (b as u32 + stride) as usize);
+                    let (w, y) = ordered(s[a], s[c], ascending);
+                    let (x, z) = ordered(s[b], s[d], ascending);
+                    (s[a], s[b]) = ordered(w, x, ascending);
+                    (s[c], s[d]) = ordered(y, z, ascending);
+                } else {
+                    // The pairs `group` and `group + n / 4` of the stage: blocks of `stride`
+                    // pairs, each `2 * stride` keys apart.
+                    for pair in [group, group + n / 4] {
+                        let a = ((pair & !(stride - 1)) << 1) | (pair & (stride - 1));
+                        let (a, b) = (a as usize, (a + stride) as usize);
+                        (s[a], s[b]) = ordered(s[a], s[b], a as u32 & size == 0);
+                    }
+                }
+                group += QS_THREADS as u32;
             }
             sync_threads();
-            stride /= 2;
+            stride /= if two { 4 } else { 2 };
         }
         size *= 2;
     }

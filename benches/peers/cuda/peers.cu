@@ -375,28 +375,53 @@ __global__ void qs_copy(unsigned* keys, const unsigned* scratch, const unsigned*
     for (unsigned k = threadIdx.x; k < n; k += QS_THREADS) keys[first + k] = scratch[first + k];
 }
 
+__device__ __forceinline__ void ordered(unsigned& x, unsigned& y, bool ascending) {
+    unsigned low = min(x, y), high = max(x, y);
+    x = ascending ? low : high;
+    y = ascending ? high : low;
+}
+
+// A bitonic sort of the run padded to a power of two (at least 4), two stages of the network to a
+// pass over shared memory: each thread reads four keys closed under both strides.
 __global__ void qs_sort_small(unsigned* keys, const unsigned* scratch, const unsigned* table) {
     __shared__ unsigned s[SMALL];
     unsigned b = blockIdx.x, t = threadIdx.x;
     size_t start = table[3 * b];
     unsigned len = table[3 * b + 1];
     const unsigned* src = table[3 * b + 2] ? scratch : keys;
-    unsigned n = 2;
+    unsigned n = 4;
     while (n < len) n *= 2;
     for (unsigned k = t; k < n; k += QS_THREADS) s[k] = k < len ? src[start + k] : 0xffffffffu;
     __syncthreads();
     for (unsigned size = 2; size <= n; size *= 2) {
-        for (unsigned stride = size / 2; stride > 0; stride /= 2) {
-            for (unsigned idx = t; idx < n / 2; idx += QS_THREADS) {
-                unsigned pos = ((idx & ~(stride - 1)) << 1) | (idx & (stride - 1)), partner = pos + stride;
-                bool ascending = (pos & size) == 0;
-                unsigned x = s[pos], y = s[partner];
-                if ((x > y) == ascending) {
-                    s[pos] = y;
-                    s[partner] = x;
+        for (unsigned stride = size / 2; stride > 0;) {
+            bool two = __ffs(stride) % 2 == 0;  // an even number of strides left: two at a time
+            for (unsigned group = t; group < n / 4; group += QS_THREADS) {
+                if (two) {
+                    unsigned half = stride / 2;
+                    unsigned a = ((group & ~(half - 1)) << 2) | (group & (half - 1));
+                    bool ascending = (a & size) == 0;
+                    unsigned w = s[a], x = s[a + half], y = s[a + stride], z = s[a + stride + half];
+                    ordered(w, y, ascending);
+                    ordered(x, z, ascending);
+                    ordered(w, x, ascending);
+                    ordered(y, z, ascending);
+                    s[a] = w;
+                    s[a + half] = x;
+                    s[a + stride] = y;
+                    s[a + stride + half] = z;
+                } else {
+                    for (unsigned pair : {group, group + n / 4}) {
+                        unsigned a = ((pair & ~(stride - 1)) << 1) | (pair & (stride - 1));
+                        unsigned x = s[a], y = s[a + stride];
+                        ordered(x, y, (a & size) == 0);
+                        s[a] = x;
+                        s[a + stride] = y;
+                    }
                 }
             }
             __syncthreads();
+            stride /= two ? 4 : 2;
         }
     }
     for (unsigned k = t; k < len; k += QS_THREADS) keys[start + k] = s[k];
