@@ -72,11 +72,11 @@ fn bucket_of(v: u32, pivot: impl Fn(usize) -> u32) -> usize {
 }
 
 /// Per block `b`, for the segment `segments[2b]`, `segments[2b + 1]` (start, length; longer
-/// than [`SMALL`]): its pivots `pivots[PARTS b..PARTS (b + 1)]`, [`parts`]` - 1` keys at even
-/// ranks of a sorted sample of [`SAMPLES`] keys spread evenly over it (first and last
-/// included), then `u32::MAX`; and its buckets' counts and cursors
-/// (`counts`, `cursors[BUCKETS b..BUCKETS (b + 1)]`) set to 0. Launch [`PIVOT_THREADS`] threads
-/// per block.
+/// than [`SMALL`]): its pivots `pivots[PARTS b..PARTS (b + 1)]`, keys at even ranks of a sorted
+/// sample of [`SAMPLES`] keys spread evenly over it (first and last included), one fewer than
+/// its parts (a power of two, about one per `SMALL / 2` keys, at most [`PARTS`]), then
+/// `u32::MAX`; and its buckets' counts and cursors (`counts`,
+/// `cursors[BUCKETS b..BUCKETS (b + 1)]`) set to 0. Launch [`PIVOT_THREADS`] threads per block.
 #[kernel]
 pub fn qs_pivots(
     keys: &[u32],
@@ -121,7 +121,7 @@ pub fn qs_pivots(
 
 /// Per block `b`, for the chunk `chunks[3b]`, `chunks[3b + 1]` (first key, keys) of the
 /// segment `s = chunks[3b + 2]` of `src`: adds the number of its keys in each of the segment's
-/// buckets (see [`bucket_of`]) to `counts[BUCKETS s..BUCKETS (s + 1)]`. Launch [`SPLIT_THREADS`]
+/// buckets (between two pivots, or equal to one) to `counts[BUCKETS s..BUCKETS (s + 1)]`. Launch [`SPLIT_THREADS`]
 /// threads per block.
 #[kernel]
 pub fn qs_count(src: &[u32], chunks: &[u32], pivots: &[u32], counts: &mut [u32]) {
@@ -497,7 +497,7 @@ fn check_split(start: u32, len: u32, counts: &[u32]) -> Result<(), kernel_runtim
 
 /// Sorts `keys` in place on its device with the kernels above; returns the number of
 /// splitting passes. A pass whose counts do not split each segment into smaller parts is an
-/// [`Error::KernelFault`](kernel_runtime::Error::KernelFault) of `qs_count`, not an endless
+/// [`Error::KernelFault`] of `qs_count`, not an endless
 /// sort.
 ///
 /// ```
