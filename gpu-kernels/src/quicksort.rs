@@ -236,13 +236,14 @@ pub fn qs_scatter(
         }
     }
     sync_threads();
-    // The chunk's room in each bucket; `offset` becomes where its key `k` of the bucket goes,
-    // less `k` (modulo 2^32: the run may lie below `k`).
+    // The chunk's room in each bucket; `offset` becomes where its key `k` (in chunk order) of
+    // the bucket goes, less `k`: never below 0, as the segment's buckets before this one hold
+    // at least the chunk's keys of them.
     if t < BUCKETS {
         let c = tally[t];
         if c > 0 {
             let taken = atomic_add(&cursors, BUCKETS * segment + t, c);
-            offset[t] = (offset[t] + taken).wrapping_sub(first[t]);
+            offset[t] = offset[t] + taken - first[t];
         }
     }
     // The chunk ordered by bucket in shared memory, with each key's bucket.
@@ -257,7 +258,7 @@ pub fn qs_scatter(
     sync_threads();
     let mut k = t;
     while k < n {
-        let at = offset[staged_bucket[k] as usize].wrapping_add(k as u32);
+        let at = offset[staged_bucket[k] as usize] + k as u32;
         dst[at as usize] = staged[k];
         k += SPLIT_THREADS;
     }
