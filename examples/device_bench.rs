@@ -368,36 +368,11 @@ fn bench_quicksort(dev: &Device, reps: usize, keys: &[u32]) -> Result<(Line, usi
 /// rest of the sort is its small-run sorts and the host's turns between passes. The line's
 /// check is `passes`.
 fn quicksort_pass(dev: &Device, reps: usize, keys: &[u32], passes: usize) -> Result<Line> {
-    use quicksort::{
-        qs_count, qs_pivots, qs_scatter, BUCKETS, PARTS, PIVOT_THREADS, SPLIT_THREADS,
-    };
     let n = keys.len();
     let d = dev.to_device(keys)?;
     let mut scratch = dev.empty::<u32, _>(n)?;
-    let segment = dev.to_device(&[0, n as u32])?;
-    let mut chunks = Vec::new();
-    quicksort::push_chunks(&mut chunks, 0, n as u32, 0);
-    let blocks = chunks.len() / 3;
-    let chunks = dev.to_device(&chunks)?;
-    let mut pivots = dev.empty::<u32, _>(PARTS)?;
-    let mut counts = dev.empty::<u32, _>(BUCKETS)?;
-    let mut cursors = dev.empty::<u32, _>(BUCKETS)?;
-    let ms = kernel_ms(dev, reps, || {
-        // The pivot kernel also clears the counts and cursors the other two move.
-        let args = (&d, &segment, &mut pivots, &mut counts, &mut cursors);
-        qs_pivots.launch(1, PIVOT_THREADS, args)?;
-        qs_count.launch(blocks, SPLIT_THREADS, (&d, &chunks, &pivots, &mut counts))?;
-        let args = (
-            &d,
-            &segment,
-            &chunks,
-            &pivots,
-            &counts,
-            &mut cursors,
-            &mut scratch,
-        );
-        Ok(qs_scatter.launch(blocks, SPLIT_THREADS, args)?)
-    })?;
+    let mut pass = quicksort::SplitPass::new(dev, &[0, n as u32])?;
+    let ms = kernel_ms(dev, reps, || Ok(pass.launch(&d, &mut scratch)?))?;
     Ok(Line {
         imp: "rust",
         program: "quicksort-pass",

@@ -121,8 +121,8 @@ pub fn qs_pivots(
 
 /// Per block `b`, for the chunk `chunks[3b]`, `chunks[3b + 1]` (first key, keys) of the
 /// segment `s = chunks[3b + 2]` of `src`: adds the number of its keys in each of the segment's
-/// buckets (between two pivots, or equal to one) to `counts[BUCKETS s..BUCKETS (s + 1)]`. Launch [`SPLIT_THREADS`]
-/// threads per block.
+/// buckets (between two pivots, or equal to one) to `counts[BUCKETS s..BUCKETS (s + 1)]`.
+/// Launch [`SPLIT_THREADS`] threads per block.
 #[kernel]
 pub fn qs_count(src: &[u32], chunks: &[u32], pivots: &[u32], counts: &mut [u32]) {
     let mut pivot = shared_array![u32; PARTS];
@@ -158,7 +158,7 @@ fn table_row(entry: impl Fn(usize) -> u32) -> (usize, usize, usize) {
     (entry(0) as usize, entry(1) as usize, entry(2) as usize)
 }
 
-/// The keys `key(t + r QS_THREADS)` of a chunk of `n` keys, for each `r` under
+/// The keys `key(t + r SPLIT_THREADS)` of a chunk of `n` keys, for each `r` under
 /// [`KEYS_PER_THREAD`] (0 past the end). A whole chunk's loads all go out before the first is
 /// used (a loop of known length, unrolled), so that enough of them are in flight to keep the
 /// memory busy; one at a time, each would wait out the full latency of the one before.
@@ -429,18 +429,17 @@ impl Plan {
         let (mut run, mut run_len) = (start, 0);
         let mut next = start;
         for (bucket, &len) in lens.iter().enumerate() {
-            let equal = bucket % 2 == 1;
             if !gathers(run_len as usize, len as usize) {
                 self.small_run(run, run_len, at);
                 (run, run_len) = (next, 0);
             }
             if len as usize <= SMALL {
                 run_len += len;
-            } else if !equal {
-                self.large.extend([next, len]);
-                run = next + len;
             } else {
-                if at == Buffer::Scratch {
+                // Between pivots: a segment; equal to one: final, where it lies in the keys.
+                if bucket % 2 == 0 {
+                    self.large.extend([next, len]);
+                } else if at == Buffer::Scratch {
                     push_chunks(&mut self.copy, next, len, 0);
                 }
                 run = next + len;
@@ -465,11 +464,80 @@ fn gathers(run: usize, len: usize) -> bool {
 #[cfg(not(target_arch = "nvptx64"))]
 const GATHERED: usize = 64;
 
+/// One splitting pass over a list of segments: its tables and counters on the device, and its
+/// three kernels ([`qs_pivots`], [`qs_count`], [`qs_scatter`]).
+#[cfg(not(target_arch = "nvptx64"))]
+pub struct SplitPass {
+    segments: kernel_runtime::DeviceArray1<u32>,
+    chunks: kernel_runtime::DeviceArray1<u32>,
+    pivots: kernel_runtime::DeviceArray1<u32>,
+    counts: kernel_runtime::DeviceArray1<u32>,
+    cursors: kernel_runtime::DeviceArray1<u32>,
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl SplitPass {
+    /// The pass over the segments `large`, (start, length) pairs of more than [`SMALL`] keys.
+    pub fn new(
+        dev: &kernel_runtime::Device,
+        large: &[u32],
+    ) -> Result<SplitPass, kernel_runtime::Error> {
+        let segments = large.len() / 2;
+        let mut chunks = Vec::new();
+        for (i, seg) in large.chunks_exact(2).enumerate() {
+            push_chunks(&mut chunks, seg[0], seg[1], i as u32);
+        }
+        // The counters are cleared by the pivot kernel, on every launch.
+        Ok(SplitPass {
+            segments: dev.to_device(large)?,
+            chunks: dev.to_device(&chunks)?,
+            pivots: dev.empty::<u32, _>(PARTS * segments)?,
+            counts: dev.empty::<u32, _>(BUCKETS * segments)?,
+            cursors: dev.empty::<u32, _>(BUCKETS * segments)?,
+        })
+    }
+
+    /// Splits the segments of `src` into `dst`, each bucket of a segment after the one before.
+    pub fn launch(
+        &mut self,
+        src: &kernel_runtime::DeviceArray1<u32>,
+        dst: &mut kernel_runtime::DeviceArray1<u32>,
+    ) -> Result<(), kernel_runtime::Error> {
+        let (segments, blocks) = (self.segments.len() / 2, self.chunks.len() / 3);
+        let args = (
+            src,
+            &self.segments,
+            &mut self.pivots,
+            &mut self.counts,
+            &mut self.cursors,
+        );
+        qs_pivots.launch(segments, PIVOT_THREADS, args)?;
+        let args = (src, &self.chunks, &self.pivots, &mut self.counts);
+        qs_count.launch(blocks, SPLIT_THREADS, args)?;
+        let args = (
+            src,
+            &self.segments,
+            &self.chunks,
+            &self.pivots,
+            &self.counts,
+            &mut self.cursors,
+            dst,
+        );
+        qs_scatter.launch(blocks, SPLIT_THREADS, args)?;
+        Ok(())
+    }
+
+    /// The buckets' counts, [`BUCKETS`] per segment, read back once the pass has run.
+    pub fn counts(&self) -> Result<Vec<u32>, kernel_runtime::Error> {
+        self.counts.to_vec()
+    }
+}
+
 /// Appends one `(first key, keys, tag)` triple per [`CHUNK`] of the run `start`, `len`: the
 /// rows of [`qs_count`]'s and [`qs_scatter`]'s table (the tag is the run's segment) and of
 /// [`qs_copy`]'s (the tag is not read).
 #[cfg(not(target_arch = "nvptx64"))]
-pub fn push_chunks(table: &mut Vec<u32>, start: u32, len: u32, tag: u32) {
+fn push_chunks(table: &mut Vec<u32>, start: u32, len: u32, tag: u32) {
     let chunk = CHUNK as u32;
     for from in (start..start + len).step_by(CHUNK) {
         table.extend([from, chunk.min(start + len - from), tag]);
@@ -498,8 +566,7 @@ fn check_split(start: u32, len: u32, counts: &[u32]) -> Result<(), kernel_runtim
 
 /// Sorts `keys` in place on its device with the kernels above; returns the number of
 /// splitting passes. A pass whose counts do not split each segment into smaller parts is an
-/// [`Error::KernelFault`] of `qs_count`, not an endless
-/// sort.
+/// [`Error::KernelFault`] of `qs_count`, not an endless sort.
 ///
 /// ```
 /// use kernel_runtime::prelude::*;
@@ -529,40 +596,13 @@ pub fn sort(keys: &mut kernel_runtime::DeviceArray1<u32>) -> Result<usize, kerne
     while !plan.large.is_empty() {
         passes += 1;
         let large = std::mem::take(&mut plan.large);
-        let segments = large.len() / 2;
-        let mut chunks = Vec::new();
-        for (i, seg) in large.chunks_exact(2).enumerate() {
-            push_chunks(&mut chunks, seg[0], seg[1], i as u32);
+        let mut pass = SplitPass::new(&dev, &large)?;
+        match at {
+            Buffer::Keys => pass.launch(keys, &mut scratch)?,
+            Buffer::Scratch => pass.launch(&scratch, keys)?,
         }
-        let blocks = chunks.len() / 3;
-        let large_d = dev.to_device(&large)?;
-        let chunks_d = dev.to_device(&chunks)?;
-        let mut pivots = dev.empty::<u32, _>(PARTS * segments)?;
-        let mut counts = dev.empty::<u32, _>(BUCKETS * segments)?;
-        let mut cursors = dev.empty::<u32, _>(BUCKETS * segments)?;
-        let (src, dst) = match at {
-            Buffer::Keys => (&*keys, &mut scratch),
-            Buffer::Scratch => (&scratch, &mut *keys),
-        };
-        let args = (src, &large_d, &mut pivots, &mut counts, &mut cursors);
-        qs_pivots.launch(segments, PIVOT_THREADS, args)?;
-        qs_count.launch(
-            blocks,
-            SPLIT_THREADS,
-            (src, &chunks_d, &pivots, &mut counts),
-        )?;
-        let args = (
-            src,
-            &large_d,
-            &chunks_d,
-            &pivots,
-            &counts,
-            &mut cursors,
-            dst,
-        );
-        qs_scatter.launch(blocks, SPLIT_THREADS, args)?;
         // Each segment is now, in the other buffer, its buckets in order.
-        let counts = counts.to_vec()?;
+        let counts = pass.counts()?;
         let to = at.other();
         for (seg, lens) in large.chunks_exact(2).zip(counts.chunks_exact(BUCKETS)) {
             check_split(seg[0], seg[1], lens)?;
