@@ -34,9 +34,9 @@ const KEYS_PER_THREAD: usize = 8;
 pub const CHUNK: usize = SPLIT_THREADS * KEYS_PER_THREAD;
 /// The most parts a pass splits a segment into: the pivot slots of a segment, the last of
 /// which is always `u32::MAX`.
-pub const PARTS: usize = 16;
-/// Buckets of a segment: `2i` holds the keys strictly between pivots `i - 1` and `i`, `2i + 1`
-/// those equal to pivot `i`.
+pub const PARTS: usize = 32;
+/// The most buckets of a segment: `2i` holds the keys strictly between pivots `i - 1` and
+/// `i`, `2i + 1` those equal to pivot `i`. A segment split into `p` parts has `2p` buckets.
 pub const BUCKETS: usize = 2 * PARTS;
 /// Keys sampled from a segment for its pivots.
 pub const SAMPLES: usize = 127;
@@ -46,11 +46,17 @@ pub const PIVOT_THREADS: usize = SAMPLES + 1;
 /// under [`CHUNK`], below this many bits.
 const RANK_BITS: u32 = 16;
 
-/// How many parts a segment of `len` keys is split into: about `SMALL / 2` keys each, so that
-/// one more pass finishes most of them, and at most [`PARTS`]; a power of two.
+/// How many parts a segment of `len` keys (more than [`SMALL`]) is split into, a power of two
+/// up to [`PARTS`]: as few as take it, in the fewest passes, to parts of about `SMALL / 2` keys,
+/// which a bitonic sort finishes (most are at most `SMALL`). Where those passes could split
+/// more ways than they need, the first passes take the extra: 2^26 keys go 32, 16, 16 and 16
+/// ways, four passes where 16 ways at most would take five.
 #[device]
 fn parts(len: usize) -> usize {
-    len.div_ceil(SMALL / 2).next_power_of_two().min(PARTS)
+    // The power of two of the parts wanted in all, and of the passes at most PARTS ways each.
+    let bits = len.div_ceil(SMALL / 2).next_power_of_two().trailing_zeros();
+    let passes = bits.div_ceil(PARTS.trailing_zeros()).max(1);
+    1 << bits.div_ceil(passes)
 }
 
 /// The bucket of `v` among the sorted pivots `pivot(0..PARTS)`, of which the last is
@@ -68,15 +74,16 @@ fn bucket_of(v: u32, pivot: impl Fn(usize) -> u32) -> usize {
         }
         step /= 2;
     }
-    (2 * i + u32::from(pivot(i as usize) == v)) as usize
+    let i = i as usize;
+    2 * i + usize::from(pivot(i) == v)
 }
 
-/// Per block `b`, for the segment `segments[2b]`, `segments[2b + 1]` (start, length; longer
-/// than [`SMALL`]): its pivots `pivots[PARTS b..PARTS (b + 1)]`, keys at even ranks of a sorted
-/// sample of [`SAMPLES`] keys spread evenly over it (first and last included), one fewer than
-/// its parts (a power of two, about one per `SMALL / 2` keys, at most [`PARTS`]), then
-/// `u32::MAX`; and its buckets' counts and cursors (`counts`,
-/// `cursors[BUCKETS b..BUCKETS (b + 1)]`) set to 0. Launch [`PIVOT_THREADS`] threads per block.
+/// Per block `b`, for the segment `segments[3b]`, `segments[3b + 1]` (start, length; longer
+/// than [`SMALL`]), split into `p` parts (a power of two up to [`PARTS`], chosen by its length):
+/// its pivots `pivots[PARTS b..PARTS (b + 1)]`, keys at even ranks of a sorted sample of
+/// [`SAMPLES`] keys spread evenly over it (first and last included), `p - 1` of them, then
+/// `u32::MAX`; and its `2p` buckets' counts and cursors (`counts`, `cursors[o..o + 2p]` where
+/// `o = segments[3b + 2]`) set to 0. Launch [`PIVOT_THREADS`] threads per block.
 #[kernel]
 pub fn qs_pivots(
     keys: &[u32],
@@ -89,13 +96,14 @@ pub fn qs_pivots(
     let mut sorted = shared_array![u32; SAMPLES];
     let b = block_idx().x as usize;
     let t = thread_idx().x as usize;
-    let (start, len) = (segments[2 * b] as usize, segments[2 * b + 1] as usize);
+    let (start, len, base) = table_row(|i| segments[3 * b + i]);
+    let parts = parts(len);
     if t < SAMPLES {
         sample[t] = keys[start + (len - 1) * t / (SAMPLES - 1)];
     }
-    if t < BUCKETS {
-        counts[BUCKETS * b + t] = 0;
-        cursors[BUCKETS * b + t] = 0;
+    if t < 2 * parts {
+        counts[base + t] = 0;
+        cursors[base + t] = 0;
     }
     sync_threads();
     // The sample sorted by rank: the keys below each, ties taken in sample order.
@@ -110,7 +118,6 @@ pub fn qs_pivots(
     }
     sync_threads();
     if t < PARTS {
-        let parts = parts(len);
         pivots[PARTS * b + t] = if t + 1 < parts {
             sorted[(t + 1) * PIVOT_THREADS / parts - 1]
         } else {
@@ -121,10 +128,11 @@ pub fn qs_pivots(
 
 /// Per block `b`, for the chunk `chunks[3b]`, `chunks[3b + 1]` (first key, keys) of the
 /// segment `s = chunks[3b + 2]` of `src`: adds the number of its keys in each of the segment's
-/// buckets (between two pivots, or equal to one) to `counts[BUCKETS s..BUCKETS (s + 1)]`.
-/// Launch [`SPLIT_THREADS`] threads per block.
+/// buckets (between two pivots, or equal to one) to the segment's counts, from
+/// `counts[segments[3s + 2]]` on (see [`qs_pivots`]). Launch [`SPLIT_THREADS`] threads per
+/// block.
 #[kernel]
-pub fn qs_count(src: &[u32], chunks: &[u32], pivots: &[u32], counts: &mut [u32]) {
+pub fn qs_count(src: &[u32], segments: &[u32], chunks: &[u32], pivots: &[u32], counts: &mut [u32]) {
     let mut pivot = shared_array![u32; PARTS];
     let mut tally = shared_array![u32; BUCKETS];
     let b = block_idx().x as usize;
@@ -138,21 +146,38 @@ pub fn qs_count(src: &[u32], chunks: &[u32], pivots: &[u32], counts: &mut [u32])
     }
     let keys = load_chunk(n, t, |k| src[from + k]);
     sync_threads();
-    for (r, &v) in keys.iter().enumerate() {
+    each_key(|r| {
         if t + r * SPLIT_THREADS < n {
-            atomic_add(&tally, bucket_of(v, |i| pivot[i]), 1);
+            atomic_add(&tally, bucket_of(keys[r], |i| pivot[i]), 1);
         }
-    }
+    });
     sync_threads();
     if t < BUCKETS {
         let c = tally[t];
         if c > 0 {
-            atomic_add(&counts, BUCKETS * segment + t, c);
+            atomic_add(&counts, segments[3 * segment + 2] as usize + t, c);
         }
     }
 }
 
-/// A row `(first key, keys, segment)` of a chunk table, of which `entry(i)` is the `i`-th.
+/// Calls `f(r)` for each `r` under [`KEYS_PER_THREAD`], one written-out call each: a loop the
+/// compiler might not unroll, and a thread's keys indexed by a variable `r` leave the registers
+/// for local memory.
+#[device]
+fn each_key(mut f: impl FnMut(usize)) {
+    const { assert!(KEYS_PER_THREAD == 8) };
+    f(0);
+    f(1);
+    f(2);
+    f(3);
+    f(4);
+    f(5);
+    f(6);
+    f(7);
+}
+
+/// A row of three entries of a table, of which `entry(i)` is the `i`-th: `(first key, keys,
+/// segment)` of a chunk, or `(start, length, first count)` of a segment.
 #[device]
 fn table_row(entry: impl Fn(usize) -> u32) -> (usize, usize, usize) {
     (entry(0) as usize, entry(1) as usize, entry(2) as usize)
@@ -180,10 +205,10 @@ fn load_chunk(n: usize, t: usize, key: impl Fn(usize) -> u32) -> [u32; KEYS_PER_
 }
 
 /// Per block `b`, for the chunk `chunks[3b]`, `chunks[3b + 1]` (first key, keys) of the
-/// segment `s = chunks[3b + 2]` (start `segments[2s]`) of `src`, after [`qs_count`] has counted
+/// segment `s = chunks[3b + 2]` (start `segments[3s]`) of `src`, after [`qs_count`] has counted
 /// all of the segment's chunks: writes each bucket's keys of the chunk to `dst`, as one
 /// contiguous, coalesced run in the room of that bucket in the segment, which the bucket's
-/// cursor `cursors[BUCKETS s + bucket]` (from 0) says how much of is taken. Launch
+/// cursor `cursors[segments[3s + 2] + bucket]` (from 0) says how much of is taken. Launch
 /// [`SPLIT_THREADS`] threads per block.
 #[kernel]
 pub fn qs_scatter(
@@ -205,9 +230,13 @@ pub fn qs_scatter(
     let b = block_idx().x as usize;
     let t = thread_idx().x as usize;
     let (from, n, segment) = table_row(|i| chunks[3 * b + i]);
+    let (start, len, base) = table_row(|i| segments[3 * segment + i]);
+    let buckets = 2 * parts(len);
     if t < BUCKETS {
-        totals[t] = counts[BUCKETS * segment + t];
         tally[t] = 0;
+    }
+    if t < buckets {
+        totals[t] = counts[base + t];
     }
     if t < PARTS {
         pivot[t] = pivots[PARTS * segment + t];
@@ -216,19 +245,18 @@ pub fn qs_scatter(
     sync_threads();
 
     // Each key's bucket, and its rank among the chunk's keys of that bucket.
-    let places: [u32; KEYS_PER_THREAD] = core::array::from_fn(|r| {
+    let mut places = [0u32; KEYS_PER_THREAD];
+    each_key(|r| {
         if t + r * SPLIT_THREADS < n {
             let bucket = bucket_of(keys[r], |i| pivot[i]);
-            ((bucket as u32) << RANK_BITS) | atomic_add(&tally, bucket, 1)
-        } else {
-            0
+            places[r] = ((bucket as u32) << RANK_BITS) | atomic_add(&tally, bucket, 1);
         }
     });
     sync_threads();
     // Where each bucket starts in the chunk and in the segment.
     if t == 0 {
-        let (mut in_chunk, mut in_segment) = (0, segments[2 * segment]);
-        for k in 0..BUCKETS {
+        let (mut in_chunk, mut in_segment) = (0, start as u32);
+        for k in 0..buckets {
             first[k] = in_chunk;
             offset[k] = in_segment;
             in_chunk += tally[k];
@@ -239,10 +267,10 @@ pub fn qs_scatter(
     // The chunk's room in each bucket; `offset` becomes where its key `k` (in chunk order) of
     // the bucket goes, less `k`: never below 0, as the segment's buckets before this one hold
     // at least the chunk's keys of them.
-    if t < BUCKETS {
+    if t < buckets {
         let c = tally[t];
         if c > 0 {
-            let taken = atomic_add(&cursors, BUCKETS * segment + t, c);
+            let taken = atomic_add(&cursors, base + t, c);
             offset[t] = offset[t] + taken - first[t];
         }
     }
@@ -483,17 +511,22 @@ impl SplitPass {
         large: &[u32],
     ) -> Result<SplitPass, kernel_runtime::Error> {
         let segments = large.len() / 2;
-        let mut chunks = Vec::new();
+        // Each segment's (start, length, first count), its buckets' counts packed one segment
+        // after the other, and its chunks.
+        let (mut table, mut chunks) = (Vec::with_capacity(3 * segments), Vec::new());
+        let mut buckets = 0;
         for (i, seg) in large.chunks_exact(2).enumerate() {
+            table.extend([seg[0], seg[1], buckets as u32]);
+            buckets += 2 * parts(seg[1] as usize);
             push_chunks(&mut chunks, seg[0], seg[1], i as u32);
         }
         // The counters are cleared by the pivot kernel, on every launch.
         Ok(SplitPass {
-            segments: dev.to_device(large)?,
+            segments: dev.to_device(&table)?,
             chunks: dev.to_device(&chunks)?,
             pivots: dev.empty::<u32, _>(PARTS * segments)?,
-            counts: dev.empty::<u32, _>(BUCKETS * segments)?,
-            cursors: dev.empty::<u32, _>(BUCKETS * segments)?,
+            counts: dev.empty::<u32, _>(buckets)?,
+            cursors: dev.empty::<u32, _>(buckets)?,
         })
     }
 
@@ -503,7 +536,7 @@ impl SplitPass {
         src: &kernel_runtime::DeviceArray1<u32>,
         dst: &mut kernel_runtime::DeviceArray1<u32>,
     ) -> Result<(), kernel_runtime::Error> {
-        let (segments, blocks) = (self.segments.len() / 2, self.chunks.len() / 3);
+        let (segments, blocks) = (self.segments.len() / 3, self.chunks.len() / 3);
         let args = (
             src,
             &self.segments,
@@ -512,7 +545,13 @@ impl SplitPass {
             &mut self.cursors,
         );
         qs_pivots.launch(segments, PIVOT_THREADS, args)?;
-        let args = (src, &self.chunks, &self.pivots, &mut self.counts);
+        let args = (
+            src,
+            &self.segments,
+            &self.chunks,
+            &self.pivots,
+            &mut self.counts,
+        );
         qs_count.launch(blocks, SPLIT_THREADS, args)?;
         let args = (
             src,
@@ -527,8 +566,9 @@ impl SplitPass {
         Ok(())
     }
 
-    /// The buckets' counts, [`BUCKETS`] per segment, read back once the pass has run.
-    pub fn counts(&self) -> Result<Vec<u32>, kernel_runtime::Error> {
+    /// The buckets' counts, read back once the pass has run: those of each segment in turn,
+    /// two per part.
+    fn counts(&self) -> Result<Vec<u32>, kernel_runtime::Error> {
         self.counts.to_vec()
     }
 }
@@ -604,9 +644,12 @@ pub fn sort(keys: &mut kernel_runtime::DeviceArray1<u32>) -> Result<usize, kerne
         // Each segment is now, in the other buffer, its buckets in order.
         let counts = pass.counts()?;
         let to = at.other();
-        for (seg, lens) in large.chunks_exact(2).zip(counts.chunks_exact(BUCKETS)) {
-            check_split(seg[0], seg[1], lens)?;
-            plan.buckets(seg[0], lens, to);
+        let mut lens = counts.as_slice();
+        for seg in large.chunks_exact(2) {
+            let (this, rest) = lens.split_at(2 * parts(seg[1] as usize));
+            check_split(seg[0], seg[1], this)?;
+            plan.buckets(seg[0], this, to);
+            lens = rest;
         }
         at = to;
     }
@@ -703,40 +746,42 @@ mod tests {
     }
 
     #[test]
-    fn parts_are_about_half_a_small_segment_and_at_most_parts() {
+    fn parts_take_segments_to_half_a_small_one_in_the_fewest_passes() {
         assert_eq!(parts(SMALL + 1), 4);
         assert_eq!(parts(4 * SMALL), 8);
-        assert_eq!(parts(1 << 26), PARTS);
+        assert_eq!(parts(16 * SMALL), PARTS);
+        // 2^26 keys: 2^17 parts of SMALL / 2, in four passes of 32, 16, 16 and 16 ways.
+        let mut len = 1 << 26;
+        let mut ways = Vec::new();
+        while len > SMALL {
+            ways.push(parts(len));
+            len /= parts(len);
+        }
+        assert_eq!(ways, [32, 16, 16, 16]);
+        assert_eq!(len, SMALL / 2);
+        // Always a power of two, up to PARTS.
+        for len in [SMALL + 1, 3 << 20, 1 << 30, u32::MAX as usize] {
+            assert!(parts(len) <= PARTS && parts(len).is_power_of_two());
+        }
     }
 
     #[test]
     fn buckets_hold_keys_between_pivots_and_equal_to_them() {
-        let pivots = [
-            10,
-            20,
-            20,
-            30,
-            40,
-            50,
-            60,
-            70,
-            80,
-            90,
-            100,
-            110,
-            120,
-            130,
-            140,
-            u32::MAX,
-        ];
+        // 10, 20, 20, 30, 40, ..., 300, then u32::MAX.
+        let mut pivots = [u32::MAX; PARTS];
+        for (i, p) in pivots[..PARTS - 1].iter_mut().enumerate() {
+            *p = 10 * (i as u32 + 1) - if i >= 2 { 10 } else { 0 };
+        }
         let of = |v| bucket_of(v, |i| pivots[i]);
         assert_eq!(of(0), 0);
         assert_eq!(of(10), 1);
         assert_eq!(of(15), 2);
         assert_eq!(of(20), 3);
         assert_eq!(of(25), 6);
-        assert_eq!(of(140), 29);
-        assert_eq!(of(141), 30);
-        assert_eq!(of(u32::MAX), 31);
+        assert_eq!(of(290), 2 * 29 + 1);
+        assert_eq!(of(291), 2 * 30);
+        assert_eq!(of(300), 2 * 30 + 1);
+        assert_eq!(of(301), 2 * 31);
+        assert_eq!(of(u32::MAX), 2 * 31 + 1);
     }
 }
