@@ -1,8 +1,9 @@
 //! quicksort: sorts 2^24 pseudo-random `u32` keys in device memory with a parallel multi-pivot
-//! quicksort (`gpu_kernels::quicksort::sort`: every large segment split at once into up to 16
+//! quicksort (`gpu_kernels::quicksort::sort`: every large segment split at once into up to 32
 //! parts around pivots taken from a sorted sample of its keys, by blocks that count their chunk's
 //! keys per part, then order the chunk by part in shared memory and claim room in each part with
-//! one atomic apiece; small runs finished by a bitonic sort in shared memory).
+//! one atomic apiece; the parts filed on the device; small runs finished by a bitonic sort in
+//! shared memory).
 //!
 //! ```sh
 //! cargo run --release --example quicksort [-- --n 2^20 --reps 5]

@@ -199,6 +199,17 @@ fn arrays_round_trip_through_device_memory_and_are_all_freed() {
                 let v: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5).collect();
                 let d = gpu.to_device(&v).unwrap();
                 assert_eq!(d.to_vec().unwrap(), v);
+                // Part of an array: only its elements, from where they start.
+                assert_eq!(d.to_vec_range(10..13).unwrap(), [5.0, 5.5, 6.0]);
+                assert_eq!(d.to_vec_range(1000..1000).unwrap(), []);
+                assert!(matches!(
+                    d.to_vec_range(999..1001),
+                    Err(Error::OutOfRange {
+                        start: 999,
+                        end: 1001,
+                        len: 1000
+                    })
+                ));
                 // Arrays of every rank, from any layout, arrive in C order.
                 let m = Array2::from_shape_fn((3, 5), |(i, j)| (10 * i + j) as i32);
                 assert_eq!(gpu.to_device(&m).unwrap().to_host().unwrap(), m);
@@ -638,14 +649,14 @@ fn ptx_newer_than_the_driver_is_refused_with_what_to_do() {
 
 #[test]
 fn a_sort_whose_kernels_go_wrong_stops_with_an_error() {
-    // The fake runs no kernel, so the splitting pass leaves its counts as fresh memory: the
-    // sort must refuse them rather than split forever.
+    // The fake runs no kernel, so the filing of the first pass files nothing: the sort must
+    // say so rather than end with the keys unsorted.
     on_fake_driver(
         "a_sort_whose_kernels_go_wrong_stops_with_an_error",
         &[],
         |_| {
             let gpu = fake_gpu();
-            if !has_ptx(quicksort::qs_count.ptx()) {
+            if !has_ptx(quicksort::qs_file.ptx()) {
                 return;
             }
             let mut keys = gpu
@@ -653,12 +664,12 @@ fn a_sort_whose_kernels_go_wrong_stops_with_an_error() {
                 .unwrap();
             match quicksort::sort(&mut keys) {
                 Err(Error::KernelFault {
-                    kernel: "qs_count",
+                    kernel: "qs_file",
                     message,
                 }) => {
-                    assert!(message.contains("segment 0..5000"), "{message}")
+                    assert!(message.contains("0 of the 1 segments"), "{message}")
                 }
-                other => panic!("expected a fault of qs_count, got {other:?}"),
+                other => panic!("expected a fault of qs_file, got {other:?}"),
             }
         },
     );

@@ -31,7 +31,7 @@ fn all() -> Vec<Kernel> {
     kernels![
         add => true, add_vectorized => true, smooth => true, smooth_strips => true, smooth_words => true, integrate2d_rows => true, integrate2d_shared => true,
         matmul_tiled => true, qs_pivots => true, qs_count => true, qs_scatter => true,
-        qs_copy => true, qs_sort_small => true, empty3 => false,
+        qs_file => true, qs_copy => true, qs_sort_small => true, empty3 => false,
         grid1_ids => false, grid2_ids => false, grid3_ids => false, grid_stride_double => false,
         reverse_in_blocks => false, barrier_reductions => false, block_prefix_sum => false,
         divergent_barrier => false, off_by_one => false, unchecked_copy => false,
@@ -306,6 +306,7 @@ fn atomics_name_their_state_space() {
         "shared_float_sums",
         "qs_count",
         "qs_scatter",
+        "qs_file",
     ] {
         let body = without_generic_accesses(&kernels, name);
         assert!(body.contains("atom."), "{name} has no atomics");

@@ -15,7 +15,7 @@ pub use add_list::{add, add_vectorized};
 pub use integrate::{integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};
 pub use matmul::{matmul_tiled, TPB};
 pub use overhead::empty3;
-pub use quicksort::{qs_copy, qs_count, qs_pivots, qs_scatter, qs_sort_small};
+pub use quicksort::{qs_copy, qs_count, qs_file, qs_pivots, qs_scatter, qs_sort_small};
 pub use stencil::{smooth, smooth_strips, smooth_words, STRIP_ROWS, STRIP_THREADS, WORD_THREADS};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use stencil::{strips_blocks, words_blocks};

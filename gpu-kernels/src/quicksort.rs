@@ -11,13 +11,15 @@
 //!   keys there as one contiguous, coalesced run ([`qs_scatter`]) into the other of two
 //!   buffers: passes alternate between the keys and a scratch array instead of copying back.
 //!
-//! The host reads the counts back: the buckets between pivots become the next pass's segments,
-//! and the buckets of keys equal to a pivot are final. Every pivot is one of the segment's keys,
-//! so every bucket between pivots is smaller than its segment and the sort ends. Runs of at
-//! most [`SMALL`] keys (neighbouring buckets gathered) are finished in one block by a bitonic
-//! sort in shared memory ([`qs_sort_small`]), which also brings them back from the scratch
-//! array; longer runs of equal keys left there are copied back by [`qs_copy`]. Each kernel reads
-//! what its blocks do from a table of `u32`s written by the host, a few per block.
+//! One thread per segment then files its buckets on the device ([`qs_file`]): the buckets
+//! between pivots longer than [`SMALL`] become the next pass's segments, and those of keys equal
+//! to a pivot are final. Every pivot is one of the segment's keys, so every bucket between
+//! pivots is smaller than its segment and the sort ends. Runs of at most [`SMALL`] keys
+//! (neighbouring buckets gathered) are finished in one block by a bitonic sort in shared memory
+//! ([`qs_sort_small`]), which also brings them back from the scratch array; longer runs of equal
+//! keys left there are copied back by [`qs_copy`]. Only the number of each and the next pass's
+//! segments come back to the host, which makes the tables of the next pass's kernels: a few
+//! `u32`s per block.
 
 use kernel_runtime::prelude::*;
 
@@ -399,6 +401,170 @@ pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
     }
 }
 
+/// Threads per block of [`qs_file`], one per segment.
+pub const FILE_THREADS: usize = 128;
+
+/// What the filing of a segment's buckets makes of them: `(first key, keys)` each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Filed {
+    /// A run of neighbouring buckets, at most [`SMALL`] keys, to sort in one block.
+    Run(u32, u32),
+    /// A bucket between pivots of more than [`SMALL`] keys: a segment of the next pass.
+    Segment(u32, u32),
+    /// A bucket of more than [`SMALL`] keys equal to a pivot, final but in the scratch array.
+    Copy(u32, u32),
+}
+
+/// Whether a run of `run` keys to sort in one block takes in the next bucket, of `len` keys:
+/// where the two together are at most [`SMALL`] keys and their bitonic network is no longer than
+/// the longer one's alone (or than that of [`GATHERED`] keys): a longer network costs more than
+/// the block it saves.
+#[device]
+fn gathers(run: u32, len: u32) -> bool {
+    let both = run + len;
+    both as usize <= SMALL
+        && both.next_power_of_two() <= run.max(len).max(GATHERED as u32).next_power_of_two()
+}
+
+/// Runs up to this many keys take in any bucket that fits (see [`gathers`]).
+const GATHERED: usize = 64;
+
+/// Files the `buckets` buckets `lens(0..buckets)` of the segment that starts at `start`, just
+/// split into the scratch array where `scratch`, in order, through `emit`: those between pivots
+/// longer than [`SMALL`] as segments; the rest gathered into runs to sort in one block (a run of
+/// neighbouring buckets sorted is sorted; see [`gathers`]); the equal keys of longer buckets as
+/// final, to copy back where they lie in the scratch array.
+#[device]
+fn file(
+    start: u32,
+    lens: impl Fn(usize) -> u32,
+    buckets: usize,
+    scratch: bool,
+    mut emit: impl FnMut(Filed),
+) {
+    let (mut run, mut run_len, mut next) = (start, 0, start);
+    for bucket in 0..buckets {
+        let len = lens(bucket);
+        if !gathers(run_len, len) {
+            file_run(run, run_len, scratch, &mut emit);
+            (run, run_len) = (next, 0);
+        }
+        if len as usize <= SMALL {
+            run_len += len;
+        } else {
+            if bucket % 2 == 0 {
+                emit(Filed::Segment(next, len));
+            } else if scratch {
+                emit(Filed::Copy(next, len));
+            }
+            run = next + len;
+        }
+        next += len;
+    }
+    file_run(run, run_len, scratch, &mut emit);
+}
+
+/// Files the run `start`, `len` (at most [`SMALL`] keys) to sort, unless it is sorted where it
+/// must end up: no key, or one key outside the scratch array.
+#[device]
+fn file_run(start: u32, len: u32, scratch: bool, emit: &mut impl FnMut(Filed)) {
+    if len > 1 || (len == 1 && scratch) {
+        emit(Filed::Run(start, len));
+    }
+}
+
+/// Whether the counts `lens(0..buckets)` split a segment of `len` keys into buckets that add
+/// up to it, each between pivots smaller than it: counts that say otherwise come from kernels
+/// that went wrong, and would make the sort loop forever.
+#[device]
+fn splits(len: usize, lens: impl Fn(usize) -> u32, buckets: usize) -> bool {
+    let (mut total, mut shrinks) = (0, true);
+    for k in 0..buckets {
+        total += lens(k) as usize;
+        shrinks &= k % 2 == 1 || (lens(k) as usize) < len;
+    }
+    total == len && shrinks
+}
+
+/// Per thread `s` (one per row of `segments`, as in [`qs_pivots`]), once [`qs_scatter`] has
+/// split the segment into the scratch array (`scratch` not 0) or the keys: files its buckets
+/// (see [`qs_count`] for their counts): runs to sort in one block as rows `(start, length,
+/// scratch)` of `runs`, for [`qs_sort_small`]; segments of the next pass as pairs `(start,
+/// length)` of `large`; chunks of equal keys to copy back as rows `(first key, keys, 0)` of
+/// `copies`, for [`qs_copy`]. `filed[0..3]` (from 0) count the rows of each table taken;
+/// `filed[3]` becomes `s + 1` for a segment whose counts do not add up to it or leave no key
+/// equal to a pivot, which files nothing; `filed[4]` counts the segments looked at. Launch
+/// [`FILE_THREADS`] threads per block.
+#[kernel]
+pub fn qs_file(
+    segments: &[u32],
+    counts: &[u32],
+    scratch: u32,
+    filed: &mut [u32],
+    runs: &mut [u32],
+    large: &mut [u32],
+    copies: &mut [u32],
+) {
+    let s = grid(1);
+    if s >= segments.len() / 3 {
+        return;
+    }
+    let (start, len, base) = table_row(|i| segments[3 * s + i]);
+    let buckets = 2 * parts(len);
+    let lens = |k: usize| counts[base + k];
+    atomic_add(&filed, 4, 1);
+    if !splits(len, lens, buckets) {
+        atomic_max(&filed, 3, s as u32 + 1);
+        return;
+    }
+    // The rows this segment takes in each table, then room for them.
+    let (start, at_scratch) = (start as u32, scratch != 0);
+    let (mut run, mut segment, mut copy) = (0, 0, 0);
+    file(start, lens, buckets, at_scratch, |filed| match filed {
+        Filed::Run(..) => run += 1,
+        Filed::Segment(..) => segment += 1,
+        Filed::Copy(_, len) => copy += len.div_ceil(CHUNK as u32),
+    });
+    let mut run = if run > 0 {
+        atomic_add(&filed, 0, run) as usize
+    } else {
+        0
+    };
+    let mut segment = if segment > 0 {
+        atomic_add(&filed, 1, segment) as usize
+    } else {
+        0
+    };
+    let mut copy = if copy > 0 {
+        atomic_add(&filed, 2, copy) as usize
+    } else {
+        0
+    };
+    file(start, lens, buckets, at_scratch, |filed| match filed {
+        Filed::Run(first, len) => {
+            runs[3 * run] = first;
+            runs[3 * run + 1] = len;
+            runs[3 * run + 2] = scratch;
+            run += 1;
+        }
+        Filed::Segment(first, len) => {
+            large[2 * segment] = first;
+            large[2 * segment + 1] = len;
+            segment += 1;
+        }
+        Filed::Copy(first, len) => {
+            let mut from = first;
+            while from < first + len {
+                copies[3 * copy] = from;
+                copies[3 * copy + 1] = (CHUNK as u32).min(first + len - from);
+                copies[3 * copy + 2] = 0;
+                copy += 1;
+                from += CHUNK as u32;
+            }
+        }
+    });
+}
+
 /// Where a segment's keys are between passes.
 #[cfg(not(target_arch = "nvptx64"))]
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -417,90 +583,20 @@ impl Buffer {
     }
 }
 
-/// The host's plan: the segments still to split, all in one buffer, and what is finished.
-#[cfg(not(target_arch = "nvptx64"))]
-#[derive(Default)]
-struct Plan {
-    /// Segments longer than [`SMALL`]: (start, length) pairs, [`qs_pivots`]' table.
-    large: Vec<u32>,
-    /// Runs of at most [`SMALL`] keys that need sorting or bringing back from the scratch
-    /// array: [`qs_sort_small`]'s table.
-    small: Vec<u32>,
-    /// Chunks of the longer runs of equal keys left in the scratch array: [`qs_copy`]'s table.
-    copy: Vec<u32>,
-}
-
-#[cfg(not(target_arch = "nvptx64"))]
-impl Plan {
-    /// Files the segment `start`, `len` that now lies in `at`, still to sort.
-    fn segment(&mut self, start: u32, len: u32, at: Buffer) {
-        if len as usize > SMALL {
-            self.large.extend([start, len]);
-        } else {
-            self.small_run(start, len, at);
-        }
-    }
-
-    /// Files the run `start`, `len` (at most [`SMALL`] keys) that lies in `at`, to be sorted.
-    fn small_run(&mut self, start: u32, len: u32, at: Buffer) {
-        if len > 1 || (len == 1 && at == Buffer::Scratch) {
-            self.small
-                .extend([start, len, u32::from(at == Buffer::Scratch)]);
-        }
-    }
-
-    /// Files the buckets `lens` of the segment that starts at `start` and was split into `at`,
-    /// in order: those longer than [`SMALL`] and between pivots as segments, the rest gathered
-    /// into runs to sort in one block (a run of neighbouring buckets sorted is sorted; see
-    /// [`gathers`]), and the equal keys of longer buckets as final.
-    fn buckets(&mut self, start: u32, lens: &[u32], at: Buffer) {
-        let (mut run, mut run_len) = (start, 0);
-        let mut next = start;
-        for (bucket, &len) in lens.iter().enumerate() {
-            if !gathers(run_len as usize, len as usize) {
-                self.small_run(run, run_len, at);
-                (run, run_len) = (next, 0);
-            }
-            if len as usize <= SMALL {
-                run_len += len;
-            } else {
-                // Between pivots: a segment; equal to one: final, where it lies in the keys.
-                if bucket % 2 == 0 {
-                    self.large.extend([next, len]);
-                } else if at == Buffer::Scratch {
-                    push_chunks(&mut self.copy, next, len, 0);
-                }
-                run = next + len;
-            }
-            next += len;
-        }
-        self.small_run(run, run_len, at);
-    }
-}
-
-/// Whether a run of `run` keys to sort in one block takes in the next bucket, of `len` keys: where
-/// the two together are at most [`SMALL`] keys and their bitonic network is no longer than the
-/// longer one's alone (or than that of [`GATHERED`] keys): a longer network costs more than the
-/// block it saves.
-#[cfg(not(target_arch = "nvptx64"))]
-fn gathers(run: usize, len: usize) -> bool {
-    let both = run + len;
-    both <= SMALL && both.next_power_of_two() <= run.max(len).max(GATHERED).next_power_of_two()
-}
-
-/// Runs up to this many keys take in any bucket that fits (see [`gathers`]).
-#[cfg(not(target_arch = "nvptx64"))]
-const GATHERED: usize = 64;
-
 /// One splitting pass over a list of segments: its tables and counters on the device, and its
 /// three kernels ([`qs_pivots`], [`qs_count`], [`qs_scatter`]).
 #[cfg(not(target_arch = "nvptx64"))]
 pub struct SplitPass {
+    /// The segments, (start, length) pairs, as given.
+    large: Vec<u32>,
     segments: kernel_runtime::DeviceArray1<u32>,
     chunks: kernel_runtime::DeviceArray1<u32>,
     pivots: kernel_runtime::DeviceArray1<u32>,
     counts: kernel_runtime::DeviceArray1<u32>,
     cursors: kernel_runtime::DeviceArray1<u32>,
+    /// The most rows the filing of the pass's buckets can take in each of its tables: runs,
+    /// segments, chunks to copy.
+    most: [usize; 3],
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -514,19 +610,27 @@ impl SplitPass {
         // Each segment's (start, length, first count), its buckets' counts packed one segment
         // after the other, and its chunks.
         let (mut table, mut chunks) = (Vec::with_capacity(3 * segments), Vec::new());
-        let mut buckets = 0;
+        let (mut buckets, mut most) = (0, [0; 3]);
         for (i, seg) in large.chunks_exact(2).enumerate() {
+            let parts = parts(seg[1] as usize);
             table.extend([seg[0], seg[1], buckets as u32]);
-            buckets += 2 * parts(seg[1] as usize);
+            buckets += 2 * parts;
             push_chunks(&mut chunks, seg[0], seg[1], i as u32);
+            // A run ends at each bucket, or at the end; every other bucket may be a segment;
+            // the chunks of equal keys are fewer than the segment's, one more per bucket.
+            most[0] += 2 * parts + 1;
+            most[1] += parts;
+            most[2] += (seg[1] as usize).div_ceil(CHUNK) + parts;
         }
         // The counters are cleared by the pivot kernel, on every launch.
         Ok(SplitPass {
+            large: large.to_vec(),
             segments: dev.to_device(&table)?,
             chunks: dev.to_device(&chunks)?,
             pivots: dev.empty::<u32, _>(PARTS * segments)?,
             counts: dev.empty::<u32, _>(buckets)?,
             cursors: dev.empty::<u32, _>(buckets)?,
+            most,
         })
     }
 
@@ -566,47 +670,92 @@ impl SplitPass {
         Ok(())
     }
 
-    /// The buckets' counts, read back once the pass has run: those of each segment in turn,
-    /// two per part.
-    fn counts(&self) -> Result<Vec<u32>, kernel_runtime::Error> {
-        self.counts.to_vec()
+    /// Files the buckets of the pass just launched, split into the scratch array where
+    /// `scratch`, with [`qs_file`] on the device: only the number of rows of each table, and
+    /// the next pass's segments, come back to the host.
+    fn file(&self, scratch: bool) -> Result<Filing, kernel_runtime::Error> {
+        let dev = self.segments.device();
+        let segments = self.large.len() / 2;
+        let mut filing = Filing {
+            runs: dev.empty::<u32, _>(3 * self.most[0])?,
+            large: dev.empty::<u32, _>(2 * self.most[1])?,
+            copies: dev.empty::<u32, _>(3 * self.most[2])?,
+            taken: [0; 3],
+        };
+        let mut filed = dev.zeros::<u32, _>(5)?;
+        let args = (
+            &self.segments,
+            &self.counts,
+            u32::from(scratch),
+            &mut filed,
+            &mut filing.runs,
+            &mut filing.large,
+            &mut filing.copies,
+        );
+        qs_file.launch(segments.div_ceil(FILE_THREADS), FILE_THREADS, args)?;
+        let filed = filed.to_vec()?;
+        if filed[3] != 0 {
+            return Err(self.bad_split(filed[3] as usize - 1));
+        }
+        if filed[4] as usize != segments {
+            return Err(kernel_runtime::Error::KernelFault {
+                kernel: "qs_file",
+                message: format!(
+                    "{} of the {segments} segments of the pass were filed",
+                    filed[4]
+                ),
+            });
+        }
+        filing.taken = [filed[0], filed[1], filed[2]].map(|k| k as usize);
+        Ok(filing)
+    }
+
+    /// The fault of a segment whose counts do not split it (see [`qs_file`]).
+    fn bad_split(&self, segment: usize) -> kernel_runtime::Error {
+        let (start, len) = (self.large[2 * segment], self.large[2 * segment + 1]);
+        let base: usize = self.large[..2 * segment]
+            .chunks_exact(2)
+            .map(|seg| 2 * parts(seg[1] as usize))
+            .sum();
+        let counts = self
+            .counts
+            .to_vec_range(base..base + 2 * parts(len as usize))
+            .map_or_else(|e| format!("unreadable ({e})"), |c| format!("{c:?}"));
+        let end = u64::from(start) + u64::from(len);
+        kernel_runtime::Error::KernelFault {
+            kernel: "qs_count",
+            message: format!(
+                "the segment {start}..{end} came back split into buckets of {counts} keys, \
+                 which do not add up to it, or leave no key equal to a pivot"
+            ),
+        }
     }
 }
 
-/// Appends one `(first key, keys, tag)` triple per [`CHUNK`] of the run `start`, `len`: the
-/// rows of [`qs_count`]'s and [`qs_scatter`]'s table (the tag is the run's segment) and of
-/// [`qs_copy`]'s (the tag is not read).
+/// What [`qs_file`] filed from one pass: its tables on the device, and the rows taken in each.
 #[cfg(not(target_arch = "nvptx64"))]
-fn push_chunks(table: &mut Vec<u32>, start: u32, len: u32, tag: u32) {
+struct Filing {
+    runs: kernel_runtime::DeviceArray1<u32>,
+    large: kernel_runtime::DeviceArray1<u32>,
+    copies: kernel_runtime::DeviceArray1<u32>,
+    taken: [usize; 3],
+}
+
+/// Appends one `(first key, keys, segment)` triple per [`CHUNK`] of the segment `start`, `len`:
+/// the rows of [`qs_count`]'s and [`qs_scatter`]'s table.
+#[cfg(not(target_arch = "nvptx64"))]
+fn push_chunks(table: &mut Vec<u32>, start: u32, len: u32, segment: u32) {
     let chunk = CHUNK as u32;
     for from in (start..start + len).step_by(CHUNK) {
-        table.extend([from, chunk.min(start + len - from), tag]);
+        table.extend([from, chunk.min(start + len - from), segment]);
     }
-}
-
-/// Checks that `counts` split the segment `start`, `len` into buckets that add up to it, each
-/// between pivots smaller than it: counts that say otherwise come from kernels that went
-/// wrong, and would make the sort loop forever.
-#[cfg(not(target_arch = "nvptx64"))]
-fn check_split(start: u32, len: u32, counts: &[u32]) -> Result<(), kernel_runtime::Error> {
-    let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-    let shrinks = counts.iter().step_by(2).all(|&c| c < len);
-    if total == u64::from(len) && shrinks {
-        return Ok(());
-    }
-    let end = u64::from(start) + u64::from(len);
-    Err(kernel_runtime::Error::KernelFault {
-        kernel: "qs_count",
-        message: format!(
-            "the segment {start}..{end} came back split into buckets of {counts:?} keys, which \
-             do not add up to it, or leave no key equal to a pivot"
-        ),
-    })
 }
 
 /// Sorts `keys` in place on its device with the kernels above; returns the number of
-/// splitting passes. A pass whose counts do not split each segment into smaller parts is an
-/// [`Error::KernelFault`] of `qs_count`, not an endless sort.
+/// splitting passes. Each pass's runs are sorted, and its equal keys copied back, as soon as it
+/// is filed; only the next pass's segments come back to the host. A pass whose counts do not
+/// split each segment into smaller parts is an [`Error::KernelFault`] of `qs_count`, not an
+/// endless sort.
 ///
 /// ```
 /// use kernel_runtime::prelude::*;
@@ -627,44 +776,40 @@ pub fn sort(keys: &mut kernel_runtime::DeviceArray1<u32>) -> Result<usize, kerne
         return Err(kernel_runtime::Error::TooLarge { shape: vec![n] });
     }
     let dev = keys.device().clone();
+    if n <= SMALL {
+        if n > 1 {
+            // One run, in the keys: the scratch array is not read.
+            let (table, unread) = (dev.to_device(&[0, n as u32, 0])?, dev.empty::<u32, _>(1)?);
+            qs_sort_small.launch(1, QS_THREADS, (&mut *keys, &unread, &table))?;
+        }
+        return Ok(0);
+    }
     // Every buffer below is written before it is read: none is cleared.
-    let mut scratch = dev.empty::<u32, _>(if n > SMALL { n } else { 1 })?;
-    let mut plan = Plan::default();
-    plan.segment(0, n as u32, Buffer::Keys);
+    let mut scratch = dev.empty::<u32, _>(n)?;
+    let mut large = vec![0, n as u32];
     let mut at = Buffer::Keys;
     let mut passes = 0;
-    while !plan.large.is_empty() {
+    while !large.is_empty() {
         passes += 1;
-        let large = std::mem::take(&mut plan.large);
         let mut pass = SplitPass::new(&dev, &large)?;
         match at {
             Buffer::Keys => pass.launch(keys, &mut scratch)?,
             Buffer::Scratch => pass.launch(&scratch, keys)?,
         }
         // Each segment is now, in the other buffer, its buckets in order.
-        let counts = pass.counts()?;
-        let to = at.other();
-        let mut lens = counts.as_slice();
-        for seg in large.chunks_exact(2) {
-            let (this, rest) = lens.split_at(2 * parts(seg[1] as usize));
-            check_split(seg[0], seg[1], this)?;
-            plan.buckets(seg[0], this, to);
-            lens = rest;
+        at = at.other();
+        let filing = pass.file(at == Buffer::Scratch)?;
+        let [runs, segments, copies] = filing.taken;
+        large = filing.large.to_vec_range(0..2 * segments)?;
+        // Queued behind the pass, while the host makes the next one ready.
+        if copies > 0 {
+            let args = (&mut *keys, &scratch, &filing.copies);
+            qs_copy.launch(copies, QS_THREADS, args)?;
         }
-        at = to;
-    }
-    if !plan.copy.is_empty() {
-        let table_d = dev.to_device(&plan.copy)?;
-        qs_copy.launch(
-            plan.copy.len() / 3,
-            QS_THREADS,
-            (&mut *keys, &scratch, &table_d),
-        )?;
-    }
-    if !plan.small.is_empty() {
-        let table_d = dev.to_device(&plan.small)?;
-        let blocks = plan.small.len() / 3;
-        qs_sort_small.launch(blocks, QS_THREADS, (&mut *keys, &scratch, &table_d))?;
+        if runs > 0 {
+            let args = (&mut *keys, &scratch, &filing.runs);
+            qs_sort_small.launch(runs, QS_THREADS, args)?;
+        }
     }
     Ok(passes)
 }
@@ -673,76 +818,76 @@ pub fn sort(keys: &mut kernel_runtime::DeviceArray1<u32>) -> Result<usize, kerne
 mod tests {
     use super::*;
 
-    /// The buckets of one segment: `lens` padded with empty buckets.
-    fn buckets(lens: &[u32]) -> Vec<u32> {
-        let mut all = vec![0; BUCKETS];
-        all[..lens.len()].copy_from_slice(lens);
+    /// What the buckets `lens` of a segment at `start` are filed as.
+    fn filed(start: u32, lens: &[u32], scratch: bool) -> Vec<Filed> {
+        let mut all = Vec::new();
+        file(start, |k| lens[k], lens.len(), scratch, |f| all.push(f));
         all
     }
 
     #[test]
     fn small_buckets_are_gathered_where_their_sort_grows_no_longer() {
-        let mut plan = Plan::default();
-        plan.buckets(100, &buckets(&[300, 1, 300, 1, 500]), Buffer::Scratch);
-        assert_eq!(plan.small, [100, 301, 1, 401, 301, 1, 702, 500, 1]);
-        assert!(plan.large.is_empty() && plan.copy.is_empty());
+        use Filed::Run;
+        let runs = filed(100, &[300, 1, 300, 1, 500, 0], true);
+        assert_eq!(runs, [Run(100, 301), Run(401, 301), Run(702, 500)]);
         // Tiny buckets gather up to a network of GATHERED keys, and runs to SMALL at most.
-        let mut plan = Plan::default();
-        plan.buckets(
-            0,
-            &buckets(&[3, 1, 3, 1, 50, 1, 1000, 23, 2]),
-            Buffer::Scratch,
-        );
-        assert_eq!(plan.small, [0, 59, 1, 59, 1023, 1, 1082, 2, 1]);
-        assert!(gathers(0, SMALL) && !gathers(1, SMALL) && gathers(GATHERED / 2, GATHERED / 2));
+        let runs = filed(0, &[3, 1, 3, 1, 50, 1, 1000, 23, 2, 0], true);
+        assert_eq!(runs, [Run(0, 59), Run(59, 1023), Run(1082, 2)]);
+        assert!(gathers(0, SMALL as u32) && !gathers(1, SMALL as u32));
+        assert!(gathers(GATHERED as u32 / 2, GATHERED as u32 / 2));
     }
 
     #[test]
     fn long_buckets_between_pivots_are_segments_and_split_the_runs() {
-        let mut plan = Plan::default();
-        plan.buckets(0, &buckets(&[10, 1, 5000, 1, 0, 1, 9]), Buffer::Keys);
-        assert_eq!(plan.large, [11, 5000]);
-        assert_eq!(plan.small, [0, 11, 0, 5011, 11, 0]);
-        assert!(plan.copy.is_empty());
+        use Filed::{Run, Segment};
+        let all = filed(0, &[10, 1, 5000, 1, 0, 1, 9, 0], false);
+        assert_eq!(all, [Run(0, 11), Segment(11, 5000), Run(5011, 11)]);
     }
 
     #[test]
     fn long_runs_of_equal_keys_are_final_and_copied_back_from_scratch() {
+        use Filed::{Copy, Run};
         let long = (CHUNK + 5) as u32;
-        let lens = buckets(&[3, long, 2]);
-        let mut plan = Plan::default();
-        plan.buckets(7, &lens, Buffer::Keys);
-        assert!(plan.large.is_empty() && plan.copy.is_empty());
-        assert_eq!(plan.small, [7, 3, 0, 10 + long, 2, 0]);
-
-        let mut plan = Plan::default();
-        plan.buckets(7, &lens, Buffer::Scratch);
-        assert_eq!(plan.copy, [10, CHUNK as u32, 0, 10 + CHUNK as u32, 5, 0]);
-        assert_eq!(plan.small, [7, 3, 1, 10 + long, 2, 1]);
+        let lens = [3, long, 2, 0];
+        assert_eq!(filed(7, &lens, false), [Run(7, 3), Run(10 + long, 2)]);
+        let all = filed(7, &lens, true);
+        assert_eq!(all, [Run(7, 3), Copy(10, long), Run(10 + long, 2)]);
     }
 
     #[test]
     fn single_keys_are_filed_only_where_they_must_move() {
-        let mut plan = Plan::default();
-        plan.buckets(0, &buckets(&[0, 1]), Buffer::Keys);
-        assert!(plan.small.is_empty());
-        plan.buckets(0, &buckets(&[0, 1]), Buffer::Scratch);
-        assert_eq!(plan.small, [0, 1, 1]);
+        assert!(filed(0, &[0, 1], false).is_empty());
+        assert_eq!(filed(0, &[0, 1], true), [Filed::Run(0, 1)]);
     }
 
     #[test]
     fn a_split_must_add_up_and_shrink_every_part() {
-        assert!(check_split(5, 10, &buckets(&[4, 1, 5])).is_ok());
+        let splits = |lens: &[u32]| splits(10, |k| lens[k], lens.len());
+        assert!(splits(&[4, 1, 5, 0]));
         // Short of the segment, or all of it in one bucket between pivots.
-        for lens in [buckets(&[4, 1, 4]), buckets(&[10])] {
-            match check_split(5, 10, &lens) {
-                Err(kernel_runtime::Error::KernelFault { kernel, message }) => {
-                    assert_eq!(kernel, "qs_count");
-                    assert!(message.contains("segment 5..15"), "{message}");
-                }
-                other => panic!("expected a fault, got {other:?}"),
-            }
-        }
+        assert!(!splits(&[4, 1, 4, 0]) && !splits(&[10, 0]));
+        // All of it equal to a pivot is a split: those keys are final.
+        assert!(splits(&[0, 10]));
+    }
+
+    #[test]
+    fn the_tables_have_room_for_all_a_pass_files() {
+        // The most rows a segment's filing takes, against SplitPass::new's bounds: every bucket
+        // a run and every other one a segment, or every equal bucket long.
+        let len = 40 * CHUNK as u32;
+        let p = parts(len as usize);
+        let mut lens = vec![0; 2 * p];
+        lens[1] = len;
+        let copies: u32 = filed(0, &lens, true)
+            .iter()
+            .map(|f| match f {
+                Filed::Copy(_, len) => len.div_ceil(CHUNK as u32),
+                _ => 0,
+            })
+            .sum();
+        assert!(copies as usize <= (len as usize).div_ceil(CHUNK) + p);
+        let lens: Vec<u32> = (0..2 * p).map(|k| [2, 1300][k % 2]).collect();
+        assert!(filed(0, &lens, true).len() <= 2 * p + 1);
     }
 
     #[test]

@@ -235,6 +235,37 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         }
     }
 
+    /// Copies the elements `range` of the array (in C order) back to the host, as Numba's
+    /// `d_a[start:end].copy_to_host()`: only those bytes cross to the host.
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// let dev = Device::cpu();
+    /// let a = dev.to_device(&[5u32, 6, 7, 8])?;
+    /// assert_eq!(a.to_vec_range(1..3)?, [6, 7]);
+    /// assert!(a.to_vec_range(3..5).is_err());
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] where `range` does not lie within the array.
+    pub fn to_vec_range(&self, range: std::ops::Range<usize>) -> Result<Vec<T>, Error> {
+        let (start, end, len) = (range.start, range.end, self.len());
+        if start > end || end > len {
+            return Err(Error::OutOfRange { start, end, len });
+        }
+        match (&self.data, self.device.gpu()) {
+            (Storage::Gpu(ptr), Some(gpu)) => {
+                let mut v = zeroed_vec(end - start);
+                // Within the allocation: `start <= end <= len`.
+                let from = *ptr + (start * std::mem::size_of::<T>()) as u64;
+                gpu.download(&mut v, from)?;
+                Ok(v)
+            }
+            _ => Ok(self.host()[range].to_vec()),
+        }
+    }
+
     /// Overwrites the array with host data of the same shape.
     pub fn copy_from_host<H: ToDevice<Elem = T, Dim = D> + ?Sized>(
         &mut self,

@@ -112,6 +112,19 @@ pub enum Error {
         /// Why not, and what to do.
         reason: String,
     },
+    /// A range of elements that the array does not hold
+    /// ([`DeviceArray::to_vec_range`](crate::DeviceArray::to_vec_range)).
+    #[error(
+        "elements {start}..{end} asked of an array of {len}: the range must lie within 0..{len}"
+    )]
+    OutOfRange {
+        /// The range's first element.
+        start: usize,
+        /// The element after its last.
+        end: usize,
+        /// The array's number of elements.
+        len: usize,
+    },
     /// `KERNEL_DEVICE` holds something other than `cpu` or `cuda[:N]`.
     #[error("KERNEL_DEVICE={value:?} is not understood: use `cpu`, `cuda` or `cuda:N`")]
     BadDeviceSpec {
