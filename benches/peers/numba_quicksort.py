@@ -2,10 +2,12 @@
 and of the CUDA C++ version in cuda/peers.cu, the same algorithm written the way a Numba user
 would (kernels in `cuda.jit`, the host's bookkeeping in `numba.njit`).
 
-Each pass splits every segment longer than SMALL keys at once into up to PARTS parts:
+Each pass splits every segment longer than SMALL keys at once into up to PARTS parts, as many as
+take it to parts of about SMALL / 2 keys in the fewest passes (see parts):
 - one block per segment (qs_pivots) sorts a sample of SAMPLES keys spread evenly over it and
   takes up to PARTS - 1 pivots from it at even ranks, the last of its PARTS pivot slots always
-  0xFFFFFFFF; it also sets the segment's bucket counts and cursors to 0;
+  0xFFFFFFFF; it also sets the segment's bucket counts and cursors (two per part, packed from the
+  segment's first count) to 0;
 - one block per chunk of CHUNK keys (qs_count) counts in shared memory how many of its keys fall
   in each of the segment's BUCKETS buckets, 2i strictly between pivots i - 1 and i, 2i + 1 equal
   to pivot i, and adds the counts to the segment's;
@@ -14,13 +16,15 @@ Each pass splits every segment longer than SMALL keys at once into up to PARTS p
   as one contiguous run into the other buffer: passes alternate between the keys and a scratch
   array instead of copying back.
 
-The host reads the counts back: buckets between pivots longer than SMALL are the next pass's
-segments, and buckets of keys equal to a pivot are final. Buckets of at most SMALL keys are
-gathered with their neighbours into runs of at most SMALL keys (see gathers), each finished in
-one block by a bitonic sort in shared memory, two stages of the network to a pass over it
-(qs_sort_small), which also brings the run back from the scratch array; the longer runs of equal
-keys left there are copied back (qs_copy). Every pivot is one of the segment's keys, so every
-bucket between pivots is smaller than its segment and the sort ends.
+One thread per segment then files its buckets on the device (qs_file): buckets between pivots
+longer than SMALL are the next pass's segments, and buckets of keys equal to a pivot are final.
+Buckets of at most SMALL keys are gathered with their neighbours into runs of at most SMALL keys
+(see gathers), each finished in one block by a bitonic sort in shared memory, two stages of the
+network to a pass over it (qs_sort_small), which also brings the run back from the scratch
+array; the longer runs of equal keys left there are copied back (qs_copy). Both are launched as
+soon as the pass is filed; only the number of each and the next segments come back to the host.
+Every pivot is one of the segment's keys, so every bucket between pivots is smaller than its
+segment and the sort ends.
 
     sorter = QuickSort(n)
     passes = sorter.sort(device_keys)   # a uint32 device array of n keys, sorted in place
@@ -36,26 +40,32 @@ SPLIT_THREADS = 512
 KEYS_PER_THREAD = 8
 SMALL_PER_THREAD = SMALL // QS_THREADS  # keys each thread of qs_sort_small loads
 CHUNK = SPLIT_THREADS * KEYS_PER_THREAD
-PARTS = 16
+PARTS = 32
 BUCKETS = 2 * PARTS
 SAMPLES = 127
 PIVOT_THREADS = SAMPLES + 1
 GATHERED = 64
+FILE_THREADS = 128
 # A key's bucket and its rank among the chunk's keys of that bucket, packed in one uint32: the
 # rank is under CHUNK, below RANK_BITS bits.
 RANK_BITS = 16
 RANK_MASK = np.uint32((1 << RANK_BITS) - 1)
 
 
-@cuda.jit(device=True, inline=True)
-def parts(length):
-    """How many parts a segment of length keys is split into: about SMALL / 2 keys each, at most
-    PARTS; a power of two."""
+def parts_of(length):
+    """How many parts a segment of length keys (more than SMALL) is split into, a power of two up
+    to PARTS: as few as take it to parts of about SMALL / 2 keys in the fewest passes, the first
+    passes taking the extra (2^26 keys: 32, 16, 16, 16 ways)."""
     wanted = (length + SMALL // 2 - 1) // (SMALL // 2)
-    p = 1
-    while p < wanted and p < PARTS:
-        p *= 2
-    return p
+    bits = 0
+    while (1 << bits) < wanted:
+        bits += 1
+    passes = max((bits + 4) // 5, 1)  # PARTS = 2^5
+    return 1 << ((bits + passes - 1) // passes)
+
+
+parts = cuda.jit(device=True, inline=True)(parts_of)
+parts_host = numba.njit(parts_of)
 
 
 @cuda.jit(device=True, inline=True)
@@ -90,22 +100,24 @@ def load_chunk(src, first, n, t, mine):
 
 @cuda.jit
 def qs_pivots(keys, segments, pivots, counts, cursors):
-    """Block b, for segment b (start, length in segments; longer than SMALL): pivots[PARTS b:
-    PARTS (b + 1)] = parts(length) - 1 keys at even ranks of a sorted sample of SAMPLES keys
-    spread evenly over it (first and last included), then 0xFFFFFFFF; and the segment's bucket
-    counts and cursors, counts and cursors[BUCKETS b:BUCKETS (b + 1)], set to 0. PIVOT_THREADS
-    threads a block."""
+    """Block b, for segment b (start, length, first count o in segments; longer than SMALL):
+    pivots[PARTS b:PARTS (b + 1)] = parts(length) - 1 keys at even ranks of a sorted sample of
+    SAMPLES keys spread evenly over it (first and last included), then 0xFFFFFFFF; and the
+    segment's bucket counts and cursors, counts and cursors[o:o + 2 parts(length)], set to 0.
+    PIVOT_THREADS threads a block."""
     sample = cuda.shared.array(SAMPLES, uint32)
     ranked = cuda.shared.array(SAMPLES, uint32)
     b = cuda.blockIdx.x
     t = cuda.threadIdx.x
-    start = int64(segments[2 * b])
-    length = int64(segments[2 * b + 1])
+    start = int64(segments[3 * b])
+    length = int64(segments[3 * b + 1])
+    base = int64(segments[3 * b + 2])
+    p = parts(length)
     if t < SAMPLES:
         sample[t] = keys[start + (length - 1) * t // (SAMPLES - 1)]
-    if t < BUCKETS:
-        counts[BUCKETS * b + t] = 0
-        cursors[BUCKETS * b + t] = 0
+    if t < 2 * p:
+        counts[base + t] = 0
+        cursors[base + t] = 0
     cuda.syncthreads()
     # The sample sorted by rank: the keys below each, ties taken in sample order.
     if t < SAMPLES:
@@ -118,7 +130,6 @@ def qs_pivots(keys, segments, pivots, counts, cursors):
         ranked[rank] = v
     cuda.syncthreads()
     if t < PARTS:
-        p = parts(length)
         if t + 1 < p:
             pivots[PARTS * b + t] = ranked[(t + 1) * PIVOT_THREADS // p - 1]
         else:
@@ -126,10 +137,10 @@ def qs_pivots(keys, segments, pivots, counts, cursors):
 
 
 @cuda.jit
-def qs_count(src, chunks, pivots, counts):
+def qs_count(src, segments, chunks, pivots, counts):
     """Block b, for chunk b (first key, keys, segment s in chunks) of src: the number of its keys
-    in each of the segment's buckets (see bucket_of) added to counts[BUCKETS s:BUCKETS (s + 1)].
-    SPLIT_THREADS threads a block."""
+    in each of the segment's buckets (see bucket_of) added to the segment's counts, from
+    counts[segments[3s + 2]] on. SPLIT_THREADS threads a block."""
     pivot = cuda.shared.array(PARTS, uint32)
     tally = cuda.shared.array(BUCKETS, uint32)
     mine = cuda.local.array(KEYS_PER_THREAD, uint32)
@@ -151,15 +162,15 @@ def qs_count(src, chunks, pivots, counts):
     if t < BUCKETS:
         c = tally[t]
         if c > 0:
-            cuda.atomic.add(counts, BUCKETS * seg + t, c)
+            cuda.atomic.add(counts, int64(segments[3 * seg + 2]) + t, c)
 
 
 @cuda.jit
 def qs_scatter(src, segments, chunks, pivots, counts, cursors, dst):
     """Block b, for chunk b (first key, keys, segment s in chunks) of src, once qs_count has
     counted all of the segment's chunks: each bucket's keys of the chunk written to dst as one
-    contiguous run in that bucket's room in the segment (which starts at segments[2s]), of which
-    the bucket's cursor, cursors[BUCKETS s + bucket] (from 0), says how much is taken.
+    contiguous run in that bucket's room in the segment (which starts at segments[3s]), of which
+    the bucket's cursor, cursors[segments[3s + 2] + bucket] (from 0), says how much is taken.
     SPLIT_THREADS threads a block."""
     pivot = cuda.shared.array(PARTS, uint32)
     tally = cuda.shared.array(BUCKETS, uint32)
@@ -175,11 +186,15 @@ def qs_scatter(src, segments, chunks, pivots, counts, cursors, dst):
     start = int64(chunks[3 * b])
     n = int64(chunks[3 * b + 1])
     seg = int64(chunks[3 * b + 2])
+    seg_start = segments[3 * seg]
+    base = int64(segments[3 * seg + 2])
+    nb = 2 * parts(int64(segments[3 * seg + 1]))
     if t < PARTS:
         pivot[t] = pivots[PARTS * seg + t]
     if t < BUCKETS:
         tally[t] = 0
-        totals[t] = counts[BUCKETS * seg + t]
+    if t < nb:
+        totals[t] = counts[base + t]
     load_chunk(src, start, n, t, mine)
     cuda.syncthreads()
     # Each key's bucket, and its rank among the chunk's keys of that bucket.
@@ -194,8 +209,8 @@ def qs_scatter(src, segments, chunks, pivots, counts, cursors, dst):
     # Where each bucket starts in the chunk and in the segment.
     if t == 0:
         in_chunk = uint32(0)
-        in_segment = uint32(segments[2 * seg])
-        for k in range(BUCKETS):
+        in_segment = uint32(seg_start)
+        for k in range(nb):
             first[k] = in_chunk
             offset[k] = in_segment
             in_chunk = uint32(in_chunk + tally[k])
@@ -203,10 +218,10 @@ def qs_scatter(src, segments, chunks, pivots, counts, cursors, dst):
     cuda.syncthreads()
     # The chunk's room in each bucket; offset becomes where its key k of the bucket goes, less k
     # (not below 0: the segment's buckets before each hold at least the chunk's keys of them).
-    if t < BUCKETS:
+    if t < nb:
         c = tally[t]
         if c > 0:
-            taken = cuda.atomic.add(cursors, BUCKETS * seg + t, c)
+            taken = cuda.atomic.add(cursors, base + t, c)
             offset[t] = uint32(uint32(offset[t] + taken) - first[t])
     # The chunk ordered by bucket in shared memory, with each key's bucket.
     for r in range(KEYS_PER_THREAD):
@@ -316,13 +331,7 @@ def qs_sort_small(keys, scratch, table):
         keys[start + k] = s[k]
 
 
-# The host's plan is three uint32 tables, each filled up to a count of its entries: the segments
-# longer than SMALL (start, length: qs_pivots' table), the runs of at most SMALL keys to sort or
-# bring back from the scratch array (start, length, in scratch?: qs_sort_small's) and the chunks
-# of the longer runs of equal keys left in the scratch array (first key, keys, 0: qs_copy's).
-
-
-@numba.njit
+@cuda.jit(device=True, inline=True)
 def pow2_at_least(x):
     p = 1
     while p < x:
@@ -330,7 +339,7 @@ def pow2_at_least(x):
     return p
 
 
-@numba.njit
+@cuda.jit(device=True, inline=True)
 def gathers(run, length):
     """Whether a run of run keys to sort in one block takes in the next bucket, of length keys:
     where the two together are at most SMALL keys and their bitonic network is no longer than
@@ -340,128 +349,130 @@ def gathers(run, length):
     return both <= SMALL and pow2_at_least(both) <= pow2_at_least(max(run, length, GATHERED))
 
 
-@numba.njit
-def push_chunks(table, filled, start, length, tag):
-    """Writes one row (first key, keys, tag) per CHUNK of the run start, length into table from
-    entry filled on; returns the entries filled then. The rows of qs_count's and qs_scatter's
-    table (the tag is the run's segment) and of qs_copy's (the tag is not read)."""
-    first = start
-    end = start + length
-    while first < end:
-        table[filled] = first
-        table[filled + 1] = min(CHUNK, end - first)
-        table[filled + 2] = tag
-        filled += 3
-        first += CHUNK
-    return filled
-
-
-@numba.njit
-def small_run(small, ns, start, length, in_scratch):
-    """Files the run start, length (at most SMALL keys) that lies in the scratch array or not,
-    to be sorted, where it needs sorting or bringing back; returns small's entries filled."""
+@cuda.jit(device=True, inline=True)
+def file_run(write, runs, r, start, length, in_scratch):
+    """Files the run start, length (at most SMALL keys) to sort, where it needs sorting or
+    bringing back from the scratch array: as row r of runs where write; returns the rows
+    taken then."""
     if length > 1 or (length == 1 and in_scratch):
-        small[ns] = start
-        small[ns + 1] = length
-        small[ns + 2] = 1 if in_scratch else 0
-        ns += 3
-    return ns
+        if write:
+            runs[3 * r] = start
+            runs[3 * r + 1] = length
+            runs[3 * r + 2] = 1 if in_scratch else 0
+        r += 1
+    return r
 
 
-@numba.njit
-def segment(large, nl, small, ns, start, length, in_scratch):
-    """Files the segment start, length, still to sort; returns large's and small's entries
-    filled."""
-    if length > SMALL:
-        large[nl] = start
-        large[nl + 1] = length
-        nl += 2
-    else:
-        ns = small_run(small, ns, start, length, in_scratch)
-    return nl, ns
-
-
-@numba.njit
-def buckets(large, nl, small, ns, copy, nc, start, lens, in_scratch):
-    """Files the BUCKETS buckets lens of the segment that starts at start and was split into the
-    scratch array or not, in order: those longer than SMALL and between pivots as segments, the
-    rest gathered into runs to sort in one block (a run of neighbouring buckets sorted is
-    sorted; see gathers), and the equal keys of longer buckets as final, copied back where they
-    lie in the scratch array. Returns large's, small's and copy's entries filled."""
+@cuda.jit(device=True, inline=True)
+def file(write, start, counts, base, nb, in_scratch, runs, r, large, g, copies, c):
+    """Files the nb buckets counts[base:base + nb] of the segment at start, split into the
+    scratch array or not, in order: those longer than SMALL and between pivots as the next
+    pass's segments (large, from row g), the rest gathered into runs to sort in one block (runs,
+    from row r; a run of neighbouring buckets sorted is sorted; see gathers), and the equal keys
+    of longer buckets as final, their chunks copied back where they lie in the scratch array
+    (copies, from row c). Writes the rows only where write; returns the rows taken then."""
     run = start
-    run_len = 0
+    run_len = int64(0)
     nxt = start
-    for bucket in range(BUCKETS):
-        length = int64(lens[bucket])
+    for bucket in range(nb):
+        length = int64(counts[base + bucket])
         if not gathers(run_len, length):
-            ns = small_run(small, ns, run, run_len, in_scratch)
+            r = file_run(write, runs, r, run, run_len, in_scratch)
             run = nxt
             run_len = 0
         if length <= SMALL:
             run_len += length
-        elif bucket % 2 == 0:
-            large[nl] = nxt
-            large[nl + 1] = length
-            nl += 2
-            run = nxt + length
         else:
-            if in_scratch:
-                nc = push_chunks(copy, nc, nxt, length, 0)
+            if bucket % 2 == 0:
+                if write:
+                    large[2 * g] = nxt
+                    large[2 * g + 1] = length
+                g += 1
+            elif in_scratch:
+                first = nxt
+                while first < nxt + length:
+                    if write:
+                        copies[3 * c] = first
+                        copies[3 * c + 1] = min(CHUNK, nxt + length - first)
+                        copies[3 * c + 2] = 0
+                    c += 1
+                    first += CHUNK
             run = nxt + length
         nxt += length
-    ns = small_run(small, ns, run, run_len, in_scratch)
-    return nl, ns, nc
+    r = file_run(write, runs, r, run, run_len, in_scratch)
+    return r, g, c
 
 
-@numba.njit
-def check_split(length, lens):
-    """Whether the bucket counts lens split a segment of length keys into buckets that add up to
-    it, each between pivots smaller than it: counts that say otherwise come from kernels that
-    went wrong, and would make the sort loop forever."""
+@cuda.jit
+def qs_file(segments, counts, in_scratch, filed, runs, large, copies):
+    """Thread s, for segment s (as in qs_pivots), once qs_scatter has split it into the scratch
+    array or not: files its buckets (see file), taking rows of runs, large and copies counted
+    by filed[0], filed[1], filed[2] (from 0). filed[3] becomes s + 1 where the counts do not
+    add up to the segment or leave no key equal to a pivot (nothing is filed then), and filed[4]
+    counts the segments seen. FILE_THREADS threads a block."""
+    s = cuda.grid(1)
+    if s >= segments.size // 3:
+        return
+    start = int64(segments[3 * s])
+    length = int64(segments[3 * s + 1])
+    base = int64(segments[3 * s + 2])
+    nb = 2 * parts(length)
+    cuda.atomic.add(filed, 4, uint32(1))
     total = int64(0)
-    for bucket in range(BUCKETS):
-        total += int64(lens[bucket])
-        if bucket % 2 == 0 and int64(lens[bucket]) >= length:
-            return False
-    return total == length
+    shrinks = True
+    for k in range(nb):
+        total += int64(counts[base + k])
+        if k % 2 == 0 and int64(counts[base + k]) >= length:
+            shrinks = False
+    if total != length or not shrinks:
+        cuda.atomic.max(filed, 3, uint32(s + 1))
+        return
+    scratch = in_scratch != 0
+    r, g, c = file(False, start, counts, base, nb, scratch, runs, 0, large, 0, copies, 0)
+    if r > 0:
+        r = cuda.atomic.add(filed, 0, uint32(r))
+    if g > 0:
+        g = cuda.atomic.add(filed, 1, uint32(g))
+    if c > 0:
+        c = cuda.atomic.add(filed, 2, uint32(c))
+    file(True, start, counts, base, nb, scratch, runs, int64(r), large, int64(g), copies, int64(c))
 
 
 @numba.njit
-def chunk_table(segments):
-    """qs_count's and qs_scatter's table: the rows (first key, keys, segment) of the chunks of
-    CHUNK keys of the segments (start, length)."""
+def pass_tables(large):
+    """For the segments (start, length) of a pass: the segment table (start, length, first
+    count; the counts packed, two per part), qs_count's and qs_scatter's chunk table (first key,
+    keys, segment; one row per CHUNK keys), the number of counts, and the most rows the filing
+    can take in its runs, segments and copies tables."""
+    nsegs = large.size // 2
+    segments = np.empty(3 * nsegs, np.uint32)
     rows = 0
-    for i in range(segments.size // 2):
-        rows += (int64(segments[2 * i + 1]) + CHUNK - 1) // CHUNK
-    table = np.empty(3 * rows, np.uint32)
+    for i in range(nsegs):
+        rows += (int64(large[2 * i + 1]) + CHUNK - 1) // CHUNK
+    chunks = np.empty(3 * rows, np.uint32)
+    nb = most_runs = most_segs = most_copies = 0
     filled = 0
-    for i in range(segments.size // 2):
-        filled = push_chunks(table, filled, int64(segments[2 * i]), int64(segments[2 * i + 1]), i)
-    return table
-
-
-@numba.njit
-def plan_pass(segments, counts, in_scratch):
-    """After a pass that split the segments (start, length) into the scratch array or not, with
-    their bucket counts: the next pass's segments, the runs to sort and the chunks to copy back
-    (see buckets), and -1, or the index of the first segment whose counts fail check_split (with
-    the tables empty)."""
-    nsegs = segments.size // 2
-    total = 0
     for i in range(nsegs):
-        total += int64(segments[2 * i + 1])
-    large = np.empty(BUCKETS * nsegs, np.uint32)
-    small = np.empty(3 * (BUCKETS + 1) * nsegs, np.uint32)
-    copy = np.empty(3 * (total // CHUNK + PARTS * nsegs), np.uint32)
-    nl = ns = nc = 0
-    for i in range(nsegs):
-        start = int64(segments[2 * i])
-        length = int64(segments[2 * i + 1])
-        lens = counts[BUCKETS * i:BUCKETS * (i + 1)]
-        if not check_split(length, lens):
-            return large[:0], small[:0], copy[:0], i
-        nl, ns, nc = buckets(large, nl, small, ns, copy, nc, start, lens, in_scratch)
-    return large[:nl], small[:ns], copy[:nc], -1
+        start = int64(large[2 * i])
+        length = int64(large[2 * i + 1])
+        p = parts_host(length)
+        segments[3 * i] = start
+        segments[3 * i + 1] = length
+        segments[3 * i + 2] = nb
+        nb += 2 * p
+        first = start
+        while first < start + length:
+            chunks[filled] = first
+            chunks[filled + 1] = min(CHUNK, start + length - first)
+            chunks[filled + 2] = i
+            filled += 3
+            first += CHUNK
+        # A run ends at each bucket, or at the end; every other bucket may be a segment; the
+        # chunks of equal keys are fewer than the segment's, one more per bucket.
+        most_runs += 2 * p + 1
+        most_segs += p
+        most_copies += (length + CHUNK - 1) // CHUNK + p
+    return segments, chunks, nb, most_runs, most_segs, most_copies
 
 
 class QuickSort:
@@ -491,49 +502,53 @@ class QuickSort:
         """Sorts keys in place; returns the number of splitting passes."""
         if keys.size != self.n:
             raise ValueError(f"QuickSort({self.n}) cannot sort {keys.size} keys")
-        large = np.empty(2, np.uint32)
-        small = np.empty(3, np.uint32)
-        nl, ns = segment(large, 0, small, 0, 0, self.n, False)
-        large = large[:nl]
-        smalls = [small[:ns]]
-        copies = []
+        if self.n <= SMALL:
+            if self.n > 1:
+                table = self.upload("one", np.array([0, self.n, 0], np.uint32))
+                qs_sort_small[1, QS_THREADS](keys, self.scratch, table)
+            return 0
+        large = np.array([0, self.n], np.uint32)
         in_scratch = False  # where the segments still to split lie
         passes = 0
         while large.size:
             passes += 1
             nsegs = large.size // 2
-            chunks = chunk_table(large)
+            segments, chunks, nb, most_runs, most_segs, most_copies = pass_tables(large)
             blocks = chunks.size // 3
             src, dst = (self.scratch, keys) if in_scratch else (keys, self.scratch)
-            segments_d = self.upload("segments", large)
+            segments_d = self.upload("segments", segments)
             chunks_d = self.upload("chunks", chunks)
             pivots_d = self.buffer("pivots", PARTS * nsegs)
-            counts_d = self.buffer("counts", BUCKETS * nsegs)
-            cursors_d = self.buffer("cursors", BUCKETS * nsegs)
+            counts_d = self.buffer("counts", nb)
+            cursors_d = self.buffer("cursors", nb)
             qs_pivots[nsegs, PIVOT_THREADS](src, segments_d, pivots_d, counts_d, cursors_d)
-            qs_count[blocks, SPLIT_THREADS](src, chunks_d, pivots_d, counts_d)
+            qs_count[blocks, SPLIT_THREADS](src, segments_d, chunks_d, pivots_d, counts_d)
             qs_scatter[blocks, SPLIT_THREADS](src, segments_d, chunks_d, pivots_d, counts_d,
                                               cursors_d, dst)
-            # Each segment is now, in the other buffer, its buckets in order.
+            # Each segment is now, in the other buffer, its buckets in order: filed on the device.
             in_scratch = not in_scratch
-            counts = counts_d.copy_to_host()
-            segments = large
-            large, small, copy, bad = plan_pass(segments, counts, in_scratch)
-            if bad >= 0:
-                start = int(segments[2 * bad])
-                end = start + int(segments[2 * bad + 1])
-                lens = counts[BUCKETS * bad:BUCKETS * (bad + 1)].tolist()
+            filed_d = self.upload("filed", np.zeros(5, np.uint32))
+            runs_d = self.buffer("runs", 3 * most_runs)
+            large_d = self.buffer("large", 2 * most_segs)
+            copies_d = self.buffer("copies", 3 * most_copies)
+            qs_file[(nsegs + FILE_THREADS - 1) // FILE_THREADS, FILE_THREADS](
+                segments_d, counts_d, np.uint32(in_scratch), filed_d, runs_d, large_d, copies_d)
+            filed = filed_d.copy_to_host()
+            if filed[3] != 0:
+                bad = int(filed[3]) - 1
+                start = int(segments[3 * bad])
+                end = start + int(segments[3 * bad + 1])
+                base = int(segments[3 * bad + 2])
+                lens = counts_d.copy_to_host()[base:base + 2 * parts_host(end - start)].tolist()
                 raise RuntimeError(
                     f"qs_count: the segment {start}..{end} came back split into buckets of "
                     f"{lens} keys, which do not add up to it, or leave no key equal to a pivot")
-            smalls.append(small)
-            copies.append(copy)
-        copy_table = np.concatenate(copies) if copies else np.empty(0, np.uint32)
-        if copy_table.size:
-            qs_copy[copy_table.size // 3, QS_THREADS](keys, self.scratch,
-                                                      self.upload("copy", copy_table))
-        small_table = np.concatenate(smalls)
-        if small_table.size:
-            qs_sort_small[small_table.size // 3, QS_THREADS](
-                keys, self.scratch, self.upload("small", small_table))
+            if filed[4] != nsegs:
+                raise RuntimeError(f"qs_file: {filed[4]} of the {nsegs} segments were filed")
+            runs, segs, copies = (int(k) for k in filed[:3])
+            large = large_d[:2 * segs].copy_to_host() if segs else np.empty(0, np.uint32)
+            if copies:
+                qs_copy[copies, QS_THREADS](keys, self.scratch, copies_d)
+            if runs:
+                qs_sort_small[runs, QS_THREADS](keys, self.scratch, runs_d)
         return passes

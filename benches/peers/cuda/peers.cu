@@ -232,26 +232,30 @@ static T* dev_alloc(size_t n) {
     return p;
 }
 
-// quicksort: each pass splits every segment longer than SMALL into up to PARTS parts: one block
-// per segment sorts a 127-key sample and takes its pivots at even ranks (the last pivot slot is
-// always 0xffffffff); blocks of SPLIT_THREADS count each CHUNK's keys per bucket (between two
-// pivots, or equal to one) in shared memory and add the counts up per segment; blocks take the
-// chunks again, order them by bucket in shared memory, claim room in each bucket with one atomic
-// per bucket and write each bucket's keys as one run into the other buffer. The host reads the
-// counts back: buckets between pivots longer than SMALL are the next pass's segments, the rest
-// are gathered into runs finished by a bitonic sort in shared memory; long runs of equal keys
-// left in the scratch buffer are copied back. As gpu-kernels/src/quicksort.rs.
+// quicksort: each pass splits every segment longer than SMALL into up to PARTS parts (as many as
+// take it to parts of about SMALL / 2 keys in the fewest passes): one block per segment sorts a
+// 127-key sample and takes its pivots at even ranks (the last pivot slot is always 0xffffffff);
+// blocks of SPLIT_THREADS count each CHUNK's keys per bucket (between two pivots, or equal to
+// one) in shared memory and add the counts up per segment (two per part, packed from the
+// segment's first count); blocks take the chunks again, order them by bucket in shared memory,
+// claim room in each bucket with one atomic per bucket and write each bucket's keys as one run
+// into the other buffer. One thread per segment then files its buckets on the device: those
+// between pivots longer than SMALL are the next pass's segments, the rest are gathered into runs
+// finished by a bitonic sort in shared memory, launched at once; long runs of equal keys left in
+// the scratch buffer are copied back. Only the number of each and the next segments come back
+// to the host. As gpu-kernels/src/quicksort.rs.
 constexpr unsigned QS_THREADS = 256;
 constexpr unsigned SPLIT_THREADS = 512;
 constexpr unsigned KEYS_PER_THREAD = 8;
 constexpr unsigned CHUNK = SPLIT_THREADS * KEYS_PER_THREAD;
 constexpr unsigned SMALL = 1024;
-constexpr unsigned PARTS = 16;
+constexpr unsigned PARTS = 32;
 constexpr unsigned BUCKETS = 2 * PARTS;
 constexpr unsigned SAMPLES = 127;
 constexpr unsigned PIVOT_THREADS = SAMPLES + 1;
 constexpr unsigned RANK_BITS = 16;
 constexpr unsigned GATHERED = 64;
+constexpr unsigned FILE_THREADS = 128;
 
 __host__ __device__ __forceinline__ unsigned pow2_at_least(unsigned v) {
     unsigned p = 1;
@@ -259,9 +263,14 @@ __host__ __device__ __forceinline__ unsigned pow2_at_least(unsigned v) {
     return p;
 }
 
-// The parts a segment of len keys is split into: about SMALL / 2 keys each, at most PARTS.
-__device__ __forceinline__ unsigned parts_of(unsigned len) {
-    return min(pow2_at_least((len + SMALL / 2 - 1) / (SMALL / 2)), PARTS);
+// The parts a segment of len keys is split into, a power of two up to PARTS: as few as take it to
+// parts of about SMALL / 2 keys in the fewest passes, the first passes taking the extra.
+__host__ __device__ __forceinline__ unsigned parts_of(unsigned len) {
+    unsigned bits = 0, need = (len + SMALL / 2 - 1) / (SMALL / 2);
+    while ((1u << bits) < need) ++bits;
+    unsigned passes = (bits + 4) / 5;  // PARTS = 2^5
+    if (passes == 0) passes = 1;
+    return 1u << (bits + passes - 1) / passes;
 }
 
 // 2i where i pivots are below v and pivot i is above it, 2i + 1 where pivot i equals it.
@@ -272,14 +281,15 @@ __device__ __forceinline__ unsigned bucket_of(unsigned v, const unsigned* pivot)
     return 2 * i + (pivot[i] == v);
 }
 
-// Per segment b: its pivots, and its counts and cursors cleared.
+// Per segment b (start, length, first count): its pivots, and its counts and cursors cleared.
 __global__ void qs_pivots(const unsigned* keys, const unsigned* segs, unsigned* pivots, unsigned* counts,
                           unsigned* cursors) {
     __shared__ unsigned sample[SAMPLES], sorted[SAMPLES];
     unsigned b = blockIdx.x, t = threadIdx.x;
-    size_t start = segs[2 * b], len = segs[2 * b + 1];
+    size_t start = segs[3 * b], len = segs[3 * b + 1];
+    unsigned base = segs[3 * b + 2], parts = parts_of((unsigned)len);
     if (t < SAMPLES) sample[t] = keys[start + (len - 1) * t / (SAMPLES - 1)];
-    if (t < BUCKETS) counts[BUCKETS * b + t] = cursors[BUCKETS * b + t] = 0;
+    if (t < 2 * parts) counts[base + t] = cursors[base + t] = 0;
     __syncthreads();
     if (t < SAMPLES) {
         unsigned v = sample[t], rank = 0;
@@ -288,7 +298,6 @@ __global__ void qs_pivots(const unsigned* keys, const unsigned* segs, unsigned* 
     }
     __syncthreads();
     if (t < PARTS) {
-        unsigned parts = parts_of((unsigned)len);
         pivots[PARTS * b + t] = t + 1 < parts ? sorted[(t + 1) * PIVOT_THREADS / parts - 1] : 0xffffffffu;
     }
 }
@@ -303,7 +312,8 @@ __device__ __forceinline__ void load_chunk(const unsigned* src, size_t from, uns
     }
 }
 
-__global__ void qs_count(const unsigned* src, const unsigned* table, const unsigned* pivots, unsigned* counts) {
+__global__ void qs_count(const unsigned* src, const unsigned* segs, const unsigned* table, const unsigned* pivots,
+                         unsigned* counts) {
     __shared__ unsigned pivot[PARTS], tally[BUCKETS];
     unsigned b = blockIdx.x, t = threadIdx.x;
     size_t from = table[3 * b];
@@ -317,7 +327,7 @@ __global__ void qs_count(const unsigned* src, const unsigned* table, const unsig
     for (unsigned r = 0; r < KEYS_PER_THREAD; ++r)
         if (t + r * SPLIT_THREADS < n) atomicAdd(&tally[bucket_of(keys[r], pivot)], 1u);
     __syncthreads();
-    if (t < BUCKETS && tally[t] > 0) atomicAdd(&counts[BUCKETS * seg + t], tally[t]);
+    if (t < BUCKETS && tally[t] > 0) atomicAdd(&counts[segs[3 * seg + 2] + t], tally[t]);
 }
 
 __global__ void qs_scatter(const unsigned* src, const unsigned* segs, const unsigned* table, const unsigned* pivots,
@@ -328,11 +338,10 @@ __global__ void qs_scatter(const unsigned* src, const unsigned* segs, const unsi
     unsigned b = blockIdx.x, t = threadIdx.x;
     size_t from = table[3 * b];
     unsigned n = table[3 * b + 1], seg = table[3 * b + 2];
+    unsigned start = segs[3 * seg], base = segs[3 * seg + 2], buckets = 2 * parts_of(segs[3 * seg + 1]);
     if (t < PARTS) pivot[t] = pivots[PARTS * seg + t];
-    if (t < BUCKETS) {
-        tally[t] = 0;
-        totals[t] = counts[BUCKETS * seg + t];
-    }
+    if (t < BUCKETS) tally[t] = 0;
+    if (t < buckets) totals[t] = counts[base + t];
     unsigned keys[KEYS_PER_THREAD], places[KEYS_PER_THREAD];
     load_chunk(src, from, n, t, keys);
     __syncthreads();
@@ -345,8 +354,8 @@ __global__ void qs_scatter(const unsigned* src, const unsigned* segs, const unsi
     }
     __syncthreads();
     if (t == 0) {
-        unsigned in_chunk = 0, in_segment = segs[2 * seg];
-        for (unsigned k = 0; k < BUCKETS; ++k) {
+        unsigned in_chunk = 0, in_segment = start;
+        for (unsigned k = 0; k < buckets; ++k) {
             first[k] = in_chunk;
             offset[k] = in_segment;
             in_chunk += tally[k];
@@ -354,8 +363,7 @@ __global__ void qs_scatter(const unsigned* src, const unsigned* segs, const unsi
         }
     }
     __syncthreads();
-    if (t < BUCKETS && tally[t] > 0)
-        offset[t] = offset[t] + atomicAdd(&cursors[BUCKETS * seg + t], tally[t]) - first[t];
+    if (t < buckets && tally[t] > 0) offset[t] = offset[t] + atomicAdd(&cursors[base + t], tally[t]) - first[t];
 #pragma unroll
     for (unsigned r = 0; r < KEYS_PER_THREAD; ++r) {
         if (t + r * SPLIT_THREADS < n) {
@@ -366,6 +374,90 @@ __global__ void qs_scatter(const unsigned* src, const unsigned* segs, const unsi
     }
     __syncthreads();
     for (unsigned k = t; k < n; k += SPLIT_THREADS) dst[offset[staged_bucket[k]] + k] = staged[k];
+}
+
+// A run of `run` keys to sort in one block takes in the next bucket where both fit in SMALL and
+// their network is no longer than the longer one's (or GATHERED keys').
+__device__ __forceinline__ bool gathers(unsigned run, unsigned len) {
+    unsigned both = run + len;
+    return both <= SMALL && pow2_at_least(both) <= pow2_at_least(max(max(run, len), GATHERED));
+}
+
+enum Filed { RUN, SEGMENT, COPY };
+
+// The buckets lens[0..buckets) of a segment at `start`, split into the scratch buffer where
+// `scratch`, filed in order through emit(kind, first key, keys).
+template <class Emit>
+__device__ void file(unsigned start, const unsigned* lens, unsigned buckets, bool scratch, Emit emit) {
+    unsigned run = start, run_len = 0, next = start;
+    auto close = [&] {
+        if (run_len > 1 || (run_len == 1 && scratch)) emit(RUN, run, run_len);
+    };
+    for (unsigned bucket = 0; bucket < buckets; ++bucket) {
+        unsigned len = lens[bucket];
+        if (!gathers(run_len, len)) {
+            close();
+            run = next;
+            run_len = 0;
+        }
+        if (len <= SMALL) {
+            run_len += len;
+        } else {
+            if (bucket % 2 == 0) emit(SEGMENT, next, len);
+            else if (scratch) emit(COPY, next, len);
+            run = next + len;
+        }
+        next += len;
+    }
+    close();
+}
+
+// Thread s: files segment s's buckets into runs (start, length, scratch), next segments (start,
+// length) and chunks to copy (first key, keys, 0); filed[0..3) count the rows taken, filed[3]
+// becomes s + 1 where the counts do not split the segment, filed[4] counts the segments seen.
+__global__ void qs_file(const unsigned* segs, unsigned nsegs, const unsigned* counts, unsigned scratch,
+                        unsigned* filed, unsigned* runs, unsigned* large, unsigned* copies) {
+    unsigned s = blockIdx.x * FILE_THREADS + threadIdx.x;
+    if (s >= nsegs) return;
+    unsigned start = segs[3 * s], len = segs[3 * s + 1], buckets = 2 * parts_of(len);
+    const unsigned* lens = counts + segs[3 * s + 2];
+    atomicAdd(&filed[4], 1u);
+    unsigned long long total = 0;
+    bool shrinks = true;
+    for (unsigned k = 0; k < buckets; ++k) {
+        total += lens[k];
+        shrinks &= k % 2 == 1 || lens[k] < len;
+    }
+    if (total != len || !shrinks) {
+        atomicMax(&filed[3], s + 1);
+        return;
+    }
+    unsigned nrun = 0, nseg = 0, ncopy = 0;
+    file(start, lens, buckets, scratch != 0, [&](Filed kind, unsigned, unsigned n) {
+        if (kind == RUN) ++nrun;
+        else if (kind == SEGMENT) ++nseg;
+        else ncopy += (n + CHUNK - 1) / CHUNK;
+    });
+    unsigned r = nrun ? atomicAdd(&filed[0], nrun) : 0, g = nseg ? atomicAdd(&filed[1], nseg) : 0,
+             c = ncopy ? atomicAdd(&filed[2], ncopy) : 0;
+    file(start, lens, buckets, scratch != 0, [&](Filed kind, unsigned first, unsigned n) {
+        if (kind == RUN) {
+            runs[3 * r] = first;
+            runs[3 * r + 1] = n;
+            runs[3 * r + 2] = scratch;
+            ++r;
+        } else if (kind == SEGMENT) {
+            large[2 * g] = first;
+            large[2 * g + 1] = n;
+            ++g;
+        } else {
+            for (unsigned from = first; from < first + n; from += CHUNK, ++c) {
+                copies[3 * c] = from;
+                copies[3 * c + 1] = min(CHUNK, first + n - from);
+                copies[3 * c + 2] = 0;
+            }
+        }
+    });
 }
 
 // Block b: the keys table[3b], table[3b + 1] (first key, keys) copied from scratch to keys.
@@ -452,8 +544,7 @@ struct DevBuf {
 // The host's side of the quicksort, with its device buffers kept from sort to sort.
 struct QuickSort {
     size_t n;
-    DevBuf scratch, segs, table, pivots, counts, cursors, small, copy;
-    std::vector<unsigned> large, small_t, copy_t;
+    DevBuf scratch, segs, table, pivots, counts, cursors, filed, runs, next, copies, one;
 
     explicit QuickSort(size_t n) : n(n) { scratch.get(n); }
 
@@ -462,70 +553,52 @@ struct QuickSort {
             t.insert(t.end(), {from, std::min(CHUNK, start + len - from), tag});
     }
 
-    // A run of `run` keys to sort in one block takes in the next bucket where both fit in SMALL
-    // and their network is no longer than the longer one's (or GATHERED keys').
-    static bool gathers(unsigned run, unsigned len) {
-        unsigned both = run + len;
-        return both <= SMALL && pow2_at_least(both) <= pow2_at_least(std::max({run, len, GATHERED}));
-    }
-
-    void small_run(unsigned start, unsigned len, bool at_scratch) {
-        if (len > 1 || (len == 1 && at_scratch)) small_t.insert(small_t.end(), {start, len, at_scratch ? 1u : 0u});
-    }
-
-    // The buckets of a segment split into `at_scratch`'s buffer, in order.
-    void buckets(unsigned start, const unsigned* lens, bool at_scratch) {
-        unsigned run = start, run_len = 0, next = start;
-        for (unsigned bucket = 0; bucket < BUCKETS; ++bucket) {
-            unsigned len = lens[bucket];
-            if (!gathers(run_len, len)) {
-                small_run(run, run_len, at_scratch);
-                run = next;
-                run_len = 0;
-            }
-            if (len <= SMALL) {
-                run_len += len;
-            } else {
-                if (bucket % 2 == 0) large.insert(large.end(), {next, len});
-                else if (at_scratch) chunks(copy_t, next, len, 0);
-                run = next + len;
-            }
-            next += len;
-        }
-        small_run(run, run_len, at_scratch);
-    }
-
     void sort(unsigned* keys) {
-        std::vector<unsigned> tab, counts_h;
-        large.clear();
-        small_t.clear();
-        copy_t.clear();
+        if (n <= SMALL) {
+            if (n > 1) qs_sort_small<<<1, QS_THREADS>>>(keys, scratch.p, one.upload({0, (unsigned)n, 0}));
+            return;
+        }
+        std::vector<unsigned> large = {0, (unsigned)n}, segs_h, tab;
         bool in_scratch = false;  // where the segments still to split lie
-        if (n > SMALL) large = {0, (unsigned)n};
-        else small_run(0, (unsigned)n, false);
         while (!large.empty()) {
-            std::vector<unsigned> segs_h;
-            segs_h.swap(large);
-            unsigned nsegs = (unsigned)segs_h.size() / 2;
+            unsigned nsegs = (unsigned)large.size() / 2, buckets = 0;
+            size_t most_runs = 0, most_segs = 0, most_copies = 0;
+            segs_h.clear();
             tab.clear();
-            for (unsigned i = 0; i < nsegs; ++i) chunks(tab, segs_h[2 * i], segs_h[2 * i + 1], i);
+            for (unsigned i = 0; i < nsegs; ++i) {
+                unsigned start = large[2 * i], len = large[2 * i + 1], parts = parts_of(len);
+                segs_h.insert(segs_h.end(), {start, len, buckets});
+                buckets += 2 * parts;
+                chunks(tab, start, len, i);
+                most_runs += 2 * parts + 1;
+                most_segs += parts;
+                most_copies += (len + CHUNK - 1) / CHUNK + parts;
+            }
             unsigned blocks = (unsigned)tab.size() / 3;
             const unsigned* src = in_scratch ? scratch.p : keys;
             unsigned* dst = in_scratch ? keys : scratch.p;
             unsigned *segs_d = segs.upload(segs_h), *table_d = table.upload(tab);
-            unsigned *pivots_d = pivots.get(PARTS * nsegs), *counts_d = counts.get(BUCKETS * nsegs),
-                     *cursors_d = cursors.get(BUCKETS * nsegs);
+            unsigned *pivots_d = pivots.get(PARTS * nsegs), *counts_d = counts.get(buckets),
+                     *cursors_d = cursors.get(buckets), *filed_d = filed.get(5), *runs_d = runs.get(3 * most_runs),
+                     *next_d = next.get(2 * most_segs), *copies_d = copies.get(3 * most_copies);
             qs_pivots<<<nsegs, PIVOT_THREADS>>>(src, segs_d, pivots_d, counts_d, cursors_d);
-            qs_count<<<blocks, SPLIT_THREADS>>>(src, table_d, pivots_d, counts_d);
+            qs_count<<<blocks, SPLIT_THREADS>>>(src, segs_d, table_d, pivots_d, counts_d);
             qs_scatter<<<blocks, SPLIT_THREADS>>>(src, segs_d, table_d, pivots_d, counts_d, cursors_d, dst);
-            counts_h.resize(BUCKETS * nsegs);
-            CHECK(cudaMemcpy(counts_h.data(), counts_d, 4 * counts_h.size(), cudaMemcpyDeviceToHost));
-            for (unsigned i = 0; i < nsegs; ++i) buckets(segs_h[2 * i], &counts_h[BUCKETS * i], !in_scratch);
             in_scratch = !in_scratch;
-        }
-        if (!copy_t.empty()) qs_copy<<<(unsigned)copy_t.size() / 3, QS_THREADS>>>(keys, scratch.p, copy.upload(copy_t));
-        if (!small_t.empty()) {
-            qs_sort_small<<<(unsigned)small_t.size() / 3, QS_THREADS>>>(keys, scratch.p, small.upload(small_t));
+            CHECK(cudaMemsetAsync(filed_d, 0, 5 * 4));
+            qs_file<<<(nsegs + FILE_THREADS - 1) / FILE_THREADS, FILE_THREADS>>>(
+                segs_d, nsegs, counts_d, in_scratch ? 1u : 0u, filed_d, runs_d, next_d, copies_d);
+            unsigned filed_h[5];
+            CHECK(cudaMemcpy(filed_h, filed_d, sizeof filed_h, cudaMemcpyDeviceToHost));
+            if (filed_h[3] != 0 || filed_h[4] != nsegs) {
+                std::fprintf(stderr, "peers_cuda: quicksort: segment %u of a pass did not split\n", filed_h[3]);
+                std::exit(1);
+            }
+            large.resize(2 * filed_h[1]);
+            if (!large.empty())
+                CHECK(cudaMemcpy(large.data(), next_d, large.size() * 4, cudaMemcpyDeviceToHost));
+            if (filed_h[2]) qs_copy<<<filed_h[2], QS_THREADS>>>(keys, scratch.p, copies_d);
+            if (filed_h[0]) qs_sort_small<<<filed_h[0], QS_THREADS>>>(keys, scratch.p, runs_d);
         }
     }
 };
