@@ -401,6 +401,18 @@ pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
     }
 }
 
+/// Calls `f(first key, keys)` for each chunk of [`CHUNK`] keys (the last maybe fewer) of the
+/// keys `start..start + len`: the rows of [`qs_count`]'s and [`qs_scatter`]'s table, and of
+/// [`qs_copy`]'s.
+#[device]
+fn chunks_of(start: u32, len: u32, mut f: impl FnMut(u32, u32)) {
+    let mut from = start;
+    while from < start + len {
+        f(from, (CHUNK as u32).min(start + len - from));
+        from += CHUNK as u32;
+    }
+}
+
 /// Threads per block of [`qs_file`], one per segment.
 pub const FILE_THREADS: usize = 128;
 
@@ -552,16 +564,12 @@ pub fn qs_file(
             large[2 * segment + 1] = len;
             segment += 1;
         }
-        Filed::Copy(first, len) => {
-            let mut from = first;
-            while from < first + len {
-                copies[3 * copy] = from;
-                copies[3 * copy + 1] = (CHUNK as u32).min(first + len - from);
-                copies[3 * copy + 2] = 0;
-                copy += 1;
-                from += CHUNK as u32;
-            }
-        }
+        Filed::Copy(first, len) => chunks_of(first, len, |from, n| {
+            copies[3 * copy] = from;
+            copies[3 * copy + 1] = n;
+            copies[3 * copy + 2] = 0;
+            copy += 1;
+        }),
     });
 }
 
@@ -587,8 +595,8 @@ impl Buffer {
 /// three kernels ([`qs_pivots`], [`qs_count`], [`qs_scatter`]).
 #[cfg(not(target_arch = "nvptx64"))]
 pub struct SplitPass {
-    /// The segments, (start, length) pairs, as given.
-    large: Vec<u32>,
+    /// The segments' table, as on the device: (start, length, first count) triples.
+    table: Vec<u32>,
     segments: kernel_runtime::DeviceArray1<u32>,
     chunks: kernel_runtime::DeviceArray1<u32>,
     pivots: kernel_runtime::DeviceArray1<u32>,
@@ -615,7 +623,7 @@ impl SplitPass {
             let parts = parts(seg[1] as usize);
             table.extend([seg[0], seg[1], buckets as u32]);
             buckets += 2 * parts;
-            push_chunks(&mut chunks, seg[0], seg[1], i as u32);
+            chunks_of(seg[0], seg[1], |from, n| chunks.extend([from, n, i as u32]));
             // A run ends at each bucket, or at the end; every other bucket may be a segment;
             // the chunks of equal keys are fewer than the segment's, one more per bucket.
             most[0] += 2 * parts + 1;
@@ -624,8 +632,8 @@ impl SplitPass {
         }
         // The counters are cleared by the pivot kernel, on every launch.
         Ok(SplitPass {
-            large: large.to_vec(),
             segments: dev.to_device(&table)?,
+            table,
             chunks: dev.to_device(&chunks)?,
             pivots: dev.empty::<u32, _>(PARTS * segments)?,
             counts: dev.empty::<u32, _>(buckets)?,
@@ -675,7 +683,7 @@ impl SplitPass {
     /// the next pass's segments, come back to the host.
     fn file(&self, scratch: bool) -> Result<Filing, kernel_runtime::Error> {
         let dev = self.segments.device();
-        let segments = self.large.len() / 2;
+        let segments = self.table.len() / 3;
         let mut filing = Filing {
             runs: dev.empty::<u32, _>(3 * self.most[0])?,
             large: dev.empty::<u32, _>(2 * self.most[1])?,
@@ -712,11 +720,8 @@ impl SplitPass {
 
     /// The fault of a segment whose counts do not split it (see [`qs_file`]).
     fn bad_split(&self, segment: usize) -> kernel_runtime::Error {
-        let (start, len) = (self.large[2 * segment], self.large[2 * segment + 1]);
-        let base: usize = self.large[..2 * segment]
-            .chunks_exact(2)
-            .map(|seg| 2 * parts(seg[1] as usize))
-            .sum();
+        let [start, len, base] = [0, 1, 2].map(|i| self.table[3 * segment + i]);
+        let base = base as usize;
         let counts = self
             .counts
             .to_vec_range(base..base + 2 * parts(len as usize))
@@ -739,16 +744,6 @@ struct Filing {
     large: kernel_runtime::DeviceArray1<u32>,
     copies: kernel_runtime::DeviceArray1<u32>,
     taken: [usize; 3],
-}
-
-/// Appends one `(first key, keys, segment)` triple per [`CHUNK`] of the segment `start`, `len`:
-/// the rows of [`qs_count`]'s and [`qs_scatter`]'s table.
-#[cfg(not(target_arch = "nvptx64"))]
-fn push_chunks(table: &mut Vec<u32>, start: u32, len: u32, segment: u32) {
-    let chunk = CHUNK as u32;
-    for from in (start..start + len).step_by(CHUNK) {
-        table.extend([from, chunk.min(start + len - from), segment]);
-    }
 }
 
 /// Sorts `keys` in place on its device with the kernels above; returns the number of
