@@ -5,3 +5,4 @@
 pub mod cli;
 pub mod reference;
 pub mod test_kernels;
+pub mod warp_kernels;

@@ -9,19 +9,7 @@ use kernel_suite::test_kernels::*;
 use ndarray::{Array2, Array3};
 
 mod common;
-use common::assert_mentions;
-
-/// The backends to run on: the CPU backend, its checked mode (which must find nothing wrong
-/// with these kernels), and the default device when it is another one.
-fn backends() -> Vec<Device> {
-    let mut devs = vec![Device::cpu(), Device::cpu_checked()];
-    match Device::from_env() {
-        Ok(d) if !matches!(d.kind(), DeviceKind::Cpu | DeviceKind::CpuChecked) => devs.push(d),
-        Ok(_) => {}
-        Err(e) => eprintln!("skipping the GPU backend: {e}"),
-    }
-    devs
-}
+use common::{assert_mentions, backends};
 
 const AWKWARD: &[usize] = &[1, 2, 31, 255, 256, 257, 1000, 4099, 65_537];
 

@@ -28,6 +28,7 @@ macro_rules! kernels {
 fn all() -> Vec<Kernel> {
     use gpu_kernels::*;
     use kernel_suite::test_kernels::*;
+    use kernel_suite::warp_kernels::*;
     kernels![
         add => true, add_vectorized => true, smooth => true, smooth_strips => true, smooth_words => true, integrate2d_rows => true, integrate2d_shared => true,
         matmul_tiled => true, qs_pivots => true, qs_count => true, qs_scatter => true,
@@ -41,6 +42,9 @@ fn all() -> Vec<Kernel> {
         nonuniform_barrier_loop => false, exit_after_last_barrier => false,
         ids_via_device_fn => false, pair_sum => false, tile_overrun => false,
         locals_across_barrier => false, global_ids => false,
+        warp_sums => false, shuffle_kinds => false, warp_votes => false, block_scan => false,
+        partial_warps => false, shuffle_from_half => false, vote_beside_barrier => false,
+        vote_without_self => false, warp_totals => false, warp_totals_unmarked => false,
     ]
 }
 
@@ -397,4 +401,43 @@ fn products_feeding_sums_fuse_into_multiply_adds() {
     // `acc += sa[[ty, q]] * sb[[q, tx]]`, unrolled over the 16-wide tile: one fma each.
     assert_eq!(body.matches("fma.rn.f32").count(), 16, "{body}");
     assert!(!body.contains("mul.rn.f32"), "{body}");
+}
+
+#[test]
+fn warp_primitives_are_single_instructions() {
+    let Some(kernels) = with_ptx() else { return };
+    let ptx = |name: &str| kernel_entry(&kernels, name);
+    // Each kind of shuffle, a 64-bit one as two 32-bit halves; no shuffle goes through memory.
+    let kinds = ptx("shuffle_kinds");
+    for (instr, count) in [
+        ("shfl.sync.idx.b32", 5),
+        ("shfl.sync.up.b32", 1),
+        ("shfl.sync.down.b32", 1),
+        ("shfl.sync.bfly.b32", 1),
+    ] {
+        let found = kinds.matches(instr).count();
+        assert_eq!(found, count, "shuffle_kinds: {found} `{instr}`");
+    }
+    assert!(
+        !kinds.contains(".local"),
+        "shuffle_kinds spills to local memory"
+    );
+    let votes = ptx("warp_votes");
+    for instr in [
+        "vote.sync.ballot.b32",
+        "vote.sync.all.pred",
+        "vote.sync.any.pred",
+        "vote.sync.uni.pred",
+        "match.any.sync.b32",
+        "match.all.sync.b32",
+        "%laneid",
+    ] {
+        assert!(votes.contains(instr), "warp_votes has no `{instr}`");
+    }
+    let partial = ptx("partial_warps");
+    for instr in ["activemask.b32", "bar.warp.sync"] {
+        assert!(partial.contains(instr), "partial_warps has no `{instr}`");
+    }
+    // The shuffles of a `#[device]` function are inlined into its kernel.
+    assert!(ptx("warp_totals").contains("shfl.sync.bfly.b32"));
 }

@@ -6,6 +6,11 @@ use std::process::Command;
 use crate::toolchain::{Toolchain, TARGET};
 use crate::Error;
 
+/// The oldest PTX ISA the device code is written for: 6.3 (CUDA 10.0), the first with every
+/// warp instruction the device API uses (`activemask` is 6.2). LLVM takes the newer of this and
+/// the architecture's own minimum (7.8 for sm_90), so it only matters for older targets.
+const MIN_PTX_ISA: &str = "target-feature=+ptx63";
+
 /// Whether the nested cargo must not inherit the environment variable `key`: everything cargo
 /// sets for a build script or reads as build configuration, the jobserver, and wrappers.
 /// Registry and network settings (`CARGO_HOME`, `CARGO_NET_*`, `CARGO_HTTP_*`,
@@ -103,6 +108,7 @@ impl DeviceBuild<'_> {
             .args(["--color", "never", "--"])
             .args(["--emit=asm", "-C"])
             .arg(format!("target-cpu={}", self.arch))
+            .args(["-C", MIN_PTX_ISA])
             .args(["-C", &format!("linker={linker}")])
             .args(["-C", &fma_flag(self.fma)]);
         if let Some(dir) = self.manifest_path.parent() {
@@ -112,7 +118,7 @@ impl DeviceBuild<'_> {
     }
 
     /// Runs the build. On failure, the diagnostics are returned as they came (the caller
-    /// rewrites the paths).
+    /// rewrites the paths), less the note on [`MIN_PTX_ISA`] that rustc adds to every build.
     pub(crate) fn run(&self) -> Result<Result<Built, String>, Error> {
         let mut cmd = self.command();
         let out = cmd.output().map_err(|e| Error::Spawn {
@@ -120,7 +126,7 @@ impl DeviceBuild<'_> {
             source: e,
         })?;
         if !out.status.success() {
-            let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
+            let mut text = without_isa_note(&String::from_utf8_lossy(&out.stderr));
             let stdout = String::from_utf8_lossy(&out.stdout);
             if !stdout.trim().is_empty() {
                 text.push_str(&stdout);
@@ -137,6 +143,27 @@ impl DeviceBuild<'_> {
             .unwrap_or_default();
         Ok(Ok(Built { ptx, inputs }))
     }
+}
+
+/// `text` without rustc's warning that [`MIN_PTX_ISA`] names an unstable target feature (its
+/// line and the note lines under it, up to the blank line that ends it): the build asks for
+/// the feature, not the user.
+fn without_isa_note(text: &str) -> String {
+    let feature = MIN_PTX_ISA.trim_start_matches("target-feature=+");
+    let mut out = String::with_capacity(text.len());
+    let mut skipping = false;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("warning: unstable feature specified for `-Ctarget-feature`")
+            && line.contains(&format!("`{feature}`"))
+        {
+            skipping = true;
+        } else if skipping && line.trim().is_empty() {
+            skipping = false;
+        } else if !skipping {
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 /// The prerequisites listed in a Makefile-style dep-info file (`target: dep dep...`).
@@ -200,6 +227,17 @@ pub(crate) fn rewrite_diagnostics(text: &str, files: &[(PathBuf, PathBuf, PathBu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drops_the_note_on_the_ptx_isa_feature_only() {
+        let text = "warning: unstable feature specified for `-Ctarget-feature`: `ptx63`\n  |\n  \
+                    = note: this feature is not stably supported\n\nerror[E0425]: cannot find \
+                    value `x`\n --> src/lib.rs:3:5\n\nwarning: unused variable\n";
+        assert_eq!(
+            without_isa_note(text),
+            "error[E0425]: cannot find value `x`\n --> src/lib.rs:3:5\n\nwarning: unused variable\n"
+        );
+    }
 
     #[test]
     fn environment_hygiene() {

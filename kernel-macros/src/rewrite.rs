@@ -11,6 +11,24 @@ use syn::visit::Visit;
 use syn::visit_mut::{self, VisitMut};
 use syn::{Block, Expr, ExprCall, ExprMacro, Local, Macro, Pat, Stmt, Token, Type};
 
+/// The warp collectives, whose lanes meet, and `activemask()`, which asks which lanes have not
+/// returned: the CPU backend runs a kernel that calls one as coroutines, as it does a kernel
+/// with barriers it cannot split at.
+pub const WARP_COLLECTIVES: &[&str] = &[
+    "shfl_sync",
+    "shfl_up_sync",
+    "shfl_down_sync",
+    "shfl_xor_sync",
+    "ballot_sync",
+    "all_sync",
+    "any_sync",
+    "eq_sync",
+    "match_any_sync",
+    "match_all_sync",
+    "syncwarp",
+    "activemask",
+];
+
 /// A static shared array found in a kernel body.
 pub struct SharedDecl {
     pub span: Span,
@@ -183,7 +201,7 @@ impl Pass {
                     }
                 }
                 let last = segs.last()?.ident.to_string();
-                if last.starts_with("sync_threads") {
+                if last.starts_with("sync_threads") || WARP_COLLECTIVES.contains(&last.as_str()) {
                     self.out.barriers = true;
                 }
                 if may_read_thread_context(&first, &last, segs.len()) {

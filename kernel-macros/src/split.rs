@@ -25,6 +25,11 @@ use syn::{Block, Expr, Pat, RangeLimits, Stmt};
 ///
 /// `params` are the kernel's parameters, each with whether it is declared `mut`.
 pub fn split(block: &Block, hint: Option<Hint>, params: &[(String, bool)]) -> Option<TokenStream> {
+    // The lanes of a warp collective meet mid-region, and `activemask()` asks which lanes
+    // have returned: only coroutines run those.
+    if mentions_warp(quote!(#block)) {
+        return None;
+    }
     // A parameter the body reassigns is a per-thread local: each thread starts from the
     // launch's value.
     let mut stmts: Vec<Stmt> = params
@@ -82,6 +87,15 @@ fn count_idents(tokens: TokenStream, counts: &mut HashMap<String, usize>) {
             _ => {}
         }
     }
+}
+
+/// Whether `tokens` name a warp collective (or `activemask`).
+fn mentions_warp(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|t| match t {
+        TokenTree::Ident(i) => crate::rewrite::WARP_COLLECTIVES.contains(&i.to_string().as_str()),
+        TokenTree::Group(g) => mentions_warp(g.stream()),
+        _ => false,
+    })
 }
 
 fn mentions_sync(tokens: TokenStream) -> bool {

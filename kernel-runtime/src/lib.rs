@@ -35,6 +35,9 @@
 //!   such access is an atomic operation;
 //! - every thread of a block reaches each `sync_threads()` (the CPU backend reports a barrier
 //!   that only part of a block reaches as an error);
+//! - every lane that a warp collective's mask names (`shfl_sync`, `ballot_sync`, ...) reaches it
+//!   with the same mask, and each caller names itself (see [`warp`]; the CPU backend reports a
+//!   collective that cannot complete);
 //! - with `#[kernel(boundscheck = false)]`, every index is within its array's shape; by default
 //!   indices are checked (a trap on the GPU, an error naming the array, index, shape, block and
 //!   thread on the CPU).
@@ -66,6 +69,7 @@ pub mod math;
 pub mod shared;
 pub mod sync;
 pub mod view;
+pub mod warp;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cpu;
@@ -109,6 +113,11 @@ pub mod prelude {
     pub use crate::sync::{
         sync_threads, sync_threads_and, sync_threads_count, sync_threads_or, threadfence,
         threadfence_block,
+    };
+    pub use crate::warp::{
+        activemask, all_sync, any_sync, ballot_sync, eq_sync, lane_id, lanemask_lt, match_all_sync,
+        match_any_sync, shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncwarp,
+        WarpValue, WARP_SIZE,
     };
     pub use crate::{device, kernel, vectorize, DeviceCopy, Dim3};
     pub use crate::{dynamic_shared, shared_array};

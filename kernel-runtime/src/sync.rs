@@ -4,7 +4,7 @@
 //! part of a block reaches as an error instead of hanging).
 
 #[cfg(not(target_arch = "nvptx64"))]
-use crate::cpu::exec::{barrier, BarrierKind};
+use crate::cpu::fibers::{barrier, BarrierKind};
 
 /// `__syncthreads()`: waits until every thread of the block has reached this point, and makes
 /// their shared and global memory writes visible to each other.

@@ -1,5 +1,21 @@
 //! Helpers shared by the integration tests.
 
+use kernel_runtime::{Device, DeviceKind};
+
+/// The backends to run on: the CPU backend, its checked mode (which must find nothing wrong
+/// with the kernels it runs), and the default device when it is another one.
+// Only the test binaries that run kernels on every backend use it.
+#[allow(dead_code)]
+pub fn backends() -> Vec<Device> {
+    let mut devs = vec![Device::cpu(), Device::cpu_checked()];
+    match Device::from_env() {
+        Ok(d) if !matches!(d.kind(), DeviceKind::Cpu | DeviceKind::CpuChecked) => devs.push(d),
+        Ok(_) => {}
+        Err(e) => eprintln!("skipping the GPU backend: {e}"),
+    }
+    devs
+}
+
 /// Asserts that `msg` contains every one of `needles`, naming the first one missing.
 #[track_caller]
 pub fn assert_mentions(msg: &str, needles: &[&str]) {

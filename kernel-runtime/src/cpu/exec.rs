@@ -1,17 +1,16 @@
-//! Running a launch: blocks over rayon, threads as a loop or as coroutines meeting at barriers.
+//! Running a launch: blocks over rayon, threads as a loop or as coroutines meeting at barriers
+//! (see the `fibers` module).
 
 use super::check::{self, Lane, LaunchShadows, Who};
-use super::fault::{self, raise, raise_finding, KernelFault};
-use super::finding::Finding;
+use super::fault::{self, raise, KernelFault};
+use super::fibers::run_fibers;
 use super::tls::{self, BlockState};
 use crate::ctx::Ctx;
 use crate::dim::Dim3;
-use corosensei::stack::DefaultStack;
-use corosensei::{Coroutine, CoroutineResult, Yielder};
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::ops::Range;
-use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -47,54 +46,11 @@ impl LaunchSpec {
     }
 }
 
-/// The kinds of barrier, which must agree across the threads of a block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BarrierKind {
-    /// `sync_threads()`.
-    Sync,
-    /// `sync_threads_count(pred)`.
-    Count,
-    /// `sync_threads_and(pred)`.
-    And,
-    /// `sync_threads_or(pred)`.
-    Or,
-}
-
-impl BarrierKind {
-    fn name(self) -> &'static str {
-        match self {
-            BarrierKind::Sync => "sync_threads()",
-            BarrierKind::Count => "sync_threads_count()",
-            BarrierKind::And => "sync_threads_and()",
-            BarrierKind::Or => "sync_threads_or()",
-        }
-    }
-}
-
-/// What a thread reports when it reaches a barrier.
-#[derive(Clone, Copy, Debug)]
-struct Arrival {
-    kind: BarrierKind,
-    pred: bool,
-    location: &'static Location<'static>,
-}
-
-impl Arrival {
-    /// `sync_threads() at src/file.rs:12:5`.
-    fn describe(&self) -> String {
-        format!("{} at {}", self.kind.name(), self.location)
-    }
-}
-
-type Fiber = Yielder<i32, Arrival>;
-
 thread_local! {
     /// This worker's shared memory (reused by every block it runs; 16-byte aligned).
     static SHARED: RefCell<Vec<u128>> = const { RefCell::new(Vec::new()) };
     /// This worker's lane of shared memory in checked mode (cleared for every block).
     static SHARED_LANE: RefCell<Lane> = const { RefCell::new(Lane::shared()) };
-    /// This worker's coroutine stacks (reused by every block it runs).
-    static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Runs `body` for every thread of the launch; returns the first fault's message.
@@ -447,7 +403,7 @@ where
 }
 
 #[inline(always)]
-fn ctx_of(state: &BlockState, thread: Dim3) -> Ctx {
+pub(crate) fn ctx_of(state: &BlockState, thread: Dim3) -> Ctx {
     Ctx {
         thread,
         block: state.block,
@@ -604,197 +560,4 @@ fn run_loop<F: Fn(Ctx) + Clone>(state: &BlockState, body: &F) {
             }
         }
     }
-}
-
-fn stack_size() -> usize {
-    static SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *SIZE.get_or_init(|| {
-        std::env::var("KERNEL_CPU_STACK_KIB")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(256)
-            * 1024
-    })
-}
-
-/// Runs the block's threads as coroutines that meet at barriers; in checked mode (`checked`:
-/// the block's number in the shadow's records), each thread is given to the shadow memory as it
-/// resumes, with the number of barriers the block has passed, and threads waiting at barriers
-/// of different places are reported.
-fn run_fibers(
-    state: &BlockState,
-    coords: &[Dim3],
-    body: &(dyn Fn(Ctx) + Sync),
-    checked: Option<u32>,
-) {
-    let n = coords.len();
-    let mut stacks = STACKS.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    while stacks.len() < n {
-        match DefaultStack::new(stack_size()) {
-            Ok(s) => stacks.push(s),
-            Err(e) => raise(format!(
-                "kernel `{}`: cannot allocate a stack for simulated thread {} of {n}: {e}",
-                state.kernel,
-                stacks.len()
-            )),
-        }
-    }
-    // SAFETY: the lifetime is erased only to meet the coroutines' `'static` bound; every
-    // coroutine is dropped (run to completion or force-unwound) before this function returns,
-    // while `body` is still borrowed.
-    let body: *const (dyn Fn(Ctx) + Sync + 'static) = unsafe {
-        std::mem::transmute::<*const (dyn Fn(Ctx) + Sync + '_), *const (dyn Fn(Ctx) + Sync + 'static)>(
-            body,
-        )
-    };
-    {
-        let mut fibers: Vec<_> = stacks
-            .drain(..n)
-            .enumerate()
-            .map(|(t, stack)| {
-                let ctx = ctx_of(state, coords[t]);
-                Coroutine::with_stack(stack, move |y: &Fiber, _: i32| {
-                    tls::FIBER.with(|c| c.set(y as *const Fiber as *const ()));
-                    // SAFETY: `body` outlives every coroutine (see above).
-                    unsafe { (*body)(ctx) }
-                })
-            })
-            .collect();
-        let mut done = vec![false; n];
-        let mut input = 0i32;
-        let mut interval = 0u32;
-        loop {
-            let mut first: Option<(usize, Arrival)> = None;
-            let mut waiting = 0usize;
-            let mut exited: Option<usize> = None;
-            let (mut count, mut all, mut any) = (0i32, true, false);
-            for t in 0..n {
-                if done[t] {
-                    exited.get_or_insert(t);
-                    continue;
-                }
-                tls::set_thread(coords[t]);
-                if let Some(block) = checked {
-                    check::set_who(Who {
-                        block,
-                        interval,
-                        thread: t as u32,
-                    });
-                }
-                match fibers[t].resume(input) {
-                    CoroutineResult::Yield(a) => {
-                        waiting += 1;
-                        count += a.pred as i32;
-                        all &= a.pred;
-                        any |= a.pred;
-                        match first {
-                            None => first = Some((t, a)),
-                            Some((t0, a0))
-                                if a0.kind != a.kind
-                                    || (checked.is_some() && a0.location != a.location) =>
-                            {
-                                diverged(
-                                    state,
-                                    checked.is_some(),
-                                    (coords[t0], a0),
-                                    (waiting - 1, n),
-                                    (coords[t], format!("waits at {}", a.describe())),
-                                )
-                            }
-                            Some(_) => {}
-                        }
-                    }
-                    CoroutineResult::Return(()) => {
-                        done[t] = true;
-                        exited.get_or_insert(t);
-                    }
-                }
-            }
-            let Some((t0, a0)) = first else { break };
-            if waiting < n {
-                let gone = exited.unwrap_or(0);
-                diverged(
-                    state,
-                    checked.is_some(),
-                    (coords[t0], a0),
-                    (waiting, n),
-                    (coords[gone], "exited without reaching it".to_string()),
-                );
-            }
-            input = match a0.kind {
-                BarrierKind::Sync => 0,
-                BarrierKind::Count => count,
-                BarrierKind::And => all as i32,
-                BarrierKind::Or => any as i32,
-            };
-            interval += 1;
-            if checked.is_some() && interval > check::MAX_INTERVAL {
-                raise(format!(
-                    "kernel `{}`, block {}: checked mode counts at most {} barriers per block",
-                    state.kernel,
-                    state.block,
-                    check::MAX_INTERVAL
-                ));
-            }
-        }
-        stacks.extend(fibers.into_iter().map(Coroutine::into_stack));
-    }
-    STACKS.with(|s| *s.borrow_mut() = stacks);
-}
-
-/// Stops the block whose threads do not all wait at one barrier: `waiting` is a thread waiting
-/// at a barrier, `count` how many of the block's threads wait there, `other` what one of the
-/// others did instead.
-#[cold]
-fn diverged(
-    state: &BlockState,
-    checked: bool,
-    waiting: (Dim3, Arrival),
-    count: (usize, usize),
-    other: (Dim3, String),
-) -> ! {
-    let finding = Finding::DivergentBarrier {
-        block: state.block,
-        barrier: waiting.1.describe(),
-        waiting: waiting.0,
-        count,
-        other,
-    };
-    if checked {
-        raise_finding(finding)
-    }
-    raise(finding.to_string())
-}
-
-/// A barrier reached by the calling kernel thread: suspends it until every thread of its block
-/// has arrived, then returns the reduction the barrier's kind asks for.
-#[inline(never)]
-pub fn barrier(kind: BarrierKind, pred: bool, location: &'static Location<'static>) -> i32 {
-    let fiber = tls::FIBER.with(|c| c.get());
-    if fiber.is_null() {
-        let block = tls::block();
-        if block.block_dim.volume() <= 1 {
-            return match kind {
-                BarrierKind::Sync => 0,
-                _ => pred as i32,
-            };
-        }
-        fault::raise_with_coordinates(format!(
-            "kernel `{}` reached {} at {location}, but runs without barrier support: the \
-             barrier is in a function the kernel calls, which the #[kernel] macro cannot see; \
-             mark the kernel #[kernel(barriers)]",
-            block.kernel,
-            kind.name()
-        ));
-    }
-    // SAFETY: FIBER points at the yielder of the coroutine running on this OS thread; it is
-    // set when the coroutine starts and restored below after every suspension.
-    let yielder = unsafe { &*(fiber as *const Fiber) };
-    let result = yielder.suspend(Arrival {
-        kind,
-        pred,
-        location,
-    });
-    tls::FIBER.with(|c| c.set(fiber));
-    result
 }

@@ -96,6 +96,19 @@ pub enum Finding {
         /// What a thread that is not there did instead.
         other: (Dim3, String),
     },
+    /// A warp collective (`shfl_sync`, `ballot_sync`, `syncwarp`, ...) that cannot complete: a
+    /// lane of its mask exited, waits elsewhere or does not exist, or the caller's mask leaves
+    /// the caller out.
+    DivergentWarp {
+        /// The block.
+        block: Dim3,
+        /// The collective, its mask and where it is.
+        collective: String,
+        /// A thread waiting there.
+        waiting: Dim3,
+        /// Why it cannot complete: the lane that does not come and what it did instead.
+        problem: String,
+    },
 }
 
 /// An index as the user wrote it: one that wrapped below zero shows as the negative number.
@@ -180,6 +193,15 @@ impl fmt::Display for Finding {
                 f,
                 "divergent barrier in block {block}: {} of {} threads wait at {barrier} (first: thread {waiting}), but thread {} {}",
                 count.0, count.1, other.0, other.1
+            ),
+            Finding::DivergentWarp {
+                block,
+                collective,
+                waiting,
+                problem,
+            } => write!(
+                f,
+                "divergent warp in block {block}: thread {waiting} waits at {collective}, but {problem}"
             ),
         }
     }

@@ -13,5 +13,7 @@
 pub mod check;
 pub mod exec;
 pub mod fault;
+pub(crate) mod fibers;
 pub mod finding;
 pub(crate) mod tls;
+pub(crate) mod warp;

@@ -1,0 +1,367 @@
+//! Warp collectives on the CPU backend: which lanes meet, and what each gets.
+//!
+//! A thread that calls a collective stops there (see [`fibers`](super::fibers)). Once every
+//! thread of the block has stopped, [`complete`] looks at each warp: a collective completes
+//! when every lane of its mask waits at the same collective with the same mask, and each of
+//! those lanes is resumed with its result. A lane of the mask that has returned, waits at a
+//! barrier or another collective, or does not exist (the warp is the block's last and partial)
+//! would hang or be undefined on a GPU, and is reported instead.
+
+use super::fault;
+use super::fibers::{self, Arrival, Meet, State};
+use super::tls;
+use crate::dim::Dim3;
+use crate::warp::WARP_SIZE;
+use std::panic::Location;
+
+/// The kinds of shuffle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShflMode {
+    /// From lane `arg % 32`.
+    Idx,
+    /// From lane `lane - arg`.
+    Up,
+    /// From lane `lane + arg`.
+    Down,
+    /// From lane `lane ^ arg`.
+    Xor,
+}
+
+/// The warp collectives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarpOp {
+    /// `shfl_sync` and its kinds.
+    Shfl(ShflMode),
+    /// `ballot_sync`.
+    Ballot,
+    /// `all_sync`.
+    All,
+    /// `any_sync`.
+    Any,
+    /// `eq_sync`.
+    Eq,
+    /// `match_any_sync`.
+    MatchAny,
+    /// `match_all_sync`.
+    MatchAll,
+    /// `syncwarp`.
+    Sync,
+}
+
+impl WarpOp {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            WarpOp::Shfl(ShflMode::Idx) => "shfl_sync",
+            WarpOp::Shfl(ShflMode::Up) => "shfl_up_sync",
+            WarpOp::Shfl(ShflMode::Down) => "shfl_down_sync",
+            WarpOp::Shfl(ShflMode::Xor) => "shfl_xor_sync",
+            WarpOp::Ballot => "ballot_sync",
+            WarpOp::All => "all_sync",
+            WarpOp::Any => "any_sync",
+            WarpOp::Eq => "eq_sync",
+            WarpOp::MatchAny => "match_any_sync",
+            WarpOp::MatchAll => "match_all_sync",
+            WarpOp::Sync => "syncwarp",
+        }
+    }
+}
+
+/// The running thread's linear index in its block and the block's thread count.
+fn linear() -> (u32, u32) {
+    let (t, d) = (tls::thread(), tls::block().block_dim);
+    (t.x + d.x * (t.y + d.y * t.z), d.volume().max(1) as u32)
+}
+
+/// The running thread's lane.
+pub(crate) fn lane_id() -> u32 {
+    linear().0 % WARP_SIZE
+}
+
+/// The lanes of `count` threads' warp `warp` that exist.
+fn existing(warp: u32, count: u32) -> u32 {
+    let lanes = count.saturating_sub(warp * WARP_SIZE).min(WARP_SIZE);
+    if lanes == WARP_SIZE {
+        u32::MAX
+    } else {
+        (1 << lanes) - 1
+    }
+}
+
+/// `activemask()`: in a coroutine, the lanes of the warp that have not returned once every
+/// thread of the block has stopped; elsewhere (threads run one after another), the lanes of the
+/// warp that exist.
+pub(crate) fn activemask() -> u32 {
+    let arrival = Arrival {
+        meet: Meet::ActiveMask,
+        value: 0,
+        mask: 0,
+        arg: 0,
+        location: Location::caller(),
+    };
+    match fibers::suspend(arrival) {
+        Some(mask) => mask as u32,
+        None => {
+            let (t, n) = linear();
+            existing(t / WARP_SIZE, n)
+        }
+    }
+}
+
+/// A collective reached by the running thread: waits for the lanes of `mask`, returns this
+/// lane's result.
+#[track_caller]
+pub(crate) fn meet(op: WarpOp, mask: u32, value: u64, arg: u32) -> u64 {
+    let arrival = Arrival {
+        meet: Meet::Warp(op),
+        value,
+        mask,
+        arg,
+        location: Location::caller(),
+    };
+    if let Some(result) = fibers::suspend(arrival) {
+        return result;
+    }
+    // Not in a coroutine: a block of one thread (or code outside a kernel), which is a warp
+    // of one lane; a bigger block means the kernel runs without barrier support.
+    let block = tls::block();
+    if block.block_dim.volume() > 1 {
+        fibers::unsupported(&arrival.describe(), block.kernel);
+    }
+    let mut threads = [State::Wait(arrival)];
+    if let Err(p) = complete(&mut threads, &[tls::thread()]) {
+        fault::raise_with_coordinates(format!("{}, but {}", arrival.describe(), p.what));
+    }
+    match threads[0] {
+        State::Run(result) => result,
+        _ => unreachable!("a completed collective resumes its lanes"),
+    }
+}
+
+/// A collective that cannot complete: thread `thread` waits at `arrival`, and `what` says why
+/// the others do not come.
+#[derive(Debug)]
+pub(crate) struct Problem {
+    pub(crate) thread: usize,
+    pub(crate) arrival: Arrival,
+    pub(crate) what: String,
+}
+
+/// Completes every collective that the block's threads (`threads`, by linear index, with their
+/// coordinates in `coords`) have all stopped at: each lane of it becomes `State::Run` with its
+/// result, as does each lane that asked `activemask()`. Threads waiting at barriers are left as
+/// they are. Returns whether any thread was resumed.
+///
+/// A collective is reported when it can never complete: its mask leaves out the caller or names
+/// a lane that does not exist or has returned, or a lane of its mask waits at a barrier (which
+/// the lanes waiting here keep closed). One whose lanes wait at another collective can complete
+/// after that one does; it is reported only when no collective of the block can complete.
+pub(crate) fn complete(threads: &mut [State], coords: &[Dim3]) -> Result<bool, Problem> {
+    let n = threads.len();
+    let size = WARP_SIZE as usize;
+    let mut resumed = false;
+    let mut stuck = None;
+    for first in (0..n).step_by(size) {
+        let warp = &mut threads[first..n.min(first + size)];
+        let present = existing(0, warp.len() as u32);
+        let live = warp
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !matches!(s, State::Done))
+            .fold(0u32, |m, (l, _)| m | 1 << l);
+        for s in warp.iter_mut() {
+            if matches!(s, State::Wait(a) if a.meet == Meet::ActiveMask) {
+                *s = State::Run(live as u64);
+                resumed = true;
+            }
+        }
+        'lanes: for lane in 0..warp.len() {
+            let State::Wait(a) = warp[lane] else {
+                continue;
+            };
+            let Meet::Warp(op) = a.meet else {
+                continue;
+            };
+            let problem = |what: String| Problem {
+                thread: first + lane,
+                arrival: a,
+                what,
+            };
+            if a.mask & 1 << lane == 0 {
+                return Err(problem(format!(
+                    "its mask {:#010x} leaves out its own lane {lane}",
+                    a.mask
+                )));
+            }
+            if a.mask & !present != 0 {
+                let missing = (a.mask & !present).trailing_zeros();
+                return Err(problem(format!(
+                    "lane {missing} of its mask does not exist: the warp has {} lanes (the \
+                     block has {n} threads)",
+                    warp.len()
+                )));
+            }
+            let mut lanes = [(0u64, 0u32); 32];
+            for (l, slot) in lanes.iter_mut().enumerate().take(warp.len()) {
+                if a.mask & 1 << l == 0 {
+                    continue;
+                }
+                let other = coords[first + l];
+                match warp[l] {
+                    State::Wait(b) if b.meet == a.meet && b.mask == a.mask => {
+                        *slot = (b.value, b.arg)
+                    }
+                    State::Wait(b) if matches!(b.meet, Meet::Warp(_)) => {
+                        let what = format!("lane {l} (thread {other}) waits at {}", b.describe());
+                        stuck.get_or_insert_with(|| problem(what));
+                        continue 'lanes;
+                    }
+                    State::Wait(b) => {
+                        return Err(problem(format!(
+                            "lane {l} (thread {other}) waits at {}",
+                            b.describe()
+                        )))
+                    }
+                    State::Done => {
+                        return Err(problem(format!(
+                            "lane {l} (thread {other}) exited without reaching it"
+                        )))
+                    }
+                    // Resumed by this call: it may come next round.
+                    State::Run(_) => continue 'lanes,
+                }
+            }
+            let results = results(op, a.mask, &lanes);
+            for (l, s) in warp.iter_mut().enumerate() {
+                if a.mask & 1 << l != 0 {
+                    *s = State::Run(results[l]);
+                }
+            }
+            resumed = true;
+        }
+    }
+    match stuck {
+        Some(p) if !resumed => Err(p),
+        _ => Ok(resumed),
+    }
+}
+
+/// Each lane's result of collective `op` over the lanes of `mask`, from each lane's value and
+/// argument (lanes outside `mask` are ignored and get 0).
+pub(crate) fn results(op: WarpOp, mask: u32, lanes: &[(u64, u32); 32]) -> [u64; 32] {
+    let mut out = [0u64; 32];
+    let members = || (0..32usize).filter(move |&l| mask & 1 << l != 0);
+    let votes = members().fold(0u32, |m, l| m | ((lanes[l].0 != 0) as u32) << l);
+    for l in members() {
+        let (value, arg) = lanes[l];
+        out[l] = match op {
+            WarpOp::Shfl(mode) => {
+                let source = match mode {
+                    ShflMode::Idx => Some(arg % WARP_SIZE),
+                    ShflMode::Up => (l as u32).checked_sub(arg),
+                    ShflMode::Down => (l as u32).checked_add(arg).filter(|&s| s < WARP_SIZE),
+                    ShflMode::Xor => Some(l as u32 ^ arg).filter(|&s| s < WARP_SIZE),
+                };
+                // A source outside the mask is undefined on the GPU: the lane keeps its own.
+                match source {
+                    Some(s) if mask & 1 << s != 0 => lanes[s as usize].0,
+                    _ => value,
+                }
+            }
+            WarpOp::Ballot => votes as u64,
+            WarpOp::All => (votes == mask) as u64,
+            WarpOp::Any => (votes != 0) as u64,
+            WarpOp::Eq => (votes == 0 || votes == mask) as u64,
+            WarpOp::MatchAny => members()
+                .filter(|&k| lanes[k].0 == value)
+                .fold(0u32, |m, k| m | 1 << k) as u64,
+            WarpOp::MatchAll => {
+                if members().all(|k| lanes[k].0 == value) {
+                    mask as u64
+                } else {
+                    0
+                }
+            }
+            WarpOp::Sync => 0,
+        };
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lanes(f: impl Fn(usize) -> (u64, u32)) -> [(u64, u32); 32] {
+        std::array::from_fn(f)
+    }
+
+    #[test]
+    fn shuffles_read_their_source_or_keep_their_own() {
+        let idx = results(
+            WarpOp::Shfl(ShflMode::Idx),
+            u32::MAX,
+            &lanes(|l| (l as u64, 35)),
+        );
+        assert!(idx.iter().all(|&r| r == 3), "src_lane wraps at 32");
+        let up = results(
+            WarpOp::Shfl(ShflMode::Up),
+            u32::MAX,
+            &lanes(|l| (l as u64, 2)),
+        );
+        assert_eq!((up[0], up[1], up[2], up[31]), (0, 1, 0, 29));
+        let down = results(
+            WarpOp::Shfl(ShflMode::Down),
+            u32::MAX,
+            &lanes(|l| (l as u64, 4)),
+        );
+        assert_eq!((down[0], down[27], down[28], down[31]), (4, 31, 28, 31));
+        let xor = results(
+            WarpOp::Shfl(ShflMode::Xor),
+            u32::MAX,
+            &lanes(|l| (l as u64, 1)),
+        );
+        assert_eq!((xor[0], xor[1], xor[30], xor[31]), (1, 0, 31, 30));
+        let far = results(
+            WarpOp::Shfl(ShflMode::Xor),
+            u32::MAX,
+            &lanes(|l| (l as u64, 32)),
+        );
+        assert_eq!(
+            far[5], 5,
+            "a source past lane 31 keeps the lane's own value"
+        );
+        // Half a warp: lane 15 reading lane 16, outside the mask, keeps its own.
+        let half = results(
+            WarpOp::Shfl(ShflMode::Down),
+            0xffff,
+            &lanes(|l| (l as u64, 1)),
+        );
+        assert_eq!((half[14], half[15], half[16]), (15, 15, 0));
+    }
+
+    #[test]
+    fn votes_and_matches_cover_the_mask_only() {
+        let mask = 0x0000_00ff;
+        let odd = lanes(|l| ((l % 2) as u64, 0));
+        assert_eq!(results(WarpOp::Ballot, mask, &odd)[0], 0xaa);
+        assert_eq!(results(WarpOp::Any, mask, &odd)[3], 1);
+        assert_eq!(results(WarpOp::All, mask, &odd)[3], 0);
+        assert_eq!(results(WarpOp::Eq, mask, &odd)[3], 0);
+        let ones = lanes(|l| ((l < 8) as u64, 0));
+        assert_eq!(results(WarpOp::All, mask, &ones)[7], 1);
+        assert_eq!(results(WarpOp::Eq, mask, &lanes(|_| (0, 0)))[7], 1);
+        let thirds = lanes(|l| ((l % 3) as u64, 0));
+        let any = results(WarpOp::MatchAny, mask, &thirds);
+        assert_eq!((any[0], any[1], any[8]), (0b0100_1001, 0b1001_0010, 0));
+        assert_eq!(results(WarpOp::MatchAll, mask, &thirds)[0], 0);
+        assert_eq!(results(WarpOp::MatchAll, mask, &ones)[0], mask as u64);
+    }
+
+    #[test]
+    fn existing_lanes_of_a_partial_warp() {
+        assert_eq!(existing(0, 48), u32::MAX);
+        assert_eq!(existing(1, 48), 0xffff);
+        assert_eq!(existing(2, 48), 0);
+        assert_eq!(existing(0, 1), 1);
+    }
+}

@@ -1,0 +1,378 @@
+//! Warp-level primitives: the lane, shuffles, votes, matches and the warp barrier, as CUDA's
+//! `__shfl_sync` family and Numba's `cuda.shfl_sync`, `cuda.ballot_sync`, ... name them.
+//!
+//! A warp is 32 threads of a block that follow one another in the block's linear order
+//! (`x` fastest, then `y`, then `z`): threads `0..32` are warp 0, `32..64` warp 1, and so on.
+//! Each collective takes a `mask` of the lanes that take part: every lane it names must call
+//! the same collective with the same mask (on the GPU, as in CUDA, anything else is undefined;
+//! the CPU backend reports it, naming the lane that did not come and what it did instead), and
+//! each calling lane must name itself.
+//!
+//! ```
+//! use kernel_runtime::prelude::*;
+//!
+//! /// Each warp's sum, by a butterfly of shuffles: every lane ends with the whole sum.
+//! #[kernel]
+//! pub fn warp_sums(x: &[f32], sums: &mut [f32]) {
+//!     let i = grid(1);
+//!     let mut v = if i < x.len() { x[i] } else { 0.0 };
+//!     let mut offset = WARP_SIZE / 2;
+//!     while offset > 0 {
+//!         v += shfl_xor_sync(u32::MAX, v, offset);
+//!         offset /= 2;
+//!     }
+//!     if lane_id() == 0 && i / 32 < sums.len() {
+//!         sums[i / 32] = v;
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), kernel_runtime::Error> {
+//! let dev = Device::cpu();
+//! let x = dev.to_device(&vec![1.0f32; 100])?;
+//! let mut sums = dev.zeros::<f32, _>(4)?;
+//! warp_sums.launch(1, 128, (&x, &mut sums))?;
+//! assert_eq!(sums.to_vec()?, vec![32.0, 32.0, 32.0, 4.0]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! On the CPU backend a kernel that calls a collective runs its threads as coroutines, which
+//! meet at each collective as they do at `sync_threads()`. A collective in a `#[device]`
+//! function needs `#[kernel(barriers)]` on the kernel, as a barrier there does. Checked mode
+//! orders memory accesses at block barriers only: two lanes that exchange data through memory
+//! with `syncwarp()` between are reported as a race, which a shuffle or `sync_threads()` avoids.
+
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::cpu::warp::{meet, ShflMode, WarpOp};
+
+/// Threads in a warp (Numba's `cuda.warpsize`).
+pub const WARP_SIZE: u32 = 32;
+
+/// The calling thread's lane in its warp, `0..32` (CUDA's `%laneid`, Numba's `cuda.laneid`).
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let lane: u32;
+        // SAFETY: reads a special register.
+        unsafe {
+            core::arch::asm!("mov.u32 {l}, %laneid;", l = out(reg32) lane, options(pure, nomem, nostack));
+        }
+        lane
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::warp::lane_id()
+}
+
+/// The lanes below the caller's: `(1 << lane_id()) - 1` (CUDA's `%lanemask_lt`, Numba's
+/// `cuda.lanemask_lt()`). `(ballot & lanemask_lt()).count_ones()` is the caller's rank among
+/// the lanes whose vote was true.
+#[inline(always)]
+pub fn lanemask_lt() -> u32 {
+    (1u32 << lane_id()) - 1
+}
+
+/// The values a warp can shuffle and match: 32- and 64-bit integers and floats. A 64-bit value
+/// moves as two 32-bit halves on the GPU.
+#[diagnostic::on_unimplemented(
+    message = "a warp cannot shuffle or match a `{Self}`",
+    label = "not a 32- or 64-bit integer or float",
+    note = "shuffles and matches take i32, u32, f32, i64, u64 or f64: convert the value first \
+            (`v as u32`), and back after"
+)]
+pub trait WarpValue: Copy + sealed::Sealed {
+    /// The value's bits, zero-extended to 64.
+    fn to_bits(self) -> u64;
+    /// The value of `bits` (its low 32 for a 32-bit type).
+    fn from_bits(bits: u64) -> Self;
+    /// Whether the value is 64 bits wide.
+    const WIDE: bool;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+macro_rules! warp_value {
+    ($($t:ty => $bits:ty, $wide:expr;)*) => {$(
+        impl sealed::Sealed for $t {}
+        impl WarpValue for $t {
+            #[inline(always)]
+            fn to_bits(self) -> u64 {
+                <$bits>::from_ne_bytes(self.to_ne_bytes()) as u64
+            }
+            #[inline(always)]
+            fn from_bits(bits: u64) -> Self {
+                <$t>::from_ne_bytes((bits as $bits).to_ne_bytes())
+            }
+            const WIDE: bool = $wide;
+        }
+    )*};
+}
+
+warp_value! {
+    i32 => u32, false;
+    u32 => u32, false;
+    f32 => u32, false;
+    i64 => u64, true;
+    u64 => u64, true;
+    f64 => u64, true;
+}
+
+/// One `shfl.sync` of 32 bits; `c` packs the clamp and segment mask as PTX defines them.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! shfl32 {
+    ($mode:literal, $c:literal, $mask:expr, $v:expr, $b:expr) => {{
+        let r: u32;
+        // SAFETY: a warp shuffle; the lanes of `mask` meeting here is the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {b}, ", $c, ", {m};"),
+                r = out(reg32) r, v = in(reg32) $v, b = in(reg32) $b, m = in(reg32) $mask,
+                options(nostack)
+            );
+        }
+        r
+    }};
+}
+
+/// A shuffle of either width, by two 32-bit ones for a 64-bit value.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! shfl {
+    ($mode:literal, $c:literal, $mask:expr, $value:expr, $b:expr) => {{
+        let (mask, b, bits) = ($mask, $b, $value.to_bits());
+        let lo = shfl32!($mode, $c, mask, bits as u32, b) as u64;
+        if T::WIDE {
+            let hi = shfl32!($mode, $c, mask, (bits >> 32) as u32, b) as u64;
+            T::from_bits(hi << 32 | lo)
+        } else {
+            T::from_bits(lo)
+        }
+    }};
+}
+
+/// `__shfl_sync(mask, value, src_lane)`: `value` as lane `src_lane % 32` passed it. A source
+/// lane outside `mask` gives an undefined value on the GPU (the CPU backend returns the
+/// caller's own).
+#[inline(always)]
+#[track_caller]
+pub fn shfl_sync<T: WarpValue>(mask: u32, value: T, src_lane: u32) -> T {
+    #[cfg(target_arch = "nvptx64")]
+    return shfl!("idx", "31", mask, value, src_lane);
+    #[cfg(not(target_arch = "nvptx64"))]
+    T::from_bits(meet(
+        WarpOp::Shfl(ShflMode::Idx),
+        mask,
+        value.to_bits(),
+        src_lane,
+    ))
+}
+
+/// `__shfl_up_sync(mask, value, delta)`: `value` as lane `lane_id() - delta` passed it; lanes
+/// below `delta` keep their own.
+#[inline(always)]
+#[track_caller]
+pub fn shfl_up_sync<T: WarpValue>(mask: u32, value: T, delta: u32) -> T {
+    #[cfg(target_arch = "nvptx64")]
+    return shfl!("up", "0", mask, value, delta);
+    #[cfg(not(target_arch = "nvptx64"))]
+    T::from_bits(meet(
+        WarpOp::Shfl(ShflMode::Up),
+        mask,
+        value.to_bits(),
+        delta,
+    ))
+}
+
+/// `__shfl_down_sync(mask, value, delta)`: `value` as lane `lane_id() + delta` passed it; lanes
+/// whose source would be past lane 31 keep their own.
+#[inline(always)]
+#[track_caller]
+pub fn shfl_down_sync<T: WarpValue>(mask: u32, value: T, delta: u32) -> T {
+    #[cfg(target_arch = "nvptx64")]
+    return shfl!("down", "31", mask, value, delta);
+    #[cfg(not(target_arch = "nvptx64"))]
+    T::from_bits(meet(
+        WarpOp::Shfl(ShflMode::Down),
+        mask,
+        value.to_bits(),
+        delta,
+    ))
+}
+
+/// `__shfl_xor_sync(mask, value, lane_mask)`: `value` as lane `lane_id() ^ lane_mask` passed
+/// it (a butterfly step); lanes whose source would be past lane 31 keep their own.
+#[inline(always)]
+#[track_caller]
+pub fn shfl_xor_sync<T: WarpValue>(mask: u32, value: T, lane_mask: u32) -> T {
+    #[cfg(target_arch = "nvptx64")]
+    return shfl!("bfly", "31", mask, value, lane_mask);
+    #[cfg(not(target_arch = "nvptx64"))]
+    T::from_bits(meet(
+        WarpOp::Shfl(ShflMode::Xor),
+        mask,
+        value.to_bits(),
+        lane_mask,
+    ))
+}
+
+/// A vote of the lanes of `mask`: `vote.sync.MODE` with the result as a `u32`.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! vote {
+    ($mode:literal, $mask:expr, $pred:expr) => {{
+        let r: u32;
+        // SAFETY: a warp vote; the lanes of `mask` meeting here is the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                concat!(
+                    "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; vote.sync.", $mode,
+                    ".pred q, p, {m}; selp.u32 {r}, 1, 0, q; }}"
+                ),
+                v = in(reg32) $pred as u32, m = in(reg32) $mask, r = out(reg32) r,
+                options(nostack)
+            );
+        }
+        r != 0
+    }};
+}
+
+/// `__ballot_sync(mask, pred)`: bit `i` is set when lane `i` of `mask` passed `true`.
+#[inline(always)]
+#[track_caller]
+pub fn ballot_sync(mask: u32, pred: bool) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a warp vote; the lanes of `mask` meeting here is the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; vote.sync.ballot.b32 {r}, p, {m}; }}",
+                v = in(reg32) pred as u32, m = in(reg32) mask, r = out(reg32) r,
+                options(nostack)
+            );
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        meet(WarpOp::Ballot, mask, pred as u64, 0) as u32
+    }
+}
+
+/// `__all_sync(mask, pred)`: whether every lane of `mask` passed `true`.
+#[inline(always)]
+#[track_caller]
+pub fn all_sync(mask: u32, pred: bool) -> bool {
+    #[cfg(target_arch = "nvptx64")]
+    return vote!("all", mask, pred);
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        meet(WarpOp::All, mask, pred as u64, 0) != 0
+    }
+}
+
+/// `__any_sync(mask, pred)`: whether some lane of `mask` passed `true`.
+#[inline(always)]
+#[track_caller]
+pub fn any_sync(mask: u32, pred: bool) -> bool {
+    #[cfg(target_arch = "nvptx64")]
+    return vote!("any", mask, pred);
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        meet(WarpOp::Any, mask, pred as u64, 0) != 0
+    }
+}
+
+/// `__uni_sync(mask, pred)` (Numba's `eq_sync`): whether every lane of `mask` passed the same
+/// `pred`.
+#[inline(always)]
+#[track_caller]
+pub fn eq_sync(mask: u32, pred: bool) -> bool {
+    #[cfg(target_arch = "nvptx64")]
+    return vote!("uni", mask, pred);
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        meet(WarpOp::Eq, mask, pred as u64, 0) != 0
+    }
+}
+
+/// A match of the lanes of `mask` on the bits of `value`: `match.MODE.sync` at its width.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! match_sync {
+    ($mode:literal, $mask:expr, $value:expr) => {{
+        let bits = $value.to_bits();
+        let r: u32;
+        // SAFETY: a warp match; the lanes of `mask` meeting here is the caller's contract.
+        unsafe {
+            if T::WIDE {
+                core::arch::asm!(
+                    concat!("match.", $mode, ".sync.b64 {r}, {v}, {m};"),
+                    r = out(reg32) r, v = in(reg64) bits, m = in(reg32) $mask,
+                    options(nostack)
+                );
+            } else {
+                core::arch::asm!(
+                    concat!("match.", $mode, ".sync.b32 {r}, {v}, {m};"),
+                    r = out(reg32) r, v = in(reg32) bits as u32, m = in(reg32) $mask,
+                    options(nostack)
+                );
+            }
+        }
+        r
+    }};
+}
+
+/// `__match_any_sync(mask, value)`: the lanes of `mask` that passed the same bits as the caller.
+#[inline(always)]
+#[track_caller]
+pub fn match_any_sync<T: WarpValue>(mask: u32, value: T) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    return match_sync!("any", mask, value);
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        meet(WarpOp::MatchAny, mask, value.to_bits(), 0) as u32
+    }
+}
+
+/// `__match_all_sync(mask, value, &pred)`: `(mask, true)` when every lane of `mask` passed the
+/// same bits, else `(0, false)` (Numba's `match_all_sync` returns the same pair).
+#[inline(always)]
+#[track_caller]
+pub fn match_all_sync<T: WarpValue>(mask: u32, value: T) -> (u32, bool) {
+    #[cfg(target_arch = "nvptx64")]
+    let r = match_sync!("all", mask, value);
+    #[cfg(not(target_arch = "nvptx64"))]
+    let r = meet(WarpOp::MatchAll, mask, value.to_bits(), 0) as u32;
+    (r, r != 0)
+}
+
+/// `__syncwarp(mask)`: waits until every lane of `mask` has reached a `syncwarp` with the same
+/// mask, and orders their memory accesses on the GPU (see the module's note on checked mode).
+#[inline(always)]
+#[track_caller]
+pub fn syncwarp(mask: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a warp barrier; the lanes of `mask` meeting here is the caller's contract.
+    unsafe {
+        core::arch::asm!("bar.warp.sync {m};", m = in(reg32) mask, options(nostack));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    meet(WarpOp::Sync, mask, 0, 0);
+}
+
+/// `__activemask()`: the lanes of the caller's warp that run with it now. On the CPU backend,
+/// the lanes of the warp that have not returned.
+#[inline(always)]
+pub fn activemask() -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: reads which lanes are active; no memory access.
+        unsafe {
+            core::arch::asm!("activemask.b32 {r};", r = out(reg32) r, options(nostack));
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::warp::activemask()
+}

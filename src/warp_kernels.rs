@@ -1,0 +1,216 @@
+//! Kernels of the test suite that use the warp primitives: shuffles of each kind and width,
+//! votes, matches, a warp-then-block scan, and warps that do not meet.
+
+use kernel_runtime::prelude::*;
+
+/// Every lane of the launch's warps, for the masks below.
+pub const FULL: u32 = u32::MAX;
+
+/// Each warp's sum of `x` (zeros past its end) by a butterfly of `shfl_xor_sync`, written by
+/// every lane; `wide` gets the same sums in `f64` by `shfl_down_sync`, written by lane 0.
+#[kernel]
+pub fn warp_sums(x: &[f32], sums: &mut [f32], wide: &mut [f64]) {
+    let i = grid(1);
+    let v = if i < x.len() { x[i] } else { 0.0 };
+    let (mut s, mut w) = (v, v as f64);
+    let mut offset = WARP_SIZE / 2;
+    while offset > 0 {
+        s += shfl_xor_sync(FULL, s, offset);
+        w += shfl_down_sync(FULL, w, offset);
+        offset /= 2;
+    }
+    if i < sums.len() {
+        sums[i] = s;
+    }
+    if lane_id() == 0 && i / 32 < wide.len() {
+        wide[i / 32] = w;
+    }
+}
+
+/// For each thread of a 2-D block (warps span rows), its lane and what each kind of shuffle
+/// brings it: `out[t] = [lane, idx, up, down, xor, wide_idx_hi, wide_idx_lo]`, where the
+/// shuffled value of lane `l` is `1000 * warp + l` (the wide one `l << 32 | warp`).
+#[kernel]
+pub fn shuffle_kinds(src: u32, delta: u32, out: &mut Array2<u32>) {
+    let (t, d) = (thread_idx(), block_dim());
+    let linear = (t.y * d.x + t.x) as usize;
+    let lane = lane_id();
+    let warp = linear as u32 / WARP_SIZE;
+    let mine = 1000 * warp + lane;
+    let wide = (lane as u64) << 32 | warp as u64;
+    let row = [
+        lane,
+        shfl_sync(FULL, mine, src),
+        shfl_up_sync(FULL, mine, delta),
+        shfl_down_sync(FULL, mine as i32, delta) as u32,
+        shfl_xor_sync(FULL, mine, delta),
+        (shfl_sync(FULL, wide, src) >> 32) as u32,
+        shfl_sync(FULL, wide as i64, src) as u32,
+    ];
+    if linear < out.dim().0 {
+        for (k, v) in row.iter().enumerate() {
+            out[[linear, k]] = *v;
+        }
+    }
+}
+
+/// Votes and matches of each warp on `x[i]`: `out[i] = [ballot(x > 0), all(x > 0), any(x > 0),
+/// eq(x > 0), match_any(x), match_all(x).0, match_all(x).1, ballot of the lanes below]`.
+#[kernel]
+pub fn warp_votes(x: &[i32], out: &mut Array2<u32>) {
+    let i = grid(1);
+    let v = if i < x.len() { x[i] } else { 0 };
+    let pos = v > 0;
+    let (all_mask, all_same) = match_all_sync(FULL, v);
+    let row = [
+        ballot_sync(FULL, pos),
+        all_sync(FULL, pos) as u32,
+        any_sync(FULL, pos) as u32,
+        eq_sync(FULL, pos) as u32,
+        match_any_sync(FULL, v as f32),
+        all_mask,
+        all_same as u32,
+        ballot_sync(FULL, pos) & lanemask_lt(),
+    ];
+    if i < out.dim().0 {
+        for (k, r) in row.iter().enumerate() {
+            out[[i, k]] = *r;
+        }
+    }
+}
+
+/// The inclusive prefix sum of `v` over the lanes of the warp, by `shfl_up_sync`.
+#[device]
+pub fn warp_scan(v: u32) -> u32 {
+    let mut v = v;
+    let mut offset = 1;
+    while offset < WARP_SIZE {
+        let below = shfl_up_sync(FULL, v, offset);
+        if lane_id() >= offset {
+            v += below;
+        }
+        offset *= 2;
+    }
+    v
+}
+
+/// An inclusive prefix sum of `data` within each block: each warp scans its lanes
+/// ([`warp_scan`]), the warps' totals meet in shared memory behind a barrier, and the first
+/// warp scans them. The scans are in a `#[device]` function, hence `barriers`.
+#[kernel(barriers)]
+pub fn block_scan(data: &mut [u32]) {
+    let mut totals = shared_array![u32; 32];
+    let i = grid(1);
+    let (lane, warp) = (lane_id(), thread_idx().x / WARP_SIZE);
+    let mut v = warp_scan(if i < data.len() { data[i] } else { 0 });
+    if lane == WARP_SIZE - 1 {
+        totals[warp as usize] = v;
+    }
+    sync_threads();
+    if warp == 0 {
+        let warps = block_dim().x.div_ceil(WARP_SIZE);
+        totals[lane as usize] = warp_scan(if lane < warps {
+            totals[lane as usize]
+        } else {
+            0
+        });
+    }
+    sync_threads();
+    if warp > 0 {
+        v += totals[warp as usize - 1];
+    }
+    if i < data.len() {
+        data[i] = v;
+    }
+}
+
+/// Lanes at or past `stay` return at once; the others write `activemask()`, their ballot, and
+/// the sum of their lanes in their half of the warp (`0..16`, `16..stay`), each with a mask of
+/// the lanes that take part. `stay` is 16, 24 or 32, so each half's lanes pair up by `xor`.
+#[kernel]
+pub fn partial_warps(stay: u32, active: &mut [u32], votes: &mut [u32], halves: &mut [u32]) {
+    let i = grid(1);
+    let lane = lane_id();
+    if lane >= stay {
+        return;
+    }
+    let seen = activemask();
+    let m = if stay >= 32 { FULL } else { (1 << stay) - 1 };
+    let half = if lane < 16 { 0x0000_ffff } else { 0xffff_0000 } & m;
+    let mut s = lane;
+    let mut offset = half.count_ones() / 2;
+    while offset > 0 {
+        s += shfl_xor_sync(half, s, offset);
+        offset /= 2;
+    }
+    syncwarp(m);
+    let vote = ballot_sync(m, true);
+    if i < active.len() {
+        active[i] = seen;
+        votes[i] = vote;
+        halves[i] = s;
+    }
+}
+
+/// A full-warp shuffle that only the lanes below `reach` call: the others return.
+#[kernel]
+pub fn shuffle_from_half(reach: u32, out: &mut [u32]) {
+    let i = grid(1);
+    if lane_id() < reach {
+        let v = shfl_down_sync(FULL, i as u32, 1);
+        if i < out.len() {
+            out[i] = v;
+        }
+    }
+}
+
+/// Lanes below 16 vote while the others wait at a barrier.
+#[kernel]
+pub fn vote_beside_barrier(out: &mut [u32]) {
+    let i = grid(1);
+    if lane_id() < 16 {
+        out[i] = ballot_sync(FULL, true);
+    } else {
+        sync_threads();
+    }
+}
+
+/// A vote whose mask leaves out the calling lane.
+#[kernel]
+pub fn vote_without_self(out: &mut [u32]) {
+    let i = grid(1);
+    out[i] = ballot_sync(1 << ((lane_id() + 1) % 32), true);
+}
+
+/// A warp's sum in a `#[device]` function: the kernel calling it needs `#[kernel(barriers)]`.
+#[device]
+pub fn warp_total(v: u32) -> u32 {
+    let mut s = v;
+    let mut offset = WARP_SIZE / 2;
+    while offset > 0 {
+        s += shfl_xor_sync(FULL, s, offset);
+        offset /= 2;
+    }
+    s
+}
+
+/// Each thread's warp total, through [`warp_total`].
+#[kernel(barriers)]
+pub fn warp_totals(out: &mut [u32]) {
+    let i = grid(1);
+    let s = warp_total(i as u32);
+    if i < out.len() {
+        out[i] = s;
+    }
+}
+
+/// The same, without `#[kernel(barriers)]`: the CPU backend cannot run it with blocks of more
+/// than one thread and says so.
+#[kernel]
+pub fn warp_totals_unmarked(out: &mut [u32]) {
+    let i = grid(1);
+    let s = warp_total(i as u32);
+    if i < out.len() {
+        out[i] = s;
+    }
+}

@@ -1,0 +1,299 @@
+//! The warp primitives on every backend: shuffles of each kind and width, votes, matches, a
+//! warp-then-block scan; and, on the CPU backends, warps whose lanes do not meet, reported with
+//! the lane that did not come.
+
+use kernel_runtime::prelude::*;
+use kernel_runtime::{DeviceKind, Error, Finding};
+use kernel_suite::reference::SplitMix64;
+use kernel_suite::warp_kernels::*;
+
+mod common;
+use common::{assert_mentions, backends};
+
+/// The CPU backends (a GPU would hang or be undefined on the kernels that misuse warps).
+fn cpu_backends() -> Vec<Device> {
+    vec![Device::cpu(), Device::cpu_checked()]
+}
+
+#[test]
+fn warp_sums_by_xor_and_down_shuffles() {
+    const { assert!(!warp_sums::SPLIT_AT_BARRIERS && !block_scan::SPLIT_AT_BARRIERS) };
+    let n = 200usize;
+    let mut rng = SplitMix64(5);
+    // Small integers, so that every order of summing gives the same floats.
+    let x: Vec<f32> = (0..n).map(|_| (rng.next_u64() % 100) as f32).collect();
+    for dev in backends() {
+        let dx = dev.to_device(&x).unwrap();
+        let mut sums = dev.zeros::<f32, _>(n).unwrap();
+        let mut wide = dev.zeros::<f64, _>(n.div_ceil(32)).unwrap();
+        warp_sums
+            .launch(n.div_ceil(96), 96, (&dx, &mut sums, &mut wide))
+            .unwrap();
+        let expect: Vec<f32> = x.chunks(32).map(|c| c.iter().sum()).collect();
+        let sums = sums.to_vec().unwrap();
+        for (i, s) in sums.iter().enumerate() {
+            assert_eq!(*s, expect[i / 32], "{:?}: sums[{i}]", dev.kind());
+        }
+        let wide = wide.to_vec().unwrap();
+        let expect: Vec<f64> = expect.iter().map(|&s| s as f64).collect();
+        assert_eq!(wide, expect, "{:?}", dev.kind());
+    }
+}
+
+#[test]
+fn shuffles_of_each_kind_follow_the_lanes_of_a_2d_block() {
+    let (src, delta) = (35u32, 3u32);
+    let mine = |t: u32| 1000 * (t / 32) + t % 32;
+    let expect: Vec<[u32; 7]> = (0..64u32)
+        .map(|t| {
+            let (lane, base) = (t % 32, t / 32 * 32);
+            [
+                lane,
+                mine(base + src % 32),
+                if lane >= delta {
+                    mine(t - delta)
+                } else {
+                    mine(t)
+                },
+                if lane + delta < 32 {
+                    mine(t + delta)
+                } else {
+                    mine(t)
+                },
+                mine(base + (lane ^ delta)),
+                src % 32,
+                t / 32,
+            ]
+        })
+        .collect();
+    for dev in backends() {
+        let mut out = dev.zeros::<u32, _>((64, 7)).unwrap();
+        shuffle_kinds
+            .launch(1, (8, 8), (src, delta, &mut out))
+            .unwrap();
+        let out = out.to_host().unwrap();
+        for (t, row) in expect.iter().enumerate() {
+            assert_eq!(
+                out.row(t).to_vec(),
+                row.to_vec(),
+                "{:?}: thread {t}",
+                dev.kind()
+            );
+        }
+    }
+}
+
+#[test]
+fn votes_and_matches_per_warp() {
+    let mut rng = SplitMix64(17);
+    // Warp 0: mixed signs and repeated values; warp 1: one positive value throughout.
+    let x: Vec<i32> = (0..64)
+        .map(|i| {
+            if i < 32 {
+                (rng.next_u64() % 5) as i32 - 2
+            } else {
+                5
+            }
+        })
+        .collect();
+    for dev in backends() {
+        let dx = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<u32, _>((64, 8)).unwrap();
+        warp_votes.launch(1, 64, (&dx, &mut out)).unwrap();
+        let out = out.to_host().unwrap();
+        for (w, lanes) in x.chunks(32).enumerate() {
+            let ballot = (0..32).fold(0u32, |m, l| m | ((lanes[l] > 0) as u32) << l);
+            let same = lanes.iter().all(|&v| v == lanes[0]);
+            for l in 0..32 {
+                let matching = (0..32)
+                    .filter(|&k| lanes[k] == lanes[l])
+                    .fold(0u32, |m, k| m | 1 << k);
+                let expect = [
+                    ballot,
+                    (ballot == u32::MAX) as u32,
+                    (ballot != 0) as u32,
+                    (ballot == 0 || ballot == u32::MAX) as u32,
+                    matching,
+                    if same { u32::MAX } else { 0 },
+                    same as u32,
+                    ballot & ((1u32 << l) - 1),
+                ];
+                let t = 32 * w + l;
+                assert_eq!(
+                    out.row(t).to_vec(),
+                    expect.to_vec(),
+                    "{:?}: thread {t}",
+                    dev.kind()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn block_scan_by_warp_shuffles_and_a_barrier() {
+    let mut rng = SplitMix64(23);
+    let data: Vec<u32> = (0..1000).map(|_| (rng.next_u64() % 100) as u32).collect();
+    for dev in backends() {
+        for threads in [32usize, 96, 256, 1024] {
+            let mut d = dev.to_device(&data).unwrap();
+            block_scan
+                .launch(data.len().div_ceil(threads), threads, &mut d)
+                .unwrap();
+            let got = d.to_vec().unwrap();
+            let expect: Vec<u32> = data
+                .chunks(threads)
+                .flat_map(|c| {
+                    c.iter().scan(0, |s, &v| {
+                        *s += v;
+                        Some(*s)
+                    })
+                })
+                .collect();
+            assert_eq!(got, expect, "{:?}: {threads} threads", dev.kind());
+        }
+    }
+}
+
+#[test]
+fn lanes_that_returned_take_no_part() {
+    for dev in backends() {
+        for stay in [16u32, 24, 32] {
+            let n = 64;
+            let mut active = dev.zeros::<u32, _>(n).unwrap();
+            let mut votes = dev.zeros::<u32, _>(n).unwrap();
+            let mut halves = dev.zeros::<u32, _>(n).unwrap();
+            partial_warps
+                .launch(1, n, (stay, &mut active, &mut votes, &mut halves))
+                .unwrap();
+            let (active, votes, halves) = (
+                active.to_vec().unwrap(),
+                votes.to_vec().unwrap(),
+                halves.to_vec().unwrap(),
+            );
+            let m = if stay == 32 {
+                u32::MAX
+            } else {
+                (1 << stay) - 1
+            };
+            for t in 0..n {
+                let lane = t as u32 % 32;
+                if lane >= stay {
+                    assert_eq!((active[t], votes[t], halves[t]), (0, 0, 0));
+                    continue;
+                }
+                let half: u32 = if lane < 16 {
+                    (0..16).sum()
+                } else {
+                    (16..stay).sum()
+                };
+                assert_eq!(
+                    (votes[t], halves[t]),
+                    (m, half),
+                    "{:?}: thread {t}",
+                    dev.kind()
+                );
+                if dev.kind() == DeviceKind::Cpu || dev.kind() == DeviceKind::CpuChecked {
+                    assert_eq!(active[t], m, "the lanes that have not returned");
+                } else {
+                    // A GPU may run the lanes apart: only the caller is sure to be active.
+                    assert!(active[t] & !m == 0 && active[t] & 1 << lane != 0);
+                }
+            }
+        }
+        // A block of one thread is a warp of one lane.
+        let [mut a, mut v, mut h] = [0; 3].map(|_| dev.zeros::<u32, _>(1).unwrap());
+        partial_warps
+            .launch(1, 1, (1, &mut a, &mut v, &mut h))
+            .unwrap();
+        let got = [&a, &v, &h].map(|x| x.to_vec().unwrap()[0]);
+        assert_eq!(got, [1, 1, 0], "{:?}", dev.kind());
+    }
+}
+
+#[test]
+fn collectives_in_device_functions_need_barrier_support() {
+    for dev in backends() {
+        let mut out = dev.zeros::<u32, _>(64).unwrap();
+        warp_totals.launch(1, 64, &mut out).unwrap();
+        let expect: Vec<u32> = (0..64u32)
+            .map(|i| (i / 32 * 32..i / 32 * 32 + 32).sum())
+            .collect();
+        assert_eq!(out.to_vec().unwrap(), expect, "{:?}", dev.kind());
+    }
+    for dev in cpu_backends() {
+        let mut out = dev.zeros::<u32, _>(64).unwrap();
+        let msg = warp_totals_unmarked
+            .launch(1, 64, &mut out)
+            .unwrap_err()
+            .to_string();
+        assert_mentions(
+            &msg,
+            &[
+                "`warp_totals_unmarked`",
+                "shfl_xor_sync",
+                "#[kernel(barriers)]",
+            ],
+        );
+    }
+}
+
+/// The finding of a launch on the checked backend, or the message of one on the fast backend.
+fn failure(dev: &Device, result: Result<(), Error>) -> String {
+    let err = result.expect_err("the warp must not meet");
+    if dev.kind() == DeviceKind::CpuChecked {
+        let Error::CheckFailed { finding, .. } = &err else {
+            panic!("expected a finding: {err}")
+        };
+        assert!(
+            matches!(**finding, Finding::DivergentWarp { .. }),
+            "{finding}"
+        );
+    }
+    err.to_string()
+}
+
+#[test]
+fn warps_that_do_not_meet_are_reported_not_hung() {
+    for dev in cpu_backends() {
+        let mut out = dev.zeros::<u32, _>(64).unwrap();
+        let msg = failure(&dev, shuffle_from_half.launch(1, 64, (16, &mut out)));
+        assert_mentions(
+            &msg,
+            &[
+                "divergent warp in block (0, 0, 0)",
+                "shfl_down_sync(0xffffffff) at",
+                "warp_kernels.rs",
+                "lane 16 (thread (16, 0, 0)) exited without reaching it",
+            ],
+        );
+        let msg = failure(&dev, vote_beside_barrier.launch(1, 32, &mut out));
+        assert_mentions(
+            &msg,
+            &["ballot_sync(0xffffffff)", "waits at sync_threads()"],
+        );
+        let msg = failure(&dev, vote_without_self.launch(1, 32, &mut out));
+        assert_mentions(&msg, &["leaves out its own lane 0"]);
+        // A full mask in the last warp of a 48-thread block names lanes that do not exist.
+        let x = dev.zeros::<f32, _>(48).unwrap();
+        let (mut sums, mut wide) = (
+            dev.zeros::<f32, _>(48).unwrap(),
+            dev.zeros::<f64, _>(2).unwrap(),
+        );
+        let msg = failure(&dev, warp_sums.launch(1, 48, (&x, &mut sums, &mut wide)));
+        assert_mentions(
+            &msg,
+            &[
+                "thread (32, 0, 0)",
+                "lane 16 of its mask does not exist",
+                "48 threads",
+            ],
+        );
+        // The device still works afterwards.
+        shuffle_from_half.launch(1, 64, (32, &mut out)).unwrap();
+        let expect: Vec<u32> = (0..64)
+            .map(|i| if i % 32 == 31 { i } else { i + 1 })
+            .collect();
+        assert_eq!(out.to_vec().unwrap(), expect);
+    }
+}
