@@ -7,9 +7,20 @@ use crate::toolchain::{Toolchain, TARGET};
 use crate::Error;
 
 /// The oldest PTX ISA the device code is written for: 6.3 (CUDA 10.0), the first with every
-/// warp instruction the device API uses (`activemask` is 6.2). LLVM takes the newer of this and
-/// the architecture's own minimum (7.8 for sm_90), so it only matters for older targets.
+/// warp instruction the device API uses (`activemask` is 6.2).
 const MIN_PTX_ISA: &str = "target-feature=+ptx63";
+
+/// The flag that raises the PTX ISA to [`MIN_PTX_ISA`] for `arch`, where LLVM's default for it
+/// is older (6.0 for sm_70, 6.1 for sm_72, older yet below): from sm_75 on, the default is
+/// already 6.3 or newer, and naming an older ISA than an architecture needs is an error.
+fn isa_flag(arch: &str) -> Option<&'static str> {
+    let digits: String = arch
+        .strip_prefix("sm_")?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    (digits.parse::<u32>().ok()? < 75).then_some(MIN_PTX_ISA)
+}
 
 /// Whether the nested cargo must not inherit the environment variable `key`: everything cargo
 /// sets for a build script or reads as build configuration, the jobserver, and wrappers.
@@ -107,9 +118,11 @@ impl DeviceBuild<'_> {
             .arg(self.target_dir)
             .args(["--color", "never", "--"])
             .args(["--emit=asm", "-C"])
-            .arg(format!("target-cpu={}", self.arch))
-            .args(["-C", MIN_PTX_ISA])
-            .args(["-C", &format!("linker={linker}")])
+            .arg(format!("target-cpu={}", self.arch));
+        if let Some(isa) = isa_flag(self.arch) {
+            cmd.args(["-C", isa]);
+        }
+        cmd.args(["-C", &format!("linker={linker}")])
             .args(["-C", &fma_flag(self.fma)]);
         if let Some(dir) = self.manifest_path.parent() {
             cmd.current_dir(dir);
@@ -118,7 +131,7 @@ impl DeviceBuild<'_> {
     }
 
     /// Runs the build. On failure, the diagnostics are returned as they came (the caller
-    /// rewrites the paths), less the note on [`MIN_PTX_ISA`] that rustc adds to every build.
+    /// rewrites the paths), less the note on [`MIN_PTX_ISA`] that rustc adds where it is asked for.
     pub(crate) fn run(&self) -> Result<Result<Built, String>, Error> {
         let mut cmd = self.command();
         let out = cmd.output().map_err(|e| Error::Spawn {
@@ -299,6 +312,17 @@ mod tests {
             let flag = format!("llvm-args=-nvptx-fma-level={level}");
             assert!(args.contains(&flag), "{args:?}");
             assert!(args.contains(&"target-cpu=sm_90".to_string()), "{args:?}");
+            assert!(!args.iter().any(|a| a.contains("ptx63")), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn the_ptx_isa_is_raised_for_older_targets_only() {
+        for arch in ["sm_70", "sm_72", "sm_61", "sm_52"] {
+            assert_eq!(isa_flag(arch), Some(MIN_PTX_ISA), "{arch}");
+        }
+        for arch in ["sm_75", "sm_80", "sm_90", "sm_90a", "sm_100f", "compute_70"] {
+            assert_eq!(isa_flag(arch), None, "{arch}");
         }
     }
 
