@@ -5,8 +5,9 @@
 //! its own. In each round every thread that can run does, until it returns or stops at a
 //! barrier, a collective or `activemask()`. Then the collectives whose lanes have all come
 //! complete ([`warp::complete`]) and their lanes run on; once no collective is left, every live
-//! thread must wait at one barrier, which opens. A barrier that part of the block never reaches, or a
-//! collective that a lane of its mask never reaches, is reported instead of hanging.
+//! thread must wait at one barrier, which opens. A barrier that part of the block never
+//! reaches, or a collective that a lane of its mask never reaches, is reported instead of
+//! hanging.
 
 use super::check::{self, Who};
 use super::fault::{self, raise, raise_finding};
@@ -256,10 +257,7 @@ fn diverged(
         count,
         other,
     };
-    if checked {
-        raise_finding(finding)
-    }
-    raise(finding.to_string())
+    stop(checked, finding)
 }
 
 /// Stops the block with a collective that cannot complete.
@@ -271,6 +269,11 @@ fn warp_diverged(state: &BlockState, checked: bool, coords: &[Dim3], p: Problem)
         waiting: coords[p.thread],
         problem: p.what,
     };
+    stop(checked, finding)
+}
+
+/// Stops the block with `finding`: a finding in checked mode, a fault's message otherwise.
+fn stop(checked: bool, finding: Finding) -> ! {
     if checked {
         raise_finding(finding)
     }
@@ -292,15 +295,25 @@ pub(crate) fn suspend(arrival: Arrival) -> Option<u64> {
     Some(result)
 }
 
-/// Stops a kernel that reached `what` (a barrier or collective) in a block of several threads
-/// without running them as coroutines.
-#[cold]
-pub(crate) fn unsupported(what: &str, kernel: &str) -> ! {
-    fault::raise_with_coordinates(format!(
-        "kernel `{kernel}` reached {what}, but runs without barrier support: the call is in a \
-         function the kernel calls, which the #[kernel] macro cannot see; mark the kernel \
-         #[kernel(barriers)]"
-    ))
+/// A barrier or collective reached by the calling kernel thread: its result, once the block's
+/// scheduler resumes the thread, or `None` for a thread alone in its block (or outside a
+/// kernel), which has no one to wait for. A block of several threads that do not run as
+/// coroutines cannot meet: the kernel is stopped with what to do.
+pub(crate) fn wait(arrival: Arrival) -> Option<u64> {
+    if let Some(result) = suspend(arrival) {
+        return Some(result);
+    }
+    let block = tls::block();
+    if block.block_dim.volume() > 1 {
+        fault::raise_with_coordinates(format!(
+            "kernel `{}` reached {}, but runs without barrier support: the call is in a \
+             function the kernel calls, which the #[kernel] macro cannot see; mark the kernel \
+             #[kernel(barriers)]",
+            block.kernel,
+            arrival.describe()
+        ))
+    }
+    None
 }
 
 /// A barrier reached by the calling kernel thread: suspends it until every thread of its block
@@ -314,15 +327,9 @@ pub fn barrier(kind: BarrierKind, pred: bool, location: &'static Location<'stati
         arg: 0,
         location,
     };
-    if let Some(result) = suspend(arrival) {
-        return result as i32;
-    }
-    let block = tls::block();
-    if block.block_dim.volume() > 1 {
-        unsupported(&arrival.describe(), block.kernel);
-    }
-    match kind {
-        BarrierKind::Sync => 0,
-        _ => pred as i32,
+    match (wait(arrival), kind) {
+        (Some(result), _) => result as i32,
+        (None, BarrierKind::Sync) => 0,
+        (None, _) => pred as i32,
     }
 }

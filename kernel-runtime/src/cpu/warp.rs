@@ -118,15 +118,10 @@ pub(crate) fn meet(op: WarpOp, mask: u32, value: u64, arg: u32) -> u64 {
         arg,
         location: Location::caller(),
     };
-    if let Some(result) = fibers::suspend(arrival) {
+    if let Some(result) = fibers::wait(arrival) {
         return result;
     }
-    // Not in a coroutine: a block of one thread (or code outside a kernel), which is a warp
-    // of one lane; a bigger block means the kernel runs without barrier support.
-    let block = tls::block();
-    if block.block_dim.volume() > 1 {
-        fibers::unsupported(&arrival.describe(), block.kernel);
-    }
+    // A thread alone in its block: a warp of one lane.
     let mut threads = [State::Wait(arrival)];
     if let Err(p) = complete(&mut threads, &[tls::thread()]) {
         fault::raise_with_coordinates(format!("{}, but {}", arrival.describe(), p.what));
@@ -210,16 +205,15 @@ pub(crate) fn complete(threads: &mut [State], coords: &[Dim3]) -> Result<bool, P
                     State::Wait(b) if b.meet == a.meet && b.mask == a.mask => {
                         *slot = (b.value, b.arg)
                     }
-                    State::Wait(b) if matches!(b.meet, Meet::Warp(_)) => {
-                        let what = format!("lane {l} (thread {other}) waits at {}", b.describe());
-                        stuck.get_or_insert_with(|| problem(what));
-                        continue 'lanes;
-                    }
                     State::Wait(b) => {
-                        return Err(problem(format!(
-                            "lane {l} (thread {other}) waits at {}",
-                            b.describe()
-                        )))
+                        let what = format!("lane {l} (thread {other}) waits at {}", b.describe());
+                        // Another collective may complete and let the lane come; a barrier
+                        // stays closed while the lanes here wait.
+                        if matches!(b.meet, Meet::Warp(_)) {
+                            stuck.get_or_insert_with(|| problem(what));
+                            continue 'lanes;
+                        }
+                        return Err(problem(what));
                     }
                     State::Done => {
                         return Err(problem(format!(
