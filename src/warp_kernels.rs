@@ -214,3 +214,54 @@ pub fn warp_totals_unmarked(out: &mut [u32]) {
         out[i] = s;
     }
 }
+
+/// Each lane passes its value to the lane beside it through shared memory, then lane 0 of each
+/// warp passes its own to the whole warp, a `syncwarp` between each write and the reads of
+/// other lanes, and between those reads and the next write: `out[i] = [the neighbour's value,
+/// lane 0's]` (values past the end of `x` are 0). Blocks of up to 256 threads, whole warps.
+#[kernel]
+pub fn exchange_through_shared(x: &[u32], out: &mut Array2<u32>) {
+    let mut s = shared_array![u32; 256];
+    let t = thread_idx().x as usize;
+    let i = grid(1);
+    let first = t - lane_id() as usize;
+    s[t] = if i < x.len() { x[i] } else { 0 };
+    syncwarp(FULL);
+    let neighbour = s[t ^ 1];
+    syncwarp(FULL);
+    if t == first {
+        s[t] += 1;
+    }
+    syncwarp(FULL);
+    let broadcast = s[first] - 1;
+    syncwarp(FULL);
+    if t == first {
+        s[t] = 0;
+    }
+    if i < out.dim().0 {
+        out[[i, 0]] = neighbour;
+        out[[i, 1]] = broadcast;
+    }
+}
+
+/// The same exchange with a shuffle where the `syncwarp` belongs: a shuffle orders no memory
+/// access, so lane 0 reading the element lane 1 wrote races with that write.
+#[kernel]
+pub fn exchange_after_shuffle(out: &mut [u32]) {
+    let mut s = shared_array![u32; 64];
+    let t = thread_idx().x as usize;
+    s[t] = t as u32;
+    let v = shfl_xor_sync(FULL, t as u32, 1);
+    out[t] = s[t ^ 1] + v;
+}
+
+/// Each half-warp passes a `syncwarp` of its own half only: lane 15 then reads the element lane
+/// 16 wrote, which no `syncwarp` of both orders.
+#[kernel]
+pub fn exchange_across_halves(out: &mut [u32]) {
+    let mut s = shared_array![u32; 32];
+    let t = thread_idx().x as usize;
+    s[t] = t as u32;
+    syncwarp(if t < 16 { 0x0000_ffff } else { 0xffff_0000 });
+    out[t] = s[(t + 1) % 32];
+}

@@ -245,7 +245,7 @@ fn data_races_name_both_threads_the_element_and_which_came_first() {
             "data race on `count[0]`",
             "thread (0, 0, 0) of block (0, 0, 0) wrote it",
             "then thread (1, 0, 0) of block (0, 0, 0) read it",
-            "no sync_threads() between",
+            "no sync_threads() (nor, for lanes of one warp, a syncwarp() of both) between",
         ],
     );
     // The fast backend gives the "right" count, hiding the race; atomics are the fix.

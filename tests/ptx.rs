@@ -45,6 +45,8 @@ fn all() -> Vec<Kernel> {
         warp_sums => false, shuffle_kinds => false, warp_votes => false, block_scan => false,
         partial_warps => false, shuffle_from_half => false, vote_beside_barrier => false,
         vote_without_self => false, warp_totals => false, warp_totals_unmarked => false,
+        exchange_through_shared => false, exchange_after_shuffle => false,
+        exchange_across_halves => false,
     ]
 }
 

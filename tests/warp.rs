@@ -297,3 +297,54 @@ fn warps_that_do_not_meet_are_reported_not_hung() {
         assert_eq!(out.to_vec().unwrap(), expect);
     }
 }
+
+#[test]
+fn syncwarp_orders_lanes_that_pass_data_through_shared_memory() {
+    let n = 200usize;
+    let x: Vec<u32> = (0..n as u32).map(|i| 7 * i + 3).collect();
+    let at = |i: usize| if i < n { x[i] } else { 0 };
+    for dev in backends() {
+        let dx = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<u32, _>((n, 2)).unwrap();
+        exchange_through_shared
+            .launch(n.div_ceil(64), 64, (&dx, &mut out))
+            .unwrap();
+        let out = out.to_host().unwrap();
+        for i in 0..n {
+            let got = (out[[i, 0]], out[[i, 1]]);
+            assert_eq!(got, (at(i ^ 1), at(i / 32 * 32)), "{:?}: {i}", dev.kind());
+        }
+    }
+}
+
+#[test]
+fn checked_mode_finds_lanes_that_no_syncwarp_orders() {
+    let dev = Device::cpu_checked();
+    let mut out = dev.zeros::<u32, _>(64).unwrap();
+    for (result, writer, reader) in [
+        // A shuffle orders no memory access.
+        (exchange_after_shuffle.launch(1, 64, &mut out), 1, 0),
+        // A syncwarp orders the lanes of its mask only.
+        (exchange_across_halves.launch(1, 32, &mut out), 16, 15),
+    ] {
+        let err = result.expect_err("the lanes race");
+        let Error::CheckFailed { finding, .. } = &err else {
+            panic!("expected a finding: {err}")
+        };
+        let Finding::DataRace {
+            index,
+            first,
+            second,
+            ..
+        } = &**finding
+        else {
+            panic!("expected a data race: {finding}")
+        };
+        assert_eq!(
+            (index[0], first.thread.x, second.thread.x),
+            (writer as usize, writer, reader),
+            "{finding}"
+        );
+        assert_mentions(&err.to_string(), &["a syncwarp() of both"]);
+    }
+}

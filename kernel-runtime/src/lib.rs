@@ -31,8 +31,9 @@
 //! Launching a kernel is safe for the host program, but kernels run as many threads at once, so
 //! a kernel must keep these promises (as in CUDA C++ and Numba):
 //! - no two threads write the same element, and no thread reads an element another thread
-//!   writes, between two barriers (block-level) or within one launch (grid-level), unless every
-//!   such access is an atomic operation;
+//!   writes, between two barriers (block-level; for two lanes of one warp, a `syncwarp` of both
+//!   is one too) or within one launch (grid-level), unless every such access is an atomic
+//!   operation;
 //! - every thread of a block reaches each `sync_threads()` (the CPU backend reports a barrier
 //!   that only part of a block reaches as an error);
 //! - every lane that a warp collective's mask names (`shfl_sync`, `ballot_sync`, ...) reaches it

@@ -38,9 +38,13 @@
 //!
 //! On the CPU backend a kernel that calls a collective runs its threads as coroutines, which
 //! meet at each collective as they do at `sync_threads()`. A collective in a `#[device]`
-//! function needs `#[kernel(barriers)]` on the kernel, as a barrier there does. Checked mode
-//! orders memory accesses at block barriers only: two lanes that exchange data through memory
-//! with `syncwarp()` between are reported as a race, which a shuffle or `sync_threads()` avoids.
+//! function needs `#[kernel(barriers)]` on the kernel, as a barrier there does.
+//!
+//! Lanes that pass data through memory need a `syncwarp(mask)` naming both between the write
+//! and the read (or a `sync_threads()`): of the collectives, only `syncwarp` orders memory
+//! accesses, as PTX defines them. Checked mode follows the same rule, and reports a read of
+//! another lane's write with only a shuffle or a vote between, or a `syncwarp` of one's own
+//! half-warp, as a data race.
 
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::cpu::warp::{meet, ShflMode, WarpOp};
@@ -347,7 +351,8 @@ pub fn match_all_sync<T: WarpValue>(mask: u32, value: T) -> (u32, bool) {
 }
 
 /// `__syncwarp(mask)`: waits until every lane of `mask` has reached a `syncwarp` with the same
-/// mask, and orders their memory accesses on the GPU (see the module's note on checked mode).
+/// mask, and orders what each of them wrote or read before it with what each does after it
+/// (the only collective that orders memory accesses; see the module's note).
 #[inline(always)]
 #[track_caller]
 pub fn syncwarp(mask: u32) {

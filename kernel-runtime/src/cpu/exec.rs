@@ -174,6 +174,7 @@ where
                             block,
                             interval: 0,
                             thread: t as u32,
+                            epoch: 0,
                         });
                         tls::set_thread(thread);
                         body(ctx_of(&state, thread));

@@ -9,6 +9,7 @@
 //! reaches, or a collective that a lane of its mask never reaches, is reported instead of
 //! hanging.
 
+use super::check::clock::{self, WarpClock};
 use super::check::{self, Who};
 use super::fault::{self, raise, raise_finding};
 use super::finding::Finding;
@@ -16,6 +17,7 @@ use super::tls::{self, BlockState};
 use super::warp::{self, Problem, WarpOp};
 use crate::ctx::Ctx;
 use crate::dim::Dim3;
+use crate::warp::WARP_SIZE;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::RefCell;
@@ -154,6 +156,13 @@ pub(crate) fn run_fibers(
             .collect();
         let mut threads = vec![State::Run(0); n];
         let mut interval = 0u32;
+        // In checked mode, each thread's warp clock: the order `syncwarp` gives its accesses.
+        let mut clocks: Vec<WarpClock> = match checked {
+            Some(_) => (0..n)
+                .map(|t| clock::start(t % WARP_SIZE as usize))
+                .collect(),
+            None => Vec::new(),
+        };
         loop {
             for t in 0..n {
                 let State::Run(input) = threads[t] else {
@@ -165,15 +174,19 @@ pub(crate) fn run_fibers(
                         block,
                         interval,
                         thread: t as u32,
+                        epoch: clocks[t][t % WARP_SIZE as usize],
                     });
+                    // The clocks change only between rounds, while no thread runs.
+                    clock::set_current(&clocks[t]);
                 }
                 threads[t] = match fibers[t].resume(input) {
                     CoroutineResult::Yield(a) => State::Wait(a),
                     CoroutineResult::Return(()) => State::Done,
                 };
             }
+            clock::set_current(std::ptr::null());
             // Collectives first: their lanes may have barriers still to reach.
-            match warp::complete(&mut threads, coords) {
+            match warp::complete(&mut threads, coords, &mut clocks) {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(p) => warp_diverged(state, checked.is_some(), coords, p),

@@ -62,7 +62,8 @@ pub enum Finding {
     },
     /// Two threads touched one element, at least one of them writing, with nothing ordering
     /// them: they are in different blocks, or in one block with no barrier between the two
-    /// accesses; atomics race only with plain accesses.
+    /// accesses (nor a `syncwarp()` of both, for lanes of one warp); atomics race only with
+    /// plain accesses.
     DataRace {
         /// The array.
         array: &'static str,
@@ -164,7 +165,7 @@ impl fmt::Display for Finding {
                     "threads of different blocks are not ordered within a launch: use atomics, or split the work into two launches".to_string()
                 } else {
                     format!(
-                        "both are in block {} with no sync_threads() between the two accesses",
+                        "both are in block {} with no sync_threads() (nor, for lanes of one warp, a syncwarp() of both) between the two accesses",
                         first.block
                     )
                 };

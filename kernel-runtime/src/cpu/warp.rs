@@ -7,6 +7,7 @@
 //! barrier or another collective, or does not exist (the warp is the block's last and partial)
 //! would hang or be undefined on a GPU, and is reported instead.
 
+use super::check::clock::{self, WarpClock};
 use super::fault;
 use super::fibers::{self, Arrival, Meet, State};
 use super::tls;
@@ -123,7 +124,7 @@ pub(crate) fn meet(op: WarpOp, mask: u32, value: u64, arg: u32) -> u64 {
     }
     // A thread alone in its block: a warp of one lane.
     let mut threads = [State::Wait(arrival)];
-    if let Err(p) = complete(&mut threads, &[tls::thread()]) {
+    if let Err(p) = complete(&mut threads, &[tls::thread()], &mut []) {
         fault::raise_with_coordinates(format!("{}, but {}", arrival.describe(), p.what));
     }
     match threads[0] {
@@ -143,14 +144,19 @@ pub(crate) struct Problem {
 
 /// Completes every collective that the block's threads (`threads`, by linear index, with their
 /// coordinates in `coords`) have all stopped at: each lane of it becomes `State::Run` with its
-/// result, as does each lane that asked `activemask()`. Threads waiting at barriers are left as
-/// they are. Returns whether any thread was resumed.
+/// result, as does each lane that asked `activemask()`, and a `syncwarp` joins the warp clocks
+/// of its lanes (`clocks`, by linear index, in checked mode; else empty). Threads waiting at
+/// barriers are left as they are. Returns whether any thread was resumed.
 ///
 /// A collective is reported when it can never complete: its mask leaves out the caller or names
 /// a lane that does not exist or has returned, or a lane of its mask waits at a barrier (which
 /// the lanes waiting here keep closed). One whose lanes wait at another collective can complete
 /// after that one does; it is reported only when no collective of the block can complete.
-pub(crate) fn complete(threads: &mut [State], coords: &[Dim3]) -> Result<bool, Problem> {
+pub(crate) fn complete(
+    threads: &mut [State],
+    coords: &[Dim3],
+    clocks: &mut [WarpClock],
+) -> Result<bool, Problem> {
     let n = threads.len();
     let size = WARP_SIZE as usize;
     let mut resumed = false;
@@ -229,6 +235,9 @@ pub(crate) fn complete(threads: &mut [State], coords: &[Dim3]) -> Result<bool, P
                 if a.mask & 1 << l != 0 {
                     *s = State::Run(results[l]);
                 }
+            }
+            if op == WarpOp::Sync && !clocks.is_empty() {
+                clock::join(&mut clocks[first..first + warp.len()], a.mask);
             }
             resumed = true;
         }

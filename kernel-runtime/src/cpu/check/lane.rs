@@ -6,11 +6,12 @@
 //! launch compares the lanes of different workers when it ends (see
 //! [`launch`](super::launch)).
 
-use super::Who;
+use super::{clock, Who};
 use crate::cpu::finding::Access;
 use crate::dim::Dim3;
 use crate::fault::AccessKind;
-use std::cell::Cell;
+use crate::warp::WARP_SIZE;
+use std::cell::{Cell, RefCell};
 use std::panic::Location;
 
 /// The most barriers one block may pass in a checked launch.
@@ -105,6 +106,100 @@ impl Rec {
     pub(crate) fn writes_race(self, other: Rec) -> bool {
         !(self.has(ATOMIC) && other.has(ATOMIC))
     }
+    /// The record's warp in its block.
+    fn warp(self) -> u32 {
+        self.thread() / WARP_SIZE
+    }
+}
+
+/// Whether the access of `rec` at epoch `epoch` is ordered before an access of `me` (of the
+/// same block and interval) by `syncwarp`: both lanes of one warp whose block keeps warp
+/// clocks, and a `syncwarp` of `rec`'s lane after that access has reached `me`.
+fn synced(rec: Rec, epoch: u32, me: Who) -> bool {
+    me.epoch != 0
+        && epoch != 0
+        && rec.warp() == me.thread / WARP_SIZE
+        && clock::seen(rec.thread() % WARP_SIZE) >= epoch
+}
+
+/// The index of `slot`'s `side` in a lane's table of groups.
+fn group_key(slot: usize, side: Side) -> usize {
+    slot * 2 + (side == Side::Read) as usize
+}
+
+/// Which record of an element: the last write or the read summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    Write,
+    Read,
+}
+
+/// The accesses of several threads of one block and interval that a record with `MANY_THREADS`
+/// stands for, where the block keeps warp clocks: per lane of one warp, the epoch (0: none)
+/// and line of its latest access, and one access of another warp.
+#[derive(Clone, Debug)]
+struct Group {
+    /// Its record's [`group_key`].
+    key: usize,
+    block: u32,
+    interval: u32,
+    warp: u32,
+    epochs: [u32; WARP_SIZE as usize],
+    lines: [u32; WARP_SIZE as usize],
+    other: Option<(Rec, u32)>,
+}
+
+impl Group {
+    /// An empty group of the accesses of `rec`'s block and interval, kept per lane of its warp,
+    /// for the record of key `key`.
+    fn of(key: usize, rec: Rec) -> Group {
+        Group {
+            key,
+            block: rec.block(),
+            interval: rec.interval(),
+            warp: rec.warp(),
+            epochs: [0; WARP_SIZE as usize],
+            lines: [0; WARP_SIZE as usize],
+            other: None,
+        }
+    }
+
+    /// Adds the access of `rec` at `epoch` on line `line`.
+    fn add(&mut self, rec: Rec, epoch: u32, line: u32) {
+        if rec.warp() == self.warp {
+            let lane = (rec.thread() % WARP_SIZE) as usize;
+            self.epochs[lane] = epoch;
+            self.lines[lane] = line;
+        } else if self.other.is_none() {
+            self.other = Some((rec, line));
+        }
+    }
+
+    /// The record of lane `lane`'s access.
+    fn rec(&self, lane: usize) -> Rec {
+        Rec::of(Who {
+            block: self.block,
+            interval: self.interval,
+            thread: self.warp * WARP_SIZE + lane as u32,
+            epoch: 0,
+        })
+    }
+
+    /// An access of the group not ordered before one of `me` (of its block and interval), with
+    /// its line: another warp's, or one of a lane of `me`'s warp that has not reached `me`.
+    fn unordered(&self, me: Who) -> Option<(Rec, u32)> {
+        let lanes = || (0..WARP_SIZE as usize).filter(|&l| self.epochs[l] != 0);
+        if self.warp != me.thread / WARP_SIZE {
+            return lanes().next().map(|l| (self.rec(l), self.lines[l]));
+        }
+        if let Some(other) = self.other {
+            return Some(other);
+        }
+        let own = (me.thread % WARP_SIZE) as usize;
+        lanes()
+            .find(|&l| l != own && clock::seen(l as u32) < self.epochs[l])
+            .map(|l| (self.rec(l), self.lines[l]))
+    }
 }
 
 /// Where a lane's array lives: a writable array of the launch, or the block's shared memory
@@ -164,6 +259,14 @@ pub(crate) struct Lane {
     write_at: Vec<Cell<u32>>,
     read_at: Vec<Cell<u32>>,
     witnesses: Vec<Witness>,
+    /// Where the block keeps warp clocks: the epoch of the access of each record.
+    write_epochs: Vec<Cell<u32>>,
+    read_epochs: Vec<Cell<u32>>,
+    /// Where the block keeps warp clocks: the groups of records with `MANY_THREADS` (cleared
+    /// with each block of shared memory, each launch of a global array), and per record (by
+    /// [`group_key`]) one more than the index of its group there, or 0.
+    groups: RefCell<Vec<Group>>,
+    group_of: Vec<Cell<u32>>,
     /// Per page of a global lane, the number of the first block of the last launch that touched
     /// it.
     pages: Vec<Cell<u32>>,
@@ -211,7 +314,12 @@ fn encode(at: &'static Location<'static>) -> u32 {
 }
 
 fn location(p: &Cell<u32>) -> Option<&'static Location<'static>> {
-    match p.get() {
+    line_location(p.get())
+}
+
+/// The line an [`encode`]d distance stands for.
+fn line_location(d: u32) -> Option<&'static Location<'static>> {
+    match d {
         0 => None,
         d => {
             let addr = (&ANCHOR as *const u8 as isize).wrapping_add(d as i32 as isize);
@@ -239,6 +347,10 @@ impl Lane {
             write_at: Vec::new(),
             read_at: Vec::new(),
             witnesses: Vec::new(),
+            write_epochs: Vec::new(),
+            read_epochs: Vec::new(),
+            groups: RefCell::new(Vec::new()),
+            group_of: Vec::new(),
             pages: Vec::new(),
             any_reads: Cell::new(false),
             first: 0,
@@ -255,16 +367,35 @@ impl Lane {
             self.write_at = zeroed(len);
             self.read_at = zeroed(len);
             self.witnesses = zeroed(len);
+            self.write_epochs = zeroed(len);
+            self.read_epochs = zeroed(len);
+            self.group_of = zeroed(2 * len);
             if self.scope == Scope::Global {
                 self.pages = zeroed(len.div_ceil(1 << PAGE_BITS));
             }
         }
     }
 
-    /// Clears the records of the first `len` elements.
+    /// Clears the records of the first `len` elements, and every group.
     fn clear(&mut self, len: usize) {
         self.writes[..len].iter().for_each(|w| w.set(0));
         self.reads[..len].iter().for_each(|r| r.set(0));
+        self.clear_groups();
+    }
+
+    /// Drops the groups: they stand for records of an earlier block or launch (an index left
+    /// in `group_of` names no group, or one of another record, which [`Lane::group`] tells).
+    fn clear_groups(&mut self) {
+        self.groups.get_mut().clear();
+    }
+
+    /// The group of the record of key `key`, if it has one.
+    fn group(&self, key: usize) -> Option<std::cell::Ref<'_, Group>> {
+        let index = (self.group_of[key].get() as usize).checked_sub(1)?;
+        std::cell::Ref::filter_map(self.groups.borrow(), |g| {
+            g.get(index).filter(|g| g.key == key)
+        })
+        .ok()
     }
 
     /// Readies a lane of `len` elements of a writable array for the launch whose blocks are
@@ -280,6 +411,7 @@ impl Lane {
             self.pages.iter().for_each(|p| p.set(0));
             self.cleared_at = start;
         }
+        self.clear_groups();
         self.any_reads.set(false);
         self.first = first;
         self.blocks = blocks;
@@ -310,7 +442,7 @@ impl Lane {
     /// inline this, and call [`Lane::access`] for every other access.
     #[inline(always)]
     pub(crate) fn plain_write(&self, slot: usize, me: Who, at: &'static Location<'static>) -> bool {
-        if self.scope != Scope::Global || self.any_reads.get() {
+        if self.scope != Scope::Global || self.any_reads.get() || me.epoch != 0 {
             return false;
         }
         if slot >= self.writes.len() {
@@ -369,15 +501,14 @@ impl Lane {
     /// A plain read: check the last write, then merge it into the read summary.
     #[inline]
     fn read(&self, slot: usize, me: Who, at: &'static Location<'static>) -> Result<(), Conflict> {
-        let last = Rec(self.writes[slot].get());
-        if self.present(last, me) && last.any_unordered_with(me) {
-            return Err(Conflict::Race(Earlier {
-                rec: last,
-                kind: last.write_kind(),
-                at: location(&self.write_at[slot]),
-            }));
+        if let Some(earlier) = self.unordered_write(slot, me) {
+            return Err(Conflict::Race(earlier));
         }
         self.any_reads.set(true);
+        if me.epoch != 0 {
+            self.join_read(slot, me, at);
+            return Ok(());
+        }
         let r = &self.reads[slot];
         let old = Rec(r.get());
         let new = self.merge_read(old, me);
@@ -401,18 +532,24 @@ impl Lane {
         let atomic = kind == AccessKind::Atomic;
         let w = &self.writes[slot];
         let last = Rec(w.get());
-        let present = self.present(last, me);
-        if present && !(atomic && last.has(ATOMIC)) && last.any_unordered_with(me) {
-            return Err(Conflict::Race(Earlier {
-                rec: last,
-                kind: last.write_kind(),
-                at: location(&self.write_at[slot]),
-            }));
+        let both_atomic = atomic && last.has(ATOMIC) && self.present(last, me);
+        if !both_atomic {
+            if let Some(earlier) = self.unordered_write(slot, me) {
+                return Err(Conflict::Race(earlier));
+            }
         }
         if self.any_reads.get() {
             self.check_reads(slot, me)?;
         }
-        let both_atomic = present && atomic && last.has(ATOMIC);
+        let same_interval = last.block() == me.block && last.interval() == me.interval;
+        if me.epoch != 0 && both_atomic && same_interval {
+            let epoch = self.write_epochs[slot].get();
+            if last.has(MANY_THREADS) || (last.thread() != me.thread && !synced(last, epoch, me)) {
+                self.add_to_group(slot, Side::Write, last, me, at);
+                w.set(last.with(MANY_THREADS, true).0);
+                return Ok(());
+            }
+        }
         let new = Rec::of(me)
             .with(ATOMIC, atomic)
             .with(
@@ -421,42 +558,166 @@ impl Lane {
             )
             .with(
                 MANY_THREADS,
-                both_atomic
-                    && last.block() == me.block
-                    && last.interval() == me.interval
+                me.epoch == 0
+                    && both_atomic
+                    && same_interval
                     && (last.has(MANY_THREADS) || last.thread() != me.thread),
             );
         w.set(new.0);
         self.write_at[slot].set(encode(at));
+        if me.epoch != 0 {
+            self.write_epochs[slot].set(me.epoch);
+        }
         Ok(())
+    }
+
+    /// The earlier write of `slot` that is not ordered before an access of `me`, if any.
+    #[inline]
+    fn unordered_write(&self, slot: usize, me: Who) -> Option<Earlier> {
+        let last = Rec(self.writes[slot].get());
+        if !self.present(last, me) {
+            return None;
+        }
+        let (rec, line) = if me.epoch == 0 {
+            if !last.any_unordered_with(me) {
+                return None;
+            }
+            (last, self.write_at[slot].get())
+        } else {
+            self.unordered(slot, Side::Write, last, me)?
+        };
+        Some(Earlier {
+            rec,
+            kind: last.write_kind(),
+            at: line_location(line),
+        })
     }
 
     /// Whether a read this lane holds of `slot` is not ordered with a write by `me`.
     fn check_reads(&self, slot: usize, me: Who) -> Result<(), Conflict> {
         let reads = Rec(self.reads[slot].get());
-        if !(self.present(reads, me) && reads.any_unordered_with(me)) {
+        if !self.present(reads, me) {
+            return Ok(());
+        }
+        let race = |(rec, line)| {
+            Err(Conflict::Race(Earlier {
+                rec,
+                kind: AccessKind::Read,
+                at: line_location(line),
+            }))
+        };
+        if me.epoch != 0 {
+            return self
+                .unordered(slot, Side::Read, reads, me)
+                .map_or(Ok(()), race);
+        }
+        if !reads.any_unordered_with(me) {
             return Ok(());
         }
         // Name a reader that is not ordered with this write.
         let witness = &self.witnesses[slot];
-        let (rec, at) = if reads.unordered_with(me) {
-            (reads, location(&self.read_at[slot]))
+        race(if reads.unordered_with(me) {
+            (reads, self.read_at[slot].get())
         } else if reads.has(MANY_BLOCKS) && reads.block() == me.block {
-            (
-                Rec(witness.other_block.get()),
-                location(&witness.other_block_at),
-            )
+            (Rec(witness.other_block.get()), witness.other_block_at.get())
         } else {
             (
                 Rec(witness.other_thread.get()),
-                location(&witness.other_thread_at),
+                witness.other_thread_at.get(),
             )
+        })
+    }
+
+    /// Where the block keeps warp clocks: an access that the record `rec` of `slot`'s `side`
+    /// stands for and that is not ordered before an access of `me`, with its line.
+    fn unordered(&self, slot: usize, side: Side, rec: Rec, me: Who) -> Option<(Rec, u32)> {
+        let line = match side {
+            Side::Write => self.write_at[slot].get(),
+            Side::Read => self.read_at[slot].get(),
         };
-        Err(Conflict::Race(Earlier {
-            rec,
-            kind: AccessKind::Read,
-            at,
-        }))
+        if rec.block() != me.block {
+            return Some((rec, line));
+        }
+        if rec.has(MANY_BLOCKS) {
+            // Another block's access too: a read summary keeps one as its witness.
+            let witness = &self.witnesses[slot];
+            return Some(match side {
+                Side::Read => (Rec(witness.other_block.get()), witness.other_block_at.get()),
+                Side::Write => (rec, line),
+            });
+        }
+        if rec.interval() != me.interval {
+            return None;
+        }
+        if rec.has(MANY_THREADS) {
+            return match self.group(group_key(slot, side)).as_deref() {
+                Some(g) if g.block == rec.block() && g.interval == rec.interval() => {
+                    g.unordered(me)
+                }
+                // Not reached: a flagged record of a block with warp clocks has its group.
+                _ => Some((rec, line)),
+            };
+        }
+        let epoch = match side {
+            Side::Write => self.write_epochs[slot].get(),
+            Side::Read => self.read_epochs[slot].get(),
+        };
+        (rec.thread() != me.thread && !synced(rec, epoch, me)).then_some((rec, line))
+    }
+
+    /// Merges a read of `me` into the read summary of `slot` where the block keeps warp clocks:
+    /// the summary names one read when it is the only one of its interval or every other one
+    /// of the interval is ordered before it; else the reads are kept in a group.
+    fn join_read(&self, slot: usize, me: Who, at: &'static Location<'static>) {
+        let (r, line, epoch) = (
+            &self.reads[slot],
+            &self.read_at[slot],
+            &self.read_epochs[slot],
+        );
+        let old = Rec(r.get());
+        let mine = Rec::of(me);
+        let new = if !self.present(old, me) {
+            mine
+        } else if old.block() != me.block {
+            let witness = &self.witnesses[slot];
+            witness.other_block.set(old.0);
+            witness.other_block_at.set(line.get());
+            mine.with(MANY_BLOCKS, true)
+        } else if old.interval() != me.interval
+            || (!old.has(MANY_THREADS)
+                && (old.thread() == me.thread || synced(old, epoch.get(), me)))
+        {
+            mine.with(MANY_BLOCKS, old.has(MANY_BLOCKS))
+        } else {
+            self.add_to_group(slot, Side::Read, old, me, at);
+            r.set(old.with(MANY_THREADS, true).0);
+            return;
+        };
+        r.set(new.0);
+        line.set(encode(at));
+        epoch.set(me.epoch);
+    }
+
+    /// Adds an access of `me` to the group of `slot`'s `side`, whose record `old` stands for
+    /// accesses of `me`'s block and interval; starts the group with `old`'s access unless
+    /// `old` has `MANY_THREADS` already.
+    fn add_to_group(&self, slot: usize, side: Side, old: Rec, me: Who, at: &'static Location) {
+        let (epoch, line) = match side {
+            Side::Write => (&self.write_epochs[slot], &self.write_at[slot]),
+            Side::Read => (&self.read_epochs[slot], &self.read_at[slot]),
+        };
+        let key = group_key(slot, side);
+        let current = old.has(MANY_THREADS) && self.group(key).is_some();
+        let mut groups = self.groups.borrow_mut();
+        if !current {
+            let mut group = Group::of(key, old);
+            group.add(old, epoch.get(), line.get());
+            groups.push(group);
+            self.group_of[key].set(groups.len() as u32);
+        }
+        let index = self.group_of[key].get() as usize - 1;
+        let group = &mut groups[index];
+        group.add(Rec::of(me), me.epoch, encode(at));
     }
 
     /// Whether `rec` records an access of this launch (of this block, for shared memory).
@@ -552,6 +813,7 @@ mod tests {
             block,
             interval,
             thread,
+            epoch: 0,
         }
     }
 
@@ -685,6 +947,129 @@ mod tests {
             run(&lane, t(2, 0, 0), Atomic),
             Err(Conflict::Uninitialized)
         ));
+    }
+
+    /// A warp of a block with warp clocks, which the tests pass `syncwarp`s to.
+    struct Warp(Vec<clock::WarpClock>);
+
+    impl Warp {
+        fn new() -> Warp {
+            Warp((0..32).map(clock::start).collect())
+        }
+        /// Thread `thread` of block 1 in interval `interval`, its clock made the running one.
+        fn who(&self, interval: u32, thread: u32) -> Who {
+            let clock = &self.0[thread as usize % 32];
+            clock::set_current(clock);
+            Who {
+                epoch: clock[thread as usize % 32],
+                ..t(1, interval, thread)
+            }
+        }
+        fn sync(&mut self, mask: u32) {
+            clock::join(&mut self.0, mask);
+        }
+    }
+
+    /// The thread an access raced with.
+    fn raced(r: Result<(), Conflict>) -> u32 {
+        match r {
+            Err(Conflict::Race(e)) => e.rec.thread(),
+            other => panic!("expected a race: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn syncwarp_orders_the_lanes_of_its_mask() {
+        let fresh = |shared: bool| {
+            if shared {
+                let mut lane = Lane::shared();
+                lane.reset_shared(1, 1);
+                lane
+            } else {
+                global(8)
+            }
+        };
+        for shared in [false, true] {
+            let lane = fresh(shared);
+            let mut w = Warp::new();
+            run(&lane, w.who(0, 0), Write).unwrap();
+            assert_eq!(raced(run(&lane, w.who(0, 1), Read)), 0, "no syncwarp yet");
+            let lane = fresh(shared);
+            run(&lane, w.who(0, 0), Write).unwrap();
+            w.sync(u32::MAX);
+            // Lanes 1 and 2 read after the syncwarp, then lane 0 writes with none between.
+            run(&lane, w.who(0, 1), Read).unwrap();
+            run(&lane, w.who(0, 2), Read).unwrap();
+            assert_eq!(raced(run(&lane, w.who(0, 0), Write)), 1);
+        }
+    }
+
+    #[test]
+    fn syncwarp_orders_every_reader_before_a_later_write() {
+        let lane = global(8);
+        let mut w = Warp::new();
+        run(&lane, w.who(0, 0), Write).unwrap();
+        let all_read = |w: &mut Warp| {
+            w.sync(u32::MAX);
+            for reader in 1..32 {
+                run(&lane, w.who(0, reader), Read).unwrap();
+            }
+        };
+        all_read(&mut w);
+        w.sync(u32::MAX);
+        run(&lane, w.who(0, 0), Write).unwrap();
+        // Once more, with lane 7 reading after the second syncwarp: the third write races
+        // with it alone.
+        all_read(&mut w);
+        w.sync(!(1 << 7));
+        run(&lane, w.who(0, 7), Read).unwrap();
+        assert_eq!(raced(run(&lane, w.who(0, 0), Write)), 7);
+        // A barrier orders them all.
+        run(&lane, w.who(1, 0), Write).unwrap();
+    }
+
+    #[test]
+    fn a_half_warp_syncwarp_orders_its_half_only() {
+        let lane = global(8);
+        let mut w = Warp::new();
+        run(&lane, w.who(0, 15), Write).unwrap();
+        w.sync(0x0000_ffff);
+        w.sync(0xffff_0000);
+        run(&lane, w.who(0, 3), Read).unwrap();
+        assert_eq!(raced(run(&lane, w.who(0, 16), Read)), 15);
+    }
+
+    #[test]
+    fn a_reader_of_another_warp_is_never_ordered_by_syncwarp() {
+        let lane = global(8);
+        let mut w = Warp::new();
+        run(&lane, w.who(0, 0), Read).unwrap();
+        run(&lane, w.who(0, 40), Read).unwrap();
+        w.sync(u32::MAX);
+        assert_eq!(raced(run(&lane, w.who(0, 1), Write)), 40);
+        let lane = global(8);
+        run(&lane, w.who(0, 0), Read).unwrap();
+        run(&lane, w.who(0, 1), Read).unwrap();
+        assert_eq!(raced(run(&lane, w.who(0, 33), Atomic)), 0);
+    }
+
+    #[test]
+    fn atomics_of_a_warp_then_syncwarp_order_a_plain_read() {
+        let lane = global(8);
+        let mut w = Warp::new();
+        for l in 0..4 {
+            run(&lane, w.who(0, l), Atomic).unwrap();
+        }
+        assert_eq!(raced(run(&lane, w.who(0, 0), Read)), 1);
+        let lane = global(8);
+        for l in 0..4 {
+            run(&lane, w.who(0, l), Atomic).unwrap();
+        }
+        w.sync(0b1111);
+        run(&lane, w.who(0, 0), Read).unwrap();
+        w.sync(0b1111);
+        run(&lane, w.who(0, 3), Atomic).unwrap();
+        assert_eq!(raced(run(&lane, w.who(0, 2), Read)), 3);
     }
 
     #[test]

@@ -367,6 +367,7 @@ mod tests {
                             block: shadows.first() + block,
                             interval: 0,
                             thread,
+                            epoch: 0,
                         });
                         let trace = Trace::global(0);
                         assert!(!record(&trace, element, kind), "one worker's blocks race");

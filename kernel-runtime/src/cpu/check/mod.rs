@@ -6,16 +6,23 @@
 //! passed both as `&` and `&mut`, so no thread of the launch writes them.
 //!
 //! Two accesses to one element by different threads race unless one is ordered before the
-//! other, or both are atomics. Within a launch, the only order is a block's barriers: accesses
-//! of different blocks never are ordered, accesses of one block are ordered when a barrier lies
-//! between them. A thread's record is its block, the block's barrier interval (how many
-//! barriers the block has passed) and its thread (linear index in the block). Each element
-//! keeps its last write and a summary of its reads, in one word each:
+//! other, or both are atomics. Within a launch, accesses of different blocks never are
+//! ordered; accesses of one block are ordered when a barrier lies between them, or when they
+//! are lanes of one warp with a `syncwarp` of both between them (see the `clock` module). A
+//! thread's record is its block, the block's barrier interval (how many barriers the block has
+//! passed) and its thread (linear index in the block), and where the block keeps warp clocks,
+//! its epoch beside it. Each element keeps its last write and a summary of its reads, in one
+//! word each:
 //!
 //! - the last write, with flags for atomic writes by several threads of one interval or by
 //!   several blocks (each such pair is not a race, but a later plain access races with them);
 //! - the latest read, with flags for reads by several threads of its interval and by several
 //!   blocks, and a witness of each kept beside the word for the report.
+//!
+//! Where the block keeps warp clocks, each word has the epoch of its access beside it, and the
+//! accesses of several threads of one interval that a word's flag stands for are kept in a
+//! group: the epoch of each lane of one warp, and one access of another warp (`syncwarp` may
+//! order some lanes of a warp before a later access and not others, which one word cannot say).
 //!
 //! A launch stops at its first race, so the records only ever describe race-free histories:
 //! this is what lets one word stand for all earlier accesses.
@@ -29,6 +36,7 @@
 //! that runs on across launches, so a record of an earlier launch has a block number outside
 //! the current launch's range (a lane is cleared once in 2³² blocks, before numbers repeat).
 
+pub(crate) mod clock;
 mod lane;
 mod launch;
 
@@ -51,10 +59,15 @@ pub(crate) struct Who {
     pub(crate) interval: u32,
     /// The thread's linear index in its block.
     pub(crate) thread: u32,
+    /// The thread's epoch on its warp clock (see [`clock`]); 0 where its block keeps no warp
+    /// clocks (its threads run one after another, or alone).
+    pub(crate) epoch: u32,
 }
 
 thread_local! {
-    static WHO: StdCell<Who> = const { StdCell::new(Who { block: 0, interval: 0, thread: 0 }) };
+    static WHO: StdCell<Who> = const {
+        StdCell::new(Who { block: 0, interval: 0, thread: 0, epoch: 0 })
+    };
 }
 
 /// Makes `who` the running checked thread of this OS thread.
