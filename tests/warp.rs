@@ -289,6 +289,15 @@ fn warps_that_do_not_meet_are_reported_not_hung() {
                 "48 threads",
             ],
         );
+        // So does a full mask in a block of one thread.
+        let msg = failure(&dev, warp_sums.launch(3, 1, (&x, &mut sums, &mut wide)));
+        assert_mentions(
+            &msg,
+            &[
+                "divergent warp in block (0, 0, 0): thread (0, 0, 0) waits at shfl_xor_sync",
+                "lane 1 of its mask does not exist: the warp has 1 lane (the block has 1 thread)",
+            ],
+        );
         // The device still works afterwards.
         shuffle_from_half.launch(1, 64, (32, &mut out)).unwrap();
         let expect: Vec<u32> = (0..64)

@@ -275,7 +275,7 @@ fn diverged(
 
 /// Stops the block with a collective that cannot complete.
 #[cold]
-fn warp_diverged(state: &BlockState, checked: bool, coords: &[Dim3], p: Problem) -> ! {
+pub(crate) fn warp_diverged(state: &BlockState, checked: bool, coords: &[Dim3], p: Problem) -> ! {
     let finding = Finding::DivergentWarp {
         block: state.block,
         collective: p.arrival.describe(),

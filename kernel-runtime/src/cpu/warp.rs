@@ -8,7 +8,6 @@
 //! would hang or be undefined on a GPU, and is reported instead.
 
 use super::check::clock::{self, WarpClock};
-use super::fault;
 use super::fibers::{self, Arrival, Meet, State};
 use super::tls;
 use crate::dim::Dim3;
@@ -124,8 +123,12 @@ pub(crate) fn meet(op: WarpOp, mask: u32, value: u64, arg: u32) -> u64 {
     }
     // A thread alone in its block: a warp of one lane.
     let mut threads = [State::Wait(arrival)];
-    if let Err(p) = complete(&mut threads, &[tls::thread()], &mut []) {
-        fault::raise_with_coordinates(format!("{}, but {}", arrival.describe(), p.what));
+    let coords = [tls::thread()];
+    if let Err(p) = complete(&mut threads, &coords, &mut []) {
+        let state = tls::block();
+        // Checked mode gives the block's shared memory a shadow.
+        let checked = !state.shared_shadow.is_null();
+        fibers::warp_diverged(&state, checked, &coords, p);
     }
     match threads[0] {
         State::Run(result) => result,
@@ -195,10 +198,15 @@ pub(crate) fn complete(
             }
             if a.mask & !present != 0 {
                 let missing = (a.mask & !present).trailing_zeros();
+                let count = |k: usize, what: &str| match k {
+                    1 => format!("1 {what}"),
+                    k => format!("{k} {what}s"),
+                };
                 return Err(problem(format!(
-                    "lane {missing} of its mask does not exist: the warp has {} lanes (the \
-                     block has {n} threads)",
-                    warp.len()
+                    "lane {missing} of its mask does not exist: the warp has {} (the block has \
+                     {})",
+                    count(warp.len(), "lane"),
+                    count(n, "thread")
                 )));
             }
             let mut lanes = [(0u64, 0u32); 32];
