@@ -3,7 +3,9 @@
 //! Each group times one reference kernel launched on `Device::cpu()` (arrays already on the
 //! device, launch only) and, beside it, what a Rust programmer would write with rayon for the
 //! same computation. The ratio of the two is the price of writing the kernel once for the GPU
-//! and running it on the CPU.
+//! and running it on the CPU. Two more groups price what the backend does beside: `checked`,
+//! checked mode against the fast backend, and `warp`, warp shuffles (each a stop of every
+//! thread's coroutine) against split barriers.
 //!
 //! ```sh
 //! cargo bench --bench cpu_backend            # or: -- --quick, -- smooth
@@ -26,6 +28,8 @@ const MATMUL_N: usize = 512;
 const SORT_N: usize = 1 << 22;
 /// The image side of checked mode's cost: the debugger's price on the stencil.
 const CHECKED_SMOOTH_N: usize = 1024;
+/// The values summed per warp in the price of warp collectives.
+const WARP_N: usize = 1 << 20;
 
 // ---------------------------------------------------------------------------------------------
 // The rayon baselines.
@@ -339,8 +343,83 @@ fn bench_checked(c: &mut Criterion) {
     g.finish();
 }
 
+// ---------------------------------------------------------------------------------------------
+// The price of warp collectives: each stops every thread as a coroutine.
+
+/// Every lane gets its warp's sum of `x`, by a butterfly of five `shfl_xor_sync`s.
+#[kernel]
+fn warp_sum_shuffles(x: &[f32], sums: &mut [f32]) {
+    let i = grid(1);
+    let mut s = x[i];
+    let mut offset = WARP_SIZE / 2;
+    while offset > 0 {
+        s += shfl_xor_sync(u32::MAX, s, offset);
+        offset /= 2;
+    }
+    sums[i] = s;
+}
+
+/// The same sums through shared memory, by a tree of five steps with barriers, which the
+/// `#[kernel]` macro splits into thread loops.
+#[kernel]
+fn warp_sum_shared(x: &[f32], sums: &mut [f32]) {
+    let mut s = shared_array![f32; 256];
+    let (i, t) = (grid(1), thread_idx().x as usize);
+    s[t] = x[i];
+    sync_threads();
+    let mut offset = 16;
+    while offset > 0 {
+        let v = if t % 32 < offset { s[t + offset] } else { 0.0 };
+        sync_threads();
+        s[t] += v;
+        sync_threads();
+        offset /= 2;
+    }
+    sums[i] = s[t - t % 32];
+}
+
+fn bench_warp(c: &mut Criterion) {
+    const { assert!(warp_sum_shared::SPLIT_AT_BARRIERS && !warp_sum_shuffles::SPLIT_AT_BARRIERS) };
+    let dev = Device::cpu();
+    // Small integers: every order of summing gives the same floats.
+    let x: Vec<f32> = (0..WARP_N).map(|i| (i % 7) as f32).collect();
+    let dx = dev.to_device(&x).unwrap();
+    let mut sums = dev.zeros::<f32, _>(WARP_N).unwrap();
+    let mut g = c.benchmark_group("warp");
+    g.throughput(Throughput::Elements(WARP_N as u64));
+    g.sampling_mode(SamplingMode::Flat).sample_size(10);
+    let blocks = WARP_N / 256;
+    warp_sum_shuffles
+        .launch(blocks, 256, (&dx, &mut sums))
+        .unwrap();
+    let by_shuffles = sums.to_vec().unwrap();
+    warp_sum_shared
+        .launch(blocks, 256, (&dx, &mut sums))
+        .unwrap();
+    assert!(
+        by_shuffles == sums.to_vec().unwrap(),
+        "warp: the two sums disagree"
+    );
+    g.bench_function("shuffles", |b| {
+        b.iter(|| {
+            warp_sum_shuffles
+                .launch(blocks, 256, (&dx, &mut sums))
+                .unwrap()
+        })
+    });
+    g.bench_function("shared", |b| {
+        b.iter(|| {
+            warp_sum_shared
+                .launch(blocks, 256, (&dx, &mut sums))
+                .unwrap()
+        })
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
+    bench_warp,
     bench_checked,
     bench_add,
     bench_smooth,
