@@ -69,9 +69,11 @@ impl Rec {
     fn any_unordered_with(self, me: Who) -> bool {
         self.has(MANY_BLOCKS)
             || self.unordered_with(me)
-            || (self.has(MANY_THREADS)
-                && self.block() == me.block
-                && self.interval() == me.interval)
+            || (self.has(MANY_THREADS) && self.of_interval(me))
+    }
+    /// Whether the record's access is of `me`'s block and barrier interval.
+    fn of_interval(self, me: Who) -> bool {
+        self.block() == me.block && self.interval() == me.interval
     }
     /// The kind of the write this record stands for.
     pub(crate) fn write_kind(self) -> AccessKind {
@@ -541,15 +543,12 @@ impl Lane {
         if self.any_reads.get() {
             self.check_reads(slot, me)?;
         }
-        let same_interval = last.block() == me.block && last.interval() == me.interval;
-        if me.epoch != 0 && both_atomic && same_interval {
-            let epoch = self.write_epochs[slot].get();
-            if last.has(MANY_THREADS) || (last.thread() != me.thread && !synced(last, epoch, me)) {
-                self.add_to_group(slot, Side::Write, last, me, at);
-                w.set(last.with(MANY_THREADS, true).0);
-                return Ok(());
-            }
+        if me.epoch != 0 && both_atomic && self.joins_group(slot, Side::Write, last, me) {
+            self.add_to_group(slot, Side::Write, last, me, at);
+            w.set(last.with(MANY_THREADS, true).0);
+            return Ok(());
         }
+        let same_interval = last.of_interval(me);
         let new = Rec::of(me)
             .with(ATOMIC, atomic)
             .with(
@@ -631,10 +630,8 @@ impl Lane {
     /// Where the block keeps warp clocks: an access that the record `rec` of `slot`'s `side`
     /// stands for and that is not ordered before an access of `me`, with its line.
     fn unordered(&self, slot: usize, side: Side, rec: Rec, me: Who) -> Option<(Rec, u32)> {
-        let line = match side {
-            Side::Write => self.write_at[slot].get(),
-            Side::Read => self.read_at[slot].get(),
-        };
+        let (epoch, line) = self.epoch_and_line(slot, side);
+        let line = line.get();
         if rec.block() != me.block {
             return Some((rec, line));
         }
@@ -658,54 +655,57 @@ impl Lane {
                 _ => Some((rec, line)),
             };
         }
-        let epoch = match side {
-            Side::Write => self.write_epochs[slot].get(),
-            Side::Read => self.read_epochs[slot].get(),
-        };
-        (rec.thread() != me.thread && !synced(rec, epoch, me)).then_some((rec, line))
+        (rec.thread() != me.thread && !synced(rec, epoch.get(), me)).then_some((rec, line))
+    }
+
+    /// The cells of `slot`'s `side` that hold its record's epoch and line.
+    fn epoch_and_line(&self, slot: usize, side: Side) -> (&Cell<u32>, &Cell<u32>) {
+        match side {
+            Side::Write => (&self.write_epochs[slot], &self.write_at[slot]),
+            Side::Read => (&self.read_epochs[slot], &self.read_at[slot]),
+        }
+    }
+
+    /// Where the block keeps warp clocks: whether an access of `me` joins the group of `slot`'s
+    /// `side` rather than replacing its record `old`: `old` stands for accesses of `me`'s block
+    /// and interval, by several threads or by another thread that no `syncwarp` has ordered
+    /// before `me`.
+    fn joins_group(&self, slot: usize, side: Side, old: Rec, me: Who) -> bool {
+        let (epoch, _) = self.epoch_and_line(slot, side);
+        self.present(old, me)
+            && old.of_interval(me)
+            && (old.has(MANY_THREADS)
+                || (old.thread() != me.thread && !synced(old, epoch.get(), me)))
     }
 
     /// Merges a read of `me` into the read summary of `slot` where the block keeps warp clocks:
     /// the summary names one read when it is the only one of its interval or every other one
     /// of the interval is ordered before it; else the reads are kept in a group.
     fn join_read(&self, slot: usize, me: Who, at: &'static Location<'static>) {
-        let (r, line, epoch) = (
-            &self.reads[slot],
-            &self.read_at[slot],
-            &self.read_epochs[slot],
-        );
+        let r = &self.reads[slot];
         let old = Rec(r.get());
-        let mine = Rec::of(me);
-        let new = if !self.present(old, me) {
-            mine
-        } else if old.block() != me.block {
-            let witness = &self.witnesses[slot];
-            witness.other_block.set(old.0);
-            witness.other_block_at.set(line.get());
-            mine.with(MANY_BLOCKS, true)
-        } else if old.interval() != me.interval
-            || (!old.has(MANY_THREADS)
-                && (old.thread() == me.thread || synced(old, epoch.get(), me)))
-        {
-            mine.with(MANY_BLOCKS, old.has(MANY_BLOCKS))
-        } else {
+        if self.joins_group(slot, Side::Read, old, me) {
             self.add_to_group(slot, Side::Read, old, me, at);
             r.set(old.with(MANY_THREADS, true).0);
             return;
+        }
+        // Of this interval, `old` is ordered before this read, which stands for it from now on;
+        // of another, `merge_read` says what the summary becomes (never `MANY_THREADS`).
+        let new = if self.present(old, me) && old.of_interval(me) {
+            Rec::of(me).with(MANY_BLOCKS, old.has(MANY_BLOCKS))
+        } else {
+            self.merge_read(old, me)
         };
         r.set(new.0);
-        line.set(encode(at));
-        epoch.set(me.epoch);
+        self.note_read(slot, old, new, me, at);
+        self.read_epochs[slot].set(me.epoch);
     }
 
     /// Adds an access of `me` to the group of `slot`'s `side`, whose record `old` stands for
     /// accesses of `me`'s block and interval; starts the group with `old`'s access unless
     /// `old` has `MANY_THREADS` already.
     fn add_to_group(&self, slot: usize, side: Side, old: Rec, me: Who, at: &'static Location) {
-        let (epoch, line) = match side {
-            Side::Write => (&self.write_epochs[slot], &self.write_at[slot]),
-            Side::Read => (&self.read_epochs[slot], &self.read_at[slot]),
-        };
+        let (epoch, line) = self.epoch_and_line(slot, side);
         let key = group_key(slot, side);
         let current = old.has(MANY_THREADS) && self.group(key).is_some();
         let mut groups = self.groups.borrow_mut();
