@@ -220,6 +220,15 @@ fn kernel_entry(kernels: &[Kernel], name: &str) -> &'static str {
     entry_body(k.ptx.unwrap(), name)
 }
 
+/// Asserts that the PTX of kernel `name` among `kernels` has each of `instructions`.
+#[track_caller]
+fn assert_instructions(kernels: &[Kernel], name: &str, instructions: &[&str]) {
+    let body = kernel_entry(kernels, name);
+    for instr in instructions {
+        assert!(body.contains(instr), "{name} has no `{instr}`");
+    }
+}
+
 /// Entry `name` in `ptx`, from its `.entry` line up to the next entry or function.
 fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
     let start = ptx
@@ -236,15 +245,16 @@ fn device_math_takes_the_gpus_instructions() {
     let ptx = |name: &str| kernel_entry(&kernels, name);
     // sqrt, fused multiply-add, floor and ceil are one instruction each, and sin and cos are
     // inlined multiply-adds, as in CUDA C++ (not libm's software versions).
-    let chain = ptx("math_chain");
-    for instr in [
-        "sqrt.rn.f64",
-        "fma.rn.f64",
-        "cvt.rmi.f64.f64",
-        "cvt.rpi.f64.f64",
-    ] {
-        assert!(chain.contains(instr), "math_chain has no `{instr}`");
-    }
+    assert_instructions(
+        &kernels,
+        "math_chain",
+        &[
+            "sqrt.rn.f64",
+            "fma.rn.f64",
+            "cvt.rmi.f64.f64",
+            "cvt.rpi.f64.f64",
+        ],
+    );
     let integrate = ptx("integrate2d_shared");
     let fmas = integrate.matches("fma.rn.f64").count();
     assert!(
@@ -319,19 +329,22 @@ fn atomics_name_their_state_space() {
     }
     // The quicksort's buckets counted in shared memory, claimed in global memory.
     for name in ["qs_count", "qs_scatter"] {
-        let body = kernel_entry(&kernels, name);
-        for op in ["atom.shared.add.u32", "atom.global.add.u32"] {
-            assert!(body.contains(op), "{name} has no `{op}`");
-        }
+        assert_instructions(
+            &kernels,
+            name,
+            &["atom.shared.add.u32", "atom.global.add.u32"],
+        );
     }
-    let floats = kernel_entry(&kernels, "atomics");
-    for op in ["atom.global.add.f32", "atom.global.add.f64"] {
-        assert!(floats.contains(op), "atomics has no `{op}`");
-    }
-    let shared = kernel_entry(&kernels, "shared_float_sums");
-    for op in ["atom.shared.add.f32", "atom.shared.add.f64"] {
-        assert!(shared.contains(op), "shared_float_sums has no `{op}`");
-    }
+    assert_instructions(
+        &kernels,
+        "atomics",
+        &["atom.global.add.f32", "atom.global.add.f64"],
+    );
+    assert_instructions(
+        &kernels,
+        "shared_float_sums",
+        &["atom.shared.add.f32", "atom.shared.add.f64"],
+    );
 }
 
 #[test]
@@ -424,22 +437,24 @@ fn warp_primitives_are_single_instructions() {
         !kinds.contains(".local"),
         "shuffle_kinds spills to local memory"
     );
-    let votes = ptx("warp_votes");
-    for instr in [
-        "vote.sync.ballot.b32",
-        "vote.sync.all.pred",
-        "vote.sync.any.pred",
-        "vote.sync.uni.pred",
-        "match.any.sync.b32",
-        "match.all.sync.b32",
-        "%laneid",
-    ] {
-        assert!(votes.contains(instr), "warp_votes has no `{instr}`");
-    }
-    let partial = ptx("partial_warps");
-    for instr in ["activemask.b32", "bar.warp.sync"] {
-        assert!(partial.contains(instr), "partial_warps has no `{instr}`");
-    }
+    assert_instructions(
+        &kernels,
+        "warp_votes",
+        &[
+            "vote.sync.ballot.b32",
+            "vote.sync.all.pred",
+            "vote.sync.any.pred",
+            "vote.sync.uni.pred",
+            "match.any.sync.b32",
+            "match.all.sync.b32",
+            "%laneid",
+        ],
+    );
+    assert_instructions(
+        &kernels,
+        "partial_warps",
+        &["activemask.b32", "bar.warp.sync"],
+    );
     // The shuffles of a `#[device]` function are inlined into its kernel.
     assert!(ptx("warp_totals").contains("shfl.sync.bfly.b32"));
 }
