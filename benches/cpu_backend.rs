@@ -344,11 +344,25 @@ fn bench_checked(c: &mut Criterion) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The price of warp collectives: each stops every thread as a coroutine.
+// The price of warp collectives: split into thread loops with an exchange per collective, or
+// as coroutines that each collective stops.
 
 /// Every lane gets its warp's sum of `x`, by a butterfly of five `shfl_xor_sync`s.
 #[kernel]
 fn warp_sum_shuffles(x: &[f32], sums: &mut [f32]) {
+    let i = grid(1);
+    let mut s = x[i];
+    let mut offset = WARP_SIZE / 2;
+    while offset > 0 {
+        s += shfl_xor_sync(u32::MAX, s, offset);
+        offset /= 2;
+    }
+    sums[i] = s;
+}
+
+/// The same, as coroutines (`barriers` keeps the macro from splitting it).
+#[kernel(barriers)]
+fn warp_sum_coroutines(x: &[f32], sums: &mut [f32]) {
     let i = grid(1);
     let mut s = x[i];
     let mut offset = WARP_SIZE / 2;
@@ -379,7 +393,10 @@ fn warp_sum_shared(x: &[f32], sums: &mut [f32]) {
 }
 
 fn bench_warp(c: &mut Criterion) {
-    const { assert!(warp_sum_shared::SPLIT_AT_BARRIERS && !warp_sum_shuffles::SPLIT_AT_BARRIERS) };
+    const {
+        assert!(warp_sum_shared::SPLIT_AT_BARRIERS && warp_sum_shuffles::SPLIT_AT_BARRIERS);
+        assert!(!warp_sum_coroutines::SPLIT_AT_BARRIERS);
+    };
     let dev = Device::cpu();
     // Small integers: every order of summing gives the same floats.
     let x: Vec<f32> = (0..WARP_N).map(|i| (i % 7) as f32).collect();
@@ -393,16 +410,30 @@ fn bench_warp(c: &mut Criterion) {
         .launch(blocks, 256, (&dx, &mut sums))
         .unwrap();
     let by_shuffles = sums.to_vec().unwrap();
+    warp_sum_coroutines
+        .launch(blocks, 256, (&dx, &mut sums))
+        .unwrap();
+    assert!(
+        by_shuffles == sums.to_vec().unwrap(),
+        "warp: coroutines disagree"
+    );
     warp_sum_shared
         .launch(blocks, 256, (&dx, &mut sums))
         .unwrap();
     assert!(
         by_shuffles == sums.to_vec().unwrap(),
-        "warp: the two sums disagree"
+        "warp: shared memory disagrees"
     );
     g.bench_function("shuffles", |b| {
         b.iter(|| {
             warp_sum_shuffles
+                .launch(blocks, 256, (&dx, &mut sums))
+                .unwrap()
+        })
+    });
+    g.bench_function("coroutines", |b| {
+        b.iter(|| {
+            warp_sum_coroutines
                 .launch(blocks, 256, (&dx, &mut sums))
                 .unwrap()
         })

@@ -265,3 +265,95 @@ pub fn exchange_across_halves(out: &mut [u32]) {
     syncwarp(if t < 16 { 0x0000_ffff } else { 0xffff_0000 });
     out[t] = s[(t + 1) % 32];
 }
+
+/// The lanes of a warp whose round count (`lane % 8`, see [`uneven_rounds`]) exceeds `round`.
+#[device]
+pub fn lanes_past(round: u32) -> u32 {
+    let mut m = 0u32;
+    for l in 0..WARP_SIZE {
+        if l % 8 > round {
+            m |= 1 << l;
+        }
+    }
+    m
+}
+
+/// Lane `l` runs `l % 8` rounds of a loop, so lanes leave it at different rounds; each round,
+/// the lowest lane still in the loop passes its value to the others, by a shuffle whose mask
+/// names the lanes still in. `out[i]` is the sum a lane gathered (values past `x` are 0).
+#[kernel]
+pub fn uneven_rounds(x: &[u32], out: &mut [u32]) {
+    let i = grid(1);
+    let mine = if i < x.len() { x[i] } else { 0 };
+    let mut sum = 0;
+    let mut round = 0;
+    while round < lane_id() % 8 {
+        let m = lanes_past(round);
+        sum += shfl_sync(m, mine, m.trailing_zeros());
+        round += 1;
+    }
+    if i < out.len() {
+        out[i] = sum;
+    }
+}
+
+/// Each block's sum of `x`: each warp sums its lanes by shuffles, lane 0 of each warp puts the
+/// warp's sum in shared memory, and after a barrier every warp sums those by shuffles again;
+/// thread 0 writes the block's total. Blocks of whole warps, up to 1024 threads.
+#[kernel]
+pub fn block_sums(x: &[u32], sums: &mut [u32]) {
+    let mut totals = shared_array![u32; 32];
+    let i = grid(1);
+    let (lane, warp) = (lane_id(), thread_idx().x / WARP_SIZE);
+    let mut v = if i < x.len() { x[i] } else { 0 };
+    let mut offset = WARP_SIZE / 2;
+    while offset > 0 {
+        v += shfl_xor_sync(FULL, v, offset);
+        offset /= 2;
+    }
+    if lane == 0 {
+        totals[warp as usize] = v;
+    }
+    sync_threads();
+    let warps = block_dim().x.div_ceil(WARP_SIZE);
+    let mut t = if lane < warps {
+        totals[lane as usize]
+    } else {
+        0
+    };
+    for k in 0..5 {
+        t += shfl_xor_sync(FULL, t, 1 << k);
+    }
+    if thread_idx().x == 0 {
+        sums[block_idx().x as usize] = t;
+    }
+}
+
+/// Lane `gone` of each warp returns before a full-warp vote.
+#[kernel]
+pub fn vote_after_return(gone: u32, out: &mut [u32]) {
+    let i = grid(1);
+    if lane_id() == gone {
+        return;
+    }
+    let b = ballot_sync(FULL, true);
+    if i < out.len() {
+        out[i] = b;
+    }
+}
+
+/// Even lanes leave the loop after one round, odd ones after two, yet the second round's
+/// shuffle names the whole warp.
+#[kernel]
+pub fn early_leavers(out: &mut [u32]) {
+    let i = grid(1);
+    let mut v = i as u32;
+    let mut round = 0;
+    while round < lane_id() % 2 + 1 {
+        v += shfl_xor_sync(FULL, v, 1);
+        round += 1;
+    }
+    if i < out.len() {
+        out[i] = v;
+    }
+}

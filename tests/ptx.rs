@@ -46,7 +46,8 @@ fn all() -> Vec<Kernel> {
         partial_warps => false, shuffle_from_half => false, vote_beside_barrier => false,
         vote_without_self => false, warp_totals => false, warp_totals_unmarked => false,
         exchange_through_shared => false, exchange_after_shuffle => false,
-        exchange_across_halves => false,
+        exchange_across_halves => false, uneven_rounds => false, block_sums => false,
+        vote_after_return => false, early_leavers => false,
     ]
 }
 

@@ -17,7 +17,7 @@ fn cpu_backends() -> Vec<Device> {
 
 #[test]
 fn warp_sums_by_xor_and_down_shuffles() {
-    const { assert!(!warp_sums::SPLIT_AT_BARRIERS && !block_scan::SPLIT_AT_BARRIERS) };
+    const { assert!(warp_sums::SPLIT_AT_BARRIERS && !block_scan::SPLIT_AT_BARRIERS) };
     let n = 200usize;
     let mut rng = SplitMix64(5);
     // Small integers, so that every order of summing gives the same floats.
@@ -305,6 +305,86 @@ fn warps_that_do_not_meet_are_reported_not_hung() {
             .collect();
         assert_eq!(out.to_vec().unwrap(), expect);
     }
+}
+
+#[test]
+fn lanes_leave_a_loop_of_collectives_at_different_rounds() {
+    const { assert!(uneven_rounds::SPLIT_AT_BARRIERS) };
+    let n = 200usize;
+    let x: Vec<u32> = (0..n as u32).map(|i| 3 * i + 1).collect();
+    let at = |i: usize| if i < n { x[i] } else { 0 };
+    for dev in backends() {
+        let dx = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<u32, _>(n).unwrap();
+        uneven_rounds
+            .launch(n.div_ceil(64), 64, (&dx, &mut out))
+            .unwrap();
+        let got = out.to_vec().unwrap();
+        for (i, &g) in got.iter().enumerate() {
+            // Round `r` brings the value of lane `r + 1`, the lowest still in the loop.
+            let base = i / 32 * 32;
+            let expect: u32 = (0..i % 32 % 8).map(|r| at(base + r + 1)).sum();
+            assert_eq!(g, expect, "{:?}: out[{i}]", dev.kind());
+        }
+    }
+}
+
+#[test]
+fn block_sums_by_shuffles_on_both_sides_of_a_barrier() {
+    const { assert!(block_sums::SPLIT_AT_BARRIERS) };
+    let mut rng = SplitMix64(41);
+    let x: Vec<u32> = (0..5000).map(|_| (rng.next_u64() % 1000) as u32).collect();
+    for dev in backends() {
+        let dx = dev.to_device(&x).unwrap();
+        for threads in [32usize, 96, 1024] {
+            let blocks = x.len().div_ceil(threads);
+            let mut sums = dev.zeros::<u32, _>(blocks).unwrap();
+            block_sums
+                .launch(blocks, threads, (&dx, &mut sums))
+                .unwrap();
+            let expect: Vec<u32> = x.chunks(threads).map(|c| c.iter().sum()).collect();
+            assert_eq!(
+                sums.to_vec().unwrap(),
+                expect,
+                "{:?}: {threads}",
+                dev.kind()
+            );
+        }
+    }
+}
+
+#[test]
+fn split_collectives_report_lanes_that_do_not_come() {
+    for dev in cpu_backends() {
+        let mut out = dev.zeros::<u32, _>(64).unwrap();
+        // The same report from the split kernel (fast) and the coroutines (checked).
+        let msg = failure(&dev, vote_after_return.launch(1, 64, (3, &mut out)));
+        assert_mentions(
+            &msg,
+            &[
+                "divergent warp in block (0, 0, 0): thread (0, 0, 0) waits at \
+                 ballot_sync(0xffffffff) at",
+                "warp_kernels.rs",
+                "lane 3 (thread (3, 0, 0)) exited without reaching it",
+            ],
+        );
+        let msg = failure(&dev, early_leavers.launch(1, 32, &mut out));
+        assert_mentions(
+            &msg,
+            &[
+                "thread (1, 0, 0) waits at shfl_xor_sync(0xffffffff)",
+                "lane 0 (thread (0, 0, 0))",
+            ],
+        );
+        if dev.kind() == DeviceKind::Cpu {
+            assert_mentions(&msg, &["left a `while` loop around it without reaching it"]);
+        }
+    }
+    // Every lane there: no report.
+    let dev = Device::cpu();
+    let mut out = dev.zeros::<u32, _>(64).unwrap();
+    vote_after_return.launch(1, 64, (32, &mut out)).unwrap();
+    assert!(out.to_vec().unwrap().iter().all(|&b| b == u32::MAX));
 }
 
 #[test]

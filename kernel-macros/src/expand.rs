@@ -21,10 +21,9 @@ pub fn kernel(k: Kernel) -> TokenStream {
     let block = &func.block;
     let check = options.boundscheck;
     let barriers = options.barriers || body.barriers;
-    let thread_context = body.thread_context;
     // Only grid-level indices tell this kernel's threads apart: the CPU backend may run a run of
     // 1-D blocks as one loop.
-    let grid_level = !body.block_local && !barriers && !thread_context;
+    let grid_level = !body.block_local && !barriers && !body.thread_context && !body.warp_context;
     let docs: Vec<_> = func
         .attrs
         .iter()
@@ -195,7 +194,8 @@ pub fn kernel(k: Kernel) -> TokenStream {
     let ctx_binding = rewrite::ctx_binding(Scope::Kernel);
 
     // On the CPU: a kernel whose barriers the macro sees is split at them into thread loops when
-    // its shape allows; other barrier kernels run their threads as coroutines.
+    // its shape allows (and at its warp collectives); other barrier kernels run their threads
+    // as coroutines.
     let split = if body.barriers && !options.barriers {
         let params: Vec<(String, bool)> = params
             .iter()
@@ -206,6 +206,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
         None
     };
     let split_at_barriers = split.is_some();
+    let thread_context = body.thread_context || body.warp_context && !split_at_barriers;
     // The CPU run of the kernel; `prelude` rebinds views, `dims` names the shared extents it uses.
     let cpu_run = |prelude: &TokenStream, dims: &[(syn::Ident, usize)], bounded: bool| match &split
     {
@@ -337,11 +338,11 @@ pub fn kernel(k: Kernel) -> TokenStream {
             /// The parameters of the PTX entry point, in order: `ptr` and one `usize` per
             /// dimension for each array, the type's name for each scalar or struct.
             pub const PTX_PARAMS: &'static [&'static str] = &[#(#abi),*];
-            /// Whether the CPU backend runs this kernel split at its barriers into thread loops
-            /// (else, with barriers, as coroutines).
+            /// Whether the CPU backend runs this kernel split at its barriers and warp
+            /// collectives into thread loops (else, with either, as coroutines).
             pub const SPLIT_AT_BARRIERS: bool = #split_at_barriers;
-            /// Whether the kernel has barriers (the CPU backend then splits it or runs its
-            /// threads as coroutines).
+            /// Whether the kernel has barriers or warp collectives (the CPU backend then splits
+            /// it or runs its threads as coroutines).
             pub const USES_BARRIERS: bool = #barriers;
 
             /// The PTX module holding this kernel (its crate's kernels), when the crate's

@@ -7,6 +7,7 @@
 mod checked;
 mod derive;
 mod expand;
+mod lockstep;
 mod params;
 mod parse;
 mod rewrite;

@@ -12,8 +12,8 @@ use syn::visit_mut::{self, VisitMut};
 use syn::{Block, Expr, ExprCall, ExprMacro, Local, Macro, Pat, Stmt, Token, Type};
 
 /// The warp collectives, whose lanes meet, and `activemask()`, which asks which lanes have not
-/// returned: the CPU backend runs a kernel that calls one as coroutines, as it does a kernel
-/// with barriers it cannot split at.
+/// returned: the CPU backend splits a kernel at its collectives (see `lockstep`) or runs it as
+/// coroutines, as it does a kernel with barriers.
 pub const WARP_COLLECTIVES: &[&str] = &[
     "shfl_sync",
     "shfl_up_sync",
@@ -42,6 +42,9 @@ pub struct Rewritten {
     /// Whether the body calls functions that might ask for the thread's coordinates themselves
     /// (a `#[device]` function using `thread_idx()`, say): the CPU backend then records them.
     pub thread_context: bool,
+    /// Whether the body calls a warp collective, which asks who runs when the kernel runs as
+    /// coroutines (a split kernel's exchanges do not).
+    pub warp_context: bool,
     pub barriers: bool,
     /// Whether the body reads a coordinate of its block (`thread_idx()`, `block_idx()`) or the
     /// block's shared memory; if not, only grid-level indices (`grid(n)`) tell threads apart.
@@ -102,6 +105,7 @@ pub fn rewrite(
         out: Rewritten {
             uses_ctx: false,
             thread_context: false,
+            warp_context: false,
             barriers: false,
             block_local: false,
             shared: Vec::new(),
@@ -173,7 +177,10 @@ impl Pass {
 
     fn ctx_call(&mut self, span: Span, method: &str) -> Expr {
         self.out.uses_ctx = true;
-        if matches!(method, "thread_idx" | "block_idx") {
+        if matches!(
+            method,
+            "thread_idx" | "block_idx" | "lane_id" | "lanemask_lt"
+        ) {
             self.out.block_local = true;
         }
         let m = syn::Ident::new(method, span);
@@ -204,7 +211,13 @@ impl Pass {
                 if last.starts_with("sync_threads") || WARP_COLLECTIVES.contains(&last.as_str()) {
                     self.out.barriers = true;
                 }
-                if may_read_thread_context(&first, &last, segs.len()) {
+                if segs.len() == 1
+                    && last != "activemask"
+                    && WARP_COLLECTIVES.contains(&last.as_str())
+                {
+                    // A collective asks who runs only when its kernel runs as coroutines.
+                    self.out.warp_context = true;
+                } else if may_read_thread_context(&first, &last, segs.len()) {
                     self.out.thread_context = true;
                 }
                 if segs.len() != 1 {
@@ -236,7 +249,9 @@ impl Pass {
                     }
                 }
             }
-            "thread_idx" | "block_idx" | "block_dim" | "grid_dim" if call.args.is_empty() => {
+            "thread_idx" | "block_idx" | "block_dim" | "grid_dim" | "lane_id" | "lanemask_lt"
+                if call.args.is_empty() =>
+            {
                 Some(self.ctx_call(span, &name))
             }
             _ => None,
@@ -370,6 +385,8 @@ fn may_read_thread_context(first: &str, last: &str, segments: usize) -> bool {
         "grid_dim",
         "threadfence",
         "threadfence_block",
+        "lane_id",
+        "lanemask_lt",
     ];
     if last.starts_with(|c: char| c.is_ascii_uppercase()) {
         return false;

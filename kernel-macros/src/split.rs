@@ -9,7 +9,14 @@
 //! instead, in the thread loop of the region there (see `hoist_private`). Bodies of any other
 //! shape (barriers in branches, `sync_threads_count`, `break` out of a split loop, ...) are not
 //! split: the CPU backend then runs their threads as coroutines.
+//!
+//! Warp collectives split the same way, warp by warp (see [`crate::lockstep`]): the statements
+//! between two barriers that hold a collective run once per warp, as thread loops over the
+//! warp's lanes with an exchange between them at each collective. A `while` loop among them
+//! runs while any lane's condition holds, with the lanes whose condition held, so that lanes
+//! may leave it at different iterations, as on a GPU.
 
+use crate::lockstep::{mentions_exchange, Exchange};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 use std::collections::HashMap;
@@ -25,9 +32,8 @@ use syn::{Block, Expr, Pat, RangeLimits, Stmt};
 ///
 /// `params` are the kernel's parameters, each with whether it is declared `mut`.
 pub fn split(block: &Block, hint: Option<Hint>, params: &[(String, bool)]) -> Option<TokenStream> {
-    // The lanes of a warp collective meet mid-region, and `activemask()` asks which lanes
-    // have returned: only coroutines run those.
-    if mentions_warp(quote!(#block)) {
+    // `activemask()` asks which lanes have returned so far: only coroutines answer it.
+    if mentions_activemask(quote!(#block)) {
         return None;
     }
     // A parameter the body reassigns is a per-thread local: each thread starts from the
@@ -41,6 +47,7 @@ pub fn split(block: &Block, hint: Option<Hint>, params: &[(String, bool)]) -> Op
         })
         .collect();
     stmts.extend(block.stmts.iter().cloned());
+    let stmts = crate::lockstep::hoist(&stmts)?;
     let block = Block {
         brace_token: block.brace_token,
         stmts,
@@ -65,6 +72,7 @@ pub fn split(block: &Block, hint: Option<Hint>, params: &[(String, bool)]) -> Op
         storage: Vec::new(),
         items: Vec::new(),
         hint,
+        warp: false,
     };
     let code = s.sequence(&block.stmts)?;
     let (storage, items) = (&s.storage, &s.items);
@@ -89,16 +97,16 @@ fn count_idents(tokens: TokenStream, counts: &mut HashMap<String, usize>) {
     }
 }
 
-/// Whether `tokens` name a warp collective (or `activemask`).
-fn mentions_warp(tokens: TokenStream) -> bool {
+/// Whether `tokens` call `activemask`.
+fn mentions_activemask(tokens: TokenStream) -> bool {
     tokens.into_iter().any(|t| match t {
-        TokenTree::Ident(i) => crate::rewrite::WARP_COLLECTIVES.contains(&i.to_string().as_str()),
-        TokenTree::Group(g) => mentions_warp(g.stream()),
+        TokenTree::Ident(i) => i == "activemask",
+        TokenTree::Group(g) => mentions_activemask(g.stream()),
         _ => false,
     })
 }
 
-fn mentions_sync(tokens: TokenStream) -> bool {
+pub(crate) fn mentions_sync(tokens: TokenStream) -> bool {
     tokens.into_iter().any(|t| match t {
         TokenTree::Ident(i) => i.to_string().starts_with("sync_threads"),
         TokenTree::Group(g) => mentions_sync(g.stream()),
@@ -120,6 +128,10 @@ fn barrier(stmt: &Stmt) -> Option<Span> {
 
 enum Piece<'a> {
     Region(Vec<&'a Stmt>),
+    /// Statements between barriers that hold a warp collective: run warp by warp.
+    Warp(Vec<Stmt>),
+    /// A warp collective's exchange (in a warp's statements).
+    Exchange(Exchange),
     Barrier(Span),
     For {
         var: &'a syn::Ident,
@@ -135,16 +147,51 @@ enum Piece<'a> {
     },
 }
 
-fn pieces(stmts: &[Stmt]) -> Option<Vec<Piece<'_>>> {
+/// The pieces of `stmts`: in a block's statements (`warp` false) split at barriers, the
+/// statements between two that hold an exchange grouped as a [`Piece::Warp`]; in a warp's,
+/// split at exchanges.
+fn pieces<'a>(stmts: &'a [Stmt], warp: bool) -> Option<Vec<Piece<'a>>> {
     let mut out = Vec::new();
     let mut region = Vec::new();
+    let flush = |region: &mut Vec<&'a Stmt>, out: &mut Vec<Piece<'a>>| {
+        if region.is_empty() {
+            return;
+        }
+        let run = std::mem::take(region);
+        if !warp && run.iter().any(|s| mentions_exchange(quote!(#s))) {
+            out.push(Piece::Warp(run.into_iter().cloned().collect()));
+        } else {
+            out.push(Piece::Region(run));
+        }
+    };
     for stmt in stmts {
-        if !mentions_sync(quote!(#stmt)) {
+        let boundary = if warp {
+            mentions_exchange(quote!(#stmt))
+        } else {
+            mentions_sync(quote!(#stmt))
+        };
+        if !boundary {
             region.push(stmt);
             continue;
         }
-        if !region.is_empty() {
-            out.push(Piece::Region(std::mem::take(&mut region)));
+        flush(&mut region, &mut out);
+        if warp {
+            if let Some(x) = crate::lockstep::exchange(stmt) {
+                out.push(Piece::Exchange(x));
+                continue;
+            }
+            let Stmt::Expr(Expr::While(w), _) = stmt else {
+                return None;
+            };
+            if w.label.is_some() || matches!(&*w.cond, Expr::Let(_)) {
+                return None;
+            }
+            out.push(Piece::While {
+                cond: &w.cond,
+                body: &w.body,
+                span: w.while_token.span,
+            });
+            continue;
         }
         if let Some(span) = barrier(stmt) {
             out.push(Piece::Barrier(span));
@@ -186,10 +233,8 @@ fn pieces(stmts: &[Stmt]) -> Option<Vec<Piece<'_>>> {
             _ => return None,
         }
     }
-    if !region.is_empty() {
-        out.push(Piece::Region(region));
-    }
-    Some(hoist_private(out))
+    flush(&mut region, &mut out);
+    Some(if warp { out } else { hoist_private(out) })
 }
 
 /// Moves a region that only computes with the thread's own locals from just after a barrier to
@@ -222,7 +267,7 @@ fn private(stmt: &Stmt) -> bool {
 /// Whether evaluating the expression `header` reads no more than the thread's own locals, and
 /// so cannot depend on which thread is current: no call or macro (a coordinate, a `#[device]`
 /// function) and no indexing (checked mode records an access as the current thread's).
-fn private_expr(header: &TokenStream) -> bool {
+pub(crate) fn private_expr(header: &TokenStream) -> bool {
     syn::parse2::<Expr>(header.clone()).is_ok_and(|e| {
         let mut check = Private(true);
         check.visit_expr(&e);
@@ -337,6 +382,9 @@ struct Splitter {
     storage: Vec<TokenStream>,
     items: Vec<Stmt>,
     hint: Option<Hint>,
+    /// Whether the code being generated runs for one warp (`__lo` its first thread, `__active`
+    /// its lanes that run) rather than for the whole block.
+    warp: bool,
 }
 
 /// Where a region finds a binding declared in an earlier one.
@@ -473,6 +521,8 @@ impl Splitter {
             "wrapping_add",
             "wrapping_sub",
             "wrapping_mul",
+            "lane_id",
+            "lanemask_lt",
         ];
         match e {
             Expr::Lit(_) => true,
@@ -556,12 +606,37 @@ impl Splitter {
     }
 
     fn sequence(&mut self, stmts: &[Stmt]) -> Option<TokenStream> {
-        let pieces = pieces(stmts)?;
         self.scopes.push(Vec::new());
+        let code = self.pieces_code(stmts);
+        self.scopes.pop();
+        code
+    }
+
+    /// The code of `stmts`, whose bindings go into the innermost scope.
+    fn pieces_code(&mut self, stmts: &[Stmt]) -> Option<TokenStream> {
+        let pieces = pieces(stmts, self.warp)?;
         let mut out = TokenStream::new();
         for piece in pieces {
             let code = match piece {
                 Piece::Region(stmts) => self.region(&stmts)?,
+                Piece::Warp(stmts) => {
+                    self.warp = true;
+                    let inner = self.pieces_code(&stmts);
+                    self.warp = false;
+                    let inner = inner?;
+                    quote! {
+                        for __w in 0..__n.div_ceil(32) {
+                            let __lo = __w * 32;
+                            // The warp's lanes that run the next statement.
+                            let mut __active = __blk.live_lanes(&__exited, __some_exited, __lo);
+                            if __active == 0 {
+                                continue;
+                            }
+                            #inner
+                        }
+                    }
+                }
+                Piece::Exchange(x) => self.exchange(&x)?,
                 Piece::Barrier(span) => {
                     let loc = location(span);
                     quote!(__blk.barrier(&__exited, __some_exited, #loc);)
@@ -588,6 +663,34 @@ impl Splitter {
                         }
                     }
                 }
+                Piece::While { cond, body, .. } if self.warp => {
+                    let eval = self.evaluator(quote!((#cond)));
+                    let inner = self.sequence(&body.stmts)?;
+                    quote! {
+                        let __outer = __active;
+                        loop {
+                            #eval
+                            // The lanes whose condition holds run the body; the others wait
+                            // until every lane has left the loop.
+                            let mut __holds = 0u32;
+                            let mut __todo = __active;
+                            while __todo != 0 {
+                                let __l = __todo.trailing_zeros() as usize;
+                                __todo &= __todo - 1;
+                                if __eval(__lo + __l) {
+                                    __holds |= 1 << __l;
+                                }
+                            }
+                            __active = __holds;
+                            if __active == 0 {
+                                break;
+                            }
+                            #inner
+                        }
+                        // Lanes that returned in the loop stay out.
+                        __active = __outer & __blk.live_lanes(&__exited, __some_exited, __lo);
+                    }
+                }
                 Piece::While { cond, body, span } => {
                     let check = self.uniform(quote!((#cond)), span);
                     let inner = self.sequence(&body.stmts)?;
@@ -604,16 +707,46 @@ impl Splitter {
             };
             out.extend(quote!({ #code }));
         }
-        self.scopes.pop();
         Some(out)
     }
 
-    /// Evaluates `header` for every live thread into `__uniform`, checking they agree.
+    /// The exchange of a warp collective: each active lane's result, from the operands the
+    /// lanes saved, into the slots of the result's binding (when anything reads it).
+    fn exchange(&mut self, x: &Exchange) -> Option<TokenStream> {
+        let Some(Bind::Slot(operands)) = self.lookup(&x.operands.to_string()) else {
+            return None;
+        };
+        let exchange =
+            quote_spanned!(x.span=> __blk.exchange(__lo, __active, &__exited, &#operands));
+        let result = &x.result;
+        if self.counts.get(&result.to_string()).copied().unwrap_or(0) < 2 {
+            return Some(quote!(#exchange;));
+        }
+        let slot = format_ident!("__slot{}", self.storage.len());
+        self.storage.push(quote! {
+            let mut #slot = ::kernel_runtime::__rt::Slots::new(__n);
+        });
+        self.scopes
+            .last_mut()?
+            .push((result.clone(), Bind::Slot(slot.clone())));
+        let value = crate::lockstep::result_of(&x.op, &operands, quote!(__bits[__l]));
+        Some(quote! {
+            let __bits = #exchange;
+            let mut __todo = __active;
+            while __todo != 0 {
+                let __l = __todo.trailing_zeros() as usize;
+                __todo &= __todo - 1;
+                // SAFETY: `__lo + __l` is a thread of the block.
+                unsafe { #slot.set(__lo + __l, #value) };
+            }
+        })
+    }
+
+    /// `let __eval = |__t| ..`: the value of `header` for thread `__t`.
     ///
-    /// The threads after the first are compared without a branch on the outcome, and a header
-    /// that cannot depend on the current thread (no call, macro or indexing, no rematerialized
-    /// binding) is evaluated without making each thread the current one.
-    fn uniform(&self, header: TokenStream, span: Span) -> TokenStream {
+    /// A header that cannot depend on the current thread (no call, macro or indexing, no
+    /// rematerialized binding) is evaluated without making each thread the current one.
+    fn evaluator(&self, header: TokenStream) -> TokenStream {
         let mut used = HashMap::new();
         count_idents(header.clone(), &mut used);
         let restores = self.restores(&used);
@@ -625,7 +758,6 @@ impl Splitter {
         } else {
             TokenStream::new()
         };
-        let loc = location(span);
         quote! {
             // The header's value for thread `__t`.
             #[allow(unused_variables)]
@@ -634,6 +766,16 @@ impl Splitter {
                 #restores
                 #header
             };
+        }
+    }
+
+    /// Evaluates `header` for every live thread into `__uniform`, checking they agree (the
+    /// threads after the first are compared without a branch on the outcome).
+    fn uniform(&self, header: TokenStream, span: Span) -> TokenStream {
+        let eval = self.evaluator(header);
+        let loc = location(span);
+        quote! {
+            #eval
             // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
             let __live = |__t: usize| !__some_exited || !unsafe { *__exited.get_unchecked(__t) };
             let mut __uniform = ::core::option::Option::None;
@@ -739,6 +881,34 @@ impl Splitter {
             // SAFETY: `__t` is below the thread count.
             .map(|(name, slot)| quote!(unsafe { #slot.set(__t, #name) };))
             .collect();
+        if self.warp {
+            return Some(quote! {
+                #[allow(unused_variables)]
+                let (__base, __track) = __blk.base();
+                let mut __todo = __active;
+                while __todo != 0 {
+                    let __l = __todo.trailing_zeros() as usize;
+                    __todo &= __todo - 1;
+                    let __t = __lo + __l;
+                    let __c = __blk.coord(__t);
+                    #[allow(unused_variables)]
+                    let __kctx =
+                        ::kernel_runtime::__rt::enter_thread(__base, __track, __c.x, __c.y, __c.z);
+                    let __gone = (|| -> bool {
+                        #restores
+                        #(#body)*
+                        #saves
+                        false
+                    })();
+                    if __gone {
+                        // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
+                        unsafe { *__exited.get_unchecked_mut(__t) = true };
+                        __active &= !(1 << __l);
+                        __some_exited = true;
+                    }
+                }
+            });
+        }
         // `hinted` loops run only untracked blocks none of whose threads has exited: every
         // thread runs the region, so that the body needs no predicate and loads the same
         // address for every thread (a shared array's row) once.
@@ -892,7 +1062,7 @@ mod tests {
 
     /// The pieces of `body` as `R<n>` (a region of `n` statements), `B`, `For` and `While`.
     fn shape(body: &Block) -> Vec<String> {
-        pieces(&body.stmts)
+        pieces(&body.stmts, false)
             .unwrap()
             .iter()
             .map(|p| match p {
@@ -900,6 +1070,8 @@ mod tests {
                 Piece::Barrier(_) => "B".into(),
                 Piece::For { .. } => "For".into(),
                 Piece::While { .. } => "While".into(),
+                Piece::Warp(stmts) => format!("W{}", stmts.len()),
+                Piece::Exchange(x) => format!("X {}", x.op),
             })
             .collect()
     }

@@ -196,6 +196,22 @@ impl Ctx {
 }
 
 impl Ctx {
+    /// The thread's lane in its warp, as [`lane_id`](crate::warp::lane_id) gives it.
+    #[inline(always)]
+    pub fn lane_id(&self) -> u32 {
+        #[cfg(target_arch = "nvptx64")]
+        return crate::warp::lane_id();
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let (t, d) = (self.thread, self.block_dim);
+            (t.x + d.x * (t.y + d.y * t.z)) % crate::warp::WARP_SIZE
+        }
+    }
+    /// The lanes below the thread's, as [`lanemask_lt`](crate::warp::lanemask_lt) gives them.
+    #[inline(always)]
+    pub fn lanemask_lt(&self) -> u32 {
+        (1u32 << self.lane_id()) - 1
+    }
     /// `grid(1)`: the absolute thread index along x.
     #[inline(always)]
     pub fn grid_1d(&self) -> usize {

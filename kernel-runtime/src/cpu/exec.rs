@@ -230,11 +230,11 @@ pub fn wide_vectors() -> bool {
 
 /// One block of a split kernel: its threads' contexts and the barrier checks between regions.
 pub struct BlockRun<'a> {
-    state: &'a BlockState,
-    coords: &'a [Dim3],
+    pub(crate) state: &'a BlockState,
+    pub(crate) coords: &'a [Dim3],
     /// Whether each thread's coordinates are recorded as it runs (for code outside the body
     /// and for fault reports).
-    track: bool,
+    pub(crate) track: bool,
 }
 
 impl BlockRun<'_> {
@@ -250,6 +250,12 @@ impl BlockRun<'_> {
         let (base, track) = self.base();
         let Dim3 { x, y, z } = self.coords[t];
         enter_thread(base, track, x, y, z)
+    }
+
+    /// The coordinates of thread `t` (by linear index).
+    #[inline(always)]
+    pub fn coord(&self, t: usize) -> Dim3 {
+        self.coords[t]
     }
 
     /// The block's shape.

@@ -1,8 +1,7 @@
 //! A block's threads as coroutines that meet at barriers and warp collectives.
 //!
-//! Kernels with barriers that the `#[kernel]` macro does not split into thread loops, and
-//! kernels with warp collectives, run each thread of a block as a coroutine on a small stack of
-//! its own. In each round every thread that can run does, until it returns or stops at a
+//! Kernels with barriers or warp collectives that the `#[kernel]` macro does not split into
+//! thread loops run each thread of a block as a coroutine on a small stack of its own. In each round every thread that can run does, until it returns or stops at a
 //! barrier, a collective or `activemask()`. Then the collectives whose lanes have all come
 //! complete ([`warp::complete`]) and their lanes run on; once no collective is left, every live
 //! thread must wait at one barrier, which opens. A barrier that part of the block never

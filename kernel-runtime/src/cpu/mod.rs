@@ -15,5 +15,6 @@ pub mod exec;
 pub mod fault;
 pub(crate) mod fibers;
 pub mod finding;
+pub(crate) mod lockstep;
 pub(crate) mod tls;
 pub(crate) mod warp;

@@ -191,23 +191,10 @@ pub(crate) fn complete(
                 what,
             };
             if a.mask & 1 << lane == 0 {
-                return Err(problem(format!(
-                    "its mask {:#010x} leaves out its own lane {lane}",
-                    a.mask
-                )));
+                return Err(problem(leaves_out(a.mask, lane)));
             }
             if a.mask & !present != 0 {
-                let missing = (a.mask & !present).trailing_zeros();
-                let count = |k: usize, what: &str| match k {
-                    1 => format!("1 {what}"),
-                    k => format!("{k} {what}s"),
-                };
-                return Err(problem(format!(
-                    "lane {missing} of its mask does not exist: the warp has {} (the block has \
-                     {})",
-                    count(warp.len(), "lane"),
-                    count(n, "thread")
-                )));
+                return Err(problem(past_the_block(a.mask, warp.len(), n)));
             }
             let mut lanes = [(0u64, 0u32); 32];
             for (l, slot) in lanes.iter_mut().enumerate().take(warp.len()) {
@@ -256,16 +243,41 @@ pub(crate) fn complete(
     }
 }
 
+/// Why a collective whose `mask` leaves out the caller's `lane` cannot complete.
+pub(crate) fn leaves_out(mask: u32, lane: usize) -> String {
+    format!("its mask {mask:#010x} leaves out its own lane {lane}")
+}
+
+/// Why a collective whose `mask` names lanes past the `lanes` of a warp of a block of `threads`
+/// cannot complete.
+pub(crate) fn past_the_block(mask: u32, lanes: usize, threads: usize) -> String {
+    let count = |k: usize, what: &str| match k {
+        1 => format!("1 {what}"),
+        k => format!("{k} {what}s"),
+    };
+    format!(
+        "lane {} of its mask does not exist: the warp has {} (the block has {})",
+        (mask & !existing(0, lanes as u32)).trailing_zeros(),
+        count(lanes, "lane"),
+        count(threads, "thread")
+    )
+}
+
 /// Each lane's result of collective `op` over the lanes of `mask`, from each lane's value and
 /// argument (lanes outside `mask` are ignored and get 0).
 pub(crate) fn results(op: WarpOp, mask: u32, lanes: &[(u64, u32); 32]) -> [u64; 32] {
     let mut out = [0u64; 32];
-    let members = || (0..32usize).filter(move |&l| mask & 1 << l != 0);
-    let votes = members().fold(0u32, |m, l| m | ((lanes[l].0 != 0) as u32) << l);
-    for l in members() {
-        let (value, arg) = lanes[l];
-        out[l] = match op {
-            WarpOp::Shfl(mode) => {
+    let member = |l: usize| mask & 1 << l != 0;
+    let votes = || {
+        (0..32)
+            .filter(|&l| member(l) && lanes[l].0 != 0)
+            .fold(0u32, |m, l| m | 1 << l)
+    };
+    // Each op in a loop of its own, which the optimiser can vectorize.
+    match op {
+        WarpOp::Shfl(mode) => {
+            for (l, r) in out.iter_mut().enumerate() {
+                let (value, arg) = lanes[l];
                 let source = match mode {
                     ShflMode::Idx => Some(arg % WARP_SIZE),
                     ShflMode::Up => (l as u32).checked_sub(arg),
@@ -273,27 +285,41 @@ pub(crate) fn results(op: WarpOp, mask: u32, lanes: &[(u64, u32); 32]) -> [u64; 
                     ShflMode::Xor => Some(l as u32 ^ arg).filter(|&s| s < WARP_SIZE),
                 };
                 // A source outside the mask is undefined on the GPU: the lane keeps its own.
-                match source {
-                    Some(s) if mask & 1 << s != 0 => lanes[s as usize].0,
+                *r = match source {
+                    Some(s) if member(s as usize) => lanes[s as usize].0,
                     _ => value,
-                }
+                };
             }
-            WarpOp::Ballot => votes as u64,
-            WarpOp::All => (votes == mask) as u64,
-            WarpOp::Any => (votes != 0) as u64,
-            WarpOp::Eq => (votes == 0 || votes == mask) as u64,
-            WarpOp::MatchAny => members()
-                .filter(|&k| lanes[k].0 == value)
-                .fold(0u32, |m, k| m | 1 << k) as u64,
-            WarpOp::MatchAll => {
-                if members().all(|k| lanes[k].0 == value) {
-                    mask as u64
-                } else {
-                    0
-                }
+        }
+        WarpOp::Ballot | WarpOp::All | WarpOp::Any | WarpOp::Eq => {
+            let votes = votes();
+            let result = match op {
+                WarpOp::Ballot => votes as u64,
+                WarpOp::All => (votes == mask) as u64,
+                WarpOp::Any => (votes != 0) as u64,
+                _ => (votes == 0 || votes == mask) as u64,
+            };
+            out = [result; 32];
+        }
+        WarpOp::MatchAny => {
+            for (l, r) in out.iter_mut().enumerate() {
+                let value = lanes[l].0;
+                *r = (0..32)
+                    .filter(|&k| member(k) && lanes[k].0 == value)
+                    .fold(0u32, |m, k| m | 1 << k) as u64;
             }
-            WarpOp::Sync => 0,
-        };
+        }
+        WarpOp::MatchAll => {
+            let first = lanes[mask.trailing_zeros() as usize % 32].0;
+            let all = (0..32).all(|k| !member(k) || lanes[k].0 == first);
+            out = [if all { mask as u64 } else { 0 }; 32];
+        }
+        WarpOp::Sync => {}
+    }
+    for (l, r) in out.iter_mut().enumerate() {
+        if !member(l) {
+            *r = 0;
+        }
     }
     out
 }

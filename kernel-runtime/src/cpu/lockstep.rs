@@ -1,0 +1,372 @@
+//! Warp collectives of a split kernel: the lanes of a warp run the statements between two
+//! collectives as one thread loop, then meet at the collective all at once, with no coroutine
+//! to switch to.
+//!
+//! The `#[kernel]` macro turns each collective of a body it splits into two steps: in a thread
+//! loop, each lane evaluates the collective's operands with the function of the same name and
+//! signature in [`operands`]; then [`BlockRun::exchange`] gives every lane its result, from
+//! the operands of the lanes of its mask, after the checks [`complete`](super::warp::complete)
+//! makes for coroutines.
+
+use super::exec::BlockRun;
+use super::fibers::{self, Arrival, Meet};
+use super::warp::{leaves_out, past_the_block, results, Problem, WarpOp};
+use crate::__rt::Slots;
+use crate::warp::{WarpValue, WARP_SIZE};
+use std::panic::Location;
+
+/// One lane's operands of a collective, and where the collective is.
+#[derive(Clone, Copy, Debug)]
+pub struct Operands<T> {
+    op: WarpOp,
+    mask: u32,
+    value: T,
+    arg: u32,
+    location: &'static Location<'static>,
+}
+
+/// The operands of each collective, as its lanes pass them: the same names and signatures as
+/// the collectives of [`crate::warp`], so that a misuse reads the same.
+pub mod operands {
+    use super::Operands;
+    use crate::cpu::warp::{ShflMode, WarpOp};
+    use crate::warp::WarpValue;
+    use std::panic::Location;
+
+    #[track_caller]
+    fn of<T>(op: WarpOp, mask: u32, value: T, arg: u32) -> Operands<T> {
+        Operands {
+            op,
+            mask,
+            value,
+            arg,
+            location: Location::caller(),
+        }
+    }
+
+    /// The operands of [`shfl_sync`](crate::warp::shfl_sync).
+    #[track_caller]
+    pub fn shfl_sync<T: WarpValue>(mask: u32, value: T, src_lane: u32) -> Operands<T> {
+        of(WarpOp::Shfl(ShflMode::Idx), mask, value, src_lane)
+    }
+
+    /// The operands of [`shfl_up_sync`](crate::warp::shfl_up_sync).
+    #[track_caller]
+    pub fn shfl_up_sync<T: WarpValue>(mask: u32, value: T, delta: u32) -> Operands<T> {
+        of(WarpOp::Shfl(ShflMode::Up), mask, value, delta)
+    }
+
+    /// The operands of [`shfl_down_sync`](crate::warp::shfl_down_sync).
+    #[track_caller]
+    pub fn shfl_down_sync<T: WarpValue>(mask: u32, value: T, delta: u32) -> Operands<T> {
+        of(WarpOp::Shfl(ShflMode::Down), mask, value, delta)
+    }
+
+    /// The operands of [`shfl_xor_sync`](crate::warp::shfl_xor_sync).
+    #[track_caller]
+    pub fn shfl_xor_sync<T: WarpValue>(mask: u32, value: T, lane_mask: u32) -> Operands<T> {
+        of(WarpOp::Shfl(ShflMode::Xor), mask, value, lane_mask)
+    }
+
+    /// The operands of [`ballot_sync`](crate::warp::ballot_sync).
+    #[track_caller]
+    pub fn ballot_sync(mask: u32, pred: bool) -> Operands<u64> {
+        of(WarpOp::Ballot, mask, pred as u64, 0)
+    }
+
+    /// The operands of [`all_sync`](crate::warp::all_sync).
+    #[track_caller]
+    pub fn all_sync(mask: u32, pred: bool) -> Operands<u64> {
+        of(WarpOp::All, mask, pred as u64, 0)
+    }
+
+    /// The operands of [`any_sync`](crate::warp::any_sync).
+    #[track_caller]
+    pub fn any_sync(mask: u32, pred: bool) -> Operands<u64> {
+        of(WarpOp::Any, mask, pred as u64, 0)
+    }
+
+    /// The operands of [`eq_sync`](crate::warp::eq_sync).
+    #[track_caller]
+    pub fn eq_sync(mask: u32, pred: bool) -> Operands<u64> {
+        of(WarpOp::Eq, mask, pred as u64, 0)
+    }
+
+    /// The operands of [`match_any_sync`](crate::warp::match_any_sync).
+    #[track_caller]
+    pub fn match_any_sync<T: WarpValue>(mask: u32, value: T) -> Operands<T> {
+        of(WarpOp::MatchAny, mask, value, 0)
+    }
+
+    /// The operands of [`match_all_sync`](crate::warp::match_all_sync).
+    #[track_caller]
+    pub fn match_all_sync<T: WarpValue>(mask: u32, value: T) -> Operands<T> {
+        of(WarpOp::MatchAll, mask, value, 0)
+    }
+
+    /// The operands of [`syncwarp`](crate::warp::syncwarp).
+    #[track_caller]
+    pub fn syncwarp(mask: u32) -> Operands<u64> {
+        of(WarpOp::Sync, mask, 0, 0)
+    }
+}
+
+/// A shuffle's result as the shuffled type (the operands' slots give the type).
+#[inline(always)]
+pub fn value_of<T: WarpValue>(_: &Slots<Operands<T>>, bits: u64) -> T {
+    T::from_bits(bits)
+}
+
+impl BlockRun<'_> {
+    /// The lanes of the warp whose first thread is `first` that exist and have not exited.
+    #[inline(always)]
+    pub fn live_lanes(&self, exited: &[bool], some_exited: bool, first: usize) -> u32 {
+        let lanes = (self.threads() - first).min(WARP_SIZE as usize);
+        let all = if lanes == 32 {
+            u32::MAX
+        } else {
+            (1 << lanes) - 1
+        };
+        if !some_exited {
+            return all;
+        }
+        (0..lanes)
+            .filter(|&l| !exited[first + l])
+            .fold(0, |m, l| m | 1 << l)
+    }
+
+    /// The collective that the lanes `active` of the warp whose first thread is `first` have
+    /// reached together, each with its operands in `operands` (by thread): each active lane's
+    /// result, as bits (inactive lanes get 0). `exited` says which threads have returned.
+    ///
+    /// Every lane of an active lane's mask must be active, with the same mask; the mask must
+    /// name the caller and only lanes that exist. Otherwise the kernel stops with the report a
+    /// coroutine gets.
+    pub fn exchange<T: WarpValue>(
+        &self,
+        first: usize,
+        active: u32,
+        exited: &[bool],
+        operands: &Slots<Operands<T>>,
+    ) -> [u64; 32] {
+        let mut lanes = [(0u64, 0u32); 32];
+        let mut masks = [0u32; 32];
+        if active == 0 {
+            return [0; 32];
+        }
+        let gather = |l: usize, lanes: &mut [(u64, u32); 32], masks: &mut [u32; 32]| {
+            // SAFETY: every active lane evaluated its operands in the thread loop before.
+            let o = unsafe { operands.get(first + l) };
+            lanes[l] = (o.value.to_bits(), o.arg);
+            masks[l] = o.mask;
+        };
+        if active == u32::MAX {
+            (0..32).for_each(|l| gather(l, &mut lanes, &mut masks));
+        } else {
+            let mut rest = active;
+            while rest != 0 {
+                gather(rest.trailing_zeros() as usize, &mut lanes, &mut masks);
+                rest &= rest - 1;
+            }
+        }
+        let lead = active.trailing_zeros() as usize;
+        // SAFETY: as above, for the first active lane.
+        let one = unsafe { operands.get(first + lead) };
+        // The common case: every active lane names exactly the active lanes.
+        let mask = masks[lead];
+        if mask == active && (0..32).all(|k| masks[k] == mask || active & 1 << k == 0) {
+            return results(one.op, mask, &lanes);
+        }
+        let present = self.live_lanes(&[], false, first);
+        let mut out = [0u64; 32];
+        // Lanes whose result is known: a mask's group at a time.
+        let mut done = 0u32;
+        let mut rest = active;
+        while rest != 0 {
+            let l = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if done & 1 << l != 0 {
+                continue;
+            }
+            let mask = masks[l];
+            let same = (0..32)
+                .filter(|&k| masks[k] == mask)
+                .fold(0u32, |m, k| m | 1 << k);
+            if mask & 1 << l == 0 || mask & !present != 0 || mask & !(active & same) != 0 {
+                let arrival = Arrival {
+                    meet: Meet::Warp(one.op),
+                    value: lanes[l].0,
+                    mask,
+                    arg: lanes[l].1,
+                    location: one.location,
+                };
+                self.warp_diverged(first, l, arrival, exited, active, &masks);
+            }
+            let group = results(one.op, mask, &lanes);
+            let mut members = mask;
+            while members != 0 {
+                let k = members.trailing_zeros() as usize;
+                members &= members - 1;
+                out[k] = group[k];
+            }
+            done |= mask;
+        }
+        out
+    }
+
+    /// Stops the kernel: lane `l` of the warp whose first thread is `first` waits at `arrival`,
+    /// which cannot complete; `active` and `masks` are the warp's lanes at the collective and
+    /// their masks.
+    #[cold]
+    fn warp_diverged(
+        &self,
+        first: usize,
+        l: usize,
+        arrival: Arrival,
+        exited: &[bool],
+        active: u32,
+        masks: &[u32; 32],
+    ) -> ! {
+        let (mask, n) = (arrival.mask, self.threads());
+        let lanes = (n - first).min(WARP_SIZE as usize);
+        let stray =
+            (0..lanes).find(|&k| mask & 1 << k != 0 && (active & 1 << k == 0 || masks[k] != mask));
+        let what = match stray {
+            _ if mask & 1 << l == 0 => leaves_out(mask, l),
+            _ if lanes < 32 && mask >> lanes != 0 => past_the_block(mask, lanes, n),
+            Some(k) => {
+                let other = self.coords[first + k];
+                if active & 1 << k != 0 {
+                    let theirs = Arrival {
+                        mask: masks[k],
+                        ..arrival
+                    };
+                    format!("lane {k} (thread {other}) waits at {}", theirs.describe())
+                } else if exited[first + k] {
+                    format!("lane {k} (thread {other}) exited without reaching it")
+                } else {
+                    format!("lane {k} (thread {other}) left a `while` loop around it without reaching it")
+                }
+            }
+            None => unreachable!("a collective that cannot complete has a lane that stays away"),
+        };
+        let problem = Problem {
+            thread: first + l,
+            arrival,
+            what,
+        };
+        fibers::warp_diverged(self.state, false, self.coords, problem)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::operands::{ballot_sync, shfl_xor_sync};
+    use super::*;
+    use crate::cpu::fault::{self, KernelFault};
+    use crate::cpu::tls::BlockState;
+    use crate::dim::Dim3;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    /// A block of `n` threads in a row.
+    fn block(n: u32) -> (BlockState, Vec<Dim3>) {
+        let state = BlockState {
+            kernel: "k",
+            block_dim: Dim3::new(n, 1, 1),
+            ..BlockState::NONE
+        };
+        (state, (0..n).map(|x| Dim3::new(x, 0, 0)).collect())
+    }
+
+    /// Each lane's operands, by `of(lane)`.
+    fn slots<T: Clone>(n: usize, of: impl Fn(u32) -> Operands<T>) -> Slots<Operands<T>> {
+        let mut s = Slots::new(n);
+        for t in 0..n {
+            // SAFETY: `t < n`.
+            unsafe { s.set(t, of(t as u32 % 32)) };
+        }
+        s
+    }
+
+    /// The message an exchange stops the kernel with.
+    fn report(f: impl FnOnce()) -> String {
+        let payload = catch_unwind(AssertUnwindSafe(f)).expect_err("the exchange must stop");
+        match fault::describe(payload) {
+            KernelFault::Message(m) => m,
+            other => panic!("expected a message: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_mask_is_a_group_of_its_own() {
+        let (state, coords) = block(64);
+        let run = BlockRun {
+            state: &state,
+            coords: &coords,
+            track: false,
+        };
+        // Each half of the second warp sums its own lanes' values.
+        let half = |l: u32| if l < 16 { 0x0000_ffff } else { 0xffff_0000 };
+        let ops = slots(64, |l| shfl_xor_sync(half(l), 100 + l, 1));
+        let bits = run.exchange(32, u32::MAX, &[false; 64], &ops);
+        assert_eq!((bits[0], bits[1], bits[15], bits[16]), (101, 100, 114, 117));
+        // Only the active lanes vote, and only they get a result.
+        let ops = slots(64, |l| ballot_sync(0x0000_00f0, l % 2 == 1));
+        let bits = run.exchange(0, 0x0000_00f0, &[false; 64], &ops);
+        assert_eq!((bits[4], bits[7], bits[8]), (0xa0, 0xa0, 0));
+    }
+
+    #[test]
+    fn a_lane_that_does_not_come_is_reported() {
+        let (state, coords) = block(48);
+        let run = BlockRun {
+            state: &state,
+            coords: &coords,
+            track: false,
+        };
+        let full = slots(48, |l| ballot_sync(u32::MAX, l > 2));
+        let mut exited = [false; 48];
+        exited[5] = true;
+        let msg = report(|| {
+            run.exchange(0, !(1 << 5), &exited, &full);
+        });
+        assert!(
+            msg.contains("thread (0, 0, 0) waits at ballot_sync(0xffffffff) at"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("lane 5 (thread (5, 0, 0)) exited without reaching it"),
+            "{msg}"
+        );
+        let msg = report(|| {
+            run.exchange(0, !(1 << 6), &[false; 48], &full);
+        });
+        assert!(
+            msg.contains("lane 6 (thread (6, 0, 0)) left a `while` loop"),
+            "{msg}"
+        );
+        let msg = report(|| {
+            run.exchange(32, 0xffff, &[false; 48], &full);
+        });
+        assert!(msg.contains("thread (32, 0, 0) waits"), "{msg}");
+        assert!(
+            msg.contains("lane 16 of its mask does not exist: the warp has 16 lanes"),
+            "{msg}"
+        );
+        let mixed = slots(48, |l| {
+            ballot_sync(if l == 9 { 0x3ff } else { u32::MAX }, true)
+        });
+        let msg = report(|| {
+            run.exchange(0, u32::MAX, &[false; 48], &mixed);
+        });
+        assert!(
+            msg.contains("lane 9 (thread (9, 0, 0)) waits at ballot_sync(0x000003ff)"),
+            "{msg}"
+        );
+        let selfless = slots(48, |l| ballot_sync(if l == 0 { 2 } else { u32::MAX }, true));
+        let msg = report(|| {
+            run.exchange(0, 1, &[false; 48], &selfless);
+        });
+        assert!(msg.contains("leaves out its own lane 0"), "{msg}");
+    }
+}
