@@ -357,3 +357,47 @@ pub fn early_leavers(out: &mut [u32]) {
         out[i] = v;
     }
 }
+
+/// Collectives in branches: each block's largest value (each warp's maximum by shuffles, then,
+/// in a branch only the first warp takes, the maximum of the warps'), and for each lane with a
+/// positive value its distance from the lowest such lane of its warp, which a shuffle naming
+/// only those lanes (their ballot) brings; 0 for the other lanes. Blocks of whole warps.
+#[kernel]
+pub fn branch_collectives(x: &[i32], maxima: &mut [i32], ranks: &mut [u32]) {
+    let mut best = shared_array![i32; 32];
+    let i = grid(1);
+    let (lane, warp) = (lane_id(), thread_idx().x / WARP_SIZE);
+    let v = if i < x.len() { x[i] } else { i32::MIN };
+    let mut m = v;
+    let mut offset = WARP_SIZE / 2;
+    while offset > 0 {
+        m = m.max(shfl_xor_sync(FULL, m, offset));
+        offset /= 2;
+    }
+    if lane == 0 {
+        best[warp as usize] = m;
+    }
+    sync_threads();
+    if warp == 0 {
+        let warps = block_dim().x.div_ceil(WARP_SIZE);
+        let mut b = if lane < warps {
+            best[lane as usize]
+        } else {
+            i32::MIN
+        };
+        for k in 0..5 {
+            b = b.max(shfl_xor_sync(FULL, b, 16 >> k));
+        }
+        if lane == 0 {
+            maxima[block_idx().x as usize] = b;
+        }
+    }
+    let positive = v > 0;
+    let voters = ballot_sync(FULL, positive);
+    if positive {
+        let first = shfl_sync(voters, lane, voters.trailing_zeros());
+        if i < ranks.len() {
+            ranks[i] = lane - first;
+        }
+    }
+}

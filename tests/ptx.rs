@@ -47,7 +47,7 @@ fn all() -> Vec<Kernel> {
         vote_without_self => false, warp_totals => false, warp_totals_unmarked => false,
         exchange_through_shared => false, exchange_after_shuffle => false,
         exchange_across_halves => false, uneven_rounds => false, block_sums => false,
-        vote_after_return => false, early_leavers => false,
+        vote_after_return => false, early_leavers => false, branch_collectives => false,
     ]
 }
 

@@ -187,7 +187,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
         )
     };
 
-    let checked_block = crate::checked::body(block);
+    let mut checked_block = crate::checked::body(block);
     let ptx = embedded_ptx();
     let registration = register_ptx(name);
     let launcher = launcher_struct(&docs, vis, name);
@@ -206,6 +206,10 @@ pub fn kernel(k: Kernel) -> TokenStream {
         None
     };
     let split_at_barriers = split.is_some();
+    if split_at_barriers {
+        // The checked version calls collectives through the operands the split one gathers.
+        crate::lockstep::meet_operands(&mut checked_block);
+    }
     let thread_context = body.thread_context || body.warp_context && !split_at_barriers;
     // The CPU run of the kernel; `prelude` rebinds views, `dims` names the shared extents it uses.
     let cpu_run = |prelude: &TokenStream, dims: &[(syn::Ident, usize)], bounded: bool| match &split

@@ -12,16 +12,18 @@
 //!
 //! ```text
 //! let __wargs0 = ::kernel_runtime::__rt::operands::shfl_xor_sync(FULL, v, offset);
-//! __kernel_exchange!(shfl_xor_sync, __wargs0, __wres0);
+//! __kernel_exchange!(__wargs0, __wres0);
 //! v += __wres0;
 //! ```
 //!
 //! A collective is hoisted only where hoisting keeps the statement's meaning: nothing that
 //! reads memory or calls a function is evaluated before it in its statement, and it is not
-//! in a branch, a closure or a macro. A `while` loop whose condition calls one evaluates the
-//! condition into a local before the loop and again at the end of its body; a `for` loop over
-//! a range becomes a `while` loop, so that lanes may leave it at different times. Statements of
-//! any other shape leave the kernel to the coroutines.
+//! in a branch of an expression, a closure or a macro. Statements that hold collectives keep
+//! their shape: an `if` statement's branches are hoisted each on its own (the splitter runs
+//! each with the lanes that take it), a `while` loop whose condition calls a collective
+//! evaluates the condition into a local before the loop and again at the end of its body, and
+//! a `for` loop over a range becomes a `while` loop, so that lanes may leave it at different
+//! times. Statements of any other shape leave the kernel to the coroutines.
 
 use crate::rewrite::WARP_COLLECTIVES;
 use proc_macro2::{Span, TokenStream, TokenTree};
@@ -33,9 +35,9 @@ use syn::{Expr, Pat, RangeLimits, Stmt};
 /// The marker statement of an exchange.
 const MARKER: &str = "__kernel_exchange";
 
-/// An exchange: the collective, the binding of its operands and that of its result.
+/// An exchange: the binding of its operands (which name the collective) and that of its
+/// result.
 pub struct Exchange {
-    pub op: String,
     pub operands: syn::Ident,
     pub result: syn::Ident,
     pub span: Span,
@@ -72,30 +74,38 @@ pub fn exchange(stmt: &Stmt) -> Option<Exchange> {
     }
     let parser = syn::punctuated::Punctuated::<syn::Ident, syn::Token![,]>::parse_terminated;
     let idents: Vec<_> = m.mac.parse_body_with(parser).ok()?.into_iter().collect();
-    let [op, operands, result] = idents.as_slice() else {
+    let [operands, result] = idents.as_slice() else {
         return None;
     };
     Some(Exchange {
-        op: op.to_string(),
         operands: operands.clone(),
         result: result.clone(),
-        span: op.span(),
+        span: operands.span(),
     })
 }
 
-/// How a lane's result bits become the collective's return value, given the slots of its
-/// operands (whose type gives a shuffle's).
-pub fn result_of(op: &str, operands: &syn::Ident, bits: TokenStream) -> TokenStream {
-    match op {
-        "ballot_sync" | "match_any_sync" => quote!(#bits as u32),
-        "all_sync" | "any_sync" | "eq_sync" => quote!(#bits != 0),
-        "match_all_sync" => quote!({
-            let __r = #bits as u32;
-            (__r, __r != 0)
-        }),
-        "syncwarp" => quote!(()),
-        _ => quote!(::kernel_runtime::__rt::value_of(&#operands, #bits)),
+/// Every collective call in `block` (`activemask()` aside) as its operands met at once:
+/// `NAME(args)` becomes `::kernel_runtime::__rt::operands::NAME(args).meet()`, the form the
+/// checked (coroutine) version of a split kernel calls, so that a misuse of a collective reads
+/// the same in both versions and is reported once.
+pub fn meet_operands(block: &mut syn::Block) {
+    struct Calls;
+    impl syn::visit_mut::VisitMut for Calls {
+        fn visit_expr_mut(&mut self, e: &mut Expr) {
+            syn::visit_mut::visit_expr_mut(self, e);
+            if let Expr::Call(c) = e {
+                if let Some(op) = collective(c) {
+                    let span = c.span();
+                    let op = format_ident!("{}", op, span = span);
+                    let args = &c.args;
+                    *e = syn::parse_quote_spanned!(span=>
+                        ::kernel_runtime::__rt::operands::#op(#args).meet()
+                    );
+                }
+            }
+        }
     }
+    syn::visit_mut::VisitMut::visit_block_mut(&mut Calls, block);
 }
 
 struct Hoister {
@@ -153,9 +163,42 @@ impl Hoister {
                     w.body.stmts = body;
                     out.push(Stmt::Expr(Expr::While(w), *semi));
                 }
+                Stmt::Expr(Expr::If(i), semi) if branches_mention_collective(i) => {
+                    out.extend(self.branches(i, *semi)?);
+                }
                 _ => out.extend(self.statement(stmt)?),
             }
         }
+        Some(out)
+    }
+
+    /// An `if` statement whose branches call collectives, with them hoisted in each branch (an
+    /// `else if` becomes an `else` holding the next `if`) and a condition that calls one
+    /// evaluated into a local first.
+    fn branches(&mut self, i: &syn::ExprIf, semi: Option<syn::Token![;]>) -> Option<Vec<Stmt>> {
+        let mut i = i.clone();
+        let mut out = Vec::new();
+        let cond = &*i.cond;
+        if matches!(cond, Expr::Let(_)) || crate::split::mentions_sync(quote!(#i)) {
+            return None;
+        }
+        if mentions_collective(quote!(#cond)) {
+            let c = format_ident!("__if{}", self.number(), span = cond.span());
+            let first: Stmt = syn::parse_quote_spanned!(cond.span()=> let #c: bool = #cond;);
+            out.extend(self.sequence(&[first])?);
+            i.cond = Box::new(syn::parse_quote!(#c));
+        }
+        i.then_branch.stmts = self.sequence(&i.then_branch.stmts)?;
+        if let Some((_, other)) = &mut i.else_branch {
+            let stmts = match &**other {
+                Expr::Block(b) if b.label.is_none() => b.block.stmts.clone(),
+                Expr::If(_) => vec![Stmt::Expr((**other).clone(), None)],
+                _ => return None,
+            };
+            let stmts = self.sequence(&stmts)?;
+            **other = syn::parse_quote!({ #(#stmts)* });
+        }
+        out.push(Stmt::Expr(Expr::If(i), semi));
         Some(out)
     }
 
@@ -219,9 +262,7 @@ impl Hoister {
             let result = format_ident!("__wres{k}", span = span);
             let path = quote_spanned!(span=> ::kernel_runtime::__rt::operands::#op);
             out.push(syn::parse_quote_spanned!(span=> let #operands = #path(#args);));
-            out.push(
-                syn::parse_quote_spanned!(span=> __kernel_exchange!(#op, #operands, #result);),
-            );
+            out.push(syn::parse_quote_spanned!(span=> __kernel_exchange!(#operands, #result);));
         }
         // A collective alone as a statement (`syncwarp(FULL);`) leaves nothing to do.
         let bare = matches!(&stmt, Stmt::Expr(Expr::Path(p), Some(_))
@@ -371,6 +412,13 @@ impl Walk<'_> {
     }
 }
 
+/// Whether the branches of `i` (not its condition) call a collective.
+fn branches_mention_collective(i: &syn::ExprIf) -> bool {
+    let then = &i.then_branch;
+    let other = i.else_branch.as_ref().map(|(_, e)| e);
+    mentions_collective(quote!(#then #other))
+}
+
 /// The collective `c` calls, if it calls one (`shfl_sync(..)`, `warp::shfl_sync(..)`).
 fn collective(c: &syn::ExprCall) -> Option<String> {
     let Expr::Path(p) = &*c.func else { return None };
@@ -419,14 +467,14 @@ mod tests {
             out,
             [
                 "let __wargs0 = :: kernel_runtime :: __rt :: operands :: shfl_xor_sync (FULL , v , offset) ;",
-                "__kernel_exchange ! (shfl_xor_sync , __wargs0 , __wres0) ;",
+                "__kernel_exchange ! (__wargs0 , __wres0) ;",
                 "v += __wres0 ;",
             ]
         );
         let x = exchange(&syn::parse_str(&out[1]).unwrap()).unwrap();
         assert_eq!(
-            (x.op.as_str(), x.operands.to_string(), x.result.to_string()),
-            ("shfl_xor_sync", "__wargs0".into(), "__wres0".into())
+            (x.operands.to_string(), x.result.to_string()),
+            ("__wargs0".into(), "__wres0".into())
         );
         // Alone as a statement, a collective leaves nothing after its exchange.
         let out = hoisted(syn::parse_quote!({
@@ -440,10 +488,7 @@ mod tests {
         }))
         .unwrap();
         assert!(out[0].contains("shfl_up_sync (FULL , v , 1)"), "{out:?}");
-        assert!(
-            out[1].contains("(shfl_up_sync , __wargs0 , __wres0)"),
-            "{out:?}"
-        );
+        assert!(out[1].contains("(__wargs0 , __wres0)"), "{out:?}");
         assert!(out[2].contains("shfl_sync (FULL , __wres0 , 0)"), "{out:?}");
         assert_eq!(out[4], "let y = __wres1 + x [i] ;");
     }
@@ -482,14 +527,42 @@ mod tests {
     }
 
     #[test]
+    fn branches_around_collectives_keep_their_shape() {
+        let out = hoisted(syn::parse_quote!({
+            if any_sync(FULL, lane < 16) {
+                v = shfl_sync(FULL, v, 0);
+            } else if lane < 24 {
+                syncwarp(0x00ff_0000);
+            }
+        }))
+        .unwrap();
+        assert_eq!(out[2], "let __if0 : bool = __wres1 ;");
+        let branch = &out[3];
+        assert!(branch.starts_with("if __if0 { let __wargs2"), "{branch}");
+        assert!(
+            branch.contains("} else { if lane < 24 { let __wargs3"),
+            "{branch}"
+        );
+        // A condition alone with a collective is hoisted as any statement's.
+        let out = hoisted(syn::parse_quote!({
+            if any_sync(FULL, p) {
+                x[i] = 1;
+            }
+        }))
+        .unwrap();
+        assert_eq!(out[2], "if __wres0 { x [i] = 1 ; }");
+    }
+
+    #[test]
     fn collectives_that_cannot_be_hoisted_leave_the_kernel_to_coroutines() {
         for stmt in [
             // After a read that it would move before.
             quote!(let y = x[i] + shfl_sync(FULL, v, 0);),
             quote!(let y = f(v) * ballot_sync(FULL, p);),
-            // Evaluated only sometimes.
-            quote!(if lane == 0 {
-                v = shfl_sync(FULL, v, 0);
+            // Evaluated only sometimes, in an expression.
+            quote!(let y = if lane == 0 { shfl_sync(FULL, v, 0) } else { v };),
+            quote!(if let Some(w) = o {
+                v = shfl_sync(FULL, w, 0);
             }),
             quote!(let b = p && any_sync(FULL, q);),
             quote!(let y = match k { 0 => shfl_sync(FULL, v, 0), _ => v };),

@@ -14,7 +14,8 @@
 //! between two barriers that hold a collective run once per warp, as thread loops over the
 //! warp's lanes with an exchange between them at each collective. A `while` loop among them
 //! runs while any lane's condition holds, with the lanes whose condition held, so that lanes
-//! may leave it at different iterations, as on a GPU.
+//! may leave it at different iterations, as on a GPU; an `if` runs its first branch with the
+//! lanes whose condition holds, then its second with the others.
 
 use crate::lockstep::{mentions_exchange, Exchange};
 use proc_macro2::{Span, TokenStream, TokenTree};
@@ -145,6 +146,12 @@ enum Piece<'a> {
         body: &'a Block,
         span: Span,
     },
+    /// An `if` whose branches hold warp collectives (in a warp's statements).
+    If {
+        cond: &'a Expr,
+        then: &'a Block,
+        other: Option<&'a Block>,
+    },
 }
 
 /// The pieces of `stmts`: in a block's statements (`warp` false) split at barriers, the
@@ -180,17 +187,30 @@ fn pieces<'a>(stmts: &'a [Stmt], warp: bool) -> Option<Vec<Piece<'a>>> {
                 out.push(Piece::Exchange(x));
                 continue;
             }
-            let Stmt::Expr(Expr::While(w), _) = stmt else {
-                return None;
-            };
-            if w.label.is_some() || matches!(&*w.cond, Expr::Let(_)) {
-                return None;
+            match stmt {
+                Stmt::Expr(Expr::While(w), _)
+                    if w.label.is_none() && !matches!(&*w.cond, Expr::Let(_)) =>
+                {
+                    out.push(Piece::While {
+                        cond: &w.cond,
+                        body: &w.body,
+                        span: w.while_token.span,
+                    })
+                }
+                Stmt::Expr(Expr::If(i), _) if !matches!(&*i.cond, Expr::Let(_)) => {
+                    let other = match i.else_branch.as_ref().map(|(_, e)| &**e) {
+                        None => None,
+                        Some(Expr::Block(b)) if b.label.is_none() => Some(&b.block),
+                        Some(_) => return None,
+                    };
+                    out.push(Piece::If {
+                        cond: &i.cond,
+                        then: &i.then_branch,
+                        other,
+                    })
+                }
+                _ => return None,
             }
-            out.push(Piece::While {
-                cond: &w.cond,
-                body: &w.body,
-                span: w.while_token.span,
-            });
             continue;
         }
         if let Some(span) = barrier(stmt) {
@@ -664,30 +684,49 @@ impl Splitter {
                     }
                 }
                 Piece::While { cond, body, .. } if self.warp => {
-                    let eval = self.evaluator(quote!((#cond)));
+                    let holds = self.holds(quote!((#cond)));
                     let inner = self.sequence(&body.stmts)?;
                     quote! {
                         let __outer = __active;
+                        // The lanes whose condition holds run the body; the others wait until
+                        // every lane has left the loop.
                         loop {
-                            #eval
-                            // The lanes whose condition holds run the body; the others wait
-                            // until every lane has left the loop.
-                            let mut __holds = 0u32;
-                            let mut __todo = __active;
-                            while __todo != 0 {
-                                let __l = __todo.trailing_zeros() as usize;
-                                __todo &= __todo - 1;
-                                if __eval(__lo + __l) {
-                                    __holds |= 1 << __l;
-                                }
-                            }
-                            __active = __holds;
+                            __active = #holds;
                             if __active == 0 {
                                 break;
                             }
                             #inner
                         }
                         // Lanes that returned in the loop stay out.
+                        __active = __outer & __blk.live_lanes(&__exited, __some_exited, __lo);
+                    }
+                }
+                Piece::If { cond, then, other } => {
+                    let holds = self.holds(quote!((#cond)));
+                    let then = self.sequence(&then.stmts)?;
+                    let other = match other {
+                        Some(b) => {
+                            let other = self.sequence(&b.stmts)?;
+                            quote! {
+                                __active = __outer & !__holds
+                                    & __blk.live_lanes(&__exited, __some_exited, __lo);
+                                if __active != 0 {
+                                    #other
+                                }
+                            }
+                        }
+                        None => TokenStream::new(),
+                    };
+                    quote! {
+                        // The lanes whose condition holds run the first branch, then the others
+                        // the second.
+                        let __outer = __active;
+                        let __holds = #holds;
+                        __active = __holds;
+                        if __active != 0 {
+                            #then
+                        }
+                        #other
                         __active = __outer & __blk.live_lanes(&__exited, __some_exited, __lo);
                     }
                 }
@@ -729,16 +768,33 @@ impl Splitter {
         self.scopes
             .last_mut()?
             .push((result.clone(), Bind::Slot(slot.clone())));
-        let value = crate::lockstep::result_of(&x.op, &operands, quote!(__bits[__l]));
         Some(quote! {
-            let __bits = #exchange;
+            if let ::core::option::Option::Some(__values) = #exchange {
+                for (__l, __value) in __values.into_iter().enumerate() {
+                    if __active & 1 << __l != 0 {
+                        // SAFETY: `__lo + __l`, an active lane, is a thread of the block.
+                        unsafe { #slot.set(__lo + __l, __value) };
+                    }
+                }
+            }
+        })
+    }
+
+    /// The lanes of `__active` for which `cond` holds, as a mask.
+    fn holds(&self, cond: TokenStream) -> TokenStream {
+        let eval = self.evaluator(cond);
+        quote!({
+            #eval
+            let mut __holds = 0u32;
             let mut __todo = __active;
             while __todo != 0 {
                 let __l = __todo.trailing_zeros() as usize;
                 __todo &= __todo - 1;
-                // SAFETY: `__lo + __l` is a thread of the block.
-                unsafe { #slot.set(__lo + __l, #value) };
+                if __eval(__lo + __l) {
+                    __holds |= 1 << __l;
+                }
             }
+            __holds
         })
     }
 
@@ -1071,7 +1127,8 @@ mod tests {
                 Piece::For { .. } => "For".into(),
                 Piece::While { .. } => "While".into(),
                 Piece::Warp(stmts) => format!("W{}", stmts.len()),
-                Piece::Exchange(x) => format!("X {}", x.op),
+                Piece::Exchange(x) => format!("X {}", x.operands),
+                Piece::If { .. } => "If".into(),
             })
             .collect()
     }

@@ -9,7 +9,7 @@ pub use crate::cpu::exec::{
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::cpu::fault::KernelFault;
 #[cfg(not(target_arch = "nvptx64"))]
-pub use crate::cpu::lockstep::{operands, value_of, Operands};
+pub use crate::cpu::lockstep::{operands, Operands};
 pub use crate::shared::{layout, STATIC_LIMIT};
 
 /// A shared array extent: sizes are `usize` constants.

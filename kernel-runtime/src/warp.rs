@@ -37,18 +37,19 @@
 //! ```
 //!
 //! On the CPU backend the `#[kernel]` macro splits a kernel at its collectives, as it does at
-//! its barriers, when each stands where it can be moved out of its statement (not in a branch,
-//! a closure or a macro, and after nothing in its statement that reads memory or calls a
-//! function) at the top level of the body or of `for`/`while` loops: the statements between
-//! two collectives run warp by warp as thread loops over the warp's lanes, and each
-//! collective's results are computed at once from the operands the lanes left. A `while`
-//! loop runs while any lane's condition holds, with the lanes whose condition holds, so lanes
-//! may leave it at different rounds; the lanes of a mask then meet at one call of a
-//! collective. Other kernels with collectives (one in a branch, `activemask()`, ...) run their
-//! threads as coroutines, which meet at each collective as they do at `sync_threads()`, by
-//! collective and mask wherever the call is, as on a GPU since Volta. A collective in a
-//! `#[device]` function needs `#[kernel(barriers)]` on the kernel, as a barrier there does;
-//! checked mode runs every kernel with collectives as coroutines.
+//! its barriers, when each stands where it can be moved out of its statement (not in a branch
+//! of an expression, a closure or a macro, and after nothing in its statement that reads
+//! memory or calls a function) in the body, an `if` statement or a `for`/`while` loop: the
+//! statements between two collectives run warp by warp as thread loops over the warp's lanes,
+//! and each collective's results are computed at once from the operands the lanes left. A
+//! `while` loop runs while any lane's condition holds, with the lanes whose condition holds,
+//! so lanes may leave it at different rounds; an `if` runs its first branch with the lanes
+//! whose condition holds, then its second with the others; the lanes of a mask meet at one
+//! call of a collective. Other kernels with collectives (`activemask()`, a barrier in a
+//! branch, ...) run their threads as coroutines, which meet at each collective as they do at
+//! `sync_threads()`, by collective and mask wherever the call is, as on a GPU since Volta. A
+//! collective in a `#[device]` function needs `#[kernel(barriers)]` on the kernel, as a
+//! barrier there does; checked mode runs every kernel with collectives as coroutines.
 //!
 //! Lanes that pass data through memory need a `syncwarp(mask)` naming both between the write
 //! and the read (or a `sync_threads()`): of the collectives, only `syncwarp` orders memory

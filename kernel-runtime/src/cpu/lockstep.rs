@@ -10,19 +10,45 @@
 
 use super::exec::BlockRun;
 use super::fibers::{self, Arrival, Meet};
-use super::warp::{leaves_out, past_the_block, results, Problem, WarpOp};
+use super::warp::{leaves_out, meet_at, past_the_block, results, Problem, WarpOp};
 use crate::__rt::Slots;
-use crate::warp::{WarpValue, WARP_SIZE};
+use crate::warp::WARP_SIZE;
 use std::panic::Location;
 
-/// One lane's operands of a collective, and where the collective is.
-#[derive(Clone, Copy, Debug)]
+/// One lane's operands of a collective, where the collective is, and how its result bits
+/// become the collective's result (a `T`).
+///
+/// Only the functions of [`operands`] make one, and only they require the operands' types to
+/// be a collective's: what an `Operands` goes through afterwards has no bound that could fail,
+/// so a misuse is reported once, at the call, however many versions of the kernel's body
+/// (split, coroutines, checked) call it.
 pub struct Operands<T> {
     op: WarpOp,
     mask: u32,
-    value: T,
+    bits: u64,
     arg: u32,
     location: &'static Location<'static>,
+    /// The results of the lanes of a warp from their result bits.
+    results: fn([u64; 32]) -> [T; 32],
+}
+
+// Copied whatever `T` is (a derive would ask `T: Copy`): every field is.
+impl<T> Clone for Operands<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Operands<T> {}
+
+impl<T> Operands<T> {
+    /// The collective, met as a coroutine (or by a thread alone in its block).
+    #[inline(always)]
+    pub fn meet(self) -> T {
+        let bits = meet_at(self.op, self.mask, self.bits, self.arg, self.location);
+        let [result, ..] = (self.results)([bits; 32]);
+        result
+    }
 }
 
 /// The operands of each collective, as its lanes pass them: the same names and signatures as
@@ -33,88 +59,97 @@ pub mod operands {
     use crate::warp::WarpValue;
     use std::panic::Location;
 
+    type Results<T> = fn([u64; 32]) -> [T; 32];
+
     #[track_caller]
-    fn of<T>(op: WarpOp, mask: u32, value: T, arg: u32) -> Operands<T> {
+    fn of<T>(op: WarpOp, mask: u32, bits: u64, arg: u32, results: Results<T>) -> Operands<T> {
         Operands {
             op,
             mask,
-            value,
+            bits,
             arg,
             location: Location::caller(),
+            results,
         }
     }
 
     /// The operands of [`shfl_sync`](crate::warp::shfl_sync).
     #[track_caller]
     pub fn shfl_sync<T: WarpValue>(mask: u32, value: T, src_lane: u32) -> Operands<T> {
-        of(WarpOp::Shfl(ShflMode::Idx), mask, value, src_lane)
+        let op = WarpOp::Shfl(ShflMode::Idx);
+        of(op, mask, value.to_bits(), src_lane, |b| b.map(T::from_bits))
     }
 
     /// The operands of [`shfl_up_sync`](crate::warp::shfl_up_sync).
     #[track_caller]
     pub fn shfl_up_sync<T: WarpValue>(mask: u32, value: T, delta: u32) -> Operands<T> {
-        of(WarpOp::Shfl(ShflMode::Up), mask, value, delta)
+        let op = WarpOp::Shfl(ShflMode::Up);
+        of(op, mask, value.to_bits(), delta, |b| b.map(T::from_bits))
     }
 
     /// The operands of [`shfl_down_sync`](crate::warp::shfl_down_sync).
     #[track_caller]
     pub fn shfl_down_sync<T: WarpValue>(mask: u32, value: T, delta: u32) -> Operands<T> {
-        of(WarpOp::Shfl(ShflMode::Down), mask, value, delta)
+        let op = WarpOp::Shfl(ShflMode::Down);
+        of(op, mask, value.to_bits(), delta, |b| b.map(T::from_bits))
     }
 
     /// The operands of [`shfl_xor_sync`](crate::warp::shfl_xor_sync).
     #[track_caller]
     pub fn shfl_xor_sync<T: WarpValue>(mask: u32, value: T, lane_mask: u32) -> Operands<T> {
-        of(WarpOp::Shfl(ShflMode::Xor), mask, value, lane_mask)
+        let op = WarpOp::Shfl(ShflMode::Xor);
+        of(op, mask, value.to_bits(), lane_mask, |b| {
+            b.map(T::from_bits)
+        })
     }
 
     /// The operands of [`ballot_sync`](crate::warp::ballot_sync).
     #[track_caller]
-    pub fn ballot_sync(mask: u32, pred: bool) -> Operands<u64> {
-        of(WarpOp::Ballot, mask, pred as u64, 0)
+    pub fn ballot_sync(mask: u32, pred: bool) -> Operands<u32> {
+        of(WarpOp::Ballot, mask, pred as u64, 0, |b| {
+            b.map(|b| b as u32)
+        })
     }
 
     /// The operands of [`all_sync`](crate::warp::all_sync).
     #[track_caller]
-    pub fn all_sync(mask: u32, pred: bool) -> Operands<u64> {
-        of(WarpOp::All, mask, pred as u64, 0)
+    pub fn all_sync(mask: u32, pred: bool) -> Operands<bool> {
+        of(WarpOp::All, mask, pred as u64, 0, |b| b.map(|b| b != 0))
     }
 
     /// The operands of [`any_sync`](crate::warp::any_sync).
     #[track_caller]
-    pub fn any_sync(mask: u32, pred: bool) -> Operands<u64> {
-        of(WarpOp::Any, mask, pred as u64, 0)
+    pub fn any_sync(mask: u32, pred: bool) -> Operands<bool> {
+        of(WarpOp::Any, mask, pred as u64, 0, |b| b.map(|b| b != 0))
     }
 
     /// The operands of [`eq_sync`](crate::warp::eq_sync).
     #[track_caller]
-    pub fn eq_sync(mask: u32, pred: bool) -> Operands<u64> {
-        of(WarpOp::Eq, mask, pred as u64, 0)
+    pub fn eq_sync(mask: u32, pred: bool) -> Operands<bool> {
+        of(WarpOp::Eq, mask, pred as u64, 0, |b| b.map(|b| b != 0))
     }
 
     /// The operands of [`match_any_sync`](crate::warp::match_any_sync).
     #[track_caller]
-    pub fn match_any_sync<T: WarpValue>(mask: u32, value: T) -> Operands<T> {
-        of(WarpOp::MatchAny, mask, value, 0)
+    pub fn match_any_sync<T: WarpValue>(mask: u32, value: T) -> Operands<u32> {
+        of(WarpOp::MatchAny, mask, value.to_bits(), 0, |b| {
+            b.map(|b| b as u32)
+        })
     }
 
     /// The operands of [`match_all_sync`](crate::warp::match_all_sync).
     #[track_caller]
-    pub fn match_all_sync<T: WarpValue>(mask: u32, value: T) -> Operands<T> {
-        of(WarpOp::MatchAll, mask, value, 0)
+    pub fn match_all_sync<T: WarpValue>(mask: u32, value: T) -> Operands<(u32, bool)> {
+        of(WarpOp::MatchAll, mask, value.to_bits(), 0, |b| {
+            b.map(|b| (b as u32, b != 0))
+        })
     }
 
     /// The operands of [`syncwarp`](crate::warp::syncwarp).
     #[track_caller]
-    pub fn syncwarp(mask: u32) -> Operands<u64> {
-        of(WarpOp::Sync, mask, 0, 0)
+    pub fn syncwarp(mask: u32) -> Operands<()> {
+        of(WarpOp::Sync, mask, 0, 0, |b| b.map(|_| ()))
     }
-}
-
-/// A shuffle's result as the shuffled type (the operands' slots give the type).
-#[inline(always)]
-pub fn value_of<T: WarpValue>(_: &Slots<Operands<T>>, bits: u64) -> T {
-    T::from_bits(bits)
 }
 
 impl BlockRun<'_> {
@@ -136,28 +171,29 @@ impl BlockRun<'_> {
     }
 
     /// The collective that the lanes `active` of the warp whose first thread is `first` have
-    /// reached together, each with its operands in `operands` (by thread): each active lane's
-    /// result, as bits (inactive lanes get 0). `exited` says which threads have returned.
+    /// reached together, each with its operands in `operands` (by thread): each lane's result
+    /// (an inactive lane's is meaningless), or `None` when no lane is active. `exited` says
+    /// which threads have returned.
     ///
     /// Every lane of an active lane's mask must be active, with the same mask; the mask must
     /// name the caller and only lanes that exist. Otherwise the kernel stops with the report a
     /// coroutine gets.
-    pub fn exchange<T: WarpValue>(
+    pub fn exchange<T>(
         &self,
         first: usize,
         active: u32,
         exited: &[bool],
         operands: &Slots<Operands<T>>,
-    ) -> [u64; 32] {
+    ) -> Option<[T; 32]> {
         let mut lanes = [(0u64, 0u32); 32];
         let mut masks = [0u32; 32];
         if active == 0 {
-            return [0; 32];
+            return None;
         }
         let gather = |l: usize, lanes: &mut [(u64, u32); 32], masks: &mut [u32; 32]| {
             // SAFETY: every active lane evaluated its operands in the thread loop before.
             let o = unsafe { operands.get(first + l) };
-            lanes[l] = (o.value.to_bits(), o.arg);
+            lanes[l] = (o.bits, o.arg);
             masks[l] = o.mask;
         };
         if active == u32::MAX {
@@ -175,7 +211,7 @@ impl BlockRun<'_> {
         // The common case: every active lane names exactly the active lanes.
         let mask = masks[lead];
         if mask == active && (0..32).all(|k| masks[k] == mask || active & 1 << k == 0) {
-            return results(one.op, mask, &lanes);
+            return Some((one.results)(results(one.op, mask, &lanes)));
         }
         let present = self.live_lanes(&[], false, first);
         let mut out = [0u64; 32];
@@ -211,7 +247,7 @@ impl BlockRun<'_> {
             }
             done |= mask;
         }
-        out
+        Some((one.results)(out))
     }
 
     /// Stops the kernel: lane `l` of the warp whose first thread is `first` waits at `arrival`,
@@ -245,7 +281,10 @@ impl BlockRun<'_> {
                 } else if exited[first + k] {
                     format!("lane {k} (thread {other}) exited without reaching it")
                 } else {
-                    format!("lane {k} (thread {other}) left a `while` loop around it without reaching it")
+                    format!(
+                        "lane {k} (thread {other}) is not there: it left a `while` loop, or took \
+                         the other branch of an `if`, around it"
+                    )
                 }
             }
             None => unreachable!("a collective that cannot complete has a lane that stays away"),
@@ -279,7 +318,7 @@ mod tests {
     }
 
     /// Each lane's operands, by `of(lane)`.
-    fn slots<T: Clone>(n: usize, of: impl Fn(u32) -> Operands<T>) -> Slots<Operands<T>> {
+    fn slots<T>(n: usize, of: impl Fn(u32) -> Operands<T>) -> Slots<Operands<T>> {
         let mut s = Slots::new(n);
         for t in 0..n {
             // SAFETY: `t < n`.
@@ -308,12 +347,13 @@ mod tests {
         // Each half of the second warp sums its own lanes' values.
         let half = |l: u32| if l < 16 { 0x0000_ffff } else { 0xffff_0000 };
         let ops = slots(64, |l| shfl_xor_sync(half(l), 100 + l, 1));
-        let bits = run.exchange(32, u32::MAX, &[false; 64], &ops);
-        assert_eq!((bits[0], bits[1], bits[15], bits[16]), (101, 100, 114, 117));
+        let got = run.exchange(32, u32::MAX, &[false; 64], &ops).unwrap();
+        assert_eq!((got[0], got[1], got[15], got[16]), (101, 100, 114, 117));
         // Only the active lanes vote, and only they get a result.
         let ops = slots(64, |l| ballot_sync(0x0000_00f0, l % 2 == 1));
-        let bits = run.exchange(0, 0x0000_00f0, &[false; 64], &ops);
-        assert_eq!((bits[4], bits[7], bits[8]), (0xa0, 0xa0, 0));
+        let got = run.exchange(0, 0x0000_00f0, &[false; 64], &ops).unwrap();
+        assert_eq!((got[4], got[7], got[8]), (0xa0, 0xa0, 0));
+        assert!(run.exchange(0, 0, &[false; 64], &ops).is_none());
     }
 
     #[test]
@@ -342,7 +382,7 @@ mod tests {
             run.exchange(0, !(1 << 6), &[false; 48], &full);
         });
         assert!(
-            msg.contains("lane 6 (thread (6, 0, 0)) left a `while` loop"),
+            msg.contains("lane 6 (thread (6, 0, 0)) is not there: it left a `while`"),
             "{msg}"
         );
         let msg = report(|| {

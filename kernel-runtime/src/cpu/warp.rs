@@ -111,12 +111,23 @@ pub(crate) fn activemask() -> u32 {
 /// lane's result.
 #[track_caller]
 pub(crate) fn meet(op: WarpOp, mask: u32, value: u64, arg: u32) -> u64 {
+    meet_at(op, mask, value, arg, Location::caller())
+}
+
+/// [`meet`], for a collective at `location`.
+pub(crate) fn meet_at(
+    op: WarpOp,
+    mask: u32,
+    value: u64,
+    arg: u32,
+    location: &'static Location<'static>,
+) -> u64 {
     let arrival = Arrival {
         meet: Meet::Warp(op),
         value,
         mask,
         arg,
-        location: Location::caller(),
+        location,
     };
     if let Some(result) = fibers::wait(arrival) {
         return result;
