@@ -347,31 +347,34 @@ fn bench_checked(c: &mut Criterion) {
 // The price of warp collectives: split into thread loops with an exchange per collective, or
 // as coroutines that each collective stops.
 
-/// Every lane gets its warp's sum of `x`, by a butterfly of five `shfl_xor_sync`s.
-#[kernel]
-fn warp_sum_shuffles(x: &[f32], sums: &mut [f32]) {
-    let i = grid(1);
-    let mut s = x[i];
-    let mut offset = WARP_SIZE / 2;
-    while offset > 0 {
-        s += shfl_xor_sync(u32::MAX, s, offset);
-        offset /= 2;
-    }
-    sums[i] = s;
+/// A kernel in which every lane gets its warp's sum of `x`, by a butterfly of five
+/// `shfl_xor_sync`s, under the `#[kernel]` attribute given: one body for both runs.
+macro_rules! warp_sum_by_shuffles {
+    ($(#[$attr:meta])* $name:ident) => {
+        $(#[$attr])*
+        fn $name(x: &[f32], sums: &mut [f32]) {
+            let i = grid(1);
+            let mut s = x[i];
+            let mut offset = WARP_SIZE / 2;
+            while offset > 0 {
+                s += shfl_xor_sync(u32::MAX, s, offset);
+                offset /= 2;
+            }
+            sums[i] = s;
+        }
+    };
 }
 
-/// The same, as coroutines (`barriers` keeps the macro from splitting it).
-#[kernel(barriers)]
-fn warp_sum_coroutines(x: &[f32], sums: &mut [f32]) {
-    let i = grid(1);
-    let mut s = x[i];
-    let mut offset = WARP_SIZE / 2;
-    while offset > 0 {
-        s += shfl_xor_sync(u32::MAX, s, offset);
-        offset /= 2;
-    }
-    sums[i] = s;
-}
+warp_sum_by_shuffles!(
+    /// Split at its shuffles.
+    #[kernel]
+    warp_sum_shuffles
+);
+warp_sum_by_shuffles!(
+    /// As coroutines (`barriers` keeps the macro from splitting it).
+    #[kernel(barriers)]
+    warp_sum_coroutines
+);
 
 /// The same sums through shared memory, by a tree of five steps with barriers, which the
 /// `#[kernel]` macro splits into thread loops.

@@ -26,7 +26,8 @@
 //! times. Statements of any other shape leave the kernel to the coroutines.
 
 use crate::rewrite::WARP_COLLECTIVES;
-use proc_macro2::{Span, TokenStream, TokenTree};
+use crate::split::mentions;
+use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
@@ -50,20 +51,14 @@ pub fn hoist(stmts: &[Stmt]) -> Option<Vec<Stmt>> {
 
 /// Whether `tokens` call a collective (`activemask` included).
 pub fn mentions_collective(tokens: TokenStream) -> bool {
-    tokens.into_iter().any(|t| match t {
-        TokenTree::Ident(i) => WARP_COLLECTIVES.contains(&i.to_string().as_str()),
-        TokenTree::Group(g) => mentions_collective(g.stream()),
-        _ => false,
+    mentions(tokens, &|i| {
+        WARP_COLLECTIVES.contains(&i.to_string().as_str())
     })
 }
 
 /// Whether `tokens` hold an exchange marker.
 pub fn mentions_exchange(tokens: TokenStream) -> bool {
-    tokens.into_iter().any(|t| match t {
-        TokenTree::Ident(i) => i == MARKER,
-        TokenTree::Group(g) => mentions_exchange(g.stream()),
-        _ => false,
-    })
+    mentions(tokens, &|i| i == MARKER)
 }
 
 /// The exchange `stmt` marks, if it is a marker.
@@ -256,6 +251,13 @@ impl Hoister {
         if !ok || mentions_collective(quote!(#stmt)) {
             return None;
         }
+        // A collective alone as a statement (`syncwarp(FULL);`) leaves nothing after it.
+        let bare = match (&stmt, found.last()) {
+            (Stmt::Expr(Expr::Path(p), Some(_)), Some((_, _, k, _))) => {
+                p.path.is_ident(&format_ident!("__wres{k}"))
+            }
+            _ => false,
+        };
         let mut out = Vec::new();
         for (op, args, k, span) in found {
             let operands = format_ident!("__wargs{k}", span = span);
@@ -264,9 +266,6 @@ impl Hoister {
             out.push(syn::parse_quote_spanned!(span=> let #operands = #path(#args);));
             out.push(syn::parse_quote_spanned!(span=> __kernel_exchange!(#operands, #result);));
         }
-        // A collective alone as a statement (`syncwarp(FULL);`) leaves nothing to do.
-        let bare = matches!(&stmt, Stmt::Expr(Expr::Path(p), Some(_))
-            if p.path.get_ident().is_some_and(|i| i.to_string().starts_with("__wres")));
         if !bare {
             out.push(stmt);
         }
@@ -290,20 +289,28 @@ struct Walk<'a> {
 impl Walk<'_> {
     fn expr(&mut self, e: &mut Expr) {
         match e {
-            Expr::Call(c) if collective(c).is_some() => {
-                let op = collective(c).expect("checked by the guard");
+            Expr::Call(c) => {
+                let Some(op) = collective(c) else {
+                    self.expr(&mut c.func);
+                    for a in c.args.iter_mut() {
+                        self.expr(a);
+                    }
+                    self.impure = true;
+                    return;
+                };
                 if self.impure {
                     self.ok = false;
                     return;
                 }
-                let saved = self.impure;
                 for a in c.args.iter_mut() {
                     if mutates(a) {
                         self.ok = false;
                     }
                     self.expr(a);
                 }
-                self.impure = saved;
+                // The operands are evaluated just before the exchange, in order: what they
+                // read or call does not keep a later collective from being hoisted.
+                self.impure = false;
                 let span = c.span();
                 let k = self.hoister.number();
                 let result = format_ident!("__wres{k}", span = span);
@@ -311,13 +318,6 @@ impl Walk<'_> {
                 let op = format_ident!("{}", op, span = span);
                 self.found.push((op, quote!(#args), k, span));
                 *e = syn::parse_quote_spanned!(span=> #result);
-            }
-            Expr::Call(c) => {
-                self.expr(&mut c.func);
-                for a in c.args.iter_mut() {
-                    self.expr(a);
-                }
-                self.impure = true;
             }
             Expr::MethodCall(m) => {
                 self.expr(&mut m.receiver);

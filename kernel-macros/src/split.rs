@@ -98,21 +98,22 @@ fn count_idents(tokens: TokenStream, counts: &mut HashMap<String, usize>) {
     }
 }
 
-/// Whether `tokens` call `activemask`.
-fn mentions_activemask(tokens: TokenStream) -> bool {
+/// Whether `tokens` hold an identifier for which `hit` holds, at any depth.
+pub(crate) fn mentions(tokens: TokenStream, hit: &impl Fn(&proc_macro2::Ident) -> bool) -> bool {
     tokens.into_iter().any(|t| match t {
-        TokenTree::Ident(i) => i == "activemask",
-        TokenTree::Group(g) => mentions_activemask(g.stream()),
+        TokenTree::Ident(i) => hit(&i),
+        TokenTree::Group(g) => mentions(g.stream(), hit),
         _ => false,
     })
 }
 
+/// Whether `tokens` call `activemask`.
+fn mentions_activemask(tokens: TokenStream) -> bool {
+    mentions(tokens, &|i| i == "activemask")
+}
+
 pub(crate) fn mentions_sync(tokens: TokenStream) -> bool {
-    tokens.into_iter().any(|t| match t {
-        TokenTree::Ident(i) => i.to_string().starts_with("sync_threads"),
-        TokenTree::Group(g) => mentions_sync(g.stream()),
-        _ => false,
-    })
+    mentions(tokens, &|i| i.to_string().starts_with("sync_threads"))
 }
 
 /// `sync_threads();` as a statement: the span of the call.
@@ -786,10 +787,7 @@ impl Splitter {
         quote!({
             #eval
             let mut __holds = 0u32;
-            let mut __todo = __active;
-            while __todo != 0 {
-                let __l = __todo.trailing_zeros() as usize;
-                __todo &= __todo - 1;
+            for __l in ::kernel_runtime::__rt::each_lane(__active) {
                 if __eval(__lo + __l) {
                     __holds |= 1 << __l;
                 }
@@ -941,10 +939,7 @@ impl Splitter {
             return Some(quote! {
                 #[allow(unused_variables)]
                 let (__base, __track) = __blk.base();
-                let mut __todo = __active;
-                while __todo != 0 {
-                    let __l = __todo.trailing_zeros() as usize;
-                    __todo &= __todo - 1;
+                for __l in ::kernel_runtime::__rt::each_lane(__active) {
                     let __t = __lo + __l;
                     let __c = __blk.coord(__t);
                     #[allow(unused_variables)]

@@ -10,6 +10,8 @@ pub use crate::cpu::exec::{
 pub use crate::cpu::fault::KernelFault;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::cpu::lockstep::{operands, Operands};
+#[cfg(not(target_arch = "nvptx64"))]
+pub use crate::cpu::warp::each_lane;
 pub use crate::shared::{layout, STATIC_LIMIT};
 
 /// A shared array extent: sizes are `usize` constants.

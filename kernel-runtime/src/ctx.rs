@@ -203,8 +203,7 @@ impl Ctx {
         return crate::warp::lane_id();
         #[cfg(not(target_arch = "nvptx64"))]
         {
-            let (t, d) = (self.thread, self.block_dim);
-            (t.x + d.x * (t.y + d.y * t.z)) % crate::warp::WARP_SIZE
+            self.block_dim.flatten(self.thread) % crate::warp::WARP_SIZE
         }
     }
     /// The lanes below the thread's, as [`lanemask_lt`](crate::warp::lanemask_lt) gives them.

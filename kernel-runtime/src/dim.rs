@@ -28,6 +28,13 @@ impl Dim3 {
         self.x as u64 * self.y as u64 * self.z as u64
     }
 
+    /// The linear index (x fastest) of the coordinate `c` within `self`, as a `u32` (a block's
+    /// threads).
+    #[inline(always)]
+    pub const fn flatten(self, c: Dim3) -> u32 {
+        c.x + self.x * (c.y + self.y * c.z)
+    }
+
     /// The coordinate whose linear index (x fastest) within `self` is `i`.
     #[inline(always)]
     pub const fn unflatten(self, i: u64) -> Dim3 {
@@ -60,5 +67,8 @@ mod tests {
         assert_eq!(coords[3], Dim3::new(0, 1, 0));
         assert_eq!(coords[6], Dim3::new(0, 0, 1));
         assert_eq!(coords[11], Dim3::new(2, 1, 1));
+        for (i, c) in coords.iter().enumerate() {
+            assert_eq!(d.flatten(*c), i as u32, "flatten undoes unflatten");
+        }
     }
 }

@@ -10,7 +10,9 @@
 
 use super::exec::BlockRun;
 use super::fibers::{self, Arrival, Meet};
-use super::warp::{leaves_out, meet_at, past_the_block, results, Problem, WarpOp};
+use super::warp::{
+    each_lane, existing, leaves_out, meet_at, past_the_block, results, Problem, WarpOp,
+};
 use crate::__rt::Slots;
 use crate::warp::WARP_SIZE;
 use std::panic::Location;
@@ -156,16 +158,11 @@ impl BlockRun<'_> {
     /// The lanes of the warp whose first thread is `first` that exist and have not exited.
     #[inline(always)]
     pub fn live_lanes(&self, exited: &[bool], some_exited: bool, first: usize) -> u32 {
-        let lanes = (self.threads() - first).min(WARP_SIZE as usize);
-        let all = if lanes == 32 {
-            u32::MAX
-        } else {
-            (1 << lanes) - 1
-        };
+        let all = existing(0, (self.threads() - first) as u32);
         if !some_exited {
             return all;
         }
-        (0..lanes)
+        each_lane(all)
             .filter(|&l| !exited[first + l])
             .fold(0, |m, l| m | 1 << l)
     }
@@ -190,20 +187,11 @@ impl BlockRun<'_> {
         if active == 0 {
             return None;
         }
-        let gather = |l: usize, lanes: &mut [(u64, u32); 32], masks: &mut [u32; 32]| {
+        for l in each_lane(active) {
             // SAFETY: every active lane evaluated its operands in the thread loop before.
             let o = unsafe { operands.get(first + l) };
             lanes[l] = (o.bits, o.arg);
             masks[l] = o.mask;
-        };
-        if active == u32::MAX {
-            (0..32).for_each(|l| gather(l, &mut lanes, &mut masks));
-        } else {
-            let mut rest = active;
-            while rest != 0 {
-                gather(rest.trailing_zeros() as usize, &mut lanes, &mut masks);
-                rest &= rest - 1;
-            }
         }
         let lead = active.trailing_zeros() as usize;
         // SAFETY: as above, for the first active lane.
@@ -213,14 +201,11 @@ impl BlockRun<'_> {
         if mask == active && (0..32).all(|k| masks[k] == mask || active & 1 << k == 0) {
             return Some((one.results)(results(one.op, mask, &lanes)));
         }
-        let present = self.live_lanes(&[], false, first);
+        let present = existing(0, (self.threads() - first) as u32);
         let mut out = [0u64; 32];
         // Lanes whose result is known: a mask's group at a time.
         let mut done = 0u32;
-        let mut rest = active;
-        while rest != 0 {
-            let l = rest.trailing_zeros() as usize;
-            rest &= rest - 1;
+        for l in each_lane(active) {
             if done & 1 << l != 0 {
                 continue;
             }
@@ -239,10 +224,7 @@ impl BlockRun<'_> {
                 self.warp_diverged(first, l, arrival, exited, active, &masks);
             }
             let group = results(one.op, mask, &lanes);
-            let mut members = mask;
-            while members != 0 {
-                let k = members.trailing_zeros() as usize;
-                members &= members - 1;
+            for k in each_lane(mask) {
                 out[k] = group[k];
             }
             done |= mask;

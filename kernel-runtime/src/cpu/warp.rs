@@ -69,7 +69,7 @@ impl WarpOp {
 /// The running thread's linear index in its block and the block's thread count.
 fn linear() -> (u32, u32) {
     let (t, d) = (tls::thread(), tls::block().block_dim);
-    (t.x + d.x * (t.y + d.y * t.z), d.volume().max(1) as u32)
+    (d.flatten(t), d.volume().max(1) as u32)
 }
 
 /// The running thread's lane.
@@ -78,13 +78,24 @@ pub(crate) fn lane_id() -> u32 {
 }
 
 /// The lanes of `count` threads' warp `warp` that exist.
-fn existing(warp: u32, count: u32) -> u32 {
+pub(crate) fn existing(warp: u32, count: u32) -> u32 {
     let lanes = count.saturating_sub(warp * WARP_SIZE).min(WARP_SIZE);
     if lanes == WARP_SIZE {
         u32::MAX
     } else {
         (1 << lanes) - 1
     }
+}
+
+/// The lanes of `mask`, lowest first.
+#[inline(always)]
+pub fn each_lane(mask: u32) -> impl Iterator<Item = usize> {
+    let mut rest = mask;
+    std::iter::from_fn(move || {
+        let l = rest.trailing_zeros() as usize;
+        rest &= rest.wrapping_sub(1);
+        (l < 32).then_some(l)
+    })
 }
 
 /// `activemask()`: in a coroutine, the lanes of the warp that have not returned once every
@@ -403,6 +414,14 @@ mod tests {
         assert_eq!((any[0], any[1], any[8]), (0b0100_1001, 0b1001_0010, 0));
         assert_eq!(results(WarpOp::MatchAll, mask, &thirds)[0], 0);
         assert_eq!(results(WarpOp::MatchAll, mask, &ones)[0], mask as u64);
+    }
+
+    #[test]
+    fn each_lane_of_a_mask_lowest_first() {
+        assert_eq!(each_lane(0b1010_0001).collect::<Vec<_>>(), [0, 5, 7]);
+        assert_eq!(each_lane(1 << 31).collect::<Vec<_>>(), [31]);
+        assert_eq!(each_lane(u32::MAX).count(), 32);
+        assert_eq!(each_lane(0).next(), None);
     }
 
     #[test]
