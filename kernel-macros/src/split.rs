@@ -3,12 +3,13 @@
 //! loops, one per region between barriers.
 //!
 //! Locals that live across a barrier are kept per thread (restored at the start of a region,
-//! saved at its end); a loop that holds a barrier is run once per block after checking that every
-//! thread agrees on its bounds or condition, so a divergent barrier is still reported. A region
-//! after a barrier that touches nothing but the thread's own locals runs before the barrier
-//! instead, in the thread loop of the region there (see `hoist_private`). Bodies of any other
-//! shape (barriers in branches, `sync_threads_count`, `break` out of a split loop, ...) are not
-//! split: the CPU backend then runs their threads as coroutines.
+//! saved at its end where it may have changed them: see `Changes`); a loop that holds a barrier
+//! is run once per block after checking that every thread agrees on its bounds or condition, so
+//! a divergent barrier is still reported. A region after a barrier that touches nothing but the
+//! thread's own locals runs before the barrier instead, in the thread loop of the region there
+//! (see `hoist_private`). Bodies of any other shape (barriers in branches, `sync_threads_count`,
+//! `break` out of a split loop, ...) are not split: the CPU backend then runs their threads as
+//! coroutines.
 //!
 //! Warp collectives split the same way, warp by warp (see [`crate::lockstep`]): the statements
 //! between two barriers that hold a collective run once per warp, as thread loops over the
@@ -520,31 +521,6 @@ impl Splitter {
     }
 
     fn pure(&self, e: &Expr, deps: &mut Vec<usize>) -> bool {
-        const METHODS: &[&str] = &[
-            "dim",
-            "len",
-            "shape",
-            "is_empty",
-            "div_ceil",
-            "min",
-            "max",
-            "abs",
-            "thread_idx",
-            "block_idx",
-            "block_dim",
-            "grid_dim",
-            "grid_1d",
-            "grid_2d",
-            "grid_3d",
-            "gridsize_1d",
-            "gridsize_2d",
-            "gridsize_3d",
-            "wrapping_add",
-            "wrapping_sub",
-            "wrapping_mul",
-            "lane_id",
-            "lanemask_lt",
-        ];
         match e {
             Expr::Lit(_) => true,
             Expr::Paren(p) => self.pure(&p.expr, deps),
@@ -561,7 +537,7 @@ impl Splitter {
             Expr::Field(f) => self.pure(&f.base, deps),
             Expr::Reference(r) => r.mutability.is_none() && self.pure(&r.expr, deps),
             Expr::MethodCall(m) => {
-                METHODS.contains(&m.method.to_string().as_str())
+                PURE_METHODS.contains(&m.method.to_string().as_str())
                     && self.pure(&m.receiver, deps)
                     && m.args.iter().all(|a| self.pure(a, deps))
             }
@@ -919,7 +895,9 @@ impl Splitter {
                 }
             }
         }
-        // Saved: the bindings this region mentions that are mentioned elsewhere too.
+        // Saved: the bindings this region declares or may change that are mentioned elsewhere
+        // too. One it only reads keeps the value its slot holds.
+        let changes = Changes::of(&body);
         let saves: TokenStream = self
             .visible()
             .into_iter()
@@ -927,8 +905,9 @@ impl Splitter {
                 let key = name.to_string();
                 let here = used.get(&key).copied().unwrap_or(0);
                 let elsewhere = self.counts.get(&key).copied().unwrap_or(0) > here;
+                let written = slots_here.contains_key(&key) || changes.may_change(&key);
                 match bind {
-                    Bind::Slot(slot) if here > 0 && elsewhere => Some((name, slot)),
+                    Bind::Slot(slot) if here > 0 && elsewhere && written => Some((name, slot)),
                     _ => None,
                 }
             })
@@ -978,9 +957,12 @@ impl Splitter {
                     #saves
                     false
                 })();
-                // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
-                unsafe { *__exited.get_unchecked_mut(__t) = __gone };
-                __gone_here |= __gone;
+                // Only a thread that runs sets its flag, and only once: none is ever cleared.
+                if __gone {
+                    // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
+                    unsafe { *__exited.get_unchecked_mut(__t) = true };
+                    __gone_here = true;
+                }
             };
             let thread = if hinted {
                 run
@@ -1064,6 +1046,94 @@ fn runtime_fn(func: &Expr) -> Option<String> {
     (path.leading_colon.is_some() && first.ident == "kernel_runtime")
         .then(|| path.segments.last().map(|s| s.ident.to_string()))
         .flatten()
+}
+
+/// Methods of the thread's context and of numbers that read their receiver and change nothing:
+/// a local they are called on keeps its value, and a binding made of them can be evaluated again.
+const PURE_METHODS: &[&str] = &[
+    "dim",
+    "len",
+    "shape",
+    "is_empty",
+    "div_ceil",
+    "min",
+    "max",
+    "abs",
+    "thread_idx",
+    "block_idx",
+    "block_dim",
+    "grid_dim",
+    "grid_1d",
+    "grid_2d",
+    "grid_3d",
+    "gridsize_1d",
+    "gridsize_2d",
+    "gridsize_3d",
+    "wrapping_add",
+    "wrapping_sub",
+    "wrapping_mul",
+    "lane_id",
+    "lanemask_lt",
+];
+
+/// The locals a region may change, by their names: those it assigns to, in whole or in part
+/// (`x = ..`, `x[i] += ..`, `(a, b) = ..`), borrows (`&mut x`, or `&x`, through which a `Cell`
+/// could change), calls a method on (but [`PURE_METHODS`]) or names in a macro; all of them
+/// (`all`) where a pattern binds by reference.
+#[derive(Default)]
+struct Changes {
+    names: HashMap<String, usize>,
+    all: bool,
+}
+impl Changes {
+    fn of(stmts: &[Stmt]) -> Changes {
+        let mut changes = Changes::default();
+        for s in stmts {
+            changes.visit_stmt(s);
+        }
+        changes
+    }
+
+    fn may_change(&self, name: &str) -> bool {
+        self.all || self.names.contains_key(name)
+    }
+
+    /// Takes the names of the place `e` as changed: of its base where it indexes (`x[i]`: `x`,
+    /// not `i`) or takes a field, of each element of a tuple, every name in it otherwise.
+    fn place(&mut self, e: &Expr) {
+        match e {
+            Expr::Index(i) => self.place(&i.expr),
+            Expr::Field(f) => self.place(&f.base),
+            Expr::Paren(p) => self.place(&p.expr),
+            Expr::Group(g) => self.place(&g.expr),
+            Expr::Tuple(t) => t.elems.iter().for_each(|e| self.place(e)),
+            _ => count_idents(quote!(#e), &mut self.names),
+        }
+    }
+}
+impl<'ast> Visit<'ast> for Changes {
+    fn visit_expr(&mut self, e: &'ast Expr) {
+        let target = match e {
+            Expr::Assign(a) => Some(&*a.left),
+            Expr::Binary(b) if assigns(&b.op) => Some(&*b.left),
+            Expr::Reference(r) => Some(&*r.expr),
+            Expr::MethodCall(m) if !PURE_METHODS.contains(&m.method.to_string().as_str()) => {
+                Some(&*m.receiver)
+            }
+            _ => None,
+        };
+        if let Some(target) = target {
+            self.place(target);
+        }
+        syn::visit::visit_expr(self, e);
+    }
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        count_idents(m.tokens.clone(), &mut self.names);
+    }
+    fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+        self.all |= p.by_ref.is_some();
+        syn::visit::visit_pat_ident(self, p);
+    }
 }
 
 /// Collects the names assigned to as a whole or borrowed mutably.
@@ -1179,5 +1249,35 @@ mod tests {
             });
             assert_eq!(shape(&body), ["R1", "B", "R1"], "{stmt}");
         }
+    }
+
+    #[test]
+    fn a_region_saves_only_the_locals_it_may_change() {
+        let body: Block = syn::parse_quote!({
+            let two = stride % 2 == 1;
+            s[a] = s[b].min(n);
+            acc += s[t];
+            (lo, hi) = (hi, lo);
+            tally.push(k);
+            f(&cell, &mut out, w.max(1));
+            write!(log, "{}", shown);
+            let g = |i: usize| grid[i] = 0;
+        });
+        let changes = Changes::of(&body.stmts);
+        for name in [
+            "s", "acc", "lo", "hi", "tally", "cell", "out", "log", "shown", "grid",
+        ] {
+            assert!(changes.may_change(name), "{name}");
+        }
+        for name in ["stride", "a", "b", "n", "t", "k", "w", "f", "i"] {
+            assert!(!changes.may_change(name), "{name}");
+        }
+        // A binding by reference may change anything through a `Cell`.
+        let body: Block = syn::parse_quote!({
+            if let Some(ref c) = maybe {
+                c.set(1);
+            }
+        });
+        assert!(Changes::of(&body.stmts).may_change("stride"));
     }
 }
