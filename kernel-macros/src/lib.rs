@@ -12,6 +12,7 @@ mod params;
 mod parse;
 mod rewrite;
 mod split;
+mod uniform;
 mod validate;
 mod vectorize;
 

@@ -3,13 +3,14 @@
 //! loops, one per region between barriers.
 //!
 //! Locals that live across a barrier are kept per thread (restored at the start of a region,
-//! saved at its end where it may have changed them: see `Changes`); a loop that holds a barrier
-//! is run once per block after checking that every thread agrees on its bounds or condition, so
-//! a divergent barrier is still reported. A region after a barrier that touches nothing but the
-//! thread's own locals runs before the barrier instead, in the thread loop of the region there
-//! (see `hoist_private`). Bodies of any other shape (barriers in branches, `sync_threads_count`,
-//! `break` out of a split loop, ...) are not split: the CPU backend then runs their threads as
-//! coroutines.
+//! saved at its end where it may have changed them: see `Changes`), but for block-uniform ones
+//! (see [`crate::uniform`]), kept once per block and computed outside the thread loops; a loop
+//! that holds a barrier is run once per block after checking that every thread agrees on its
+//! bounds or condition, so a divergent barrier is still reported. A region after a barrier that
+//! touches nothing but the thread's own locals runs before the barrier instead, in the thread
+//! loop of the region there (see `hoist_private`). Bodies of any other shape (barriers in
+//! branches, `sync_threads_count`, `break` out of a split loop, ...) are not split: the CPU
+//! backend then runs their threads as coroutines.
 //!
 //! Warp collectives split the same way, warp by warp (see [`crate::lockstep`]): the statements
 //! between two barriers that hold a collective run once per warp, as thread loops over the
@@ -19,6 +20,7 @@
 //! lanes whose condition holds, then its second with the others.
 
 use crate::lockstep::{mentions_exchange, Exchange};
+use crate::uniform::Uniform;
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 use std::collections::HashMap;
@@ -64,7 +66,14 @@ pub fn split(block: &Block, hint: Option<Hint>, params: &[(String, bool)]) -> Op
     }
     let mut reassigned = Reassigned(Vec::new());
     reassigned.visit_block(&block);
+    // Warp runs give each lane its own path through loops: no local is uniform there.
+    let uniform = if mentions_exchange(quote!(#block)) {
+        Uniform::default()
+    } else {
+        Uniform::of(&block, params, &decls)
+    };
     let mut s = Splitter {
+        uniform,
         counts,
         decls,
         reassigned: reassigned.0,
@@ -89,7 +98,7 @@ pub fn split(block: &Block, hint: Option<Hint>, params: &[(String, bool)]) -> Op
     })
 }
 
-fn count_idents(tokens: TokenStream, counts: &mut HashMap<String, usize>) {
+pub(crate) fn count_idents(tokens: TokenStream, counts: &mut HashMap<String, usize>) {
     for t in tokens {
         match t {
             TokenTree::Ident(i) => *counts.entry(i.to_string()).or_default() += 1,
@@ -389,6 +398,8 @@ impl<'ast> Visit<'ast> for Names {
 }
 
 struct Splitter {
+    /// The locals kept once per block (see [`crate::uniform`]).
+    uniform: Uniform,
     /// How often each identifier occurs in the whole body.
     counts: HashMap<String, usize>,
     /// How often each name is bound (by `let`, a pattern, a closure parameter) in the body.
@@ -412,7 +423,7 @@ struct Splitter {
 /// Where a region finds a binding declared in an earlier one.
 #[derive(Clone)]
 enum Bind {
-    /// A uniform loop variable, in scope as it is.
+    /// A uniform loop variable or block-uniform local, in scope as it is.
     Uniform,
     /// Per-thread slots, restored at the start of the region.
     Slot(syn::Ident),
@@ -615,7 +626,10 @@ impl Splitter {
         let mut out = TokenStream::new();
         for piece in pieces {
             let code = match piece {
-                Piece::Region(stmts) => self.region(&stmts)?,
+                Piece::Region(stmts) => {
+                    out.extend(self.segments(&stmts)?);
+                    continue;
+                }
                 Piece::Warp(stmts) => {
                     self.warp = true;
                     let inner = self.pieces_code(&stmts);
@@ -646,7 +660,8 @@ impl Splitter {
                     span,
                 } => {
                     let header = quote!((#start, #end));
-                    let check = self.uniform(header, span);
+                    let once = self.uniform.expr(start) && self.uniform.expr(end);
+                    let check = self.uniform(header, span, once);
                     self.scopes.push(vec![(var.clone(), Bind::Uniform)]);
                     let inner = self.sequence(&body.stmts);
                     self.scopes.pop();
@@ -708,7 +723,7 @@ impl Splitter {
                     }
                 }
                 Piece::While { cond, body, span } => {
-                    let check = self.uniform(quote!((#cond)), span);
+                    let check = self.uniform(quote!((#cond)), span, self.uniform.expr(cond));
                     let inner = self.sequence(&body.stmts)?;
                     quote! {
                         loop {
@@ -800,8 +815,20 @@ impl Splitter {
     }
 
     /// Evaluates `header` for every live thread into `__uniform`, checking they agree (the
-    /// threads after the first are compared without a branch on the outcome).
-    fn uniform(&self, header: TokenStream, span: Span) -> TokenStream {
+    /// threads after the first are compared without a branch on the outcome); only once where
+    /// it is made of uniform values (`once`), while any thread is live.
+    fn uniform(&self, header: TokenStream, span: Span, once: bool) -> TokenStream {
+        if once {
+            let context = mentions(header.clone(), &|id| id == "__kctx")
+                .then(|| quote!(let __kctx = __blk.base().0;));
+            return quote! {
+                #context
+                // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
+                let __uniform = (!__some_exited
+                    || (0..__n).any(|__t| !unsafe { *__exited.get_unchecked(__t) }))
+                .then(|| #header);
+            };
+        }
         let eval = self.evaluator(header);
         let loc = location(span);
         quote! {
@@ -825,6 +852,57 @@ impl Splitter {
                 __uniform = ::core::option::Option::Some(__value);
             }
         }
+    }
+
+    /// The code of a region: its statements that declare or assign uniform locals once, for
+    /// the block (before the thread loop where no statement before them in the region reads
+    /// what they write), the others in thread loops.
+    fn segments(&mut self, stmts: &[&Stmt]) -> Option<TokenStream> {
+        let mut out = TokenStream::new();
+        let mut threads: Vec<&Stmt> = Vec::new();
+        for &stmt in stmts {
+            if !self.uniform.statement(stmt) {
+                threads.push(stmt);
+                continue;
+            }
+            let written = match stmt {
+                Stmt::Local(l) => {
+                    let mut names = Names(Vec::new());
+                    names.visit_pat(&l.pat);
+                    names.0.iter().map(|n| (n.to_string(), 1)).collect()
+                }
+                _ => Changes::of(std::slice::from_ref(stmt)).names,
+            };
+            let reads = |s: &&Stmt| {
+                mentions(quote!(#s), &|id: &proc_macro2::Ident| {
+                    written.contains_key(&id.to_string())
+                })
+            };
+            if threads.iter().any(reads) {
+                let code = self.region(&threads)?;
+                out.extend(quote!({ #code }));
+                threads.clear();
+            }
+            if mentions(quote!(#stmt), &|id| id == "__kctx") {
+                // The block's context: a uniform value reads no thread's coordinates.
+                out.extend(quote!(let __kctx = __blk.base().0;));
+            }
+            if let Stmt::Local(l) = stmt {
+                let mut names = Names(Vec::new());
+                names.visit_pat(&l.pat);
+                for name in names.0 {
+                    self.scopes.last_mut()?.push((name, Bind::Uniform));
+                }
+                out.extend(quote!(#[allow(unused_mut, unused_variables)] #stmt));
+            } else {
+                out.extend(quote!(#stmt));
+            }
+        }
+        if !threads.is_empty() {
+            let code = self.region(&threads)?;
+            out.extend(quote!({ #code }));
+        }
+        Some(out)
     }
 
     fn region(&mut self, stmts: &[&Stmt]) -> Option<TokenStream> {
@@ -1081,8 +1159,8 @@ const PURE_METHODS: &[&str] = &[
 /// could change), calls a method on (but [`PURE_METHODS`]) or names in a macro; all of them
 /// (`all`) where a pattern binds by reference.
 #[derive(Default)]
-struct Changes {
-    names: HashMap<String, usize>,
+pub(crate) struct Changes {
+    pub(crate) names: HashMap<String, usize>,
     all: bool,
 }
 impl Changes {
@@ -1094,8 +1172,32 @@ impl Changes {
         changes
     }
 
-    fn may_change(&self, name: &str) -> bool {
+    pub(crate) fn may_change(&self, name: &str) -> bool {
         self.all || self.names.contains_key(name)
+    }
+
+    /// Notes what `e` itself may change, not its subexpressions.
+    pub(crate) fn note(&mut self, e: &Expr) {
+        let target = match e {
+            Expr::Assign(a) => Some(&*a.left),
+            Expr::Binary(b) if assigns(&b.op) => Some(&*b.left),
+            Expr::Reference(r) => Some(&*r.expr),
+            Expr::MethodCall(m) => {
+                let method = m.method.to_string();
+                let pure = PURE_METHODS.contains(&method.as_str())
+                    || crate::uniform::NUMBER_METHODS.contains(&method.as_str());
+                (!pure).then_some(&*m.receiver)
+            }
+            _ => None,
+        };
+        if let Some(target) = target {
+            self.place(target);
+        }
+    }
+
+    /// Notes a pattern that may bind by reference.
+    pub(crate) fn note_pat(&mut self, p: &syn::PatIdent) {
+        self.all |= p.by_ref.is_some();
     }
 
     /// Takes the names of the place `e` as changed: of its base where it indexes (`x[i]`: `x`,
@@ -1113,25 +1215,14 @@ impl Changes {
 }
 impl<'ast> Visit<'ast> for Changes {
     fn visit_expr(&mut self, e: &'ast Expr) {
-        let target = match e {
-            Expr::Assign(a) => Some(&*a.left),
-            Expr::Binary(b) if assigns(&b.op) => Some(&*b.left),
-            Expr::Reference(r) => Some(&*r.expr),
-            Expr::MethodCall(m) if !PURE_METHODS.contains(&m.method.to_string().as_str()) => {
-                Some(&*m.receiver)
-            }
-            _ => None,
-        };
-        if let Some(target) = target {
-            self.place(target);
-        }
+        self.note(e);
         syn::visit::visit_expr(self, e);
     }
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
         count_idents(m.tokens.clone(), &mut self.names);
     }
     fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
-        self.all |= p.by_ref.is_some();
+        self.note_pat(p);
         syn::visit::visit_pat_ident(self, p);
     }
 }
