@@ -423,6 +423,39 @@ pub fn locals_across_barrier(mut base: u32, out: &mut [u32]) {
     }
 }
 
+/// Block-uniform locals (`step`, `scale`, `round`) changed between statements of one region
+/// that read them, and in loops that hold barriers, beside per-thread ones (`acc`), with
+/// threads that leave early: for `out[i]`, see `uniform_steps_reference` in the kernel tests.
+#[kernel]
+pub fn uniform_steps(limit: u32, out: &mut [u32]) {
+    let mut s = shared_array![u32; 64];
+    let t = thread_idx().x as usize;
+    let width = block_dim().x as usize;
+    let mut step = 1u32;
+    let mut acc = t as u32 + block_idx().x;
+    s[t] = acc;
+    sync_threads();
+    for round in 0..4u32 {
+        let scale = step + round;
+        acc = acc
+            .wrapping_mul(3)
+            .wrapping_add(s[(t + step as usize) % width].wrapping_mul(scale));
+        step = step * 2 + round;
+        acc ^= step;
+        sync_threads();
+        s[t] = acc;
+        sync_threads();
+    }
+    while step < limit {
+        step += step / 2 + 1;
+        sync_threads();
+    }
+    if t % 3 == 2 {
+        return;
+    }
+    out[block_idx().x as usize * width + t] = acc.wrapping_add(step);
+}
+
 /// Writes each thread's `grid(1)` and `gridsize(1)` below `n`: only grid-level indices tell its
 /// threads apart, so the CPU backend runs runs of its blocks as one loop; `n` past the end of
 /// `out` makes the threads beyond it fault.

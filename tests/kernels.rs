@@ -636,6 +636,50 @@ fn locals_keep_their_values_across_barriers() {
     }
 }
 
+/// What `uniform_steps` writes for `blocks` blocks of `width` threads (0 for the threads that
+/// leave early).
+fn uniform_steps_reference(blocks: usize, width: usize, limit: u32) -> Vec<u32> {
+    let mut out = vec![0; blocks * width];
+    for b in 0..blocks {
+        let mut s: Vec<u32> = (0..width).map(|t| (t + b) as u32).collect();
+        let mut acc = s.clone();
+        let mut step = 1u32;
+        for round in 0..4 {
+            let scale = step + round;
+            for (t, a) in acc.iter_mut().enumerate() {
+                *a = a
+                    .wrapping_mul(3)
+                    .wrapping_add(s[(t + step as usize) % width].wrapping_mul(scale));
+                *a ^= step * 2 + round;
+            }
+            step = step * 2 + round;
+            s.clone_from(&acc);
+        }
+        while step < limit {
+            step += step / 2 + 1;
+        }
+        for t in (0..width).filter(|t| t % 3 != 2) {
+            out[b * width + t] = acc[t].wrapping_add(step);
+        }
+    }
+    out
+}
+
+#[test]
+fn block_uniform_locals_keep_every_thread_in_step() {
+    const { assert!(uniform_steps::SPLIT_AT_BARRIERS) };
+    for dev in backends() {
+        for (blocks, width, limit) in [(1, 64, 0), (3, 48, 1000), (2, 7, 70_000)] {
+            let mut out = dev.zeros::<u32, _>(blocks * width).unwrap();
+            uniform_steps
+                .launch(blocks, width, (limit, &mut out))
+                .unwrap();
+            let want = uniform_steps_reference(blocks, width, limit);
+            assert_eq!(out.to_vec().unwrap(), want, "{dev:?}, {blocks} x {width}");
+        }
+    }
+}
+
 #[test]
 fn divergent_barrier_is_an_error_not_a_hang() {
     for dev in backends()
