@@ -456,6 +456,20 @@ pub fn uniform_steps(limit: u32, out: &mut [u32]) {
     out[block_idx().x as usize * width + t] = acc.wrapping_add(step);
 }
 
+/// Every thread leaves where `skip` is not 0, before a read of `table` that every thread
+/// would make alike (a block-uniform local), past its end unless `skip` and `past` are 0.
+#[kernel]
+pub fn uniform_after_return(skip: u32, past: u32, table: &[u32], out: &mut [u32]) {
+    let t = thread_idx().x as usize;
+    out[t] = 1;
+    sync_threads();
+    if skip != 0 {
+        return;
+    }
+    let last = table[table.len() - 1 + (skip + past) as usize];
+    out[t] = last + 1;
+}
+
 /// Writes each thread's `grid(1)` and `gridsize(1)` below `n`: only grid-level indices tell its
 /// threads apart, so the CPU backend runs runs of its blocks as one loop; `n` past the end of
 /// `out` makes the threads beyond it fault.

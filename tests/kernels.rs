@@ -681,6 +681,41 @@ fn block_uniform_locals_keep_every_thread_in_step() {
 }
 
 #[test]
+fn uniform_statements_run_only_for_threads_still_there() {
+    const { assert!(uniform_after_return::SPLIT_AT_BARRIERS) };
+    for dev in backends() {
+        let table = dev.to_device(&[5u32, 6, 7]).unwrap();
+        let mut out = dev.zeros::<u32, _>(32).unwrap();
+        // Every thread leaves before the read past the end of `table`.
+        uniform_after_return
+            .launch(1, 32, (1, 0, &table, &mut out))
+            .unwrap();
+        assert_eq!(out.to_vec().unwrap(), vec![1; 32], "{dev:?}");
+        uniform_after_return
+            .launch(1, 32, (0, 0, &table, &mut out))
+            .unwrap();
+        assert_eq!(out.to_vec().unwrap(), vec![8; 32], "{dev:?}");
+        if dev.kind() != DeviceKind::Cpu {
+            continue;
+        }
+        // Every thread reads past the end: the first one is named.
+        let msg = uniform_after_return
+            .launch(1, 32, (0, 1, &table, &mut out))
+            .unwrap_err()
+            .to_string();
+        assert_mentions(
+            &msg,
+            &[
+                "array `table`",
+                "index 3",
+                "block (0, 0, 0)",
+                "thread (0, 0, 0)",
+            ],
+        );
+    }
+}
+
+#[test]
 fn divergent_barrier_is_an_error_not_a_hang() {
     for dev in backends()
         .into_iter()

@@ -354,10 +354,13 @@ pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
     }
     sync_threads();
     // The network's positions fit in 32 bits, which halve the instructions of its index
-    // arithmetic against `usize`'s 64.
-    let (t, n) = (t as u32, n as u32);
+    // arithmetic against `usize`'s 64. The padded length has a binding of its own, apart from
+    // the thread's index: every thread of the block holds the same, which the CPU backend then
+    // keeps once per block.
+    let t = t as u32;
+    let padded = n as u32;
     let mut size = 2;
-    while size <= n {
+    while size <= padded {
         // The phase's strides, `size / 2` down to 1, two to a pass over shared memory: each
         // thread reads four keys closed under both, and writes them back after both stages.
         // Where the strides left are odd in number, the first goes alone, two pairs a thread.
@@ -365,7 +368,7 @@ pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
         while stride > 0 {
             let two = stride.trailing_zeros() % 2 == 1;
             let mut group = t;
-            while group < n / 4 {
+            while group < padded / 4 {
                 if two {
                     // Four keys `half` apart in pairs `stride` apart: `group` with two zero
                     // bits put in at `half` and `stride`.
@@ -379,9 +382,9 @@ pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
                     (s[a], s[b]) = ordered(w, x, ascending);
                     (s[c], s[d]) = ordered(y, z, ascending);
                 } else {
-                    // The pairs `group` and `group + n / 4` of the stage: blocks of `stride`
+                    // The pairs `group` and `group + padded / 4` of the stage: blocks of `stride`
                     // pairs, each `2 * stride` keys apart.
-                    for pair in [group, group + n / 4] {
+                    for pair in [group, group + padded / 4] {
                         let a = ((pair & !(stride - 1)) << 1) | (pair & (stride - 1));
                         let (a, b) = (a as usize, (a + stride) as usize);
                         (s[a], s[b]) = ordered(s[a], s[b], a as u32 & size == 0);

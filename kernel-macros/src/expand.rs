@@ -197,11 +197,16 @@ pub fn kernel(k: Kernel) -> TokenStream {
     // its shape allows (and at its warp collectives); other barrier kernels run their threads
     // as coroutines.
     let split = if body.barriers && !options.barriers {
+        let read_only: Vec<String> = params
+            .iter()
+            .filter(|p| matches!(p.kind, Kind::Array { mutable: false, .. }))
+            .map(|p| p.name.to_string())
+            .collect();
         let params: Vec<(String, bool)> = params
             .iter()
             .map(|p| (p.name.to_string(), !user_mut(&func, &p.name).is_empty()))
             .collect();
-        crate::split::split(block, block_hint(&body.shared), &params)
+        crate::split::split(block, block_hint(&body.shared), &params, &read_only)
     } else {
         None
     };

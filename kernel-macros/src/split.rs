@@ -35,7 +35,13 @@ use syn::{Block, Expr, Pat, RangeLimits, Stmt};
 /// loops with constant bounds.
 ///
 /// `params` are the kernel's parameters, each with whether it is declared `mut`.
-pub fn split(block: &Block, hint: Option<Hint>, params: &[(String, bool)]) -> Option<TokenStream> {
+/// `read_only` names the parameters that are read-only arrays.
+pub fn split(
+    block: &Block,
+    hint: Option<Hint>,
+    params: &[(String, bool)],
+    read_only: &[String],
+) -> Option<TokenStream> {
     // `activemask()` asks which lanes have returned so far: only coroutines answer it.
     if mentions_activemask(quote!(#block)) {
         return None;
@@ -70,7 +76,7 @@ pub fn split(block: &Block, hint: Option<Hint>, params: &[(String, bool)]) -> Op
     let uniform = if mentions_exchange(quote!(#block)) {
         Uniform::default()
     } else {
-        Uniform::of(&block, params, &decls)
+        Uniform::of(&block, params, read_only, &decls)
     };
     let mut s = Splitter {
         uniform,
@@ -819,8 +825,7 @@ impl Splitter {
     /// it is made of uniform values (`once`), while any thread is live.
     fn uniform(&self, header: TokenStream, span: Span, once: bool) -> TokenStream {
         if once {
-            let context = mentions(header.clone(), &|id| id == "__kctx")
-                .then(|| quote!(let __kctx = __blk.base().0;));
+            let context = self.block_context(header.clone());
             return quote! {
                 #context
                 // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
@@ -854,6 +859,27 @@ impl Splitter {
         }
     }
 
+    /// What a block-level evaluation of uniform `code` needs first: the block's context where it
+    /// reads it, and where it reads an array (which may fault), the first live thread made the
+    /// current one, whom a fault report names (every thread would read the same element).
+    fn block_context(&self, code: TokenStream) -> TokenStream {
+        if mentions(code.clone(), &|id| self.uniform.is_read_only(id)) {
+            quote! {
+                // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
+                let __kctx = __blk.enter(
+                    (0..__n)
+                        .find(|&__t| !unsafe { *__exited.get_unchecked(__t) })
+                        .unwrap_or(0),
+                );
+            }
+        } else if mentions(code, &|id| id == "__kctx") {
+            // The block's context: a uniform value reads no thread's coordinates.
+            quote!(let __kctx = __blk.base().0;)
+        } else {
+            TokenStream::new()
+        }
+    }
+
     /// The code of a region: its statements that declare or assign uniform locals once, for
     /// the block (before the thread loop where no statement before them in the region reads
     /// what they write), the others in thread loops.
@@ -873,20 +899,19 @@ impl Splitter {
                 }
                 _ => Changes::of(std::slice::from_ref(stmt)).names,
             };
-            let reads = |s: &&Stmt| {
+            // It waits for the thread statements before it that read what it writes, or that
+            // may leave (after which it must not run, or fault, for threads that are gone).
+            let waits = |s: &&Stmt| {
                 mentions(quote!(#s), &|id: &proc_macro2::Ident| {
-                    written.contains_key(&id.to_string())
+                    id == "return" || written.contains_key(&id.to_string())
                 })
             };
-            if threads.iter().any(reads) {
+            if threads.iter().any(waits) {
                 let code = self.region(&threads)?;
                 out.extend(quote!({ #code }));
                 threads.clear();
             }
-            if mentions(quote!(#stmt), &|id| id == "__kctx") {
-                // The block's context: a uniform value reads no thread's coordinates.
-                out.extend(quote!(let __kctx = __blk.base().0;));
-            }
+            out.extend(self.block_context(quote!(#stmt)));
             if let Stmt::Local(l) = stmt {
                 let mut names = Names(Vec::new());
                 names.visit_pat(&l.pat);
@@ -1067,6 +1092,11 @@ impl Splitter {
                     }
                 }
                 __some_exited |= __gone_here;
+                // Once every thread has left, nothing more of the block runs: not even its
+                // uniform statements, which no thread would have reached.
+                if __gone_here && __exited.iter().all(|&__e| __e) {
+                    return;
+                }
             }
         };
         let shaped = thread_loop(

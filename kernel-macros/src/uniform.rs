@@ -5,8 +5,9 @@
 //! A local is uniform when the `let` that declares it (its only binding in the body) and every
 //! assignment to it are statements of the block's own sequence (the body, or a loop of it that
 //! holds a barrier: what every thread runs, in the same order), made of uniform values only:
-//! literals, constants, scalar parameters the body does not reassign, the block's coordinates
-//! and shape, other uniform locals, and arithmetic on them. Nothing else may change it or take its address. The bitonic sort's
+//! literals, constants, scalar parameters the body does not reassign, elements of read-only
+//! arrays at uniform indices, the block's coordinates and shape, other uniform locals, and
+//! arithmetic on them. Nothing else may change it or take its address. The bitonic sort's
 //! `size` and `stride`, loop counters of the block, are such locals; `thread_idx()`, a shared
 //! array's element or a `#[device]` function's result never are.
 
@@ -43,14 +44,22 @@ pub(crate) const NUMBER_METHODS: &[&str] = &[
 #[derive(Default)]
 pub struct Uniform {
     params: Vec<(String, bool)>,
+    /// The parameters that are read-only arrays: no thread writes them during a launch.
+    read_only: Vec<String>,
     /// Every name the body binds somewhere.
     bound: HashSet<String>,
     names: HashSet<String>,
 }
 
 impl Uniform {
-    /// The uniform locals of `block`, whose bindings are counted in `decls`.
-    pub fn of(block: &Block, params: &[(String, bool)], decls: &HashMap<String, usize>) -> Uniform {
+    /// The uniform locals of `block`, whose bindings are counted in `decls`, in a kernel whose
+    /// read-only array parameters are `read_only`.
+    pub fn of(
+        block: &Block,
+        params: &[(String, bool)],
+        read_only: &[String],
+        decls: &HashMap<String, usize>,
+    ) -> Uniform {
         let mut seq = Sequence::default();
         seq.collect(&block.stmts);
         // Everything that changes a local other than the sequence's own assignments to it.
@@ -62,6 +71,7 @@ impl Uniform {
         outside.visit_block(block);
         let mut u = Uniform {
             params: params.to_vec(),
+            read_only: read_only.to_vec(),
             bound: decls.keys().cloned().collect(),
             names: seq
                 .lets
@@ -120,7 +130,8 @@ impl Uniform {
 
     /// Whether `e` has the same value in every thread of a block: made of literals, constants
     /// (names neither bound in the body nor parameters), unreassigned parameters (a scalar, or
-    /// an array's length), the block's index and shape, the grid's, and uniform locals.
+    /// an array's length), elements of read-only arrays at uniform indices, the block's index
+    /// and shape, the grid's, and uniform locals.
     pub fn expr(&self, e: &Expr) -> bool {
         match e {
             Expr::Lit(_) => true,
@@ -133,6 +144,11 @@ impl Uniform {
             Expr::Binary(b) => !assigns(&b.op) && self.expr(&b.left) && self.expr(&b.right),
             Expr::Tuple(t) => t.elems.iter().all(|e| self.expr(e)),
             Expr::Field(f) => self.expr(&f.base),
+            // An element of a read-only array at a uniform index.
+            Expr::Index(i) => {
+                matches!(&*i.expr, Expr::Path(p) if p.path.get_ident().is_some_and(|a| self.is_read_only(a)))
+                    && self.expr(&i.index)
+            }
             // The block's coordinates and shape, and the grid's.
             Expr::MethodCall(m) if is_context(&m.receiver) => {
                 m.args.is_empty()
@@ -166,6 +182,15 @@ impl Uniform {
             },
             _ => false,
         }
+    }
+
+    /// Whether `name` is a read-only array parameter the body does not reassign.
+    pub fn is_read_only(&self, name: &proc_macro2::Ident) -> bool {
+        self.read_only.iter().any(|a| name == a)
+            && self
+                .params
+                .iter()
+                .any(|(p, reassigned)| name == p && !reassigned)
     }
 
     /// A block of one uniform expression.
@@ -292,7 +317,7 @@ mod tests {
         }
         let mut decls = Decls(HashMap::new());
         decls.visit_block(body);
-        let mut names: Vec<_> = Uniform::of(body, params, &decls.0)
+        let mut names: Vec<_> = Uniform::of(body, params, &["table".to_string()], &decls.0)
             .names
             .into_iter()
             .collect();
@@ -318,6 +343,18 @@ mod tests {
         });
         let params = [("n".to_string(), false)];
         assert_eq!(uniform(&body, &params), ["round", "shift", "width"]);
+        // An element of a read-only array at a uniform index, not at a thread's or of another
+        // array.
+        let body: Block = syn::parse_quote!({
+            let tid = __kctx.thread_idx().x as usize;
+            let b = __kctx.block_idx().x as usize;
+            let len = table[3 * b + 1];
+            let mine = table[tid];
+            let other = out[b];
+            sync_threads();
+        });
+        let params = [("table".to_string(), false), ("out".to_string(), false)];
+        assert_eq!(uniform(&body, &params), ["b", "len"]);
     }
 
     #[test]
