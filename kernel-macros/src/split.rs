@@ -554,7 +554,7 @@ impl Splitter {
             Expr::Field(f) => self.pure(&f.base, deps),
             Expr::Reference(r) => r.mutability.is_none() && self.pure(&r.expr, deps),
             Expr::MethodCall(m) => {
-                PURE_METHODS.contains(&m.method.to_string().as_str())
+                pure_method(&m.method)
                     && self.pure(&m.receiver, deps)
                     && m.args.iter().all(|a| self.pure(a, deps))
             }
@@ -1017,6 +1017,15 @@ impl Splitter {
             // SAFETY: `__t` is below the thread count.
             .map(|(name, slot)| quote!(unsafe { #slot.set(__t, #name) };))
             .collect();
+        // Thread `__t` runs the region, in `__kctx`; `__gone` says whether it returned.
+        let run_thread = quote! {
+            let __gone = (|| -> bool {
+                #restores
+                #(#body)*
+                #saves
+                false
+            })();
+        };
         if self.warp {
             return Some(quote! {
                 #[allow(unused_variables)]
@@ -1027,12 +1036,7 @@ impl Splitter {
                     #[allow(unused_variables)]
                     let __kctx =
                         ::kernel_runtime::__rt::enter_thread(__base, __track, __c.x, __c.y, __c.z);
-                    let __gone = (|| -> bool {
-                        #restores
-                        #(#body)*
-                        #saves
-                        false
-                    })();
+                    #run_thread
                     if __gone {
                         // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
                         unsafe { *__exited.get_unchecked_mut(__t) = true };
@@ -1054,12 +1058,7 @@ impl Splitter {
             let run = quote! {
                 #[allow(unused_variables)]
                 let __kctx = ::kernel_runtime::__rt::enter_thread(__base, #track, __x, __y, __z);
-                let __gone = (|| -> bool {
-                    #restores
-                    #(#body)*
-                    #saves
-                    false
-                })();
+                #run_thread
                 // Only a thread that runs sets its flag, and only once: none is ever cleared.
                 if __gone {
                     // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
@@ -1156,17 +1155,8 @@ fn runtime_fn(func: &Expr) -> Option<String> {
         .flatten()
 }
 
-/// Methods of the thread's context and of numbers that read their receiver and change nothing:
-/// a local they are called on keeps its value, and a binding made of them can be evaluated again.
-const PURE_METHODS: &[&str] = &[
-    "dim",
-    "len",
-    "shape",
-    "is_empty",
-    "div_ceil",
-    "min",
-    "max",
-    "abs",
+/// Methods of the thread's context: they read it and change nothing.
+const CONTEXT_METHODS: &[&str] = &[
     "thread_idx",
     "block_idx",
     "block_dim",
@@ -1177,16 +1167,22 @@ const PURE_METHODS: &[&str] = &[
     "gridsize_1d",
     "gridsize_2d",
     "gridsize_3d",
-    "wrapping_add",
-    "wrapping_sub",
-    "wrapping_mul",
     "lane_id",
     "lanemask_lt",
 ];
 
+/// Whether `method` is one of the context's or of numbers' ([`crate::uniform::NUMBER_METHODS`]),
+/// which read their receiver and change nothing: a local they are called on keeps its value, and
+/// a binding made of them can be evaluated again.
+fn pure_method(method: &syn::Ident) -> bool {
+    let method = method.to_string();
+    CONTEXT_METHODS.contains(&method.as_str())
+        || crate::uniform::NUMBER_METHODS.contains(&method.as_str())
+}
+
 /// The locals a region may change, by their names: those it assigns to, in whole or in part
 /// (`x = ..`, `x[i] += ..`, `(a, b) = ..`), borrows (`&mut x`, or `&x`, through which a `Cell`
-/// could change), calls a method on (but [`PURE_METHODS`]) or names in a macro; all of them
+/// could change), calls a method on (but a [`pure_method`]) or names in a macro; all of them
 /// (`all`) where a pattern binds by reference.
 #[derive(Default)]
 pub(crate) struct Changes {
@@ -1212,12 +1208,7 @@ impl Changes {
             Expr::Assign(a) => Some(&*a.left),
             Expr::Binary(b) if assigns(&b.op) => Some(&*b.left),
             Expr::Reference(r) => Some(&*r.expr),
-            Expr::MethodCall(m) => {
-                let method = m.method.to_string();
-                let pure = PURE_METHODS.contains(&method.as_str())
-                    || crate::uniform::NUMBER_METHODS.contains(&method.as_str());
-                (!pure).then_some(&*m.receiver)
-            }
+            Expr::MethodCall(m) => (!pure_method(&m.method)).then_some(&*m.receiver),
             _ => None,
         };
         if let Some(target) = target {

@@ -17,7 +17,8 @@ use std::collections::{HashMap, HashSet};
 use syn::visit::Visit;
 use syn::{Block, Expr, Pat, Stmt};
 
-/// Methods of numbers that compute a value from their receiver and arguments alone.
+/// Methods of numbers (and arrays' extents) that compute a value from their receiver and
+/// arguments alone.
 pub(crate) const NUMBER_METHODS: &[&str] = &[
     "min",
     "max",
