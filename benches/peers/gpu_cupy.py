@@ -21,6 +21,9 @@ from peer_common import emit, matmul_inputs, sort_check, sort_keys, sum_check, w
 
 
 def kernel_ms(f, reps, setup=None):
+    """The median time of `f` between CUDA events; `setup` runs before each, outside them."""
+    if setup:
+        setup()
     f()
     cp.cuda.Device().synchronize()
     times = []
