@@ -22,6 +22,11 @@ import sys
 
 try:
     import numpy as np
+
+    # NumPy 2.5 removed `np.row_stack`, an alias of `np.vstack` that numba-cuda releases built
+    # for older NumPy still register an overload for when they compile a first kernel.
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
     import numba
     from numba import cuda
 except ImportError as e:
