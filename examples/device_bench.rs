@@ -20,8 +20,9 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::{
-    add, empty3, integrate2d_shared, matmul_tiled, quicksort, smooth, smooth_strips, smooth_words,
-    strips_blocks, words_blocks, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TPB, WORD_THREADS,
+    add, add_wide, empty3, integrate2d_shared, matmul_tiled, quicksort, smooth, smooth_strips,
+    smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS,
+    TPB, WORD_THREADS,
 };
 use kernel_runtime::prelude::*;
 use kernel_suite::cli::Args;
@@ -125,7 +126,9 @@ fn run(args: Args) -> Result {
 
     copy_bandwidth(&dev, reps, pick(100_000_000, 1_000_000))?.print();
     launch_overhead(&dev)?.print();
-    bench_add(&dev, reps, pick(100_000_000, 1_000_000))?.print();
+    for wide in [false, true] {
+        bench_add(&dev, reps, pick(100_000_000, 1_000_000), wide)?.print();
+    }
     for line in bench_smooth(&dev, reps, pick(10_000, 1_000))? {
         line.print();
     }
@@ -191,26 +194,34 @@ fn launch_overhead(dev: &Device) -> Result<Line> {
     })
 }
 
-fn bench_add(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+/// add-list, one element per thread (`add`, the original program) or [`ADD_WIDE`] of them
+/// (`add_wide`, as `add-wide`).
+fn bench_add(dev: &Device, reps: usize, n: usize, wide: bool) -> Result<Line> {
     let ones = common::host_vec(n, |_| 1.0f32)?;
-    let cfg = LaunchConfig::cover(n, 256)?;
+    let cfg = LaunchConfig::cover(if wide { n.div_ceil(ADD_WIDE) } else { n }, 256)?;
+    let launch = |a: &DeviceArray1<f32>, b: &DeviceArray1<f32>, c: &mut DeviceArray1<f32>| {
+        if wide {
+            add_wide.launch_with(cfg.clone(), (a, b, c))
+        } else {
+            add.launch_with(cfg.clone(), (a, b, c))
+        }
+    };
     let (da, db) = (dev.to_device(&ones)?, dev.to_device(&ones)?);
     let mut dc = dev.empty::<f32, _>(n)?;
-    let kernel = kernel_ms(dev, reps, || {
-        Ok(add.launch_with(cfg.clone(), (&da, &db, &mut dc))?)
-    })?;
+    let kernel = kernel_ms(dev, reps, || Ok(launch(&da, &db, &mut dc)?))?;
     let mut out = Vec::new();
     let e2e = wall_ms(reps.min(5), || {
         let (da, db) = (dev.to_device(&ones)?, dev.to_device(&ones)?);
-        let mut dc = dev.empty::<f32, _>(n)?;
-        add.launch_with(cfg.clone(), (&da, &db, &mut dc))?;
+        // Zeros, so that an element the kernel missed shows in the check.
+        let mut dc = dev.zeros::<f32, _>(n)?;
+        launch(&da, &db, &mut dc)?;
         out = dc.to_vec()?;
         Ok(())
     })?;
     let sum: f64 = out.iter().map(|&v| v as f64).sum();
     Ok(Line {
         imp: "rust",
-        program: "add",
+        program: if wide { "add-wide" } else { "add" },
         size: format!("{n} f32"),
         kernel_ms: kernel,
         e2e_ms: Some(e2e),

