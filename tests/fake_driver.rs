@@ -229,6 +229,9 @@ fn arrays_round_trip_through_device_memory_and_are_all_freed() {
                 z.copy_from_host(&m).unwrap();
                 let clone = z.try_clone().unwrap();
                 drop(z);
+                let mut plain = Array2::<i32>::zeros((3, 5));
+                clone.copy_to_host(&mut plain).unwrap();
+                assert_eq!(plain, m);
                 let mut back = Array2::<i32>::zeros((5, 3)).reversed_axes();
                 clone.copy_to_host(&mut back).unwrap();
                 assert_eq!(back, m);
