@@ -75,34 +75,42 @@ pub mod operands {
         }
     }
 
+    /// A shuffle's operands: `value` and the shuffle's lane argument, its result a `T`.
+    #[track_caller]
+    fn shfl<T: WarpValue>(mode: ShflMode, mask: u32, value: T, arg: u32) -> Operands<T> {
+        of(WarpOp::Shfl(mode), mask, value.to_bits(), arg, |b| {
+            b.map(T::from_bits)
+        })
+    }
+
+    /// A vote's operands: the lane's predicate, its result a `bool`.
+    #[track_caller]
+    fn vote(op: WarpOp, mask: u32, pred: bool) -> Operands<bool> {
+        of(op, mask, pred as u64, 0, |b| b.map(|b| b != 0))
+    }
+
     /// The operands of [`shfl_sync`](crate::warp::shfl_sync).
     #[track_caller]
     pub fn shfl_sync<T: WarpValue>(mask: u32, value: T, src_lane: u32) -> Operands<T> {
-        let op = WarpOp::Shfl(ShflMode::Idx);
-        of(op, mask, value.to_bits(), src_lane, |b| b.map(T::from_bits))
+        shfl(ShflMode::Idx, mask, value, src_lane)
     }
 
     /// The operands of [`shfl_up_sync`](crate::warp::shfl_up_sync).
     #[track_caller]
     pub fn shfl_up_sync<T: WarpValue>(mask: u32, value: T, delta: u32) -> Operands<T> {
-        let op = WarpOp::Shfl(ShflMode::Up);
-        of(op, mask, value.to_bits(), delta, |b| b.map(T::from_bits))
+        shfl(ShflMode::Up, mask, value, delta)
     }
 
     /// The operands of [`shfl_down_sync`](crate::warp::shfl_down_sync).
     #[track_caller]
     pub fn shfl_down_sync<T: WarpValue>(mask: u32, value: T, delta: u32) -> Operands<T> {
-        let op = WarpOp::Shfl(ShflMode::Down);
-        of(op, mask, value.to_bits(), delta, |b| b.map(T::from_bits))
+        shfl(ShflMode::Down, mask, value, delta)
     }
 
     /// The operands of [`shfl_xor_sync`](crate::warp::shfl_xor_sync).
     #[track_caller]
     pub fn shfl_xor_sync<T: WarpValue>(mask: u32, value: T, lane_mask: u32) -> Operands<T> {
-        let op = WarpOp::Shfl(ShflMode::Xor);
-        of(op, mask, value.to_bits(), lane_mask, |b| {
-            b.map(T::from_bits)
-        })
+        shfl(ShflMode::Xor, mask, value, lane_mask)
     }
 
     /// The operands of [`ballot_sync`](crate::warp::ballot_sync).
@@ -116,19 +124,19 @@ pub mod operands {
     /// The operands of [`all_sync`](crate::warp::all_sync).
     #[track_caller]
     pub fn all_sync(mask: u32, pred: bool) -> Operands<bool> {
-        of(WarpOp::All, mask, pred as u64, 0, |b| b.map(|b| b != 0))
+        vote(WarpOp::All, mask, pred)
     }
 
     /// The operands of [`any_sync`](crate::warp::any_sync).
     #[track_caller]
     pub fn any_sync(mask: u32, pred: bool) -> Operands<bool> {
-        of(WarpOp::Any, mask, pred as u64, 0, |b| b.map(|b| b != 0))
+        vote(WarpOp::Any, mask, pred)
     }
 
     /// The operands of [`eq_sync`](crate::warp::eq_sync).
     #[track_caller]
     pub fn eq_sync(mask: u32, pred: bool) -> Operands<bool> {
-        of(WarpOp::Eq, mask, pred as u64, 0, |b| b.map(|b| b != 0))
+        vote(WarpOp::Eq, mask, pred)
     }
 
     /// The operands of [`match_any_sync`](crate::warp::match_any_sync).
