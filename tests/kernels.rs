@@ -13,14 +13,25 @@ use common::{assert_mentions, backends};
 
 const AWKWARD: &[usize] = &[1, 2, 31, 255, 256, 257, 1000, 4099, 65_537];
 
+/// Two random inputs of `n` elements for the add kernels, from `seed`, and their copies on
+/// `dev`.
+fn add_inputs(
+    dev: &Device,
+    n: usize,
+    seed: u64,
+) -> (Vec<f32>, Vec<f32>, DeviceArray1<f32>, DeviceArray1<f32>) {
+    let mut rng = SplitMix64(seed);
+    let a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+    let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+    let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+    (a, b, da, db)
+}
+
 #[test]
 fn add_matches_reference_on_awkward_sizes() {
     for dev in backends() {
         for &n in AWKWARD {
-            let mut rng = SplitMix64(n as u64);
-            let a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
-            let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
-            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+            let (a, b, da, db) = add_inputs(&dev, n, n as u64);
             let mut dc = dev.zeros::<f32, _>(n).unwrap();
             for threads in [1u32, 32, 256, 1024] {
                 let cfg = LaunchConfig::cover(n, threads).unwrap();
@@ -39,10 +50,7 @@ fn add_matches_reference_on_awkward_sizes() {
 fn wide_add_covers_every_element_for_any_grid() {
     for dev in backends() {
         for &n in AWKWARD {
-            let mut rng = SplitMix64(!(n as u64));
-            let a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
-            let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
-            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+            let (a, b, da, db) = add_inputs(&dev, n, !(n as u64));
             // A quarter of the elements per thread as meant, and grids too small (each thread
             // then walks on past its four) and too large (threads past the end do nothing).
             let quarter = n.div_ceil(ADD_WIDE);
@@ -64,10 +72,7 @@ fn wide_add_covers_every_element_for_any_grid() {
 fn vectorized_add_maps_arrays_of_one_shape() {
     for dev in backends() {
         for &n in AWKWARD {
-            let mut rng = SplitMix64(n as u64 + 1);
-            let a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
-            let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
-            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+            let (a, b, da, db) = add_inputs(&dev, n, n as u64 + 1);
             let c = add_vectorized.call((&da, &db)).unwrap();
             assert_eq!(c.to_vec().unwrap(), reference::add(&a, &b), "n={n}");
         }
