@@ -115,7 +115,8 @@ pub fn kernel(k: Kernel) -> TokenStream {
                     // CPU backend has run every thread.
                     let #n = unsafe {
                         ::kernel_runtime::#view::<#elem, #check>::from_raw(#n.#ptr(), #n.__dims::<#rank>(), #n_str)
-                    };
+                    }
+                    .within(#n);
                 });
                 let trace = if *mutable {
                     quote!(__shadows.writable(#n_str, &#n.shape()))
@@ -128,7 +129,8 @@ pub fn kernel(k: Kernel) -> TokenStream {
                     let #n = unsafe {
                         let #n = ::kernel_runtime::#view::<#elem, #check>::from_raw(#n.#ptr(), #n.__dims::<#rank>(), #n_str);
                         #n.__traced(#trace)
-                    };
+                    }
+                    .within(#n);
                 });
                 arrays.push(quote!((#n_str, #n.device())));
                 by_rank.entry(*rank).or_default().push(n);
@@ -158,7 +160,8 @@ pub fn kernel(k: Kernel) -> TokenStream {
                     #[allow(unused_mut)]
                     let #mutability #n = unsafe {
                         ::kernel_runtime::#view::<#elem, #check>::from_raw(#ptr_name, [#(#dims),*], #n_str)
-                    };
+                    }
+                    .within(__launch);
                 });
             }
             Kind::Scalar(ty) | Kind::Struct(ty) => {
@@ -233,6 +236,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
             let sig = quote! {
                 (
                     __spec: &::kernel_runtime::__rt::LaunchSpec,
+                    __launch: &#name,
                     (#(#names,)*): (#(#cpu_tys,)*),
                     (#(#dn,)*): (#([usize; #dr],)*),
                 ) -> ::core::result::Result<(), ::kernel_runtime::__rt::KernelFault>
@@ -245,12 +249,12 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 #[cfg(target_arch = "x86_64")]
                 if ::kernel_runtime::__rt::wide_vectors() {
                     // SAFETY: the CPU has the features `__wide` is compiled for.
-                    unsafe { __wide(&__spec, (#(#names,)*), (#(#dn,)*)) }
+                    unsafe { __wide(&__spec, __launch, (#(#names,)*), (#(#dn,)*)) }
                 } else {
-                    __plain(&__spec, (#(#names,)*), (#(#dn,)*))
+                    __plain(&__spec, __launch, (#(#names,)*), (#(#dn,)*))
                 }
                 #[cfg(not(target_arch = "x86_64"))]
-                __plain(&__spec, (#(#names,)*), (#(#dn,)*))
+                __plain(&__spec, __launch, (#(#names,)*), (#(#dn,)*))
             }}
         }
         None => {
@@ -330,6 +334,10 @@ pub fn kernel(k: Kernel) -> TokenStream {
         #vis unsafe extern "ptx-kernel" fn #name(#(#ptx_params),*) {
             #[allow(unused_variables)]
             let __kctx = ::kernel_runtime::Ctx;
+            // What the views and shared arrays of the launch borrow: nothing outlives it.
+            let __launch_scope = ();
+            #[allow(unused_variables)]
+            let __launch = &__launch_scope;
             #ctx_binding
             #(#device_views)*
             #block
@@ -381,6 +389,10 @@ pub fn kernel(k: Kernel) -> TokenStream {
                 args: #args_ty,
             ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
                 #destructure
+                // What the shared arrays of the launch borrow (the views borrow the arrays): a
+                // kernel cannot keep either past the launch.
+                #[allow(unused_variables)]
+                let __launch = self;
                 let __device = ::kernel_runtime::__rt::launch_device(Self::NAME, &config, &[#(#arrays),*])?;
                 config
                     .validate(__device.limits(), Self::STATIC_SHARED_BYTES)

@@ -293,7 +293,7 @@ impl Pass {
                     .take()
                     .unwrap_or_else(|| "dynamic shared".into());
                 Some(syn::parse_quote_spanned!(span=>
-                    unsafe { ::kernel_runtime::shared::dynamic::<#elem>(&__kctx, #layout.1, #name) }
+                    unsafe { ::kernel_runtime::shared::dynamic::<#elem, _>(&__kctx, __launch, #layout.1, #name) }
                 ))
             }
             _ => {
@@ -350,12 +350,12 @@ impl Pass {
         let expr: Expr = if args.dims.len() == 1 {
             let n = &args.dims[0];
             syn::parse_quote_spanned!(span=>
-                unsafe { ::kernel_runtime::shared::array1::<#elem>(&__kctx, #layout.0[#k], ::kernel_runtime::__rt::extent(#n), #name) }
+                unsafe { ::kernel_runtime::shared::array1::<#elem, _>(&__kctx, __launch, #layout.0[#k], ::kernel_runtime::__rt::extent(#n), #name) }
             )
         } else {
             let (r, c) = (&args.dims[0], &args.dims[1]);
             syn::parse_quote_spanned!(span=>
-                unsafe { ::kernel_runtime::shared::array2::<#elem>(&__kctx, #layout.0[#k], [::kernel_runtime::__rt::extent(#r), ::kernel_runtime::__rt::extent(#c)], #name) }
+                unsafe { ::kernel_runtime::shared::array2::<#elem, _>(&__kctx, __launch, #layout.0[#k], [::kernel_runtime::__rt::extent(#r), ::kernel_runtime::__rt::extent(#c)], #name) }
             )
         };
         self.out.shared.push(SharedDecl {

@@ -6,12 +6,13 @@
 //! `dynamic_shared![f32]` views the bytes given at launch beyond the static total.
 
 use crate::ctx::Ctx;
+use crate::device_copy::AnyBitPattern;
 use crate::view::{View1Mut, View2Mut};
 
 /// A 1-D array in the block's shared memory (writable by every thread of the block).
-pub type SharedArray1<T, const CHECK: bool = true> = View1Mut<T, CHECK>;
+pub type SharedArray1<'a, T, const CHECK: bool = true> = View1Mut<'a, T, CHECK>;
 /// A 2-D array in the block's shared memory (writable by every thread of the block).
-pub type SharedArray2<T, const CHECK: bool = true> = View2Mut<T, CHECK>;
+pub type SharedArray2<'a, T, const CHECK: bool = true> = View2Mut<'a, T, CHECK>;
 
 /// The most static shared memory a kernel may declare: 48 KiB, as CUDA guarantees.
 pub const STATIC_LIMIT: usize = 48 * 1024;
@@ -46,13 +47,18 @@ pub const fn layout<const K: usize>(arrays: [(usize, usize); K]) -> ([usize; K],
 /// # Safety
 /// Must be called from inside a kernel whose static shared arrays take `static_bytes`.
 #[inline(always)]
-pub unsafe fn dynamic<T>(ctx: &Ctx, static_bytes: usize, name: &'static str) -> View1Mut<T> {
+pub unsafe fn dynamic<'l, T: AnyBitPattern, L: ?Sized>(
+    ctx: &Ctx,
+    launch: &'l L,
+    static_bytes: usize,
+    name: &'static str,
+) -> View1Mut<'l, T> {
     let start = align_up(static_bytes, 16);
     let bytes = ctx.shared_bytes().saturating_sub(start);
     let len = bytes / core::mem::size_of::<T>().max(1);
     // SAFETY: the block's shared memory has `shared_bytes()` bytes, of which `start..` are the
     // dynamic part; alignment 16 suits every primitive element type.
-    unsafe { View1Mut::from_raw(ctx.shared_ptr().add(start) as *mut T, [len], name) }
+    unsafe { View1Mut::from_raw(ctx.shared_ptr().add(start) as *mut T, [len], name) }.within(launch)
 }
 
 /// A static shared array of a kernel at `offset` (computed by [`layout`]).
@@ -60,9 +66,16 @@ pub unsafe fn dynamic<T>(ctx: &Ctx, static_bytes: usize, name: &'static str) -> 
 /// # Safety
 /// Must be called from inside a kernel whose shared layout reserves `offset..offset+bytes`.
 #[inline(always)]
-pub unsafe fn array1<T>(ctx: &Ctx, offset: usize, len: usize, name: &'static str) -> View1Mut<T> {
+pub unsafe fn array1<'l, T: AnyBitPattern, L: ?Sized>(
+    ctx: &Ctx,
+    launch: &'l L,
+    offset: usize,
+    len: usize,
+    name: &'static str,
+) -> View1Mut<'l, T> {
     // SAFETY: the layout reserves this range of the block's shared memory for the array.
     unsafe { View1Mut::from_raw(ctx.shared_ptr().add(offset) as *mut T, [len], name) }
+        .within(launch)
 }
 
 /// A static 2-D shared array of a kernel at `offset` (computed by [`layout`]).
@@ -70,14 +83,15 @@ pub unsafe fn array1<T>(ctx: &Ctx, offset: usize, len: usize, name: &'static str
 /// # Safety
 /// Must be called from inside a kernel whose shared layout reserves the array's bytes there.
 #[inline(always)]
-pub unsafe fn array2<T>(
+pub unsafe fn array2<'l, T: AnyBitPattern, L: ?Sized>(
     ctx: &Ctx,
+    launch: &'l L,
     offset: usize,
     dims: [usize; 2],
     name: &'static str,
-) -> View2Mut<T> {
+) -> View2Mut<'l, T> {
     // SAFETY: the layout reserves this range of the block's shared memory for the array.
-    unsafe { View2Mut::from_raw(ctx.shared_ptr().add(offset) as *mut T, dims, name) }
+    unsafe { View2Mut::from_raw(ctx.shared_ptr().add(offset) as *mut T, dims, name) }.within(launch)
 }
 
 /// [`dynamic`] in checked mode: accesses recorded in the block's shadow of shared memory.
@@ -86,9 +100,14 @@ pub unsafe fn array2<T>(
 /// As [`dynamic`].
 #[cfg(not(target_arch = "nvptx64"))]
 #[inline(always)]
-pub unsafe fn traced_dynamic<T>(ctx: &Ctx, static_bytes: usize, name: &'static str) -> View1Mut<T> {
+pub unsafe fn traced_dynamic<'l, T: AnyBitPattern, L: ?Sized>(
+    ctx: &Ctx,
+    launch: &'l L,
+    static_bytes: usize,
+    name: &'static str,
+) -> View1Mut<'l, T> {
     // SAFETY: the caller's contract.
-    let view = unsafe { dynamic::<T>(ctx, static_bytes, name) };
+    let view = unsafe { dynamic::<T, L>(ctx, launch, static_bytes, name) };
     let start = align_up(static_bytes, 16);
     // SAFETY: the block's shadow has a slot per byte of its shared memory, which holds the view.
     unsafe { view.__traced(ctx.shared_trace(start, core::mem::size_of::<T>())) }
@@ -100,15 +119,16 @@ pub unsafe fn traced_dynamic<T>(ctx: &Ctx, static_bytes: usize, name: &'static s
 /// As [`array1`].
 #[cfg(not(target_arch = "nvptx64"))]
 #[inline(always)]
-pub unsafe fn traced_array1<T>(
+pub unsafe fn traced_array1<'l, T: AnyBitPattern, L: ?Sized>(
     ctx: &Ctx,
+    launch: &'l L,
     offset: usize,
     len: usize,
     name: &'static str,
-) -> View1Mut<T> {
+) -> View1Mut<'l, T> {
     // SAFETY: the caller's contract; the shadow has a slot per byte of the shared memory.
     unsafe {
-        array1::<T>(ctx, offset, len, name)
+        array1::<T, L>(ctx, launch, offset, len, name)
             .__traced(ctx.shared_trace(offset, core::mem::size_of::<T>()))
     }
 }
@@ -119,15 +139,16 @@ pub unsafe fn traced_array1<T>(
 /// As [`array2`].
 #[cfg(not(target_arch = "nvptx64"))]
 #[inline(always)]
-pub unsafe fn traced_array2<T>(
+pub unsafe fn traced_array2<'l, T: AnyBitPattern, L: ?Sized>(
     ctx: &Ctx,
+    launch: &'l L,
     offset: usize,
     dims: [usize; 2],
     name: &'static str,
-) -> View2Mut<T> {
+) -> View2Mut<'l, T> {
     // SAFETY: the caller's contract; the shadow has a slot per byte of the shared memory.
     unsafe {
-        array2::<T>(ctx, offset, dims, name)
+        array2::<T, L>(ctx, launch, offset, dims, name)
             .__traced(ctx.shared_trace(offset, core::mem::size_of::<T>()))
     }
 }

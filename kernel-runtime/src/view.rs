@@ -7,13 +7,18 @@
 //! pointer. Indices are checked against the shape unless the kernel opts out
 //! (`#[kernel(boundscheck = false)]`, the `CHECK = false` variants).
 
+use core::marker::PhantomData;
 use core::ops::{Index, IndexMut};
 
 macro_rules! view_type {
     ($(#[$doc:meta])* $name:ident, $rank:literal, mutable = $mutable:tt) => {
         $(#[$doc])*
-        pub struct $name<T, const CHECK: bool = true> {
+        ///
+        /// The lifetime `'a` is the launch's: a view cannot be stored in a `static`, returned
+        /// from the kernel or moved to another thread that may outlive it.
+        pub struct $name<'a, T, const CHECK: bool = true> {
             ptr: *mut T,
+            launch: PhantomData<&'a ()>,
             dims: [usize; $rank],
             #[cfg(not(target_arch = "nvptx64"))]
             name: &'static str,
@@ -21,39 +26,51 @@ macro_rules! view_type {
             trace: crate::cpu::check::Trace,
         }
 
-        impl<T, const CHECK: bool> Clone for $name<T, CHECK> {
+        impl<'a, T, const CHECK: bool> Clone for $name<'a, T, CHECK> {
             #[inline(always)]
             fn clone(&self) -> Self {
                 *self
             }
         }
-        impl<T, const CHECK: bool> Copy for $name<T, CHECK> {}
+        impl<'a, T, const CHECK: bool> Copy for $name<'a, T, CHECK> {}
 
         // SAFETY: a view is a pointer into device memory that every thread of a launch shares,
         // as in CUDA; the kernel safety contract (no unsynchronised conflicting accesses)
         // makes sharing it sound.
-        unsafe impl<T: Sync, const CHECK: bool> Sync for $name<T, CHECK> {}
+        unsafe impl<'a, T: Sync, const CHECK: bool> Sync for $name<'a, T, CHECK> {}
         // SAFETY: as above.
-        unsafe impl<T: Send, const CHECK: bool> Send for $name<T, CHECK> {}
+        unsafe impl<'a, T: Send, const CHECK: bool> Send for $name<'a, T, CHECK> {}
 
-        impl<T, const CHECK: bool> $name<T, CHECK> {
-            /// A view of `dims` elements (C order) at `ptr`.
+        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
+            /// A view of `dims` elements (C order) at `ptr`, for the lifetime `'a` the caller
+            /// chooses.
             ///
             /// # Safety
             /// `ptr` must be valid for reads (and writes, for a mutable view) of the product of
-            /// `dims` elements for as long as the view is used.
+            /// `dims` elements for as long as `'a` lasts: tie `'a` to what owns the memory with
+            /// [`within`](Self::within).
             #[inline(always)]
             pub unsafe fn from_raw(ptr: *mut T, dims: [usize; $rank], name: &'static str) -> Self {
                 #[cfg(target_arch = "nvptx64")]
                 let _ = name;
                 $name {
                     ptr,
+                    launch: PhantomData,
                     dims,
                     #[cfg(not(target_arch = "nvptx64"))]
                     name,
                     #[cfg(not(target_arch = "nvptx64"))]
                     trace: crate::cpu::check::Trace::OFF,
                 }
+            }
+            /// The same view, living no longer than `_owner` stays borrowed: how a view made by
+            /// [`from_raw`](Self::from_raw) is tied to the array (or launch) it belongs to.
+            #[inline(always)]
+            pub fn within<'b, O: ?Sized>(self, _owner: &'b O) -> $name<'b, T, CHECK>
+            where
+                'a: 'b,
+            {
+                self
             }
             /// The same view, its accesses checked through `trace` (checked mode of the CPU
             /// backend).
@@ -147,7 +164,7 @@ macro_rules! view_type {
         view_type!(@mutable $name, $mutable);
     };
     (@mutable $name:ident, true) => {
-        impl<T, const CHECK: bool> $name<T, CHECK> {
+        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
             /// Records the access to element `o` in checked mode.
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -169,7 +186,7 @@ macro_rules! view_type {
         }
     };
     (@mutable $name:ident, false) => {
-        impl<T, const CHECK: bool> $name<T, CHECK> {
+        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
             /// Read-only arrays need no records: no thread of the launch writes them.
             #[inline(always)]
             fn record(&self, _o: usize, _kind: crate::fault::AccessKind) {}
@@ -204,7 +221,7 @@ view_type!(
 
 macro_rules! rank1 {
     ($name:ident) => {
-        impl<T, const CHECK: bool> $name<T, CHECK> {
+        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
             /// The length, as ndarray's `dim()` of a 1-D array.
             #[inline(always)]
             pub fn dim(&self) -> usize {
@@ -220,7 +237,7 @@ macro_rules! rank1 {
                 i
             }
         }
-        impl<T, const CHECK: bool> Index<usize> for $name<T, CHECK> {
+        impl<'a, T, const CHECK: bool> Index<usize> for $name<'a, T, CHECK> {
             type Output = T;
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -235,7 +252,7 @@ macro_rules! rank1 {
 }
 macro_rules! rank2 {
     ($name:ident) => {
-        impl<T, const CHECK: bool> $name<T, CHECK> {
+        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
             /// The shape `(rows, columns)`, as ndarray's `dim()`.
             #[inline(always)]
             pub fn dim(&self) -> (usize, usize) {
@@ -252,7 +269,7 @@ macro_rules! rank2 {
                 o
             }
         }
-        impl<T, const CHECK: bool> Index<[usize; 2]> for $name<T, CHECK> {
+        impl<'a, T, const CHECK: bool> Index<[usize; 2]> for $name<'a, T, CHECK> {
             type Output = T;
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -263,7 +280,7 @@ macro_rules! rank2 {
                 unsafe { &*self.ptr.add(o) }
             }
         }
-        impl<T, const CHECK: bool> Index<(usize, usize)> for $name<T, CHECK> {
+        impl<'a, T, const CHECK: bool> Index<(usize, usize)> for $name<'a, T, CHECK> {
             type Output = T;
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -275,7 +292,7 @@ macro_rules! rank2 {
 }
 macro_rules! rank3 {
     ($name:ident) => {
-        impl<T, const CHECK: bool> $name<T, CHECK> {
+        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
             /// The shape `(d0, d1, d2)`, as ndarray's `dim()`.
             #[inline(always)]
             pub fn dim(&self) -> (usize, usize, usize) {
@@ -298,7 +315,7 @@ macro_rules! rank3 {
                 o
             }
         }
-        impl<T, const CHECK: bool> Index<[usize; 3]> for $name<T, CHECK> {
+        impl<'a, T, const CHECK: bool> Index<[usize; 3]> for $name<'a, T, CHECK> {
             type Output = T;
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -309,7 +326,7 @@ macro_rules! rank3 {
                 unsafe { &*self.ptr.add(o) }
             }
         }
-        impl<T, const CHECK: bool> Index<(usize, usize, usize)> for $name<T, CHECK> {
+        impl<'a, T, const CHECK: bool> Index<(usize, usize, usize)> for $name<'a, T, CHECK> {
             type Output = T;
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -331,7 +348,7 @@ pub trait ElementPtr<I> {
 /// the index's components.
 macro_rules! writable {
     ($name:ident, $idx:ty, |$pat:pat_param| ($($arg:ident),+)) => {
-        impl<T, const CHECK: bool> IndexMut<$idx> for $name<T, CHECK> {
+        impl<'a, T, const CHECK: bool> IndexMut<$idx> for $name<'a, T, CHECK> {
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn index_mut(&mut self, $pat: $idx) -> &mut T {
@@ -342,7 +359,7 @@ macro_rules! writable {
                 unsafe { &mut *self.ptr.add(o) }
             }
         }
-        impl<T, const CHECK: bool> ElementPtr<$idx> for $name<T, CHECK> {
+        impl<'a, T, const CHECK: bool> ElementPtr<$idx> for $name<'a, T, CHECK> {
             type Elem = T;
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
