@@ -241,6 +241,35 @@ pub struct Affine {
     pub on: bool,
 }
 
+/// A struct without padding whose fields take any bits: `#[derive(DeviceCopy)]` makes it
+/// `AnyBitPattern`, so it may live in shared memory and uncleared arrays.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, DeviceCopy)]
+pub struct Pair {
+    /// A count.
+    pub n: u32,
+    /// A value.
+    pub x: f32,
+}
+
+/// Each block's thread `t` writes `pairs[i]` with its neighbour's pair, passed through a shared
+/// array of structs.
+#[kernel]
+pub fn swap_pairs(pairs: &mut [Pair]) {
+    let mut tile = shared_array![Pair; 64];
+    let t = thread_idx().x as usize;
+    let i = grid(1);
+    if i < pairs.len() {
+        tile[t] = pairs[i];
+    }
+    sync_threads();
+    let other = t ^ 1;
+    let j = i ^ 1;
+    if i < pairs.len() && j < pairs.len() {
+        pairs[i] = tile[other];
+    }
+}
+
 /// A device function, callable from kernels and from host code.
 #[device]
 pub fn apply(p: Affine, x: f32) -> f32 {

@@ -472,6 +472,27 @@ fn dynamic_shared_memory_is_sized_at_launch() {
 }
 
 #[test]
+fn structs_without_padding_live_in_shared_memory_and_uncleared_arrays() {
+    for dev in backends() {
+        let pairs: Vec<Pair> = (0..101)
+            .map(|i| Pair {
+                n: i,
+                x: i as f32 * 0.5,
+            })
+            .collect();
+        let mut d = dev.empty::<Pair, _>(pairs.len()).unwrap();
+        d.copy_from_host(&pairs[..]).unwrap();
+        swap_pairs.launch(2, 64, &mut d).unwrap();
+        let got = d.to_vec().unwrap();
+        for (i, p) in got.iter().enumerate() {
+            // The last pair has no neighbour and stays.
+            let j = if i ^ 1 < pairs.len() { i ^ 1 } else { i };
+            assert_eq!(*p, pairs[j], "element {i}");
+        }
+    }
+}
+
+#[test]
 fn struct_parameters_device_functions_and_math() {
     for dev in backends() {
         let p = Affine {

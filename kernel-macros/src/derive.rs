@@ -40,13 +40,12 @@ pub fn device_copy(item: TokenStream) -> syn::Result<TokenStream> {
             "`DeviceCopy` cannot be derived for generic structs",
         ));
     }
-    let checks = match fields {
+    let types = match fields {
         Fields::Named(f) => f.named.iter().map(|f| &f.ty).collect::<Vec<_>>(),
         Fields::Unnamed(f) => f.unnamed.iter().map(|f| &f.ty).collect(),
         Fields::Unit => Vec::new(),
-    }
-    .into_iter()
-    .map(|ty| {
+    };
+    let checks = types.iter().map(|ty| {
         quote_spanned! {ty.span()=>
             const _: () = ::kernel_runtime::__rt::assert_device_copy::<#ty>();
         }
@@ -55,5 +54,17 @@ pub fn device_copy(item: TokenStream) -> syn::Result<TokenStream> {
         #(#checks)*
         // SAFETY: `#[repr(C)]`, and every field is `DeviceCopy` (checked above).
         unsafe impl ::kernel_runtime::DeviceCopy for #name {}
+        // SAFETY: every field takes any bits and they fill the struct: no padding. The bounds
+        // name no generic parameter, so each holds or not once for all; `for<'__k>` makes the
+        // compiler weigh them as it would a generic bound (an impl that simply does not apply)
+        // rather than refuse one that does not hold.
+        unsafe impl ::kernel_runtime::AnyBitPattern for #name
+        where
+            #(for<'__k> #types: ::kernel_runtime::AnyBitPattern,)*
+            for<'__k> ::kernel_runtime::__rt::NoPadding<{
+                ::core::mem::size_of::<#name>() == 0 #(+ ::core::mem::size_of::<#types>())*
+            }>: ::kernel_runtime::__rt::Holds,
+        {
+        }
     })
 }

@@ -12,6 +12,7 @@ pub use crate::cpu::fault::KernelFault;
 pub use crate::cpu::lockstep::{operands, Operands};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::cpu::warp::each_lane;
+pub use crate::device_copy::{Holds, NoPadding};
 pub use crate::shared::{layout, STATIC_LIMIT};
 
 /// A shared array extent: sizes are `usize` constants.

@@ -28,11 +28,14 @@ impl_device_copy!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, 
 // SAFETY: arrays of plain data are plain data.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
 
-/// [`DeviceCopy`] data for which every bit pattern is a valid value: the element types of
-/// arrays from [`Device::empty`](crate::Device::empty), whose memory is not cleared.
+/// [`DeviceCopy`] data for which every bit pattern is a valid value and that has no padding:
+/// the element types of memory that is not cleared before a kernel reads it (arrays from
+/// [`Device::empty`](crate::Device::empty), `shared_array!`, `dynamic_shared!`) and of
+/// [`DeviceArray::reinterpret`](crate::DeviceArray::reinterpret)'s result.
 ///
-/// Implemented for the primitive numbers and arrays of them, not for `bool`. A `#[repr(C)]`
-/// struct of such fields may implement it by hand:
+/// Implemented for the primitive numbers and arrays of them, not for `bool` (only 0 and 1 are
+/// values). `#[derive(DeviceCopy)]` implements it for a `#[repr(C)]` struct whose fields all
+/// implement it and that has no padding between or after them:
 ///
 /// ```
 /// use kernel_runtime::{AnyBitPattern, DeviceCopy};
@@ -43,16 +46,19 @@ unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
 ///     position: [f32; 3],
 ///     id: u32,
 /// }
-/// // SAFETY: every field is a number or an array of numbers.
-/// unsafe impl AnyBitPattern for Particle {}
+///
+/// fn uncleared<T: AnyBitPattern>() {}
+/// uncleared::<Particle>();
 /// ```
 ///
 /// # Safety
-/// Every bit pattern of the type's size (padding aside) must be a valid value.
+/// Every bit pattern of the type's size must be a valid value, and the type must have no
+/// padding bytes (which a copy leaves uninitialised, and a later read of the same memory as
+/// another type would see).
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot hold the unspecified contents of an uncleared device array",
+    message = "`{Self}` cannot hold the unspecified contents of uncleared memory",
     label = "some bit patterns are not values of this type",
-    note = "`Device::empty` takes numbers and arrays of numbers; use `Device::zeros` for `bool` and other types"
+    note = "uncleared arrays (`Device::empty`), shared memory (`shared_array!`, `dynamic_shared!`) and `reinterpret` take numbers, arrays of numbers and `#[derive(DeviceCopy)]` structs of them without padding; use `Device::zeros` and a device array for `bool` and other types"
 )]
 pub unsafe trait AnyBitPattern: DeviceCopy {}
 
@@ -66,3 +72,17 @@ impl_any_bit_pattern!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f
 
 // SAFETY: an array is valid when each element is.
 unsafe impl<T: AnyBitPattern, const N: usize> AnyBitPattern for [T; N] {}
+
+/// `NoPadding<true>` is [`Holds`]: how `#[derive(DeviceCopy)]` makes a struct [`AnyBitPattern`]
+/// only when its fields fill it without padding.
+#[doc(hidden)]
+pub struct NoPadding<const FILLED: bool>;
+
+/// A condition the compiler checks (see [`NoPadding`]).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "the struct has padding bytes, so not every bit pattern of it is a value",
+    label = "its fields do not fill it"
+)]
+pub trait Holds {}
+impl Holds for NoPadding<true> {}
