@@ -58,25 +58,69 @@ impl<T: DeviceCopy, D: Rank> Drop for DeviceArray<T, D> {
     }
 }
 
-/// `len` zero elements in host memory.
-fn zeroed_vec<T: DeviceCopy>(len: usize) -> Vec<T> {
-    // SAFETY: `DeviceCopy` types are valid as all-zero bits (the trait's contract).
-    unsafe { filled_vec(len, 0) }
+/// Room for `len` elements of host memory, for an array of `place` (a device's name, or the
+/// host): an allocation the host cannot make is [`Error::OutOfMemory`], never an abort.
+fn reserve<T>(len: usize, place: impl FnOnce() -> String) -> Result<Vec<T>, Error> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+        place: place(),
+        bytes: len.saturating_mul(std::mem::size_of::<T>()),
+    })?;
+    Ok(v)
 }
 
-/// `len` elements in host memory, each byte `byte`.
+/// `len` zero elements in host memory (see [`reserve`]), from the allocator's zeroed memory:
+/// fresh pages from the system are zero already, and are touched only as they are used.
+fn zeroed_vec<T: DeviceCopy>(len: usize, place: impl FnOnce() -> String) -> Result<Vec<T>, Error> {
+    let layout = match std::alloc::Layout::array::<T>(len) {
+        Ok(layout) if layout.size() > 0 => layout,
+        // SAFETY: all-zero bits are a value of `T` (`DeviceCopy`); without bytes to clear, or
+        // with too many for a layout (which `reserve` refuses), there is nothing to gain here.
+        _ => return unsafe { filled_vec(len, 0, place) },
+    };
+    // SAFETY: the layout has a non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
+    if ptr.is_null() {
+        return Err(Error::OutOfMemory {
+            place: place(),
+            bytes: layout.size(),
+        });
+    }
+    // SAFETY: the global allocator gave `ptr` with the layout of `len` elements of `T`, as a
+    // `Vec` of that capacity would hold it, and all-zero bits are a value of `T` (the
+    // `DeviceCopy` contract).
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}
+
+/// `len` elements in host memory, each byte `byte` (see [`reserve`]).
 ///
 /// # Safety
 /// `T` must be valid with every byte `byte`.
-unsafe fn filled_vec<T>(len: usize, byte: u8) -> Vec<T> {
-    let mut v = Vec::<T>::with_capacity(len);
+unsafe fn filled_vec<T>(
+    len: usize,
+    byte: u8,
+    place: impl FnOnce() -> String,
+) -> Result<Vec<T>, Error> {
+    let mut v = reserve::<T>(len, place)?;
     // SAFETY: the `len` elements lie in the buffer just allocated, and are values of `T` once
     // written (the caller's contract).
     unsafe {
         std::ptr::write_bytes(v.as_mut_ptr(), byte, len);
         v.set_len(len);
     }
-    v
+    Ok(v)
+}
+
+/// A copy of `items` in host memory (see [`reserve`]).
+fn copied_vec<T: Copy>(items: &[T], place: impl FnOnce() -> String) -> Result<Vec<T>, Error> {
+    let mut v = reserve(items.len(), place)?;
+    v.extend_from_slice(items);
+    Ok(v)
+}
+
+/// The host, as [`Error::OutOfMemory`] names it for copies coming back from a device.
+fn the_host() -> String {
+    "the host".to_string()
 }
 
 impl<T: DeviceCopy + std::fmt::Debug, D: Rank> std::fmt::Debug for DeviceArray<T, D> {
@@ -113,7 +157,7 @@ impl<T: AnyBitPattern, D: Rank> DeviceArray<T, D> {
             device: device.clone(),
             dim,
             // SAFETY: all-one bits are a value of `T` (the `AnyBitPattern` contract).
-            data: Storage::Host(unsafe { filled_vec(len, 0xFF) }),
+            data: Storage::Host(unsafe { filled_vec(len, 0xFF, || device.name()) }?),
         })
     }
 }
@@ -129,7 +173,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         let len = checked_len(dim.slice(), std::mem::size_of::<T>())?;
         let data = match device.gpu() {
             Some(gpu) => Storage::Gpu(gpu.alloc(len * std::mem::size_of::<T>(), zeroed)?),
-            None => Storage::Host(zeroed_vec(len)),
+            None => Storage::Host(zeroed_vec(len, || device.name())?),
         };
         Ok(DeviceArray {
             device: device.clone(),
@@ -150,9 +194,11 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             array.copy_from_host(host)?;
             return Ok(array);
         }
+        let mut data = reserve(dim.size(), || device.name())?;
+        host.extend_c_order(&mut data);
         Ok(DeviceArray {
             device: device.clone(),
-            data: Storage::Host(host.to_vec_c_order()),
+            data: Storage::Host(data),
             dim,
         })
     }
@@ -169,7 +215,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             _ => Ok(DeviceArray {
                 device: self.device.clone(),
                 dim: self.dim.clone(),
-                data: Storage::Host(self.host().to_vec()),
+                data: Storage::Host(copied_vec(self.host(), || self.device.name())?),
             }),
         }
     }
@@ -227,11 +273,11 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     pub fn to_vec(&self) -> Result<Vec<T>, Error> {
         match (&self.data, self.device.gpu()) {
             (Storage::Gpu(ptr), Some(gpu)) => {
-                let mut v = zeroed_vec(self.len());
+                let mut v = zeroed_vec(self.len(), the_host)?;
                 gpu.download(&mut v, *ptr)?;
                 Ok(v)
             }
-            _ => Ok(self.host().to_vec()),
+            _ => copied_vec(self.host(), the_host),
         }
     }
 
@@ -256,13 +302,13 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         }
         match (&self.data, self.device.gpu()) {
             (Storage::Gpu(ptr), Some(gpu)) => {
-                let mut v = zeroed_vec(end - start);
+                let mut v = zeroed_vec(end - start, the_host)?;
                 // Within the allocation: `start <= end <= len`.
                 let from = *ptr + (start * std::mem::size_of::<T>()) as u64;
                 gpu.download(&mut v, from)?;
                 Ok(v)
             }
-            _ => Ok(self.host()[range].to_vec()),
+            _ => copied_vec(&self.host()[range], the_host),
         }
     }
 
@@ -281,10 +327,18 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         match (&mut self.data, self.device.gpu()) {
             (Storage::Gpu(ptr), Some(gpu)) => match host.as_c_slice() {
                 Some(slice) => gpu.upload(*ptr, slice),
-                None => gpu.upload(*ptr, &host.to_vec_c_order()),
+                None => {
+                    let mut staged = reserve(dim.size(), the_host)?;
+                    host.extend_c_order(&mut staged);
+                    gpu.upload(*ptr, &staged)
+                }
             },
             (data, _) => {
-                *data = Storage::Host(host.to_vec_c_order());
+                // Same shape: the elements are overwritten in place.
+                if let Storage::Host(v) = data {
+                    v.clear();
+                    host.extend_c_order(v);
+                }
                 Ok(())
             }
         }
@@ -404,14 +458,28 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
                 )));
             }
         }
+        // Host memory whose allocation `U` cannot take over (another alignment, or a capacity
+        // that is not whole `U`s) is copied first, so that a failed copy leaves this array be.
+        let copy = match &self.data {
+            Storage::Host(v)
+                if std::mem::align_of::<T>() != std::mem::align_of::<U>()
+                    || !(v.capacity() * size).is_multiple_of(to_size) =>
+            {
+                let mut out = zeroed_vec::<U>(dim.size(), || self.device.name())?;
+                bytemuck::cast_slice_mut::<U, u8>(&mut out)
+                    .copy_from_slice(bytemuck::cast_slice::<T, u8>(v));
+                Some(out)
+            }
+            _ => None,
+        };
         // The storage moves to the new array, which frees it; this one is left none (a null
         // pointer is never freed).
         let data = match std::mem::replace(&mut self.data, Storage::Gpu(0)) {
             Storage::Gpu(ptr) => Storage::Gpu(ptr),
-            Storage::Host(v) => Storage::Host(
-                bytemuck::allocation::try_cast_vec(v)
-                    .unwrap_or_else(|(_, v)| bytemuck::allocation::pod_collect_to_vec(&v)),
-            ),
+            Storage::Host(v) => Storage::Host(match copy {
+                Some(out) => out,
+                None => bytemuck::allocation::cast_vec(v),
+            }),
         };
         Ok(DeviceArray {
             device: self.device.clone(),
@@ -465,8 +533,8 @@ pub trait ToDevice {
     type Dim: Rank;
     /// Its shape.
     fn host_dim(&self) -> Self::Dim;
-    /// Its elements in C order.
-    fn to_vec_c_order(&self) -> Vec<Self::Elem>;
+    /// Appends its elements, in C order, to `out` (which has room for them).
+    fn extend_c_order(&self, out: &mut Vec<Self::Elem>);
     /// Its elements in C order without copying, when they lie so in memory.
     fn as_c_slice(&self) -> Option<&[Self::Elem]> {
         None
@@ -479,8 +547,8 @@ impl<T: DeviceCopy> ToDevice for [T] {
     fn host_dim(&self) -> Ix1 {
         ndarray::Ix1(self.len())
     }
-    fn to_vec_c_order(&self) -> Vec<T> {
-        self.to_vec()
+    fn extend_c_order(&self, out: &mut Vec<T>) {
+        out.extend_from_slice(self);
     }
     fn as_c_slice(&self) -> Option<&[T]> {
         Some(self)
@@ -493,8 +561,8 @@ impl<T: DeviceCopy, const N: usize> ToDevice for [T; N] {
     fn host_dim(&self) -> Ix1 {
         ndarray::Ix1(N)
     }
-    fn to_vec_c_order(&self) -> Vec<T> {
-        self.to_vec()
+    fn extend_c_order(&self, out: &mut Vec<T>) {
+        out.extend_from_slice(self);
     }
     fn as_c_slice(&self) -> Option<&[T]> {
         Some(self)
@@ -507,8 +575,8 @@ impl<T: DeviceCopy> ToDevice for Vec<T> {
     fn host_dim(&self) -> Ix1 {
         ndarray::Ix1(self.len())
     }
-    fn to_vec_c_order(&self) -> Vec<T> {
-        self.clone()
+    fn extend_c_order(&self, out: &mut Vec<T>) {
+        out.extend_from_slice(self);
     }
     fn as_c_slice(&self) -> Option<&[T]> {
         Some(self)
@@ -521,10 +589,10 @@ impl<T: DeviceCopy, S: Data<Elem = T>, D: Rank> ToDevice for ArrayBase<S, D> {
     fn host_dim(&self) -> D {
         self.raw_dim()
     }
-    fn to_vec_c_order(&self) -> Vec<T> {
+    fn extend_c_order(&self, out: &mut Vec<T>) {
         match self.as_slice() {
-            Some(s) => s.to_vec(),
-            None => self.iter().copied().collect(),
+            Some(s) => out.extend_from_slice(s),
+            None => out.extend(self.iter().copied()),
         }
     }
     fn as_c_slice(&self) -> Option<&[T]> {
@@ -561,11 +629,22 @@ macro_rules! shape_component {
 }
 shape_component!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
 
+/// The extents `raw` of a shape given as `shown`: a negative one is
+/// [`Error::NegativeExtent`], one past `usize` [`Error::TooLarge`].
 fn extents<const N: usize>(raw: [Option<usize>; N], shown: [i128; N]) -> Result<[usize; N], Error> {
+    if let Some(&value) = shown.iter().find(|&&v| v < 0) {
+        return Err(Error::NegativeExtent {
+            shape: shown.to_vec(),
+            value,
+        });
+    }
     let mut out = [0usize; N];
     for (o, r) in out.iter_mut().zip(raw) {
         *o = r.ok_or_else(|| Error::TooLarge {
-            shape: shown.iter().map(|&v| v.max(0) as usize).collect(),
+            shape: shown
+                .iter()
+                .map(|&v| usize::try_from(v).unwrap_or(usize::MAX))
+                .collect(),
         })?;
     }
     Ok(out)
@@ -645,13 +724,43 @@ mod tests {
     }
 
     #[test]
+    fn allocations_the_host_cannot_make_are_errors() {
+        for dev in [Device::cpu(), Device::cpu_checked()] {
+            for err in [
+                dev.zeros::<u8, _>(usize::MAX / 2).unwrap_err(),
+                dev.empty::<u8, _>(1usize << 46).unwrap_err(),
+                dev.empty::<u64, _>((1usize << 20, 1usize << 27))
+                    .unwrap_err(),
+            ] {
+                let msg = err.to_string();
+                assert!(
+                    matches!(err, Error::OutOfMemory { bytes, .. } if bytes >= 1 << 46),
+                    "{err:?}"
+                );
+                assert!(msg.contains("could not allocate"), "{msg}");
+            }
+            // Past the address space: too large, whatever memory there is.
+            assert!(matches!(
+                dev.zeros::<u16, _>(usize::MAX / 2 + 1),
+                Err(Error::TooLarge { .. })
+            ));
+        }
+    }
+
+    #[test]
     fn zeros_and_shape_errors() {
         let dev = Device::cpu();
         let z = dev.zeros::<f64, _>((2, 3)).unwrap();
         assert_eq!(z.to_host().unwrap(), Array::<f64, _>::zeros((2, 3)));
+        let negative = dev.zeros::<f32, _>((3, -5)).unwrap_err();
+        assert!(
+            matches!(negative, Error::NegativeExtent { value: -5, ref shape } if shape == &[3, -5]),
+            "{negative:?}"
+        );
+        assert!(negative.to_string().contains("is negative"), "{negative}");
         assert!(matches!(
-            dev.zeros::<f32, _>(-1),
-            Err(Error::TooLarge { .. })
+            dev.empty::<u8, _>(-1i8),
+            Err(Error::NegativeExtent { value: -1, .. })
         ));
         assert!(matches!(
             dev.zeros::<f32, _>((usize::MAX, 2)),

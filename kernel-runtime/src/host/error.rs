@@ -53,10 +53,26 @@ pub enum Error {
         found: String,
     },
     /// An array would hold more bytes than the address space.
-    #[error("an array of shape {shape:?} is too large to allocate")]
+    #[error("an array of shape {shape:?} is too large to allocate: it would hold more bytes than the address space")]
     TooLarge {
         /// The shape asked for.
         shape: Vec<usize>,
+    },
+    /// An extent of a shape is negative.
+    #[error("extent {value} of the shape {shape:?} is negative: extents count elements, from 0")]
+    NegativeExtent {
+        /// The shape as given.
+        shape: Vec<i128>,
+        /// The first negative extent.
+        value: i128,
+    },
+    /// A device, or the host, could not supply the memory asked for.
+    #[error("{place} could not allocate {bytes} bytes; free arrays that are no longer needed, or work in smaller pieces")]
+    OutOfMemory {
+        /// Where: a device's name, or the host.
+        place: String,
+        /// The bytes asked for.
+        bytes: usize,
     },
     /// The kernel has no arrays to tell its device, and none was given.
     #[error("kernel `{kernel}` has no array argument to take its device from; launch it with `launch_with(LaunchConfig::new(..).on(&device), ..)`")]
