@@ -12,12 +12,13 @@ use super::check::clock::{self, WarpClock};
 use super::check::{self, Who};
 use super::fault::{self, raise, raise_finding};
 use super::finding::Finding;
+use super::overflow::{self, Guarded};
 use super::tls::{self, BlockState};
 use super::warp::{self, Problem, WarpOp};
 use crate::ctx::Ctx;
 use crate::dim::Dim3;
 use crate::warp::WARP_SIZE;
-use corosensei::stack::DefaultStack;
+use corosensei::stack::{DefaultStack, Stack};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::RefCell;
 use std::panic::Location;
@@ -99,15 +100,35 @@ thread_local! {
     static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
 }
 
-fn stack_size() -> usize {
+/// The default stack of a simulated thread: CUDA's limit of a thread's local memory (512 KiB),
+/// and as much again for the frames around it (debug builds copy large locals). Only the pages
+/// a thread touches take memory.
+const DEFAULT_STACK_KIB: usize = 1024;
+
+/// The bytes of each simulated thread's stack: `KERNEL_CPU_STACK_KIB`, or the default.
+pub(crate) fn stack_size() -> usize {
     static SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *SIZE.get_or_init(|| {
         std::env::var("KERNEL_CPU_STACK_KIB")
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(256)
-            * 1024
+            .unwrap_or(DEFAULT_STACK_KIB)
+            .saturating_mul(1024)
     })
+}
+
+/// The guard page of a stack whose mapping starts at `limit` (corosensei's limit includes it).
+fn guard_at(limit: usize) -> (usize, usize) {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let page = *PAGE.get_or_init(|| {
+        #[cfg(target_os = "linux")]
+        // SAFETY: `sysconf` only reads a system setting.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        #[cfg(not(target_os = "linux"))]
+        let page = 4096;
+        usize::try_from(page).unwrap_or(4096)
+    });
+    (limit, limit.saturating_add(page))
 }
 
 /// Runs the block's threads as coroutines that meet at barriers and collectives; in checked
@@ -121,6 +142,7 @@ pub(crate) fn run_fibers(
     checked: Option<u32>,
 ) {
     let n = coords.len();
+    overflow::install();
     let mut stacks = STACKS.with(|s| std::mem::take(&mut *s.borrow_mut()));
     while stacks.len() < n {
         match DefaultStack::new(stack_size()) {
@@ -146,11 +168,13 @@ pub(crate) fn run_fibers(
             .enumerate()
             .map(|(t, stack)| {
                 let ctx = super::exec::ctx_of(state, coords[t]);
-                Coroutine::with_stack(stack, move |y: &Fiber, _: u64| {
+                let guard = guard_at(stack.limit().get());
+                let fiber = Coroutine::with_stack(stack, move |y: &Fiber, _: u64| {
                     tls::FIBER.with(|c| c.set(y as *const Fiber as *const ()));
                     // SAFETY: `body` outlives every coroutine (see above).
                     unsafe { (*body)(ctx) }
-                })
+                });
+                (fiber, guard)
             })
             .collect();
         let mut threads = vec![State::Run(0); n];
@@ -178,7 +202,15 @@ pub(crate) fn run_fibers(
                     // The clocks change only between rounds, while no thread runs.
                     clock::set_current(&clocks[t]);
                 }
-                threads[t] = match fibers[t].resume(input) {
+                let (fiber, (low, high)) = &mut fibers[t];
+                let running = overflow::Running::enter(Guarded {
+                    trap: fiber.trap_handler(),
+                    low: *low,
+                    high: *high,
+                });
+                let result = fiber.resume(input);
+                drop(running);
+                threads[t] = match result {
                     CoroutineResult::Yield(a) => State::Wait(a),
                     CoroutineResult::Return(()) => State::Done,
                 };
@@ -246,7 +278,7 @@ pub(crate) fn run_fibers(
                 ));
             }
         }
-        stacks.extend(fibers.into_iter().map(Coroutine::into_stack));
+        stacks.extend(fibers.into_iter().map(|(fiber, _)| fiber.into_stack()));
     }
     STACKS.with(|s| *s.borrow_mut() = stacks);
 }

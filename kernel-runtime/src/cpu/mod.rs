@@ -16,5 +16,6 @@ pub mod fault;
 pub(crate) mod fibers;
 pub mod finding;
 pub(crate) mod lockstep;
+pub(crate) mod overflow;
 pub(crate) mod tls;
 pub(crate) mod warp;
