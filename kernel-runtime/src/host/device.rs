@@ -64,9 +64,23 @@ struct Inner {
 /// assert_eq!(x.to_vec()?, [1, 2, 3]);
 /// # Ok::<(), kernel_runtime::Error>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Device {
     inner: Arc<Inner>,
+}
+
+/// The device's [`name`](Device::name): `CPU backend (8 threads)`, `CUDA device 0 (NVIDIA H200)`.
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// `Device("CPU backend (8 threads)")`: the name, not the handles behind it.
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Device").field(&self.name()).finish()
+    }
 }
 
 impl PartialEq for Device {
@@ -361,14 +375,30 @@ mod tests {
             Device::parse_spec("cuda:3").unwrap(),
             Some(DeviceKind::Cuda(3))
         );
-        assert!(matches!(
-            Device::parse_spec("tpu"),
-            Err(Error::BadDeviceSpec { .. })
-        ));
+        let bad = Device::parse_spec("tpu").unwrap_err();
+        assert!(matches!(bad, Error::BadDeviceSpec { .. }));
+        assert!(bad.to_string().contains("`cpu-checked`"), "{bad}");
         assert!(matches!(
             Device::parse_spec("cuda:x"),
             Err(Error::BadDeviceSpec { .. })
         ));
+    }
+
+    #[test]
+    fn a_device_displays_as_its_name() {
+        let threads = rayon::current_num_threads();
+        assert_eq!(
+            Device::cpu().to_string(),
+            format!("CPU backend ({threads} threads)")
+        );
+        assert_eq!(
+            format!("{}", Device::cpu_checked()),
+            format!("CPU backend in checked mode ({threads} threads)")
+        );
+        assert_eq!(
+            format!("{:?}", Device::cpu()),
+            format!("Device(\"CPU backend ({threads} threads)\")")
+        );
     }
 
     #[test]

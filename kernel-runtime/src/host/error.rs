@@ -141,8 +141,8 @@ pub enum Error {
         /// The array's number of elements.
         len: usize,
     },
-    /// `KERNEL_DEVICE` holds something other than `cpu` or `cuda[:N]`.
-    #[error("KERNEL_DEVICE={value:?} is not understood: use `cpu`, `cuda` or `cuda:N`")]
+    /// `KERNEL_DEVICE` holds something other than `cpu`, `cpu-checked` or `cuda[:N]`.
+    #[error("KERNEL_DEVICE={value:?} is not understood: use `cpu`, `cpu-checked`, `cuda` or `cuda:N`")]
     BadDeviceSpec {
         /// The value found.
         value: String,
@@ -162,8 +162,12 @@ pub enum LaunchError {
         dims: Dim3,
     },
     /// A dimension does not fit in 32 bits or is negative.
-    #[error("dimension {value} is out of range (0 < n < 2^32)")]
+    #[error("{what} dimension {axis} is {value}, out of range (0 < n < 2^32)")]
     DimOutOfRange {
+        /// `grid` or `block` (empty where the shape is not yet a launch's).
+        what: &'static str,
+        /// `x`, `y` or `z`.
+        axis: char,
         /// The value given.
         value: i128,
     },

@@ -23,7 +23,11 @@ macro_rules! dim_component {
         impl DimComponent for $t {
             #[inline]
             fn component(self) -> Result<u32, LaunchError> {
-                u32::try_from(self).map_err(|_| LaunchError::DimOutOfRange { value: self as i128 })
+                u32::try_from(self).map_err(|_| LaunchError::DimOutOfRange {
+                    what: "",
+                    axis: 'x',
+                    value: self as i128,
+                })
             }
         }
     )*};
@@ -35,19 +39,38 @@ impl<A: DimComponent> IntoDim3 for A {
         Ok(Dim3::new(self.component()?, 1, 1))
     }
 }
+/// `c`'s error, named as the component along `axis`.
+fn along<A: DimComponent>(c: A, axis: char) -> Result<u32, LaunchError> {
+    c.component().map_err(|e| match e {
+        LaunchError::DimOutOfRange { what, value, .. } => {
+            LaunchError::DimOutOfRange { what, axis, value }
+        }
+        other => other,
+    })
+}
 impl<A: DimComponent, B: DimComponent> IntoDim3 for (A, B) {
     fn into_dim3(self) -> Result<Dim3, LaunchError> {
-        Ok(Dim3::new(self.0.component()?, self.1.component()?, 1))
+        Ok(Dim3::new(along(self.0, 'x')?, along(self.1, 'y')?, 1))
     }
 }
 impl<A: DimComponent, B: DimComponent, C: DimComponent> IntoDim3 for (A, B, C) {
     fn into_dim3(self) -> Result<Dim3, LaunchError> {
         Ok(Dim3::new(
-            self.0.component()?,
-            self.1.component()?,
-            self.2.component()?,
+            along(self.0, 'x')?,
+            along(self.1, 'y')?,
+            along(self.2, 'z')?,
         ))
     }
+}
+
+/// `shape` as the launch's `what` (`grid` or `block`), its errors naming it.
+fn launch_dim(shape: impl IntoDim3, what: &'static str) -> Result<Dim3, LaunchError> {
+    shape.into_dim3().map_err(|e| match e {
+        LaunchError::DimOutOfRange { axis, value, .. } => {
+            LaunchError::DimOutOfRange { what, axis, value }
+        }
+        other => other,
+    })
 }
 impl IntoDim3 for Dim3 {
     fn into_dim3(self) -> Result<Dim3, LaunchError> {
@@ -86,8 +109,8 @@ impl LaunchConfig {
     /// `blocks` blocks of `threads` threads, like Numba's `kernel[blocks, threads]`.
     pub fn new(blocks: impl IntoDim3, threads: impl IntoDim3) -> Result<Self, LaunchError> {
         Ok(LaunchConfig {
-            grid: blocks.into_dim3()?,
-            block: threads.into_dim3()?,
+            grid: launch_dim(blocks, "grid")?,
+            block: launch_dim(threads, "block")?,
             dynamic_shared_bytes: 0,
             device: None,
             stream: None,
@@ -231,8 +254,28 @@ mod tests {
         ));
         assert!(matches!(
             LaunchConfig::new(-1, 1),
-            Err(LaunchError::DimOutOfRange { value: -1 })
+            Err(LaunchError::DimOutOfRange {
+                what: "grid",
+                axis: 'x',
+                value: -1
+            })
         ));
+        let e = LaunchConfig::new(1, (32, -4)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                LaunchError::DimOutOfRange {
+                    what: "block",
+                    axis: 'y',
+                    value: -4
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "block dimension y is -4, out of range (0 < n < 2^32)"
+        );
         assert!(matches!(
             LaunchConfig::new(1usize << 40, 1),
             Err(LaunchError::DimOutOfRange { .. })
