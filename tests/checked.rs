@@ -95,6 +95,17 @@ fn previous(x: &[f32], out: &mut [f32]) {
     }
 }
 
+/// The row above, with an index that goes below zero in row 0: written as a stencil is, with
+/// `i - 1` in the index, which in a debug build would panic on its own.
+#[kernel]
+fn row_above(x: &Array2<f32>, out: &mut Array2<f32>) {
+    let (j, i) = grid(2);
+    let (n, m) = x.dim();
+    if i < n && j < m {
+        out[[i, j]] = x[[i - 1, j]]; // oob: row above
+    }
+}
+
 /// A 3×3 stencil whose guard lets the last row through.
 #[kernel]
 fn stencil_last_row(x: &Array2<f32>, out: &mut Array2<f32>) {
@@ -139,6 +150,27 @@ fn out_of_bounds_accesses_name_the_array_element_thread_and_line() {
             "thread (0, 0, 0) of block (0, 0, 0) read it",
         ],
     );
+
+    // An index that underflows is a bad index like any other, in debug builds too.
+    let img = dev
+        .to_device(&ndarray::Array2::<f32>::zeros((4, 4)))
+        .unwrap();
+    let mut above = dev.zeros::<f32, _>((4, 4)).unwrap();
+    let f = finding(row_above.launch(1, (4, 4), (&img, &mut above)));
+    let (array, index, _, access) = oob(&f);
+    assert_eq!((array, index), ("x", &[usize::MAX, 0][..]));
+    assert_eq!(line(access), line_of("// oob: row above"));
+    assert_mentions(&f.to_string(), &["`x[[-1, 0]]`", "negative index"]);
+    let fast = Device::cpu();
+    let img = fast
+        .to_device(&ndarray::Array2::<f32>::zeros((4, 4)))
+        .unwrap();
+    let mut above = fast.zeros::<f32, _>((4, 4)).unwrap();
+    let msg = row_above
+        .launch(1, (4, 4), (&img, &mut above))
+        .unwrap_err()
+        .to_string();
+    assert_mentions(&msg, &["row_above", "`x", "-1", "tests/checked.rs"]);
 
     // 20 × 8 image, one column of 8 × 8 blocks, so that only block (0, 2) reaches row 19: its
     // first thread there is thread (1, 3).

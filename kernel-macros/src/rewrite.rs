@@ -478,9 +478,49 @@ impl VisitMut for Pass {
                 self.error(a.await_token.span(), "`.await` is not available in kernels");
                 return;
             }
+            Expr::Index(index) => {
+                visit_mut::visit_expr_index_mut(self, index);
+                wrap_index(&mut index.index);
+                return;
+            }
             _ => {}
         }
         visit_mut::visit_expr_mut(self, expr);
+    }
+}
+
+/// Makes the subtractions that compute an index wrap: `x[[i - 1, j]]` at `i = 0` then asks for
+/// an index past the end, which the view reports naming the array, the index as `-1` and the
+/// line, in a debug build as in a release one (where the subtraction would otherwise panic
+/// with no word of either). Only the arithmetic that forms the index itself is touched, through
+/// parentheses, arrays and tuples of indices: there every operand is a `usize`.
+fn wrap_index(e: &mut Expr) {
+    match e {
+        Expr::Paren(p) => wrap_index(&mut p.expr),
+        Expr::Group(g) => wrap_index(&mut g.expr),
+        Expr::Array(a) => a.elems.iter_mut().for_each(wrap_index),
+        Expr::Tuple(t) => t.elems.iter_mut().for_each(wrap_index),
+        Expr::Binary(b) => {
+            wrap_index(&mut b.left);
+            wrap_index(&mut b.right);
+            if let syn::BinOp::Sub(minus) = b.op {
+                let right = &b.right;
+                // An integer literal alone has no type to call a method on: it is a `usize`.
+                let left = match &*b.left {
+                    Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(i),
+                        ..
+                    }) if i.suffix().is_empty() => {
+                        let typed =
+                            syn::LitInt::new(&format!("{}usize", i.base10_digits()), i.span());
+                        quote!(#typed)
+                    }
+                    left => quote!(#left),
+                };
+                *e = syn::parse_quote_spanned!(minus.span=> (#left).wrapping_sub(#right));
+            }
+        }
+        _ => {}
     }
 }
 

@@ -142,7 +142,9 @@ pub enum Error {
         len: usize,
     },
     /// `KERNEL_DEVICE` holds something other than `cpu`, `cpu-checked` or `cuda[:N]`.
-    #[error("KERNEL_DEVICE={value:?} is not understood: use `cpu`, `cpu-checked`, `cuda` or `cuda:N`")]
+    #[error(
+        "KERNEL_DEVICE={value:?} is not understood: use `cpu`, `cpu-checked`, `cuda` or `cuda:N`"
+    )]
     BadDeviceSpec {
         /// The value found.
         value: String,
