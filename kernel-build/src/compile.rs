@@ -166,6 +166,67 @@ impl DeviceBuild<'_> {
     }
 }
 
+/// A check of the device crate for the host, where no toolchain can build it for the device:
+/// the crate is `#![no_std]` there too, so `std`, host statics and functions that are not
+/// `#[device]` fail here, at the user's line, on a machine that builds no PTX.
+pub(crate) struct HostCheck<'a> {
+    pub manifest_path: &'a Path,
+    /// The device builds' directory; the check keeps its own under it.
+    pub target_dir: &'a Path,
+}
+
+impl HostCheck<'_> {
+    /// The nested check, with a clean environment and the host build's own cargo and
+    /// rustc (`CARGO` and `RUSTC`, as cargo gives them to a build script).
+    pub(crate) fn command(&self) -> Command {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let rustc = std::env::var_os("RUSTC");
+        let mut cmd = Command::new(cargo);
+        for (key, _) in std::env::vars_os() {
+            if key.to_str().is_none_or(must_clear) {
+                cmd.env_remove(&key);
+            }
+        }
+        if let Some(rustc) = rustc {
+            cmd.env("RUSTC", rustc);
+        }
+        // An rlib: a `cdylib` would also want a panic handler, which a `no_std` crate has
+        // only on the device.
+        cmd.args([
+            "rustc",
+            "--lib",
+            "--profile",
+            "check",
+            "--crate-type",
+            "rlib",
+        ])
+        .arg("--manifest-path")
+        .arg(self.manifest_path)
+        .arg("--target-dir")
+        .arg(self.target_dir.join("host-check"))
+        .args(["--color", "never"]);
+        if let Some(dir) = self.manifest_path.parent() {
+            cmd.current_dir(dir);
+        }
+        cmd
+    }
+
+    /// Runs the check; on failure, its diagnostics as they came.
+    pub(crate) fn run(&self) -> Result<Result<(), String>, Error> {
+        let mut cmd = self.command();
+        let out = cmd.output().map_err(|e| Error::Spawn {
+            program: cmd.get_program().to_string_lossy().into_owned(),
+            source: e,
+        })?;
+        if out.status.success() {
+            return Ok(Ok(()));
+        }
+        let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stdout));
+        Ok(Err(text))
+    }
+}
+
 /// `text` without rustc's warning that [`MIN_PTX_ISA`] names an unstable target feature (its
 /// line and the note lines under it, up to the blank line that ends it): the build asks for
 /// the feature, not the user.

@@ -19,9 +19,11 @@ use syn::{Item, UseTree};
 
 use crate::source::{item_key, ItemKey, SourceTree};
 
-/// The crate attributes of a device crate, placed on line 1 of its root file.
+/// The crate attributes of a device crate, placed on line 1 of its root file. The features are
+/// the device's only: a host check of the crate needs none.
 pub(crate) const ROOT_PREFIX: &str = "#![no_std] \
-    #![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math)] \
+    #![cfg_attr(target_arch = \"nvptx64\", \
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))] \
     #![allow(unused, non_snake_case)]";
 
 /// Attribute names that mark a function as device code.

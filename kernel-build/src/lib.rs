@@ -27,7 +27,12 @@
 //!
 //! Without a toolchain that can target nvptx64, the crate builds without PTX and the CPU
 //! backend runs the kernels; the build says so once with a cargo warning. Set
-//! `KERNEL_REQUIRE_PTX=1` to make that an error instead.
+//! `KERNEL_REQUIRE_PTX=1` to make that an error instead. The device crate is still written and
+//! checked, as `no_std`, for the host (`cargo rustc --profile check`, with the host build's
+//! own cargo): device code that reaches `std`, a host `static` or a function that is not
+//! `#[device]` fails the build at the user's line on every machine, not only where PTX is
+//! built. The first such check also checks `kernel-runtime` and its dependencies (about a
+//! minute on two cores); later ones take seconds.
 //!
 //! Environment variables read:
 //!
@@ -89,8 +94,9 @@ pub fn build() {
         Ok(Outcome::Ptx(_)) => {}
         Ok(Outcome::NoToolchain(tried)) => println!(
             "cargo:warning=kernel-build: no toolchain for {TARGET} was found, so the kernels \
-             will run on the CPU backend only (tried: {}). Run `rustup target add {TARGET}` \
-             or set KERNEL_NVPTX_RUSTC to build PTX; set {ENV_REQUIRE}=1 to make this an error.",
+             will run on the CPU backend only (their device code was checked as `no_std` for \
+             the host; tried: {}). Run `rustup target add {TARGET}` or set KERNEL_NVPTX_RUSTC \
+             to build PTX; set {ENV_REQUIRE}=1 to make this an error.",
             tried.join("; ")
         ),
         Err(e) => panic!("{e}"),
@@ -123,6 +129,7 @@ pub struct Builder {
     require_ptx: Option<bool>,
     fma: Option<bool>,
     toolchain: Option<Toolchain>,
+    check_only: bool,
     cargo_directives: bool,
 }
 
@@ -152,6 +159,7 @@ impl Builder {
             require_ptx: None,
             fma: None,
             toolchain: None,
+            check_only: false,
             cargo_directives: true,
         }
     }
@@ -240,6 +248,14 @@ impl Builder {
         self
     }
 
+    /// Only checks the device crate, for the host, as a build without an nvptx64 toolchain
+    /// does: `std`, host statics and functions that are not `#[device]` are errors at the
+    /// user's line; no PTX is made.
+    pub fn check_only(mut self) -> Self {
+        self.check_only = true;
+        self
+    }
+
     /// Whether to print `cargo:` directives (`rerun-if-changed`, `rustc-env`) on stdout.
     /// Default: true, as a build script needs them.
     pub fn cargo_directives(mut self, print: bool) -> Self {
@@ -300,13 +316,13 @@ impl Builder {
             Some(f) => f,
             None => self.env(ENV_FMA).is_none_or(|v| v.trim() != "0"),
         };
-        let toolchain = match &self.toolchain {
-            Some(tc) => tc.clone(),
-            None => match Toolchain::discover() {
-                Ok(tc) => tc,
-                Err(Error::NoToolchain { tried }) if !require => {
-                    return Ok(Outcome::NoToolchain(tried));
-                }
+        // Without a toolchain, the device crate is still written and checked for the host.
+        let toolchain = match (&self.toolchain, self.check_only) {
+            (_, true) => Err(vec!["check_only() was asked for".to_string()]),
+            (Some(tc), false) => Ok(tc.clone()),
+            (None, false) => match Toolchain::discover() {
+                Ok(tc) => Ok(tc),
+                Err(Error::NoToolchain { tried }) if !require => Err(tried),
                 Err(e) => return Err(e),
             },
         };
@@ -343,13 +359,16 @@ impl Builder {
             manifest_dir: &manifest_dir,
             runtime: &runtime,
             device_root: &device_root,
-            toolchain: &toolchain,
+            toolchain: toolchain.as_ref().ok(),
             arch: &arch,
             fma,
             ptx_out: &ptx_out,
         };
         self.compile(&job, &tree)?;
-        Ok(Outcome::Ptx(ptx_out))
+        match toolchain {
+            Ok(_) => Ok(Outcome::Ptx(ptx_out)),
+            Err(tried) => Ok(Outcome::NoToolchain(tried)),
+        }
     }
 
     /// Parses the crate's module tree, announcing every file read to cargo.
@@ -409,15 +428,7 @@ impl Builder {
         }
 
         let manifest_path = device_dir.join("Cargo.toml");
-        let build = compile::DeviceBuild {
-            toolchain: job.toolchain,
-            manifest_path: &manifest_path,
-            target_dir: job.device_root,
-            crate_name: &crate_name,
-            arch: job.arch,
-            fma: job.fma,
-        };
-        let built = build.run()?.map_err(|stderr| {
+        let rewrite = |stderr: String| {
             let files: Vec<_> = extraction
                 .files
                 .iter()
@@ -426,7 +437,23 @@ impl Builder {
             Error::DeviceCompile {
                 diagnostics: compile::rewrite_diagnostics(&stderr, &files),
             }
-        })?;
+        };
+        let Some(toolchain) = job.toolchain else {
+            let check = compile::HostCheck {
+                manifest_path: &manifest_path,
+                target_dir: job.device_root,
+            };
+            return check.run()?.map_err(rewrite);
+        };
+        let build = compile::DeviceBuild {
+            toolchain,
+            manifest_path: &manifest_path,
+            target_dir: job.device_root,
+            crate_name: &crate_name,
+            arch: job.arch,
+            fma: job.fma,
+        };
+        let built = build.run()?.map_err(rewrite)?;
         let ptx = fs::read_to_string(&built.ptx).map_err(|e| Error::io(&built.ptx, e))?;
         devcrate::write_if_changed(job.ptx_out, &ptx)?;
         drop(lock);
@@ -447,7 +474,8 @@ struct Job<'a> {
     manifest_dir: &'a Path,
     runtime: &'a Path,
     device_root: &'a Path,
-    toolchain: &'a Toolchain,
+    /// The device toolchain; `None`: the device crate is only checked for the host.
+    toolchain: Option<&'a Toolchain>,
     arch: &'a str,
     fma: bool,
     ptx_out: &'a Path,

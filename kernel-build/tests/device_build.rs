@@ -108,6 +108,51 @@ fn a_device_only_error_names_the_users_file_and_line() {
     assert!(!out_dir.join("kernel_ptx.txt").exists());
 }
 
+/// Without a device toolchain the device crate is still checked, for the host, as `no_std`:
+/// what only the host has fails there, at the user's line.
+#[test]
+fn host_only_code_is_refused_without_a_toolchain() {
+    let fixture_lib = fixtures().join("host-only/src/lib.rs");
+    let diagnostics = match builder("host-only").check_only().build() {
+        Err(Error::DeviceCompile { diagnostics }) => diagnostics,
+        other => panic!("host-only code passed the check: {other:?}"),
+    };
+    println!("{diagnostics}");
+    // The static is refused where it is declared.
+    for needle in [
+        "host: a std function through `use`",
+        "host: a function that is not #[device]",
+        "static SEEN",
+    ] {
+        let location = format!(
+            "{}:{}:",
+            fixture_lib.display(),
+            line_of(&fixture_lib, needle)
+        );
+        assert!(
+            diagnostics.contains(&location),
+            "diagnostics do not name {location}:\n{diagnostics}"
+        );
+    }
+}
+
+/// The reference kernels, with the real runtime and macros, pass the host check: it refuses
+/// only what the device cannot build.
+#[test]
+fn the_reference_kernels_pass_the_host_check() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let checked = Builder::new()
+        .manifest_dir(workspace.join("gpu-kernels"))
+        .package_name("gpu-kernels-checked")
+        .out_dir(Path::new(env!("CARGO_TARGET_TMPDIR")).join("out-gpu-kernels-checked"))
+        .target_dir(device_root())
+        .runtime_path(workspace.join("kernel-runtime"))
+        .cargo_directives(false)
+        .check_only()
+        .build();
+    assert!(matches!(checked, Ok(None)), "{checked:?}");
+}
+
 #[test]
 fn without_a_runtime_path_the_error_says_what_to_do() {
     if std::env::var_os("DEP_KERNEL_RUNTIME_MANIFEST_DIR").is_some() {
