@@ -492,6 +492,44 @@ fn uncleared_counter(out: &mut [u32]) {
     out[grid(1)] = c[0];
 }
 
+/// A tree reduction missing the barrier after its load: thread 0 adds `s[32]` before thread 32
+/// has stored it. On a GPU that is a race, not a read of memory nobody writes.
+#[kernel]
+fn sum_without_load_barrier(x: &[f32], sums: &mut [f32]) {
+    let t = thread_idx().x as usize;
+    let mut s = shared_array![f32; 64];
+    s[t] = x[grid(1)]; // race: load
+    let mut stride = 32;
+    while stride > 0 {
+        if t < stride {
+            s[t] += s[t + stride]; // race: add
+        }
+        sync_threads();
+        stride /= 2;
+    }
+    if t == 0 {
+        sums[block_idx().x as usize] = s[0];
+    }
+}
+
+#[test]
+fn a_shared_read_before_another_threads_write_is_a_race() {
+    let dev = Device::cpu_checked();
+    let x = dev.to_device(&[1.0f32; 64][..]).unwrap();
+    let mut sums = dev.zeros::<f32, _>(1).unwrap();
+    let f = finding(sum_without_load_barrier.launch(1, 64, (&x, &mut sums)));
+    let (array, index, first, second) = race(&f);
+    assert_eq!((array, index), ("s", &[32][..]));
+    assert_eq!(
+        (first.thread, first.kind, line(first)),
+        (d(0, 0, 0), AccessKind::Read, line_of("// race: add"))
+    );
+    assert_eq!(
+        (second.thread, second.kind, line(second)),
+        (d(32, 0, 0), AccessKind::Write, line_of("// race: load"))
+    );
+}
+
 #[test]
 fn reads_of_shared_memory_never_written_name_the_element_and_thread() {
     let dev = Device::cpu_checked();

@@ -159,6 +159,7 @@ where
                     return;
                 }
                 lane.reset_shared(spec.shared_bytes, first);
+                check::begin_block();
                 let state = BlockState {
                     shared_shadow: &*lane,
                     ..block_state(spec, b, shared)
@@ -180,6 +181,7 @@ where
                         body(ctx_of(&state, thread));
                     }
                 }
+                check::end_interval();
             }
         })
     })

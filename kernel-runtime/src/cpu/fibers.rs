@@ -267,6 +267,9 @@ pub(crate) fn run_fibers(
                 BarrierKind::And => preds.all(|p| p) as u64,
                 BarrierKind::Or => preds.any(|p| p) as u64,
             };
+            if checked.is_some() {
+                check::end_interval();
+            }
             threads.fill(State::Run(result));
             interval += 1;
             if checked.is_some() && interval > check::MAX_INTERVAL {

@@ -488,16 +488,20 @@ impl Lane {
         }
         let w = &self.writes[slot];
         // Shared memory starts each block unwritten: a read needs a write of this block first.
-        if self.scope == Scope::Shared
+        // The read is recorded all the same, so that a write by another thread later in its
+        // barrier interval is reported as the race it is; only a read that no such write
+        // follows is uninitialized (see `check::report`).
+        let unwritten = self.scope == Scope::Shared
             && kind != AccessKind::Write
-            && !self.present(Rec(w.get()), me)
-        {
+            && !self.present(Rec(w.get()), me);
+        match kind {
+            AccessKind::Read => self.read(slot, me, at)?,
+            _ => self.write(slot, me, kind, at)?,
+        }
+        if unwritten {
             return Err(Conflict::Uninitialized);
         }
-        match kind {
-            AccessKind::Read => self.read(slot, me, at),
-            _ => self.write(slot, me, kind, at),
-        }
+        Ok(())
     }
 
     /// A plain read: check the last write, then merge it into the read summary.

@@ -207,6 +207,22 @@ fn record_slot(target: Target, slot: usize, kind: AccessKind) -> bool {
 thread_local! {
     /// What the last [`record`] that failed found, the launch's first block and the slot.
     static PENDING: StdCell<Option<(Conflict, u32, usize)>> = const { StdCell::new(None) };
+    /// The block's first read of shared memory that no thread had written, reported when its
+    /// barrier interval ends unless a write of another thread in the interval makes it a race.
+    static UNWRITTEN: StdCell<Option<Box<Finding>>> = const { StdCell::new(None) };
+}
+
+/// Forgets what an earlier block left unreported (it stopped on another finding).
+pub(crate) fn begin_block() {
+    UNWRITTEN.with(|u| u.set(None));
+}
+
+/// Ends the block's barrier interval (at a barrier, or at the block's end): a read of shared
+/// memory that no thread wrote in it, nor before it, is reported now.
+pub(crate) fn end_interval() {
+    if let Some(finding) = UNWRITTEN.with(|u| u.take()) {
+        raise_finding(*finding)
+    }
 }
 
 /// The running thread's access, for a report.
@@ -220,11 +236,12 @@ pub(crate) fn current_access(kind: AccessKind, at: Option<&'static Location<'sta
 }
 
 /// Stops the kernel with what the last failed [`record`] through `trace` found, on array
-/// `array` of shape `dims`.
+/// `array` of shape `dims`; a read of shared memory not yet written is kept instead, until
+/// its barrier interval ends (see [`end_interval`]), and the kernel runs on.
 #[cold]
 #[inline(never)]
 #[track_caller]
-pub fn report(trace: Trace, kind: AccessKind, array: &'static str, dims: &[usize]) -> ! {
+pub fn report(trace: Trace, kind: AccessKind, array: &'static str, dims: &[usize]) {
     let at = Location::caller();
     let Some((conflict, first_block, slot)) = PENDING.with(|p| p.take()) else {
         unreachable!("a report follows a record that found a conflict")
@@ -233,11 +250,18 @@ pub fn report(trace: Trace, kind: AccessKind, array: &'static str, dims: &[usize
     let index = launch::unflatten(offset, dims);
     let access = current_access(kind, Some(at));
     raise_finding(match conflict {
-        Conflict::Uninitialized => Finding::UninitializedSharedRead {
-            array,
-            index,
-            access,
-        },
+        Conflict::Uninitialized => {
+            let first = Finding::UninitializedSharedRead {
+                array,
+                index,
+                access,
+            };
+            UNWRITTEN.with(|u| {
+                let kept = u.take();
+                u.set(Some(kept.unwrap_or_else(|| Box::new(first))));
+            });
+            return;
+        }
         Conflict::Race(earlier) => {
             let state = tls::block();
             Finding::DataRace {
