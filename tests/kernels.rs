@@ -83,10 +83,15 @@ fn vectorized_add_maps_arrays_of_one_shape() {
         assert_eq!(out.to_host().unwrap(), &a * 2.0);
         assert_eq!(add_vectorized.scalar(1.5, 2.0), 3.5);
         let mut wrong = dev.zeros::<f32, _>((5, 3)).unwrap();
-        assert!(matches!(
-            add_vectorized.apply((&da, &da), &mut wrong),
-            Err(kernel_runtime::Error::ShapeMismatch { .. })
-        ));
+        let err = add_vectorized.apply((&da, &da), &mut wrong).unwrap_err();
+        assert!(
+            matches!(err, kernel_runtime::Error::ShapeMismatch { .. }),
+            "{err:?}"
+        );
+        assert_mentions(
+            &err.to_string(),
+            &["argument `a` of `add_vectorized`", "[5, 3]", "[3, 5]"],
+        );
     }
 }
 

@@ -35,7 +35,10 @@ pub fn kernel(k: Kernel) -> TokenStream {
     let entries = body.shared.iter().map(|d| {
         let elem = &d.elem;
         let dims = &d.dims;
-        quote!((::core::mem::size_of::<#elem>() #(* ::kernel_runtime::__rt::extent(#dims))*, ::core::mem::align_of::<#elem>()))
+        quote!((
+            ::kernel_runtime::__rt::array_bytes(::core::mem::size_of::<#elem>(), &[#(::kernel_runtime::__rt::extent(#dims)),*]),
+            ::core::mem::align_of::<#elem>(),
+        ))
     });
     let too_big = format!("kernel `{name_str}`: its static shared arrays take more than 48 KiB");
     // A total over the limit is reported at the last shared array, the one that tips it over.

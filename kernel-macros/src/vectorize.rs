@@ -175,7 +175,7 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
             ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
                 #destructure
                 ::kernel_runtime::__rt::common_device(Self::NAME, &[#((#arg_strs, #args.device()),)* ("out", out.device())])?;
-                #(::kernel_runtime::__rt::same_shape(out.shape(), #args.shape())?;)*
+                #(::kernel_runtime::__rt::same_shape(Self::NAME, #arg_strs, out.shape(), #args.shape())?;)*
                 let n = out.len();
                 let __device = out.device().clone();
                 if ::kernel_runtime::__rt::on_gpu(&__device) {

@@ -13,7 +13,7 @@ pub use crate::cpu::lockstep::{operands, Operands};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::cpu::warp::each_lane;
 pub use crate::device_copy::{Holds, NoPadding};
-pub use crate::shared::{layout, STATIC_LIMIT};
+pub use crate::shared::{array_bytes, layout, STATIC_LIMIT};
 
 /// A shared array extent: sizes are `usize` constants.
 #[inline(always)]
@@ -66,12 +66,19 @@ mod host {
         pick_device(kernel, None, arrays)
     }
 
-    /// The error of arrays whose shapes differ in an element-wise call.
-    pub fn same_shape(expected: &[usize], found: &[usize]) -> Result<(), Error> {
+    /// The error of an argument `argument` of the element-wise function `function` whose
+    /// shape differs from the output's.
+    pub fn same_shape(
+        function: &'static str,
+        argument: &'static str,
+        expected: &[usize],
+        found: &[usize],
+    ) -> Result<(), Error> {
         if expected == found {
             Ok(())
         } else {
             Err(Error::ShapeMismatch {
+                what: format!("argument `{argument}` of `{function}` (the output's shape is the one expected)"),
                 expected: expected.to_vec(),
                 found: found.to_vec(),
             })

@@ -17,9 +17,27 @@ pub type SharedArray2<'a, T, const CHECK: bool = true> = View2Mut<'a, T, CHECK>;
 /// The most static shared memory a kernel may declare: 48 KiB, as CUDA guarantees.
 pub const STATIC_LIMIT: usize = 48 * 1024;
 
-/// Rounds `n` up to a multiple of `align` (a power of two).
+/// Rounds `n` up to a multiple of `align` (a power of two), staying below `usize::MAX`.
 pub const fn align_up(n: usize, align: usize) -> usize {
-    (n + align - 1) & !(align - 1)
+    n.saturating_add(align - 1) & !(align - 1)
+}
+
+/// The bytes of a shared array of `dims` elements of `elem` bytes, saturating: a size past the
+/// address space stays above [`STATIC_LIMIT`], for the kernel's check of the limit to report.
+///
+/// ```
+/// use kernel_runtime::shared::array_bytes;
+/// assert_eq!(array_bytes(4, &[16, 16]), 1024);
+/// assert_eq!(array_bytes(4, &[usize::MAX]), usize::MAX);
+/// ```
+pub const fn array_bytes(elem: usize, dims: &[usize]) -> usize {
+    let mut bytes = elem;
+    let mut k = 0;
+    while k < dims.len() {
+        bytes = bytes.saturating_mul(dims[k]);
+        k += 1;
+    }
+    bytes
 }
 
 /// The offsets of shared arrays given as `(bytes, align)`, packed in order, and the total bytes.
@@ -36,7 +54,7 @@ pub const fn layout<const K: usize>(arrays: [(usize, usize); K]) -> ([usize; K],
     while k < K {
         let start = align_up(end, arrays[k].1);
         offsets[k] = start;
-        end = start + arrays[k].0;
+        end = start.saturating_add(arrays[k].0);
         k += 1;
     }
     (offsets, end)

@@ -264,6 +264,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         let v = self.to_vec()?;
         let found = vec![v.len()];
         Array::from_shape_vec(self.dim.clone(), v).map_err(|_| Error::ShapeMismatch {
+            what: "to_host".into(),
             expected: self.shape().to_vec(),
             found,
         })
@@ -320,6 +321,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         let dim = host.host_dim();
         if dim != self.dim {
             return Err(Error::ShapeMismatch {
+                what: "the host data given to copy_from_host".into(),
                 expected: self.shape().to_vec(),
                 found: dim.slice().to_vec(),
             });
@@ -349,6 +351,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     pub fn copy_from_device(&mut self, src: &DeviceArray<T, D>) -> Result<(), Error> {
         if src.dim != self.dim {
             return Err(Error::ShapeMismatch {
+                what: "the source array of copy_from_device".into(),
                 expected: self.shape().to_vec(),
                 found: src.shape().to_vec(),
             });
@@ -383,6 +386,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     ) -> Result<(), Error> {
         if out.raw_dim() != self.dim {
             return Err(Error::ShapeMismatch {
+                what: "the host array given to copy_to_host".into(),
                 expected: self.shape().to_vec(),
                 found: out.shape().to_vec(),
             });
@@ -767,10 +771,12 @@ mod tests {
             Err(Error::TooLarge { .. })
         ));
         let mut d = dev.zeros::<i32, _>(3).unwrap();
-        assert!(matches!(
-            d.copy_from_host(&[1, 2][..]),
-            Err(Error::ShapeMismatch { .. })
-        ));
+        let err = d.copy_from_host(&[1, 2][..]).unwrap_err();
+        assert!(matches!(err, Error::ShapeMismatch { .. }));
+        assert_eq!(
+            err.to_string(),
+            "shape mismatch in the host data given to copy_from_host: expected [3], found [2]"
+        );
         d.copy_from_host(&[1, 2, 3][..]).unwrap();
         let mut out = ndarray::Array1::<i32>::zeros(4);
         assert!(matches!(

@@ -33,8 +33,10 @@ pub enum Error {
         finding: Box<crate::cpu::finding::Finding>,
     },
     /// Two shapes that must agree do not.
-    #[error("shape mismatch: expected {expected:?}, found {found:?}")]
+    #[error("shape mismatch in {what}: expected {expected:?}, found {found:?}")]
     ShapeMismatch {
+        /// Which argument or array has the shape `found`.
+        what: String,
         /// The shape required.
         expected: Vec<usize>,
         /// The shape given.
