@@ -181,14 +181,13 @@ mod elementwise {
     const CHUNK: usize = 1 << 15;
 
     /// Runs `f(lo, hi)` over disjoint ranges covering `0..n`, in parallel; a panic becomes the
-    /// returned message.
+    /// returned message, with its source line (described on the thread that panicked).
     pub fn elementwise<F: Fn(usize, usize) + Sync>(n: usize, f: F) -> Result<(), String> {
-        catch_unwind(AssertUnwindSafe(|| {
-            (0..n.div_ceil(CHUNK))
-                .into_par_iter()
-                .for_each(|c| f(c * CHUNK, ((c + 1) * CHUNK).min(n)))
-        }))
-        .map_err(crate::cpu::fault::describe_panic)
+        (0..n.div_ceil(CHUNK)).into_par_iter().try_for_each(|c| {
+            let _panics = crate::cpu::fault::KernelPanics::begin();
+            catch_unwind(AssertUnwindSafe(|| f(c * CHUNK, ((c + 1) * CHUNK).min(n))))
+                .map_err(crate::cpu::fault::describe_panic)
+        })
     }
 }
 #[cfg(not(target_arch = "nvptx64"))]

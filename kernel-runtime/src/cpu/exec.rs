@@ -387,7 +387,9 @@ where
             }
             let shared = buf.as_mut_ptr() as *mut u8;
             let range = g * per_task..((g + 1) * per_task).min(blocks);
+            let panics = fault::KernelPanics::begin();
             let result = catch_unwind(AssertUnwindSafe(|| per_group(range, shared, &stop)));
+            drop(panics);
             if let Err(payload) = result {
                 let message = fault::describe(payload);
                 stop.store(true, Ordering::Relaxed);

@@ -3,6 +3,57 @@
 
 use super::finding::Finding;
 use super::tls;
+use std::cell::{Cell, RefCell};
+use std::sync::Once;
+
+thread_local! {
+    /// Whether a panic on this thread is a kernel's (see [`KernelPanics`]).
+    static IN_KERNEL: Cell<bool> = const { Cell::new(false) };
+    /// Where the last kernel panic on this thread happened, as `file:line:column`.
+    static PANIC_AT: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// While this lives, a panic on this thread is a kernel's: the launch returns it as an error
+/// with its source line, and the panic hook prints nothing (the hook in place before is kept
+/// for every other panic).
+pub(crate) struct KernelPanics {
+    was: bool,
+}
+
+impl KernelPanics {
+    /// Panics on this thread are a kernel's until the result is dropped.
+    pub(crate) fn begin() -> KernelPanics {
+        static HOOK: Once = Once::new();
+        HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if IN_KERNEL.with(Cell::get) {
+                    let at = info.location().map(|l| l.to_string());
+                    PANIC_AT.with(|p| *p.borrow_mut() = at);
+                } else {
+                    previous(info)
+                }
+            }));
+        });
+        KernelPanics {
+            was: IN_KERNEL.with(|k| k.replace(true)),
+        }
+    }
+}
+
+impl Drop for KernelPanics {
+    fn drop(&mut self) {
+        IN_KERNEL.with(|k| k.set(self.was));
+    }
+}
+
+/// ` at file:line:column` of the last kernel panic on this thread, once.
+fn panic_location() -> String {
+    PANIC_AT
+        .with(|p| p.borrow_mut().take())
+        .map(|at| format!(" at {at}"))
+        .unwrap_or_default()
+}
 
 /// The payload a kernel fault unwinds with, and what a failed CPU launch returns.
 #[derive(Debug)]
@@ -49,12 +100,13 @@ pub fn raise_finding(finding: Finding) -> ! {
 
 /// The message of a caught panic payload, without coordinates.
 pub(crate) fn describe_panic(payload: Box<dyn std::any::Any + Send>) -> String {
+    let at = panic_location();
     if let Some(s) = payload.downcast_ref::<&str>() {
-        format!("panicked: {s}")
+        format!("panicked{at}: {s}")
     } else if let Some(s) = payload.downcast_ref::<String>() {
-        format!("panicked: {s}")
+        format!("panicked{at}: {s}")
     } else {
-        "panicked with a non-string payload".to_string()
+        format!("panicked{at} with a non-string payload")
     }
 }
 
@@ -71,7 +123,11 @@ pub(crate) fn describe(payload: Box<dyn std::any::Any + Send>) -> KernelFault {
             } else {
                 "a panic with a non-string payload".to_string()
             };
-            KernelFault::Message(format!("panicked: {msg} ({})", tls::coordinates_text()))
+            KernelFault::Message(format!(
+                "panicked{}: {msg} ({})",
+                panic_location(),
+                tls::coordinates_text()
+            ))
         }
     }
 }
