@@ -117,6 +117,7 @@ fn classify(ty: &Type) -> syn::Result<Kind> {
                     ty,
                     format!("a reference to a reference cannot be a kernel parameter; {ACCEPTED}"),
                 )),
+                Type::TraitObject(_) | Type::ImplTrait(_) => Err(code_error(ty)),
                 inner => {
                     if let Some((name, seg)) = last_ident(inner) {
                         if let Some(&(_, rank)) = ARRAY_TYPES.iter().find(|(n, _)| *n == name) {
@@ -174,6 +175,7 @@ fn classify(ty: &Type) -> syn::Result<Kind> {
             }
             Ok(Kind::Struct(ty.clone()))
         }
+        Type::TraitObject(_) | Type::ImplTrait(_) | Type::BareFn(_) => Err(code_error(ty)),
         Type::Ptr(_) => Err(syn::Error::new_spanned(
             ty,
             format!("raw pointers cannot be kernel parameters; {ACCEPTED}"),
@@ -211,6 +213,16 @@ fn heap_error(ty: &Type, name: &str) -> syn::Error {
             "`{name}` cannot be a kernel parameter: kernels have no heap; copy the data to the \
              device (`dev.to_device(..)`) and take it as `&[T]` or `&mut [T]`"
         ),
+    )
+}
+
+/// Closures, function pointers and trait objects: code, which a launch cannot carry to a GPU.
+fn code_error(ty: &Type) -> syn::Error {
+    syn::Error::new_spanned(
+        ty,
+        "closures, function pointers and trait objects cannot be kernel parameters: a GPU cannot \
+         call host code; call a `#[device]` function from the kernel, and pass it the data it \
+         needs",
     )
 }
 

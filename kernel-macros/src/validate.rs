@@ -72,7 +72,17 @@ pub fn kernel(item: KernelItem) -> syn::Result<Kernel> {
             "a kernel cannot be `unsafe fn`: launching it is safe; put unsafe operations in `unsafe {}` blocks",
         ));
     }
-    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+    let only_lifetimes = sig
+        .generics
+        .params
+        .iter()
+        .all(|p| matches!(p, syn::GenericParam::Lifetime(_)));
+    if !sig.generics.params.is_empty() && only_lifetimes && sig.generics.where_clause.is_none() {
+        errors.push(syn::Error::new_spanned(
+            &sig.generics,
+            "a kernel takes no lifetime parameters: write its arrays as `&[T]` and `&mut [T]`; each launch ties them to its arguments",
+        ));
+    } else if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
         errors.push(syn::Error::new_spanned(
             &sig.generics,
             "a kernel cannot be generic: a PTX entry point has one concrete signature; write one kernel per type (a `macro_rules!` can stamp them out)",

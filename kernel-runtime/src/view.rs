@@ -337,6 +337,11 @@ macro_rules! rank3 {
     };
 }
 /// Views whose elements can be addressed for atomics: writable views and shared arrays.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be updated atomically at an index of type `{I}`",
+    label = "atomics need a writable array",
+    note = "declare the kernel parameter `&mut [T]` (or `&mut Array2<T>`, ...) to update it, or use a shared array; indices are `usize`, or `[usize; N]` for N-D arrays"
+)]
 pub trait ElementPtr<I> {
     /// The element type.
     type Elem;
