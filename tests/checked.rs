@@ -512,6 +512,41 @@ fn sum_without_load_barrier(x: &[f32], sums: &mut [f32]) {
     }
 }
 
+/// Thread 0 reads the corner of a 2-D table while thread 1 adds to it atomically: a plain read
+/// and an atomic of two threads race.
+#[kernel]
+fn peek_while_adding(counts: &mut Array2<u32>, out: &mut [u32]) {
+    let t = thread_idx().x as usize;
+    if t == 0 {
+        out[0] = counts[[0, 0]]; // race: peek
+    }
+    if t == 1 {
+        atomic_add(&counts, [0, 0], 1); // race: atomic add
+    }
+}
+
+#[test]
+fn a_plain_read_of_a_2d_array_races_with_an_atomic() {
+    let dev = Device::cpu_checked();
+    let mut counts = dev.zeros::<u32, _>((2, 2)).unwrap();
+    let mut out = dev.zeros::<u32, _>(1).unwrap();
+    let f = finding(peek_while_adding.launch(1, 2, (&mut counts, &mut out)));
+    let (array, index, first, second) = race(&f);
+    assert_eq!((array, index), ("counts", &[0, 0][..]));
+    assert_eq!(
+        (first.thread, first.kind, line(first)),
+        (d(0, 0, 0), AccessKind::Read, line_of("// race: peek"))
+    );
+    assert_eq!(
+        (second.thread, second.kind, line(second)),
+        (
+            d(1, 0, 0),
+            AccessKind::Atomic,
+            line_of("// race: atomic add")
+        )
+    );
+}
+
 #[test]
 fn a_shared_read_before_another_threads_write_is_a_race() {
     let dev = Device::cpu_checked();

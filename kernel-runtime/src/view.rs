@@ -406,6 +406,60 @@ mod tests {
         assert_eq!(data[0], 42);
     }
 
+    /// Whether reading `v[index]` stops on a bad index.
+    fn refused<V: Index<I>, I>(v: &V, index: I) -> bool {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = &v[index];
+        }))
+        .is_err()
+    }
+
+    #[test]
+    fn every_axis_is_checked_at_its_extent() {
+        let mut data = vec![0i32; 24];
+        // SAFETY: each view covers `data`, which outlives it.
+        let v1: View1<i32> = unsafe { View1::from_raw(data.as_mut_ptr(), [24], "d") };
+        let v2: View2<i32> = unsafe { View2::from_raw(data.as_mut_ptr(), [6, 4], "d") };
+        let v3: View3Mut<i32> = unsafe { View3Mut::from_raw(data.as_mut_ptr(), [2, 3, 4], "d") };
+        assert!(!refused(&v1, 23) && refused(&v1, 24));
+        assert!(!refused(&v2, [5, 3]) && !refused(&v2, (5, 3)));
+        for bad in [[6, 0], [0, 4]] {
+            assert!(refused(&v2, bad), "{bad:?}");
+            assert!(refused(&v2, (bad[0], bad[1])), "{bad:?}");
+        }
+        assert!(!refused(&v3, [1, 2, 3]) && !refused(&v3, (1, 2, 3)));
+        for bad in [[2, 0, 0], [0, 3, 0], [0, 0, 4], [0, 2, 4]] {
+            assert!(refused(&v3, bad), "{bad:?}");
+            assert!(refused(&v3, (bad[0], bad[1], bad[2])), "{bad:?}");
+        }
+        // Writes and atomics are checked alike.
+        let mut w = v3;
+        assert!(
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w[[0, 3, 0]] = 1)).is_err()
+        );
+        let atomic = std::panic::AssertUnwindSafe(|| v3.element_ptr([0, 0, 4]));
+        assert!(std::panic::catch_unwind(atomic).is_err());
+    }
+
+    #[test]
+    fn lengths_count_every_axis() {
+        let mut data = vec![0u8; 24];
+        // SAFETY: each view covers `data` (or none of it), which outlives it.
+        unsafe {
+            let v2 = View2Mut::<u8>::from_raw(data.as_mut_ptr(), [6, 4], "d");
+            let v3 = View3::<u8>::from_raw(data.as_mut_ptr(), [2, 3, 4], "d");
+            assert_eq!((v2.len(), v3.len()), (24, 24));
+            assert!(!v2.is_empty() && !v3.is_empty());
+            for dims in [[0, 4, 1], [2, 0, 1], [2, 4, 0]] {
+                let e = View3::<u8>::from_raw(data.as_mut_ptr(), dims, "e");
+                assert!(e.is_empty(), "{dims:?}");
+                assert_eq!(e.len(), 0, "{dims:?}");
+            }
+            let e = View1::<u8>::from_raw(data.as_mut_ptr(), [0], "e");
+            assert!(e.is_empty());
+        }
+    }
+
     #[test]
     fn index_3d_is_row_major() {
         let mut data: Vec<i32> = (0..24).collect();

@@ -752,6 +752,18 @@ mod tests {
     }
 
     #[test]
+    fn emptiness_counts_every_axis() {
+        let dev = Device::cpu();
+        assert!(!dev.zeros::<u8, _>((2, 3)).unwrap().is_empty());
+        for shape in [(0, 3, 1), (2, 0, 1), (2, 3, 0)] {
+            let e = dev.zeros::<u8, _>(shape).unwrap();
+            assert!(e.is_empty(), "{shape:?}");
+            assert_eq!(e.len(), 0, "{shape:?}");
+        }
+        assert_eq!(dev.zeros::<u8, _>((2, 3, 4)).unwrap().len(), 24);
+    }
+
+    #[test]
     fn zeros_and_shape_errors() {
         let dev = Device::cpu();
         let z = dev.zeros::<f64, _>((2, 3)).unwrap();

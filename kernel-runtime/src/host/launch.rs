@@ -216,6 +216,57 @@ mod tests {
     }
 
     #[test]
+    fn shapes_cover_their_elements() {
+        // Blocks that are not square: x is divided by the block's x, y by its y.
+        let cfg = LaunchConfig::cover_2d((100, 30), (32, 4)).unwrap();
+        assert_eq!(
+            (cfg.grid, cfg.block),
+            (Dim3::new(4, 8, 1), Dim3::new(32, 4, 1))
+        );
+        let cfg = LaunchConfig::cover_2d((7, 300), (1, 128)).unwrap();
+        assert_eq!(cfg.grid, Dim3::new(7, 3, 1));
+        // No threads asked for: one a block, as many blocks as elements; nothing to cover:
+        // one block.
+        let cfg = LaunchConfig::cover(10, 0).unwrap();
+        assert_eq!(
+            (cfg.grid, cfg.block),
+            (Dim3::new(10, 1, 1), Dim3::new(1, 1, 1))
+        );
+        let cfg = LaunchConfig::cover(0, 64).unwrap();
+        assert_eq!(
+            (cfg.grid, cfg.block),
+            (Dim3::new(1, 1, 1), Dim3::new(64, 1, 1))
+        );
+        let cfg = LaunchConfig::cover(1000, 256).unwrap();
+        assert_eq!(cfg.grid, Dim3::new(4, 1, 1));
+    }
+
+    #[test]
+    fn three_dimensional_shapes_pass_as_they_are() {
+        let cfg = LaunchConfig::new(Dim3::new(2, 3, 4), Dim3::new(8, 4, 2)).unwrap();
+        assert_eq!(
+            (cfg.grid, cfg.block),
+            (Dim3::new(2, 3, 4), Dim3::new(8, 4, 2))
+        );
+        let cfg = LaunchConfig::new((5u8, 6i32, 7usize), (1u16, 2u64, 3i64)).unwrap();
+        assert_eq!(
+            (cfg.grid, cfg.block),
+            (Dim3::new(5, 6, 7), Dim3::new(1, 2, 3))
+        );
+    }
+
+    #[test]
+    fn dynamic_shared_memory_starts_16_bytes_aligned_after_the_static_arrays() {
+        let cfg = LaunchConfig::new(1, 32).unwrap().shared_bytes(64);
+        // 3 bytes of static `u8`s take 16, then the 64 dynamic ones.
+        assert_eq!(cfg.block_shared_bytes(3), 80);
+        assert_eq!(cfg.block_shared_bytes(0), 64);
+        assert_eq!(cfg.block_shared_bytes(16), 80);
+        assert_eq!(cfg.block_shared_bytes(17), 96);
+        assert_eq!(LaunchConfig::new(1, 1).unwrap().block_shared_bytes(5), 16);
+    }
+
+    #[test]
     fn accepts_usual_shapes() {
         assert!(check(LaunchConfig::new(1, 1), 0).is_ok());
         assert!(check(LaunchConfig::new((65535, 65535), (32, 32)), 48 * 1024).is_ok());

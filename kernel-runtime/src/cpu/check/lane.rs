@@ -916,6 +916,38 @@ mod tests {
     }
 
     #[test]
+    fn atomics_of_two_threads_then_a_plain_read_race() {
+        // The read is ordered with its own thread's atomic, not with the other's.
+        for reader in [0, 1, 2] {
+            let lane = global(8);
+            run(&lane, t(1, 0, 0), Atomic).unwrap();
+            run(&lane, t(1, 0, 1), Atomic).unwrap();
+            assert!(
+                matches!(run(&lane, t(1, 0, reader), Read), Err(Conflict::Race(_))),
+                "reader {reader}"
+            );
+        }
+        // After a barrier, the block's atomics are ordered with the read.
+        let lane = global(8);
+        run(&lane, t(1, 0, 0), Atomic).unwrap();
+        run(&lane, t(1, 0, 1), Atomic).unwrap();
+        run(&lane, t(1, 1, 0), Read).unwrap();
+    }
+
+    #[test]
+    fn a_record_of_the_next_launchs_first_block_is_not_this_ones() {
+        // Launches numbered side by side share lanes: blocks 9..=16, then blocks 1..=8.
+        let mut lane = Lane::new(Scope::Global);
+        lane.for_launch(1, 9, 9, 8);
+        run(&lane, t(9, 0, 0), Write).unwrap();
+        lane.for_launch(1, 1, 1, 8);
+        run(&lane, t(1, 0, 0), Read).unwrap();
+        run(&lane, t(8, 0, 0), Read).unwrap();
+        // The last block of the launch is its own.
+        run(&lane, t(8, 0, 1), Write).unwrap_err();
+    }
+
+    #[test]
     fn summaries_keep_a_witness_that_is_not_ordered() {
         // Two readers of one interval, then one of them writes: the other is named.
         let lane = global(8);
