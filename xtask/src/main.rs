@@ -6,6 +6,7 @@
 //! | `ptx` | builds the kernels to PTX and reports registers, spills, stack and shared memory per kernel |
 //! | `bench` | runs every benchmark in `benches/`, the Numba peers, and writes the CPU report |
 //! | `gpu-bundle DIR` | packs release examples and test binaries with a `run.sh` for a machine with a GPU |
+//! | `mutants` | mutation testing of the safety nets with cargo-mutants, a shard a day, and the score |
 //!
 //! The crate uses the standard library only, so it builds on a fresh clone before anything else
 //! has been provisioned.
@@ -14,6 +15,7 @@ mod bench;
 mod bundle;
 mod cpu_report;
 mod json;
+mod mutants;
 mod provision;
 mod ptx;
 mod ptxas_info;
@@ -59,6 +61,14 @@ COMMANDS:
         and writes DIR/run.sh, which runs each one on a machine with a GPU, logs to DIR/log and
         writes DIR/summary.txt. Fails when the bundle exceeds 64 MiB.
 
+    mutants [--shard K/N | --all | --list]
+        Mutation testing of the safety nets (launch configurations, device arrays, views,
+        checked mode's shadow memory, coroutine stacks) with cargo-mutants, installed from
+        crates.io when missing: each mutant is built and the tests that guard these files run
+        against it. Takes one shard of ten, a different one each day, unless --shard K/N
+        (0-based) or --all says otherwise; prints the score and every mutant no test caught.
+        Run it before a change to those files lands.
+
     help
         Prints this text.
 
@@ -80,6 +90,7 @@ fn main() -> ExitCode {
         "ptx" => ptx::run(args),
         "bench" => bench::run(args),
         "gpu-bundle" => bundle::run(args),
+        "mutants" => mutants::run(args),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())
