@@ -547,6 +547,32 @@ fn a_plain_read_of_a_2d_array_races_with_an_atomic() {
     );
 }
 
+/// Writes the first byte.
+#[kernel]
+fn touch_first(x: &mut [u8]) {
+    if grid(1) == 0 {
+        x[0] = 1;
+    }
+}
+
+#[test]
+fn a_shadow_the_host_cannot_allocate_is_an_error() {
+    // 4 GiB of zeros cost nothing until touched; their shadow, tens of bytes an element, is
+    // more than the machine has.
+    let dev = Device::cpu_checked();
+    let mut big = dev.zeros::<u8, _>(1usize << 32).unwrap();
+    let err = touch_first.launch(1, 32, &mut big).unwrap_err();
+    assert!(matches!(err, Error::KernelFault { .. }), "{err:?}");
+    assert_mentions(
+        &err.to_string(),
+        &[
+            "checked mode cannot allocate the shadow",
+            "array `x`",
+            "Device::cpu()",
+        ],
+    );
+}
+
 #[test]
 fn a_shared_read_before_another_threads_write_is_a_race() {
     let dev = Device::cpu_checked();

@@ -158,7 +158,9 @@ where
                 if stop.load(Ordering::Relaxed) {
                     return;
                 }
-                lane.reset_shared(spec.shared_bytes, first);
+                if let Err(e) = lane.reset_shared(spec.shared_bytes, first) {
+                    raise(format!("{e} of the block's shared memory"));
+                }
                 check::begin_block();
                 let state = BlockState {
                     shared_shadow: &*lane,

@@ -224,12 +224,23 @@ struct Witness {
 }
 
 /// `n` zeroed cells, from zeroed pages: a lane's elements cost memory only once touched.
-fn zeroed<T>(n: usize) -> Vec<T> {
-    // SAFETY: only instantiated with cells of integers and structs of them (below), for which
-    // all-zero bytes are a valid value.
-    let cells = unsafe { Box::<[T]>::new_zeroed_slice(n).assume_init() }.into_vec();
-    huge_pages(cells.as_ptr() as usize, n * std::mem::size_of::<T>());
-    cells
+/// `None` where the allocator cannot give them (a shadow of a huge array), never an abort.
+fn zeroed<T>(n: usize) -> Option<Vec<T>> {
+    debug_assert!(std::mem::size_of::<T>() > 0);
+    let layout = std::alloc::Layout::array::<T>(n).ok()?;
+    if layout.size() == 0 {
+        return Some(Vec::new());
+    }
+    // SAFETY: the layout has a non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
+    if ptr.is_null() {
+        return None;
+    }
+    huge_pages(ptr as usize, layout.size());
+    // SAFETY: the global allocator gave `ptr` with the layout of `n` cells, as a `Vec` of that
+    // capacity holds them; only instantiated with cells of integers and structs of them
+    // (below), for which all-zero bytes are a valid value.
+    Some(unsafe { Vec::from_raw_parts(ptr, n, n) })
 }
 
 /// Asks the kernel to back the 2 MiB pages within `bytes` from `start` with huge pages where it
@@ -362,20 +373,45 @@ impl Lane {
     }
 
     /// Makes room for `len` elements (a larger lane starts empty: its records are not kept).
-    fn grow(&mut self, len: usize) {
-        if self.writes.len() < len {
-            self.writes = zeroed(len);
-            self.reads = zeroed(len);
-            self.write_at = zeroed(len);
-            self.read_at = zeroed(len);
-            self.witnesses = zeroed(len);
-            self.write_epochs = zeroed(len);
-            self.read_epochs = zeroed(len);
-            self.group_of = zeroed(2 * len);
-            if self.scope == Scope::Global {
-                self.pages = zeroed(len.div_ceil(1 << PAGE_BITS));
-            }
+    fn grow(&mut self, len: usize) -> Result<(), String> {
+        if self.writes.len() >= len {
+            return Ok(());
         }
+        let too_large = || {
+            let per_element = 2 * std::mem::size_of::<Cell<u64>>()
+                + 4 * std::mem::size_of::<Cell<u32>>()
+                + std::mem::size_of::<Witness>()
+                + 2 * std::mem::size_of::<Cell<u32>>();
+            format!(
+                "checked mode cannot allocate the shadow of {len} elements ({} bytes)",
+                len.saturating_mul(per_element)
+            )
+        };
+        // The old shadow goes first, so that its memory can serve the new one; the lane is
+        // replaced only once all of the new one is there.
+        let scope = self.scope;
+        let (first, blocks, cleared_at) = (self.first, self.blocks, self.cleared_at);
+        *self = Lane::new(scope);
+        let grown = Lane {
+            writes: zeroed(len).ok_or_else(too_large)?,
+            reads: zeroed(len).ok_or_else(too_large)?,
+            write_at: zeroed(len).ok_or_else(too_large)?,
+            read_at: zeroed(len).ok_or_else(too_large)?,
+            witnesses: zeroed(len).ok_or_else(too_large)?,
+            write_epochs: zeroed(len).ok_or_else(too_large)?,
+            read_epochs: zeroed(len).ok_or_else(too_large)?,
+            group_of: zeroed(len.saturating_mul(2)).ok_or_else(too_large)?,
+            pages: match scope {
+                Scope::Global => zeroed(len.div_ceil(1 << PAGE_BITS)).ok_or_else(too_large)?,
+                Scope::Shared => Vec::new(),
+            },
+            first,
+            blocks,
+            cleared_at,
+            ..Lane::new(scope)
+        };
+        *self = grown;
+        Ok(())
     }
 
     /// Clears the records of the first `len` elements, and every group.
@@ -402,9 +438,15 @@ impl Lane {
 
     /// Readies a lane of `len` elements of a writable array for the launch whose blocks are
     /// numbered `first ..` (`start` on the block clock): it holds no record of this launch.
-    pub(crate) fn for_launch(&mut self, len: usize, start: u64, first: u32, blocks: u32) {
+    pub(crate) fn for_launch(
+        &mut self,
+        len: usize,
+        start: u64,
+        first: u32,
+        blocks: u32,
+    ) -> Result<(), String> {
         debug_assert_eq!(self.scope, Scope::Global);
-        self.grow(len);
+        self.grow(len)?;
         // Block numbers are the clock modulo 2³²: clear before an old record's number (or a
         // page's stamp) could come round again.
         if start + blocks as u64 - self.cleared_at >= 1 << 32 {
@@ -417,6 +459,7 @@ impl Lane {
         self.any_reads.set(false);
         self.first = first;
         self.blocks = blocks;
+        Ok(())
     }
 
     /// An empty lane of a block's shared memory (one slot per byte).
@@ -426,11 +469,12 @@ impl Lane {
 
     /// Clears the first `len` slots of a block's shared memory lane, for a block of the launch
     /// whose first block is numbered `first`.
-    pub(crate) fn reset_shared(&mut self, len: usize, first: u32) {
-        self.grow(len);
+    pub(crate) fn reset_shared(&mut self, len: usize, first: u32) -> Result<(), String> {
+        self.grow(len)?;
         self.clear(len);
         self.any_reads.set(true);
         self.first = first;
+        Ok(())
     }
 
     /// The number of the launch's first block.
@@ -800,7 +844,7 @@ mod tests {
 
     fn global(blocks: u32) -> Lane {
         let mut lane = Lane::new(Scope::Global);
-        lane.for_launch(1, 1, 1, blocks);
+        lane.for_launch(1, 1, 1, blocks).unwrap();
         lane
     }
 
@@ -829,7 +873,7 @@ mod tests {
         let mut lane = global(8);
         run(&lane, t(1, 0, 0), Write).unwrap();
         assert!(lane.touched(0) && lane.held(0).write.is_some());
-        lane.for_launch(1, 9, 9, 8);
+        lane.for_launch(1, 9, 9, 8).unwrap();
         assert!(!lane.touched(0) && lane.held(0).write.is_none());
         run(&lane, t(9, 0, 1), Write).unwrap();
         run(&lane, t(10, 0, 0), Read).unwrap_err();
@@ -858,7 +902,7 @@ mod tests {
         assert!(!lane.plain_write(0, t(1, 0, 0), at()));
         // Shared memory is never written inline, nor a slot outside the lane.
         let mut shared = Lane::shared();
-        shared.reset_shared(4, 1);
+        shared.reset_shared(4, 1).unwrap();
         assert!(!shared.plain_write(0, t(1, 0, 0), at()));
         assert!(!global(8).plain_write(1, t(1, 0, 0), at()));
     }
@@ -938,9 +982,9 @@ mod tests {
     fn a_record_of_the_next_launchs_first_block_is_not_this_ones() {
         // Launches numbered side by side share lanes: blocks 9..=16, then blocks 1..=8.
         let mut lane = Lane::new(Scope::Global);
-        lane.for_launch(1, 9, 9, 8);
+        lane.for_launch(1, 9, 9, 8).unwrap();
         run(&lane, t(9, 0, 0), Write).unwrap();
-        lane.for_launch(1, 1, 1, 8);
+        lane.for_launch(1, 1, 1, 8).unwrap();
         run(&lane, t(1, 0, 0), Read).unwrap();
         run(&lane, t(8, 0, 0), Read).unwrap();
         // The last block of the launch is its own.
@@ -971,7 +1015,7 @@ mod tests {
     #[test]
     fn shared_memory_reads_need_a_write_of_the_block() {
         let mut lane = Lane::shared();
-        lane.reset_shared(4, 1);
+        lane.reset_shared(4, 1).unwrap();
         assert!(matches!(
             run(&lane, t(1, 0, 0), Read),
             Err(Conflict::Uninitialized)
@@ -1019,7 +1063,7 @@ mod tests {
         let fresh = |shared: bool| {
             if shared {
                 let mut lane = Lane::shared();
-                lane.reset_shared(1, 1);
+                lane.reset_shared(1, 1).unwrap();
                 lane
             } else {
                 global(8)
@@ -1106,6 +1150,38 @@ mod tests {
         w.sync(0b1111);
         run(&lane, w.who(0, 3), Atomic).unwrap();
         assert_eq!(raced(run(&lane, w.who(0, 2), Read)), 3);
+    }
+
+    /// An access to element `slot`, as [`run`] makes one to element 0.
+    fn run_at(lane: &Lane, slot: usize, who: Who, kind: AccessKind) -> Result<(), Conflict> {
+        if kind == Write && lane.plain_write(slot, who, at()) {
+            return Ok(());
+        }
+        lane.access(slot, kind, who, at())
+    }
+
+    #[test]
+    fn neighbouring_elements_keep_groups_of_their_own() {
+        let mut lane = Lane::new(Scope::Global);
+        lane.for_launch(4, 1, 1, 8).unwrap();
+        let mut w = Warp::new();
+        // Lanes 0 and 1 add to element 0, lanes 2 and 3 to element 1, each pair in a group of
+        // its own; a syncwarp orders lanes 0 and 1 only.
+        for (slot, l) in [(0, 0), (0, 1), (1, 2), (1, 3)] {
+            run_at(&lane, slot, w.who(0, l), Atomic).unwrap();
+        }
+        w.sync(0b0011);
+        // Element 0's atomics are ordered with lane 0's read; element 1's with none of its
+        // readers: neither read is mistaken for the other element's.
+        run_at(&lane, 0, w.who(0, 0), Read).unwrap();
+        assert!(matches!(raced(run_at(&lane, 1, w.who(0, 1), Read)), 2 | 3));
+        // Reads of one element and writes of the next are told apart too.
+        run_at(&lane, 2, w.who(0, 0), Read).unwrap();
+        run_at(&lane, 2, w.who(0, 1), Read).unwrap();
+        run_at(&lane, 3, w.who(0, 2), Atomic).unwrap();
+        run_at(&lane, 3, w.who(0, 3), Atomic).unwrap();
+        w.sync(0b0011);
+        assert_eq!(raced(run_at(&lane, 2, w.who(0, 2), Write)), 0);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use super::lane::{Held, Lane, Rec, Scope, PAGE_BITS};
 use super::Trace;
 use crate::cpu::exec::LaunchSpec;
-use crate::cpu::fault::KernelFault;
+use crate::cpu::fault::{raise, KernelFault};
 use crate::cpu::finding::Finding;
 use crate::fault::AccessKind;
 use std::cell::Cell;
@@ -175,21 +175,23 @@ impl LaunchShadows {
     /// A new lane set for the calling worker.
     fn claim(&self) -> *const LaneSet {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        let lanes = self
+        let lanes: Result<Vec<Lane>, String> = self
             .arrays
             .iter()
             .map(|a| {
                 let mut lane = pool.pop().unwrap_or_else(|| Lane::new(Scope::Global));
-                lane.for_launch(
-                    a.dims.iter().product(),
-                    self.start,
-                    self.first(),
-                    self.blocks,
-                );
-                lane
+                let len = a.dims.iter().product();
+                match lane.for_launch(len, self.start, self.first(), self.blocks) {
+                    Ok(()) => Ok(lane),
+                    Err(e) => Err(format!(
+                        "{e} for array `{}`: check a smaller array, or run on Device::cpu()",
+                        a.name
+                    )),
+                }
             })
             .collect();
         drop(pool);
+        let lanes = lanes.unwrap_or_else(|message| raise(message));
         let set = Box::new(LaneSet {
             lanes,
             groups: Mutex::new(Vec::new()),
