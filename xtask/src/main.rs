@@ -65,8 +65,9 @@ COMMANDS:
         Mutation testing of the safety nets (launch configurations, device arrays, views,
         checked mode's shadow memory, coroutine stacks) with cargo-mutants, installed from
         crates.io when missing: each mutant is built and the tests that guard these files run
-        against it. Takes one shard of ten, a different one each day, unless --shard K/N
-        (0-based) or --all says otherwise; prints the score and every mutant no test caught.
+        against it. Takes one shard of forty (about a dozen mutants), a different one each
+        day, unless --shard K/N (0-based) or --all says otherwise; prints the score and every
+        mutant no test caught.
         Run it before a change to those files lands.
 
     help
