@@ -960,6 +960,31 @@ mod tests {
     }
 
     #[test]
+    fn read_summaries_follow_threads_and_intervals() {
+        // Two readers of one interval, in either order, then a write by one: the other races.
+        for (first, second) in [(0, 1), (1, 0)] {
+            let lane = global(8);
+            run(&lane, t(1, 0, first), Read).unwrap();
+            run(&lane, t(1, 0, second), Read).unwrap();
+            assert!(
+                matches!(run(&lane, t(1, 0, 0), Write), Err(Conflict::Race(e)) if e.rec.thread() == 1),
+                "readers {first}, {second}"
+            );
+        }
+        // One thread reading twice is one reader: its own write follows.
+        let lane = global(8);
+        run(&lane, t(1, 0, 2), Read).unwrap();
+        run(&lane, t(1, 0, 2), Read).unwrap();
+        run(&lane, t(1, 0, 2), Write).unwrap();
+        // A read of an earlier interval is ordered by the barrier: a write of this interval
+        // by the reader of this one follows both.
+        let lane = global(8);
+        run(&lane, t(1, 0, 0), Read).unwrap();
+        run(&lane, t(1, 1, 1), Read).unwrap();
+        run(&lane, t(1, 1, 1), Write).unwrap();
+    }
+
+    #[test]
     fn atomics_of_two_threads_then_a_plain_read_race() {
         // The read is ordered with its own thread's atomic, not with the other's.
         for reader in [0, 1, 2] {
