@@ -237,7 +237,7 @@ pub(crate) fn current_access(kind: AccessKind, at: Option<&'static Location<'sta
 
 /// Stops the kernel with what the last failed [`record`] through `trace` found, on array
 /// `array` of shape `dims`; a read of shared memory not yet written is kept instead, until
-/// its barrier interval ends (see [`end_interval`]), and the kernel runs on.
+/// its barrier interval ends, and the kernel runs on.
 #[cold]
 #[inline(never)]
 #[track_caller]
