@@ -266,7 +266,13 @@ impl CudaDevice {
         }
         self.bind()?;
         let s = self.stream.cu_stream();
-        let failed = |e| self.error(&format!("allocating {bytes} bytes"), e);
+        let failed = |e: DriverError| match e.0 {
+            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory {
+                place: format!("CUDA device {} ({})", self.ordinal, self.name),
+                bytes,
+            },
+            _ => self.error(&format!("allocating {bytes} bytes"), e),
+        };
         // SAFETY: allocation and clearing are ordered on the device's stream, before any later
         // use of the memory on that stream; memory from `cuMemAlloc` is not in use by anything.
         unsafe {
