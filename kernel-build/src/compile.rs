@@ -64,6 +64,35 @@ pub(crate) fn must_clear(key: &str) -> bool {
         || CLEAR.contains(&key)
 }
 
+/// A command for `cargo`, without the variables the host build's cargo set ([`must_clear`]).
+fn nested_cargo(cargo: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(cargo);
+    for (key, _) in std::env::vars_os() {
+        if key.to_str().is_none_or(must_clear) {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd
+}
+
+/// Runs a nested cargo; when it fails, `Ok(Err(..))` with its diagnostics: its stderr, then its
+/// stdout where it printed anything.
+fn run_nested(cmd: &mut Command) -> Result<Result<(), String>, Error> {
+    let out = cmd.output().map_err(|e| Error::Spawn {
+        program: cmd.get_program().to_string_lossy().into_owned(),
+        source: e,
+    })?;
+    if out.status.success() {
+        return Ok(Ok(()));
+    }
+    let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !stdout.trim().is_empty() {
+        text.push_str(&stdout);
+    }
+    Ok(Err(text))
+}
+
 /// The code generator's flag for `fma`: NVPTX contracts only when the level is given (level 2
 /// also fuses a product that has other uses, as clang's CUDA mode does).
 fn fma_flag(contract: bool) -> String {
@@ -102,12 +131,7 @@ pub(crate) struct Built {
 impl DeviceBuild<'_> {
     /// The nested cargo command, with a clean environment.
     pub(crate) fn command(&self) -> Command {
-        let mut cmd = Command::new(&self.toolchain.cargo);
-        for (key, _) in std::env::vars_os() {
-            if key.to_str().is_none_or(must_clear) {
-                cmd.env_remove(&key);
-            }
-        }
+        let mut cmd = nested_cargo(&self.toolchain.cargo);
         cmd.env("RUSTC", &self.toolchain.rustc)
             .env("RUSTC_BOOTSTRAP", "1")
             .args(["rustc", "--release", "--lib", "--target", TARGET]);
@@ -141,18 +165,8 @@ impl DeviceBuild<'_> {
     /// Runs the build. On failure, the diagnostics are returned as they came (the caller
     /// rewrites the paths), less the note on [`MIN_PTX_ISA`] that rustc adds where it is asked for.
     pub(crate) fn run(&self) -> Result<Result<Built, String>, Error> {
-        let mut cmd = self.command();
-        let out = cmd.output().map_err(|e| Error::Spawn {
-            program: self.toolchain.cargo.display().to_string(),
-            source: e,
-        })?;
-        if !out.status.success() {
-            let mut text = without_isa_note(&String::from_utf8_lossy(&out.stderr));
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            if !stdout.trim().is_empty() {
-                text.push_str(&stdout);
-            }
-            return Ok(Err(text));
+        if let Err(text) = run_nested(&mut self.command())? {
+            return Ok(Err(without_isa_note(&text)));
         }
         let release = self.target_dir.join(TARGET).join("release");
         let ptx = release.join("deps").join(format!("{}.s", self.crate_name));
@@ -180,14 +194,8 @@ impl HostCheck<'_> {
     /// rustc (`CARGO` and `RUSTC`, as cargo gives them to a build script).
     pub(crate) fn command(&self) -> Command {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let rustc = std::env::var_os("RUSTC");
-        let mut cmd = Command::new(cargo);
-        for (key, _) in std::env::vars_os() {
-            if key.to_str().is_none_or(must_clear) {
-                cmd.env_remove(&key);
-            }
-        }
-        if let Some(rustc) = rustc {
+        let mut cmd = nested_cargo(cargo);
+        if let Some(rustc) = std::env::var_os("RUSTC") {
             cmd.env("RUSTC", rustc);
         }
         // An rlib: a `cdylib` would also want a panic handler, which a `no_std` crate has
@@ -213,17 +221,7 @@ impl HostCheck<'_> {
 
     /// Runs the check; on failure, its diagnostics as they came.
     pub(crate) fn run(&self) -> Result<Result<(), String>, Error> {
-        let mut cmd = self.command();
-        let out = cmd.output().map_err(|e| Error::Spawn {
-            program: cmd.get_program().to_string_lossy().into_owned(),
-            source: e,
-        })?;
-        if out.status.success() {
-            return Ok(Ok(()));
-        }
-        let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
-        text.push_str(&String::from_utf8_lossy(&out.stdout));
-        Ok(Err(text))
+        run_nested(&mut self.command())
     }
 }
 
