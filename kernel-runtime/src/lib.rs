@@ -76,6 +76,8 @@ pub mod warp;
 pub mod cpu;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host;
+#[cfg(not(target_arch = "nvptx64"))]
+mod zeroed;
 
 #[doc(hidden)]
 pub mod __rt;

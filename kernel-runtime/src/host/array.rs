@@ -72,24 +72,11 @@ fn reserve<T>(len: usize, place: impl FnOnce() -> String) -> Result<Vec<T>, Erro
 /// `len` zero elements in host memory (see [`reserve`]), from the allocator's zeroed memory:
 /// fresh pages from the system are zero already, and are touched only as they are used.
 fn zeroed_vec<T: DeviceCopy>(len: usize, place: impl FnOnce() -> String) -> Result<Vec<T>, Error> {
-    let layout = match std::alloc::Layout::array::<T>(len) {
-        Ok(layout) if layout.size() > 0 => layout,
-        // SAFETY: all-zero bits are a value of `T` (`DeviceCopy`); without bytes to clear, or
-        // with too many for a layout (which `reserve` refuses), there is nothing to gain here.
-        _ => return unsafe { filled_vec(len, 0, place) },
-    };
-    // SAFETY: the layout has a non-zero size.
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
-    if ptr.is_null() {
-        return Err(Error::OutOfMemory {
-            place: place(),
-            bytes: layout.size(),
-        });
-    }
-    // SAFETY: the global allocator gave `ptr` with the layout of `len` elements of `T`, as a
-    // `Vec` of that capacity would hold it, and all-zero bits are a value of `T` (the
-    // `DeviceCopy` contract).
-    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+    // SAFETY: all-zero bits are a value of `T` (the `DeviceCopy` contract).
+    unsafe { crate::zeroed::zeroed_vec(len) }.ok_or_else(|| Error::OutOfMemory {
+        place: place(),
+        bytes: len.saturating_mul(std::mem::size_of::<T>()),
+    })
 }
 
 /// `len` elements in host memory, each byte `byte` (see [`reserve`]).

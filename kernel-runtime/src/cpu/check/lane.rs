@@ -226,21 +226,11 @@ struct Witness {
 /// `n` zeroed cells, from zeroed pages: a lane's elements cost memory only once touched.
 /// `None` where the allocator cannot give them (a shadow of a huge array), never an abort.
 fn zeroed<T>(n: usize) -> Option<Vec<T>> {
-    debug_assert!(std::mem::size_of::<T>() > 0);
-    let layout = std::alloc::Layout::array::<T>(n).ok()?;
-    if layout.size() == 0 {
-        return Some(Vec::new());
-    }
-    // SAFETY: the layout has a non-zero size.
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
-    if ptr.is_null() {
-        return None;
-    }
-    huge_pages(ptr as usize, layout.size());
-    // SAFETY: the global allocator gave `ptr` with the layout of `n` cells, as a `Vec` of that
-    // capacity holds them; only instantiated with cells of integers and structs of them
-    // (below), for which all-zero bytes are a valid value.
-    Some(unsafe { Vec::from_raw_parts(ptr, n, n) })
+    // SAFETY: only instantiated with cells of integers and structs of them (below), for which
+    // all-zero bytes are a valid value.
+    let cells = unsafe { crate::zeroed::zeroed_vec::<T>(n) }?;
+    huge_pages(cells.as_ptr() as usize, n * std::mem::size_of::<T>());
+    Some(cells)
 }
 
 /// Asks the kernel to back the 2 MiB pages within `bytes` from `start` with huge pages where it

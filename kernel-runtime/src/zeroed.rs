@@ -1,0 +1,41 @@
+//! Zeroed vectors straight from the allocator, fallibly: fresh pages from the system are zero
+//! already and cost memory only once touched, and an allocation the host cannot make is `None`,
+//! never an abort. Used by host arrays (`zeros`, copies back from a GPU) and by checked mode's
+//! shadows. The standard library has no stable fallible zeroed allocation of a `Vec` (nor of
+//! `Box<[T]>`), hence this small piece by hand.
+
+/// `len` values of `T`, every byte zero; `None` where the allocator cannot give them.
+///
+/// # Safety
+/// All-zero bytes must be a valid value of `T`.
+pub(crate) unsafe fn zeroed_vec<T>(len: usize) -> Option<Vec<T>> {
+    let layout = std::alloc::Layout::array::<T>(len).ok()?;
+    if layout.size() == 0 {
+        // SAFETY: no bytes at all (`len` is 0 or `T` has no size); zero is a value of `T` (the
+        // caller's contract).
+        return Some((0..len).map(|_| unsafe { std::mem::zeroed() }).collect());
+    }
+    // SAFETY: the layout has a non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: the global allocator gave `ptr` with the layout of `len` values of `T`, as a `Vec`
+    // of that capacity holds them, and all-zero bytes are a value of `T` (the caller's contract).
+    Some(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn zeroed_vectors_have_their_length_or_are_refused() {
+        // SAFETY: zero is a value of these types.
+        unsafe {
+            assert_eq!(super::zeroed_vec::<u64>(5), Some(vec![0; 5]));
+            assert_eq!(super::zeroed_vec::<u64>(0), Some(vec![]));
+            assert_eq!(super::zeroed_vec::<()>(3).map(|v| v.len()), Some(3));
+            assert_eq!(super::zeroed_vec::<u64>(usize::MAX / 4), None);
+            assert_eq!(super::zeroed_vec::<u8>(usize::MAX / 2), None);
+        }
+    }
+}
