@@ -98,15 +98,20 @@ pub fn raise_finding(finding: Finding) -> ! {
     std::panic::resume_unwind(Box::new(KernelFault::Finding(Box::new(finding))))
 }
 
+/// The text a panic payload carries: `panic!`'s message, when it is a string.
+fn payload_text(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+}
+
 /// The message of a caught panic payload, without coordinates.
 pub(crate) fn describe_panic(payload: Box<dyn std::any::Any + Send>) -> String {
     let at = panic_location();
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        format!("panicked{at}: {s}")
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        format!("panicked{at}: {s}")
-    } else {
-        format!("panicked{at} with a non-string payload")
+    match payload_text(&*payload) {
+        Some(s) => format!("panicked{at}: {s}"),
+        None => format!("panicked{at} with a non-string payload"),
     }
 }
 
@@ -115,19 +120,11 @@ pub(crate) fn describe_panic(payload: Box<dyn std::any::Any + Send>) -> String {
 pub(crate) fn describe(payload: Box<dyn std::any::Any + Send>) -> KernelFault {
     match payload.downcast::<KernelFault>() {
         Ok(fault) => *fault,
-        Err(payload) => {
-            let msg = if let Some(s) = payload.downcast_ref::<&str>() {
-                (*s).to_string()
-            } else if let Some(s) = payload.downcast_ref::<String>() {
-                s.clone()
-            } else {
-                "a panic with a non-string payload".to_string()
-            };
-            KernelFault::Message(format!(
-                "panicked{}: {msg} ({})",
-                panic_location(),
-                tls::coordinates_text()
-            ))
-        }
+        Err(payload) => KernelFault::Message(format!(
+            "panicked{}: {} ({})",
+            panic_location(),
+            payload_text(&*payload).unwrap_or("a panic with a non-string payload"),
+            tls::coordinates_text()
+        )),
     }
 }
