@@ -105,6 +105,16 @@ fn copied_vec<T: Copy>(items: &[T], place: impl FnOnce() -> String) -> Result<Ve
     Ok(v)
 }
 
+/// The elements of `host` in C order, in host memory (see [`reserve`]).
+fn c_order_vec<H: ToDevice + ?Sized>(
+    host: &H,
+    place: impl FnOnce() -> String,
+) -> Result<Vec<H::Elem>, Error> {
+    let mut v = reserve(host.host_dim().size(), place)?;
+    host.extend_c_order(&mut v);
+    Ok(v)
+}
+
 /// The host, as [`Error::OutOfMemory`] names it for copies coming back from a device.
 fn the_host() -> String {
     "the host".to_string()
@@ -181,11 +191,9 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             array.copy_from_host(host)?;
             return Ok(array);
         }
-        let mut data = reserve(dim.size(), || device.name())?;
-        host.extend_c_order(&mut data);
         Ok(DeviceArray {
             device: device.clone(),
-            data: Storage::Host(data),
+            data: Storage::Host(c_order_vec(host, || device.name())?),
             dim,
         })
     }
@@ -316,11 +324,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         match (&mut self.data, self.device.gpu()) {
             (Storage::Gpu(ptr), Some(gpu)) => match host.as_c_slice() {
                 Some(slice) => gpu.upload(*ptr, slice),
-                None => {
-                    let mut staged = reserve(dim.size(), the_host)?;
-                    host.extend_c_order(&mut staged);
-                    gpu.upload(*ptr, &staged)
-                }
+                None => gpu.upload(*ptr, &c_order_vec(host, the_host)?),
             },
             (data, _) => {
                 // Same shape: the elements are overwritten in place.
