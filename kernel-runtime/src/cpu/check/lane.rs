@@ -838,12 +838,18 @@ mod tests {
         lane
     }
 
-    /// An access as a view records it: a plain write first tries the inline path.
-    fn run(lane: &Lane, who: Who, kind: AccessKind) -> Result<(), Conflict> {
-        if kind == Write && lane.plain_write(0, who, at()) {
+    /// An access to element `slot` as a view records it: a plain write first tries the inline
+    /// path.
+    fn run_at(lane: &Lane, slot: usize, who: Who, kind: AccessKind) -> Result<(), Conflict> {
+        if kind == Write && lane.plain_write(slot, who, at()) {
             return Ok(());
         }
-        lane.access(0, kind, who, at())
+        lane.access(slot, kind, who, at())
+    }
+
+    /// An access to element 0 (see [`run_at`]).
+    fn run(lane: &Lane, who: Who, kind: AccessKind) -> Result<(), Conflict> {
+        run_at(lane, 0, who, kind)
     }
 
     const fn t(block: u32, interval: u32, thread: u32) -> Who {
@@ -1165,14 +1171,6 @@ mod tests {
         w.sync(0b1111);
         run(&lane, w.who(0, 3), Atomic).unwrap();
         assert_eq!(raced(run(&lane, w.who(0, 2), Read)), 3);
-    }
-
-    /// An access to element `slot`, as [`run`] makes one to element 0.
-    fn run_at(lane: &Lane, slot: usize, who: Who, kind: AccessKind) -> Result<(), Conflict> {
-        if kind == Write && lane.plain_write(slot, who, at()) {
-            return Ok(());
-        }
-        lane.access(slot, kind, who, at())
     }
 
     #[test]
