@@ -65,6 +65,34 @@ fn arrays_round_trip_and_kernels_run_on_every_usable_device() {
     }
 }
 
+/// A point without padding: any bytes make one.
+#[derive(Clone, Copy, Debug, PartialEq, kernel_runtime::DeviceCopy)]
+#[repr(C)]
+struct Point {
+    x: f32,
+    y: f32,
+}
+
+#[test]
+fn arrays_of_padding_free_structs_reinterpret_as_their_fields() {
+    for dev in usable_devices() {
+        let points = [Point { x: 1.0, y: 2.0 }, Point { x: 3.0, y: 4.0 }];
+        let coords = dev
+            .to_device(&points[..])
+            .unwrap()
+            .reinterpret::<f32>()
+            .unwrap();
+        assert_eq!(
+            coords.to_vec().unwrap(),
+            [1.0, 2.0, 3.0, 4.0],
+            "{}",
+            dev.name()
+        );
+        let back = coords.reinterpret::<Point>().unwrap();
+        assert_eq!(back.to_vec().unwrap(), points, "{}", dev.name());
+    }
+}
+
 #[test]
 fn arrays_of_another_device_are_refused() {
     let Ok(gpu) = Device::cuda(0) else {

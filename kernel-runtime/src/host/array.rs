@@ -1,6 +1,7 @@
 //! [`DeviceArray`]: a 1-, 2- or 3-D array (C order) in a device's memory, to and from slices,
 //! `Vec` and `ndarray`.
 
+use super::bytes::{bytes_of, bytes_of_mut, cast_vec};
 use super::device::Device;
 use super::error::Error;
 use crate::device_copy::{AnyBitPattern, DeviceCopy};
@@ -417,13 +418,17 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// The words hold the bytes in the machine's order (little-endian on GPUs and x86); a kernel
     /// that takes bytes apart reads them with `u32::from_le`.
     ///
+    /// Both element types are [`AnyBitPattern`]: numbers, arrays of them and padding-free
+    /// `#[derive(DeviceCopy)]` structs, so that every byte read is initialised and every byte
+    /// pattern written makes a value (a `bool` array is converted by a kernel instead).
+    ///
     /// # Errors
     /// [`Error::Reinterpret`] where the last axis's bytes are not a whole number of `U`s, where
     /// `T` or `U` has no size, or where the array's memory is not aligned for `U`.
     pub fn reinterpret<U>(mut self) -> Result<DeviceArray<U, D>, Error>
     where
-        T: bytemuck::NoUninit,
-        U: DeviceCopy + bytemuck::Pod,
+        T: AnyBitPattern,
+        U: AnyBitPattern,
     {
         let (size, to_size) = (std::mem::size_of::<T>(), std::mem::size_of::<U>());
         let refuse = |reason: String| Error::Reinterpret {
@@ -453,28 +458,25 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
                 )));
             }
         }
-        // Host memory whose allocation `U` cannot take over (another alignment, or a capacity
-        // that is not whole `U`s) is copied first, so that a failed copy leaves this array be.
-        let copy = match &self.data {
-            Storage::Host(v)
-                if std::mem::align_of::<T>() != std::mem::align_of::<U>()
-                    || !(v.capacity() * size).is_multiple_of(to_size) =>
-            {
-                let mut out = zeroed_vec::<U>(dim.size(), || self.device.name())?;
-                bytemuck::cast_slice_mut::<U, u8>(&mut out)
-                    .copy_from_slice(bytemuck::cast_slice::<T, u8>(v));
-                Some(out)
-            }
-            _ => None,
-        };
         // The storage moves to the new array, which frees it; this one is left none (a null
-        // pointer is never freed).
+        // pointer is never freed). Host memory whose allocation `U` cannot take over (another
+        // alignment, or a capacity that is not whole `U`s) is copied, and stays here if the
+        // copy cannot be allocated.
         let data = match std::mem::replace(&mut self.data, Storage::Gpu(0)) {
             Storage::Gpu(ptr) => Storage::Gpu(ptr),
-            Storage::Host(v) => Storage::Host(match copy {
-                Some(out) => out,
-                None => bytemuck::allocation::cast_vec(v),
-            }),
+            Storage::Host(v) => match cast_vec(v) {
+                Ok(out) => Storage::Host(out),
+                Err(v) => match zeroed_vec::<U>(dim.size(), || self.device.name()) {
+                    Ok(mut out) => {
+                        bytes_of_mut(&mut out).copy_from_slice(bytes_of(&v));
+                        Storage::Host(out)
+                    }
+                    Err(e) => {
+                        self.data = Storage::Host(v);
+                        return Err(e);
+                    }
+                },
+            },
         };
         Ok(DeviceArray {
             device: self.device.clone(),

@@ -1,6 +1,7 @@
 //! The host API: devices, device arrays, launch configurations and errors.
 
 pub mod array;
+pub(crate) mod bytes;
 pub(crate) mod cuda;
 pub mod device;
 pub mod error;
