@@ -401,3 +401,62 @@ pub fn branch_collectives(x: &[i32], maxima: &mut [i32], ranks: &mut [u32]) {
         }
     }
 }
+
+/// The classic block reduction as CUDA programmers write it: a `while` loop over halving strides
+/// with a barrier in it, then a warp tail of down-shuffles. Each block's sum lands in `sums`.
+/// Blocks of 64 to 1024 threads, a power of two.
+#[kernel]
+pub fn block_reduce(x: &[f32], sums: &mut [f32]) {
+    let mut s = shared_array![f32; 1024];
+    let t = thread_idx().x as usize;
+    let i = grid(1);
+    s[t] = if i < x.len() { x[i] } else { 0.0 };
+    sync_threads();
+    let mut stride = block_dim().x as usize / 2;
+    while stride > 32 {
+        if t < stride {
+            s[t] += s[t + stride];
+        }
+        sync_threads();
+        stride /= 2;
+    }
+    if t < 32 {
+        let mut v = s[t] + s[t + 32];
+        let mut offset = 16;
+        while offset > 0 {
+            v += shfl_down_sync(FULL, v, offset);
+            offset /= 2;
+        }
+        if t == 0 {
+            sums[block_idx().x as usize] = v;
+        }
+    }
+}
+
+/// Barriers in loops whose bound and condition are locals, with warp collectives in their
+/// bodies: three rounds of reading a neighbour's value through shared memory plus the partner
+/// lane's by a shuffle, then two rounds of adding the count of the warp's odd values (a ballot).
+/// Blocks of whole warps, at most 256 threads.
+#[kernel]
+pub fn looped_collectives(x: &[u32], out: &mut [u32]) {
+    let mut s = shared_array![u32; 256];
+    let t = thread_idx().x as usize;
+    let i = grid(1);
+    let mut v = if i < x.len() { x[i] } else { 0 };
+    let rounds = 3;
+    for r in 0..rounds {
+        s[t] = v;
+        sync_threads();
+        v = s[(t + r + 1) % block_dim().x as usize] + shfl_xor_sync(FULL, v, 1);
+        sync_threads();
+    }
+    let mut k = 2u32;
+    while k > 0 {
+        v += ballot_sync(FULL, v % 2 == 1).count_ones();
+        sync_threads();
+        k -= 1;
+    }
+    if i < out.len() {
+        out[i] = v;
+    }
+}

@@ -483,3 +483,62 @@ fn checked_mode_finds_lanes_that_no_syncwarp_orders() {
         assert_mentions(&err.to_string(), &["a syncwarp() of both"]);
     }
 }
+
+#[test]
+fn the_classic_block_reduction_with_a_warp_tail_sums_each_block() {
+    const { assert!(block_reduce::SPLIT_AT_BARRIERS) };
+    let mut rng = SplitMix64(11);
+    let x: Vec<f32> = (0..1000).map(|_| (rng.next_u64() % 100) as f32).collect();
+    for threads in [64usize, 256, 1024] {
+        let blocks = x.len().div_ceil(threads);
+        let expect: Vec<f32> = x.chunks(threads).map(|c| c.iter().sum()).collect();
+        for dev in backends() {
+            let dx = dev.to_device(&x).unwrap();
+            let mut sums = dev.zeros::<f32, _>(blocks).unwrap();
+            block_reduce
+                .launch(blocks, threads, (&dx, &mut sums))
+                .unwrap();
+            let what = format!("{:?}, {threads} threads", dev.kind());
+            assert_eq!(sums.to_vec().unwrap(), expect, "{what}");
+        }
+    }
+}
+
+#[test]
+fn loops_over_locals_hold_barriers_and_collectives() {
+    const { assert!(looped_collectives::SPLIT_AT_BARRIERS) };
+    let (n, threads) = (200usize, 64usize);
+    let mut rng = SplitMix64(12);
+    let x: Vec<u32> = (0..n).map(|_| (rng.next_u64() % 100) as u32).collect();
+    let mut expect = Vec::new();
+    for start in (0..n).step_by(threads) {
+        let mut v: Vec<u32> = (start..start + threads)
+            .map(|i| x.get(i).copied().unwrap_or(0))
+            .collect();
+        for r in 0..3 {
+            let s = v.clone();
+            v = (0..threads)
+                .map(|t| s[(t + r + 1) % threads] + s[t ^ 1])
+                .collect();
+        }
+        for _ in 0..2 {
+            let odd: Vec<u32> = v
+                .chunks(32)
+                .map(|w| w.iter().filter(|&&e| e % 2 == 1).count() as u32)
+                .collect();
+            for (t, e) in v.iter_mut().enumerate() {
+                *e += odd[t / 32];
+            }
+        }
+        expect.extend(v);
+    }
+    expect.truncate(n);
+    for dev in backends() {
+        let dx = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<u32, _>(n).unwrap();
+        looped_collectives
+            .launch(n.div_ceil(threads), threads, (&dx, &mut out))
+            .unwrap();
+        assert_eq!(out.to_vec().unwrap(), expect, "{:?}", dev.kind());
+    }
+}

@@ -17,8 +17,10 @@
 //! ```
 //!
 //! A collective is hoisted only where hoisting keeps the statement's meaning: nothing that
-//! reads memory or calls a function is evaluated before it in its statement, and it is not
-//! in a branch of an expression, a closure or a macro. Statements that hold collectives keep
+//! calls a function or writes is evaluated before it in its statement, a read of memory only
+//! where the collective's operands are plain locals (the read then sees the same memory after
+//! the exchange, in a program without races), and it is not in a branch of an expression, a
+//! closure or a macro. Statements that hold collectives keep
 //! their shape: an `if` statement's branches are hoisted each on its own (the splitter runs
 //! each with the lanes that take it), a `while` loop whose condition calls a collective
 //! evaluates the condition into a local before the loop and again at the end of its body, and
@@ -237,6 +239,7 @@ impl Hoister {
             hoister: self,
             found: Vec::new(),
             impure: false,
+            reads: false,
             ok: true,
         };
         match &mut stmt {
@@ -280,9 +283,13 @@ type Found = (syn::Ident, TokenStream, usize, Span);
 struct Walk<'a> {
     hoister: &'a mut Hoister,
     found: Vec<Found>,
-    /// Whether something evaluated so far reads memory, calls a function or leaves: a
-    /// collective after it cannot be hoisted above it.
+    /// Whether something evaluated so far calls a function, writes or leaves: a collective
+    /// after it cannot be hoisted above it.
     impure: bool,
+    /// Whether something evaluated so far reads memory (`s[i]`, `*p`): a collective after it is
+    /// hoisted above it only where its operands read nothing but locals, so that the read sees
+    /// the same memory either way in a program without races.
+    reads: bool,
     ok: bool,
 }
 
@@ -298,7 +305,12 @@ impl Walk<'_> {
                     self.impure = true;
                     return;
                 };
-                if self.impure {
+                let private = || {
+                    c.args
+                        .iter()
+                        .all(|a| crate::split::private_expr(&quote!(#a)))
+                };
+                if self.impure || self.reads && !private() {
                     self.ok = false;
                     return;
                 }
@@ -310,7 +322,7 @@ impl Walk<'_> {
                 }
                 // The operands are evaluated just before the exchange, in order: what they
                 // read or call does not keep a later collective from being hoisted.
-                self.impure = false;
+                (self.impure, self.reads) = (false, false);
                 let span = c.span();
                 let k = self.hoister.number();
                 let result = format_ident!("__wres{k}", span = span);
@@ -324,12 +336,13 @@ impl Walk<'_> {
                 for a in m.args.iter_mut() {
                     self.expr(a);
                 }
-                self.impure = true;
+                // The thread's coordinates and numbers' methods change nothing.
+                self.impure |= !crate::split::pure_method(&m.method);
             }
             Expr::Index(i) => {
                 self.expr(&mut i.expr);
                 self.expr(&mut i.index);
-                self.impure = true;
+                self.reads = true;
             }
             Expr::Binary(b) => match b.op {
                 syn::BinOp::And(_) | syn::BinOp::Or(_) => {
@@ -354,7 +367,7 @@ impl Walk<'_> {
             Expr::Unary(u) => {
                 self.expr(&mut u.expr);
                 if matches!(u.op, syn::UnOp::Deref(_)) {
-                    self.impure = true;
+                    self.reads = true;
                 }
             }
             Expr::Reference(r) => {
@@ -491,6 +504,16 @@ mod tests {
         assert!(out[1].contains("(__wargs0 , __wres0)"), "{out:?}");
         assert!(out[2].contains("shfl_sync (FULL , __wres0 , 0)"), "{out:?}");
         assert_eq!(out[4], "let y = __wres1 + x [i] ;");
+        // A read before a collective whose operands are locals: in a program without races,
+        // the read sees the same memory after the exchange.
+        let out = hoisted(syn::parse_quote!({
+            v = s[(t + 1) % __kctx.block_dim().x] + shfl_xor_sync(FULL, v, 1);
+        }))
+        .unwrap();
+        assert_eq!(
+            out[2],
+            "v = s [(t + 1) % __kctx . block_dim () . x] + __wres0 ;"
+        );
     }
 
     #[test]
@@ -556,8 +579,10 @@ mod tests {
     #[test]
     fn collectives_that_cannot_be_hoisted_leave_the_kernel_to_coroutines() {
         for stmt in [
-            // After a read that it would move before.
-            quote!(let y = x[i] + shfl_sync(FULL, v, 0);),
+            // After a read, with operands that read memory or call functions, which it would
+            // evaluate before the read.
+            quote!(let y = x[i] + shfl_sync(FULL, s[j], 0);),
+            quote!(let y = x[i] + shfl_sync(FULL, g(v), 0);),
             quote!(let y = f(v) * ballot_sync(FULL, p);),
             // Evaluated only sometimes, in an expression.
             quote!(let y = if lane == 0 { shfl_sync(FULL, v, 0) } else { v };),

@@ -72,9 +72,10 @@ pub fn split(
     }
     let mut reassigned = Reassigned(Vec::new());
     reassigned.visit_block(&block);
-    // Warp runs give each lane its own path through loops: no local is uniform there.
+    // Warp runs give each lane its own path through loops: no local is uniform there (but a
+    // local is never taken for a constant).
     let uniform = if mentions_exchange(quote!(#block)) {
-        Uniform::default()
+        Uniform::without_locals(params, read_only, &decls)
     } else {
         Uniform::of(&block, params, read_only, &decls)
     };
@@ -1174,7 +1175,7 @@ const CONTEXT_METHODS: &[&str] = &[
 /// Whether `method` is one of the context's or of numbers' ([`crate::uniform::NUMBER_METHODS`]),
 /// which read their receiver and change nothing: a local they are called on keeps its value, and
 /// a binding made of them can be evaluated again.
-fn pure_method(method: &syn::Ident) -> bool {
+pub(crate) fn pure_method(method: &syn::Ident) -> bool {
     let method = method.to_string();
     CONTEXT_METHODS.contains(&method.as_str())
         || crate::uniform::NUMBER_METHODS.contains(&method.as_str())

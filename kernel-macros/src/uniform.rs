@@ -42,7 +42,6 @@ pub(crate) const NUMBER_METHODS: &[&str] = &[
 
 /// What decides uniformity: the kernel's parameters (with whether the body reassigns each) and
 /// the locals found uniform so far.
-#[derive(Default)]
 pub struct Uniform {
     params: Vec<(String, bool)>,
     /// The parameters that are read-only arrays: no thread writes them during a launch.
@@ -109,6 +108,21 @@ impl Uniform {
             if u.names.len() == before {
                 return u;
             }
+        }
+    }
+
+    /// No local of `block` uniform, but its parameters and constants still are: for bodies
+    /// whose lanes take their own paths through loops (warp runs).
+    pub fn without_locals(
+        params: &[(String, bool)],
+        read_only: &[String],
+        decls: &HashMap<String, usize>,
+    ) -> Uniform {
+        Uniform {
+            params: params.to_vec(),
+            read_only: read_only.to_vec(),
+            bound: decls.keys().cloned().collect(),
+            names: HashSet::new(),
         }
     }
 
@@ -398,5 +412,13 @@ mod tests {
             k = k.min(N);
         });
         assert_eq!(uniform(&body, &params), ["k"]);
+    }
+
+    #[test]
+    fn without_locals_a_local_is_never_a_constant() {
+        let decls = HashMap::from([("k".to_string(), 1)]);
+        let u = Uniform::without_locals(&[("n".into(), false)], &[], &decls);
+        assert!(!u.expr(&syn::parse_quote!(k > 1)));
+        assert!(u.expr(&syn::parse_quote!(n / 2 + LIMIT)));
     }
 }
