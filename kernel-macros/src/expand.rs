@@ -526,3 +526,54 @@ pub fn device(d: DeviceFn) -> TokenStream {
         #func
     }
 }
+
+/// What a `#[kernel]` with an error leaves beside its `compile_error!`: the launcher's name with
+/// methods that take any arguments, so that the user's `kernel.launch(..)` calls add no errors
+/// of their own to the one that matters.
+pub fn kernel_stand_in(func: &syn::ItemFn) -> TokenStream {
+    let name = &func.sig.ident;
+    let docs: Vec<_> = func
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    let launcher = launcher_struct(&docs, &func.vis, name);
+    let name_str = name.to_string();
+    quote! {
+        #launcher
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(dead_code, unused_variables)]
+        impl #name {
+            pub const NAME: &'static str = #name_str;
+            pub const STATIC_SHARED_BYTES: usize = 0;
+            pub const SPLIT_AT_BARRIERS: bool = false;
+            pub const USES_BARRIERS: bool = false;
+            pub fn ptx(&self) -> ::core::option::Option<&'static str> {
+                ::core::option::Option::None
+            }
+            pub fn launch<B, T, A>(&self, blocks: B, threads: T, args: A)
+                -> ::core::result::Result<(), ::kernel_runtime::Error>
+            {
+                ::core::result::Result::Ok(())
+            }
+            pub fn launch_with<C, A>(&self, config: C, args: A)
+                -> ::core::result::Result<(), ::kernel_runtime::Error>
+            {
+                ::core::result::Result::Ok(())
+            }
+        }
+    }
+}
+
+/// What a `#[device]` function with an error leaves beside its `compile_error!`: a function of
+/// its signature, so that its callers add no errors of their own.
+pub fn device_stand_in(func: &syn::ItemFn) -> TokenStream {
+    let sig = &func.sig;
+    let vis = &func.vis;
+    quote! {
+        #[allow(dead_code, unused_variables)]
+        #vis #sig {
+            ::core::unreachable!()
+        }
+    }
+}

@@ -27,10 +27,11 @@ use proc_macro::TokenStream;
 /// `#[device]` functions.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    parse::kernel(attr.into(), item.into())
+    let item = proc_macro2::TokenStream::from(item);
+    parse::kernel(attr.into(), item.clone())
         .and_then(validate::kernel)
         .map(expand::kernel)
-        .unwrap_or_else(syn::Error::into_compile_error)
+        .unwrap_or_else(|e| with_stand_in(e, &item, expand::kernel_stand_in))
         .into()
 }
 
@@ -38,11 +39,26 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// it into the device crate; `grid(n)`, `thread_idx()` and friends work inside it.
 #[proc_macro_attribute]
 pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
-    parse::device(attr.into(), item.into())
+    let item = proc_macro2::TokenStream::from(item);
+    parse::device(attr.into(), item.clone())
         .and_then(validate::device)
         .map(expand::device)
-        .unwrap_or_else(syn::Error::into_compile_error)
+        .unwrap_or_else(|e| with_stand_in(e, &item, expand::device_stand_in))
         .into()
+}
+
+/// The error, and where the item parses as a function, the stand-in `make` writes for it: the
+/// user then sees the error, not a second one at each use of the name.
+fn with_stand_in(
+    error: syn::Error,
+    item: &proc_macro2::TokenStream,
+    make: fn(&syn::ItemFn) -> proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
+    let mut out = error.into_compile_error();
+    if let Ok(func) = syn::parse2::<syn::ItemFn>(item.clone()) {
+        out.extend(make(&func));
+    }
+    out
 }
 
 /// Makes an element-wise function applicable to whole arrays, as Numba's `@vectorize`:
