@@ -16,6 +16,9 @@ mod uniform;
 mod validate;
 mod vectorize;
 
+#[cfg(test)]
+mod expansion_tests;
+
 use proc_macro::TokenStream;
 
 /// Marks a function as a kernel, launched over a grid of blocks of threads.

@@ -1,0 +1,104 @@
+//! Expansion snapshots: what `#[kernel]` and `#[vectorize]` make of four typical kernels,
+//! pretty-printed under `src/snapshots/`, so that a change to the generated code shows in
+//! review. `cargo insta review` (or `INSTA_UPDATE=always cargo test -p kernel-macros`)
+//! accepts a deliberate change.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// The pretty-printed expansion of `#[kernel(attr)] item`.
+fn kernel(attr: TokenStream, item: TokenStream) -> String {
+    let out = crate::parse::kernel(attr, item)
+        .and_then(crate::validate::kernel)
+        .map(crate::expand::kernel)
+        .unwrap_or_else(|e| panic!("the kernel does not expand: {e}"));
+    pretty(out)
+}
+
+fn pretty(tokens: TokenStream) -> String {
+    let file = syn::parse2(tokens).expect("the expansion parses as items");
+    prettyplease::unparse(&file)
+}
+
+#[test]
+fn a_plain_kernel() {
+    let expanded = kernel(
+        quote!(),
+        quote! {
+            /// Adds two vectors.
+            pub fn add(a: &[f32], b: &[f32], c: &mut [f32]) {
+                let i = grid(1);
+                if i < c.len() {
+                    c[i] = a[i] + b[i];
+                }
+            }
+        },
+    );
+    insta::assert_snapshot!(expanded);
+}
+
+#[test]
+fn a_kernel_with_barriers() {
+    let expanded = kernel(
+        quote!(),
+        quote! {
+            pub fn block_sums(x: &[f32], sums: &mut [f32]) {
+                let mut s = shared_array![f32; 256];
+                let t = thread_idx().x as usize;
+                let i = grid(1);
+                s[t] = if i < x.len() { x[i] } else { 0.0 };
+                sync_threads();
+                let mut stride = block_dim().x as usize / 2;
+                while stride > 0 {
+                    if t < stride {
+                        s[t] += s[t + stride];
+                    }
+                    sync_threads();
+                    stride /= 2;
+                }
+                if t == 0 {
+                    sums[block_idx().x as usize] = s[0];
+                }
+            }
+        },
+    );
+    insta::assert_snapshot!(expanded);
+}
+
+#[test]
+fn a_warp_kernel() {
+    let expanded = kernel(
+        quote!(),
+        quote! {
+            pub fn warp_sums(x: &[f32], sums: &mut [f32]) {
+                let i = grid(1);
+                let mut v = if i < x.len() { x[i] } else { 0.0 };
+                let mut offset = 16;
+                while offset > 0 {
+                    v += shfl_down_sync(0xffff_ffff, v, offset);
+                    offset /= 2;
+                }
+                if lane_id() == 0 && i < x.len() {
+                    sums[i / 32] = v;
+                }
+            }
+        },
+    );
+    insta::assert_snapshot!(expanded);
+}
+
+#[test]
+fn a_vectorized_function() {
+    let out = crate::vectorize::vectorize(
+        quote!(),
+        quote! {
+            /// `a·x + y`.
+            pub fn saxpy(a: f32, x: f32, y: f32) -> f32 {
+                a * x + y
+            }
+        },
+    )
+    .unwrap_or_else(|e| panic!("the function does not expand: {e}"));
+    let expanded = pretty(out);
+    insta::assert_snapshot!(expanded);
+}
