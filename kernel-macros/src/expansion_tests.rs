@@ -8,9 +8,9 @@ use quote::quote;
 
 /// The pretty-printed expansion of `#[kernel(attr)] item`.
 fn kernel(attr: TokenStream, item: TokenStream) -> String {
-    let out = crate::parse::kernel(attr, item)
-        .and_then(crate::validate::kernel)
-        .map(crate::expand::kernel)
+    let out = crate::kernel::parse::kernel(attr, item)
+        .and_then(crate::kernel::validate::kernel)
+        .map(crate::emit::kernel)
         .unwrap_or_else(|e| panic!("the kernel does not expand: {e}"));
     pretty(out)
 }
@@ -89,7 +89,7 @@ fn a_warp_kernel() {
 
 #[test]
 fn a_vectorized_function() {
-    let out = crate::vectorize::vectorize(
+    let out = crate::emit::vectorize::vectorize(
         quote!(),
         quote! {
             /// `a·x + y`.

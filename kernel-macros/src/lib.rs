@@ -1,20 +1,17 @@
 //! The attributes of the kernel DSL: `#[kernel]`, `#[device]` and `#[derive(DeviceCopy)]`.
 //!
-//! Each is split into parse → validate → expand, one module each; every error is a spanned
-//! `syn::Error` pointing at the user's own code, never a panic.
+//! A kernel is parsed and validated once into a model (`kernel`), from which each target is
+//! emitted side by side (`emit`); the CPU backend's transforms of the body live in `split`, over
+//! the syntax helpers they share (`syntax`) and the runtime's names (`vocab`). Every error is a
+//! spanned `syn::Error` pointing at the user's own code, never a panic; an item with an error
+//! leaves a stand-in of its name, so that its uses add no errors of their own.
 //! Use them through `kernel_runtime` (`use kernel_runtime::prelude::*;`).
 
-mod checked;
-mod derive;
-mod expand;
-mod lockstep;
-mod params;
-mod parse;
-mod rewrite;
+mod emit;
+mod kernel;
 mod split;
-mod uniform;
-mod validate;
-mod vectorize;
+mod syntax;
+mod vocab;
 
 #[cfg(test)]
 mod expansion_tests;
@@ -31,10 +28,10 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);
-    parse::kernel(attr.into(), item.clone())
-        .and_then(validate::kernel)
-        .map(expand::kernel)
-        .unwrap_or_else(|e| with_stand_in(e, &item, expand::kernel_stand_in))
+    kernel::parse::kernel(attr.into(), item.clone())
+        .and_then(kernel::validate::kernel)
+        .map(emit::kernel)
+        .unwrap_or_else(|e| with_stand_in(e, &item, emit::kernel_stand_in))
         .into()
 }
 
@@ -43,10 +40,10 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);
-    parse::device(attr.into(), item.clone())
-        .and_then(validate::device)
-        .map(expand::device)
-        .unwrap_or_else(|e| with_stand_in(e, &item, expand::device_stand_in))
+    kernel::parse::device(attr.into(), item.clone())
+        .and_then(kernel::validate::device)
+        .map(emit::device)
+        .unwrap_or_else(|e| with_stand_in(e, &item, emit::device_stand_in))
         .into()
 }
 
@@ -69,7 +66,7 @@ fn with_stand_in(
 /// `add.call((&a, &b))` (a new array) and `add.scalar(x, y)`.
 #[proc_macro_attribute]
 pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
-    vectorize::vectorize(attr.into(), item.into())
+    emit::vectorize::vectorize(attr.into(), item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
@@ -77,7 +74,7 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// Implements `DeviceCopy` for a `#[repr(C)]` struct whose fields are all `DeviceCopy`.
 #[proc_macro_derive(DeviceCopy)]
 pub fn derive_device_copy(item: TokenStream) -> TokenStream {
-    derive::device_copy(item.into())
+    emit::derive::device_copy(item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -1,5 +1,6 @@
 //! Kernel parameters: which Rust types a kernel may take and what each becomes.
 
+use crate::vocab::{ARRAY_TYPES, HEAP_TYPES, PRIMITIVES};
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{FnArg, GenericArgument, Ident, Pat, PathArguments, Type};
@@ -24,31 +25,6 @@ pub struct Param {
     pub kind: Kind,
     pub ty_span: Span,
 }
-
-const PRIMITIVES: &[&str] = &[
-    "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize", "f32", "f64", "bool",
-];
-const HEAP_TYPES: &[&str] = &[
-    "Vec", "String", "Box", "Rc", "Arc", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque",
-    "Cow",
-];
-const ARRAY_TYPES: &[(&str, usize)] = &[
-    ("Array1", 1),
-    ("ArrayView1", 1),
-    ("ArrayViewMut1", 1),
-    ("View1", 1),
-    ("View1Mut", 1),
-    ("Array2", 2),
-    ("ArrayView2", 2),
-    ("ArrayViewMut2", 2),
-    ("View2", 2),
-    ("View2Mut", 2),
-    ("Array3", 3),
-    ("ArrayView3", 3),
-    ("ArrayViewMut3", 3),
-    ("View3", 3),
-    ("View3Mut", 3),
-];
 
 const ACCEPTED: &str =
     "kernels take scalars, `#[repr(C)]` structs deriving `DeviceCopy`, and arrays \

@@ -1,8 +1,8 @@
 //! Validation: the rules a kernel's signature and body must follow, checked before expansion.
 
-use crate::params::{self, Param};
-use crate::parse::{KernelItem, KernelOptions};
-use crate::rewrite::{self, Rewritten, Scope};
+use crate::kernel::params::{self, Param};
+use crate::kernel::parse::{KernelItem, KernelOptions};
+use crate::kernel::rewrite::{self, Rewritten, Scope};
 use quote::format_ident;
 use syn::{ItemFn, ReturnType, Signature, Type};
 
@@ -166,7 +166,7 @@ fn read_only_writes(block: &syn::Block, params: &[Param]) -> syn::Result<()> {
             syn::visit::visit_expr_assign(self, e);
         }
         fn visit_expr_binary(&mut self, e: &'ast syn::ExprBinary) {
-            if crate::split::assigns(&e.op) {
+            if crate::syntax::assigns(&e.op) {
                 self.target(&e.left);
             }
             syn::visit::visit_expr_binary(self, e);
@@ -177,7 +177,12 @@ fn read_only_writes(block: &syn::Block, params: &[Param]) -> syn::Result<()> {
     bound.visit_block(block);
     let read_only: Vec<String> = params
         .iter()
-        .filter(|p| matches!(p.kind, crate::params::Kind::Array { mutable: false, .. }))
+        .filter(|p| {
+            matches!(
+                p.kind,
+                crate::kernel::params::Kind::Array { mutable: false, .. }
+            )
+        })
         .map(|p| p.name.to_string())
         .filter(|n| !bound.0.contains(n))
         .collect();

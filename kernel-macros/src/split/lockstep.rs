@@ -27,8 +27,8 @@
 //! a `for` loop over a range becomes a `while` loop, so that lanes may leave it at different
 //! times. Statements of any other shape leave the kernel to the coroutines.
 
-use crate::rewrite::WARP_COLLECTIVES;
-use crate::split::mentions;
+use crate::syntax::{assigns, mentions, mentions_sync, private_expr, pure_method};
+use crate::vocab::WARP_COLLECTIVES;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -131,7 +131,7 @@ impl Hoister {
                         return None;
                     }
                     let body = self.sequence(&f.body.stmts)?;
-                    if crate::split::mentions_sync(quote!(#stmt)) {
+                    if mentions_sync(quote!(#stmt)) {
                         // A loop holding a barrier runs once per block, as it is.
                         let mut f = f.clone();
                         f.body.stmts = body;
@@ -145,7 +145,7 @@ impl Hoister {
                     let mut w = w.clone();
                     let cond = &*w.cond;
                     if mentions_collective(quote!(#cond)) {
-                        if matches!(cond, Expr::Let(_)) || crate::split::mentions_sync(quote!(#w)) {
+                        if matches!(cond, Expr::Let(_)) || mentions_sync(quote!(#w)) {
                             return None;
                         }
                         let c = format_ident!("__while{}", self.number(), span = cond.span());
@@ -176,7 +176,7 @@ impl Hoister {
         let mut i = i.clone();
         let mut out = Vec::new();
         let cond = &*i.cond;
-        if matches!(cond, Expr::Let(_)) || crate::split::mentions_sync(quote!(#i)) {
+        if matches!(cond, Expr::Let(_)) || mentions_sync(quote!(#i)) {
             return None;
         }
         if mentions_collective(quote!(#cond)) {
@@ -305,11 +305,7 @@ impl Walk<'_> {
                     self.impure = true;
                     return;
                 };
-                let private = || {
-                    c.args
-                        .iter()
-                        .all(|a| crate::split::private_expr(&quote!(#a)))
-                };
+                let private = || c.args.iter().all(|a| private_expr(&quote!(#a)));
                 if self.impure || self.reads && !private() {
                     self.ok = false;
                     return;
@@ -337,7 +333,7 @@ impl Walk<'_> {
                     self.expr(a);
                 }
                 // The thread's coordinates and numbers' methods change nothing.
-                self.impure |= !crate::split::pure_method(&m.method);
+                self.impure |= !pure_method(&m.method);
             }
             Expr::Index(i) => {
                 self.expr(&mut i.expr);
@@ -351,7 +347,7 @@ impl Walk<'_> {
                 }
                 // An assignment evaluates its right side first (for the primitive types
                 // kernels compute with).
-                op if crate::split::assigns(&op) => {
+                op if assigns(&op) => {
                     self.expr(&mut b.right);
                     self.expr(&mut b.left);
                 }
@@ -417,8 +413,7 @@ impl Walk<'_> {
     /// fails the statement; anything but plain computation on locals makes it impure.
     fn opaque(&mut self, code: &dyn quote::ToTokens) {
         let tokens = code.to_token_stream();
-        let pure = syn::parse2::<Expr>(tokens.clone())
-            .is_ok_and(|e| crate::split::private_expr(&quote!(#e)));
+        let pure = syn::parse2::<Expr>(tokens.clone()).is_ok_and(|e| private_expr(&quote!(#e)));
         if !pure {
             self.impure = true;
         }
@@ -448,7 +443,7 @@ fn mutates(e: &Expr) -> bool {
         fn visit_expr(&mut self, e: &'ast Expr) {
             self.0 |= match e {
                 Expr::Assign(_) => true,
-                Expr::Binary(b) => crate::split::assigns(&b.op),
+                Expr::Binary(b) => assigns(&b.op),
                 Expr::Reference(r) => r.mutability.is_some(),
                 _ => false,
             };

@@ -4,7 +4,7 @@
 //!
 //! Locals that live across a barrier are kept per thread (restored at the start of a region,
 //! saved at its end where it may have changed them: see `Changes`), but for block-uniform ones
-//! (see [`crate::uniform`]), kept once per block and computed outside the thread loops; a loop
+//! (see [`uniform`]), kept once per block and computed outside the thread loops; a loop
 //! that holds a barrier is run once per block after checking that every thread agrees on its
 //! bounds or condition, so a divergent barrier is still reported. A region after a barrier that
 //! touches nothing but the thread's own locals runs before the barrier instead, in the thread
@@ -12,22 +12,28 @@
 //! branches, `sync_threads_count`, `break` out of a split loop, ...) are not split: the CPU
 //! backend then runs their threads as coroutines.
 //!
-//! Warp collectives split the same way, warp by warp (see [`crate::lockstep`]): the statements
+//! Warp collectives split the same way, warp by warp (see [`lockstep`]): the statements
 //! between two barriers that hold a collective run once per warp, as thread loops over the
 //! warp's lanes with an exchange between them at each collective. A `while` loop among them
 //! runs while any lane's condition holds, with the lanes whose condition held, so that lanes
 //! may leave it at different iterations, as on a GPU; an `if` runs its first branch with the
 //! lanes whose condition holds, then its second with the others.
 
-use crate::lockstep::{mentions_exchange, Exchange};
-use crate::uniform::Uniform;
-use proc_macro2::{Span, TokenStream, TokenTree};
+pub mod lockstep;
+pub mod uniform;
+
+use crate::syntax::{
+    assigns, count_idents, mentions, mentions_sync, private, private_expr, pure_method, Changes,
+};
+use lockstep::{mentions_exchange, Exchange};
+use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use std::collections::HashMap;
 use syn::spanned::Spanned;
 use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 use syn::{Block, Expr, Pat, RangeLimits, Stmt};
+use uniform::Uniform;
 
 /// The block-level body for `run_split`, or `None` when the body's shape does not allow it.
 ///
@@ -57,7 +63,7 @@ pub fn split(
         })
         .collect();
     stmts.extend(block.stmts.iter().cloned());
-    let stmts = crate::lockstep::hoist(&stmts)?;
+    let stmts = crate::split::lockstep::hoist(&stmts)?;
     let block = Block {
         brace_token: block.brace_token,
         stmts,
@@ -105,32 +111,9 @@ pub fn split(
     })
 }
 
-pub(crate) fn count_idents(tokens: TokenStream, counts: &mut HashMap<String, usize>) {
-    for t in tokens {
-        match t {
-            TokenTree::Ident(i) => *counts.entry(i.to_string()).or_default() += 1,
-            TokenTree::Group(g) => count_idents(g.stream(), counts),
-            _ => {}
-        }
-    }
-}
-
-/// Whether `tokens` hold an identifier for which `hit` holds, at any depth.
-pub(crate) fn mentions(tokens: TokenStream, hit: &impl Fn(&proc_macro2::Ident) -> bool) -> bool {
-    tokens.into_iter().any(|t| match t {
-        TokenTree::Ident(i) => hit(&i),
-        TokenTree::Group(g) => mentions(g.stream(), hit),
-        _ => false,
-    })
-}
-
 /// Whether `tokens` call `activemask`.
 fn mentions_activemask(tokens: TokenStream) -> bool {
     mentions(tokens, &|i| i == "activemask")
-}
-
-pub(crate) fn mentions_sync(tokens: TokenStream) -> bool {
-    mentions(tokens, &|i| i.to_string().starts_with("sync_threads"))
 }
 
 /// `sync_threads();` as a statement: the span of the call.
@@ -201,7 +184,7 @@ fn pieces<'a>(stmts: &'a [Stmt], warp: bool) -> Option<Vec<Piece<'a>>> {
         }
         flush(&mut region, &mut out);
         if warp {
-            if let Some(x) = crate::lockstep::exchange(stmt) {
+            if let Some(x) = crate::split::lockstep::exchange(stmt) {
                 out.push(Piece::Exchange(x));
                 continue;
             }
@@ -294,70 +277,6 @@ fn hoist_private(pieces: Vec<Piece<'_>>) -> Vec<Piece<'_>> {
     out
 }
 
-/// Whether `stmt` only reads and writes the thread's own locals: no call, macro, indexing,
-/// dereference, `unsafe` or closure, nothing that leaves it early, and loops only over ranges.
-fn private(stmt: &Stmt) -> bool {
-    let mut check = Private(true);
-    check.visit_stmt(stmt);
-    check.0
-}
-
-/// Whether evaluating the expression `header` reads no more than the thread's own locals, and
-/// so cannot depend on which thread is current: no call or macro (a coordinate, a `#[device]`
-/// function) and no indexing (checked mode records an access as the current thread's).
-pub(crate) fn private_expr(header: &TokenStream) -> bool {
-    syn::parse2::<Expr>(header.clone()).is_ok_and(|e| {
-        let mut check = Private(true);
-        check.visit_expr(&e);
-        check.0
-    })
-}
-
-/// The visitor of [`private`] and [`private_expr`]: whether all it visited is private.
-struct Private(bool);
-
-impl<'ast> Visit<'ast> for Private {
-    fn visit_expr(&mut self, e: &'ast Expr) {
-        let ok = match e {
-            Expr::Call(_)
-            | Expr::MethodCall(_)
-            | Expr::Macro(_)
-            | Expr::Index(_)
-            | Expr::Unsafe(_)
-            | Expr::Closure(_)
-            | Expr::Async(_)
-            | Expr::Await(_)
-            | Expr::Return(_)
-            | Expr::Break(_)
-            | Expr::Continue(_)
-            | Expr::Try(_)
-            | Expr::TryBlock(_)
-            | Expr::Yield(_)
-            | Expr::Verbatim(_) => false,
-            Expr::Unary(u) => !matches!(u.op, syn::UnOp::Deref(_)),
-            Expr::ForLoop(f) => matches!(&*f.expr, Expr::Range(_)),
-            _ => true,
-        };
-        if ok {
-            syn::visit::visit_expr(self, e);
-        } else {
-            self.0 = false;
-        }
-    }
-    fn visit_local(&mut self, l: &'ast syn::Local) {
-        if l.init.as_ref().is_some_and(|i| i.diverge.is_some()) {
-            self.0 = false;
-        }
-        syn::visit::visit_local(self, l);
-    }
-    fn visit_item(&mut self, _: &'ast syn::Item) {
-        self.0 = false;
-    }
-    fn visit_macro(&mut self, _: &'ast syn::Macro) {
-        self.0 = false;
-    }
-}
-
 /// Refuses regions that `break`/`continue` out of their own statements (they would have to
 /// leave a thread loop) and rewrites `return;` into a thread exit.
 struct RegionCheck {
@@ -405,7 +324,7 @@ impl<'ast> Visit<'ast> for Names {
 }
 
 struct Splitter {
-    /// The locals kept once per block (see [`crate::uniform`]).
+    /// The locals kept once per block (see [`uniform`]).
     uniform: Uniform,
     /// How often each identifier occurs in the whole body.
     counts: HashMap<String, usize>,
@@ -1156,99 +1075,6 @@ fn runtime_fn(func: &Expr) -> Option<String> {
         .flatten()
 }
 
-/// Methods of the thread's context: they read it and change nothing.
-const CONTEXT_METHODS: &[&str] = &[
-    "thread_idx",
-    "block_idx",
-    "block_dim",
-    "grid_dim",
-    "grid_1d",
-    "grid_2d",
-    "grid_3d",
-    "gridsize_1d",
-    "gridsize_2d",
-    "gridsize_3d",
-    "lane_id",
-    "lanemask_lt",
-];
-
-/// Whether `method` is one of the context's or of numbers' ([`crate::uniform::NUMBER_METHODS`]),
-/// which read their receiver and change nothing: a local they are called on keeps its value, and
-/// a binding made of them can be evaluated again.
-pub(crate) fn pure_method(method: &syn::Ident) -> bool {
-    let method = method.to_string();
-    CONTEXT_METHODS.contains(&method.as_str())
-        || crate::uniform::NUMBER_METHODS.contains(&method.as_str())
-}
-
-/// The locals a region may change, by their names: those it assigns to, in whole or in part
-/// (`x = ..`, `x[i] += ..`, `(a, b) = ..`), borrows (`&mut x`, or `&x`, through which a `Cell`
-/// could change), calls a method on (but a [`pure_method`]) or names in a macro; all of them
-/// (`all`) where a pattern binds by reference.
-#[derive(Default)]
-pub(crate) struct Changes {
-    pub(crate) names: HashMap<String, usize>,
-    all: bool,
-}
-impl Changes {
-    fn of(stmts: &[Stmt]) -> Changes {
-        let mut changes = Changes::default();
-        for s in stmts {
-            changes.visit_stmt(s);
-        }
-        changes
-    }
-
-    pub(crate) fn may_change(&self, name: &str) -> bool {
-        self.all || self.names.contains_key(name)
-    }
-
-    /// Notes what `e` itself may change, not its subexpressions.
-    pub(crate) fn note(&mut self, e: &Expr) {
-        let target = match e {
-            Expr::Assign(a) => Some(&*a.left),
-            Expr::Binary(b) if assigns(&b.op) => Some(&*b.left),
-            Expr::Reference(r) => Some(&*r.expr),
-            Expr::MethodCall(m) => (!pure_method(&m.method)).then_some(&*m.receiver),
-            _ => None,
-        };
-        if let Some(target) = target {
-            self.place(target);
-        }
-    }
-
-    /// Notes a pattern that may bind by reference.
-    pub(crate) fn note_pat(&mut self, p: &syn::PatIdent) {
-        self.all |= p.by_ref.is_some();
-    }
-
-    /// Takes the names of the place `e` as changed: of its base where it indexes (`x[i]`: `x`,
-    /// not `i`) or takes a field, of each element of a tuple, every name in it otherwise.
-    fn place(&mut self, e: &Expr) {
-        match e {
-            Expr::Index(i) => self.place(&i.expr),
-            Expr::Field(f) => self.place(&f.base),
-            Expr::Paren(p) => self.place(&p.expr),
-            Expr::Group(g) => self.place(&g.expr),
-            Expr::Tuple(t) => t.elems.iter().for_each(|e| self.place(e)),
-            _ => count_idents(quote!(#e), &mut self.names),
-        }
-    }
-}
-impl<'ast> Visit<'ast> for Changes {
-    fn visit_expr(&mut self, e: &'ast Expr) {
-        self.note(e);
-        syn::visit::visit_expr(self, e);
-    }
-    fn visit_macro(&mut self, m: &'ast syn::Macro) {
-        count_idents(m.tokens.clone(), &mut self.names);
-    }
-    fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
-        self.note_pat(p);
-        syn::visit::visit_pat_ident(self, p);
-    }
-}
-
 /// Collects the names assigned to as a whole or borrowed mutably.
 struct Reassigned(Vec<String>);
 impl<'ast> Visit<'ast> for Reassigned {
@@ -1266,24 +1092,6 @@ impl<'ast> Visit<'ast> for Reassigned {
         }
         syn::visit::visit_expr(self, e);
     }
-}
-
-/// Whether `op` is a compound assignment (`+=`, `<<=`, ...).
-pub fn assigns(op: &syn::BinOp) -> bool {
-    use syn::BinOp::*;
-    matches!(
-        op,
-        AddAssign(_)
-            | SubAssign(_)
-            | MulAssign(_)
-            | DivAssign(_)
-            | RemAssign(_)
-            | BitXorAssign(_)
-            | BitAndAssign(_)
-            | BitOrAssign(_)
-            | ShlAssign(_)
-            | ShrAssign(_)
-    )
 }
 
 fn location(span: Span) -> TokenStream {
@@ -1362,35 +1170,5 @@ mod tests {
             });
             assert_eq!(shape(&body), ["R1", "B", "R1"], "{stmt}");
         }
-    }
-
-    #[test]
-    fn a_region_saves_only_the_locals_it_may_change() {
-        let body: Block = syn::parse_quote!({
-            let two = stride % 2 == 1;
-            s[a] = s[b].min(n);
-            acc += s[t];
-            (lo, hi) = (hi, lo);
-            tally.push(k);
-            f(&cell, &mut out, w.max(1));
-            write!(log, "{}", shown);
-            let g = |i: usize| grid[i] = 0;
-        });
-        let changes = Changes::of(&body.stmts);
-        for name in [
-            "s", "acc", "lo", "hi", "tally", "cell", "out", "log", "shown", "grid",
-        ] {
-            assert!(changes.may_change(name), "{name}");
-        }
-        for name in ["stride", "a", "b", "n", "t", "k", "w", "f", "i"] {
-            assert!(!changes.may_change(name), "{name}");
-        }
-        // A binding by reference may change anything through a `Cell`.
-        let body: Block = syn::parse_quote!({
-            if let Some(ref c) = maybe {
-                c.set(1);
-            }
-        });
-        assert!(Changes::of(&body.stmts).may_change("stride"));
     }
 }

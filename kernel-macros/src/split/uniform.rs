@@ -11,34 +11,12 @@
 //! `size` and `stride`, loop counters of the block, are such locals; `thread_idx()`, a shared
 //! array's element or a `#[device]` function's result never are.
 
-use crate::split::{assigns, mentions_sync, Changes};
+use crate::syntax::{assigns, mentions_sync, Changes};
+use crate::vocab::NUMBER_METHODS;
 use quote::quote;
 use std::collections::{HashMap, HashSet};
 use syn::visit::Visit;
 use syn::{Block, Expr, Pat, Stmt};
-
-/// Methods of numbers (and arrays' extents) that compute a value from their receiver and
-/// arguments alone.
-pub(crate) const NUMBER_METHODS: &[&str] = &[
-    "min",
-    "max",
-    "abs",
-    "clamp",
-    "div_ceil",
-    "pow",
-    "trailing_zeros",
-    "leading_zeros",
-    "count_ones",
-    "next_power_of_two",
-    "is_power_of_two",
-    "wrapping_add",
-    "wrapping_sub",
-    "wrapping_mul",
-    "len",
-    "dim",
-    "shape",
-    "is_empty",
-];
 
 /// What decides uniformity: the kernel's parameters (with whether the body reassigns each) and
 /// the locals found uniform so far.

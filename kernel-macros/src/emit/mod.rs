@@ -1,9 +1,13 @@
 //! Expansion: each `#[kernel]` becomes a device entry point (for nvptx64), a typed host
 //! launcher named like the kernel, and the body the CPU backend runs.
 
-use crate::params::Kind;
-use crate::rewrite::{self, Scope};
-use crate::validate::{DeviceFn, Kernel};
+pub mod checked;
+pub mod derive;
+pub mod vectorize;
+
+use crate::kernel::params::Kind;
+use crate::kernel::rewrite::{self, Scope};
+use crate::kernel::validate::{DeviceFn, Kernel};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
@@ -193,7 +197,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
         )
     };
 
-    let mut checked_block = crate::checked::body(block);
+    let mut checked_block = crate::emit::checked::body(block);
     let ptx = embedded_ptx();
     let registration = register_ptx(name);
     let launcher = launcher_struct(&docs, vis, name);
@@ -219,7 +223,7 @@ pub fn kernel(k: Kernel) -> TokenStream {
     let split_at_barriers = split.is_some();
     if split_at_barriers {
         // The checked version calls collectives through the operands the split one gathers.
-        crate::lockstep::meet_operands(&mut checked_block);
+        crate::split::lockstep::meet_operands(&mut checked_block);
     }
     let thread_context = body.thread_context || body.warp_context && !split_at_barriers;
     // The CPU run of the kernel; `prelude` rebinds views, `dims` names the shared extents it uses.
@@ -489,7 +493,7 @@ fn ptx_path() -> Option<String> {
 
 /// The block shape a kernel's first static shared array suggests (its last extent along x): a
 /// tile `[TPB, TPB]` suggests `TPB × TPB` threads.
-fn block_hint(shared: &[crate::rewrite::SharedDecl]) -> Option<crate::split::Hint> {
+fn block_hint(shared: &[crate::kernel::rewrite::SharedDecl]) -> Option<crate::split::Hint> {
     let first = shared.first()?;
     let mut dims: Vec<TokenStream> = first
         .dims

@@ -5,8 +5,8 @@
 //! kernel, on the CPU backend a parallel loop over slices that the compiler vectorizes. Shapes
 //! are checked once at the call, so no element access needs a check.
 
-use crate::params::{self, Kind};
-use crate::rewrite::{self, Scope};
+use crate::kernel::params::{self, Kind};
+use crate::kernel::rewrite::{self, Scope};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -117,9 +117,9 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
     };
     let first = &args[0];
     let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    let ptx = crate::expand::embedded_ptx();
-    let registration = crate::expand::register_ptx(&name);
-    let launcher = crate::expand::launcher_struct(&docs, &vis, &name);
+    let ptx = crate::emit::embedded_ptx();
+    let registration = crate::emit::register_ptx(&name);
+    let launcher = crate::emit::launcher_struct(&docs, &vis, &name);
 
     Ok(quote! {
         #(#type_checks)*

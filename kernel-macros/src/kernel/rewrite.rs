@@ -2,6 +2,7 @@
 //! `shared_array![..]` and friends, notices barriers, and rejects what a `no_std` device cannot
 //! do, each with an error at the offending span.
 
+use crate::vocab::{FLOAT_METHODS, HEAP_PATHS, STD_MACROS, WARP_COLLECTIVES};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use std::collections::HashSet;
@@ -10,24 +11,6 @@ use syn::spanned::Spanned;
 use syn::visit::Visit;
 use syn::visit_mut::{self, VisitMut};
 use syn::{Block, Expr, ExprCall, ExprMacro, Local, Macro, Pat, Stmt, Token, Type};
-
-/// The warp collectives, whose lanes meet, and `activemask()`, which asks which lanes have not
-/// returned: the CPU backend splits a kernel at its collectives (see `lockstep`) or runs it as
-/// coroutines, as it does a kernel with barriers.
-pub const WARP_COLLECTIVES: &[&str] = &[
-    "shfl_sync",
-    "shfl_up_sync",
-    "shfl_down_sync",
-    "shfl_xor_sync",
-    "ballot_sync",
-    "all_sync",
-    "any_sync",
-    "eq_sync",
-    "match_any_sync",
-    "match_all_sync",
-    "syncwarp",
-    "activemask",
-];
 
 /// A static shared array found in a kernel body.
 pub struct SharedDecl {
@@ -58,25 +41,6 @@ pub enum Scope {
     Kernel,
     Device,
 }
-
-const STD_MACROS: &[&str] = &[
-    "println",
-    "print",
-    "eprintln",
-    "eprint",
-    "format",
-    "vec",
-    "dbg",
-    "format_args_nl",
-];
-const FLOAT_METHODS: &[&str] = &[
-    "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
-    "exp", "exp2", "exp_m1", "ln", "log2", "log10", "ln_1p", "powf", "powi", "floor", "ceil",
-    "round", "trunc", "abs", "mul_add", "min", "max", "hypot", "copysign", "erf", "erfc",
-];
-const HEAP_PATHS: &[&str] = &[
-    "Vec", "String", "Box", "Rc", "Arc", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque",
-];
 
 struct Pass {
     scope: Scope,

@@ -1,0 +1,107 @@
+//! The runtime's names that the macro recognises in a kernel's body and signature, in one
+//! place: a name the runtime adds or renames is added or renamed here.
+
+/// Methods of the thread's context: they read it and change nothing.
+pub(crate) const CONTEXT_METHODS: &[&str] = &[
+    "thread_idx",
+    "block_idx",
+    "block_dim",
+    "grid_dim",
+    "grid_1d",
+    "grid_2d",
+    "grid_3d",
+    "gridsize_1d",
+    "gridsize_2d",
+    "gridsize_3d",
+    "lane_id",
+    "lanemask_lt",
+];
+
+/// Methods of numbers (and arrays' extents) that compute a value from their receiver and
+/// arguments alone.
+pub(crate) const NUMBER_METHODS: &[&str] = &[
+    "min",
+    "max",
+    "abs",
+    "clamp",
+    "div_ceil",
+    "pow",
+    "trailing_zeros",
+    "leading_zeros",
+    "count_ones",
+    "next_power_of_two",
+    "is_power_of_two",
+    "wrapping_add",
+    "wrapping_sub",
+    "wrapping_mul",
+    "len",
+    "dim",
+    "shape",
+    "is_empty",
+];
+
+/// The warp collectives, whose lanes meet, and `activemask()`, which asks which lanes have not
+/// returned: the CPU backend splits a kernel at its collectives (see `lockstep`) or runs it as
+/// coroutines, as it does a kernel with barriers.
+pub(crate) const WARP_COLLECTIVES: &[&str] = &[
+    "shfl_sync",
+    "shfl_up_sync",
+    "shfl_down_sync",
+    "shfl_xor_sync",
+    "ballot_sync",
+    "all_sync",
+    "any_sync",
+    "eq_sync",
+    "match_any_sync",
+    "match_all_sync",
+    "syncwarp",
+    "activemask",
+];
+
+pub(crate) const STD_MACROS: &[&str] = &[
+    "println",
+    "print",
+    "eprintln",
+    "eprint",
+    "format",
+    "vec",
+    "dbg",
+    "format_args_nl",
+];
+
+pub(crate) const FLOAT_METHODS: &[&str] = &[
+    "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
+    "exp", "exp2", "exp_m1", "ln", "log2", "log10", "ln_1p", "powf", "powi", "floor", "ceil",
+    "round", "trunc", "abs", "mul_add", "min", "max", "hypot", "copysign", "erf", "erfc",
+];
+
+pub(crate) const HEAP_PATHS: &[&str] = &[
+    "Vec", "String", "Box", "Rc", "Arc", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque",
+];
+
+pub(crate) const PRIMITIVES: &[&str] = &[
+    "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize", "f32", "f64", "bool",
+];
+
+pub(crate) const HEAP_TYPES: &[&str] = &[
+    "Vec", "String", "Box", "Rc", "Arc", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque",
+    "Cow",
+];
+
+pub(crate) const ARRAY_TYPES: &[(&str, usize)] = &[
+    ("Array1", 1),
+    ("ArrayView1", 1),
+    ("ArrayViewMut1", 1),
+    ("View1", 1),
+    ("View1Mut", 1),
+    ("Array2", 2),
+    ("ArrayView2", 2),
+    ("ArrayViewMut2", 2),
+    ("View2", 2),
+    ("View2Mut", 2),
+    ("Array3", 3),
+    ("ArrayView3", 3),
+    ("ArrayViewMut3", 3),
+    ("View3", 3),
+    ("View3Mut", 3),
+];
