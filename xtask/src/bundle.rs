@@ -19,7 +19,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::json;
+use serde::Deserialize;
+
 use crate::provision;
 use crate::util::{self, Context, Result};
 
@@ -103,33 +104,46 @@ impl Artifact {
     }
 }
 
+/// The fields of a cargo `--message-format=json` message that name an executable.
+#[derive(Deserialize)]
+struct Message {
+    reason: String,
+    executable: Option<PathBuf>,
+    target: Option<MessageTarget>,
+    #[serde(default)]
+    profile: MessageProfile,
+}
+
+/// The `target` of a cargo message.
+#[derive(Deserialize)]
+struct MessageTarget {
+    name: String,
+    #[serde(default)]
+    kind: Vec<String>,
+}
+
+/// The `profile` of a cargo message.
+#[derive(Default, Deserialize)]
+struct MessageProfile {
+    #[serde(default)]
+    test: bool,
+}
+
 /// The executables in cargo's `--message-format=json` output: `compiler-artifact` messages with
 /// a non-null `executable`. Lines that are not JSON objects are skipped.
 fn parse_artifacts(stdout: &str) -> Vec<Artifact> {
     stdout
         .lines()
         .filter(|line| line.trim_start().starts_with('{'))
-        .filter_map(|line| json::parse(line).ok())
-        .filter(|v| v.get("reason").and_then(json::Value::as_str) == Some("compiler-artifact"))
-        .filter_map(|v| {
-            let executable = v.get("executable")?.as_str()?;
-            let target = v.get("target")?;
-            let kind = target
-                .get("kind")
-                .and_then(json::Value::as_array)
-                .and_then(|kinds| kinds.first())
-                .and_then(json::Value::as_str)
-                .unwrap_or("unknown");
-            let test = v
-                .get("profile")
-                .and_then(|p| p.get("test"))
-                .and_then(json::Value::as_bool)
-                .unwrap_or(false);
+        .filter_map(|line| serde_json::from_str::<Message>(line).ok())
+        .filter(|m| m.reason == "compiler-artifact")
+        .filter_map(|m| {
+            let target = m.target?;
             Some(Artifact {
-                target: target.get("name")?.as_str()?.to_string(),
-                kind: kind.to_string(),
-                test,
-                executable: PathBuf::from(executable),
+                kind: target.kind.into_iter().next().unwrap_or("unknown".into()),
+                target: target.name,
+                test: m.profile.test,
+                executable: m.executable?,
             })
         })
         .collect()
@@ -452,7 +466,7 @@ mod tests {
     #[test]
     fn parses_cargo_messages() {
         let stdout = r#"{"reason":"compiler-artifact","package_id":"path+file:///w#kernel-suite@0.1.0","manifest_path":"/w/Cargo.toml","target":{"kind":["example"],"crate_types":["bin"],"name":"smooth","src_path":"/w/examples/smooth.rs","edition":"2021","doc":false,"doctest":false,"test":false},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":[],"filenames":["/w/target/release/examples/smooth"],"executable":"/w/target/release/examples/smooth","fresh":true}
-{"reason":"compiler-artifact","package_id":"registry+https://github.com/rust-lang/crates.io-index#libc@0.2.1","target":{"kind":["lib"],"crate_types":["lib"],"name":"libc","src_path":"/r/lib.rs","test":true},"profile":{"test":false},"features":[],"filenames":["/w/target/release/deps/liblibc.rlib"],"executable":null,"fresh":true}
+{"reason":"compiler-artifact","package_id":"registry+https://example.invalid/index#libc@0.2.1","target":{"kind":["lib"],"crate_types":["lib"],"name":"libc","src_path":"/r/lib.rs","test":true},"profile":{"test":false},"features":[],"filenames":["/w/target/release/deps/liblibc.rlib"],"executable":null,"fresh":true}
 {"reason":"build-script-executed","package_id":"x","linked_libs":[],"linked_paths":[],"cfgs":[],"env":[],"out_dir":"/w/target/release/build/x/out"}
 {"reason":"compiler-artifact","target":{"kind":["lib"],"name":"kernel_runtime","test":true},"profile":{"test":true},"executable":"/w/target/release/deps/kernel_runtime-0a1b"}
 not json at all

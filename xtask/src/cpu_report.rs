@@ -2,7 +2,7 @@
 //! Numba peers' lines, each program's ratios against its goals, as `benches/results/cpu-DATE.md`
 //! (and the figures as JSON, which the chart script reads).
 
-use crate::json::{self, Value};
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// What a program is measured against, and how far it may be.
@@ -72,7 +72,7 @@ pub const PROGRAMS: &[Program] = &[
 ];
 
 /// A peer's time for a program, from a line of `benches/peers/numba_cpu.py`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct PeerTime {
     pub peer: String,
     pub program: String,
@@ -86,24 +86,20 @@ pub fn parse_peer_lines(stdout: &str) -> Vec<PeerTime> {
     stdout
         .lines()
         .filter(|l| l.trim_start().starts_with('{'))
-        .filter_map(|l| json::parse(l).ok())
-        .filter_map(|v| {
-            Some(PeerTime {
-                peer: v.get("peer")?.as_str()?.to_string(),
-                program: v.get("program")?.as_str()?.to_string(),
-                size: v.get("size")?.as_str()?.to_string(),
-                elements: number(v.get("elements")?)?,
-                ms: number(v.get("ms")?)?,
-            })
-        })
+        .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
 }
 
-fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(s) => s.parse().ok(),
-        _ => None,
-    }
+/// The part of criterion's `estimates.json` that the report reads.
+#[derive(Deserialize)]
+struct Estimates {
+    median: Estimate,
+}
+
+/// One of criterion's estimates, in nanoseconds.
+#[derive(Deserialize)]
+struct Estimate {
+    point_estimate: f64,
 }
 
 /// Criterion's median of `group/function` in milliseconds, from its `estimates.json`.
@@ -113,8 +109,8 @@ pub fn criterion_median_ms(criterion_dir: &Path, group: &str, function: &str) ->
         .join(function)
         .join("new/estimates.json");
     let text = std::fs::read_to_string(path).ok()?;
-    let v = json::parse(&text).ok()?;
-    number(v.get("median")?.get("point_estimate")?).map(|ns| ns / 1e6)
+    let estimates: Estimates = serde_json::from_str(&text).ok()?;
+    Some(estimates.median.point_estimate / 1e6)
 }
 
 /// One program's figures.
@@ -251,19 +247,26 @@ pub fn checked_section(fast_ms: Option<f64>, checked_ms: Option<f64>) -> String 
     )
 }
 
+/// One program's ratios, as the chart reads them.
+#[derive(Serialize)]
+struct Ratios<'a> {
+    program: &'a str,
+    vs_rayon: Option<f64>,
+    vs_numba: Option<f64>,
+}
+
 /// The ratios as JSON, for the chart: `[{"program", "vs_rayon", "vs_numba"}]`.
 pub fn ratios_json(rows: &[(&Program, Row)]) -> String {
-    let item = |p: &Program, r: &Row| {
-        let f = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v}"));
-        format!(
-            "{{\"program\": \"{}\", \"vs_rayon\": {}, \"vs_numba\": {}}}",
-            p.name,
-            f(r.vs_rayon()),
-            f(r.vs_numba())
-        )
-    };
-    let items: Vec<String> = rows.iter().map(|(p, r)| item(p, r)).collect();
-    format!("[{}]\n", items.join(", "))
+    let ratios: Vec<_> = rows
+        .iter()
+        .map(|(p, r)| Ratios {
+            program: p.name,
+            vs_rayon: r.vs_rayon(),
+            vs_numba: r.vs_numba(),
+        })
+        .collect();
+    let json = serde_json::to_string(&ratios).expect("plain structs serialise");
+    format!("{json}\n")
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`.
@@ -299,6 +302,19 @@ mod tests {
         assert!(checked_section(Some(0.25), Some(5.0)).contains(": met"));
         assert!(checked_section(Some(0.25), Some(10.0)).contains("not met"));
         assert!(checked_section(None, Some(10.0)).contains("not measured"));
+    }
+
+    #[test]
+    fn ratios_are_json_for_the_chart() {
+        let row = Row {
+            ours_ms: Some(3.0),
+            rayon_ms: Some(2.0),
+            ..Row::default()
+        };
+        assert_eq!(
+            ratios_json(&[(&PROGRAMS[0], row)]),
+            "[{\"program\":\"add\",\"vs_rayon\":1.5,\"vs_numba\":null}]\n"
+        );
     }
 
     #[test]

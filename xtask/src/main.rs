@@ -8,13 +8,12 @@
 //! | `gpu-bundle DIR` | packs release examples and test binaries with a `run.sh` for a machine with a GPU |
 //! | `mutants` | mutation testing of the safety nets with cargo-mutants, a shard a day, and the score |
 //!
-//! The crate uses the standard library only, so it builds on a fresh clone before anything else
-//! has been provisioned.
+//! The crate depends on pure Rust crates only, so it builds on a fresh clone before anything
+//! else has been provisioned.
 
 mod bench;
 mod bundle;
 mod cpu_report;
-mod json;
 mod mutants;
 mod provision;
 mod ptx;
