@@ -14,34 +14,25 @@ use crate::util::{self, Context, Outcome, Result, Steps};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Options of `cargo xtask bench`.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Options {
-    /// Benchmarks to run; all of them when empty.
+/// Runs the benchmarks in benches/
+///
+/// Runs `cargo bench --bench NAME` for every file in benches/ (or only the NAMEs given).
+/// Arguments after `--` are appended to each cargo bench command, so
+/// `cargo xtask bench -- -- --quick` passes --quick to the benchmark harness.
+/// After cpu_backend, the Numba peers run and benches/results/cpu-DATE.md is written.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Benchmarks to run (all of them when none is given)
+    #[arg(value_name = "NAME")]
     names: Vec<String>,
-    /// Arguments appended to every `cargo bench` command.
+    /// Arguments appended to every `cargo bench` command
+    #[arg(last = true, value_name = "CARGO_BENCH_ARGS")]
     cargo_args: Vec<OsString>,
 }
 
-/// Parses `[NAME...] [-- CARGO_BENCH_ARGS...]`.
-fn parse_args(args: Vec<OsString>) -> Result<Options> {
-    let (names, cargo_args) = util::split_at_dashes(args);
-    let names = names
-        .into_iter()
-        .map(|n| match n.to_str() {
-            Some(s) if !s.starts_with('-') => Ok(s.to_string()),
-            _ => Err(format!(
-                "unknown option {} for `cargo xtask bench` (arguments for cargo bench go after `--`)",
-                n.to_string_lossy()
-            )),
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Options { names, cargo_args })
-}
-
 /// Runs `cargo xtask bench`.
-pub fn run(args: Vec<OsString>) -> Result {
-    let options = parse_args(args)?;
+pub fn run(options: Args) -> Result {
     let mut ctx = Context::new();
     if let Some(ptxas) = provision::find_ptxas(&ctx.root) {
         ctx.set_env("KERNEL_PTXAS", ptxas);
@@ -221,13 +212,12 @@ mod tests {
 
     #[test]
     fn parses_names_and_passthrough() {
-        let args = ["smooth", "--", "--", "--quick"]
-            .map(OsString::from)
-            .to_vec();
-        let o = parse_args(args).unwrap();
+        let o: Args = util::parse_args(&["smooth", "--", "--", "--quick"]).unwrap();
         assert_eq!(o.names, ["smooth"]);
-        assert_eq!(o.cargo_args, ["--", "--quick"].map(OsString::from));
-        assert!(parse_args(vec!["--bogus".into()]).is_err());
+        assert_eq!(o.cargo_args, ["--", "--quick"]);
+        let o: Args = util::parse_args(&[]).unwrap();
+        assert!(o.names.is_empty() && o.cargo_args.is_empty());
+        assert!(util::parse_args::<Args>(&["--bogus"]).is_err());
     }
 
     #[test]

@@ -15,7 +15,6 @@
 //! 64 MiB.
 
 use std::collections::BTreeSet;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -31,49 +30,28 @@ const MAX_BUNDLE_BYTES: u64 = 64 * 1024 * 1024;
 /// fake CUDA driver and its tests stand in for a GPU where there is none.
 const DEFAULT_EXCLUDES: [&str; 3] = ["xtask", "fake_cuda", "fake_driver"];
 
-/// Options of `cargo xtask gpu-bundle`.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Options {
-    /// The bundle directory.
+/// Packs release examples and test binaries for a machine with a GPU
+///
+/// Builds the release examples and release test binaries, copies them (stripped) to DIR/bin
+/// and writes DIR/run.sh, which runs each one on a machine with a GPU, logs to DIR/log and
+/// writes DIR/summary.txt. Fails when the bundle exceeds 64 MiB.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// The bundle directory
     dir: PathBuf,
-    /// Target names (or bundle names) to leave out.
-    excludes: Vec<String>,
-    /// Keep the binaries' symbols.
-    no_strip: bool,
-    /// Skip provisioning the device toolchain and ptxas.
-    no_provision: bool,
-    /// The GPU architecture to build the PTX for (`KERNEL_PTX_ARCH`), when given.
+    /// The GPU architecture to build the PTX for (KERNEL_PTX_ARCH)
+    #[arg(long, value_name = "sm_NN")]
     arch: Option<String>,
-}
-
-/// Parses `DIR [--arch ARCH] [--exclude TARGET]... [--no-strip] [--no-provision]`.
-fn parse_args(args: Vec<OsString>) -> Result<Options> {
-    let mut options = Options::default();
-    let mut dir = None;
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        match arg.to_str() {
-            Some("--exclude") => {
-                let name = args.next().ok_or("--exclude needs a target name")?;
-                options.excludes.push(name.to_string_lossy().into_owned());
-            }
-            Some("--arch") => {
-                let arch = args
-                    .next()
-                    .ok_or("--arch needs an architecture such as sm_90")?;
-                options.arch = Some(arch.to_string_lossy().into_owned());
-            }
-            Some("--no-strip") => options.no_strip = true,
-            Some("--no-provision") => options.no_provision = true,
-            Some(a) if a.starts_with('-') => {
-                return Err(format!("unknown option {a} for `cargo xtask gpu-bundle`"))
-            }
-            _ if dir.is_none() => dir = Some(PathBuf::from(arg)),
-            _ => return Err("`cargo xtask gpu-bundle` takes one directory".into()),
-        }
-    }
-    options.dir = dir.ok_or("usage: cargo xtask gpu-bundle DIR")?;
-    Ok(options)
+    /// A target name (or bundle name) to leave out (repeatable)
+    #[arg(long = "exclude", value_name = "TARGET")]
+    excludes: Vec<String>,
+    /// Keep the binaries' symbols
+    #[arg(long)]
+    no_strip: bool,
+    /// Skip provisioning the device toolchain and ptxas
+    #[arg(long)]
+    no_provision: bool,
 }
 
 /// One executable that cargo reported.
@@ -203,8 +181,7 @@ fn select(
 }
 
 /// Runs `cargo xtask gpu-bundle`.
-pub fn run(args: Vec<OsString>) -> Result {
-    let options = parse_args(args)?;
+pub fn run(options: Args) -> Result {
     let mut ctx = Context::new();
     let dir = std::env::current_dir()
         .map_err(|e| format!("no current directory: {e}"))?
@@ -519,21 +496,20 @@ not json at all
 
     #[test]
     fn parses_options() {
-        let args = ["out", "--exclude", "compile_fail", "--no-strip"].map(OsString::from);
-        let o = parse_args(args.to_vec()).unwrap();
+        let o: Args =
+            util::parse_args(&["out", "--exclude", "compile_fail", "--no-strip"]).unwrap();
         assert_eq!(o.dir, PathBuf::from("out"));
         assert_eq!(o.excludes, ["compile_fail"]);
         assert!(o.no_strip && !o.no_provision);
         assert_eq!(o.arch, None);
-        let o = parse_args(["--arch", "sm_90", "out"].map(OsString::from).to_vec()).unwrap();
+        let o: Args = util::parse_args(&["--arch", "sm_90", "out"]).unwrap();
         assert_eq!(
             (o.arch.as_deref(), o.dir),
             (Some("sm_90"), PathBuf::from("out"))
         );
-        assert!(parse_args(vec!["out".into(), "--arch".into()]).is_err());
-        assert!(parse_args(Vec::new()).is_err());
-        assert!(parse_args(vec!["a".into(), "b".into()]).is_err());
-        assert!(parse_args(vec!["a".into(), "--bogus".into()]).is_err());
+        for bad in [&["out", "--arch"][..], &[], &["a", "b"], &["a", "--bogus"]] {
+            assert!(util::parse_args::<Args>(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -13,10 +13,9 @@
 //! their index checks and lengths are guarded by unit tests that were checked by mutating them
 //! by hand.
 //!
-//! cargo-mutants is installed from crates.io (`cargo install cargo-mutants --locked`) when it
-//! is not on `PATH`.
+//! cargo-mutants is installed with `cargo install cargo-mutants --locked` when it is not on
+//! `PATH`.
 
-use std::ffi::OsString;
 use std::path::Path;
 
 use crate::util::{self, Context, Result};
@@ -47,8 +46,30 @@ const TESTS: [&str; 7] = [
 /// cores once the scratch copy of the tree is built.
 const SHARDS: u64 = 40;
 
+/// Mutation testing of the safety nets with cargo-mutants
+///
+/// Mutates the safety nets (launch configurations, device arrays, views, checked mode's shadow
+/// memory, coroutine stacks) with cargo-mutants, installed with `cargo install` when missing:
+/// each mutant is built and the tests that guard these files run against it. Takes one shard
+/// of forty (about a dozen mutants), a different one each day, unless --shard or --all says
+/// otherwise; prints the score and every mutant no test caught.
+/// Run it before a change to those files lands.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Test shard K of N (0-based) instead of the day's
+    #[arg(long, value_name = "K/N", value_parser = parse_shard, group = "selection")]
+    shard: Option<Selection>,
+    /// Test every mutant (some five hours)
+    #[arg(long, group = "selection")]
+    all: bool,
+    /// Only list the mutants
+    #[arg(long, group = "selection")]
+    list: bool,
+}
+
 /// Which mutants to test.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Selection {
     /// Shard `k` of `n` (0-based, as cargo-mutants counts).
     Shard(u64, u64),
@@ -58,32 +79,21 @@ enum Selection {
     List,
 }
 
-/// Parses `[--shard K/N | --all | --list]`.
-fn parse_args(args: Vec<OsString>, today: u64) -> Result<Selection> {
-    let mut selection = Selection::Shard(today % SHARDS, SHARDS);
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        match arg.to_str() {
-            Some("--all") => selection = Selection::All,
-            Some("--list") => selection = Selection::List,
-            Some("--shard") => {
-                let value = args.next().ok_or("--shard needs K/N, such as 3/10")?;
-                selection = parse_shard(&value.to_string_lossy())?;
-            }
-            _ => {
-                return Err(format!(
-                "unknown option {} for `cargo xtask mutants` (use --shard K/N, --all or --list)",
-                arg.to_string_lossy()
-            ))
-            }
+impl Args {
+    /// The mutants chosen: the day's shard (`today` in days since 1970) unless told otherwise.
+    fn selection(&self, today: u64) -> Selection {
+        match (&self.shard, self.all, self.list) {
+            (Some(shard), _, _) => shard.clone(),
+            (None, true, _) => Selection::All,
+            (None, false, true) => Selection::List,
+            (None, false, false) => Selection::Shard(today % SHARDS, SHARDS),
         }
     }
-    Ok(selection)
 }
 
 /// `K/N` with `K < N`.
 fn parse_shard(text: &str) -> Result<Selection> {
-    let bad = || format!("--shard {text}: expected K/N with 0 <= K < N, such as 3/10");
+    let bad = || String::from("expected K/N with 0 <= K < N, such as 3/10");
     let (k, n) = text.split_once('/').ok_or_else(bad)?;
     let (k, n): (u64, u64) = (k.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
     if k >= n {
@@ -93,11 +103,11 @@ fn parse_shard(text: &str) -> Result<Selection> {
 }
 
 /// Runs `cargo xtask mutants`.
-pub fn run(args: Vec<OsString>) -> Result {
+pub fn run(args: Args) -> Result {
     let today = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() / 86_400);
-    let selection = parse_args(args, today)?;
+    let selection = args.selection(today);
     let ctx = Context::new();
     ensure_installed(&ctx)?;
 
@@ -196,24 +206,25 @@ fn score(caught: usize, missed: usize, timeout: usize, unviable: usize) -> Strin
 mod tests {
     use super::*;
 
-    fn args(list: &[&str]) -> Vec<OsString> {
-        list.iter().map(OsString::from).collect()
+    fn selection(args: &[&str], today: u64) -> clap::error::Result<Selection> {
+        util::parse_args::<Args>(args).map(|a| a.selection(today))
     }
 
     #[test]
     fn a_day_takes_one_shard_unless_told() {
-        assert_eq!(parse_args(args(&[]), 83).unwrap(), Selection::Shard(3, 40));
+        assert_eq!(selection(&[], 83).unwrap(), Selection::Shard(3, 40));
         assert_eq!(
-            parse_args(args(&["--shard", "7/12"]), 23).unwrap(),
+            selection(&["--shard", "7/12"], 23).unwrap(),
             Selection::Shard(7, 12)
         );
-        assert_eq!(parse_args(args(&["--all"]), 0).unwrap(), Selection::All);
-        assert_eq!(parse_args(args(&["--list"]), 0).unwrap(), Selection::List);
+        assert_eq!(selection(&["--all"], 0).unwrap(), Selection::All);
+        assert_eq!(selection(&["--list"], 0).unwrap(), Selection::List);
         for bad in ["3", "3/3", "a/4", "-1/4"] {
-            assert!(parse_args(args(&["--shard", bad]), 0).is_err(), "{bad}");
+            assert!(selection(&["--shard", bad], 0).is_err(), "{bad}");
         }
-        assert!(parse_args(args(&["--shard"]), 0).is_err());
-        assert!(parse_args(args(&["--fast"]), 0).is_err());
+        assert!(selection(&["--shard"], 0).is_err());
+        assert!(selection(&["--fast"], 0).is_err());
+        assert!(selection(&["--all", "--list"], 0).is_err());
     }
 
     #[test]

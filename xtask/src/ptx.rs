@@ -5,7 +5,6 @@
 //! `OUT_DIR`; this command takes the newest such file per package.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::SystemTime;
@@ -20,48 +19,24 @@ const DEFAULT_ARCHS: [&str; 3] = ["sm_70", "sm_80", "sm_90"];
 /// The file each kernel crate's build script writes into its `OUT_DIR`.
 const PTX_FILE: &str = "kernel_ptx.txt";
 
-/// Options of `cargo xtask ptx`.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Options {
-    /// Architectures to assemble for.
+/// Builds the kernels and reports what ptxas makes of them
+///
+/// Builds gpu-kernels with KERNEL_REQUIRE_PTX=1, assembles the PTX of every crate with kernels
+/// using ptxas and prints registers, spill stores/loads, stack frame and static shared memory
+/// per kernel.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// An architecture to assemble for (repeatable)
+    #[arg(long = "arch", value_name = "sm_XX", default_values = DEFAULT_ARCHS)]
     archs: Vec<String>,
-    /// Use the PTX already built instead of building first.
+    /// Use the PTX already built instead of building first
+    #[arg(long)]
     no_build: bool,
 }
 
-/// Parses the arguments of `cargo xtask ptx`.
-fn parse_args(args: Vec<OsString>) -> Result<Options> {
-    let mut options = Options::default();
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        match arg.to_str() {
-            Some("--arch") => {
-                let arch = args
-                    .next()
-                    .ok_or("--arch needs a value such as sm_80")?
-                    .to_string_lossy()
-                    .into_owned();
-                options.archs.push(arch);
-            }
-            Some(a) if a.starts_with("--arch=") => options.archs.push(a[7..].to_string()),
-            Some("--no-build") => options.no_build = true,
-            _ => {
-                return Err(format!(
-                    "unknown option {} for `cargo xtask ptx`",
-                    arg.to_string_lossy()
-                ))
-            }
-        }
-    }
-    if options.archs.is_empty() {
-        options.archs = DEFAULT_ARCHS.map(String::from).to_vec();
-    }
-    Ok(options)
-}
-
 /// Runs `cargo xtask ptx`.
-pub fn run(args: Vec<OsString>) -> Result {
-    let options = parse_args(args)?;
+pub fn run(options: Args) -> Result {
     let mut ctx = Context::new();
     let ptxas = provision::ptxas(&ctx.root)?;
     ctx.set_env("KERNEL_PTXAS", &ptxas);
@@ -291,15 +266,14 @@ mod tests {
 
     #[test]
     fn parses_arch_options() {
-        let o = parse_args(Vec::new()).unwrap();
+        let o: Args = util::parse_args(&[]).unwrap();
         assert_eq!(o.archs, ["sm_70", "sm_80", "sm_90"]);
         assert!(!o.no_build);
-        let args = ["--arch", "sm_86", "--arch=sm_89", "--no-build"].map(OsString::from);
-        let o = parse_args(args.to_vec()).unwrap();
+        let o: Args = util::parse_args(&["--arch", "sm_86", "--arch=sm_89", "--no-build"]).unwrap();
         assert_eq!(o.archs, ["sm_86", "sm_89"]);
         assert!(o.no_build);
-        assert!(parse_args(vec!["--arch".into()]).is_err());
-        assert!(parse_args(vec!["--bogus".into()]).is_err());
+        assert!(util::parse_args::<Args>(&["--arch"]).is_err());
+        assert!(util::parse_args::<Args>(&["--bogus"]).is_err());
     }
 
     #[test]

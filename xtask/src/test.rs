@@ -9,43 +9,34 @@ use std::ffi::OsString;
 use crate::provision;
 use crate::util::{self, Context, Outcome, Result, Steps};
 
-/// Options of `cargo xtask test`.
-#[derive(Debug, Default)]
-struct Options {
-    /// Skip the release build and run of the examples.
+/// The project's test command (what CI runs)
+///
+/// Provisions the nvptx64 device toolchain (Debian packages rustc-web, cargo-web, rust-web-src
+/// when no toolchain is usable) and ptxas (from the PyPI wheel nvidia-cuda-nvcc-cu12), then
+/// runs, stopping at the first failure:
+///   - cargo fmt --all -- --check
+///   - cargo clippy --workspace --all-targets -- -D warnings
+///   - RUSTDOCFLAGS='-D warnings' cargo doc --workspace --no-deps
+///   - cargo test --workspace [CARGO_TEST_ARGS...]
+///   - cargo build --release --examples, then every example with its default arguments
+///
+/// with KERNEL_REQUIRE_PTX=1 and KERNEL_PTXAS set for every step.
+#[derive(Debug, Default, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Skip the release build and run of the examples
+    #[arg(long)]
     quick: bool,
-    /// Skip installing the device toolchain and downloading `ptxas`.
+    /// Skip installing the toolchain and ptxas (an existing ptxas is still used)
+    #[arg(long)]
     no_provision: bool,
-    /// Extra arguments for `cargo test --workspace`.
+    /// Arguments for `cargo test --workspace`
+    #[arg(last = true, value_name = "CARGO_TEST_ARGS")]
     test_args: Vec<OsString>,
 }
 
-/// Parses the arguments of `cargo xtask test`.
-fn parse_args(args: Vec<OsString>) -> Result<Options> {
-    let (flags, test_args) = util::split_at_dashes(args);
-    let mut options = Options {
-        test_args,
-        ..Options::default()
-    };
-    for flag in flags {
-        match flag.to_str() {
-            Some("--quick") => options.quick = true,
-            Some("--no-provision") => options.no_provision = true,
-            _ => {
-                let flag = flag.to_string_lossy();
-                return Err(format!(
-                    "unknown option {flag} for `cargo xtask test` \
-                     (arguments for cargo test go after `--`)"
-                ));
-            }
-        }
-    }
-    Ok(options)
-}
-
 /// Runs `cargo xtask test`.
-pub fn run(args: Vec<OsString>) -> Result {
-    let options = parse_args(args)?;
+pub fn run(options: Args) -> Result {
     let mut ctx = Context::new();
     let mut steps = Steps::new();
 
@@ -87,7 +78,7 @@ pub fn run(args: Vec<OsString>) -> Result {
 }
 
 /// The checks proper: every step after the first failure is recorded as skipped.
-fn run_checks(ctx: &Context, options: &Options, steps: &mut Steps) {
+fn run_checks(ctx: &Context, options: &Args, steps: &mut Steps) {
     let mut plan: Vec<(String, std::process::Command)> = vec![
         (
             "cargo fmt --all -- --check".into(),
@@ -147,20 +138,17 @@ fn run_checks(ctx: &Context, options: &Options, steps: &mut Steps) {
 mod tests {
     use super::*;
 
-    fn args(list: &[&str]) -> Vec<OsString> {
-        list.iter().map(OsString::from).collect()
-    }
-
     #[test]
     fn parses_flags_and_passthrough() {
-        let o = parse_args(args(&["--quick", "--no-provision", "--", "-p", "x"])).unwrap();
+        let o: Args = util::parse_args(&["--quick", "--no-provision", "--", "-p", "x"]).unwrap();
         assert!(o.quick && o.no_provision);
-        assert_eq!(o.test_args, args(&["-p", "x"]));
-        let o = parse_args(Vec::new()).unwrap();
+        assert_eq!(o.test_args, ["-p", "x"]);
+        let o: Args = util::parse_args(&[]).unwrap();
         assert!(!o.quick && !o.no_provision && o.test_args.is_empty());
         // Flags after `--` belong to cargo test.
-        let o = parse_args(args(&["--", "--quick"])).unwrap();
+        let o: Args = util::parse_args(&["--", "--quick"]).unwrap();
         assert!(!o.quick);
-        assert!(parse_args(args(&["--bogus"])).is_err());
+        assert!(util::parse_args::<Args>(&["--bogus"]).is_err());
+        assert!(util::parse_args::<Args>(&["stray"]).is_err());
     }
 }

@@ -147,19 +147,6 @@ pub fn is_executable(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// Splits arguments at the first `--`: the part before and the part after it.
-pub fn split_at_dashes(args: Vec<OsString>) -> (Vec<OsString>, Vec<OsString>) {
-    match args.iter().position(|a| a == "--") {
-        Some(i) => {
-            let mut before = args;
-            let after = before.split_off(i + 1);
-            before.pop();
-            (before, after)
-        }
-        None => (args, Vec::new()),
-    }
-}
-
 /// The stems of the Rust programs in `dir`: `NAME.rs` files and `NAME/main.rs` directories,
 /// sorted. A missing directory gives an empty list.
 pub fn discover_targets(dir: &Path) -> Vec<String> {
@@ -180,6 +167,15 @@ pub fn discover_targets(dir: &Path) -> Vec<String> {
     }
     names.sort();
     names
+}
+
+/// Parses `args` as the options of one command, as the command line would (for tests).
+#[cfg(test)]
+pub fn parse_args<A: clap::Args + clap::FromArgMatches>(args: &[&str]) -> clap::error::Result<A> {
+    let command = A::augment_args(clap::Command::new("xtask"));
+    let matches =
+        command.try_get_matches_from(std::iter::once("xtask").chain(args.iter().copied()))?;
+    A::from_arg_matches(&matches)
 }
 
 /// Formats a duration as seconds with one decimal, or minutes and seconds above a minute.
@@ -335,17 +331,6 @@ impl Steps {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splits_at_first_double_dash() {
-        let args = ["a", "--", "b", "--", "c"].map(OsString::from).to_vec();
-        let (before, after) = split_at_dashes(args);
-        assert_eq!(before, vec![OsString::from("a")]);
-        assert_eq!(after, ["b", "--", "c"].map(OsString::from).to_vec());
-        let (before, after) = split_at_dashes(vec!["x".into()]);
-        assert_eq!(before, vec![OsString::from("x")]);
-        assert!(after.is_empty());
-    }
 
     #[test]
     fn formats_durations() {
