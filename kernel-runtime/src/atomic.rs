@@ -238,9 +238,8 @@ macro_rules! atomic_float {
             #[inline(always)]
             unsafe fn atomic_exch(p: *mut Self, v: Self) -> Self {
                 // SAFETY: caller's contract; same size and alignment as the float.
-                <$t>::from_bits(
-                    unsafe { <$a>::from_ptr(p as *mut $bits) }.swap(v.to_bits(), Relaxed),
-                )
+                let a = unsafe { <$a>::from_ptr(p as *mut $bits) };
+                <$t>::from_bits(a.swap(v.to_bits(), Relaxed))
             }
             #[inline(always)]
             unsafe fn atomic_cas(p: *mut Self, current: Self, new: Self) -> Self {

@@ -417,9 +417,12 @@ mod tests {
     #[test]
     fn every_axis_is_checked_at_its_extent() {
         let mut data = vec![0i32; 24];
-        // SAFETY: each view covers `data`, which outlives it.
+        // SAFETY: the view covers the 24 elements of `data`, which outlives it; the views
+        // below only read, or write out of bounds, which is refused before any access.
         let v1: View1<i32> = unsafe { View1::from_raw(data.as_mut_ptr(), [24], "d") };
+        // SAFETY: 6 × 4 elements, as above.
         let v2: View2<i32> = unsafe { View2::from_raw(data.as_mut_ptr(), [6, 4], "d") };
+        // SAFETY: 2 × 3 × 4 elements, as above.
         let v3: View3Mut<i32> = unsafe { View3Mut::from_raw(data.as_mut_ptr(), [2, 3, 4], "d") };
         assert!(!refused(&v1, 23) && refused(&v1, 24));
         assert!(!refused(&v2, [5, 3]) && !refused(&v2, (5, 3)));

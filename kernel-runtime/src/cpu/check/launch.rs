@@ -161,8 +161,8 @@ impl LaunchShadows {
                 set
             }
         };
-        // SAFETY: `set` is one of this launch's boxed sets, which live until it is dropped.
         let seq = GROUPS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: `set` is one of this launch's boxed sets, which live until it is dropped.
         unsafe { &*set }
             .groups
             .lock()
