@@ -250,9 +250,12 @@ fn arrays_round_trip_through_device_memory_and_are_all_freed() {
                 // Seen as words, the same memory: nothing copied, nothing freed twice.
                 let bytes = Array2::from_shape_fn((3, 8), |(i, j)| (8 * i + j) as i8);
                 let d = gpu.to_device(&bytes).unwrap();
-                let at = d.__device_ptr();
+                let at = kernel_runtime::__rt::device_addr(&d);
                 let words = d.reinterpret::<u32>().unwrap();
-                assert_eq!((words.__device_ptr(), words.dim()), (at, (3, 2)));
+                assert_eq!(
+                    (kernel_runtime::__rt::device_addr(&words), words.dim()),
+                    (at, (3, 2))
+                );
                 assert_eq!(words.to_vec().unwrap()[1], u32::from_le_bytes([4, 5, 6, 7]));
                 assert_eq!(words.reinterpret::<i8>().unwrap().to_host().unwrap(), bytes);
                 // Empty arrays take no device memory.
@@ -308,11 +311,11 @@ fn launches_pass_each_parameter_as_the_ptx_entry_declares_it() {
             let ptr = |d: u64| hex(d);
             let len = hex(n as u64);
             let want = [
-                ptr(a.__device_ptr()),
+                ptr(kernel_runtime::__rt::device_addr(&a)),
                 len.clone(),
-                ptr(b.__device_ptr()),
+                ptr(kernel_runtime::__rt::device_addr(&b)),
                 len.clone(),
-                ptr(c.__device_ptr()),
+                ptr(kernel_runtime::__rt::device_addr(&c)),
                 len,
             ]
             .join(",");
@@ -336,8 +339,8 @@ fn launches_pass_each_parameter_as_the_ptx_entry_declares_it() {
             let dims = [hex(40), hex(70)].join(",");
             let want = format!(
                 "params={},{dims},{},{dims}",
-                hex(img.__device_ptr()),
-                hex(out.__device_ptr())
+                hex(kernel_runtime::__rt::device_addr(&img)),
+                hex(kernel_runtime::__rt::device_addr(&out))
             );
             assert!(launch.starts_with("grid=5,3,1 block=16,16,1 "), "{launch}");
             assert!(launch.ends_with(&want), "{launch} vs {want}");
@@ -355,8 +358,8 @@ fn launches_pass_each_parameter_as_the_ptx_entry_declares_it() {
             let dims = [hex(40), hex(18)].join(",");
             let want = format!(
                 "params={},{dims},{},{dims}",
-                hex(img.__device_ptr()),
-                hex(out.__device_ptr())
+                hex(kernel_runtime::__rt::device_addr(&img)),
+                hex(kernel_runtime::__rt::device_addr(&out))
             );
             assert!(launch.starts_with("grid=1,5,1 block=128,1,1 "), "{launch}");
             assert!(launch.ends_with(&want), "{launch} vs {want}");
@@ -381,7 +384,11 @@ fn launches_pass_each_parameter_as_the_ptx_entry_declares_it() {
                 params[0].len() == 24 && params[0].starts_with(&format!("{fields}01")),
                 "{launch}"
             );
-            assert_eq!(params[1], hex(x.__device_ptr()), "{launch}");
+            assert_eq!(
+                params[1],
+                hex(kernel_runtime::__rt::device_addr(&x)),
+                "{launch}"
+            );
 
             let cube = gpu.zeros::<f32, _>((2, 3, 4)).unwrap();
             let mut scaled = gpu.zeros::<f32, _>((2, 3, 4)).unwrap();
@@ -392,9 +399,9 @@ fn launches_pass_each_parameter_as_the_ptx_entry_declares_it() {
             let dims = [hex(2), hex(3), hex(4)].join(",");
             let want = format!(
                 "params={},{dims},{},{}",
-                hex(cube.__device_ptr()),
+                hex(kernel_runtime::__rt::device_addr(&cube)),
                 hex(1.5f32.to_bits() as u64),
-                hex(scaled.__device_ptr())
+                hex(kernel_runtime::__rt::device_addr(&scaled))
             );
             assert!(launch.starts_with("grid=1,1,1 block=4,3,2 "), "{launch}");
             assert!(launch.contains(&want), "{launch} vs {want}");

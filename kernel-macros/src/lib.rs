@@ -31,7 +31,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::parse::kernel(attr.into(), item.clone())
         .and_then(kernel::validate::kernel)
         .map(emit::kernel)
-        .unwrap_or_else(|e| with_stand_in(e, &item, emit::kernel_stand_in))
+        .unwrap_or_else(|e| with_stand_in(e, &item, emit::launcher::stand_in))
         .into()
 }
 
@@ -42,8 +42,8 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);
     kernel::parse::device(attr.into(), item.clone())
         .and_then(kernel::validate::device)
-        .map(emit::device)
-        .unwrap_or_else(|e| with_stand_in(e, &item, emit::device_stand_in))
+        .map(emit::device::function)
+        .unwrap_or_else(|e| with_stand_in(e, &item, emit::device::stand_in))
         .into()
 }
 

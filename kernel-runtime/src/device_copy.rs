@@ -86,3 +86,6 @@ pub struct NoPadding<const FILLED: bool>;
 )]
 pub trait Holds {}
 impl Holds for NoPadding<true> {}
+
+/// Fails at compile time, at the caller's span, unless `T` may cross to a device.
+pub const fn assert_device_copy<T: DeviceCopy>() {}

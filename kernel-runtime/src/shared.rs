@@ -128,7 +128,7 @@ pub unsafe fn traced_dynamic<'l, T: AnyBitPattern, L: ?Sized>(
     let view = unsafe { dynamic::<T, L>(ctx, launch, static_bytes, name) };
     let start = align_up(static_bytes, 16);
     // SAFETY: the block's shadow has a slot per byte of its shared memory, which holds the view.
-    unsafe { view.__traced(ctx.shared_trace(start, core::mem::size_of::<T>())) }
+    unsafe { view.traced(ctx.shared_trace(start, core::mem::size_of::<T>())) }
 }
 
 /// [`array1`] in checked mode: accesses recorded in the block's shadow of shared memory.
@@ -147,7 +147,7 @@ pub unsafe fn traced_array1<'l, T: AnyBitPattern, L: ?Sized>(
     // SAFETY: the caller's contract; the shadow has a slot per byte of the shared memory.
     unsafe {
         array1::<T, L>(ctx, launch, offset, len, name)
-            .__traced(ctx.shared_trace(offset, core::mem::size_of::<T>()))
+            .traced(ctx.shared_trace(offset, core::mem::size_of::<T>()))
     }
 }
 
@@ -167,7 +167,23 @@ pub unsafe fn traced_array2<'l, T: AnyBitPattern, L: ?Sized>(
     // SAFETY: the caller's contract; the shadow has a slot per byte of the shared memory.
     unsafe {
         array2::<T, L>(ctx, launch, offset, dims, name)
-            .__traced(ctx.shared_trace(offset, core::mem::size_of::<T>()))
+            .traced(ctx.shared_trace(offset, core::mem::size_of::<T>()))
+    }
+}
+
+/// A shared array extent: sizes are `usize` constants.
+#[inline(always)]
+pub const fn extent(n: usize) -> usize {
+    n
+}
+
+/// A shared array extent as a block-shape hint (`0`, no hint, when it cannot be one).
+#[inline(always)]
+pub const fn hint_extent(n: usize) -> u32 {
+    if n <= 1024 {
+        n as u32
+    } else {
+        0
     }
 }
 

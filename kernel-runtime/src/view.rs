@@ -10,6 +10,26 @@
 use core::marker::PhantomData;
 use core::ops::{Index, IndexMut};
 
+/// What the CPU backend's launcher does to a kernel's views, through `__rt`.
+#[cfg(not(target_arch = "nvptx64"))]
+pub(crate) mod hooks {
+    /// A kernel's view, as the CPU backend's launcher rebinds it.
+    pub trait LaunchView: Sized {
+        /// The shape's type.
+        type Dims;
+        /// The same view, not traced: the fast backend rebinds each view with this inside the
+        /// kernel's closure, so that the optimiser sees that no access is traced.
+        fn untraced(self) -> Self;
+        /// The same view with its shape taken from `dims`, a value the caller has shown to
+        /// equal the view's own: views built from one such value share their extents, so the
+        /// optimiser can prove an index checked against one array valid for the other.
+        ///
+        /// # Safety
+        /// `dims` must equal the view's shape.
+        unsafe fn with_dims(self, dims: Self::Dims) -> Self;
+    }
+}
+
 macro_rules! view_type {
     ($(#[$doc:meta])* $name:ident, $rank:literal, mutable = $mutable:tt) => {
         $(#[$doc])*
@@ -77,22 +97,10 @@ macro_rules! view_type {
             ///
             /// # Safety
             /// A trace that is on must point at a shadow that covers the view and outlives it.
-            #[doc(hidden)]
             #[cfg(not(target_arch = "nvptx64"))]
             #[inline(always)]
-            pub unsafe fn __traced(self, trace: crate::cpu::check::Trace) -> Self {
+            pub(crate) unsafe fn traced(self, trace: crate::cpu::check::Trace) -> Self {
                 $name { trace, ..self }
-            }
-            /// The same view, not traced: the fast backend rebinds each view with this inside
-            /// the kernel's closure, so that the optimiser sees that no access is traced.
-            #[doc(hidden)]
-            #[cfg(not(target_arch = "nvptx64"))]
-            #[inline(always)]
-            pub fn __fast(self) -> Self {
-                $name {
-                    trace: crate::cpu::check::Trace::OFF,
-                    ..self
-                }
             }
             /// Whether every index is checked: by the kernel's choice, or in checked mode.
             #[inline(always)]
@@ -116,18 +124,6 @@ macro_rules! view_type {
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn out_of_bounds(self, index: &[usize], kind: crate::fault::AccessKind) -> ! {
                 crate::fault::out_of_bounds(self.name(), index, &self.dims, kind)
-            }
-            /// The same view with its shape taken from `dims`, a value the caller has shown to
-            /// equal the view's own: views built from one such value share their extents, so
-            /// the optimiser can prove an index checked against one array valid for the other.
-            ///
-            /// # Safety
-            /// `dims` must equal [`shape`](Self::shape).
-            #[doc(hidden)]
-            #[inline(always)]
-            pub unsafe fn __with_dims(self, dims: [usize; $rank]) -> Self {
-                debug_assert!(dims == self.dims);
-                $name { dims, ..self }
             }
             /// The number of elements.
             #[inline(always)]
@@ -159,6 +155,22 @@ macro_rules! view_type {
                 {
                     ""
                 }
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl<'a, T, const CHECK: bool> hooks::LaunchView for $name<'a, T, CHECK> {
+            type Dims = [usize; $rank];
+            #[inline(always)]
+            fn untraced(self) -> Self {
+                $name {
+                    trace: crate::cpu::check::Trace::OFF,
+                    ..self
+                }
+            }
+            #[inline(always)]
+            unsafe fn with_dims(self, dims: [usize; $rank]) -> Self {
+                debug_assert!(dims == self.dims);
+                $name { dims, ..self }
             }
         }
         view_type!(@mutable $name, $mutable);

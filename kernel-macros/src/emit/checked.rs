@@ -1,20 +1,55 @@
-//! The body the CPU backend's checked mode runs: the kernel's own, except that
+//! Checked mode's run of a kernel: each argument's traced view, then a body that is the
+//! kernel's own, except that
 //! - a compound assignment to an array element (`a[i] += x`) first reads the element, so that
 //!   checked mode sees the read that `IndexMut` alone hides (a sum into shared memory nobody
 //!   cleared is then a read of uninitialized memory, not a plain write);
 //! - shared arrays are made by the `traced_` versions of `kernel_runtime::shared`'s functions,
 //!   which record their accesses (the fast backend's are never traced, at no cost).
 
-use proc_macro2::Span;
-use quote::quote_spanned;
+use crate::emit::cpu::CpuPlan;
+use crate::kernel::validate::Kernel;
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{BinOp, Expr};
 
-/// The checked-mode version of a kernel's body.
-pub fn body(block: &syn::Block) -> syn::Block {
+/// Checked mode's run: the launch's shadows, the traced views, the body in their closure.
+pub fn launch(k: &Kernel, plan: &CpuPlan) -> TokenStream {
+    let check = k.options.boundscheck;
+    let views = k.params.iter().map(|p| {
+        let (n, n_str) = (&p.name, p.name.to_string());
+        quote! {
+            // SAFETY: the views live in the closure that `__shadows.run` takes, which
+            // `__shadows` outlives.
+            let #n = unsafe {
+                ::kernel_runtime::__rt::KernelArg::traced_view::<#check>(#n, #n_str, &mut __shadows)
+            };
+        }
+    });
+    let rebinds = k.params.iter().map(|p| p.cpu_rebinding(false));
+    let block = body(&k.func.block, plan.split.is_some());
+    quote! {
+        let mut __shadows = ::kernel_runtime::__rt::LaunchShadows::new(&__spec)
+            .map_err(|fault| fault.into_error(Self::NAME))?;
+        #(#views)*
+        // Inlined into the thread loop, with the views' inline record of plain writes.
+        return __shadows.run(&__spec, #[inline(always)] move |__kctx: ::kernel_runtime::Ctx| {
+            #(#rebinds)*
+            #block
+        })
+        .map_err(|fault| fault.into_error(Self::NAME));
+    }
+}
+
+/// The checked-mode version of a kernel's body; one that is `split` calls its collectives
+/// through the operands the split one gathers.
+fn body(block: &syn::Block, split: bool) -> syn::Block {
     let mut block = block.clone();
     ReadBeforeUpdate.visit_block_mut(&mut block);
+    if split {
+        crate::split::lockstep::meet_operands(&mut block);
+    }
     block
 }
 
@@ -97,7 +132,7 @@ mod tests {
             y += 1;
             f(a)[0] += 1;
         });
-        let out = body(&b).to_token_stream().to_string();
+        let out = body(&b, false).to_token_stream().to_string();
         assert!(out.contains("let _ = & s [__kernel_index]"), "{out}");
         assert!(
             out.contains("s [__kernel_index] *= __kernel_value"),

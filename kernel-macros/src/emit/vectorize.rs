@@ -117,9 +117,9 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
     };
     let first = &args[0];
     let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    let ptx = crate::emit::embedded_ptx();
-    let registration = crate::emit::register_ptx(&name);
-    let launcher = crate::emit::launcher_struct(&docs, &vis, &name);
+    let ptx = crate::emit::launcher::embedded_ptx();
+    let registration = crate::emit::launcher::register_ptx(&name);
+    let launcher = crate::emit::launcher::launcher_struct(&docs, &vis, &name);
 
     Ok(quote! {
         #(#type_checks)*
@@ -185,8 +185,8 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
                     let config = ::kernel_runtime::LaunchConfig::new(blocks, 256u32).map_err(|reason| {
                         ::kernel_runtime::Error::InvalidLaunch { kernel: Self::NAME, reason }
                     })?;
-                    #(let #ptrs: u64 = #args.__device_ptr();)*
-                    let __out_ptr: u64 = out.__device_ptr();
+                    #(let #ptrs: u64 = ::kernel_runtime::__rt::device_addr(#args);)*
+                    let __out_ptr: u64 = ::kernel_runtime::__rt::device_addr(out);
                     let mut __params = [
                         #(&#ptrs as *const u64 as *mut ::core::ffi::c_void,)*
                         &__out_ptr as *const u64 as *mut ::core::ffi::c_void,
@@ -198,8 +198,8 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
                         ::kernel_runtime::__rt::cuda_launch(&__device, Self::NAME, self.ptx(), &config, 0, &mut __params)
                     };
                 }
-                #(let #ptrs = ::kernel_runtime::__rt::SharedPtr(#args.__ptr());)*
-                let __out_ptr = ::kernel_runtime::__rt::SharedPtr(out.__ptr_mut());
+                #(let #ptrs = ::kernel_runtime::__rt::SharedPtr(::kernel_runtime::__rt::host_ptr(#args));)*
+                let __out_ptr = ::kernel_runtime::__rt::SharedPtr(::kernel_runtime::__rt::host_ptr_mut(out));
                 ::kernel_runtime::__rt::elementwise(n, move |lo, hi| {
                     // SAFETY: every array has `n` elements (checked above) and the ranges given
                     // to the workers are disjoint, so each output element has one writer.

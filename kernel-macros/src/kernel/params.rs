@@ -2,6 +2,8 @@
 
 use crate::vocab::{ARRAY_TYPES, HEAP_TYPES, PRIMITIVES};
 use proc_macro2::Span;
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 use syn::{FnArg, GenericArgument, Ident, Pat, PathArguments, Type};
 
@@ -24,6 +26,125 @@ pub struct Param {
     pub name: Ident,
     pub kind: Kind,
     pub ty_span: Span,
+    /// Declared `mut` (`mut n: u32`): the body may reassign it.
+    pub declared_mut: bool,
+}
+
+/// Each parameter's form on each target: the launcher's argument, the PTX entry's parameters,
+/// the views the device entry and the CPU backend bind.
+impl Param {
+    /// The type the launcher takes: `&DeviceArray<T, IxN>`, `&mut DeviceArray<T, IxN>`, `T`.
+    pub fn arg_ty(&self) -> TokenStream {
+        match &self.kind {
+            Kind::Array {
+                rank,
+                mutable,
+                elem,
+            } => {
+                let ix = format_ident!("Ix{}", rank);
+                let amp = if *mutable { quote!(&mut) } else { quote!(&) };
+                quote!(#amp ::kernel_runtime::DeviceArray<#elem, ::kernel_runtime::ndarray::#ix>)
+            }
+            Kind::Scalar(ty) | Kind::Struct(ty) => quote!(#ty),
+        }
+    }
+
+    /// The type the body sees: a view (`View2Mut<T, CHECK>`, ...) or the value's own type.
+    pub fn view_ty(&self, check: bool) -> TokenStream {
+        match &self.kind {
+            Kind::Array {
+                rank,
+                mutable,
+                elem,
+            } => {
+                let view = view_name(*rank, *mutable);
+                quote!(::kernel_runtime::#view<#elem, #check>)
+            }
+            Kind::Scalar(ty) | Kind::Struct(ty) => quote!(#ty),
+        }
+    }
+
+    /// `mut` where the body writes through the binding: a writable view, a value declared `mut`.
+    pub fn binding_mut(&self) -> TokenStream {
+        let mutable = match &self.kind {
+            Kind::Array { mutable, .. } => *mutable,
+            Kind::Scalar(_) | Kind::Struct(_) => self.declared_mut,
+        };
+        if mutable {
+            quote!(mut)
+        } else {
+            quote!()
+        }
+    }
+
+    /// The PTX entry's parameters: an array's pointer and extents, a value.
+    pub fn ptx_params(&self) -> TokenStream {
+        let n = &self.name;
+        match &self.kind {
+            Kind::Array { rank, elem, .. } => {
+                let ptr = format_ident!("{}__ptr", n);
+                let dims = self.dim_names(*rank);
+                quote!(#ptr: *mut #elem #(, #dims: usize)*)
+            }
+            Kind::Scalar(ty) | Kind::Struct(ty) => quote!(#n: #ty),
+        }
+    }
+
+    /// The PTX entry's parameter kinds, as the PTX tests compare them: `ptr` and a `usize` per
+    /// extent for an array, the type's name for a value.
+    pub fn abi(&self) -> Vec<String> {
+        match &self.kind {
+            Kind::Array { rank, .. } => std::iter::once("ptr".to_string())
+                .chain((0..*rank).map(|_| "usize".to_string()))
+                .collect(),
+            Kind::Scalar(ty) | Kind::Struct(ty) => vec![quote!(#ty).to_string().replace(' ', "")],
+        }
+    }
+
+    /// The device entry's binding of the parameter, for the body: an array's view of its
+    /// pointer and extents, tied to the launch.
+    pub fn device_binding(&self, check: bool) -> TokenStream {
+        let (n, m) = (&self.name, self.binding_mut());
+        let Kind::Array { rank, .. } = &self.kind else {
+            return quote!(#[allow(unused_mut)] let #m #n = #n;);
+        };
+        let n_str = n.to_string();
+        let view = self.view_ty(check);
+        let ptr = format_ident!("{}__ptr", n);
+        let dims = self.dim_names(*rank);
+        quote! {
+            #[allow(unused_mut)]
+            let #m #n = unsafe { <#view>::from_raw(#ptr, [#(#dims),*], #n_str) }.within(__launch);
+        }
+    }
+
+    /// The rebinding inside the CPU backend's closure: unchanged in checked mode, an untraced
+    /// view on the fast backend (so that the optimiser sees that no access is traced).
+    pub fn cpu_rebinding(&self, fast: bool) -> TokenStream {
+        let (n, m) = (&self.name, self.binding_mut());
+        if fast && self.is_array() {
+            quote!(#[allow(unused_mut)] let #m #n = ::kernel_runtime::__rt::LaunchView::untraced(#n);)
+        } else {
+            quote!(#[allow(unused_mut)] let #m #n = #n;)
+        }
+    }
+
+    /// Whether the parameter is an array (else a value).
+    pub fn is_array(&self) -> bool {
+        matches!(self.kind, Kind::Array { .. })
+    }
+
+    fn dim_names(&self, rank: usize) -> Vec<Ident> {
+        (0..rank)
+            .map(|d| format_ident!("{}__d{}", self.name, d))
+            .collect()
+    }
+}
+
+/// The view type of an array of `rank` axes.
+fn view_name(rank: usize, mutable: bool) -> Ident {
+    let suffix = if mutable { "Mut" } else { "" };
+    format_ident!("View{}{}", rank, suffix)
 }
 
 const ACCEPTED: &str =
@@ -40,8 +161,10 @@ pub fn parse(arg: &FnArg) -> syn::Result<Param> {
         }
         FnArg::Typed(pt) => pt,
     };
-    let name = match &*pt.pat {
-        Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => pi.ident.clone(),
+    let (name, declared_mut) = match &*pt.pat {
+        Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+            (pi.ident.clone(), pi.mutability.is_some())
+        }
         other => {
             return Err(syn::Error::new_spanned(
                 other,
@@ -54,6 +177,7 @@ pub fn parse(arg: &FnArg) -> syn::Result<Param> {
         name,
         kind,
         ty_span: pt.ty.span(),
+        declared_mut,
     })
 }
 

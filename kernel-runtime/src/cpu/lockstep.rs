@@ -13,7 +13,7 @@ use super::fibers::{self, Arrival, Meet};
 use super::warp::{
     each_lane, existing, leaves_out, meet_at, past_the_block, results, Problem, WarpOp,
 };
-use crate::__rt::Slots;
+use crate::cpu::slots::Slots;
 use crate::warp::WARP_SIZE;
 use std::panic::Location;
 

@@ -11,11 +11,13 @@
 //! data races and reads of shared memory never written ([`finding`]).
 
 pub mod check;
+pub(crate) mod elementwise;
 pub mod exec;
 pub mod fault;
 pub(crate) mod fibers;
 pub mod finding;
 pub(crate) mod lockstep;
 pub(crate) mod overflow;
+pub(crate) mod slots;
 pub(crate) mod tls;
 pub(crate) mod warp;

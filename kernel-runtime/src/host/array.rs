@@ -485,18 +485,21 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         })
     }
 
-    /// The shape as a fixed-size array, for kernel launchers.
-    #[doc(hidden)]
-    pub fn __dims<const N: usize>(&self) -> [usize; N] {
+    /// The shape as a fixed-size array, for kernel views.
+    pub(crate) fn dims_array<const N: usize>(&self) -> [usize; N] {
         let mut dims = [0usize; N];
         dims.copy_from_slice(self.dim.slice());
         dims
     }
 
+    /// The extents, where a GPU launch's parameters point.
+    pub(crate) fn dims_slice(&self) -> &[usize] {
+        self.dim.slice()
+    }
+
     /// A pointer for the CPU backend's kernel views that only read (dangling for a GPU's
     /// array, which a CPU launch never takes).
-    #[doc(hidden)]
-    pub fn __ptr(&self) -> *mut T {
+    pub(crate) fn host_ptr(&self) -> *mut T {
         match &self.data {
             Storage::Host(v) => v.as_ptr() as *mut T,
             Storage::Gpu(_) => std::ptr::NonNull::dangling().as_ptr(),
@@ -504,20 +507,19 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     }
 
     /// A pointer for the CPU backend's kernel views that write.
-    #[doc(hidden)]
-    pub fn __ptr_mut(&mut self) -> *mut T {
+    pub(crate) fn host_ptr_mut(&mut self) -> *mut T {
         match &mut self.data {
             Storage::Host(v) => v.as_mut_ptr(),
             Storage::Gpu(_) => std::ptr::NonNull::dangling().as_ptr(),
         }
     }
 
-    /// The device address of a GPU's array, for a CUDA launch (0 for a host array).
-    #[doc(hidden)]
-    pub fn __device_ptr(&self) -> u64 {
-        match self.data {
+    /// The device address of a GPU's array, where a GPU launch's parameter points (0 for a
+    /// host array).
+    pub(crate) fn device_addr(&self) -> &u64 {
+        match &self.data {
             Storage::Gpu(ptr) => ptr,
-            Storage::Host(_) => 0,
+            Storage::Host(_) => &0,
         }
     }
 }

@@ -245,7 +245,9 @@ impl Device {
             Some(DeviceKind::Cpu) => Ok(Device::cpu()),
             Some(DeviceKind::CpuChecked) => Ok(Device::cpu_checked()),
             Some(DeviceKind::Cuda(n)) => Device::cuda(n),
-            None if crate::__rt::PTX_MODULES.is_empty() => Ok(cpu_because(&Error::NoPtxAnywhere)),
+            None if super::embedded::PTX_MODULES.is_empty() => {
+                Ok(cpu_because(&Error::NoPtxAnywhere))
+            }
             None => Ok(Device::cuda(0).unwrap_or_else(|e| cpu_because(&e))),
         }
     }

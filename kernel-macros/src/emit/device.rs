@@ -1,0 +1,61 @@
+//! The device side: a kernel's PTX entry point, and `#[device]` functions.
+
+use crate::kernel::rewrite::{self, Scope};
+use crate::kernel::validate::{DeviceFn, Kernel};
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// The kernel's PTX entry (`extern "ptx-kernel"`, built only for nvptx64): each array arrives as
+/// a pointer and its extents and is bound as a view tied to the launch, then the body runs.
+pub fn entry(k: &Kernel) -> TokenStream {
+    let name = &k.func.sig.ident;
+    let vis = &k.func.vis;
+    let block = &k.func.block;
+    let check = k.options.boundscheck;
+    let params = k.params.iter().map(|p| p.ptx_params());
+    let bindings = k.params.iter().map(|p| p.device_binding(check));
+    let ctx_binding = rewrite::ctx_binding(Scope::Kernel);
+    quote! {
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        #[allow(non_snake_case, unused_unsafe, clippy::missing_safety_doc)]
+        #vis unsafe extern "ptx-kernel" fn #name(#(#params),*) {
+            #[allow(unused_variables)]
+            let __kctx = ::kernel_runtime::Ctx;
+            // What the views and shared arrays of the launch borrow: nothing outlives it.
+            let __launch_scope = ();
+            #[allow(unused_variables)]
+            let __launch = &__launch_scope;
+            #ctx_binding
+            #(#bindings)*
+            #block
+        }
+    }
+}
+
+/// A `#[device]` function: inlined, with the thread's context bound where its body reads it.
+pub fn function(d: DeviceFn) -> TokenStream {
+    let DeviceFn { mut func, body } = d;
+    if body.uses_ctx {
+        let binding = rewrite::ctx_binding(Scope::Device);
+        let block = &func.block;
+        func.block = syn::parse_quote!({ #binding #block });
+    }
+    quote! {
+        #[inline]
+        #func
+    }
+}
+
+/// What a `#[device]` function with an error leaves beside its `compile_error!`: a function of
+/// its signature, so that its callers add no errors of their own.
+pub fn stand_in(func: &syn::ItemFn) -> TokenStream {
+    let sig = &func.sig;
+    let vis = &func.vis;
+    quote! {
+        #[allow(dead_code, unused_variables)]
+        #vis #sig {
+            ::core::unreachable!()
+        }
+    }
+}

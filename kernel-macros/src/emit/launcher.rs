@@ -1,0 +1,249 @@
+//! The host side: the value named like the kernel, whose `launch` and `launch_with` check a
+//! launch and send it to a GPU or to the CPU backend. What each argument does at each step is
+//! the runtime's `KernelArg`; what is written here is what is specific to the kernel.
+
+use crate::emit::cpu::CpuPlan;
+use crate::kernel::validate::Kernel;
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+/// The launcher of `k`: its value, its PTX registration, its constants and launch methods.
+pub fn launcher(k: &Kernel, plan: &CpuPlan) -> TokenStream {
+    let name = &k.func.sig.ident;
+    let value = launcher_struct(&docs(&k.func), &k.func.vis, name);
+    let registration = register_ptx(name);
+    let consts = consts(k, plan);
+    let ptx = embedded_ptx();
+    let launch_with = launch_with(k, plan);
+    let args_ty = args_ty(k);
+    quote! {
+        #value
+        #registration
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl #name {
+            #consts
+
+            /// The PTX module holding this kernel (its crate's kernels), when the crate's
+            /// `build.rs` compiled one.
+            pub fn ptx(&self) -> ::core::option::Option<&'static str> {
+                #ptx
+            }
+
+            /// Launches `blocks` blocks of `threads` threads (each an integer or a tuple of
+            /// two or three), as Numba's `kernel[blocks, threads](args)`.
+            pub fn launch(
+                &self,
+                blocks: impl ::kernel_runtime::IntoDim3,
+                threads: impl ::kernel_runtime::IntoDim3,
+                args: #args_ty,
+            ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
+                let config = ::kernel_runtime::LaunchConfig::new(blocks, threads).map_err(|reason| {
+                    ::kernel_runtime::Error::InvalidLaunch { kernel: Self::NAME, reason }
+                })?;
+                self.launch_with(config, args)
+            }
+
+            #launch_with
+        }
+    }
+}
+
+/// The kernel's constants: its name, shared bytes, PTX parameters and how the CPU runs it.
+fn consts(k: &Kernel, plan: &CpuPlan) -> TokenStream {
+    let name_str = k.func.sig.ident.to_string();
+    let layout = &k.layout;
+    let abi = k.params.iter().flat_map(|p| p.abi());
+    let split = plan.split.is_some();
+    let barriers = k.options.barriers || k.body.barriers;
+    quote! {
+        /// The kernel's name: its PTX entry point.
+        pub const NAME: &'static str = #name_str;
+        /// The bytes of static shared memory its `shared_array!`s take.
+        pub const STATIC_SHARED_BYTES: usize = #layout.1;
+        /// The parameters of the PTX entry point, in order: `ptr` and one `usize` per
+        /// dimension for each array, the type's name for each scalar or struct.
+        pub const PTX_PARAMS: &'static [&'static str] = &[#(#abi),*];
+        /// Whether the CPU backend runs this kernel split at its barriers and warp
+        /// collectives into thread loops (else, with either, as coroutines).
+        pub const SPLIT_AT_BARRIERS: bool = #split;
+        /// Whether the kernel has barriers or warp collectives (the CPU backend then splits
+        /// it or runs its threads as coroutines).
+        pub const USES_BARRIERS: bool = #barriers;
+    }
+}
+
+/// The argument type of `launch`: one argument's, or a tuple of them.
+fn args_ty(k: &Kernel) -> TokenStream {
+    let tys: Vec<_> = k.params.iter().map(|p| p.arg_ty()).collect();
+    match tys.as_slice() {
+        [one] => one.clone(),
+        _ => quote!((#(#tys,)*)),
+    }
+}
+
+/// `launch_with`: the device and configuration checked, then the GPU's launch, checked mode's
+/// run or the fast CPU run.
+fn launch_with(k: &Kernel, plan: &CpuPlan) -> TokenStream {
+    let names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
+    let destructure = match names.as_slice() {
+        [one] => quote!(let #one = args;),
+        _ => quote!(#[allow(unused_variables)] let (#(#names,)*) = args;),
+    };
+    // By-value arguments go through the runtime as `Value`s.
+    let values = k.params.iter().filter(|p| !p.is_array()).map(|p| {
+        let n = &p.name;
+        quote!(let #n = ::kernel_runtime::__rt::Value(#n);)
+    });
+    let devices = names.iter().map(|n| {
+        let n_str = n.to_string();
+        quote!((#n_str, ::kernel_runtime::__rt::KernelArg::device(&#n)))
+    });
+    let args_ty = args_ty(k);
+    let thread_context = plan.thread_context;
+    let grid_level = plan.grid_level;
+    let gpu = gpu_launch(k);
+    let checked = crate::emit::checked::launch(k, plan);
+    let fast = plan.launch(k);
+    quote! {
+        /// Launches with a full configuration: dynamic shared memory, explicit device.
+        pub fn launch_with(
+            &self,
+            config: ::kernel_runtime::LaunchConfig,
+            args: #args_ty,
+        ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
+            #destructure
+            #(#values)*
+            // What the shared arrays of the launch borrow (the views borrow the arrays): a
+            // kernel cannot keep either past the launch.
+            #[allow(unused_variables)]
+            let __launch = self;
+            let __device = ::kernel_runtime::__rt::launch_device(Self::NAME, &config, &[#(#devices),*])?;
+            config
+                .validate(__device.limits(), Self::STATIC_SHARED_BYTES)
+                .map_err(|reason| ::kernel_runtime::Error::InvalidLaunch { kernel: Self::NAME, reason })?;
+            if ::kernel_runtime::__rt::on_gpu(&__device) {
+                #gpu
+            }
+            let __spec = ::kernel_runtime::__rt::LaunchSpec {
+                kernel: Self::NAME,
+                grid: config.grid,
+                block: config.block,
+                shared_bytes: config.block_shared_bytes(Self::STATIC_SHARED_BYTES),
+                barriers: Self::USES_BARRIERS,
+                thread_context: #thread_context,
+                grid_level: #grid_level,
+            };
+            if ::kernel_runtime::__rt::checked(&__device) {
+                #checked
+            }
+            #fast
+        }
+    }
+}
+
+/// A GPU launch: a pointer to each PTX parameter, in order, as the arguments give them.
+fn gpu_launch(k: &Kernel) -> TokenStream {
+    let names = k.params.iter().map(|p| &p.name);
+    let count = k.params.iter().map(|p| p.abi().len()).sum::<usize>();
+    quote! {
+        let mut __params = ::kernel_runtime::__rt::gpu_params(#count);
+        #(::kernel_runtime::__rt::KernelArg::push_gpu(&#names, &mut __params);)*
+        // SAFETY: one pointer per PTX parameter, of its type, in order (`PTX_PARAMS`); the
+        // arrays live on the launch's device, borrowed for the launch.
+        return unsafe {
+            ::kernel_runtime::__rt::cuda_launch(
+                &__device, Self::NAME, self.ptx(), &config, Self::STATIC_SHARED_BYTES, &mut __params,
+            )
+        };
+    }
+}
+
+/// The function's doc attributes, which the launcher's value takes over.
+pub fn docs(func: &syn::ItemFn) -> Vec<&syn::Attribute> {
+    func.attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect()
+}
+
+/// The host-side value named like the kernel: a unit struct (documented as the function was)
+/// whose methods launch it; absent from the device build, where the name is the PTX entry.
+pub fn launcher_struct(
+    docs: &[impl quote::ToTokens],
+    vis: &syn::Visibility,
+    name: &syn::Ident,
+) -> TokenStream {
+    quote! {
+        #(#docs)*
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug)]
+        #vis struct #name;
+    }
+}
+
+/// Adds the crate's PTX module, when its `build.rs` wrote one, to the program's list of
+/// embedded modules (`__rt::PTX_MODULES`), under a name made from `kernel`.
+pub fn register_ptx(kernel: &syn::Ident) -> TokenStream {
+    let Some(path) = ptx_path() else {
+        return quote!();
+    };
+    let item = format_ident!("__KERNEL_PTX_OF_{}", kernel);
+    quote! {
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[::kernel_runtime::__rt::linkme::distributed_slice(::kernel_runtime::__rt::PTX_MODULES)]
+        #[linkme(crate = ::kernel_runtime::__rt::linkme)]
+        #[allow(non_upper_case_globals)]
+        #[doc(hidden)]
+        static #item: &'static str = ::core::include_str!(#path);
+    }
+}
+
+/// `Some(include_str!(..))` of the PTX module the crate's `build.rs` wrote, or `None`.
+pub fn embedded_ptx() -> TokenStream {
+    match ptx_path() {
+        Some(p) => quote!(::core::option::Option::Some(::core::include_str!(#p))),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// The PTX module the crate's `build.rs` wrote (`OUT_DIR/kernel_ptx.txt`), if there is one.
+fn ptx_path() -> Option<String> {
+    let dir = std::env::var_os("OUT_DIR")?;
+    let path = std::path::Path::new(&dir).join("kernel_ptx.txt");
+    path.is_file().then(|| path.to_str().map(str::to_string))?
+}
+
+/// What a `#[kernel]` with an error leaves beside its `compile_error!`: the launcher's name with
+/// methods that take any arguments, so that the user's `kernel.launch(..)` calls add no errors
+/// of their own to the one that matters.
+pub fn stand_in(func: &syn::ItemFn) -> TokenStream {
+    let name = &func.sig.ident;
+    let value = launcher_struct(&docs(func), &func.vis, name);
+    let name_str = name.to_string();
+    quote! {
+        #value
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(dead_code, unused_variables)]
+        impl #name {
+            pub const NAME: &'static str = #name_str;
+            pub const STATIC_SHARED_BYTES: usize = 0;
+            pub const SPLIT_AT_BARRIERS: bool = false;
+            pub const USES_BARRIERS: bool = false;
+            pub fn ptx(&self) -> ::core::option::Option<&'static str> {
+                ::core::option::Option::None
+            }
+            pub fn launch<B, T, A>(&self, blocks: B, threads: T, args: A)
+                -> ::core::result::Result<(), ::kernel_runtime::Error>
+            {
+                ::core::result::Result::Ok(())
+            }
+            pub fn launch_with<C, A>(&self, config: C, args: A)
+                -> ::core::result::Result<(), ::kernel_runtime::Error>
+            {
+                ::core::result::Result::Ok(())
+            }
+        }
+    }
+}
