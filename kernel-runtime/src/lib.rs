@@ -73,7 +73,7 @@ pub mod view;
 pub mod warp;
 
 #[cfg(not(target_arch = "nvptx64"))]
-pub mod cpu;
+pub(crate) mod cpu;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host;
 #[cfg(not(target_arch = "nvptx64"))]
