@@ -20,7 +20,69 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
         ));
     }
     let mut func: ItemFn = syn::parse2(item)?;
-    let sig = &func.sig;
+    let (params, ret) = signature(&func.sig)?;
+    let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
+    rewrite::rewrite(
+        &mut func.block,
+        Scope::Device,
+        format_ident!("__KERNEL_SHARED_NONE"),
+        &names,
+    )?;
+    let v = Vectorized::new(func, params, ret);
+    let (name, scalar_fn) = (&v.name, &v.func);
+    let name_str = name.to_string();
+    let (args, tys, ret, scalar) = (&v.args, &v.tys, &v.ret, &v.scalar);
+    let abi: Vec<&str> = std::iter::repeat_n("ptr", args.len() + 1)
+        .chain(["usize"])
+        .collect();
+    let checks = v.type_checks();
+    let entry = v.entry();
+    let launcher = crate::emit::launcher::launcher_struct(&v.docs, &v.vis, name);
+    let registration = crate::emit::launcher::register_ptx(name);
+    let ptx = crate::emit::launcher::embedded_ptx();
+    let apply = v.apply();
+    let call = v.call();
+    Ok(quote! {
+        #checks
+
+        #[doc(hidden)]
+        #[inline(always)]
+        #[allow(non_snake_case)]
+        #scalar_fn
+
+        #entry
+
+        #launcher
+        #registration
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl #name {
+            /// The kernel's name: its PTX entry point.
+            pub const NAME: &'static str = #name_str;
+            /// The parameters of the PTX entry point: one pointer per input, the output pointer,
+            /// the element count.
+            pub const PTX_PARAMS: &'static [&'static str] = &[#(#abi),*];
+
+            /// The PTX module holding this function's kernel, when the crate's `build.rs`
+            /// compiled one.
+            pub fn ptx(&self) -> ::core::option::Option<&'static str> {
+                #ptx
+            }
+
+            /// The function on one element.
+            #[inline(always)]
+            pub fn scalar(&self, #(#args: #tys),*) -> #ret {
+                #scalar(#(#args),*)
+            }
+
+            #apply
+            #call
+        }
+    })
+}
+
+/// The element-wise signature's parameters and result, or the error that refuses it.
+fn signature(sig: &syn::Signature) -> syn::Result<(Vec<params::Param>, Type)> {
     if let Some(a) = &sig.asyncness {
         return Err(syn::Error::new_spanned(
             a,
@@ -61,112 +123,130 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
             }
         }
     }
-    let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
-    rewrite::rewrite(
-        &mut func.block,
-        Scope::Device,
-        format_ident!("__KERNEL_SHARED_NONE"),
-        &names,
-    )?;
+    Ok((params, ret))
+}
 
-    let name = func.sig.ident.clone();
-    let name_str = name.to_string();
-    let vis = func.vis.clone();
-    let scalar = format_ident!("__vectorize_scalar_{}", name);
-    func.sig.ident = scalar.clone();
-    func.vis = syn::Visibility::Inherited;
-    let docs: Vec<_> = func
-        .attrs
-        .iter()
-        .filter(|a| a.path().is_ident("doc"))
-        .cloned()
-        .collect();
-    func.attrs.retain(|a| !a.path().is_ident("doc"));
+/// A vectorized function: the scalar function, renamed, and the names its launcher uses.
+struct Vectorized {
+    name: syn::Ident,
+    vis: syn::Visibility,
+    docs: Vec<syn::Attribute>,
+    /// The scalar function, under the name `scalar`, its docs moved to the launcher.
+    func: ItemFn,
+    scalar: syn::Ident,
+    params: Vec<params::Param>,
+    args: Vec<syn::Ident>,
+    tys: Vec<Type>,
+    ret: Type,
+}
 
-    let tys: Vec<Type> = params
-        .iter()
-        .map(|p| match &p.kind {
-            Kind::Scalar(t) | Kind::Struct(t) => t.clone(),
-            Kind::Array { .. } => unreachable!("arrays were refused above"),
-        })
-        .collect();
-    let args: Vec<_> = params.iter().map(|p| p.name.clone()).collect();
-    let ptrs: Vec<_> = args.iter().map(|a| format_ident!("__{}_ptr", a)).collect();
-    let type_checks = params.iter().zip(&tys).map(|(p, t)| {
-        quote_spanned! {p.ty_span=> const _: () = ::kernel_runtime::__rt::assert_device_copy::<#t>(); }
-    });
-    let ret_check = quote_spanned! {ret.span()=>
-        const _: () = ::kernel_runtime::__rt::assert_device_copy::<#ret>();
-    };
-    let abi: Vec<&str> = std::iter::repeat_n("ptr", args.len() + 1)
-        .chain(["usize"])
-        .collect();
-    let arg_tys: Vec<_> = tys
-        .iter()
-        .map(|t| quote!(&::kernel_runtime::DeviceArray<#t, D>))
-        .collect();
-    let (args_ty, destructure) = if args.len() == 1 {
-        let t = &arg_tys[0];
-        let a = &args[0];
-        (quote!(#t), quote!(let #a = args;))
-    } else {
-        (
-            quote!((#(#arg_tys,)*)),
-            quote!(#[allow(unused_variables)] let (#(#args,)*) = args;),
-        )
-    };
-    let first = &args[0];
-    let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    let ptx = crate::emit::launcher::embedded_ptx();
-    let registration = crate::emit::launcher::register_ptx(&name);
-    let launcher = crate::emit::launcher::launcher_struct(&docs, &vis, &name);
+impl Vectorized {
+    fn new(mut func: ItemFn, params: Vec<params::Param>, ret: Type) -> Vectorized {
+        let name = func.sig.ident.clone();
+        let vis = func.vis.clone();
+        let scalar = format_ident!("__vectorize_scalar_{}", name);
+        func.sig.ident = scalar.clone();
+        func.vis = syn::Visibility::Inherited;
+        let docs: Vec<_> = func
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("doc"))
+            .cloned()
+            .collect();
+        func.attrs.retain(|a| !a.path().is_ident("doc"));
+        let tys = params
+            .iter()
+            .map(|p| match &p.kind {
+                Kind::Scalar(t) | Kind::Struct(t) => t.clone(),
+                Kind::Array { .. } => unreachable!("arrays were refused by `signature`"),
+            })
+            .collect();
+        let args = params.iter().map(|p| p.name.clone()).collect();
+        Vectorized {
+            name,
+            vis,
+            docs,
+            func,
+            scalar,
+            params,
+            args,
+            tys,
+            ret,
+        }
+    }
 
-    Ok(quote! {
-        #(#type_checks)*
-        #ret_check
+    /// Every element type must be plain device data; the error points at the type.
+    fn type_checks(&self) -> TokenStream {
+        let ret = &self.ret;
+        let type_checks = self.params.iter().zip(&self.tys).map(|(p, t)| {
+            quote_spanned! {p.ty_span=> const _: () = ::kernel_runtime::__rt::assert_device_copy::<#t>(); }
+        });
+        let ret_check = quote_spanned! {ret.span()=>
+            const _: () = ::kernel_runtime::__rt::assert_device_copy::<#ret>();
+        };
+        quote! {
+            #(#type_checks)*
+            #ret_check
+        }
+    }
 
-        #[doc(hidden)]
-        #[inline(always)]
-        #[allow(non_snake_case)]
-        #func
+    /// The pointers' names, one per input.
+    fn ptrs(&self) -> Vec<syn::Ident> {
+        self.args
+            .iter()
+            .map(|a| format_ident!("__{}_ptr", a))
+            .collect()
+    }
 
-        #[cfg(target_arch = "nvptx64")]
-        #[unsafe(no_mangle)]
-        #[allow(non_snake_case)]
-        #vis unsafe extern "ptx-kernel" fn #name(#(#ptrs: *const #tys,)* __out_ptr: *mut #ret, n: usize) {
-            let ctx = ::kernel_runtime::Ctx;
-            let mut i = ctx.grid_1d();
-            let step = ctx.gridsize_1d();
-            while i < n {
-                // SAFETY: the launcher checked that every array has `n` elements.
-                unsafe { *__out_ptr.add(i) = #scalar(#(*#ptrs.add(i)),*); }
-                i += step;
+    /// The argument type of `apply` and `call`, and the statement that names its parts.
+    fn args_ty(&self) -> (TokenStream, TokenStream) {
+        let args = &self.args;
+        let arg_tys: Vec<_> = self
+            .tys
+            .iter()
+            .map(|t| quote!(&::kernel_runtime::DeviceArray<#t, D>))
+            .collect();
+        if args.len() == 1 {
+            let t = &arg_tys[0];
+            let a = &args[0];
+            (quote!(#t), quote!(let #a = args;))
+        } else {
+            (
+                quote!((#(#arg_tys,)*)),
+                quote!(#[allow(unused_variables)] let (#(#args,)*) = args;),
+            )
+        }
+    }
+
+    /// The PTX entry: a grid-stride loop applying the scalar function.
+    fn entry(&self) -> TokenStream {
+        let (name, vis, scalar, ret) = (&self.name, &self.vis, &self.scalar, &self.ret);
+        let (ptrs, tys) = (self.ptrs(), &self.tys);
+        quote! {
+            #[cfg(target_arch = "nvptx64")]
+            #[unsafe(no_mangle)]
+            #[allow(non_snake_case)]
+            #vis unsafe extern "ptx-kernel" fn #name(#(#ptrs: *const #tys,)* __out_ptr: *mut #ret, n: usize) {
+                let ctx = ::kernel_runtime::Ctx;
+                let mut i = ctx.grid_1d();
+                let step = ctx.gridsize_1d();
+                while i < n {
+                    // SAFETY: the launcher checked that every array has `n` elements.
+                    unsafe { *__out_ptr.add(i) = #scalar(#(*#ptrs.add(i)),*); }
+                    i += step;
+                }
             }
         }
+    }
 
-        #launcher
-        #registration
-
-        #[cfg(not(target_arch = "nvptx64"))]
-        impl #name {
-            /// The kernel's name: its PTX entry point.
-            pub const NAME: &'static str = #name_str;
-            /// The parameters of the PTX entry point: one pointer per input, the output pointer,
-            /// the element count.
-            pub const PTX_PARAMS: &'static [&'static str] = &[#(#abi),*];
-
-            /// The PTX module holding this function's kernel, when the crate's `build.rs`
-            /// compiled one.
-            pub fn ptx(&self) -> ::core::option::Option<&'static str> {
-                #ptx
-            }
-
-            /// The function on one element.
-            #[inline(always)]
-            pub fn scalar(&self, #(#args: #tys),*) -> #ret {
-                #scalar(#(#args),*)
-            }
-
+    /// `apply`: the arrays' device and shapes checked, then the GPU's launch or the CPU's
+    /// parallel loop.
+    fn apply(&self) -> TokenStream {
+        let (args, scalar, ret) = (&self.args, &self.scalar, &self.ret);
+        let ptrs = self.ptrs();
+        let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let (args_ty, destructure) = self.args_ty();
+        quote! {
             /// `out[i] = f(args[i]..)` for arrays of one shape, on their device.
             pub fn apply<D: ::kernel_runtime::Rank>(
                 &self,
@@ -213,7 +293,15 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
                 })
                 .map_err(|message| ::kernel_runtime::Error::KernelFault { kernel: Self::NAME, message })
             }
+        }
+    }
 
+    /// `call`: a new array of the result.
+    fn call(&self) -> TokenStream {
+        let ret = &self.ret;
+        let first = &self.args[0];
+        let (args_ty, destructure) = self.args_ty();
+        quote! {
             /// A new array `f(args)`, as calling a Numba ufunc.
             pub fn call<D: ::kernel_runtime::Rank>(
                 &self,
@@ -227,5 +315,5 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
                 Ok(out)
             }
         }
-    })
+    }
 }

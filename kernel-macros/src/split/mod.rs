@@ -851,6 +851,33 @@ impl Splitter {
     }
 
     fn region(&mut self, stmts: &[&Stmt]) -> Option<TokenStream> {
+        let mut body = self.region_statements(stmts)?;
+        let mut used = HashMap::new();
+        for s in &body {
+            count_idents(quote!(#s), &mut used);
+        }
+        let restores = self.restores(&used);
+        let slots_here = self.bind_locals(&mut body, &used)?;
+        let saves = self.saves(&body, &used, &slots_here);
+        // Thread `__t` runs the region, in `__kctx`; `__gone` says whether it returned.
+        let run_thread = quote! {
+            let __gone = (|| -> bool {
+                #restores
+                #(#body)*
+                #saves
+                false
+            })();
+        };
+        Some(if self.warp {
+            warp_lanes(&run_thread)
+        } else {
+            self.thread_loops(&run_thread)
+        })
+    }
+
+    /// The region's statements, items set aside; `None` where one leaves the region by `break`
+    /// or `continue` (see [`RegionCheck`]).
+    fn region_statements(&mut self, stmts: &[&Stmt]) -> Option<Vec<Stmt>> {
         let mut body = Vec::new();
         for stmt in stmts {
             if let Stmt::Item(_) = stmt {
@@ -865,14 +892,20 @@ impl Splitter {
             }
             body.push(stmt);
         }
-        let mut used = HashMap::new();
-        for s in &body {
-            count_idents(quote!(#s), &mut used);
-        }
-        let restores = self.restores(&used);
+        Some(body)
+    }
+
+    /// Binds the locals the region declares at its top level: rematerialized, kept in
+    /// per-thread slots where other regions mention them, or in scope as they are. Returns the
+    /// slots made here, by name, with their index in `storage`.
+    fn bind_locals(
+        &mut self,
+        body: &mut [Stmt],
+        used: &HashMap<String, usize>,
+    ) -> Option<HashMap<String, usize>> {
         // Bindings this region declares at its top level get per-thread slots.
         let mut slots_here: HashMap<String, usize> = HashMap::new();
-        for stmt in &mut body {
+        for stmt in body.iter_mut() {
             if let Stmt::Local(local) = stmt {
                 local.init.as_ref()?;
                 let mut names = Names(Vec::new());
@@ -918,11 +951,19 @@ impl Splitter {
                 }
             }
         }
-        // Saved: the bindings this region declares or may change that are mentioned elsewhere
-        // too. One it only reads keeps the value its slot holds.
-        let changes = Changes::of(&body);
-        let saves: TokenStream = self
-            .visible()
+        Some(slots_here)
+    }
+
+    /// What the region saves at its end: the bindings it declares or may change that are
+    /// mentioned elsewhere too. One it only reads keeps the value its slot holds.
+    fn saves(
+        &self,
+        body: &[Stmt],
+        used: &HashMap<String, usize>,
+        slots_here: &HashMap<String, usize>,
+    ) -> TokenStream {
+        let changes = Changes::of(body);
+        self.visible()
             .into_iter()
             .filter_map(|(name, bind)| {
                 let key = name.to_string();
@@ -936,18 +977,115 @@ impl Splitter {
             })
             // SAFETY: `__t` is below the thread count.
             .map(|(name, slot)| quote!(unsafe { #slot.set(__t, #name) };))
-            .collect();
-        // Thread `__t` runs the region, in `__kctx`; `__gone` says whether it returned.
-        let run_thread = quote! {
-            let __gone = (|| -> bool {
-                #restores
-                #(#body)*
-                #saves
-                false
-            })();
-        };
-        if self.warp {
-            return Some(quote! {
+            .collect()
+    }
+
+    /// The thread loops of a region over the whole block, `run_thread` in their body: over the
+    /// block's shape, and where the kernel hints a shape, with constant bounds for it.
+    fn thread_loops(&self, run_thread: &TokenStream) -> TokenStream {
+        let shaped = thread_loop(
+            run_thread,
+            (quote!(__shape.x), quote!(__shape.y), quote!(__shape.z)),
+            false,
+        );
+        match &self.hint {
+            // A launch with the hinted block shape runs a loop with constant bounds.
+            Some((x, y, z)) => {
+                // The bounds stay the block's, known to be at most the hint: the optimiser can
+                // prove `tile[[ty, tx]]` in bounds, yet does not unroll the loop completely,
+                // which would leave only straight-line vectorization, unable to check at run
+                // time that the arrays do not overlap.
+                let at_most = |field: &str, hint: &TokenStream| {
+                    let field = format_ident!("{}", field);
+                    quote!({
+                        // SAFETY: `hinted` checked that the block has the hinted shape.
+                        unsafe { ::core::hint::assert_unchecked(__shape.#field <= #hint) };
+                        __shape.#field
+                    })
+                };
+                let hinted = thread_loop(
+                    run_thread,
+                    (at_most("x", x), at_most("y", y), at_most("z", z)),
+                    true,
+                );
+                quote! {
+                    let __shape = __blk.shape();
+                    if __blk.hinted(#x, #y, #z) && !__some_exited {
+                        #hinted
+                    } else {
+                        #shaped
+                    }
+                }
+            }
+            None => quote! {
+                let __shape = __blk.shape();
+                #shaped
+            },
+        }
+    }
+}
+
+/// One thread loop over the block's `(dx, dy, dz)` threads, `run_thread` in its body. A
+/// `hinted` loop runs only untracked blocks none of whose threads has exited: every thread runs
+/// the region, so that the body needs no predicate and loads the same address for every thread
+/// (a shared array's row) once.
+fn thread_loop(
+    run_thread: &TokenStream,
+    (dx, dy, dz): (TokenStream, TokenStream, TokenStream),
+    hinted: bool,
+) -> TokenStream {
+    let track = if hinted {
+        quote!(false)
+    } else {
+        quote!(__track)
+    };
+    let run = quote! {
+        #[allow(unused_variables)]
+        let __kctx = ::kernel_runtime::__rt::enter_thread(__base, #track, __x, __y, __z);
+        #run_thread
+        // Only a thread that runs sets its flag, and only once: none is ever cleared.
+        if __gone {
+            // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
+            unsafe { *__exited.get_unchecked_mut(__t) = true };
+            __gone_here = true;
+        }
+    };
+    let thread = if hinted {
+        run
+    } else {
+        quote! {
+            // SAFETY: as below.
+            if !unsafe { *__exited.get_unchecked(__t) } {
+                #run
+            }
+        }
+    };
+    quote! {
+        let (__dx, __dy, __dz): (u32, u32, u32) = (#dx, #dy, #dz);
+        #[allow(unused_variables)]
+        let (__base, __track) = __blk.base();
+        let mut __gone_here = false;
+        for __z in 0..__dz {
+            for __y in 0..__dy {
+                let __row = (__z as usize * __dy as usize + __y as usize) * __dx as usize;
+                for __x in 0..__dx {
+                    let __t = __row + __x as usize;
+                    #thread
+                }
+            }
+        }
+        __some_exited |= __gone_here;
+        // Once every thread has left, nothing more of the block runs: not even its
+        // uniform statements, which no thread would have reached.
+        if __gone_here && __exited.iter().all(|&__e| __e) {
+            return;
+        }
+    }
+}
+
+/// A region run by the warp's active lanes, one after another, `run_thread` for each.
+fn warp_lanes(run_thread: &TokenStream) -> TokenStream {
+    quote! {
                 #[allow(unused_variables)]
                 let (__base, __track) = __blk.base();
                 for __l in ::kernel_runtime::__rt::each_lane(__active) {
@@ -964,94 +1102,6 @@ impl Splitter {
                         __some_exited = true;
                     }
                 }
-            });
-        }
-        // `hinted` loops run only untracked blocks none of whose threads has exited: every
-        // thread runs the region, so that the body needs no predicate and loads the same
-        // address for every thread (a shared array's row) once.
-        let thread_loop = |(dx, dy, dz): (TokenStream, TokenStream, TokenStream), hinted: bool| {
-            let track = if hinted {
-                quote!(false)
-            } else {
-                quote!(__track)
-            };
-            let run = quote! {
-                #[allow(unused_variables)]
-                let __kctx = ::kernel_runtime::__rt::enter_thread(__base, #track, __x, __y, __z);
-                #run_thread
-                // Only a thread that runs sets its flag, and only once: none is ever cleared.
-                if __gone {
-                    // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
-                    unsafe { *__exited.get_unchecked_mut(__t) = true };
-                    __gone_here = true;
-                }
-            };
-            let thread = if hinted {
-                run
-            } else {
-                quote! {
-                    // SAFETY: as below.
-                    if !unsafe { *__exited.get_unchecked(__t) } {
-                        #run
-                    }
-                }
-            };
-            quote! {
-                let (__dx, __dy, __dz): (u32, u32, u32) = (#dx, #dy, #dz);
-                #[allow(unused_variables)]
-                let (__base, __track) = __blk.base();
-                let mut __gone_here = false;
-                for __z in 0..__dz {
-                    for __y in 0..__dy {
-                        let __row = (__z as usize * __dy as usize + __y as usize) * __dx as usize;
-                        for __x in 0..__dx {
-                            let __t = __row + __x as usize;
-                            #thread
-                        }
-                    }
-                }
-                __some_exited |= __gone_here;
-                // Once every thread has left, nothing more of the block runs: not even its
-                // uniform statements, which no thread would have reached.
-                if __gone_here && __exited.iter().all(|&__e| __e) {
-                    return;
-                }
-            }
-        };
-        let shaped = thread_loop(
-            (quote!(__shape.x), quote!(__shape.y), quote!(__shape.z)),
-            false,
-        );
-        Some(match &self.hint {
-            // A launch with the hinted block shape runs a loop with constant bounds.
-            Some((x, y, z)) => {
-                // The bounds stay the block's, known to be at most the hint: the optimiser can
-                // prove `tile[[ty, tx]]` in bounds, yet does not unroll the loop completely,
-                // which would leave only straight-line vectorization, unable to check at run
-                // time that the arrays do not overlap.
-                let at_most = |field: &str, hint: &TokenStream| {
-                    let field = format_ident!("{}", field);
-                    quote!({
-                        // SAFETY: `hinted` checked that the block has the hinted shape.
-                        unsafe { ::core::hint::assert_unchecked(__shape.#field <= #hint) };
-                        __shape.#field
-                    })
-                };
-                let hinted = thread_loop((at_most("x", x), at_most("y", y), at_most("z", z)), true);
-                quote! {
-                    let __shape = __blk.shape();
-                    if __blk.hinted(#x, #y, #z) && !__some_exited {
-                        #hinted
-                    } else {
-                        #shaped
-                    }
-                }
-            }
-            None => quote! {
-                let __shape = __blk.shape();
-                #shaped
-            },
-        })
     }
 }
 
