@@ -8,19 +8,8 @@
 
 use crate::dim::Dim3;
 
-/// The context of one kernel thread: its coordinates, the launch's shape, the block's shared
-/// memory.
 #[cfg(not(target_arch = "nvptx64"))]
-#[derive(Clone, Copy, Debug)]
-pub struct Ctx {
-    pub(crate) thread: Dim3,
-    pub(crate) block: Dim3,
-    pub(crate) block_dim: Dim3,
-    pub(crate) grid_dim: Dim3,
-    pub(crate) shared: *mut u8,
-    pub(crate) shared_bytes: usize,
-    pub(crate) shared_shadow: *const crate::cpu::check::Lane,
-}
+pub use crate::cpu::context::Ctx;
 
 /// The context of one kernel thread: on the GPU a zero-sized handle on the special registers.
 #[cfg(target_arch = "nvptx64")]

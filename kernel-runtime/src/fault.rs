@@ -4,16 +4,7 @@
 //! stops the launch with an error naming the kernel, the array, the index, the shape, the block
 //! and the thread.
 
-/// How a thread touches an element.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AccessKind {
-    /// A plain read.
-    Read,
-    /// A plain write (a compound assignment such as `a[i] += x` is a read, then a write).
-    Write,
-    /// An atomic operation (`atomic_add`, ...).
-    Atomic,
-}
+pub use crate::base::AccessKind;
 
 /// Reports an index outside an array's shape and stops the thread (in checked mode, as a
 /// [`Finding`](crate::cpu::finding::Finding)).

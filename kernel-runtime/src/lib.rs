@@ -62,6 +62,7 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
+mod base;
 pub mod ctx;
 pub mod device_copy;
 pub mod dim;

@@ -57,11 +57,9 @@
 //! another lane's write with only a shuffle or a vote between, or a `syncwarp` of one's own
 //! half-warp, as a data race.
 
+pub use crate::base::{WarpValue, WARP_SIZE};
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::cpu::warp::{meet, ShflMode, WarpOp};
-
-/// Threads in a warp (Numba's `cuda.warpsize`).
-pub const WARP_SIZE: u32 = 32;
 
 /// The calling thread's lane in its warp, `0..32` (CUDA's `%laneid`, Numba's `cuda.laneid`).
 #[inline(always)]
@@ -85,53 +83,6 @@ pub fn lane_id() -> u32 {
 #[inline(always)]
 pub fn lanemask_lt() -> u32 {
     (1u32 << lane_id()) - 1
-}
-
-/// The values a warp can shuffle and match: 32- and 64-bit integers and floats. A 64-bit value
-/// moves as two 32-bit halves on the GPU.
-#[diagnostic::on_unimplemented(
-    message = "a warp cannot shuffle or match a `{Self}`",
-    label = "not a 32- or 64-bit integer or float",
-    note = "shuffles and matches take i32, u32, f32, i64, u64 or f64: convert the value first \
-            (`v as u32`), and back after"
-)]
-pub trait WarpValue: Copy + sealed::Sealed {
-    /// The value's bits, zero-extended to 64.
-    fn to_bits(self) -> u64;
-    /// The value of `bits` (its low 32 for a 32-bit type).
-    fn from_bits(bits: u64) -> Self;
-    /// Whether the value is 64 bits wide.
-    const WIDE: bool;
-}
-
-mod sealed {
-    pub trait Sealed {}
-}
-
-macro_rules! warp_value {
-    ($($t:ty => $bits:ty, $wide:expr;)*) => {$(
-        impl sealed::Sealed for $t {}
-        impl WarpValue for $t {
-            #[inline(always)]
-            fn to_bits(self) -> u64 {
-                <$bits>::from_ne_bytes(self.to_ne_bytes()) as u64
-            }
-            #[inline(always)]
-            fn from_bits(bits: u64) -> Self {
-                <$t>::from_ne_bytes((bits as $bits).to_ne_bytes())
-            }
-            const WIDE: bool = $wide;
-        }
-    )*};
-}
-
-warp_value! {
-    i32 => u32, false;
-    u32 => u32, false;
-    f32 => u32, false;
-    i64 => u64, true;
-    u64 => u64, true;
-    f64 => u64, true;
 }
 
 /// One `shfl.sync` of 32 bits; `c` packs the clamp and segment mask as PTX defines them.

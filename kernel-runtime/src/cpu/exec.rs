@@ -5,7 +5,7 @@ use super::check::{self, Lane, LaunchShadows, Who};
 use super::fault::{self, raise, KernelFault};
 use super::fibers::run_fibers;
 use super::tls::{self, BlockState};
-use crate::ctx::Ctx;
+use crate::cpu::context::Ctx;
 use crate::dim::Dim3;
 use rayon::prelude::*;
 use std::cell::RefCell;

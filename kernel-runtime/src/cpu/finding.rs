@@ -4,7 +4,7 @@ use crate::dim::Dim3;
 use std::fmt;
 use std::panic::Location;
 
-pub use crate::fault::AccessKind;
+pub use crate::base::AccessKind;
 
 fn verb(kind: AccessKind) -> &'static str {
     match kind {

@@ -13,8 +13,8 @@ use super::fibers::{self, Arrival, Meet};
 use super::warp::{
     each_lane, existing, leaves_out, meet_at, past_the_block, results, Problem, WarpOp,
 };
+use crate::base::WARP_SIZE;
 use crate::cpu::slots::Slots;
-use crate::warp::WARP_SIZE;
 use std::panic::Location;
 
 /// One lane's operands of a collective, where the collective is, and how its result bits
@@ -57,8 +57,8 @@ impl<T> Operands<T> {
 /// the collectives of [`crate::warp`], so that a misuse reads the same.
 pub mod operands {
     use super::Operands;
+    use crate::base::WarpValue;
     use crate::cpu::warp::{ShflMode, WarpOp};
-    use crate::warp::WarpValue;
     use std::panic::Location;
 
     type Results<T> = fn([u64; 32]) -> [T; 32];

@@ -11,6 +11,7 @@
 //! data races and reads of shared memory never written ([`finding`]).
 
 pub mod check;
+pub(crate) mod context;
 pub(crate) mod elementwise;
 pub mod exec;
 pub mod fault;

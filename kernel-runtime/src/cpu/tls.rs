@@ -1,7 +1,7 @@
 //! The simulated thread's coordinates, kept per OS thread for code outside the kernel body
 //! (`#[device]` functions, fault reports).
 
-use crate::ctx::Ctx;
+use crate::cpu::context::Ctx;
 use crate::dim::Dim3;
 use std::cell::Cell;
 

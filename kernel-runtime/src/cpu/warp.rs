@@ -10,8 +10,8 @@
 use super::check::clock::{self, WarpClock};
 use super::fibers::{self, Arrival, Meet, State};
 use super::tls;
+use crate::base::WARP_SIZE;
 use crate::dim::Dim3;
-use crate::warp::WARP_SIZE;
 use std::panic::Location;
 
 /// The kinds of shuffle.

@@ -14,7 +14,7 @@
 //! running thread's entry for `l` is at least `e`: a `syncwarp` of `l` after the access has
 //! reached it.
 
-use crate::warp::WARP_SIZE;
+use crate::base::WARP_SIZE;
 use std::cell::Cell;
 
 /// A thread's clock: per lane of its warp, the latest epoch of that lane it has synchronized

@@ -7,10 +7,10 @@
 //! [`launch`](super::launch)).
 
 use super::{clock, Who};
+use crate::base::AccessKind;
+use crate::base::WARP_SIZE;
 use crate::cpu::finding::Access;
 use crate::dim::Dim3;
-use crate::fault::AccessKind;
-use crate::warp::WARP_SIZE;
 use std::cell::{Cell, RefCell};
 use std::panic::Location;
 

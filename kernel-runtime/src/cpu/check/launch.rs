@@ -11,10 +11,10 @@
 
 use super::lane::{Held, Lane, Rec, Scope, PAGE_BITS};
 use super::Trace;
+use crate::base::AccessKind;
 use crate::cpu::exec::LaunchSpec;
 use crate::cpu::fault::{raise, KernelFault};
 use crate::cpu::finding::Finding;
-use crate::fault::AccessKind;
 use std::cell::Cell;
 use std::ops::Range;
 use std::panic::Location;
@@ -208,7 +208,7 @@ impl LaunchShadows {
     /// then compares what the workers recorded.
     pub fn run<F>(&self, spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
     where
-        F: Fn(crate::ctx::Ctx) + Sync + Clone,
+        F: Fn(crate::cpu::context::Ctx) + Sync + Clone,
     {
         crate::cpu::exec::run_checked(spec, self, body)?;
         match self.compare_workers(spec) {

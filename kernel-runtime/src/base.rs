@@ -1,0 +1,64 @@
+//! The low-level types the device API and the CPU backend share: the warp's width, the kinds
+//! of access to an element, the values a warp exchanges. They sit below both, so that neither
+//! needs the other for them.
+
+/// Threads in a warp (Numba's `cuda.warpsize`).
+pub const WARP_SIZE: u32 = 32;
+
+/// How a thread touches an element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessKind {
+    /// A plain read.
+    Read,
+    /// A plain write (a compound assignment such as `a[i] += x` is a read, then a write).
+    Write,
+    /// An atomic operation (`atomic_add`, ...).
+    Atomic,
+}
+
+/// The values a warp can shuffle and match: 32- and 64-bit integers and floats. A 64-bit value
+/// moves as two 32-bit halves on the GPU.
+#[diagnostic::on_unimplemented(
+    message = "a warp cannot shuffle or match a `{Self}`",
+    label = "not a 32- or 64-bit integer or float",
+    note = "shuffles and matches take i32, u32, f32, i64, u64 or f64: convert the value first \
+            (`v as u32`), and back after"
+)]
+pub trait WarpValue: Copy + sealed::Sealed {
+    /// The value's bits, zero-extended to 64.
+    fn to_bits(self) -> u64;
+    /// The value of `bits` (its low 32 for a 32-bit type).
+    fn from_bits(bits: u64) -> Self;
+    /// Whether the value is 64 bits wide.
+    const WIDE: bool;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+macro_rules! warp_value {
+    ($($t:ty => $bits:ty, $wide:expr;)*) => {$(
+        impl sealed::Sealed for $t {}
+        impl WarpValue for $t {
+            #[inline(always)]
+            fn to_bits(self) -> u64 {
+                <$bits>::from_ne_bytes(self.to_ne_bytes()) as u64
+            }
+            #[inline(always)]
+            fn from_bits(bits: u64) -> Self {
+                <$t>::from_ne_bytes((bits as $bits).to_ne_bytes())
+            }
+            const WIDE: bool = $wide;
+        }
+    )*};
+}
+
+warp_value! {
+    i32 => u32, false;
+    u32 => u32, false;
+    f32 => u32, false;
+    i64 => u64, true;
+    u64 => u64, true;
+    f64 => u64, true;
+}
