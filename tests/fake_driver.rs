@@ -725,3 +725,43 @@ fn launch_blocking_reports_a_fault_at_its_launch() {
         },
     );
 }
+
+mod outside {
+    use kernel_runtime::prelude::*;
+
+    /// A kernel outside the crate's library: its build.rs compiles only the library to PTX.
+    #[kernel]
+    pub fn outside_the_library(x: &mut [f32]) {
+        let i = grid(1);
+        if i < x.len() {
+            x[i] = 1.0;
+        }
+    }
+}
+use outside::outside_the_library;
+
+#[test]
+fn a_kernel_without_ptx_says_why_on_a_gpu() {
+    on_fake_driver("a_kernel_without_ptx_says_why_on_a_gpu", &[], |_log| {
+        assert_eq!(outside_the_library.ptx(), None);
+        let gpu = fake_gpu();
+        let mut x = gpu.zeros::<f32, _>(4).unwrap();
+        let err = outside_the_library.launch(1, 4, &mut x).unwrap_err();
+        let Error::NoPtx { kernel, reason } = &err else {
+            panic!("{err}");
+        };
+        assert_eq!(*kernel, "outside_the_library");
+        // With a PTX module, the kernel is not in it; without, there is none.
+        let why = if has_ptx(add.ptx()) {
+            "a kernel in tests/, examples/ or benches/ gets none"
+        } else {
+            "wrote no PTX module"
+        };
+        assert!(reason.contains(why), "{err}");
+        // On the CPU backend it runs.
+        let cpu = Device::cpu();
+        let mut x = cpu.zeros::<f32, _>(4).unwrap();
+        outside_the_library.launch(1, 4, &mut x).unwrap();
+        assert_eq!(x.to_vec().unwrap(), [1.0; 4]);
+    });
+}

@@ -13,7 +13,7 @@ pub fn launcher(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let value = launcher_struct(&docs(&k.func), &k.func.vis, name);
     let registration = register_ptx(name);
     let consts = consts(k, plan);
-    let ptx = embedded_ptx();
+    let ptx = embedded_ptx(name);
     let launch_with = launch_with(k, plan);
     let args_ty = args_ty(k);
     quote! {
@@ -144,6 +144,7 @@ fn launch_with(k: &Kernel, plan: &CpuPlan) -> TokenStream {
 
 /// A GPU launch: a pointer to each PTX parameter, in order, as the arguments give them.
 fn gpu_launch(k: &Kernel) -> TokenStream {
+    let no_ptx = no_ptx_reason();
     let names = k.params.iter().map(|p| &p.name);
     let count = k.params.iter().map(|p| p.abi().len()).sum::<usize>();
     quote! {
@@ -153,7 +154,7 @@ fn gpu_launch(k: &Kernel) -> TokenStream {
         // arrays live on the launch's device, borrowed for the launch.
         return unsafe {
             ::kernel_runtime::__rt::cuda_launch(
-                &__device, Self::NAME, self.ptx(), &config, Self::STATIC_SHARED_BYTES, &mut __params,
+                &__device, Self::NAME, self.ptx().ok_or(#no_ptx), &config, Self::STATIC_SHARED_BYTES, &mut __params,
             )
         };
     }
@@ -200,12 +201,32 @@ pub fn register_ptx(kernel: &syn::Ident) -> TokenStream {
     }
 }
 
-/// `Some(include_str!(..))` of the PTX module the crate's `build.rs` wrote, or `None`.
-pub fn embedded_ptx() -> TokenStream {
-    match ptx_path() {
+/// `Some(include_str!(..))` of the PTX module the crate's `build.rs` wrote, where it holds
+/// `kernel`'s entry point, or `None`.
+pub fn embedded_ptx(kernel: &syn::Ident) -> TokenStream {
+    match ptx_path().filter(|p| has_entry(p, kernel)) {
         Some(p) => quote!(::core::option::Option::Some(::core::include_str!(#p))),
         None => quote!(::core::option::Option::None),
     }
+}
+
+/// Why a kernel whose [`embedded_ptx`] is `None` has none, for the error of a GPU launch.
+pub fn no_ptx_reason() -> &'static str {
+    match ptx_path() {
+        None => {
+            "its crate's build.rs wrote no PTX module: it must call `kernel_build::build()`, on a \
+             machine with the nvptx64 toolchain (see kernel-build)"
+        }
+        Some(_) => {
+            "the PTX module its crate's build.rs compiled from the library (src/) does not hold \
+             it: a kernel in tests/, examples/ or benches/ gets none; define it in the library"
+        }
+    }
+}
+
+/// Whether the PTX module at `path` defines the entry point `kernel`.
+fn has_entry(path: &str, kernel: &syn::Ident) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|ptx| ptx.contains(&format!(".entry {kernel}(")))
 }
 
 /// The PTX module the crate's `build.rs` wrote (`OUT_DIR/kernel_ptx.txt`), if there is one.

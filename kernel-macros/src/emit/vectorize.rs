@@ -39,7 +39,7 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
     let entry = v.entry();
     let launcher = crate::emit::launcher::launcher_struct(&v.docs, &v.vis, name);
     let registration = crate::emit::launcher::register_ptx(name);
-    let ptx = crate::emit::launcher::embedded_ptx();
+    let ptx = crate::emit::launcher::embedded_ptx(name);
     let apply = v.apply();
     let call = v.call();
     Ok(quote! {
@@ -243,6 +243,7 @@ impl Vectorized {
     /// parallel loop.
     fn apply(&self) -> TokenStream {
         let (args, scalar, ret) = (&self.args, &self.scalar, &self.ret);
+        let no_ptx = crate::emit::launcher::no_ptx_reason();
         let ptrs = self.ptrs();
         let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         let (args_ty, destructure) = self.args_ty();
@@ -275,7 +276,7 @@ impl Vectorized {
                     // SAFETY: the entry's parameters: one pointer per input, the output's, `n`;
                     // every array lives on the device and has `n` elements (checked above).
                     return unsafe {
-                        ::kernel_runtime::__rt::cuda_launch(&__device, Self::NAME, self.ptx(), &config, 0, &mut __params)
+                        ::kernel_runtime::__rt::cuda_launch(&__device, Self::NAME, self.ptx().ok_or(#no_ptx), &config, 0, &mut __params)
                     };
                 }
                 #(let #ptrs = ::kernel_runtime::__rt::SharedPtr(::kernel_runtime::__rt::host_ptr(#args));)*

@@ -109,10 +109,12 @@ pub enum Error {
         message: String,
     },
     /// The kernel has no PTX to run on a GPU.
-    #[error("kernel `{kernel}` has no PTX: its crate's build.rs must call `kernel_build::build()` on a machine with the nvptx64 toolchain (see kernel-build); or run it on Device::cpu()")]
+    #[error("kernel `{kernel}` has no PTX: {reason}; or run it on Device::cpu()")]
     NoPtx {
         /// The kernel.
         kernel: &'static str,
+        /// Why, as its crate's build found it.
+        reason: &'static str,
     },
     /// No kernel of the program has PTX, so a GPU could not run any of them.
     #[error("no kernel of this program has PTX (its crates' build.rs found no nvptx64 toolchain), so it cannot run on a GPU")]

@@ -179,7 +179,7 @@ pub fn checked(device: &Device) -> bool {
     device.is_checked()
 }
 
-/// Launches `kernel` of the PTX module `ptx` on the GPU `device`, with `static_shared` bytes
+/// Launches `kernel` of the PTX module `ptx` (or the reason there is none) on the GPU `device`, with `static_shared` bytes
 /// of static shared arrays and the configuration's dynamic bytes after them.
 ///
 /// # Safety
@@ -189,13 +189,13 @@ pub fn checked(device: &Device) -> bool {
 pub unsafe fn cuda_launch(
     device: &Device,
     kernel: &'static str,
-    ptx: Option<&'static str>,
+    ptx: Result<&'static str, &'static str>,
     config: &LaunchConfig,
     static_shared: usize,
     params: &mut [*mut ::core::ffi::c_void],
 ) -> Result<(), Error> {
     let gpu = device.gpu().ok_or(Error::NoDevice { kernel })?;
-    let ptx = ptx.ok_or(Error::NoPtx { kernel })?;
+    let ptx = ptx.map_err(|reason| Error::NoPtx { kernel, reason })?;
     let shared = config.block_shared_bytes(static_shared);
     let on = config.stream.as_ref().and_then(|s| s.cuda());
     // SAFETY: the caller's contract.
