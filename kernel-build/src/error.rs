@@ -62,6 +62,21 @@ pub enum Error {
         dir: PathBuf,
     },
 
+    /// Two kernels (or `#[vectorize]` functions) of one name in one crate: their PTX entry
+    /// points, named like them, would clash.
+    #[error(
+        "two kernels are named `{name}` ({first} and {second}): a kernel's PTX entry point is \
+         named like it, so kernel names must be unique in a crate; rename one"
+    )]
+    DuplicateKernel {
+        /// The name.
+        name: String,
+        /// Where the first is defined (`file:line`).
+        first: String,
+        /// Where the second is.
+        second: String,
+    },
+
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io {

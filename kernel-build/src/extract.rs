@@ -111,7 +111,7 @@ fn collect_idents(tokens: TokenStream, out: &mut HashSet<String>) {
 }
 
 /// Calls `f` on every item of `items`, descending into inline modules.
-fn walk<'a>(items: &'a [Item], f: &mut dyn FnMut(&'a Item)) {
+pub(crate) fn walk<'a>(items: &'a [Item], f: &mut dyn FnMut(&'a Item)) {
     for item in items {
         f(item);
         if let Item::Mod(m) = item {

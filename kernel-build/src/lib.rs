@@ -51,6 +51,7 @@
 
 mod compile;
 mod devcrate;
+mod entries;
 mod error;
 mod extract;
 mod source;
@@ -354,6 +355,7 @@ impl Builder {
         })?;
 
         let tree = self.load_sources(&manifest_dir)?;
+        entries::check_unique(&tree)?;
         let job = Job {
             package: &package,
             manifest_dir: &manifest_dir,
