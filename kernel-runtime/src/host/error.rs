@@ -117,7 +117,7 @@ pub enum Error {
         reason: &'static str,
     },
     /// No kernel of the program has PTX, so a GPU could not run any of them.
-    #[error("no kernel of this program has PTX (its crates' build.rs found no nvptx64 toolchain), so it cannot run on a GPU")]
+    #[error("no kernel of this program has PTX, so it cannot run on a GPU: the crates that define them need a build.rs calling `kernel_build::build()` on a machine with the nvptx64 toolchain, and their kernels in their libraries (src/)")]
     NoPtxAnywhere,
     /// An array's bytes cannot be seen as elements of another type
     /// ([`DeviceArray::reinterpret`](crate::DeviceArray::reinterpret)).
