@@ -57,7 +57,7 @@ pub fn device_toolchain() -> Result<String> {
         "device toolchain: none found; installing Debian packages {}",
         DEBIAN_PACKAGES.join(" ")
     );
-    install_debian_packages()?;
+    install_debian_packages(&DEBIAN_PACKAGES)?;
     find_device_toolchain().map_err(|e| {
         format!(
             "installed {} but found no usable device toolchain: {e}",
@@ -66,18 +66,24 @@ pub fn device_toolchain() -> Result<String> {
     })
 }
 
-/// `apt-get update` and `apt-get install -y` of the Debian toolchain packages, through `sudo -n`
-/// when not root.
-fn install_debian_packages() -> Result {
+/// `apt-get update` and `apt-get install -y` of Debian's `packages`, through `sudo -n` when not
+/// root.
+fn install_debian_packages(packages: &[&str]) -> Result {
     if util::find_in_path("apt-get").is_none() {
-        return Err("no apt-get on this machine to install the device toolchain".into());
+        return Err(format!(
+            "no apt-get on this machine to install {}",
+            packages.join(" ")
+        ));
     }
     let sudo = if is_root() {
         false
     } else if util::find_in_path("sudo").is_some() {
         true
     } else {
-        return Err("not root and no sudo: cannot install the device toolchain".into());
+        return Err(format!(
+            "not root and no sudo: cannot install {}",
+            packages.join(" ")
+        ));
     };
     let apt = |args: &[&str]| {
         let mut cmd = if sudo {
@@ -97,7 +103,7 @@ fn install_debian_packages() -> Result {
         eprintln!("xtask: warning: {message}; trying the install anyway");
     }
     let mut install = vec!["install", "-y"];
-    install.extend(DEBIAN_PACKAGES);
+    install.extend(packages);
     apt(&install)
 }
 
@@ -187,56 +193,25 @@ fn newest_wheel(dir: &Path) -> Option<PathBuf> {
         .map(|e| e.path())
 }
 
-/// Downloads the wheel into `dir`: with pip, or, where python has no pip, from PyPI's JSON API
-/// with python's urllib (checking the published sha256).
+/// Downloads the wheel into `dir` with pip, which knows the machine's package index; where
+/// python has no pip, Debian's `python3-pip` is installed first.
 fn download_wheel(dir: &Path) -> Result {
     let python = python()?;
-    println!("ptxas: downloading {PTXAS_WHEEL} from PyPI");
+    let has_pip =
+        |python: &Path| capture(Command::new(python).args(["-m", "pip", "--version"])).is_some();
+    if !has_pip(&python) {
+        println!("ptxas: python has no pip; installing Debian's python3-pip");
+        install_debian_packages(&["python3-pip"])?;
+    }
+    println!("ptxas: downloading {PTXAS_WHEEL} with pip");
     let mut pip = Command::new(&python);
     pip.args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:"])
         .arg("-d")
         .arg(dir)
         .arg(PTXAS_WHEEL)
         .stdin(Stdio::null());
-    let pip_result = util::run_status(&mut pip);
-    if pip_result.is_ok() && newest_wheel(dir).is_some() {
-        return Ok(());
-    }
-    eprintln!(
-        "xtask: pip download did not succeed ({}); trying PyPI's JSON API",
-        pip_result.err().unwrap_or_else(|| "no wheel saved".into())
-    );
-    let mut fetch = Command::new(&python);
-    fetch
-        .args(["-c", DOWNLOAD_SCRIPT, PTXAS_WHEEL])
-        .arg(dir)
-        .stdin(Stdio::null());
-    util::run_status(&mut fetch)
+    util::run_status(&mut pip)
 }
-
-/// A python program: `SCRIPT NAME DIR` downloads the manylinux wheel of NAME for this machine's
-/// architecture into DIR and checks its sha256.
-const DOWNLOAD_SCRIPT: &str = r#"
-import hashlib, json, os, platform, sys, urllib.parse, urllib.request
-name, dest_dir = sys.argv[1], sys.argv[2]
-with urllib.request.urlopen("https://pypi.org/pypi/%s/json" % name, timeout=120) as r:
-    base = r.geturl()
-    meta = json.load(r)
-arch = platform.machine()
-files = [f for f in meta["urls"] if f["packagetype"] == "bdist_wheel"
-         and "manylinux" in f["filename"] and f["filename"].endswith(arch + ".whl")]
-if not files:
-    sys.exit("no manylinux wheel of %s for %s" % (name, arch))
-f = files[0]
-dest = os.path.join(dest_dir, f["filename"])
-urllib.request.urlretrieve(urllib.parse.urljoin(base, f["url"]), dest + ".part")
-digest = hashlib.sha256(open(dest + ".part", "rb").read()).hexdigest()
-if digest != f["digests"]["sha256"]:
-    os.remove(dest + ".part")
-    sys.exit("sha256 mismatch for " + f["filename"])
-os.replace(dest + ".part", dest)
-print("saved", dest)
-"#;
 
 /// A python program: `SCRIPT WHEEL MEMBER OUT` writes MEMBER of the zip WHEEL to OUT.
 const EXTRACT_SCRIPT: &str = r#"
