@@ -5,6 +5,7 @@
 //! | `test` | provisions the device toolchain and `ptxas`, then runs fmt, clippy, the test suite and every example |
 //! | `ptx` | builds the kernels to PTX and reports registers, spills, stack and shared memory per kernel |
 //! | `bench` | runs every benchmark in `benches/`, the Numba peers, and writes the CPU report |
+//! | `compile-time` | times a kernel's edit loop (and with `--fresh-clone` the test command), `benches/results/compile-DATE.md` |
 //! | `gpu-bundle DIR` | packs release examples and test binaries with a `run.sh` for a machine with a GPU |
 //! | `mutants` | mutation testing of the safety nets with cargo-mutants, a shard a day, and the score |
 //!
@@ -13,6 +14,7 @@
 
 mod bench;
 mod bundle;
+mod compile_time;
 mod cpu_report;
 mod mutants;
 mod provision;
@@ -46,6 +48,7 @@ enum Command {
     Test(test::Args),
     Ptx(ptx::Args),
     Bench(bench::Args),
+    CompileTime(compile_time::Args),
     GpuBundle(bundle::Args),
     Mutants(mutants::Args),
 }
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Some(Command::Test(args)) => test::run(args),
         Some(Command::Ptx(args)) => ptx::run(args),
         Some(Command::Bench(args)) => bench::run(args),
+        Some(Command::CompileTime(args)) => compile_time::run(args),
         Some(Command::GpuBundle(args)) => bundle::run(args),
         Some(Command::Mutants(args)) => mutants::run(args),
         None => Cli::command()
@@ -85,7 +89,17 @@ mod tests {
             .get_subcommands()
             .map(|c| c.get_name().to_string())
             .collect();
-        assert_eq!(names, ["test", "ptx", "bench", "gpu-bundle", "mutants"]);
+        assert_eq!(
+            names,
+            [
+                "test",
+                "ptx",
+                "bench",
+                "compile-time",
+                "gpu-bundle",
+                "mutants"
+            ]
+        );
         assert!(Cli::try_parse_from(["xtask"]).unwrap().command.is_none());
         assert!(Cli::try_parse_from(["xtask", "bogus"]).is_err());
     }
