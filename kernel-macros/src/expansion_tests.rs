@@ -102,3 +102,30 @@ fn a_vectorized_function() {
     let expanded = pretty(out);
     insta::assert_snapshot!(expanded);
 }
+
+#[test]
+fn only_split_kernels_without_atomics_get_a_wide_copy() {
+    let with_atomics = kernel(
+        quote!(),
+        quote! {
+            pub fn histogram(x: &[u32], counts: &mut [u32]) {
+                let mut tally = shared_array![u32; 16];
+                let t = thread_idx().x as usize;
+                if t < 16 {
+                    tally[t] = 0;
+                }
+                sync_threads();
+                let i = grid(1);
+                if i < x.len() {
+                    atomic_add(&tally, (x[i] % 16) as usize, 1);
+                }
+                sync_threads();
+                if t < 16 {
+                    atomic_add(&counts, t, tally[t]);
+                }
+            }
+        },
+    );
+    assert!(with_atomics.contains("fn __plain"), "{with_atomics}");
+    assert!(!with_atomics.contains("fn __wide"), "{with_atomics}");
+}

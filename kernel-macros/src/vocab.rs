@@ -105,3 +105,6 @@ pub(crate) const ARRAY_TYPES: &[(&str, usize)] = &[
     ("View3", 3),
     ("View3Mut", 3),
 ];
+
+/// What the names of the atomic operations (`atomic_add`, `atomic_max`, ...) begin with.
+pub(crate) const ATOMIC_PREFIX: &str = "atomic_";

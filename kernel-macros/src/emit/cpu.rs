@@ -6,8 +6,10 @@ use crate::kernel::params::Kind;
 use crate::kernel::rewrite::SharedDecl;
 use crate::kernel::validate::Kernel;
 use crate::split::Hint;
+use crate::syntax::mentions;
+use crate::vocab::ATOMIC_PREFIX;
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, ToTokens};
 use std::collections::BTreeMap;
 
 /// How the CPU backend runs one kernel.
@@ -20,6 +22,10 @@ pub struct CpuPlan {
     /// Whether only grid-level indices tell the kernel's threads apart: the CPU backend may
     /// then run a run of 1-D blocks as one loop.
     pub grid_level: bool,
+    /// Whether a split body is compiled a second time for AVX-512 CPUs: only where no atomic
+    /// operation orders its threads' work (tiles, reductions), which is where wide vectors pay
+    /// for the second copy's compile time.
+    pub wide: bool,
 }
 
 impl CpuPlan {
@@ -47,8 +53,12 @@ impl CpuPlan {
                 crate::split::split(&k.func.block, block_hint(&body.shared), &params, &read_only)
             })
             .flatten();
+        let atomics = mentions(k.func.block.to_token_stream(), &|i| {
+            i.to_string().starts_with(ATOMIC_PREFIX)
+        });
         CpuPlan {
             thread_context: body.thread_context || body.warp_context && split.is_none(),
+            wide: split.is_some() && !atomics,
             split,
             grid_level,
         }
@@ -136,7 +146,7 @@ impl CpuPlan {
     ) -> TokenStream {
         let rebinds = k.params.iter().map(|p| p.cpu_rebinding(true));
         if let Some(split) = &self.split {
-            return split_run(k, quote!(#prelude #(#rebinds)* #split), dims);
+            return split_run(k, quote!(#prelude #(#rebinds)* #split), dims, self.wide);
         }
         let block = &k.func.block;
         let (run, bound, bound_param) = if bounded {
@@ -158,9 +168,14 @@ impl CpuPlan {
     }
 }
 
-/// A split kernel's run, whose thread loops are in its body (`body`): compiled twice, once for
-/// CPUs with AVX-512 (closures inherit their function's target features).
-fn split_run(k: &Kernel, body: TokenStream, dims: &[(syn::Ident, usize)]) -> TokenStream {
+/// A split kernel's run, whose thread loops are in its body (`body`): where `wide`, compiled
+/// twice, once for CPUs with AVX-512 (closures inherit their function's target features).
+fn split_run(
+    k: &Kernel,
+    body: TokenStream,
+    dims: &[(syn::Ident, usize)],
+    wide: bool,
+) -> TokenStream {
     let name = &k.func.sig.ident;
     let check = k.options.boundscheck;
     let names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
@@ -179,6 +194,12 @@ fn split_run(k: &Kernel, body: TokenStream, dims: &[(syn::Ident, usize)]) -> Tok
             (#(#dn,)*): (#([usize; #dr],)*),
         ) -> ::core::result::Result<(), ::kernel_runtime::__rt::KernelFault>
     };
+    if !wide {
+        return quote! {{
+            fn __plain #sig { #run }
+            __plain(&__spec, __launch, (#(#names,)*), (#(#dn,)*))
+        }};
+    }
     quote! {{
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
