@@ -219,6 +219,21 @@ fn last_block_wins(out: &mut [u32]) {
     }
 }
 
+/// The second warp's lanes read an element that thread 70, of the third warp, then writes; the
+/// collective makes the block keep warp clocks, so the reads are kept as one group of lanes.
+#[kernel]
+fn later_warps_race(out: &mut [u32]) {
+    let t = thread_idx().x;
+    syncwarp(0xffff_ffff);
+    let mut v = 0;
+    if (32..64).contains(&t) {
+        v = out[0]; // race: warp reads
+    }
+    if t == 70 {
+        out[0] = v + 1; // race: later write
+    }
+}
+
 /// Shifts an array left in place: thread `i` reads element `i + 1`, which thread `i + 1`
 /// writes, with nothing ordering the two.
 #[kernel]
@@ -309,6 +324,19 @@ fn data_races_name_both_threads_the_element_and_which_came_first() {
         "{f}"
     );
     assert_eq!(line(second), line_of("// race: blocks"));
+
+    // Threads of warps after the first are named by their own numbers.
+    let mut out = dev.zeros::<u32, _>(1).unwrap();
+    let f = finding(later_warps_race.launch(1, 96, &mut out));
+    let (_, _, first, second) = race(&f);
+    assert_eq!((first.thread, second.thread), (d(32, 0, 0), d(70, 0, 0)));
+    assert_eq!(
+        (line(first), line(second)),
+        (
+            line_of("// race: warp reads"),
+            line_of("// race: later write")
+        )
+    );
 
     // Read first, then written by its neighbour.
     let mut a = dev.to_device(&(0..64).collect::<Vec<i32>>()).unwrap();
