@@ -8,11 +8,12 @@
 
 use crate::emit::cpu::CpuPlan;
 use crate::kernel::validate::Kernel;
+use crate::syntax::assigns;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
-use syn::{BinOp, Expr};
+use syn::Expr;
 
 /// Checked mode's run: the launch's shadows, the traced views, the body in their closure.
 pub fn launch(k: &Kernel, plan: &CpuPlan) -> TokenStream {
@@ -55,22 +56,6 @@ fn body(block: &syn::Block, split: bool) -> syn::Block {
 
 struct ReadBeforeUpdate;
 
-fn compound(op: &BinOp) -> bool {
-    matches!(
-        op,
-        BinOp::AddAssign(_)
-            | BinOp::SubAssign(_)
-            | BinOp::MulAssign(_)
-            | BinOp::DivAssign(_)
-            | BinOp::RemAssign(_)
-            | BinOp::BitXorAssign(_)
-            | BinOp::BitAndAssign(_)
-            | BinOp::BitOrAssign(_)
-            | BinOp::ShlAssign(_)
-            | BinOp::ShrAssign(_)
-    )
-}
-
 impl VisitMut for ReadBeforeUpdate {
     fn visit_path_mut(&mut self, path: &mut syn::Path) {
         visit_mut::visit_path_mut(self, path);
@@ -89,7 +74,7 @@ impl VisitMut for ReadBeforeUpdate {
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
         visit_mut::visit_expr_mut(self, expr);
         let Expr::Binary(bin) = expr else { return };
-        if !compound(&bin.op) {
+        if !assigns(&bin.op) {
             return;
         }
         let Expr::Index(place) = &*bin.left else {
