@@ -21,8 +21,8 @@ pub fn launch(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let views = k.params.iter().map(|p| {
         let (n, n_str) = (&p.name, p.name.to_string());
         quote! {
-            // SAFETY: the views live in the closure that `__shadows.run` takes, which
-            // `__shadows` outlives.
+            // SAFETY: the launch runs on the CPU backend, where every array argument lives; the
+            // views live in the closure that `__shadows.run` takes, which `__shadows` outlives.
             let #n = unsafe {
                 ::kernel_runtime::__rt::KernelArg::traced_view::<#check>(#n, #n_str, &mut __shadows)
             };

@@ -69,7 +69,10 @@ impl CpuPlan {
         let check = k.options.boundscheck;
         let views = k.params.iter().map(|p| {
             let (n, n_str) = (&p.name, p.name.to_string());
-            quote!(let #n = ::kernel_runtime::__rt::KernelArg::view::<#check>(#n, #n_str);)
+            // SAFETY (of the generated block): the launch runs on the CPU backend, where every
+            // array argument lives (`launch_device` checked); `boundscheck = false` is the
+            // kernel author's promise.
+            quote!(let #n = unsafe { ::kernel_runtime::__rt::KernelArg::view::<#check>(#n, #n_str) };)
         });
         let run = self.shaped_runs(k);
         quote! {

@@ -28,12 +28,17 @@ pub trait KernelArg {
     fn push_gpu(&self, params: &mut Vec<*mut c_void>);
 
     /// The CPU backend's view, named `name` in fault reports, its accesses not traced.
-    fn view<const CHECK: bool>(self, name: &'static str) -> Self::View<CHECK>;
+    ///
+    /// # Safety
+    /// The argument's memory must be the host's (the launch runs on the CPU backend: a GPU's
+    /// array has no host elements to view), and with `CHECK` false every index the body takes
+    /// must be within the array (the kernel's `boundscheck = false` promise).
+    unsafe fn view<const CHECK: bool>(self, name: &'static str) -> Self::View<CHECK>;
 
     /// Checked mode's view, its accesses traced in `shadows`.
     ///
     /// # Safety
-    /// The view must not be used after `shadows` is dropped.
+    /// As for [`view`](Self::view); and the view must not be used after `shadows` is dropped.
     unsafe fn traced_view<const CHECK: bool>(
         self,
         name: &'static str,
@@ -60,7 +65,7 @@ impl<T> KernelArg for Value<T> {
     }
 
     #[inline(always)]
-    fn view<const CHECK: bool>(self, _name: &'static str) -> T {
+    unsafe fn view<const CHECK: bool>(self, _name: &'static str) -> T {
         self.0
     }
 
@@ -95,12 +100,12 @@ macro_rules! array_arg {
             }
 
             #[inline(always)]
-            fn view<const CHECK: bool>(self, name: &'static str) -> $view<'a, T, CHECK> {
+            unsafe fn view<const CHECK: bool>(self, name: &'static str) -> $view<'a, T, CHECK> {
                 let dims: [usize; $rank] = self.dims_array();
                 let ptr = array_arg!(@ptr self, $($borrow)+);
-                // SAFETY: the view covers the array's elements, and lives no longer than the
-                // borrow of the array (`within`), which the launch holds until every thread
-                // has run.
+                // SAFETY: the memory is the host's (the caller's contract), so the view covers
+                // the array's elements; it lives no longer than the borrow of the array
+                // (`within`), which the launch holds until every thread has run.
                 unsafe { $view::from_raw(ptr, dims, name) }.within(&*self)
             }
 
@@ -111,8 +116,8 @@ macro_rules! array_arg {
                 shadows: &mut LaunchShadows,
             ) -> $view<'a, T, CHECK> {
                 let trace = array_arg!(@trace shadows, name, self, $($borrow)+);
-                // SAFETY: the caller keeps `shadows`, which the trace points into, for as long
-                // as the view.
+                // SAFETY: the caller's contract, which is `view`'s, and it keeps `shadows`, which
+                // the trace points into, for as long as the view.
                 unsafe { KernelArg::view::<CHECK>(self, name).traced(trace) }
             }
         }
