@@ -61,9 +61,9 @@ pub fn run(args: Args) -> Result {
         .join("benches")
         .join("results")
         .join(format!("compile-{date}.md"));
-    std::fs::write(&path, report(&date, &rows))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    println!("{}", report(&date, &rows));
+    let text = report(&date, &rows);
+    std::fs::write(&path, &text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("{text}");
     println!("written to {}", path.display());
     Ok(())
 }
