@@ -509,3 +509,36 @@ pub fn global_ids(n: usize, ids: &mut [u64]) {
         ids[i] = (i * gridsize(1)) as u64;
     }
 }
+
+/// Writes `1 + z` at each `[z, y, x]` of `out` where its guard holds: tests on `x` in each form
+/// whose span the CPU backend's rows compute (`lo <= x`, `x + pad < nx`, `nx > x`, `x <= last`,
+/// `x + 1 >= lo`, `1 + x > lo`), tests on `y` and `z` alone, and a last test that reads memory,
+/// which the threads decide for themselves.
+#[kernel(boundscheck = false)]
+pub fn guarded_marks(lo: usize, pad: usize, out: &mut Array3<u32>) {
+    let (x, y, z) = grid(3);
+    let (nz, ny, nx) = out.dim();
+    let last = nx.max(1) - 1;
+    if z < nz
+        && y < ny
+        && lo <= x
+        && x + pad < nx
+        && nx > x
+        && (x <= last && x + 1 >= lo)
+        && 1 + x > lo
+        && out[[z, y, x]] == 0
+    {
+        out[[z, y, x]] = 1 + z as u32;
+    }
+}
+
+/// Writes 1 at each `[y, x]` of `out`, letting the threads of row 2 one past the end through:
+/// the first of them faults.
+#[kernel]
+pub fn row_two_overruns(out: &mut Array2<u32>) {
+    let (x, y) = grid(2);
+    let (h, w) = out.dim();
+    if y < h && x <= w && (y == 2 || x < w) {
+        out[[y, x]] = 1;
+    }
+}

@@ -650,6 +650,60 @@ fn grid_level_kernels_cover_every_thread_and_report_faults_past_the_arrays() {
 }
 
 #[test]
+fn guarded_grid_level_kernels_run_exactly_the_threads_their_guard_lets_through() {
+    // Rows of every length: within a block, across blocks, longer than one task's chunk.
+    let shapes = [(1, 1, 1), (2, 3, 5), (3, 4, 37), (1, 2, 70_001)];
+    for dev in backends() {
+        for &(nz, ny, nx) in &shapes {
+            for (lo, pad) in [(0, 0), (1, 1), (2, 3), (nx, 0)] {
+                let mut out = dev.zeros::<u32, _>((nz, ny, nx)).unwrap();
+                let threads = (32u32, 2u32, 2u32);
+                let blocks = (
+                    (nx as u32 + 5).div_ceil(threads.0),
+                    (ny as u32).div_ceil(threads.1) + 1,
+                    (nz as u32).div_ceil(threads.2),
+                );
+                guarded_marks
+                    .launch(blocks, threads, (lo, pad, &mut out))
+                    .unwrap();
+                let want = Array3::from_shape_fn((nz, ny, nx), |(z, _, x)| {
+                    u32::from(lo <= x && x + pad < nx) * (1 + z as u32)
+                });
+                assert_eq!(
+                    out.to_host().unwrap(),
+                    want,
+                    "{nz}x{ny}x{nx} lo={lo} pad={pad}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_fault_in_a_row_of_a_2d_grid_names_its_block_and_thread() {
+    for dev in backends()
+        .into_iter()
+        .filter(|d| d.kind() == DeviceKind::Cpu)
+    {
+        let mut out = dev.zeros::<u32, _>((5, 100)).unwrap();
+        let msg = row_two_overruns
+            .launch((4, 2), (32, 4), &mut out)
+            .unwrap_err()
+            .to_string();
+        assert_mentions(
+            &msg,
+            &[
+                "`row_two_overruns`",
+                "array `out`",
+                "[2, 100]",
+                "block (3, 0, 0)",
+                "thread (4, 2, 0)",
+            ],
+        );
+    }
+}
+
+#[test]
 fn out_of_bounds_in_a_split_kernel_names_the_thread() {
     for dev in backends()
         .into_iter()

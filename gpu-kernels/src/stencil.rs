@@ -18,7 +18,8 @@
 //!   the memory, not the instruction issue, to bound it. The image's width must be a multiple
 //!   of 4.
 //!
-//! On the CPU backend [`smooth`] is the fastest: its loop over threads vectorizes.
+//! On the CPU backend [`smooth`] is the one to use: without index checks (`boundscheck = false`)
+//! its rows vectorize, see the CPU backend in the README.
 
 use kernel_runtime::prelude::*;
 

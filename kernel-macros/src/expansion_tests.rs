@@ -1,4 +1,4 @@
-//! Expansion snapshots: what `#[kernel]` and `#[vectorize]` make of four typical kernels,
+//! Expansion snapshots: what `#[kernel]` and `#[vectorize]` make of five typical kernels,
 //! pretty-printed under `src/snapshots/`, so that a change to the generated code shows in
 //! review. `cargo insta review` (or `INSTA_UPDATE=always cargo test -p kernel-macros`)
 //! accepts a deliberate change.
@@ -30,6 +30,24 @@ fn a_plain_kernel() {
                 let i = grid(1);
                 if i < c.len() {
                     c[i] = a[i] + b[i];
+                }
+            }
+        },
+    );
+    insta::assert_snapshot!(expanded);
+}
+
+#[test]
+fn a_stencil_without_index_checks() {
+    let expanded = kernel(
+        quote!(boundscheck = false),
+        quote! {
+            /// The 3-point mean of the interior of each row.
+            pub fn mean3(x: &Array2<f32>, out: &mut Array2<f32>) {
+                let (j, i) = grid(2);
+                let (n, m) = x.dim();
+                if i < n && 1 <= j && j + 1 < m {
+                    out[[i, j]] = (x[[i, j - 1]] + x[[i, j]] + x[[i, j + 1]]) / 3.0;
                 }
             }
         },

@@ -8,9 +8,10 @@ pub use crate::shared::{array_bytes, extent, hint_extent, layout, STATIC_LIMIT};
 pub use crate::{
     cpu::check::LaunchShadows,
     cpu::elementwise::{elementwise, SharedPtr},
-    cpu::exec::{enter_thread, run, run_bounded, run_split, wide_vectors, BlockRun, LaunchSpec},
+    cpu::exec::{enter_thread, run, run_split, wide_vectors, BlockRun, LaunchSpec},
     cpu::fault::KernelFault,
     cpu::lockstep::{operands, Operands},
+    cpu::rows::{run_grid, Span},
     cpu::slots::{flags, Slots},
     cpu::warp::each_lane,
     host::embedded::PTX_MODULES,

@@ -87,7 +87,7 @@ impl CpuPlan {
     /// against one array (`if i < c.len()`) is known valid for the others, the optimiser drops
     /// those index checks and can vectorize the thread loop. A grid-level kernel's 1-D arrays,
     /// even a single one, also take their length from the launch's bound, which its thread loop
-    /// runs up to first (see `__rt::run_bounded`).
+    /// runs up to first (see `__rt::run_grid`).
     fn shaped_runs(&self, k: &Kernel) -> TokenStream {
         let mut by_rank: BTreeMap<usize, Vec<&syn::Ident>> = BTreeMap::new();
         for p in &k.params {
@@ -152,23 +152,60 @@ impl CpuPlan {
             return split_run(k, quote!(#prelude #(#rebinds)* #split), dims, self.wide);
         }
         let block = &k.func.block;
-        let (run, bound, bound_param) = if bounded {
-            (
-                quote!(run_bounded),
-                quote!(__same_dims1[0],),
-                quote!(, __bound: usize),
-            )
-        } else {
-            (quote!(run), quote!(), quote!())
-        };
+        if self.grid_level {
+            return grid_run(k, quote!(#prelude #(#rebinds)*), bounded);
+        }
         quote! {
-            ::kernel_runtime::__rt::#run(&__spec, #bound move |__kctx: ::kernel_runtime::Ctx #bound_param| {
+            ::kernel_runtime::__rt::run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
                 #prelude
                 #(#rebinds)*
                 #block
             })
         }
     }
+}
+
+/// A grid-level kernel's run, row by row (`__rt::run_grid`): `views` binds its views; with
+/// `bounded`, the 1-D arrays' common length is `__bound`. Where a `boundscheck = false` body has
+/// a guard (see [`crate::split::guard`]), the rows learn the span of each in which it holds. A
+/// checked body keeps its tests: what they tell the optimiser (`1 <= j`, `j + 1 < m`) is what
+/// lets it drop the index checks they guard.
+fn grid_run(k: &Kernel, views: TokenStream, bounded: bool) -> TokenStream {
+    let bound = if bounded {
+        quote!(__same_dims1[0])
+    } else {
+        quote!(::core::primitive::usize::MAX)
+    };
+    let guard = (!k.options.boundscheck)
+        .then(|| crate::split::guard::guard(&k.func.block))
+        .flatten();
+    let span = match &guard {
+        Some(g) => {
+            let span = &g.span;
+            quote! {
+                move |__kctx: ::kernel_runtime::Ctx, __bound: usize, __span: ::kernel_runtime::__rt::Span| {
+                    #views
+                    #span
+                }
+            }
+        }
+        None => quote!(|_, _, __row| __row),
+    };
+    let block = guard.map_or_else(|| (*k.func.block).clone(), |g| g.body);
+    quote! {{
+        // The span's copy of the kernel's `let`s may leave some of them unused.
+        #[allow(unused_variables, unused_mut)]
+        let __span = #span;
+        ::kernel_runtime::__rt::run_grid(
+            &__spec,
+            #bound,
+            __span,
+            move |__kctx: ::kernel_runtime::Ctx, __bound: usize, __inner: bool| {
+                #views
+                #block
+            },
+        )
+    }}
 }
 
 /// A split kernel's run, whose thread loops are in its body (`body`): where `wide`, compiled

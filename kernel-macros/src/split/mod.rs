@@ -18,7 +18,11 @@
 //! runs while any lane's condition holds, with the lanes whose condition held, so that lanes
 //! may leave it at different iterations, as on a GPU; an `if` runs its first branch with the
 //! lanes whose condition holds, then its second with the others.
+//!
+//! A kernel with neither, whose threads only grid-level indices tell apart, keeps its body; its
+//! guard (see [`guard`]) tells the CPU backend where along a row of threads the guard holds.
 
+pub mod guard;
 pub mod lockstep;
 pub mod uniform;
 

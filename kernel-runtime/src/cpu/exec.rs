@@ -32,18 +32,9 @@ pub struct LaunchSpec {
     /// them, which lets the compiler vectorize the thread loop.
     pub thread_context: bool,
     /// Whether only grid-level indices (`grid(n)`, `gridsize(n)`, the launch's shape) tell the
-    /// kernel's threads apart: no `thread_idx()`, `block_idx()`, shared memory or barrier. In a
-    /// 1-D launch, a run of blocks then runs as one loop over its threads.
+    /// kernel's threads apart: no `thread_idx()`, `block_idx()`, shared memory or barrier. Its
+    /// threads then run as rows along x (see [`run_grid`](super::rows::run_grid)).
     pub grid_level: bool,
-}
-
-impl LaunchSpec {
-    /// Whether a run of blocks may run as one loop over its threads: a 1-D launch of a kernel
-    /// whose threads only grid-level indices tell apart.
-    #[inline(always)]
-    pub fn one_loop(&self) -> bool {
-        self.grid_level && (self.grid.y, self.grid.z, self.block.y, self.block.z) == (1, 1, 1, 1)
-    }
 }
 
 thread_local! {
@@ -63,7 +54,7 @@ where
 {
     let fibers = spec.barriers && spec.block.volume() > 1;
     if !fibers && !spec.thread_context {
-        return run_untracked(spec, usize::MAX, move |ctx, _| body(ctx));
+        return run_untracked(spec, body);
     }
     let coords = if fibers {
         thread_coords(spec.block)
@@ -79,31 +70,18 @@ where
     })
 }
 
-/// Runs a grid-level kernel (see [`LaunchSpec::grid_level`]) whose 1-D array arguments all have
-/// length `bound`: `body` gets `bound` with each thread's context and takes the arrays' length
-/// from it, so that the optimiser sees the thread loop's bound and the arrays' length as one
-/// value. In a 1-D launch the threads whose `grid(1)` is below `bound` run first, in a loop where
-/// a guard such as `if i < c.len()` is then known to hold and costs nothing.
-pub fn run_bounded<F>(spec: &LaunchSpec, bound: usize, body: F) -> Result<(), KernelFault>
-where
-    F: Fn(Ctx, usize) + Sync + Clone,
-{
-    debug_assert!(spec.grid_level);
-    run_untracked(spec, bound, body)
-}
-
 /// Runs a kernel that nothing outside its body asks who runs: a group of blocks is one untracked
 /// loop nest, replayed block by block, thread by thread, on a fault.
-fn run_untracked<F>(spec: &LaunchSpec, bound: usize, body: F) -> Result<(), KernelFault>
+fn run_untracked<F>(spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
 where
-    F: Fn(Ctx, usize) + Sync + Clone,
+    F: Fn(Ctx) + Sync + Clone,
 {
     run_groups(spec, |blocks, shared, _| {
         untracked_then_replay(
-            || run_fast_blocks(spec, bound, blocks.clone(), shared, &body),
+            || run_fast_blocks(spec, blocks.clone(), shared, &body),
             || {
                 for_each_block(spec, blocks.clone(), shared, None, |state| {
-                    run_loop(state, &|ctx| body(ctx, bound))
+                    run_loop(state, &body)
                 })
             },
         )
@@ -192,7 +170,7 @@ where
 /// Runs `untracked`, which does not record which thread runs; if it faults, runs `tracked`, the
 /// same work recording each thread, so that the fault is reported with its thread, then
 /// reports the first fault if the replay did not (the launch has failed either way).
-fn untracked_then_replay(untracked: impl FnOnce(), tracked: impl FnOnce()) {
+pub(crate) fn untracked_then_replay(untracked: impl FnOnce(), tracked: impl FnOnce()) {
     tls::set_thread(tls::UNKNOWN_THREAD);
     if let Err(first) = catch_unwind(AssertUnwindSafe(untracked)) {
         tracked();
@@ -348,7 +326,7 @@ fn for_each_block(
     }
 }
 
-fn block_state(spec: &LaunchSpec, b: u64, shared: *mut u8) -> BlockState {
+pub(crate) fn block_state(spec: &LaunchSpec, b: u64, shared: *mut u8) -> BlockState {
     BlockState {
         kernel: spec.kernel,
         block: spec.grid.unflatten(b),
@@ -367,17 +345,32 @@ fn run_groups<G>(spec: &LaunchSpec, per_group: G) -> Result<(), KernelFault>
 where
     G: Fn(Range<u64>, *mut u8, &AtomicBool) + Sync,
 {
-    let stop = AtomicBool::new(false);
     let blocks = spec.grid.volume();
-    let first_fault = Mutex::new(None::<KernelFault>);
     // Small blocks are grouped so that each task has a few thousand threads: the per-task costs
     // (shared memory, fault handling) are paid once per group.
-    let target = if spec.one_loop() { 1 << 16 } else { 4096 };
-    let per_task = (target / spec.block.volume().max(1)).clamp(
+    let per_task = (4096 / spec.block.volume().max(1)).clamp(
         1,
         (blocks / (8 * rayon::current_num_threads() as u64)).max(1),
     );
-    let run_group = |g: u64| {
+    run_tasks(spec, blocks, per_task, per_group)
+}
+
+/// Runs `per_task` for the ranges of `per_task` consecutive units (blocks, or the rows of
+/// [`run_grid`](super::rows::run_grid)) of `0..units`, in parallel, each with its worker's
+/// shared memory and the flag that is set once a task has faulted; returns the first fault's
+/// message.
+pub(crate) fn run_tasks<G>(
+    spec: &LaunchSpec,
+    units: u64,
+    per_task: u64,
+    run: G,
+) -> Result<(), KernelFault>
+where
+    G: Fn(Range<u64>, *mut u8, &AtomicBool) + Sync,
+{
+    let stop = AtomicBool::new(false);
+    let first_fault = Mutex::new(None::<KernelFault>);
+    let run_task = |g: u64| {
         if stop.load(Ordering::Relaxed) {
             return;
         }
@@ -388,9 +381,9 @@ where
                 buf.resize(words, 0);
             }
             let shared = buf.as_mut_ptr() as *mut u8;
-            let range = g * per_task..((g + 1) * per_task).min(blocks);
+            let range = g * per_task..((g + 1) * per_task).min(units);
             let panics = fault::KernelPanics::begin();
-            let result = catch_unwind(AssertUnwindSafe(|| per_group(range, shared, &stop)));
+            let result = catch_unwind(AssertUnwindSafe(|| run(range, shared, &stop)));
             drop(panics);
             if let Err(payload) = result {
                 let message = fault::describe(payload);
@@ -403,11 +396,11 @@ where
             check::set_who(Who::default());
         });
     };
-    let groups = blocks.div_ceil(per_task);
-    if groups == 1 {
-        run_group(0);
+    let tasks = units.div_ceil(per_task);
+    if tasks == 1 {
+        run_task(0);
     } else {
-        (0..groups).into_par_iter().for_each(run_group);
+        (0..tasks).into_par_iter().for_each(run_task);
     }
     match first_fault.into_inner().unwrap_or_else(|e| e.into_inner()) {
         Some(message) => Err(message),
@@ -435,96 +428,46 @@ pub(crate) fn ctx_of(state: &BlockState, thread: Dim3) -> Ctx {
 /// Each variant is a function of its own, so that the optimiser inlines the kernel's body into
 /// each loop with a full budget.
 #[inline(always)]
-fn run_fast_blocks<F: Fn(Ctx, usize) + Clone>(
+fn run_fast_blocks<F: Fn(Ctx) + Clone>(
     spec: &LaunchSpec,
-    bound: usize,
     blocks: Range<u64>,
     shared: *mut u8,
     body: &F,
 ) {
-    let one_loop = spec.one_loop();
     #[cfg(target_arch = "x86_64")]
     if wide_vectors() {
-        // SAFETY: the CPU has every feature these functions are compiled for (checked above).
-        return unsafe {
-            if one_loop {
-                one_loop_avx512(spec, bound, blocks, shared, body)
-            } else {
-                fast_blocks_avx512(spec, bound, blocks, shared, body)
-            }
-        };
+        // SAFETY: the CPU has every feature `fast_blocks_avx512` is compiled for (checked above).
+        return unsafe { fast_blocks_avx512(spec, blocks, shared, body) };
     }
-    if one_loop {
-        one_loop_plain(spec, bound, blocks, shared, body)
-    } else {
-        fast_blocks_plain(spec, bound, blocks, shared, body)
-    }
+    fast_blocks_plain(spec, blocks, shared, body)
 }
 
-/// A function of its own, with the attributes given, that runs the thread loops of `$loops`.
-macro_rules! loop_variant {
-    ($(#[$attr:meta])* [$($qual:tt)*] $name:ident => $loops:ident) => {
-        $(#[$attr])*
-        $($qual)* fn $name<F: Fn(Ctx, usize) + Clone>(
-            spec: &LaunchSpec,
-            bound: usize,
-            blocks: Range<u64>,
-            shared: *mut u8,
-            body: &F,
-        ) {
-            $loops(spec, bound, blocks, shared, body)
-        }
-    };
-}
-loop_variant!(#[inline(never)] [] fast_blocks_plain => fast_blocks);
-loop_variant!(#[inline(never)] [] one_loop_plain => one_loop);
-// The caller checks that the CPU has the features these are compiled for.
-loop_variant!(
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-    [unsafe] fast_blocks_avx512 => fast_blocks
-);
-loop_variant!(
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-    [unsafe] one_loop_avx512 => one_loop
-);
-
-/// Runs the threads of a run of 1-D blocks as one loop (see [`LaunchSpec::one_loop`]):
-/// `grid(1)` is the first block's offset plus the position in the run.
-#[inline(always)]
-fn one_loop<F: Fn(Ctx, usize) + Clone>(
+#[inline(never)]
+fn fast_blocks_plain<F: Fn(Ctx) + Clone>(
     spec: &LaunchSpec,
-    bound: usize,
     blocks: Range<u64>,
     shared: *mut u8,
     body: &F,
 ) {
-    let body = body.clone();
-    let mut ctx = ctx_of(&block_state(spec, blocks.start, shared), Dim3::ZERO);
-    let d = ctx.block_dim.x;
-    let threads = ((blocks.end - blocks.start) * d as u64) as u32;
-    let first = ctx.block.x as usize * d as usize;
-    // First the threads whose index is below the arrays' common length: within this loop the
-    // optimiser knows `grid(1) < c.len()`, so a guard on it costs nothing.
-    let inside = bound.saturating_sub(first).min(threads as usize) as u32;
-    for x in 0..inside {
-        // SAFETY: `x < inside <= bound - first`.
-        unsafe { std::hint::assert_unchecked(first + (x as usize) < bound) };
-        ctx.thread.x = x;
-        body(ctx, bound);
-    }
-    for x in inside..threads {
-        ctx.thread.x = x;
-        body(ctx, bound);
-    }
+    fast_blocks(spec, blocks, shared, body)
+}
+
+// The caller checks that the CPU has the features this is compiled for.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+unsafe fn fast_blocks_avx512<F: Fn(Ctx) + Clone>(
+    spec: &LaunchSpec,
+    blocks: Range<u64>,
+    shared: *mut u8,
+    body: &F,
+) {
+    fast_blocks(spec, blocks, shared, body)
 }
 
 /// Runs the threads of `blocks`, block after block, without recording who runs.
 #[inline(always)]
-fn fast_blocks<F: Fn(Ctx, usize) + Clone>(
+fn fast_blocks<F: Fn(Ctx) + Clone>(
     spec: &LaunchSpec,
-    bound: usize,
     blocks: Range<u64>,
     shared: *mut u8,
     body: &F,
@@ -539,7 +482,7 @@ fn fast_blocks<F: Fn(Ctx, usize) + Clone>(
             for y in 0..d.y {
                 for x in 0..d.x {
                     ctx.thread = Dim3 { x, y, z };
-                    body(ctx, bound);
+                    body(ctx);
                 }
             }
         }

@@ -1,7 +1,8 @@
 //! The CPU backend: runs every thread of a launch on the host's cores.
 //!
 //! Kernels without barriers run as plain loops over the threads of a block, blocks spread over
-//! all cores by rayon. Kernels with barriers run each thread of a block as a coroutine on its
+//! all cores by rayon; those that only grid-level indices tell apart, as loops along the grid's
+//! rows ([`rows`]). Kernels with barriers run each thread of a block as a coroutine on its
 //! own small stack; a barrier suspends the thread until every thread of the block has reached
 //! it, so a barrier inside a loop or a branch works, and one that only part of the block reaches
 //! is reported as an error.
@@ -19,6 +20,7 @@ pub(crate) mod fibers;
 pub mod finding;
 pub(crate) mod lockstep;
 pub(crate) mod overflow;
+pub mod rows;
 pub(crate) mod slots;
 pub(crate) mod tls;
 pub(crate) mod warp;

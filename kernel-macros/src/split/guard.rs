@@ -1,0 +1,398 @@
+//! The guard of a grid-level kernel, for the CPU backend's rows (`__rt::run_grid`).
+//!
+//! Where a kernel's body is `let`s that only compute (`grid(n)`, extents, arithmetic) and then
+//! one `if C { .. }`, the tests of `C` (its `&&` terms, from the first on) that compare the
+//! thread's `grid(n).0`, or that plus an offset, with a value the same for a whole row
+//! (`1 <= j`, `j + 1 < m`), and those that do not depend on the thread's x at all (`i + 1 < n`),
+//! give the span of a row in which they all hold. The runtime computes it once per row, from the
+//! row's first thread, and runs the threads inside it with the flag `__inner`, which the
+//! rewritten body reads in place of those tests: `(__inner || 1 <= j)`. The loop over them
+//! then has no guarded store and vectorizes as a hand-written loop over the row's interior.
+//!
+//! The span's tests evaluate what the kernel evaluates, in its order: each only while some
+//! thread of the row still passes the tests before it, so a test that would fail or panic in
+//! the span fails or panics in the kernel too.
+
+use crate::syntax::{mentions, pure_method};
+use proc_macro2::TokenStream;
+use quote::quote;
+use std::collections::HashSet;
+use syn::visit::Visit;
+use syn::{BinOp, Block, Expr, Local, Pat, Stmt};
+
+/// What the guard gives the CPU backend's rows.
+pub struct Guard {
+    /// The body of the span closure (`__kctx`, `__bound` and `__span`, the row, in scope; the
+    /// views bound before it): the kernel's `let`s, then each test narrowing `__span`.
+    pub span: TokenStream,
+    /// The kernel's body with each test the span decides made `(__inner || test)`.
+    pub body: Block,
+}
+
+/// The guard of a body of the shape the module describes, if it has a test on the thread's x.
+pub fn guard(block: &Block) -> Option<Guard> {
+    let (last, prefix) = block.stmts.split_last()?;
+    let Stmt::Expr(Expr::If(branch), _) = last else {
+        return None;
+    };
+    if branch.else_branch.is_some() {
+        return None;
+    }
+    let lets = prefix
+        .iter()
+        .map(|s| match s {
+            Stmt::Local(l) if computes(l) => Some(l),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let names = Varying::of(&lets)?;
+    let terms = terms(&branch.cond);
+    let tests: Vec<Test> = terms.iter().map_while(|t| names.test(t)).collect();
+    if !tests.iter().any(|t| matches!(t, Test::Span(..))) {
+        return None;
+    }
+    let decided = terms
+        .iter()
+        .take(tests.len())
+        .map(|t| quote!((__inner || #t)));
+    let rest = terms.iter().skip(tests.len()).map(|t| quote!(#t));
+    let cond: Expr = syn::parse_quote!(#(#decided)&&* #(&& #rest)*);
+    let mut body = block.clone();
+    if let Some(Stmt::Expr(Expr::If(branch), _)) = body.stmts.last_mut() {
+        *branch.cond = cond;
+    }
+    let narrow = tests.iter().map(Test::narrow);
+    Some(Guard {
+        span: quote! {
+            #(#lets)*
+            #(
+                if __span.is_empty() {
+                    return __span;
+                }
+                #narrow
+            )*
+            __span
+        },
+        body,
+    })
+}
+
+/// One test the span decides.
+enum Test<'a> {
+    /// A test the same for a whole row: the row's span, or none.
+    Row(&'a Expr),
+    /// `j + offset <op> bound`, as `Span`'s method of that name (`lt`, `le`, `gt`, `ge`).
+    Span(&'static str, TokenStream, &'a Expr),
+}
+
+impl Test<'_> {
+    fn narrow(&self) -> TokenStream {
+        match self {
+            Test::Row(t) => quote! {
+                if !(#t) {
+                    return ::kernel_runtime::__rt::Span::EMPTY;
+                }
+            },
+            Test::Span(method, offset, bound) => {
+                let method = syn::Ident::new(method, proc_macro2::Span::call_site());
+                quote!(let __span = __span.#method(#offset, #bound);)
+            }
+        }
+    }
+}
+
+/// The name of the thread's x (`j` of `let (j, i) = grid(2);`) and every name whose value
+/// may depend on it.
+struct Varying {
+    x: String,
+    names: HashSet<String>,
+}
+
+impl Varying {
+    /// The names of `lets`, the first of which to bind `grid(n)` names the thread's x; `None`
+    /// where none does, or a later `let` binds the x's name again.
+    fn of(lets: &[&Local]) -> Option<Varying> {
+        let at = lets
+            .iter()
+            .position(|l| l.init.as_ref().is_some_and(|i| grid_call(&i.expr)))?;
+        let x = x_name(&lets[at].pat)?;
+        let mut names: HashSet<String> = [x.clone(), "__kctx".to_string()].into();
+        for l in &lets[at + 1..] {
+            let bound = bound_names(&l.pat);
+            if bound.contains(&x) {
+                return None;
+            }
+            let init = l.init.as_ref().map(|i| &i.expr);
+            if mentions(quote!(#init), &|i| names.contains(&i.to_string())) {
+                names.extend(bound);
+            }
+        }
+        // Names bound before the coordinates cannot depend on them.
+        Some(Varying { x, names })
+    }
+
+    fn varies(&self, e: &Expr) -> bool {
+        mentions(quote!(#e), &|i| self.names.contains(&i.to_string()))
+    }
+
+    /// What the span makes of the term `t` of the guard, if it decides it.
+    fn test<'a>(&self, t: &'a Expr) -> Option<Test<'a>> {
+        let e = unparen(t);
+        if !computes_expr(e) {
+            return None;
+        }
+        if !self.varies(e) {
+            return Some(Test::Row(t));
+        }
+        let Expr::Binary(b) = e else {
+            return None;
+        };
+        let (method, mirrored) = match b.op {
+            BinOp::Lt(_) => ("lt", "gt"),
+            BinOp::Le(_) => ("le", "ge"),
+            BinOp::Gt(_) => ("gt", "lt"),
+            BinOp::Ge(_) => ("ge", "le"),
+            _ => return None,
+        };
+        if let (Some(offset), false) = (self.offset(&b.left), self.varies(&b.right)) {
+            return Some(Test::Span(method, offset, &b.right));
+        }
+        if let (Some(offset), false) = (self.offset(&b.right), self.varies(&b.left)) {
+            return Some(Test::Span(mirrored, offset, &b.left));
+        }
+        None
+    }
+
+    /// `c` where `e` is the thread's x plus `c` (`j`, `j + c`, `c + j`), `c` the same for a row.
+    fn offset(&self, e: &Expr) -> Option<TokenStream> {
+        let e = unparen(e);
+        if is_name(e, &self.x) {
+            return Some(quote!(0));
+        }
+        let Expr::Binary(b) = e else {
+            return None;
+        };
+        if !matches!(b.op, BinOp::Add(_)) {
+            return None;
+        }
+        let (l, r) = (&*b.left, &*b.right);
+        if is_name(unparen(l), &self.x) && !self.varies(r) {
+            return Some(quote!(#r));
+        }
+        if is_name(unparen(r), &self.x) && !self.varies(l) {
+            return Some(quote!(#l));
+        }
+        None
+    }
+}
+
+/// Whether `e` is `__kctx.grid_1d()`, `grid_2d()` or `grid_3d()` (what `grid(n)` became).
+fn grid_call(e: &Expr) -> bool {
+    matches!(e, Expr::MethodCall(m)
+        if is_name(&m.receiver, "__kctx")
+            && ["grid_1d", "grid_2d", "grid_3d"].contains(&m.method.to_string().as_str()))
+}
+
+/// `j` of `j` or `(j, ..)` (through a type ascription).
+fn x_name(p: &Pat) -> Option<String> {
+    match p {
+        Pat::Type(t) => x_name(&t.pat),
+        Pat::Ident(i) if i.subpat.is_none() => Some(i.ident.to_string()),
+        Pat::Tuple(t) => match t.elems.first()? {
+            Pat::Ident(i) if i.subpat.is_none() => Some(i.ident.to_string()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn bound_names(p: &Pat) -> HashSet<String> {
+    struct Names(HashSet<String>);
+    impl<'ast> Visit<'ast> for Names {
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+            self.0.insert(p.ident.to_string());
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    let mut names = Names(HashSet::new());
+    names.visit_pat(p);
+    names.0
+}
+
+fn is_name(e: &Expr, name: &str) -> bool {
+    matches!(e, Expr::Path(p) if p.qself.is_none() && p.path.is_ident(name))
+}
+
+fn unparen(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => unparen(&p.expr),
+        Expr::Group(g) => unparen(&g.expr),
+        _ => e,
+    }
+}
+
+/// The `&&` terms of `cond`, in order, each as written.
+fn terms(cond: &Expr) -> Vec<&Expr> {
+    match cond {
+        Expr::Binary(b) if matches!(b.op, BinOp::And(_)) => {
+            let mut t = terms(&b.left);
+            t.extend(terms(&b.right));
+            t
+        }
+        Expr::Paren(p) if matches!(&*p.expr, Expr::Binary(b) if matches!(b.op, BinOp::And(_))) => {
+            terms(&p.expr)
+        }
+        _ => vec![cond],
+    }
+}
+
+/// Whether the `let` binds a value computed from names alone ([`computes_expr`]).
+fn computes(l: &Local) -> bool {
+    l.init
+        .as_ref()
+        .is_some_and(|i| i.diverge.is_none() && computes_expr(&i.expr))
+}
+
+/// Whether evaluating `e` only computes: literals, names, arithmetic, comparisons, casts,
+/// fields, tuples and the methods that read their receiver and change nothing (the context's,
+/// numbers', extents'); no call, index, borrow, block or macro. Evaluating it again gives the
+/// same value and changes nothing.
+fn computes_expr(e: &Expr) -> bool {
+    struct Computes(bool);
+    impl<'ast> Visit<'ast> for Computes {
+        fn visit_expr(&mut self, e: &'ast Expr) {
+            let ok = match e {
+                Expr::Lit(_)
+                | Expr::Path(_)
+                | Expr::Paren(_)
+                | Expr::Group(_)
+                | Expr::Cast(_)
+                | Expr::Field(_)
+                | Expr::Tuple(_) => true,
+                Expr::Unary(u) => !matches!(u.op, syn::UnOp::Deref(_)),
+                Expr::Binary(b) => !crate::syntax::assigns(&b.op),
+                Expr::MethodCall(m) => pure_method(&m.method) && m.turbofish.is_none(),
+                _ => false,
+            };
+            if ok {
+                syn::visit::visit_expr(self, e);
+            } else {
+                self.0 = false;
+            }
+        }
+    }
+    let mut check = Computes(true);
+    check.visit_expr(e);
+    check.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span_of(block: Block) -> Option<String> {
+        guard(&block).map(|g| g.span.to_string())
+    }
+
+    #[test]
+    fn a_stencil_guard_gives_the_rows_interior() {
+        let block: Block = syn::parse_quote!({
+            let (j, i) = __kctx.grid_2d();
+            let (n, m) = x.dim();
+            if 1 <= i && i + 1 < n && (1 <= j && j + 1 < m) && x[[i, j]] > 0 {
+                out[[i, j]] = 1;
+            }
+        });
+        let g = guard(&block).expect("a guard");
+        let span = g.span.to_string();
+        assert!(span.contains("if ! (1 <= i)"), "{span}");
+        assert!(span.contains("__span . ge (0 , 1)"), "{span}");
+        assert!(span.contains("__span . lt (1 , m)"), "{span}");
+        assert!(
+            !span.contains("x [["),
+            "an index is the body's own test: {span}"
+        );
+        let cond = match g.body.stmts.last() {
+            Some(Stmt::Expr(Expr::If(b), _)) => b.cond.clone(),
+            _ => unreachable!(),
+        };
+        let cond = quote!(#cond).to_string();
+        assert_eq!(cond.matches("__inner ||").count(), 4, "{cond}");
+        assert!(cond.ends_with("&& x [[i , j]] > 0"), "{cond}");
+    }
+
+    #[test]
+    fn mirrored_and_one_dimensional_tests() {
+        let span = span_of(syn::parse_quote!({
+            let i = __kctx.grid_1d();
+            if n > i + k && i >= lo {
+                c[i] = 0.0;
+            }
+        }))
+        .expect("a guard");
+        assert!(span.contains("__span . lt (k , n)"), "{span}");
+        assert!(span.contains("__span . ge (0 , lo)"), "{span}");
+    }
+
+    #[test]
+    fn bodies_it_leaves_alone() {
+        // A test on a value computed from the thread's x.
+        assert!(span_of(syn::parse_quote!({
+            let i = __kctx.grid_1d();
+            let k = i * 2;
+            if k < n {
+                c[k] = 0.0;
+            }
+        }))
+        .is_none());
+        // A `let` that reads memory, or the x's name bound again.
+        assert!(span_of(syn::parse_quote!({
+            let i = __kctx.grid_1d();
+            let n = lens[0];
+            if i < n {
+                c[i] = 0.0;
+            }
+        }))
+        .is_none());
+        assert!(span_of(syn::parse_quote!({
+            let i = __kctx.grid_1d();
+            let i = i / 2;
+            if i < n {
+                c[i] = 0.0;
+            }
+        }))
+        .is_none());
+        // Statements after the `if`, an `else`, no coordinates, a call in the first test.
+        assert!(span_of(syn::parse_quote!({
+            let i = __kctx.grid_1d();
+            if i < n {
+                c[i] = 0.0;
+            }
+            c[0] = 1.0;
+        }))
+        .is_none());
+        assert!(span_of(syn::parse_quote!({
+            let i = __kctx.grid_1d();
+            if i < n {
+                c[i] = 0.0;
+            } else {
+                c[0] = 1.0;
+            }
+        }))
+        .is_none());
+        assert!(span_of(syn::parse_quote!({
+            let i = 3;
+            if i < n {
+                c[i] = 0.0;
+            }
+        }))
+        .is_none());
+        assert!(span_of(syn::parse_quote!({
+            let i = __kctx.grid_1d();
+            if limit(i) && i < n {
+                c[i] = 0.0;
+            }
+        }))
+        .is_none());
+    }
+}

@@ -1,0 +1,411 @@
+//! Grid-level kernels on the CPU backend: a launch run as rows of threads along x.
+//!
+//! A kernel whose threads only grid-level indices tell apart (`grid(n)`, `gridsize(n)`: see
+//! [`LaunchSpec::grid_level`]) cannot tell which block runs a thread, so each row of the grid
+//! (one global y and z) runs as one loop along x, cut into chunks of whole blocks where rows
+//! are long, rows and chunks spread over the cores. A 2-D stencil's thread loop then spans the
+//! image's width, not a block's 16 threads.
+//!
+//! Where the `#[kernel]` macro found the test on `grid(n).0` that guards the kernel's work
+//! (`if 1 <= j && j + 1 < m { .. }`), it also gives the [`Span`] of a row in which that test
+//! holds. The threads inside it run the body without the test, in a loop the optimiser can
+//! vectorize (a guarded store of a byte cannot be, without AVX-512's masks); those outside it,
+//! at the row's ends, run the body as written.
+
+use super::exec::LaunchSpec;
+use super::exec::{block_state, ctx_of, run_tasks, untracked_then_replay, wide_vectors};
+use super::fault::KernelFault;
+use super::tls;
+use crate::cpu::context::Ctx;
+use crate::dim::Dim3;
+use std::ops::Range;
+
+/// Threads per task (a run of rows or chunks): enough for the per-task costs to vanish.
+const TASK_THREADS: u64 = 1 << 16;
+
+/// The grid x-indices `lo..hi` of the threads of a row in which a kernel's guard holds: the
+/// threads there run the kernel without it. The `#[kernel]` macro narrows a row's span by each
+/// test of the guard in turn; a span only ever shrinks, so a test it cannot decide leaves the
+/// thread to the body's own test.
+///
+/// ```
+/// # use kernel_runtime::__rt::Span;
+/// // `1 <= j && j + 1 < m` with m = 10, for a row of threads 0..16.
+/// let row = Span { lo: 0, hi: 16 };
+/// assert_eq!(row.ge(0, 1).lt(1, 10), Span { lo: 1, hi: 9 });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// The first index of the span.
+    pub lo: usize,
+    /// One past the last index of the span.
+    pub hi: usize,
+}
+
+impl Span {
+    /// No index.
+    pub const EMPTY: Span = Span { lo: 0, hi: 0 };
+
+    /// Whether the span holds no index.
+    #[inline(always)]
+    pub fn is_empty(self) -> bool {
+        self.lo >= self.hi
+    }
+
+    /// The indices `j` of the span for which `j + c < e`.
+    #[inline(always)]
+    pub fn lt(self, c: usize, e: usize) -> Span {
+        match e.checked_sub(c) {
+            Some(h) => self.below(h),
+            None => Span::EMPTY,
+        }
+    }
+
+    /// The indices `j` of the span for which `j + c <= e`.
+    #[inline(always)]
+    pub fn le(self, c: usize, e: usize) -> Span {
+        match e.checked_sub(c) {
+            Some(h) => self.below(h.saturating_add(1)),
+            None => Span::EMPTY,
+        }
+    }
+
+    /// The indices `j` of the span for which `j + c > e`, and `j + c` does not overflow.
+    #[inline(always)]
+    pub fn gt(self, c: usize, e: usize) -> Span {
+        match e.checked_sub(c).map(|l| l.checked_add(1)) {
+            Some(Some(l)) => self.fits(c).from(l),
+            Some(None) => Span::EMPTY,
+            None => self.fits(c),
+        }
+    }
+
+    /// The indices `j` of the span for which `j + c >= e`, and `j + c` does not overflow.
+    #[inline(always)]
+    pub fn ge(self, c: usize, e: usize) -> Span {
+        self.fits(c).from(e.saturating_sub(c))
+    }
+
+    /// The indices of both spans.
+    #[inline(always)]
+    pub fn and(self, other: Span) -> Span {
+        Span {
+            lo: self.lo.max(other.lo),
+            hi: self.hi.min(other.hi),
+        }
+    }
+
+    #[inline(always)]
+    fn below(self, hi: usize) -> Span {
+        Span {
+            lo: self.lo,
+            hi: self.hi.min(hi),
+        }
+    }
+
+    #[inline(always)]
+    fn from(self, lo: usize) -> Span {
+        Span {
+            lo: self.lo.max(lo),
+            hi: self.hi,
+        }
+    }
+
+    /// The indices `j` for which `j + c` does not overflow (all but `usize::MAX` when `c` is 0).
+    #[inline(always)]
+    fn fits(self, c: usize) -> Span {
+        self.below((usize::MAX - c).saturating_add(1))
+    }
+}
+
+/// Runs a grid-level kernel (see [`LaunchSpec::grid_level`]) row by row. `body(ctx, bound,
+/// inside)` is one thread, `inside` telling it that its `grid(n).0` lies in the span that
+/// `span(ctx, bound, row)` gives of the `row` of its first thread `ctx`. Whose 1-D arrays all
+/// have length `bound` (else `usize::MAX`), the body takes that length from it: the threads
+/// below it run first, in a loop where a test such as `if i < c.len()` is known to hold and
+/// costs nothing.
+pub fn run_grid<F, S>(spec: &LaunchSpec, bound: usize, span: S, body: F) -> Result<(), KernelFault>
+where
+    F: Fn(Ctx, usize, bool) + Sync + Clone,
+    S: Fn(Ctx, usize, Span) -> Span + Sync,
+{
+    debug_assert!(spec.grid_level);
+    let rows = Rows::of(spec);
+    run_tasks(
+        spec,
+        rows.segments,
+        rows.per_task(),
+        |segments, shared, _| {
+            let base = ctx_of(&block_state(spec, 0, shared), Dim3::ZERO);
+            untracked_then_replay(
+                || {
+                    for s in segments.clone() {
+                        let (ctx, first, threads) = rows.segment(base, s);
+                        let row = Span {
+                            lo: first,
+                            hi: first + threads as usize,
+                        };
+                        let inside = span(ctx, bound, row)
+                            .and(row)
+                            .and(Span { lo: 0, hi: bound });
+                        let inside = if inside.is_empty() {
+                            0..0
+                        } else {
+                            (inside.lo - first) as u32..(inside.hi - first) as u32
+                        };
+                        run_inside(ctx, inside.clone(), bound, &body);
+                        if inside.start > 0 || inside.end < threads {
+                            ends(ctx, threads, inside, bound, &body);
+                        }
+                    }
+                },
+                || replay(spec, &rows, base, segments.clone(), bound, &body),
+            )
+        },
+    )
+}
+
+/// The shape of a launch as rows cut into segments of whole blocks along x.
+struct Rows {
+    block: Dim3,
+    grid_x: u32,
+    /// Blocks along x in a segment (the last of a row may have fewer).
+    chunk: u32,
+    /// Segments per row.
+    chunks: u64,
+    /// Rows per z-slice of the grid: its threads along y.
+    height: u64,
+    segments: u64,
+}
+
+impl Rows {
+    fn of(spec: &LaunchSpec) -> Rows {
+        let (grid, block) = (spec.grid, spec.block);
+        let chunk = (TASK_THREADS / block.x.max(1) as u64).clamp(1, grid.x.max(1) as u64) as u32;
+        let chunks = grid.x.div_ceil(chunk) as u64;
+        let height = grid.y as u64 * block.y as u64;
+        Rows {
+            block,
+            grid_x: grid.x,
+            chunk,
+            chunks,
+            height,
+            segments: chunks * height * (grid.z as u64 * block.z as u64),
+        }
+    }
+
+    /// Segments per task: a task has about [`TASK_THREADS`] threads, and every core at least a
+    /// few tasks.
+    fn per_task(&self) -> u64 {
+        let threads = self.chunk as u64 * self.block.x as u64;
+        (TASK_THREADS / threads.max(1)).clamp(
+            1,
+            (self.segments / (8 * rayon::current_num_threads() as u64)).max(1),
+        )
+    }
+
+    /// Segment `s`: the context of its first thread (its block's x the segment's first, its
+    /// thread's x 0; the loop then counts thread x past the block's width), the grid x-index
+    /// of that thread, and the number of threads.
+    #[inline(always)]
+    fn segment(&self, base: Ctx, s: u64) -> (Ctx, usize, u32) {
+        let (row, c) = (s / self.chunks, s % self.chunks);
+        let (gy, gz) = (row % self.height, row / self.height);
+        let b = self.block;
+        let x = c as u32 * self.chunk;
+        let ctx = Ctx {
+            block: Dim3::new(x, (gy / b.y as u64) as u32, (gz / b.z as u64) as u32),
+            thread: Dim3::new(0, (gy % b.y as u64) as u32, (gz % b.z as u64) as u32),
+            ..base
+        };
+        let threads = self.chunk.min(self.grid_x - x) * b.x;
+        (ctx, x as usize * b.x as usize, threads)
+    }
+}
+
+/// The threads `inside` a segment's span, in a loop compiled for AVX-512 where the CPU has it.
+#[inline(always)]
+fn run_inside<F: Fn(Ctx, usize, bool) + Clone>(
+    ctx: Ctx,
+    inside: Range<u32>,
+    bound: usize,
+    body: &F,
+) {
+    if inside.is_empty() {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if wide_vectors() {
+        // SAFETY: the CPU has every feature `inside_avx512` is compiled for (checked above).
+        return unsafe { inside_avx512(ctx, inside, bound, body) };
+    }
+    inside_plain(ctx, inside, bound, body)
+}
+
+/// The loop of [`run_inside`], a function of its own so that the optimiser inlines the body
+/// into it with a full budget and vectorizes it apart from the segment's ends.
+#[inline(always)]
+fn inside_loop<F: Fn(Ctx, usize, bool) + Clone>(
+    mut ctx: Ctx,
+    inside: Range<u32>,
+    bound: usize,
+    body: &F,
+) {
+    // A local copy, whose captured views stay in registers: the kernel's stores through raw
+    // pointers cannot alias it.
+    let body = body.clone();
+    // The grid x-index of thread x 0, computed as `grid(n)` computes it, so that the optimiser
+    // sees the bound below as one on the kernel's own index.
+    let first = ctx.block.x as usize * ctx.block_dim.x as usize;
+    for x in inside {
+        // SAFETY: `run_grid` cut the span below `bound`.
+        unsafe { std::hint::assert_unchecked(first + (x as usize) < bound) };
+        ctx.thread.x = x;
+        body(ctx, bound, true);
+    }
+}
+
+#[inline(never)]
+fn inside_plain<F: Fn(Ctx, usize, bool) + Clone>(
+    ctx: Ctx,
+    inside: Range<u32>,
+    bound: usize,
+    body: &F,
+) {
+    inside_loop(ctx, inside, bound, body)
+}
+
+// The caller checks that the CPU has the features this is compiled for.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+unsafe fn inside_avx512<F: Fn(Ctx, usize, bool) + Clone>(
+    ctx: Ctx,
+    inside: Range<u32>,
+    bound: usize,
+    body: &F,
+) {
+    inside_loop(ctx, inside, bound, body)
+}
+
+/// The threads of a segment of `threads` outside its span `inside`: the body as written.
+#[inline(never)]
+fn ends<F: Fn(Ctx, usize, bool) + Clone>(
+    mut ctx: Ctx,
+    threads: u32,
+    inside: Range<u32>,
+    bound: usize,
+    body: &F,
+) {
+    let body = body.clone();
+    for x in (0..inside.start).chain(inside.end.max(inside.start)..threads) {
+        ctx.thread.x = x;
+        body(ctx, bound, false);
+    }
+}
+
+/// The segments of a task that faulted, again, thread by thread with each thread's own block
+/// and thread recorded, so that the fault names them.
+fn replay<F: Fn(Ctx, usize, bool)>(
+    spec: &LaunchSpec,
+    rows: &Rows,
+    base: Ctx,
+    segments: Range<u64>,
+    bound: usize,
+    body: &F,
+) {
+    let d = spec.block.x as usize;
+    for s in segments {
+        let (ctx, first, threads) = rows.segment(base, s);
+        for x in 0..threads as usize {
+            let g = first + x;
+            let state = tls::BlockState {
+                block: Dim3 {
+                    x: (g / d) as u32,
+                    ..ctx.block
+                },
+                ..block_state(spec, 0, base.shared)
+            };
+            let thread = Dim3 {
+                x: (g % d) as u32,
+                ..ctx.thread
+            };
+            tls::BLOCK.with(|c| c.set(state));
+            tls::set_thread(thread);
+            body(ctx_of(&state, thread), bound, false);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROW: Span = Span { lo: 0, hi: 100 };
+
+    /// Every index of `span` passes `test`, and every index of `ROW` outside it fails it
+    /// (the span is exact on these small values).
+    fn exact(span: Span, test: impl Fn(usize) -> bool) {
+        for j in ROW.lo..ROW.hi {
+            assert_eq!(
+                span.lo <= j && j < span.hi,
+                test(j),
+                "j = {j}, span {span:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_test_narrows_the_span_to_where_it_holds() {
+        for c in 0..4 {
+            for e in 0..8 {
+                exact(ROW.lt(c, e), |j| j + c < e);
+                exact(ROW.le(c, e), |j| j + c <= e);
+                exact(ROW.gt(c, e), |j| j + c > e);
+                exact(ROW.ge(c, e), |j| j + c >= e);
+            }
+        }
+    }
+
+    #[test]
+    fn a_sum_that_would_overflow_is_outside_the_span() {
+        let all = Span {
+            lo: 0,
+            hi: usize::MAX,
+        };
+        let c = usize::MAX - 5;
+        // `j + c` overflows from j = 6 on: those threads keep the body's own test.
+        assert_eq!(all.gt(c, 0), Span { lo: 0, hi: 6 });
+        assert_eq!(all.ge(c, 0), Span { lo: 0, hi: 6 });
+        assert!(all.gt(0, usize::MAX).is_empty());
+        assert!(all.lt(c, 3).is_empty());
+    }
+
+    #[test]
+    fn rows_cut_a_launch_into_segments_of_whole_blocks() {
+        let spec = LaunchSpec {
+            kernel: "k",
+            grid: Dim3::new(300, 2, 1),
+            block: Dim3::new(256, 3, 1),
+            shared_bytes: 0,
+            barriers: false,
+            thread_context: false,
+            grid_level: true,
+        };
+        let rows = Rows::of(&spec);
+        // 256 blocks of 256 threads per segment: two segments per row, six rows.
+        assert_eq!((rows.chunk, rows.chunks, rows.segments), (256, 2, 12));
+        let base = ctx_of(&block_state(&spec, 0, std::ptr::null_mut()), Dim3::ZERO);
+        let (ctx, first, threads) = rows.segment(base, 3);
+        // Row 1 (block y 0, thread y 1), second segment: blocks 256..300.
+        assert_eq!(
+            (ctx.block, ctx.thread),
+            (Dim3::new(256, 0, 0), Dim3::new(0, 1, 0))
+        );
+        assert_eq!((first, threads), (256 * 256, 44 * 256));
+        let (ctx, _, _) = rows.segment(base, 8);
+        assert_eq!(
+            (ctx.block, ctx.thread),
+            (Dim3::new(0, 1, 0), Dim3::new(0, 1, 0))
+        );
+    }
+}
