@@ -111,8 +111,7 @@ fn cpu_peers_and_report(ctx: &Context, steps: &mut Steps) {
             .collect();
         let date = cpu_report::today();
         let dir = ctx.root.join("benches/results");
-        let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-        let machine = format!("{cpus} CPUs ({})", std::env::consts::ARCH);
+        let machine = machine();
         let peers_note = if peers.is_empty() {
             "not run: numba was not available".to_string()
         } else {
@@ -181,6 +180,47 @@ fn numba_python(ctx: &Context) -> Result<PathBuf> {
 }
 
 /// Runs `cmd` and returns its standard output (standard error passes through).
+/// The machine in words: its CPU's model where `/proc/cpuinfo` names it, its logical CPUs, and
+/// which of the vector features that decide how the CPU backend's loops vectorize it has.
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find(|l| l.starts_with("model name"))?;
+            Some(line.split_once(':')?.1.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    format!(
+        "{model}, {cpus} logical CPUs, vector features: {}",
+        vector_features()
+    )
+}
+
+#[cfg(target_arch = "x86_64")]
+fn vector_features() -> String {
+    let features = [
+        ("sse4.2", std::arch::is_x86_feature_detected!("sse4.2")),
+        ("avx2", std::arch::is_x86_feature_detected!("avx2")),
+        ("fma", std::arch::is_x86_feature_detected!("fma")),
+        ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
+        ("avx512bw", std::arch::is_x86_feature_detected!("avx512bw")),
+        ("avx512vl", std::arch::is_x86_feature_detected!("avx512vl")),
+    ];
+    let has: Vec<&str> = features.iter().filter(|f| f.1).map(|f| f.0).collect();
+    let avx512 = features[3..].iter().all(|f| f.1);
+    format!(
+        "{} (the thread loops' AVX-512 copies {})",
+        has.join(", "),
+        if avx512 { "run" } else { "do not run" }
+    )
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn vector_features() -> String {
+    format!("those of {}", std::env::consts::ARCH)
+}
+
 fn capture(cmd: &mut Command) -> Result<String> {
     let out = cmd
         .stderr(std::process::Stdio::inherit())
