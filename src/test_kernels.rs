@@ -3,6 +3,10 @@
 //! same suite runs on every backend.
 
 use kernel_runtime::prelude::*;
+use kernel_runtime::random::{
+    xoroshiro128p_next, xoroshiro128p_normal_f32, xoroshiro128p_normal_f64,
+    xoroshiro128p_uniform_f32, xoroshiro128p_uniform_f64, Xoroshiro128pState,
+};
 
 /// Writes `grid(1)` and `gridsize(1)` of every thread.
 #[kernel]
@@ -540,5 +544,50 @@ pub fn row_two_overruns(out: &mut Array2<u32>) {
     let (h, w) = out.dim();
     if y < h && x <= w && (y == 2 || x < w) {
         out[[y, x]] = 1;
+    }
+}
+
+/// Writes `out[[i, k]]`, the `k`-th number thread `i` draws from its generator `states[i]`:
+/// uniform where `normal` is false, else standard normal.
+#[kernel]
+pub fn random_draws_f32(states: &mut [Xoroshiro128pState], normal: bool, out: &mut Array2<f32>) {
+    let i = grid(1);
+    let (n, draws) = out.dim();
+    if i < n && i < states.len() {
+        for k in 0..draws {
+            out[[i, k]] = if normal {
+                xoroshiro128p_normal_f32(&mut states, i)
+            } else {
+                xoroshiro128p_uniform_f32(&mut states, i)
+            };
+        }
+    }
+}
+
+/// [`random_draws_f32`] in `f64`.
+#[kernel]
+pub fn random_draws_f64(states: &mut [Xoroshiro128pState], normal: bool, out: &mut Array2<f64>) {
+    let i = grid(1);
+    let (n, draws) = out.dim();
+    if i < n && i < states.len() {
+        for k in 0..draws {
+            out[[i, k]] = if normal {
+                xoroshiro128p_normal_f64(&mut states, i)
+            } else {
+                xoroshiro128p_uniform_f64(&mut states, i)
+            };
+        }
+    }
+}
+
+/// Writes `out[[i, k]]`, the `k`-th 64 random bits of `states[i]`.
+#[kernel]
+pub fn random_bits(states: &mut [Xoroshiro128pState], out: &mut Array2<u64>) {
+    let i = grid(1);
+    let (n, draws) = out.dim();
+    if i < n && i < states.len() {
+        for k in 0..draws {
+            out[[i, k]] = xoroshiro128p_next(&mut states, i);
+        }
     }
 }

@@ -108,3 +108,7 @@ pub(crate) const ARRAY_TYPES: &[(&str, usize)] = &[
 
 /// What the names of the atomic operations (`atomic_add`, `atomic_max`, ...) begin with.
 pub(crate) const ATOMIC_PREFIX: &str = "atomic_";
+
+/// What the names of the random-number functions (`xoroshiro128p_uniform_f32`, ...) begin
+/// with: they read only the states they are given, never the thread's coordinates.
+pub(crate) const RANDOM_PREFIX: &str = "xoroshiro128p_";

@@ -68,6 +68,7 @@ pub mod device_copy;
 pub mod dim;
 pub mod fault;
 pub mod math;
+pub mod random;
 pub mod shared;
 pub mod sync;
 pub mod view;

@@ -2,7 +2,7 @@
 //! `shared_array![..]` and friends, notices barriers, and rejects what a `no_std` device cannot
 //! do, each with an error at the offending span.
 
-use crate::vocab::{FLOAT_METHODS, HEAP_PATHS, STD_MACROS, WARP_COLLECTIVES};
+use crate::vocab::{FLOAT_METHODS, HEAP_PATHS, RANDOM_PREFIX, STD_MACROS, WARP_COLLECTIVES};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use std::collections::HashSet;
@@ -358,7 +358,10 @@ fn may_read_thread_context(first: &str, last: &str, segments: usize) -> bool {
     if segments > 1 {
         return !PRIMITIVE.contains(&first);
     }
-    !(last.starts_with("atomic_") || last.starts_with("sync_threads") || DEVICE_API.contains(&last))
+    !(last.starts_with("atomic_")
+        || last.starts_with(RANDOM_PREFIX)
+        || last.starts_with("sync_threads")
+        || DEVICE_API.contains(&last))
 }
 
 struct RuntimeNames<'a> {

@@ -1,0 +1,249 @@
+//! Random numbers in kernels, as Numba's `numba.cuda.random`: its names, its generator
+//! (xoroshiro128+, seeded by SplitMix64) and its bit stream.
+//!
+//! Each thread draws from a generator of its own, one [`Xoroshiro128pState`] of an array of
+//! states that [`create_xoroshiro128p_states`] makes on a device: state `i` is state 0 jumped
+//! ahead `i · 2^64` steps (and state 0 is `subsequence_start · 2^64` steps past the seed's),
+//! so the threads' streams do not overlap while each draws fewer than 2^64 numbers. In a
+//! kernel, `xoroshiro128p_uniform_f32(&mut states, i)` draws from state `i` and advances it.
+//!
+//! The same seed gives the numbers Numba gives: the states and the uniform draws bit for bit;
+//! the normal draws (Box–Muller, which uses two uniform draws and keeps one value) up to the
+//! last bits of the `ln` and `cos` they use, which differ between maths libraries (the tests
+//! compare with values recorded from Numba, `tests/data/xoroshiro128p_numba.py`).
+//!
+//! ```
+//! use kernel_runtime::prelude::*;
+//! use kernel_runtime::random::{create_xoroshiro128p_states, xoroshiro128p_uniform_f32, Xoroshiro128pState};
+//!
+//! /// Counts, per thread, the points of `draws` random ones that fall in the unit circle.
+//! #[kernel]
+//! fn hits(states: &mut [Xoroshiro128pState], draws: u32, out: &mut [u32]) {
+//!     let i = grid(1);
+//!     if i < out.len() {
+//!         let mut inside = 0;
+//!         for _ in 0..draws {
+//!             let x = xoroshiro128p_uniform_f32(&mut states, i);
+//!             let y = xoroshiro128p_uniform_f32(&mut states, i);
+//!             inside += u32::from(x * x + y * y <= 1.0);
+//!         }
+//!         out[i] = inside;
+//!     }
+//! }
+//!
+//! let dev = Device::cpu();
+//! let mut states = create_xoroshiro128p_states(&dev, 256, 1, 0)?;
+//! let mut out = dev.zeros::<u32, _>(256)?;
+//! hits.launch(1, 256, (&mut states, 1000, &mut out))?;
+//! let pi = 4.0 * out.to_vec()?.iter().sum::<u32>() as f64 / 256_000.0;
+//! assert!((pi - std::f64::consts::PI).abs() < 0.05);
+//! # Ok::<(), kernel_runtime::Error>(())
+//! ```
+
+use crate::device_copy::{AnyBitPattern, DeviceCopy};
+use crate::math::DeviceFloat;
+use core::ops::IndexMut;
+
+/// The state of one xoroshiro128+ generator: Numba's `xoroshiro128p_dtype`, two `u64`s.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Xoroshiro128pState {
+    /// The first word.
+    pub s0: u64,
+    /// The second word.
+    pub s1: u64,
+}
+
+// SAFETY: `#[repr(C)]`, two `u64`s, no pointers; all-zero bits are a value.
+unsafe impl DeviceCopy for Xoroshiro128pState {}
+// SAFETY: any bits of two `u64`s are a value, and two `u64`s leave no padding.
+unsafe impl AnyBitPattern for Xoroshiro128pState {}
+
+/// The polynomial of a jump of 2^64 steps, from the generator's authors.
+const JUMP: [u64; 2] = [0xBEAC_0467_EBA5_FACB, 0xD86B_048B_86AA_9922];
+
+impl Xoroshiro128pState {
+    /// The state SplitMix64 makes of `seed` (both words the same, as Numba sets them).
+    pub const fn seeded(seed: u64) -> Self {
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        Xoroshiro128pState { s0: z, s1: z }
+    }
+
+    /// The next 64 random bits; advances the state one step.
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        let (s0, mut s1) = (self.s0, self.s1);
+        let result = s0.wrapping_add(s1);
+        s1 ^= s0;
+        self.s0 = s0.rotate_left(55) ^ s1 ^ (s1 << 14);
+        self.s1 = s1.rotate_left(36);
+        result
+    }
+
+    /// Advances the state 2^64 steps.
+    pub fn jump(&mut self) {
+        let (mut s0, mut s1) = (0, 0);
+        for word in JUMP {
+            for b in 0..64 {
+                if word & (1u64 << b) != 0 {
+                    s0 ^= self.s0;
+                    s1 ^= self.s1;
+                }
+                self.next_u64();
+            }
+        }
+        *self = Xoroshiro128pState { s0, s1 };
+    }
+}
+
+/// The top 53 bits of `x` as an `f64` in `[0, 1)`.
+#[inline]
+fn unit_f64(x: u64) -> f64 {
+    (x >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// The next 64 random bits of `states[index]`, which advances one step.
+#[inline]
+pub fn xoroshiro128p_next<S>(states: &mut S, index: usize) -> u64
+where
+    S: IndexMut<usize, Output = Xoroshiro128pState> + ?Sized,
+{
+    states[index].next_u64()
+}
+
+/// Advances `states[index]` 2^64 steps.
+pub fn xoroshiro128p_jump<S>(states: &mut S, index: usize)
+where
+    S: IndexMut<usize, Output = Xoroshiro128pState> + ?Sized,
+{
+    states[index].jump()
+}
+
+/// A uniform `f64` in `[0, 1)` from `states[index]` (53 random bits), which advances one step.
+#[inline]
+pub fn xoroshiro128p_uniform_f64<S>(states: &mut S, index: usize) -> f64
+where
+    S: IndexMut<usize, Output = Xoroshiro128pState> + ?Sized,
+{
+    unit_f64(states[index].next_u64())
+}
+
+/// A uniform `f32` from `states[index]`, which advances one step: the `f64` draw rounded to
+/// `f32`, as Numba does, so that it is in `[0, 1]` (1 when the `f64` rounds up to it).
+#[inline]
+pub fn xoroshiro128p_uniform_f32<S>(states: &mut S, index: usize) -> f32
+where
+    S: IndexMut<usize, Output = Xoroshiro128pState> + ?Sized,
+{
+    unit_f64(states[index].next_u64()) as f32
+}
+
+/// A standard normal `f32` (mean 0, deviation 1) from `states[index]`, which advances two
+/// steps: `sqrt(-2 ln u1) cos(2π u2)` of two uniform `f32` draws, in `f32`.
+#[inline]
+pub fn xoroshiro128p_normal_f32<S>(states: &mut S, index: usize) -> f32
+where
+    S: IndexMut<usize, Output = Xoroshiro128pState> + ?Sized,
+{
+    let u1 = xoroshiro128p_uniform_f32(states, index);
+    let u2 = xoroshiro128p_uniform_f32(states, index);
+    let two_pi = 2.0 * core::f32::consts::PI;
+    DeviceFloat::sqrt(-2.0 * DeviceFloat::ln(u1)) * DeviceFloat::cos(two_pi * u2)
+}
+
+/// A standard normal `f64` from `states[index]`, which advances two steps. As Numba's, it
+/// draws its two uniform numbers as `f32` and takes the logarithm of the first in `f32`; the
+/// rest is `f64`.
+#[inline]
+pub fn xoroshiro128p_normal_f64<S>(states: &mut S, index: usize) -> f64
+where
+    S: IndexMut<usize, Output = Xoroshiro128pState> + ?Sized,
+{
+    let u1 = xoroshiro128p_uniform_f32(states, index);
+    let u2 = xoroshiro128p_uniform_f32(states, index);
+    let two_pi = 2.0 * core::f64::consts::PI;
+    DeviceFloat::sqrt(-2.0 * DeviceFloat::ln(u1) as f64) * DeviceFloat::cos(two_pi * u2 as f64)
+}
+
+/// The `n` states Numba's `init_xoroshiro128p_states` makes of `seed`: state 0 from the seed,
+/// jumped `subsequence_start` times, each next one the one before jumped once.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn xoroshiro128p_states(
+    n: usize,
+    seed: u64,
+    subsequence_start: u64,
+) -> Vec<Xoroshiro128pState> {
+    let mut state = Xoroshiro128pState::seeded(seed);
+    for _ in 0..subsequence_start {
+        state.jump();
+    }
+    let mut states = Vec::with_capacity(n);
+    for i in 0..n {
+        if i > 0 {
+            state.jump();
+        }
+        states.push(state);
+    }
+    states
+}
+
+/// A new array of `n` generator states on `device`, as Numba's
+/// `create_xoroshiro128p_states(n, seed, subsequence_start)`: see [`xoroshiro128p_states`].
+/// The states are made on the host (a jump is 128 steps, so a million states take about a
+/// second) and copied.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn create_xoroshiro128p_states(
+    device: &crate::Device,
+    n: usize,
+    seed: u64,
+    subsequence_start: u64,
+) -> Result<crate::DeviceArray1<Xoroshiro128pState>, crate::Error> {
+    device.to_device(&xoroshiro128p_states(n, seed, subsequence_start))
+}
+
+/// Sets the states of `states` as [`create_xoroshiro128p_states`] makes them, as Numba's
+/// `init_xoroshiro128p_states(states, seed, subsequence_start)`.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn init_xoroshiro128p_states(
+    states: &mut crate::DeviceArray1<Xoroshiro128pState>,
+    seed: u64,
+    subsequence_start: u64,
+) -> Result<(), crate::Error> {
+    let host = xoroshiro128p_states(states.len(), seed, subsequence_start);
+    states.copy_from_host(&host[..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jump_is_two_to_the_64_steps_of_the_same_sequence() {
+        // Jumping then stepping equals stepping then jumping: the jump is a power of the step.
+        let mut a = Xoroshiro128pState::seeded(7);
+        let mut b = a;
+        a.jump();
+        a.next_u64();
+        b.next_u64();
+        b.jump();
+        assert_eq!(a, b);
+        assert_ne!(a, Xoroshiro128pState::seeded(7));
+    }
+
+    #[test]
+    fn uniform_draws_stay_in_the_unit_interval() {
+        let mut states = xoroshiro128p_states(3, 99, 0);
+        for _ in 0..10_000 {
+            let x = xoroshiro128p_uniform_f64(&mut states[..], 2);
+            assert!((0.0..1.0).contains(&x));
+            let y = xoroshiro128p_uniform_f32(&mut states[..], 1);
+            assert!((0.0..=1.0).contains(&y));
+        }
+        assert_eq!(unit_f64(u64::MAX), 1.0 - f64::EPSILON / 2.0);
+        // The f32 draw of the largest f64 below 1 is 1, as Numba's.
+        assert_eq!(unit_f64(u64::MAX) as f32, 1.0);
+    }
+}

@@ -1,0 +1,202 @@
+//! Random numbers against Numba's own generator: the states, the raw bits and the uniform draws
+//! bit for bit, the normal draws within the bounds the `random` module states, on the host and
+//! in kernels on every backend. The values come from `tests/data/xoroshiro128p_numba.py`.
+
+use kernel_runtime::random::{
+    create_xoroshiro128p_states, init_xoroshiro128p_states, xoroshiro128p_next,
+    xoroshiro128p_normal_f32, xoroshiro128p_normal_f64, xoroshiro128p_states,
+    xoroshiro128p_uniform_f32, xoroshiro128p_uniform_f64, Xoroshiro128pState,
+};
+use kernel_suite::test_kernels::{random_bits, random_draws_f32, random_draws_f64};
+use serde_json::Value;
+
+mod common;
+use common::backends;
+
+/// One recorded case: the seed, the subsequence start, the states Numba made, and for some
+/// states the draws of each kind from a fresh copy.
+struct Case {
+    seed: u64,
+    start: u64,
+    states: Vec<Xoroshiro128pState>,
+    draws: Vec<Draws>,
+}
+
+struct Draws {
+    index: usize,
+    next: Vec<u64>,
+    uniform_f32: Vec<f32>,
+    uniform_f64: Vec<f64>,
+    normal_f32: Vec<f32>,
+    normal_f64: Vec<f64>,
+}
+
+fn cases() -> Vec<Case> {
+    let text = include_str!("data/xoroshiro128p_numba.json");
+    let json: Value = serde_json::from_str(text).expect("the recorded values parse");
+    let u64_of = |v: &Value| {
+        v.as_str()
+            .and_then(|s| s.parse::<u64>().ok())
+            .expect("a u64")
+    };
+    let hex = |v: &Value| u64::from_str_radix(v.as_str().expect("hex bits"), 16).expect("hex");
+    let list = |v: &Value| v.as_array().expect("a list").clone();
+    let f32s = |v: &Value| -> Vec<f32> {
+        list(v)
+            .iter()
+            .map(|b| f32::from_bits(hex(b) as u32))
+            .collect()
+    };
+    let f64s = |v: &Value| -> Vec<f64> { list(v).iter().map(|b| f64::from_bits(hex(b))).collect() };
+    list(&json["cases"])
+        .iter()
+        .map(|c| Case {
+            seed: u64_of(&c["seed"]),
+            start: c["subsequence_start"].as_u64().expect("a start"),
+            states: list(&c["states"])
+                .iter()
+                .map(|s| Xoroshiro128pState {
+                    s0: u64_of(&s[0]),
+                    s1: u64_of(&s[1]),
+                })
+                .collect(),
+            draws: list(&c["draws"])
+                .iter()
+                .map(|d| Draws {
+                    index: d["index"].as_u64().expect("an index") as usize,
+                    next: list(&d["next"]).iter().map(u64_of).collect(),
+                    uniform_f32: f32s(&d["uniform_f32"]),
+                    uniform_f64: f64s(&d["uniform_f64"]),
+                    normal_f32: f32s(&d["normal_f32"]),
+                    normal_f64: f64s(&d["normal_f64"]),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Normal draws: `f32` within 4 units in the last place of Numba's, `f64` within a relative
+/// 1e-6 (its logarithm is taken in `f32`, whose last bit may differ between maths libraries).
+fn close_f32(got: &[f32], want: &[f32]) -> bool {
+    got.len() == want.len()
+        && got
+            .iter()
+            .zip(want)
+            .all(|(g, w)| (g.to_bits() as i64 - w.to_bits() as i64).abs() <= 4)
+}
+
+fn close_f64(got: &[f64], want: &[f64]) -> bool {
+    got.len() == want.len()
+        && got
+            .iter()
+            .zip(want)
+            .all(|(g, w)| (g - w).abs() <= 1e-6 * w.abs().max(1e-3))
+}
+
+#[test]
+fn host_states_and_draws_are_numbas() {
+    for case in cases() {
+        let states = xoroshiro128p_states(case.states.len(), case.seed, case.start);
+        assert_eq!(
+            states, case.states,
+            "seed {} start {}",
+            case.seed, case.start
+        );
+        for d in &case.draws {
+            let draw = |f: &dyn Fn(&mut [Xoroshiro128pState]) -> f64| {
+                let mut copy = states.clone();
+                (0..d.next.len()).map(|_| f(&mut copy)).collect::<Vec<_>>()
+            };
+            let mut copy = states.clone();
+            let next: Vec<u64> = (0..d.next.len())
+                .map(|_| xoroshiro128p_next(&mut copy[..], d.index))
+                .collect();
+            assert_eq!(next, d.next);
+            let uniform32: Vec<f32> = draw(&|s| f64::from(xoroshiro128p_uniform_f32(s, d.index)))
+                .iter()
+                .map(|&v| v as f32)
+                .collect();
+            assert_eq!(uniform32, d.uniform_f32);
+            assert_eq!(
+                draw(&|s| xoroshiro128p_uniform_f64(s, d.index)),
+                d.uniform_f64
+            );
+            let normal32: Vec<f32> = draw(&|s| f64::from(xoroshiro128p_normal_f32(s, d.index)))
+                .iter()
+                .map(|&v| v as f32)
+                .collect();
+            assert!(
+                close_f32(&normal32, &d.normal_f32),
+                "{normal32:?} {:?}",
+                d.normal_f32
+            );
+            let normal64 = draw(&|s| xoroshiro128p_normal_f64(s, d.index));
+            assert!(close_f64(&normal64, &d.normal_f64), "{normal64:?}");
+        }
+    }
+}
+
+#[test]
+fn kernels_draw_numbas_numbers_on_every_backend() {
+    for dev in backends() {
+        for case in cases() {
+            let n = case.states.len();
+            let draws = case.draws[0].next.len();
+            let fresh = || create_xoroshiro128p_states(&dev, n, case.seed, case.start).unwrap();
+            let mut states = fresh();
+            assert_eq!(states.to_vec().unwrap(), case.states);
+            let what = format!("{:?}: seed {} start {}", dev.kind(), case.seed, case.start);
+
+            let mut bits = dev.zeros::<u64, _>((n, draws)).unwrap();
+            random_bits.launch(1, 32, (&mut states, &mut bits)).unwrap();
+            let mut u32s = dev.zeros::<f32, _>((n, draws)).unwrap();
+            random_draws_f32
+                .launch(1, 32, (&mut fresh(), false, &mut u32s))
+                .unwrap();
+            let mut u64s = dev.zeros::<f64, _>((n, draws)).unwrap();
+            random_draws_f64
+                .launch(1, 32, (&mut fresh(), false, &mut u64s))
+                .unwrap();
+            let mut n32 = dev.zeros::<f32, _>((n, draws)).unwrap();
+            random_draws_f32
+                .launch(1, 32, (&mut fresh(), true, &mut n32))
+                .unwrap();
+            let mut n64 = dev.zeros::<f64, _>((n, draws)).unwrap();
+            random_draws_f64
+                .launch(1, 32, (&mut fresh(), true, &mut n64))
+                .unwrap();
+            let (bits, u32s, u64s) = (
+                bits.to_host().unwrap(),
+                u32s.to_host().unwrap(),
+                u64s.to_host().unwrap(),
+            );
+            let (n32, n64) = (n32.to_host().unwrap(), n64.to_host().unwrap());
+            for d in &case.draws {
+                let i = d.index;
+                assert_eq!(bits.row(i).to_vec(), d.next, "{what}");
+                assert_eq!(u32s.row(i).to_vec(), d.uniform_f32, "{what}");
+                assert_eq!(u64s.row(i).to_vec(), d.uniform_f64, "{what}");
+                assert!(close_f32(&n32.row(i).to_vec(), &d.normal_f32), "{what}");
+                assert!(close_f64(&n64.row(i).to_vec(), &d.normal_f64), "{what}");
+            }
+            // The states advanced in place: setting them again starts the streams over.
+            assert_ne!(states.to_vec().unwrap(), case.states);
+            init_xoroshiro128p_states(&mut states, case.seed, case.start).unwrap();
+            assert_eq!(states.to_vec().unwrap(), case.states, "{what}");
+        }
+    }
+}
+
+#[test]
+fn normal_draws_have_mean_zero_and_deviation_one() {
+    let mut states = xoroshiro128p_states(1, 2024, 0);
+    let n = 200_000;
+    let xs: Vec<f64> = (0..n)
+        .map(|_| xoroshiro128p_normal_f64(&mut states[..], 0))
+        .collect();
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+    // Five standard errors: 5 / sqrt(n) for the mean, about 5 * sqrt(2 / n) for the variance.
+    assert!(mean.abs() < 0.012, "mean {mean}");
+    assert!((var - 1.0).abs() < 0.016, "variance {var}");
+}
