@@ -1,12 +1,13 @@
 //! The reference programs' kernels: add-list, smooth (per pixel and in strips), integrate2d
-//! (per-row and shared-memory reduction), quicksort and tiled matmul, and an empty kernel that
-//! measures launch overhead. `build.rs` compiles them to PTX; the CPU backend runs them
-//! everywhere.
+//! (per-row and shared-memory reduction), quicksort and tiled matmul, Monte Carlo π and a random
+//! 3-D fill, and an empty kernel that measures launch overhead. `build.rs` compiles them to
+//! PTX; the CPU backend runs them everywhere.
 #![warn(missing_docs)]
 
 pub mod add_list;
 pub mod integrate;
 pub mod matmul;
+pub mod monte_carlo;
 pub mod overhead;
 pub mod quicksort;
 pub mod stencil;
@@ -14,6 +15,7 @@ pub mod stencil;
 pub use add_list::{add, add_vectorized, add_wide, ADD_WIDE};
 pub use integrate::{integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};
 pub use matmul::{matmul_tiled, TPB};
+pub use monte_carlo::{fill_uniform_3d, pi_hits};
 pub use overhead::empty3;
 pub use quicksort::{qs_copy, qs_count, qs_file, qs_pivots, qs_scatter, qs_sort_small};
 pub use stencil::{smooth, smooth_strips, smooth_words, STRIP_ROWS, STRIP_THREADS, WORD_THREADS};
