@@ -591,3 +591,27 @@ pub fn random_bits(states: &mut [Xoroshiro128pState], out: &mut Array2<u64>) {
         }
     }
 }
+
+/// The sum of two `f64`s, as a reduction over arrays.
+#[reduce]
+pub fn sum_f64(a: f64, b: f64) -> f64 {
+    a + b
+}
+
+/// The larger of two `i32`s, as a reduction over arrays.
+#[reduce]
+pub fn max_i32(a: i32, b: i32) -> i32 {
+    a.max(b)
+}
+
+/// The smaller of two `f32`s, as a reduction over arrays.
+#[reduce]
+pub fn min_f32(a: f32, b: f32) -> f32 {
+    a.min(b)
+}
+
+/// The wrapping sum of two `u64`s, as a reduction over arrays.
+#[reduce]
+pub fn sum_u64(a: u64, b: u64) -> u64 {
+    a.wrapping_add(b)
+}

@@ -14,7 +14,9 @@ mod common;
 use gpu_kernels::{add, matmul_tiled, quicksort, smooth, smooth_words, words_blocks, WORD_THREADS};
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
 use kernel_runtime::{Device, DeviceArray1, DeviceKind, Error, LaunchConfig};
-use kernel_suite::test_kernels::{off_by_one, reverse_dynamic, saxpy_params, scale3, Affine};
+use kernel_suite::test_kernels::{
+    off_by_one, reverse_dynamic, saxpy_params, scale3, sum_f64, Affine,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -424,6 +426,50 @@ fn launches_pass_each_parameter_as_the_ptx_entry_declares_it() {
             let launch = &log.launches("reverse_dynamic")[0];
             assert!(launch.contains(" shared=1024 "), "{launch}");
             gpu.synchronize().unwrap();
+        },
+    );
+}
+
+#[test]
+fn a_reduction_on_a_gpu_runs_its_pass_over_the_array_then_over_the_blocks() {
+    on_fake_driver(
+        "a_reduction_on_a_gpu_runs_its_pass_over_the_array_then_over_the_blocks",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(sum_f64.ptx()) {
+                return;
+            }
+            // 300 000 elements: 1024 blocks of 256 threads, then one block over their values.
+            let x = gpu.zeros::<f64, _>(300_000).unwrap();
+            sum_f64.reduce(&x).unwrap();
+            let launches = log.launches("sum_f64");
+            assert_eq!(launches.len(), 2, "{launches:?}");
+            assert!(
+                launches[0].starts_with("grid=1024,1,1 block=256,1,1 "),
+                "{launches:?}"
+            );
+            assert!(
+                launches[1].starts_with("grid=1,1,1 block=256,1,1 "),
+                "{launches:?}"
+            );
+            // 200 elements fit one block: one pass; an empty array launches nothing.
+            let x = gpu.zeros::<f64, _>(200).unwrap();
+            assert_eq!(
+                sum_f64.fold(&gpu.zeros::<f64, _>(0).unwrap(), 2.0).unwrap(),
+                2.0
+            );
+            sum_f64.reduce(&x).unwrap();
+            let launches = log.launches("sum_f64");
+            assert_eq!(
+                launches.len(),
+                3,
+                "an array of one block's elements takes one pass"
+            );
+            assert!(
+                launches[2].starts_with("grid=1,1,1 block=256,1,1 "),
+                "{launches:?}"
+            );
         },
     );
 }

@@ -49,6 +49,9 @@ fn all() -> Vec<Kernel> {
         exchange_through_shared => false, exchange_after_shuffle => false,
         exchange_across_halves => false, uneven_rounds => false, block_sums => false,
         vote_after_return => false, early_leavers => false, branch_collectives => false,
+        guarded_marks => false, row_two_overruns => false, random_draws_f32 => false,
+        random_draws_f64 => false, random_bits => false, sum_f64 => false, max_i32 => false,
+        min_f32 => false, sum_u64 => false, pi_hits => false, fill_uniform_3d => false,
     ]
 }
 

@@ -1,6 +1,6 @@
-//! PTX entry points: each `#[kernel]` and `#[vectorize]` function becomes one named like it, so
-//! two of one name anywhere in a crate would clash in its PTX module. The clash is refused here,
-//! on every build (with or without the nvptx toolchain), naming both places.
+//! PTX entry points: each `#[kernel]`, `#[vectorize]` and `#[reduce]` function becomes one named
+//! like it, so two of one name anywhere in a crate would clash in its PTX module. The clash is
+//! refused here, on every build (with or without the nvptx toolchain), naming both places.
 
 use std::collections::HashMap;
 
@@ -13,7 +13,7 @@ use crate::extract::walk;
 use crate::source::SourceTree;
 
 /// Attribute names whose functions become PTX entry points.
-const ENTRY_MARKERS: [&str; 2] = ["kernel", "vectorize"];
+const ENTRY_MARKERS: [&str; 3] = ["kernel", "vectorize", "reduce"];
 
 /// `Ok` where every entry point of the crate has a name of its own.
 pub(crate) fn check_unique(tree: &SourceTree) -> Result<(), Error> {

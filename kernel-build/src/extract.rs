@@ -27,7 +27,7 @@ pub(crate) const ROOT_PREFIX: &str = "#![no_std] \
     #![allow(unused, non_snake_case)]";
 
 /// Attribute names that mark a function as device code.
-const MARKERS: [&str; 3] = ["kernel", "device", "vectorize"];
+const MARKERS: [&str; 4] = ["kernel", "device", "vectorize", "reduce"];
 
 /// Crates whose paths resolve the same on the device as on the host.
 const DEVICE_CRATES: [&str; 2] = ["kernel_runtime", "core"];

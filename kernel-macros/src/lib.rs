@@ -71,6 +71,17 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
+/// Makes a binary operation a reduction over whole arrays, as Numba's `cuda.reduce`:
+/// `#[reduce] fn sum(a: f32, b: f32) -> f32 { a + b }` gives `sum.reduce(&array)` (`None` for an
+/// empty array) and `sum.fold(&array, init)`, on the array's device (on a GPU, a tree of warp
+/// shuffles per block), for `i32`, `u32`, `i64`, `u64`, `f32` and `f64`.
+#[proc_macro_attribute]
+pub fn reduce(attr: TokenStream, item: TokenStream) -> TokenStream {
+    emit::reduce::reduce(attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
 /// Implements `DeviceCopy` for a `#[repr(C)]` struct whose fields are all `DeviceCopy`.
 #[proc_macro_derive(DeviceCopy)]
 pub fn derive_device_copy(item: TokenStream) -> TokenStream {

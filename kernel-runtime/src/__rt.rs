@@ -11,6 +11,7 @@ pub use crate::{
     cpu::exec::{enter_thread, run, run_split, wide_vectors, BlockRun, LaunchSpec},
     cpu::fault::KernelFault,
     cpu::lockstep::{operands, Operands},
+    cpu::reduction::reduce as reduce_host,
     cpu::rows::{run_grid, Span},
     cpu::slots::{flags, Slots},
     cpu::warp::each_lane,

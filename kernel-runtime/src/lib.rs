@@ -87,7 +87,7 @@ pub mod __rt;
 pub use ctx::{block_dim, block_idx, grid_dim, thread_idx, Ctx};
 pub use device_copy::{AnyBitPattern, DeviceCopy};
 pub use dim::Dim3;
-pub use kernel_macros::{device, kernel, vectorize, DeviceCopy};
+pub use kernel_macros::{device, kernel, reduce, vectorize, DeviceCopy};
 pub use shared::{SharedArray1, SharedArray2};
 pub use view::{View1, View1Mut, View2, View2Mut, View3, View3Mut};
 
@@ -124,7 +124,7 @@ pub mod prelude {
         match_any_sync, shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncwarp,
         WarpValue, WARP_SIZE,
     };
-    pub use crate::{device, kernel, vectorize, DeviceCopy, Dim3};
+    pub use crate::{device, kernel, reduce, vectorize, DeviceCopy, Dim3};
     pub use crate::{dynamic_shared, shared_array};
     pub use crate::{
         SharedArray1, SharedArray2, View1, View1Mut, View2, View2Mut, View3, View3Mut,

@@ -1,12 +1,13 @@
 //! Emission: each target of a kernel from its one model, side by side: the PTX entry
 //! (`device`), the host launcher (`launcher`), the CPU backend's fast run (`cpu`) and checked
-//! mode's (`checked`); and the other attributes' items (`vectorize`, `derive`).
+//! mode's (`checked`); and the other attributes' items (`vectorize`, `reduce`, `derive`).
 
 pub mod checked;
 pub mod cpu;
 pub mod derive;
 pub mod device;
 pub mod launcher;
+pub mod reduce;
 pub mod vectorize;
 
 use crate::kernel::params::Kind;
@@ -74,4 +75,32 @@ fn type_checks(k: &Kernel) -> TokenStream {
         }
     });
     quote!(#(#checks)*)
+}
+
+/// What an attribute that keeps a function as the scalar operation beside the launcher it
+/// makes of its name (`#[vectorize]`, `#[reduce]`) takes of it: the function is renamed
+/// `{prefix}{name}` and made private, its docs move to the launcher.
+pub struct Scalar {
+    pub name: syn::Ident,
+    pub vis: syn::Visibility,
+    pub docs: Vec<syn::Attribute>,
+    /// The function's new name.
+    pub scalar: syn::Ident,
+}
+
+impl Scalar {
+    pub fn take(func: &mut syn::ItemFn, prefix: &str) -> Scalar {
+        let name = func.sig.ident.clone();
+        let vis = std::mem::replace(&mut func.vis, syn::Visibility::Inherited);
+        let (docs, rest) = func.attrs.drain(..).partition(|a| a.path().is_ident("doc"));
+        func.attrs = rest;
+        let scalar = quote::format_ident!("{}{}", prefix, name);
+        func.sig.ident = scalar.clone();
+        Scalar {
+            name,
+            vis,
+            docs,
+            scalar,
+        }
+    }
 }

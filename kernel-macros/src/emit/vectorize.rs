@@ -142,18 +142,12 @@ struct Vectorized {
 
 impl Vectorized {
     fn new(mut func: ItemFn, params: Vec<params::Param>, ret: Type) -> Vectorized {
-        let name = func.sig.ident.clone();
-        let vis = func.vis.clone();
-        let scalar = format_ident!("__vectorize_scalar_{}", name);
-        func.sig.ident = scalar.clone();
-        func.vis = syn::Visibility::Inherited;
-        let docs: Vec<_> = func
-            .attrs
-            .iter()
-            .filter(|a| a.path().is_ident("doc"))
-            .cloned()
-            .collect();
-        func.attrs.retain(|a| !a.path().is_ident("doc"));
+        let crate::emit::Scalar {
+            name,
+            vis,
+            docs,
+            scalar,
+        } = crate::emit::Scalar::take(&mut func, "__vectorize_scalar_");
         let tys = params
             .iter()
             .map(|p| match &p.kind {

@@ -20,6 +20,7 @@ pub(crate) mod fibers;
 pub mod finding;
 pub(crate) mod lockstep;
 pub(crate) mod overflow;
+pub(crate) mod reduction;
 pub mod rows;
 pub(crate) mod slots;
 pub(crate) mod tls;

@@ -1,0 +1,96 @@
+//! `#[reduce]` on every backend: whole-array reductions against the host's, on awkward sizes,
+//! and the one-pass kernel a GPU runs, launched directly on the CPU backends (checked mode
+//! included) with whole and partial warps.
+
+use kernel_suite::reference::SplitMix64;
+use kernel_suite::test_kernels::{max_i32, min_f32, sum_f64, sum_u64};
+
+mod common;
+use common::backends;
+
+const SIZES: &[usize] = &[1, 2, 31, 255, 256, 257, 1000, 65_537, 300_001];
+
+#[test]
+fn reductions_match_the_host_on_every_backend() {
+    for dev in backends() {
+        for &n in SIZES {
+            let mut rng = SplitMix64(n as u64);
+            // Whole numbers, whose sum is exact in any order.
+            let xs: Vec<f64> = (0..n)
+                .map(|_| (rng.next_u64() % 1000) as f64 - 500.0)
+                .collect();
+            let ints: Vec<i32> = (0..n).map(|_| rng.next_u64() as i32).collect();
+            let floats: Vec<f32> = (0..n).map(|_| rng.next_f32() - 0.5).collect();
+            let words: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
+            let what = format!("{:?}, n = {n}", dev.kind());
+
+            let dx = dev.to_device(&xs).unwrap();
+            assert_eq!(
+                sum_f64.reduce(&dx).unwrap(),
+                Some(xs.iter().sum()),
+                "{what}"
+            );
+            assert_eq!(
+                sum_f64.fold(&dx, 0.5).unwrap(),
+                0.5 + xs.iter().sum::<f64>(),
+                "{what}"
+            );
+            let di = dev.to_device(&ints).unwrap();
+            assert_eq!(
+                max_i32.reduce(&di).unwrap(),
+                ints.iter().copied().max(),
+                "{what}"
+            );
+            let df = dev.to_device(&floats).unwrap();
+            let min = floats.iter().copied().fold(f32::INFINITY, f32::min);
+            assert_eq!(min_f32.reduce(&df).unwrap(), Some(min), "{what}");
+            let dw = dev.to_device(&words).unwrap();
+            let wrapped = words.iter().fold(0u64, |a, &b| a.wrapping_add(b));
+            assert_eq!(sum_u64.reduce(&dw).unwrap(), Some(wrapped), "{what}");
+        }
+        let empty = dev.zeros::<f64, _>(0).unwrap();
+        assert_eq!(sum_f64.reduce(&empty).unwrap(), None);
+        assert_eq!(sum_f64.fold(&empty, 7.0).unwrap(), 7.0);
+    }
+}
+
+/// What block `b` of a `grid × width` launch of the pass folds: the elements its threads visit
+/// in their grid-stride loop.
+fn block_sums(xs: &[f64], grid: usize, width: usize) -> Vec<Option<f64>> {
+    let mut sums = vec![None; grid];
+    for (i, &x) in xs.iter().enumerate() {
+        let b = (i % (grid * width)) / width;
+        sums[b] = Some(sums[b].unwrap_or(0.0) + x);
+    }
+    sums
+}
+
+#[test]
+fn the_gpu_pass_folds_each_blocks_elements_with_whole_and_partial_warps() {
+    for dev in backends() {
+        for (n, grid, width) in [
+            (1000, 3, 256),
+            (1000, 4, 100),
+            (77, 2, 32),
+            (5, 8, 1),
+            (3000, 1, 1024),
+        ] {
+            let xs: Vec<f64> = (0..n).map(|i| ((i * 37) % 101) as f64).collect();
+            let dx = dev.to_device(&xs).unwrap();
+            let mut partials = dev.to_device(&vec![-1.0f64; grid]).unwrap();
+            sum_f64
+                .launch(grid, width as u32, (&dx, &mut partials))
+                .unwrap();
+            let want: Vec<f64> = block_sums(&xs, grid, width)
+                .into_iter()
+                .map(|s| s.unwrap_or(-1.0))
+                .collect();
+            assert_eq!(
+                partials.to_vec().unwrap(),
+                want,
+                "{:?}: n = {n}, {grid} blocks of {width}",
+                dev.kind()
+            );
+        }
+    }
+}
