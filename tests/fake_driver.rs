@@ -475,6 +475,33 @@ fn a_reduction_on_a_gpu_runs_its_pass_over_the_array_then_over_the_blocks() {
 }
 
 #[test]
+fn forall_takes_the_block_size_the_occupancy_calculator_gives() {
+    on_fake_driver(
+        "forall_takes_the_block_size_the_occupancy_calculator_gives",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(add.ptx()) {
+                return;
+            }
+            let n = 10_000;
+            let (a, b) = (
+                gpu.zeros::<f32, _>(n).unwrap(),
+                gpu.zeros::<f32, _>(n).unwrap(),
+            );
+            let mut c = gpu.zeros::<f32, _>(n).unwrap();
+            add.forall(n, (&a, &b, &mut c)).unwrap();
+            assert_eq!(log.count("occupancy add dynamic=0 limit=0"), 1);
+            // The fake GPU suggests 768 threads: 14 blocks cover 10 000 tasks.
+            let launch = &log.launches("add")[0];
+            assert!(launch.starts_with("grid=14,1,1 block=768,1,1 "), "{launch}");
+            add.forall(0, (&a, &b, &mut c)).unwrap();
+            assert_eq!(log.launches("add").len(), 1, "no task, no launch");
+        },
+    );
+}
+
+#[test]
 fn launches_outside_the_gpus_limits_never_reach_it() {
     on_fake_driver(
         "launches_outside_the_gpus_limits_never_reach_it",

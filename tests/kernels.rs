@@ -650,6 +650,33 @@ fn grid_level_kernels_cover_every_thread_and_report_faults_past_the_arrays() {
 }
 
 #[test]
+fn forall_launches_a_thread_per_task_on_every_backend() {
+    for dev in backends() {
+        for &n in AWKWARD {
+            let mut ids = dev.zeros::<u32, _>(n).unwrap();
+            let mut sizes = dev.zeros::<u32, _>(n).unwrap();
+            grid1_ids.forall(n, (&mut ids, &mut sizes)).unwrap();
+            assert_eq!(ids.to_vec().unwrap(), (0..n as u32).collect::<Vec<_>>());
+            let threads = sizes.to_vec().unwrap()[0] as usize;
+            assert!(
+                threads >= n && threads.is_multiple_of(32),
+                "n = {n}: {threads} threads"
+            );
+        }
+        // No task, no launch: the array keeps its values.
+        let mut ids = dev.to_device(&[7u32; 4][..]).unwrap();
+        let mut sizes = dev.zeros::<u32, _>(4).unwrap();
+        grid1_ids.forall(0, (&mut ids, &mut sizes)).unwrap();
+        assert_eq!(ids.to_vec().unwrap(), vec![7; 4]);
+        // A scalar argument passes as in `launch`.
+        let mut out = dev.zeros::<u64, _>(1000).unwrap();
+        global_ids.forall(1000, (1000, &mut out)).unwrap();
+        let last = out.to_vec().unwrap()[999];
+        assert!(last >= 999 * 1000 && last.is_multiple_of(999), "{last}");
+    }
+}
+
+#[test]
 fn guarded_grid_level_kernels_run_exactly_the_threads_their_guard_lets_through() {
     // Rows of every length: within a block, across blocks, longer than one task's chunk.
     let shapes = [(1, 1, 1), (2, 3, 5), (3, 4, 37), (1, 2, 70_001)];

@@ -25,6 +25,8 @@ pub const INVALID_PTX: CuResult = 218;
 pub const UNSUPPORTED_PTX_VERSION: CuResult = 222;
 pub const INVALID_HANDLE: CuResult = 400;
 pub const NOT_FOUND: CuResult = 500;
+/// The block size the fake GPU's occupancy calculator suggests for every kernel.
+pub const OCCUPANCY_BLOCK: i32 = 768;
 pub const ILLEGAL_ADDRESS: CuResult = 700;
 pub const LAUNCH_FAILED: CuResult = 719;
 pub const NOT_SUPPORTED: CuResult = 801;
@@ -614,6 +616,38 @@ impl Driver {
     fn unload(&mut self, module: usize) {
         self.modules.remove(&module);
         self.functions.retain(|_, f| f.module != module);
+    }
+
+    /// The occupancy calculator's answer for `function`: the fake GPU always suggests blocks of
+    /// [`OCCUPANCY_BLOCK`] threads (or `limit`, when smaller and not 0) and two blocks per
+    /// multiprocessor; logged as `occupancy NAME dynamic=BYTES limit=LIMIT`.
+    pub fn block_size(
+        &mut self,
+        function: usize,
+        dynamic: usize,
+        limit: i32,
+    ) -> Result<(i32, i32), Failure> {
+        let ctx = self.current()?;
+        let Some(f) = self.functions.get(&function) else {
+            return fail(
+                INVALID_HANDLE,
+                format!("function {function:#x} does not exist"),
+            );
+        };
+        if self.modules[&f.module].ctx != ctx {
+            return fail(INVALID_CONTEXT, "the function belongs to another context");
+        }
+        let name = f.name.clone();
+        self.log(format_args!(
+            "occupancy {name} dynamic={dynamic} limit={limit}"
+        ));
+        let block = if limit > 0 {
+            OCCUPANCY_BLOCK.min(limit)
+        } else {
+            OCCUPANCY_BLOCK
+        };
+        let sms = self.attribute(16).expect("known");
+        Ok((2 * sms, block))
     }
 
     /// Checks a launch as the driver does and logs it with its parameters' values; runs

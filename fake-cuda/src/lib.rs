@@ -404,6 +404,22 @@ pub unsafe extern "C" fn cuModuleGetFunction(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
+    min_grid_size: *mut c_int,
+    block_size: *mut c_int,
+    function: Handle,
+    _block_size_to_dynamic_shared: *const c_void,
+    dynamic_shared: usize,
+    block_size_limit: c_int,
+) -> CuResult {
+    call("cuOccupancyMaxPotentialBlockSize", |d| {
+        let (grid, block) = d.block_size(handle(function), dynamic_shared, block_size_limit)?;
+        put(min_grid_size, grid)?;
+        put(block_size, block)
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn cuModuleUnload(module: Handle) -> CuResult {
     call("cuModuleUnload", |d| d.unload_module(handle(module)))
 }

@@ -17,8 +17,8 @@ pub use crate::{
     cpu::warp::each_lane,
     host::embedded::PTX_MODULES,
     host::kernel::{
-        checked, common_device, common_dims, cuda_launch, device_addr, gpu_params, host_ptr,
-        host_ptr_mut, launch_device, on_gpu, same_shape, KernelArg, Value,
+        checked, common_device, common_dims, cuda_launch, device_addr, forall_config, gpu_params,
+        host_ptr, host_ptr_mut, launch_device, on_gpu, same_shape, KernelArg, Value,
     },
     view::hooks::LaunchView,
 };

@@ -15,6 +15,7 @@ pub fn launcher(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let consts = consts(k, plan);
     let ptx = embedded_ptx(name);
     let launch_with = launch_with(k, plan);
+    let forall = forall(k);
     let args_ty = args_ty(k);
     quote! {
         #value
@@ -44,7 +45,57 @@ pub fn launcher(k: &Kernel, plan: &CpuPlan) -> TokenStream {
                 self.launch_with(config, args)
             }
 
+            #forall
             #launch_with
+        }
+    }
+}
+
+/// `forall`: the configuration Numba's `kernel.forall(tasks)` takes, then `launch_with`.
+fn forall(k: &Kernel) -> TokenStream {
+    let names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
+    let destructure = match names.as_slice() {
+        [one] => quote!(let #one = &args;),
+        _ => quote!(#[allow(unused_variables)] let (#(#names,)*) = &args;),
+    };
+    // By-value arguments go through the runtime as `Value`s, as in `launch_with`.
+    let values = k.params.iter().filter(|p| !p.is_array()).map(|p| {
+        let n = &p.name;
+        quote! {
+            let #n = ::kernel_runtime::__rt::Value(*#n);
+            let #n = &#n;
+        }
+    });
+    let devices = names.iter().map(|n| {
+        let n_str = n.to_string();
+        quote!((#n_str, ::kernel_runtime::__rt::KernelArg::device(#n)))
+    });
+    let args_ty = args_ty(k);
+    let no_ptx = no_ptx_reason();
+    quote! {
+        /// Launches a thread per task for `tasks` tasks, as Numba's
+        /// `kernel.forall(tasks)(args)`: one-dimensional blocks of the size the GPU's occupancy
+        /// calculator gives this kernel (256 threads on the CPU backend), enough of them to
+        /// cover the tasks; the kernel tests `grid(1) < tasks` itself. No task, no launch.
+        pub fn forall(
+            &self,
+            tasks: usize,
+            args: #args_ty,
+        ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
+            let config = {
+                #destructure
+                #(#values)*
+                ::kernel_runtime::__rt::forall_config(
+                    Self::NAME,
+                    self.ptx().ok_or(#no_ptx),
+                    tasks,
+                    &[#(#devices),*],
+                )?
+            };
+            match config {
+                ::core::option::Option::Some(config) => self.launch_with(config, args),
+                ::core::option::Option::None => ::core::result::Result::Ok(()),
+            }
         }
     }
 }
@@ -261,6 +312,11 @@ pub fn stand_in(func: &syn::ItemFn) -> TokenStream {
                 ::core::result::Result::Ok(())
             }
             pub fn launch_with<C, A>(&self, config: C, args: A)
+                -> ::core::result::Result<(), ::kernel_runtime::Error>
+            {
+                ::core::result::Result::Ok(())
+            }
+            pub fn forall<A>(&self, tasks: usize, args: A)
                 -> ::core::result::Result<(), ::kernel_runtime::Error>
             {
                 ::core::result::Result::Ok(())

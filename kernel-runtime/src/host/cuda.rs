@@ -427,6 +427,17 @@ impl CudaDevice {
         }
     }
 
+    /// The block size the driver's occupancy calculator gives `kernel` (of the module `ptx`)
+    /// without dynamic shared memory: the size that keeps the most threads resident.
+    pub(crate) fn block_size(&self, kernel: &'static str, ptx: &'static str) -> Result<u32, Error> {
+        self.bind()?;
+        let f = self.function(kernel, ptx)?;
+        // SAFETY: `f` is a live function of this context; no dynamic shared memory, no limit.
+        let (_, block) = unsafe { result::occupancy::max_potential_block_size(f, None, 0, 0) }
+            .map_err(|e| self.error(&format!("asking the block size of kernel `{kernel}`"), e))?;
+        Ok(block.max(1) as u32)
+    }
+
     /// Launches `kernel` from the module `ptx` with `params`, one pointer per PTX parameter, on
     /// the device's stream or on the user stream `on`. A user stream first waits for the work
     /// queued on the device's stream; the device's stream waits for the kernel before its own

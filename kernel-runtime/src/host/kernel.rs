@@ -219,6 +219,33 @@ pub fn launch_device(
     pick_device(kernel, cfg.device.as_ref(), arrays)
 }
 
+/// The configuration of `kernel.forall(tasks)`, as Numba's: one-dimensional blocks of the size
+/// the GPU's occupancy calculator gives the kernel (256 threads on the CPU backend), enough of
+/// them for a thread per task, on the device of the array arguments `args` (as
+/// [`launch_device`] takes them); `None` for no task.
+pub fn forall_config(
+    kernel: &'static str,
+    ptx: Result<&'static str, &'static str>,
+    tasks: usize,
+    args: &[(&'static str, Option<&Device>)],
+) -> Result<Option<LaunchConfig>, Error> {
+    let arrays = args.iter().filter_map(|&(name, d)| Some((name, d?)));
+    let device = pick_device(kernel, None, arrays)?;
+    if tasks == 0 {
+        return Ok(None);
+    }
+    let threads = match device.gpu() {
+        Some(gpu) => {
+            let ptx = ptx.map_err(|reason| Error::NoPtx { kernel, reason })?;
+            gpu.block_size(kernel, ptx)?
+        }
+        None => 256,
+    };
+    let config = LaunchConfig::cover(tasks, threads)
+        .map_err(|reason| Error::InvalidLaunch { kernel, reason })?;
+    Ok(Some(config.on(&device)))
+}
+
 fn pick_device<'d>(
     kernel: &'static str,
     explicit: Option<&Device>,
