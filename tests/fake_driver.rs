@@ -13,7 +13,7 @@ mod common;
 
 use gpu_kernels::{add, matmul_tiled, quicksort, smooth, smooth_words, words_blocks, WORD_THREADS};
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
-use kernel_runtime::{Device, DeviceArray1, DeviceKind, Error, LaunchConfig};
+use kernel_runtime::{Device, DeviceArray, DeviceArray1, DeviceKind, Error, LaunchConfig};
 use kernel_suite::test_kernels::{
     off_by_one, reverse_dynamic, saxpy_params, scale3, sum_f64, Affine,
 };
@@ -276,6 +276,57 @@ fn arrays_round_trip_through_device_memory_and_are_all_freed() {
             }
             assert_eq!(log.count("alloc "), 9, "{:?}", log.lines());
             assert_eq!(log.count("alloc "), log.count("free "), "{:?}", log.lines());
+        },
+    );
+}
+
+#[test]
+fn memory_another_library_allocated_works_as_an_array_and_stays_its_owners() {
+    on_fake_driver(
+        "memory_another_library_allocated_works_as_an_array_and_stays_its_owners",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            // Another library's allocation, here an array's memory seen by address only.
+            let owner = gpu
+                .to_device(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0][..])
+                .unwrap();
+            let ptr = owner.as_device_ptr().expect("a GPU's array has an address");
+            {
+                // SAFETY: `ptr` holds six f32s of this GPU, alive while `owner` is.
+                let mut wrapped =
+                    unsafe { DeviceArray::<f32, _>::from_device_ptr(&gpu, ptr, (2, 3)) }.unwrap();
+                assert_eq!(wrapped.as_device_ptr(), Some(ptr));
+                assert_eq!(
+                    wrapped.to_host().unwrap(),
+                    array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+                );
+                wrapped
+                    .copy_from_host(&array![[6.0f32, 5.0, 4.0], [3.0, 2.0, 1.0]])
+                    .unwrap();
+                if has_ptx(add.ptx()) {
+                    // SAFETY: as above.
+                    let flat = unsafe { DeviceArray::<f32, _>::from_device_ptr(&gpu, ptr, 6) };
+                    let flat = flat.unwrap();
+                    let mut sum = gpu.zeros::<f32, _>(6).unwrap();
+                    add.launch(1, 32, (&flat, &flat, &mut sum)).unwrap();
+                    let launch = &log.launches("add")[0];
+                    assert!(launch.contains(&hex(ptr)), "{launch}");
+                }
+            }
+            // Dropping the wrappers freed nothing: the memory is still the owner's.
+            assert_eq!(owner.to_vec().unwrap(), [6.0, 5.0, 4.0, 3.0, 2.0, 1.0]);
+            let frees = log.count("free ");
+            drop(owner);
+            assert_eq!(log.count("free "), frees + 1);
+            // Refused: a misaligned or null address, and the CPU backend.
+            // SAFETY: each is refused before anything reads the memory.
+            unsafe {
+                for (dev, at) in [(&gpu, ptr + 2), (&gpu, 0), (&Device::cpu(), ptr)] {
+                    let err = DeviceArray::<f32, _>::from_device_ptr(dev, at, 6).unwrap_err();
+                    assert!(matches!(err, Error::ForeignMemory { .. }), "{err}");
+                }
+            }
         },
     );
 }

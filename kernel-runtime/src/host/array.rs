@@ -41,6 +41,9 @@ pub struct DeviceArray<T: DeviceCopy, D: Rank> {
     device: Device,
     dim: D,
     data: Storage<T>,
+    /// Whether the array frees its memory: not where it wraps memory another library
+    /// allocated ([`from_device_ptr`](DeviceArray::from_device_ptr)).
+    owned: bool,
 }
 
 /// Where the elements are.
@@ -53,7 +56,7 @@ enum Storage<T> {
 
 impl<T: DeviceCopy, D: Rank> Drop for DeviceArray<T, D> {
     fn drop(&mut self) {
-        if let (Storage::Gpu(ptr), Some(gpu)) = (&self.data, self.device.gpu()) {
+        if let (Storage::Gpu(ptr), Some(gpu), true) = (&self.data, self.device.gpu(), self.owned) {
             gpu.free(*ptr);
         }
     }
@@ -156,6 +159,7 @@ impl<T: AnyBitPattern, D: Rank> DeviceArray<T, D> {
             dim,
             // SAFETY: all-one bits are a value of `T` (the `AnyBitPattern` contract).
             data: Storage::Host(unsafe { filled_vec(len, 0xFF, || device.name()) }?),
+            owned: true,
         })
     }
 }
@@ -177,6 +181,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             device: device.clone(),
             dim,
             data,
+            owned: true,
         })
     }
 
@@ -196,6 +201,70 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             device: device.clone(),
             data: Storage::Host(c_order_vec(host, || device.name())?),
             dim,
+            owned: true,
+        })
+    }
+
+    /// The device address of a GPU's array, for another library to use (cudarc, a CUDA C++
+    /// function through FFI); `None` for an array of the CPU backend. The address stays valid
+    /// while the array lives; what the other library does with it is its business.
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// let a = Device::cpu().zeros::<f32, _>(4)?;
+    /// assert_eq!(a.as_device_ptr(), None);
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    pub fn as_device_ptr(&self) -> Option<u64> {
+        match self.data {
+            Storage::Gpu(ptr) => Some(ptr),
+            Storage::Host(_) => None,
+        }
+    }
+
+    /// An array of `shape` over GPU memory that another library allocated, at the device
+    /// address `ptr` of `device`'s context (from cudarc, or an FFI call): kernels launch on it
+    /// and copies read and write it as any array's, and dropping it leaves the memory to its
+    /// owner.
+    ///
+    /// Refused with [`Error::ForeignMemory`] on the CPU backend (copy the data with
+    /// `to_device`), for a null or misaligned address, or a shape too large to address.
+    ///
+    /// # Safety
+    /// `ptr` must be the address of `shape`'s elements (C order) in `device`'s context, valid
+    /// and holding values of `T` for as long as the array lives, and nothing else may write
+    /// it while the array is in use (kernels and copies run on the device's own stream).
+    pub unsafe fn from_device_ptr<S: ShapeArg<Dim = D>>(
+        device: &Device,
+        ptr: u64,
+        shape: S,
+    ) -> Result<Self, Error> {
+        let dim = shape.into_shape()?;
+        let len = checked_len(dim.slice(), std::mem::size_of::<T>())?;
+        let refuse = |reason: &str| {
+            Err(Error::ForeignMemory {
+                ptr,
+                reason: reason.to_string(),
+            })
+        };
+        if device.gpu().is_none() {
+            return refuse("it can only wrap a GPU's memory; on the CPU backend, copy the data with `to_device`");
+        }
+        if ptr == 0 && len > 0 {
+            return refuse("the address is null");
+        }
+        if !ptr.is_multiple_of(std::mem::align_of::<T>() as u64) {
+            return refuse(&format!(
+                "the address is not aligned to the {} bytes of `{}`",
+                std::mem::align_of::<T>(),
+                std::any::type_name::<T>()
+            ));
+        }
+        Ok(DeviceArray {
+            device: device.clone(),
+            dim,
+            data: Storage::Gpu(ptr),
+            owned: false,
         })
     }
 
@@ -212,6 +281,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
                 device: self.device.clone(),
                 dim: self.dim.clone(),
                 data: Storage::Host(copied_vec(self.host(), || self.device.name())?),
+                owned: true,
             }),
         }
     }
@@ -482,6 +552,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             device: self.device.clone(),
             dim,
             data,
+            owned: self.owned,
         })
     }
 

@@ -119,6 +119,15 @@ pub enum Error {
     /// No kernel of the program has PTX, so a GPU could not run any of them.
     #[error("no kernel of this program has PTX, so it cannot run on a GPU: the crates that define them need a build.rs calling `kernel_build::build()` on a machine with the nvptx64 toolchain, and their kernels in their libraries (src/)")]
     NoPtxAnywhere,
+    /// Memory another library allocated cannot be wrapped as an array
+    /// ([`DeviceArray::from_device_ptr`](crate::DeviceArray::from_device_ptr)).
+    #[error("cannot wrap the memory at {ptr:#x} as an array: {reason}")]
+    ForeignMemory {
+        /// The address given.
+        ptr: u64,
+        /// Why not, and what to do.
+        reason: String,
+    },
     /// An array's bytes cannot be seen as elements of another type
     /// ([`DeviceArray::reinterpret`](crate::DeviceArray::reinterpret)).
     #[error("an array of shape {shape:?} of `{from}` cannot be seen as `{to}`: {reason}")]
