@@ -615,3 +615,16 @@ pub fn min_f32(a: f32, b: f32) -> f32 {
 pub fn sum_u64(a: u64, b: u64) -> u64 {
     a.wrapping_add(b)
 }
+
+/// Adds every element of `x` into the one value of `total`, atomically, and writes into `first`
+/// what `x[0]` holds: 0-D arrays as a kernel's scalar results.
+#[kernel]
+pub fn total_into_scalar(x: &[u64], total: &mut Array0<u64>, first: &mut Array0<u64>) {
+    let i = grid(1);
+    if i < x.len() {
+        atomic_add(&total, (), x[i]);
+        if i == 0 {
+            first[()] = x[0];
+        }
+    }
+}

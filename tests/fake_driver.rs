@@ -15,7 +15,7 @@ use gpu_kernels::{add, matmul_tiled, quicksort, smooth, smooth_words, words_bloc
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
 use kernel_runtime::{Device, DeviceArray, DeviceArray1, DeviceKind, Error, LaunchConfig};
 use kernel_suite::test_kernels::{
-    off_by_one, reverse_dynamic, saxpy_params, scale3, sum_f64, Affine,
+    off_by_one, reverse_dynamic, saxpy_params, scale3, sum_f64, total_into_scalar, Affine,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -548,6 +548,42 @@ fn forall_takes_the_block_size_the_occupancy_calculator_gives() {
             assert!(launch.starts_with("grid=14,1,1 block=768,1,1 "), "{launch}");
             add.forall(0, (&a, &b, &mut c)).unwrap();
             assert_eq!(log.launches("add").len(), 1, "no task, no launch");
+        },
+    );
+}
+
+#[test]
+fn a_zero_dimensional_array_passes_its_pointer_alone() {
+    on_fake_driver(
+        "a_zero_dimensional_array_passes_its_pointer_alone",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(total_into_scalar.ptx()) {
+                return;
+            }
+            let x = gpu.zeros::<u64, _>(100).unwrap();
+            let (mut total, mut first) = (
+                gpu.zeros::<u64, _>(()).unwrap(),
+                gpu.zeros::<u64, _>(()).unwrap(),
+            );
+            total_into_scalar
+                .launch(1, 128, (&x, &mut total, &mut first))
+                .unwrap();
+            let addr = |a: Option<u64>| hex(a.expect("a GPU array"));
+            let want = [
+                addr(x.as_device_ptr()),
+                hex(100),
+                addr(total.as_device_ptr()),
+                addr(first.as_device_ptr()),
+            ]
+            .join(",");
+            let launch = &log.launches("total_into_scalar")[0];
+            assert!(
+                launch.ends_with(&format!("params={want}")),
+                "{launch} vs {want}"
+            );
+            assert_eq!(total.value().unwrap(), 0);
         },
     );
 }

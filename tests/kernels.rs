@@ -650,6 +650,25 @@ fn grid_level_kernels_cover_every_thread_and_report_faults_past_the_arrays() {
 }
 
 #[test]
+fn zero_dimensional_arrays_hold_a_kernels_scalar_results() {
+    for dev in backends() {
+        for &n in AWKWARD {
+            let x: Vec<u64> = (1..=n as u64).collect();
+            let dx = dev.to_device(&x).unwrap();
+            let mut total = dev.zeros::<u64, _>(()).unwrap();
+            let mut first = dev.to_device(&ndarray::arr0(9u64)).unwrap();
+            total_into_scalar
+                .forall(n, (&dx, &mut total, &mut first))
+                .unwrap();
+            let n = n as u64;
+            assert_eq!(total.value().unwrap(), n * (n + 1) / 2, "{:?}", dev.kind());
+            assert_eq!(first.value().unwrap(), 1);
+            assert_eq!(total.to_host().unwrap(), ndarray::arr0(n * (n + 1) / 2));
+        }
+    }
+}
+
+#[test]
 fn forall_launches_a_thread_per_task_on_every_backend() {
     for dev in backends() {
         for &n in AWKWARD {

@@ -89,6 +89,11 @@ pub(crate) const HEAP_TYPES: &[&str] = &[
 ];
 
 pub(crate) const ARRAY_TYPES: &[(&str, usize)] = &[
+    ("Array0", 0),
+    ("ArrayView0", 0),
+    ("ArrayViewMut0", 0),
+    ("View0", 0),
+    ("View0Mut", 0),
     ("Array1", 1),
     ("ArrayView1", 1),
     ("ArrayViewMut1", 1),

@@ -89,13 +89,13 @@ pub use device_copy::{AnyBitPattern, DeviceCopy};
 pub use dim::Dim3;
 pub use kernel_macros::{device, kernel, reduce, vectorize, DeviceCopy};
 pub use shared::{SharedArray1, SharedArray2};
-pub use view::{View1, View1Mut, View2, View2Mut, View3, View3Mut};
+pub use view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use cpu::finding::{Access, AccessKind, Finding};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::{
-    array::{DeviceArray, DeviceArray1, DeviceArray2, DeviceArray3, Rank, ToDevice},
+    array::{DeviceArray, DeviceArray0, DeviceArray1, DeviceArray2, DeviceArray3, Rank, ToDevice},
     device::{Device, DeviceKind, Limits},
     error::{Error, LaunchError},
     event::Event,
@@ -127,7 +127,8 @@ pub mod prelude {
     pub use crate::{device, kernel, reduce, vectorize, DeviceCopy, Dim3};
     pub use crate::{dynamic_shared, shared_array};
     pub use crate::{
-        SharedArray1, SharedArray2, View1, View1Mut, View2, View2Mut, View3, View3Mut,
+        SharedArray1, SharedArray2, View0, View0Mut, View1, View1Mut, View2, View2Mut, View3,
+        View3Mut,
     };
 
     #[cfg(not(target_arch = "nvptx64"))]
@@ -135,7 +136,7 @@ pub mod prelude {
         Device, DeviceArray, DeviceArray1, DeviceArray2, DeviceArray3, Error, LaunchConfig,
     };
     #[cfg(not(target_arch = "nvptx64"))]
-    pub use ndarray::{Array1, Array2, Array3};
+    pub use ndarray::{Array0, Array1, Array2, Array3};
 }
 
 /// A static shared-memory array of the block: `shared_array![f32; 256]` or

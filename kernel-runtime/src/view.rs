@@ -40,9 +40,13 @@ macro_rules! view_type {
             ptr: *mut T,
             launch: PhantomData<&'a ()>,
             dims: [usize; $rank],
+            // Unread by a read-only 0-D view, which has no index to check and no access to
+            // record.
             #[cfg(not(target_arch = "nvptx64"))]
+            #[allow(dead_code)]
             name: &'static str,
             #[cfg(not(target_arch = "nvptx64"))]
+            #[allow(dead_code)]
             trace: crate::cpu::check::Trace,
         }
 
@@ -104,6 +108,7 @@ macro_rules! view_type {
             }
             /// Whether every index is checked: by the kernel's choice, or in checked mode.
             #[inline(always)]
+            #[allow(dead_code)] // unused by 0-D views, which have no index to check
             fn checks(&self) -> bool {
                 #[cfg(not(target_arch = "nvptx64"))]
                 {
@@ -122,6 +127,7 @@ macro_rules! view_type {
             #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            #[allow(dead_code)] // unused by 0-D views, which have no index to check
             fn out_of_bounds(self, index: &[usize], kind: crate::fault::AccessKind) -> ! {
                 crate::fault::out_of_bounds(self.name(), index, &self.dims, kind)
             }
@@ -146,6 +152,7 @@ macro_rules! view_type {
                 self.ptr
             }
             #[inline(always)]
+            #[allow(dead_code)] // unused by 0-D views, which have no index to check
             fn name(&self) -> &'static str {
                 #[cfg(not(target_arch = "nvptx64"))]
                 {
@@ -207,6 +214,15 @@ macro_rules! view_type {
 }
 
 view_type!(
+    /// A read-only 0-D view, one value: what `&Array0<T>` kernel parameters become.
+    View0, 0, mutable = false
+);
+view_type!(
+    /// A writable 0-D view, one value: what `&mut Array0<T>` kernel parameters become
+    /// (`out[()] = v`, `atomic_add(&out, (), v)`).
+    View0Mut, 0, mutable = true
+);
+view_type!(
     /// A read-only 1-D view: what `&[T]` and `&Array1<T>` kernel parameters become.
     View1, 1, mutable = false
 );
@@ -231,6 +247,32 @@ view_type!(
     View3Mut, 3, mutable = true
 );
 
+macro_rules! rank0 {
+    ($name:ident) => {
+        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
+            /// The shape `()`, as ndarray's `dim()` of a 0-D array.
+            #[inline(always)]
+            pub fn dim(&self) {}
+            /// The one element's offset: a 0-D array always has it.
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn offset(&self, kind: crate::fault::AccessKind) -> usize {
+                self.record(0, kind);
+                0
+            }
+        }
+        impl<'a, T, const CHECK: bool> Index<()> for $name<'a, T, CHECK> {
+            type Output = T;
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn index(&self, (): ()) -> &T {
+                let o = self.offset(crate::fault::AccessKind::Read);
+                // SAFETY: a 0-D view covers one element (per `from_raw`), at offset 0.
+                unsafe { &*self.ptr.add(o) }
+            }
+        }
+    };
+}
 macro_rules! rank1 {
     ($name:ident) => {
         impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
@@ -352,7 +394,7 @@ macro_rules! rank3 {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be updated atomically at an index of type `{I}`",
     label = "atomics need a writable array",
-    note = "declare the kernel parameter `&mut [T]` (or `&mut Array2<T>`, ...) to update it, or use a shared array; indices are `usize`, or `[usize; N]` for N-D arrays"
+    note = "declare the kernel parameter `&mut [T]` (or `&mut Array2<T>`, ...) to update it, or use a shared array; indices are `usize`, `[usize; N]` for N-D arrays, `()` for a 0-D one"
 )]
 pub trait ElementPtr<I> {
     /// The element type.
@@ -389,12 +431,34 @@ macro_rules! writable {
     };
 }
 
+rank0!(View0);
+rank0!(View0Mut);
 rank1!(View1);
 rank1!(View1Mut);
 rank2!(View2);
 rank2!(View2Mut);
 rank3!(View3);
 rank3!(View3Mut);
+impl<'a, T, const CHECK: bool> IndexMut<()> for View0Mut<'a, T, CHECK> {
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    fn index_mut(&mut self, (): ()) -> &mut T {
+        let o = self.offset(crate::fault::AccessKind::Write);
+        // SAFETY: a 0-D view covers one element, writable per `from_raw`; no other thread
+        // accesses it concurrently (kernel safety contract).
+        unsafe { &mut *self.ptr.add(o) }
+    }
+}
+impl<'a, T, const CHECK: bool> ElementPtr<()> for View0Mut<'a, T, CHECK> {
+    type Elem = T;
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    fn element_ptr(&self, (): ()) -> *mut T {
+        let o = self.offset(crate::fault::AccessKind::Atomic);
+        // SAFETY: a 0-D view covers one element (see `IndexMut`).
+        unsafe { self.ptr.add(o) }
+    }
+}
 writable!(View1Mut, usize, |i| (i));
 writable!(View2Mut, [usize; 2], |[i, j]| (i, j));
 writable!(View2Mut, (usize, usize), |(i, j)| (i, j));

@@ -5,21 +5,26 @@ use super::bytes::{bytes_of, bytes_of_mut, cast_vec};
 use super::device::Device;
 use super::error::Error;
 use crate::device_copy::{AnyBitPattern, DeviceCopy};
-use ndarray::{Array, ArrayBase, Data, DataMut, Dimension, Ix1, Ix2, Ix3};
+use ndarray::{Array, ArrayBase, Data, DataMut, Dimension, Ix0, Ix1, Ix2, Ix3};
 
 /// The shapes device arrays have: `Ix1`, `Ix2`, `Ix3` (sealed).
 pub trait Rank: Dimension + sealed::Sealed {}
+impl Rank for Ix0 {}
 impl Rank for Ix1 {}
 impl Rank for Ix2 {}
 impl Rank for Ix3 {}
 
 mod sealed {
     pub trait Sealed {}
+    impl Sealed for ndarray::Ix0 {}
     impl Sealed for ndarray::Ix1 {}
     impl Sealed for ndarray::Ix2 {}
     impl Sealed for ndarray::Ix3 {}
 }
 
+/// A 0-D device array, one value: what a `&Array0<T>` / `&mut Array0<T>` kernel parameter
+/// takes, as a kernel's scalar result (`out[()] = v`, `atomic_add(&out, (), v)`).
+pub type DeviceArray0<T> = DeviceArray<T, Ix0>;
 /// A 1-D device array: what a `&[T]` / `&mut [T]` kernel parameter takes.
 pub type DeviceArray1<T> = DeviceArray<T, Ix1>;
 /// A 2-D device array: what a `&Array2<T>` / `&mut Array2<T>` kernel parameter takes.
@@ -595,6 +600,21 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     }
 }
 
+impl<T: DeviceCopy> DeviceArray<T, Ix0> {
+    /// The one value of a 0-D array, as a kernel left it.
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// let total = Device::cpu().zeros::<f32, _>(())?;
+    /// assert_eq!(total.value()?, 0.0);
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    pub fn value(&self) -> Result<T, Error> {
+        let v = self.to_vec()?;
+        Ok(v[0])
+    }
+}
+
 /// Host data that can be copied to a device: slices, arrays, `Vec`s and ndarray arrays.
 pub trait ToDevice {
     /// The element type.
@@ -725,6 +745,13 @@ impl<A: ShapeComponent> ShapeArg for A {
     fn into_shape(self) -> Result<Ix1, Error> {
         let [n] = extents([self.extent()], [self.shown()])?;
         Ok(ndarray::Ix1(n))
+    }
+}
+/// `()`: the shape of a 0-D array, one value.
+impl ShapeArg for () {
+    type Dim = Ix0;
+    fn into_shape(self) -> Result<Ix0, Error> {
+        Ok(ndarray::Ix0())
     }
 }
 impl<A: ShapeComponent, B: ShapeComponent> ShapeArg for (A, B) {

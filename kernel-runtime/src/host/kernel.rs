@@ -11,9 +11,9 @@ use super::error::Error;
 use super::launch::LaunchConfig;
 use crate::cpu::check::LaunchShadows;
 use crate::device_copy::DeviceCopy;
-use crate::view::{View1, View1Mut, View2, View2Mut, View3, View3Mut};
+use crate::view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
 use core::ffi::c_void;
-use ndarray::{Ix1, Ix2, Ix3};
+use ndarray::{Ix0, Ix1, Ix2, Ix3};
 
 /// One argument of a kernel launch.
 pub trait KernelArg {
@@ -136,9 +136,11 @@ macro_rules! array_arg {
     };
 }
 
+array_arg!(Ix0, 0, View0, &'a);
 array_arg!(Ix1, 1, View1, &'a);
 array_arg!(Ix2, 2, View2, &'a);
 array_arg!(Ix3, 3, View3, &'a);
+array_arg!(Ix0, 0, View0Mut, &'a mut);
 array_arg!(Ix1, 1, View1Mut, &'a mut);
 array_arg!(Ix2, 2, View2Mut, &'a mut);
 array_arg!(Ix3, 3, View3Mut, &'a mut);
