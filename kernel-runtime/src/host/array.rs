@@ -516,15 +516,25 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             return Err(refuse("types without a size have no bytes to share".into()));
         }
         let mut dim = self.dim.clone();
-        let last = dim.ndim() - 1;
-        let bytes = dim[last] * size;
-        if !bytes.is_multiple_of(to_size) {
-            return Err(refuse(format!(
-                "the last axis holds {bytes} bytes, not a multiple of {to_size}; pad it, or \
-                 view a type whose size divides it"
-            )));
+        match dim.ndim().checked_sub(1) {
+            // A 0-D array's one element: the same bytes as one `U`, or nothing to divide.
+            None if size != to_size => {
+                return Err(refuse(format!(
+                    "a 0-D array holds one element of {size} bytes, and `U` takes {to_size}"
+                )))
+            }
+            None => {}
+            Some(last) => {
+                let bytes = dim[last] * size;
+                if !bytes.is_multiple_of(to_size) {
+                    return Err(refuse(format!(
+                        "the last axis holds {bytes} bytes, not a multiple of {to_size}; pad \
+                         it, or view a type whose size divides it"
+                    )));
+                }
+                dim[last] = bytes / to_size;
+            }
         }
-        dim[last] = bytes / to_size;
         if let Storage::Gpu(ptr) = self.data {
             if !ptr.is_multiple_of(std::mem::align_of::<U>() as u64) {
                 return Err(refuse(format!(
@@ -784,6 +794,19 @@ where
 mod tests {
     use super::*;
     use ndarray::{array, Array3};
+
+    #[test]
+    fn a_zero_dimensional_array_holds_one_value_and_reinterprets_whole() {
+        let dev = Device::cpu();
+        let one = dev.to_device(&ndarray::arr0(1.5f32)).unwrap();
+        assert_eq!(one.value().unwrap(), 1.5);
+        let bits = one.reinterpret::<u32>().unwrap();
+        assert_eq!(bits.value().unwrap(), 1.5f32.to_bits());
+        assert!(matches!(
+            bits.reinterpret::<u16>(),
+            Err(Error::Reinterpret { .. })
+        ));
+    }
 
     #[test]
     fn round_trips_every_rank() {
