@@ -103,37 +103,32 @@ fn host_states_and_draws_are_numbas() {
             case.seed, case.start
         );
         for d in &case.draws {
-            let draw = |f: &dyn Fn(&mut [Xoroshiro128pState]) -> f64| {
-                let mut copy = states.clone();
-                (0..d.next.len()).map(|_| f(&mut copy)).collect::<Vec<_>>()
-            };
-            let mut copy = states.clone();
-            let next: Vec<u64> = (0..d.next.len())
-                .map(|_| xoroshiro128p_next(&mut copy[..], d.index))
-                .collect();
-            assert_eq!(next, d.next);
-            let uniform32: Vec<f32> = draw(&|s| f64::from(xoroshiro128p_uniform_f32(s, d.index)))
-                .iter()
-                .map(|&v| v as f32)
-                .collect();
+            let (i, k) = (d.index, d.next.len());
+            assert_eq!(draws(&states, k, |s| xoroshiro128p_next(s, i)), d.next);
+            let uniform32 = draws(&states, k, |s| xoroshiro128p_uniform_f32(s, i));
             assert_eq!(uniform32, d.uniform_f32);
-            assert_eq!(
-                draw(&|s| xoroshiro128p_uniform_f64(s, d.index)),
-                d.uniform_f64
-            );
-            let normal32: Vec<f32> = draw(&|s| f64::from(xoroshiro128p_normal_f32(s, d.index)))
-                .iter()
-                .map(|&v| v as f32)
-                .collect();
+            let uniform64 = draws(&states, k, |s| xoroshiro128p_uniform_f64(s, i));
+            assert_eq!(uniform64, d.uniform_f64);
+            let normal32 = draws(&states, k, |s| xoroshiro128p_normal_f32(s, i));
             assert!(
                 close_f32(&normal32, &d.normal_f32),
                 "{normal32:?} {:?}",
                 d.normal_f32
             );
-            let normal64 = draw(&|s| xoroshiro128p_normal_f64(s, d.index));
+            let normal64 = draws(&states, k, |s| xoroshiro128p_normal_f64(s, i));
             assert!(close_f64(&normal64, &d.normal_f64), "{normal64:?}");
         }
     }
+}
+
+/// `k` draws of `draw` from a fresh copy of `states`.
+fn draws<T>(
+    states: &[Xoroshiro128pState],
+    k: usize,
+    draw: impl Fn(&mut [Xoroshiro128pState]) -> T,
+) -> Vec<T> {
+    let mut copy = states.to_vec();
+    (0..k).map(|_| draw(&mut copy)).collect()
 }
 
 #[test]
@@ -149,28 +144,23 @@ fn kernels_draw_numbas_numbers_on_every_backend() {
 
             let mut bits = dev.zeros::<u64, _>((n, draws)).unwrap();
             random_bits.launch(1, 32, (&mut states, &mut bits)).unwrap();
-            let mut u32s = dev.zeros::<f32, _>((n, draws)).unwrap();
-            random_draws_f32
-                .launch(1, 32, (&mut fresh(), false, &mut u32s))
-                .unwrap();
-            let mut u64s = dev.zeros::<f64, _>((n, draws)).unwrap();
-            random_draws_f64
-                .launch(1, 32, (&mut fresh(), false, &mut u64s))
-                .unwrap();
-            let mut n32 = dev.zeros::<f32, _>((n, draws)).unwrap();
-            random_draws_f32
-                .launch(1, 32, (&mut fresh(), true, &mut n32))
-                .unwrap();
-            let mut n64 = dev.zeros::<f64, _>((n, draws)).unwrap();
-            random_draws_f64
-                .launch(1, 32, (&mut fresh(), true, &mut n64))
-                .unwrap();
-            let (bits, u32s, u64s) = (
-                bits.to_host().unwrap(),
-                u32s.to_host().unwrap(),
-                u64s.to_host().unwrap(),
-            );
-            let (n32, n64) = (n32.to_host().unwrap(), n64.to_host().unwrap());
+            // Each kind of draw from fresh states: uniform, or normal.
+            let f32s = |normal| {
+                let mut out = dev.zeros::<f32, _>((n, draws)).unwrap();
+                random_draws_f32
+                    .launch(1, 32, (&mut fresh(), normal, &mut out))
+                    .unwrap();
+                out.to_host().unwrap()
+            };
+            let f64s = |normal| {
+                let mut out = dev.zeros::<f64, _>((n, draws)).unwrap();
+                random_draws_f64
+                    .launch(1, 32, (&mut fresh(), normal, &mut out))
+                    .unwrap();
+                out.to_host().unwrap()
+            };
+            let (bits, u32s, u64s) = (bits.to_host().unwrap(), f32s(false), f64s(false));
+            let (n32, n64) = (f32s(true), f64s(true));
             for d in &case.draws {
                 let i = d.index;
                 assert_eq!(bits.row(i).to_vec(), d.next, "{what}");
