@@ -406,12 +406,12 @@ pub trait ElementPtr<I> {
 /// `IndexMut` (a write) and [`ElementPtr`] (an atomic) for a writable view, at the offset of
 /// the index's components.
 macro_rules! writable {
-    ($name:ident, $idx:ty, |$pat:pat_param| ($($arg:ident),+)) => {
+    ($name:ident, $idx:ty, |$pat:pat_param| ($($arg:ident),*)) => {
         impl<'a, T, const CHECK: bool> IndexMut<$idx> for $name<'a, T, CHECK> {
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn index_mut(&mut self, $pat: $idx) -> &mut T {
-                let o = self.offset($($arg,)+ crate::fault::AccessKind::Write);
+                let o = self.offset($($arg,)* crate::fault::AccessKind::Write);
                 // SAFETY: `o` is within the view (checked, or promised with
                 // `boundscheck = false`); the memory is valid for writes per `from_raw`; no
                 // other thread accesses the element concurrently (kernel safety contract).
@@ -423,7 +423,7 @@ macro_rules! writable {
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn element_ptr(&self, $pat: $idx) -> *mut T {
-                let o = self.offset($($arg,)+ crate::fault::AccessKind::Atomic);
+                let o = self.offset($($arg,)* crate::fault::AccessKind::Atomic);
                 // SAFETY: `o` is within the view (see `IndexMut`).
                 unsafe { self.ptr.add(o) }
             }
@@ -439,26 +439,7 @@ rank2!(View2);
 rank2!(View2Mut);
 rank3!(View3);
 rank3!(View3Mut);
-impl<'a, T, const CHECK: bool> IndexMut<()> for View0Mut<'a, T, CHECK> {
-    #[inline(always)]
-    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-    fn index_mut(&mut self, (): ()) -> &mut T {
-        let o = self.offset(crate::fault::AccessKind::Write);
-        // SAFETY: a 0-D view covers one element, writable per `from_raw`; no other thread
-        // accesses it concurrently (kernel safety contract).
-        unsafe { &mut *self.ptr.add(o) }
-    }
-}
-impl<'a, T, const CHECK: bool> ElementPtr<()> for View0Mut<'a, T, CHECK> {
-    type Elem = T;
-    #[inline(always)]
-    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-    fn element_ptr(&self, (): ()) -> *mut T {
-        let o = self.offset(crate::fault::AccessKind::Atomic);
-        // SAFETY: a 0-D view covers one element (see `IndexMut`).
-        unsafe { self.ptr.add(o) }
-    }
-}
+writable!(View0Mut, (), |()| ());
 writable!(View1Mut, usize, |i| (i));
 writable!(View2Mut, [usize; 2], |[i, j]| (i, j));
 writable!(View2Mut, (usize, usize), |(i, j)| (i, j));

@@ -345,29 +345,36 @@ fn run_groups<G>(spec: &LaunchSpec, per_group: G) -> Result<(), KernelFault>
 where
     G: Fn(Range<u64>, *mut u8, &AtomicBool) + Sync,
 {
-    let blocks = spec.grid.volume();
     // Small blocks are grouped so that each task has a few thousand threads: the per-task costs
     // (shared memory, fault handling) are paid once per group.
-    let per_task = (4096 / spec.block.volume().max(1)).clamp(
-        1,
-        (blocks / (8 * rayon::current_num_threads() as u64)).max(1),
-    );
-    run_tasks(spec, blocks, per_task, per_group)
+    run_tasks(
+        spec,
+        spec.grid.volume(),
+        spec.block.volume(),
+        4096,
+        per_group,
+    )
 }
 
-/// Runs `per_task` for the ranges of `per_task` consecutive units (blocks, or the rows of
-/// [`run_grid`](super::rows::run_grid)) of `0..units`, in parallel, each with its worker's
-/// shared memory and the flag that is set once a task has faulted; returns the first fault's
-/// message.
+/// Runs `run` for ranges of consecutive units (blocks, or the row segments of
+/// [`run_grid`](super::rows::run_grid)) of `0..units`, each of `unit_threads` threads, in
+/// parallel: a task takes about `task_threads` threads, and every core at least a few tasks.
+/// Each gets its worker's shared memory and the flag that is set once a task has faulted;
+/// returns the first fault's message.
 pub(crate) fn run_tasks<G>(
     spec: &LaunchSpec,
     units: u64,
-    per_task: u64,
+    unit_threads: u64,
+    task_threads: u64,
     run: G,
 ) -> Result<(), KernelFault>
 where
     G: Fn(Range<u64>, *mut u8, &AtomicBool) + Sync,
 {
+    let per_task = (task_threads / unit_threads.max(1)).clamp(
+        1,
+        (units / (8 * rayon::current_num_threads() as u64)).max(1),
+    );
     let stop = AtomicBool::new(false);
     let first_fault = Mutex::new(None::<KernelFault>);
     let run_task = |g: u64| {
@@ -421,48 +428,43 @@ pub(crate) fn ctx_of(state: &BlockState, thread: Dim3) -> Ctx {
     }
 }
 
-/// The thread loops of a group of blocks of a kernel that never asks for its coordinates from
-/// outside its body: on CPUs with AVX-512 they are compiled with masked loads and stores, so
-/// that a thread loop whose body is guarded (`if i < n { .. }`) can be vectorized.
-///
-/// Each variant is a function of its own, so that the optimiser inlines the kernel's body into
-/// each loop with a full budget.
-#[inline(always)]
-fn run_fast_blocks<F: Fn(Ctx) + Clone>(
-    spec: &LaunchSpec,
-    blocks: Range<u64>,
-    shared: *mut u8,
-    body: &F,
-) {
-    #[cfg(target_arch = "x86_64")]
-    if wide_vectors() {
-        // SAFETY: the CPU has every feature `fast_blocks_avx512` is compiled for (checked above).
-        return unsafe { fast_blocks_avx512(spec, blocks, shared, body) };
-    }
-    fast_blocks_plain(spec, blocks, shared, body)
+/// A function `$name` that runs the thread loops `$loops` with its arguments, compiled twice:
+/// for the baseline CPU and, on x86-64, with the AVX-512 features whose masked loads and stores
+/// let a thread loop whose body is guarded (`if i < n { .. }`) vectorize; [`wide_vectors`]
+/// picks one at each call. Each copy is a function of its own, so that the optimiser inlines the
+/// kernel's body into each loop with a full budget.
+macro_rules! wide_variants {
+    ($(#[$attr:meta])* $name:ident [$f:ident: $($bound:tt)+] ($($arg:ident: $ty:ty),*) => $loops:ident) => {
+        $(#[$attr])*
+        #[inline(always)]
+        fn $name<$f: $($bound)+>($($arg: $ty),*) {
+            #[inline(never)]
+            fn plain<$f: $($bound)+>($($arg: $ty),*) {
+                $loops($($arg),*)
+            }
+            // Called only where the CPU has the features this is compiled for.
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+            unsafe fn avx512<$f: $($bound)+>($($arg: $ty),*) {
+                $loops($($arg),*)
+            }
+            #[cfg(target_arch = "x86_64")]
+            if $crate::cpu::exec::wide_vectors() {
+                // SAFETY: the CPU has every feature `avx512` is compiled for (checked above).
+                return unsafe { avx512($($arg),*) };
+            }
+            plain($($arg),*)
+        }
+    };
 }
+pub(crate) use wide_variants;
 
-#[inline(never)]
-fn fast_blocks_plain<F: Fn(Ctx) + Clone>(
-    spec: &LaunchSpec,
-    blocks: Range<u64>,
-    shared: *mut u8,
-    body: &F,
-) {
-    fast_blocks(spec, blocks, shared, body)
-}
-
-// The caller checks that the CPU has the features this is compiled for.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-unsafe fn fast_blocks_avx512<F: Fn(Ctx) + Clone>(
-    spec: &LaunchSpec,
-    blocks: Range<u64>,
-    shared: *mut u8,
-    body: &F,
-) {
-    fast_blocks(spec, blocks, shared, body)
-}
+wide_variants!(
+    /// The thread loops of a group of blocks of a kernel that never asks for its coordinates
+    /// from outside its body.
+    run_fast_blocks [F: Fn(Ctx) + Clone]
+    (spec: &LaunchSpec, blocks: Range<u64>, shared: *mut u8, body: &F) => fast_blocks
+);
 
 /// Runs the threads of `blocks`, block after block, without recording who runs.
 #[inline(always)]

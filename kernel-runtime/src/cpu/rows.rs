@@ -13,7 +13,7 @@
 //! at the row's ends, run the body as written.
 
 use super::exec::LaunchSpec;
-use super::exec::{block_state, ctx_of, run_tasks, untracked_then_replay, wide_vectors};
+use super::exec::{block_state, ctx_of, run_tasks, untracked_then_replay, wide_variants};
 use super::fault::KernelFault;
 use super::tls;
 use crate::cpu::context::Ctx;
@@ -134,7 +134,8 @@ where
     run_tasks(
         spec,
         rows.segments,
-        rows.per_task(),
+        rows.segment_threads(),
+        TASK_THREADS,
         |segments, shared, _| {
             let base = ctx_of(&block_state(spec, 0, shared), Dim3::ZERO);
             untracked_then_replay(
@@ -153,7 +154,9 @@ where
                         } else {
                             (inside.lo - first) as u32..(inside.hi - first) as u32
                         };
-                        run_inside(ctx, inside.clone(), bound, &body);
+                        if !inside.is_empty() {
+                            run_inside(ctx, inside.clone(), bound, &body);
+                        }
                         if inside.start > 0 || inside.end < threads {
                             ends(ctx, threads, inside, bound, &body);
                         }
@@ -194,14 +197,9 @@ impl Rows {
         }
     }
 
-    /// Segments per task: a task has about [`TASK_THREADS`] threads, and every core at least a
-    /// few tasks.
-    fn per_task(&self) -> u64 {
-        let threads = self.chunk as u64 * self.block.x as u64;
-        (TASK_THREADS / threads.max(1)).clamp(
-            1,
-            (self.segments / (8 * rayon::current_num_threads() as u64)).max(1),
-        )
+    /// Threads per segment (the last of a row may have fewer).
+    fn segment_threads(&self) -> u64 {
+        self.chunk as u64 * self.block.x as u64
     }
 
     /// Segment `s`: the context of its first thread (its block's x the segment's first, its
@@ -223,27 +221,14 @@ impl Rows {
     }
 }
 
-/// The threads `inside` a segment's span, in a loop compiled for AVX-512 where the CPU has it.
-#[inline(always)]
-fn run_inside<F: Fn(Ctx, usize, bool) + Clone>(
-    ctx: Ctx,
-    inside: Range<u32>,
-    bound: usize,
-    body: &F,
-) {
-    if inside.is_empty() {
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    if wide_vectors() {
-        // SAFETY: the CPU has every feature `inside_avx512` is compiled for (checked above).
-        return unsafe { inside_avx512(ctx, inside, bound, body) };
-    }
-    inside_plain(ctx, inside, bound, body)
-}
+wide_variants!(
+    /// The threads `inside` a segment's span, in a loop of its own, apart from the segment's
+    /// ends, which the optimiser can vectorize.
+    run_inside [F: Fn(Ctx, usize, bool) + Clone]
+    (ctx: Ctx, inside: Range<u32>, bound: usize, body: &F) => inside_loop
+);
 
-/// The loop of [`run_inside`], a function of its own so that the optimiser inlines the body
-/// into it with a full budget and vectorizes it apart from the segment's ends.
+/// The loop of [`run_inside`].
 #[inline(always)]
 fn inside_loop<F: Fn(Ctx, usize, bool) + Clone>(
     mut ctx: Ctx,
@@ -263,28 +248,6 @@ fn inside_loop<F: Fn(Ctx, usize, bool) + Clone>(
         ctx.thread.x = x;
         body(ctx, bound, true);
     }
-}
-
-#[inline(never)]
-fn inside_plain<F: Fn(Ctx, usize, bool) + Clone>(
-    ctx: Ctx,
-    inside: Range<u32>,
-    bound: usize,
-    body: &F,
-) {
-    inside_loop(ctx, inside, bound, body)
-}
-
-// The caller checks that the CPU has the features this is compiled for.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-unsafe fn inside_avx512<F: Fn(Ctx, usize, bool) + Clone>(
-    ctx: Ctx,
-    inside: Range<u32>,
-    bound: usize,
-    body: &F,
-) {
-    inside_loop(ctx, inside, bound, body)
 }
 
 /// The threads of a segment of `threads` outside its span `inside`: the body as written.
@@ -314,6 +277,7 @@ fn replay<F: Fn(Ctx, usize, bool)>(
     body: &F,
 ) {
     let d = spec.block.x as usize;
+    let launch = block_state(spec, 0, base.shared);
     for s in segments {
         let (ctx, first, threads) = rows.segment(base, s);
         for x in 0..threads as usize {
@@ -323,7 +287,7 @@ fn replay<F: Fn(Ctx, usize, bool)>(
                     x: (g / d) as u32,
                     ..ctx.block
                 },
-                ..block_state(spec, 0, base.shared)
+                ..launch
             };
             let thread = Dim3 {
                 x: (g % d) as u32,
