@@ -5,6 +5,7 @@
 use crate::kernel::params::Kind;
 use crate::kernel::rewrite::SharedDecl;
 use crate::kernel::validate::Kernel;
+use crate::split::guard::Guard;
 use crate::split::Hint;
 use crate::syntax::mentions;
 use crate::vocab::ATOMIC_PREFIX;
@@ -22,6 +23,10 @@ pub struct CpuPlan {
     /// Whether only grid-level indices tell the kernel's threads apart: the CPU backend may
     /// then run a run of 1-D blocks as one loop.
     pub grid_level: bool,
+    /// The guard of a grid-level `boundscheck = false` body, where it has one: its rows run the
+    /// threads inside its span without it. A checked body keeps its tests: what they tell the
+    /// optimiser (`1 <= j`, `j + 1 < m`) is what lets it drop the index checks they guard.
+    pub guard: Option<Guard>,
     /// Whether a split body is compiled a second time for AVX-512 CPUs: only where no atomic
     /// operation orders its threads' work (tiles, reductions), which is where wide vectors pay
     /// for the second copy's compile time.
@@ -56,8 +61,12 @@ impl CpuPlan {
         let atomics = mentions(k.func.block.to_token_stream(), &|i| {
             i.to_string().starts_with(ATOMIC_PREFIX)
         });
+        let guard = (grid_level && !k.options.boundscheck)
+            .then(|| crate::split::guard::guard(&k.func.block))
+            .flatten();
         CpuPlan {
             thread_context: body.thread_context || body.warp_context && split.is_none(),
+            guard,
             wide: split.is_some() && !atomics,
             split,
             grid_level,
@@ -153,7 +162,12 @@ impl CpuPlan {
         }
         let block = &k.func.block;
         if self.grid_level {
-            return grid_run(k, quote!(#prelude #(#rebinds)*), bounded);
+            return grid_run(
+                k,
+                self.guard.as_ref(),
+                quote!(#prelude #(#rebinds)*),
+                bounded,
+            );
         }
         quote! {
             ::kernel_runtime::__rt::run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
@@ -166,20 +180,15 @@ impl CpuPlan {
 }
 
 /// A grid-level kernel's run, row by row (`__rt::run_grid`): `views` binds its views; with
-/// `bounded`, the 1-D arrays' common length is `__bound`. Where a `boundscheck = false` body has
-/// a guard (see [`crate::split::guard`]), the rows learn the span of each in which it holds. A
-/// checked body keeps its tests: what they tell the optimiser (`1 <= j`, `j + 1 < m`) is what
-/// lets it drop the index checks they guard.
-fn grid_run(k: &Kernel, views: TokenStream, bounded: bool) -> TokenStream {
+/// `bounded`, the 1-D arrays' common length is `__bound`. With a `guard` (see
+/// [`crate::split::guard`]), the rows learn the span of each in which it holds.
+fn grid_run(k: &Kernel, guard: Option<&Guard>, views: TokenStream, bounded: bool) -> TokenStream {
     let bound = if bounded {
         quote!(__same_dims1[0])
     } else {
         quote!(::core::primitive::usize::MAX)
     };
-    let guard = (!k.options.boundscheck)
-        .then(|| crate::split::guard::guard(&k.func.block))
-        .flatten();
-    let span = match &guard {
+    let span = match guard {
         Some(g) => {
             let span = &g.span;
             quote! {
@@ -191,7 +200,7 @@ fn grid_run(k: &Kernel, views: TokenStream, bounded: bool) -> TokenStream {
         }
         None => quote!(|_, _, __row| __row),
     };
-    let block = guard.map_or_else(|| (*k.func.block).clone(), |g| g.body);
+    let block = guard.map_or(&*k.func.block, |g| &g.body);
     quote! {{
         // The span's copy of the kernel's `let`s may leave some of them unused.
         #[allow(unused_variables, unused_mut)]

@@ -53,23 +53,7 @@ pub fn launcher(k: &Kernel, plan: &CpuPlan) -> TokenStream {
 
 /// `forall`: the configuration Numba's `kernel.forall(tasks)` takes, then `launch_with`.
 fn forall(k: &Kernel) -> TokenStream {
-    let names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
-    let destructure = match names.as_slice() {
-        [one] => quote!(let #one = &args;),
-        _ => quote!(#[allow(unused_variables)] let (#(#names,)*) = &args;),
-    };
-    // By-value arguments go through the runtime as `Value`s, as in `launch_with`.
-    let values = k.params.iter().filter(|p| !p.is_array()).map(|p| {
-        let n = &p.name;
-        quote! {
-            let #n = ::kernel_runtime::__rt::Value(*#n);
-            let #n = &#n;
-        }
-    });
-    let devices = names.iter().map(|n| {
-        let n_str = n.to_string();
-        quote!((#n_str, ::kernel_runtime::__rt::KernelArg::device(#n)))
-    });
+    let (parts, devices) = arg_parts(k, true);
     let args_ty = args_ty(k);
     let no_ptx = no_ptx_reason();
     quote! {
@@ -83,13 +67,12 @@ fn forall(k: &Kernel) -> TokenStream {
             args: #args_ty,
         ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
             let config = {
-                #destructure
-                #(#values)*
+                #parts
                 ::kernel_runtime::__rt::forall_config(
                     Self::NAME,
                     self.ptx().ok_or(#no_ptx),
                     tasks,
-                    &[#(#devices),*],
+                    #devices,
                 )?
             };
             match config {
@@ -133,23 +116,40 @@ fn args_ty(k: &Kernel) -> TokenStream {
     }
 }
 
+/// The statements that name the parts of `args` (borrowed from it where `by_ref`), by-value
+/// arguments as the runtime's `Value`s, and the list of the parts' names and devices that
+/// `launch_device` and `forall_config` take.
+fn arg_parts(k: &Kernel, by_ref: bool) -> (TokenStream, TokenStream) {
+    let names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
+    let args = if by_ref { quote!(&args) } else { quote!(args) };
+    let destructure = match names.as_slice() {
+        [one] => quote!(let #one = #args;),
+        _ => quote!(#[allow(unused_variables)] let (#(#names,)*) = #args;),
+    };
+    let values = k.params.iter().filter(|p| !p.is_array()).map(|p| {
+        let n = &p.name;
+        if by_ref {
+            quote! {
+                let #n = ::kernel_runtime::__rt::Value(*#n);
+                let #n = &#n;
+            }
+        } else {
+            quote!(let #n = ::kernel_runtime::__rt::Value(#n);)
+        }
+    });
+    // A part borrowed from `args` is a reference already.
+    let borrow = if by_ref { quote!() } else { quote!(&) };
+    let devices = names.iter().map(|n| {
+        let n_str = n.to_string();
+        quote!((#n_str, ::kernel_runtime::__rt::KernelArg::device(#borrow #n)))
+    });
+    (quote!(#destructure #(#values)*), quote!(&[#(#devices),*]))
+}
+
 /// `launch_with`: the device and configuration checked, then the GPU's launch, checked mode's
 /// run or the fast CPU run.
 fn launch_with(k: &Kernel, plan: &CpuPlan) -> TokenStream {
-    let names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
-    let destructure = match names.as_slice() {
-        [one] => quote!(let #one = args;),
-        _ => quote!(#[allow(unused_variables)] let (#(#names,)*) = args;),
-    };
-    // By-value arguments go through the runtime as `Value`s.
-    let values = k.params.iter().filter(|p| !p.is_array()).map(|p| {
-        let n = &p.name;
-        quote!(let #n = ::kernel_runtime::__rt::Value(#n);)
-    });
-    let devices = names.iter().map(|n| {
-        let n_str = n.to_string();
-        quote!((#n_str, ::kernel_runtime::__rt::KernelArg::device(&#n)))
-    });
+    let (parts, devices) = arg_parts(k, false);
     let args_ty = args_ty(k);
     let thread_context = plan.thread_context;
     let grid_level = plan.grid_level;
@@ -163,13 +163,12 @@ fn launch_with(k: &Kernel, plan: &CpuPlan) -> TokenStream {
             config: ::kernel_runtime::LaunchConfig,
             args: #args_ty,
         ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
-            #destructure
-            #(#values)*
+            #parts
             // What the shared arrays of the launch borrow (the views borrow the arrays): a
             // kernel cannot keep either past the launch.
             #[allow(unused_variables)]
             let __launch = self;
-            let __device = ::kernel_runtime::__rt::launch_device(Self::NAME, &config, &[#(#devices),*])?;
+            let __device = ::kernel_runtime::__rt::launch_device(Self::NAME, &config, #devices)?;
             config
                 .validate(__device.limits(), Self::STATIC_SHARED_BYTES)
                 .map_err(|reason| ::kernel_runtime::Error::InvalidLaunch { kernel: Self::NAME, reason })?;
