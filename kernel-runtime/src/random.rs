@@ -138,7 +138,7 @@ pub fn xoroshiro128p_uniform_f32<S>(states: &mut S, index: usize) -> f32
 where
     S: IndexMut<usize, Output = Xoroshiro128pState> + ?Sized,
 {
-    unit_f64(states[index].next_u64()) as f32
+    xoroshiro128p_uniform_f64(states, index) as f32
 }
 
 /// A standard normal `f32` (mean 0, deviation 1) from `states[index]`, which advances two
