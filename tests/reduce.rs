@@ -94,3 +94,21 @@ fn the_gpu_pass_folds_each_blocks_elements_with_whole_and_partial_warps() {
         }
     }
 }
+
+#[test]
+fn the_gpu_pass_takes_blocks_and_grids_of_any_shape_by_linear_index() {
+    for dev in backends() {
+        let xs: Vec<f64> = (0..1000).map(|i| ((i * 37) % 101) as f64).collect();
+        let dx = dev.to_device(&xs).unwrap();
+        // 2 × 3 blocks of 8 × 4 × 2 threads: six blocks of 64, each folding its own elements.
+        let mut partials = dev.to_device(&[-1.0f64; 6][..]).unwrap();
+        sum_f64
+            .launch((2, 3), (8, 4, 2), (&dx, &mut partials))
+            .unwrap();
+        let want: Vec<f64> = block_sums(&xs, 6, 64)
+            .into_iter()
+            .map(|s| s.unwrap_or(-1.0))
+            .collect();
+        assert_eq!(partials.to_vec().unwrap(), want, "{:?}", dev.kind());
+    }
+}

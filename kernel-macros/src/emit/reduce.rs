@@ -115,23 +115,29 @@ fn pass(
     quote! {
         #(#docs)*
         ///
-        /// One pass of the reduction, a kernel of 1-D blocks: block `b` writes to
-        /// `partials[b]` the reduction of the elements of `x` that its threads visit in a
-        /// grid-stride loop (nothing where they visit none). `reduce` and `fold` run it for a
+        /// One pass of the reduction: block `b` (by linear index) writes to `partials[b]` the
+        /// reduction of the elements of `x` that its threads visit in a grid-stride loop over
+        /// the launch's threads by linear index (nothing where they visit none). `reduce` and `fold` run it for a
         /// whole array.
         #[::kernel_runtime::kernel]
         #vis fn #name(x: &[#ty], partials: &mut [#ty]) {
+            // Threads and blocks by linear index (x fastest), as warps are formed, so that a
+            // launch of any shape folds each element once and each block into its own value.
+            let (th, d) = (#rt::thread_idx(), #rt::block_dim());
+            let (b, g) = (#rt::block_idx(), #rt::grid_dim());
+            let t = (th.z as usize * d.y as usize + th.y as usize) * d.x as usize + th.x as usize;
+            let width = d.x as usize * d.y as usize * d.z as usize;
+            let block = (b.z as usize * g.y as usize + b.y as usize) * g.x as usize + b.x as usize;
+            let stride = g.x as usize * g.y as usize * g.z as usize * width;
             let mut acc: #ty = 0 as #ty;
             let mut have = 0u32;
-            let mut i = grid(1);
+            let mut i = block * width + t;
             while i < x.len() {
                 acc = if have == 1 { #op(acc, x[i]) } else { x[i] };
                 have = 1;
-                i += gridsize(1);
+                i += stride;
             }
             // The lanes of this thread's warp: all 32 but in a last, partial warp.
-            let t = #rt::thread_idx().x as usize;
-            let width = #rt::block_dim().x as usize;
             let lanes = (width - t / 32 * 32).min(32) as u32;
             let mask = if lanes == 32 { u32::MAX } else { (1u32 << lanes) - 1 };
             let lane = #rt::lane_id();
@@ -161,9 +167,8 @@ fn pass(
                         some = 1;
                     }
                 }
-                let b = #rt::block_idx().x as usize;
-                if some == 1 && b < partials.len() {
-                    partials[b] = total;
+                if some == 1 && block < partials.len() {
+                    partials[block] = total;
                 }
             }
         }
