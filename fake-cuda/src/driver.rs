@@ -29,6 +29,7 @@ pub const NOT_FOUND: CuResult = 500;
 pub const OCCUPANCY_BLOCK: i32 = 768;
 pub const ILLEGAL_ADDRESS: CuResult = 700;
 pub const LAUNCH_FAILED: CuResult = 719;
+pub const COOPERATIVE_LAUNCH_TOO_LARGE: CuResult = 720;
 pub const NOT_SUPPORTED: CuResult = 801;
 
 /// The codes above with their `cuGetErrorName` and `cuGetErrorString`, as the driver has them.
@@ -47,6 +48,8 @@ pub const CODES: &[(CuResult, &str, &str)] = &[
     (NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"),
     (ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"),
     (LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"),
+    (COOPERATIVE_LAUNCH_TOO_LARGE, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+        "too many blocks in cooperative launch"),
     (NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
 ];
 
@@ -56,6 +59,8 @@ pub const NAME: &str = "Fake CUDA GPU";
 pub const MEMORY_BYTES: usize = 1 << 34;
 /// Dynamic plus static shared memory a block may have.
 pub const SHARED_PER_BLOCK: usize = 48 * 1024;
+/// Shared memory of one multiprocessor, for the occupancy calculator.
+pub const SHARED_PER_SM: usize = 228 * 1024;
 
 /// A failed call: the code to return and why, for stderr.
 pub struct Failure(pub CuResult, pub String);
@@ -75,6 +80,8 @@ struct Config {
     ptx_isa: u32,
     /// `FAKE_CUDA_NO_MEMORY_POOLS=1`: the GPUs have no stream-ordered allocator.
     no_pools: bool,
+    /// `FAKE_CUDA_NO_COOPERATIVE=1`: the GPUs cannot launch cooperatively.
+    no_cooperative: bool,
     /// `FAKE_CUDA_FAIL=FUNCTION=CODE[@N]`: the `N`th call of `FUNCTION` (every call without
     /// `@N`) fails with `CODE`.
     fail: Option<(String, CuResult, Option<u32>)>,
@@ -106,6 +113,7 @@ impl Config {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(90),
             no_pools: var("FAKE_CUDA_NO_MEMORY_POOLS").is_some_and(|v| v == "1"),
+            no_cooperative: var("FAKE_CUDA_NO_COOPERATIVE").is_some_and(|v| v == "1"),
             fail,
             trap: var("FAKE_CUDA_TRAP"),
             log: var("FAKE_CUDA_LOG")
@@ -258,17 +266,18 @@ impl Driver {
     pub fn attribute(&self, attribute: u32) -> Option<i32> {
         let cc = self.config.cc as i32;
         Some(match attribute {
-            1 => 1024,                               // max threads per block
-            2 | 3 => 1024,                           // max block x, y
-            4 => 64,                                 // max block z
-            5 => i32::MAX,                           // max grid x
-            6 | 7 => 65535,                          // max grid y, z
-            8 => SHARED_PER_BLOCK as i32,            // max shared memory per block
-            10 => 32,                                // warp size
-            16 => 132,                               // multiprocessors
-            75 => cc / 10,                           // compute capability major
-            76 => cc % 10,                           // compute capability minor
-            115 => i32::from(!self.config.no_pools), // memory pools supported
+            1 => 1024,                                    // max threads per block
+            2 | 3 => 1024,                                // max block x, y
+            4 => 64,                                      // max block z
+            5 => i32::MAX,                                // max grid x
+            6 | 7 => 65535,                               // max grid y, z
+            8 => SHARED_PER_BLOCK as i32,                 // max shared memory per block
+            10 => 32,                                     // warp size
+            16 => 132,                                    // multiprocessors
+            75 => cc / 10,                                // compute capability major
+            95 => i32::from(!self.config.no_cooperative), // cooperative launch
+            76 => cc % 10,                                // compute capability minor
+            115 => i32::from(!self.config.no_pools),      // memory pools supported
             _ => return None,
         })
     }
@@ -618,15 +627,8 @@ impl Driver {
         self.functions.retain(|_, f| f.module != module);
     }
 
-    /// The occupancy calculator's answer for `function`: the fake GPU always suggests blocks of
-    /// [`OCCUPANCY_BLOCK`] threads (or `limit`, when smaller and not 0) and two blocks per
-    /// multiprocessor; logged as `occupancy NAME dynamic=BYTES limit=LIMIT`.
-    pub fn block_size(
-        &mut self,
-        function: usize,
-        dynamic: usize,
-        limit: i32,
-    ) -> Result<(i32, i32), Failure> {
+    /// The module and name of `function`, which must belong to the current context.
+    fn function_of(&self, function: usize) -> Result<(usize, String), Failure> {
         let ctx = self.current()?;
         let Some(f) = self.functions.get(&function) else {
             return fail(
@@ -637,7 +639,19 @@ impl Driver {
         if self.modules[&f.module].ctx != ctx {
             return fail(INVALID_CONTEXT, "the function belongs to another context");
         }
-        let name = f.name.clone();
+        Ok((f.module, f.name.clone()))
+    }
+
+    /// The occupancy calculator's answer for `function`: the fake GPU always suggests blocks of
+    /// [`OCCUPANCY_BLOCK`] threads (or `limit`, when smaller and not 0) and two blocks per
+    /// multiprocessor; logged as `occupancy NAME dynamic=BYTES limit=LIMIT`.
+    pub fn block_size(
+        &mut self,
+        function: usize,
+        dynamic: usize,
+        limit: i32,
+    ) -> Result<(i32, i32), Failure> {
+        let (_, name) = self.function_of(function)?;
         self.log(format_args!(
             "occupancy {name} dynamic={dynamic} limit={limit}"
         ));
@@ -650,6 +664,27 @@ impl Driver {
         Ok((2 * sms, block))
     }
 
+    /// The blocks of `threads` threads with `dynamic` bytes of dynamic shared memory that one
+    /// multiprocessor of the fake GPU keeps resident: 2048 threads, 32 blocks and
+    /// [`SHARED_PER_SM`] bytes of shared memory per multiprocessor; logged as
+    /// `occupancy-blocks NAME threads=THREADS dynamic=BYTES`.
+    pub fn resident_blocks(
+        &mut self,
+        function: usize,
+        threads: i32,
+        dynamic: usize,
+    ) -> Result<i32, Failure> {
+        let (module, name) = self.function_of(function)?;
+        if !(1..=1024).contains(&threads) {
+            return fail(INVALID_VALUE, format!("a block of {threads} threads"));
+        }
+        let shared = dynamic + self.modules[&module].ptx.entries[&name].static_shared;
+        self.log(format_args!(
+            "occupancy-blocks {name} threads={threads} dynamic={dynamic}"
+        ));
+        Ok(resident(threads as usize, shared) as i32)
+    }
+
     /// Checks a launch as the driver does and logs it with its parameters' values; runs
     /// nothing. A pointer parameter outside the context's memory, or `FAKE_CUDA_TRAP`, makes
     /// the context fault as the kernel would have: the launch succeeds and every later call
@@ -658,6 +693,11 @@ impl Driver {
     /// # Safety
     /// `params` must be null or hold one readable pointer per parameter of the entry, each to
     /// as many readable bytes as the parameter has.
+    ///
+    /// A `cooperative` launch (`cuLaunchCooperativeKernel`) is refused on a GPU without
+    /// cooperative launches, and when its grid is larger than what is resident at once; it is
+    /// logged as `launch-cooperative`.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn launch(
         &mut self,
         function: usize,
@@ -666,21 +706,12 @@ impl Driver {
         shared: u32,
         stream: usize,
         params: *const *const u8,
+        cooperative: bool,
     ) -> Result<(), Failure> {
         let ctx = self.current()?;
         let stream = self.stream(stream)?;
-        let Some(f) = self.functions.get(&function) else {
-            return fail(
-                INVALID_HANDLE,
-                format!("function {function:#x} does not exist"),
-            );
-        };
-        let module = &self.modules[&f.module];
-        if module.ctx != ctx {
-            return fail(INVALID_CONTEXT, "the function belongs to another context");
-        }
-        let name = f.name.clone();
-        let entry = module.ptx.entries[&name].clone();
+        let (module, name) = self.function_of(function)?;
+        let entry = self.modules[&module].ptx.entries[&name].clone();
         let limits = [(5, 6, 7), (2, 3, 4)];
         for (dims, (x, y, z), what) in [(grid, limits[0], "grid"), (block, limits[1], "block")] {
             let max = [x, y, z].map(|a| self.attribute(a).expect("known") as u32);
@@ -699,6 +730,9 @@ impl Driver {
         }
         if shared as usize + entry.static_shared > SHARED_PER_BLOCK {
             return fail(INVALID_VALUE, format!("`{name}`: {shared} bytes of dynamic shared memory and {} static are over {SHARED_PER_BLOCK}", entry.static_shared));
+        }
+        if cooperative {
+            self.cooperative(&name, grid, block, shared as usize + entry.static_shared)?;
         }
         if params.is_null() && !entry.params.is_empty() {
             return fail(
@@ -734,8 +768,13 @@ impl Driver {
                 stray = Some(format!("`{name}`: parameter {i} is {address:#x}, which is not in this context's memory"));
             }
         }
+        let what = if cooperative {
+            "launch-cooperative"
+        } else {
+            "launch"
+        };
         self.log(format_args!(
-            "launch {name} grid={},{},{} block={},{},{} shared={shared} stream={stream:#x} params={}",
+            "{what} {name} grid={},{},{} block={},{},{} shared={shared} stream={stream:#x} params={}",
             grid[0], grid[1], grid[2], block[0], block[1], block[2], values.join(",")
         ));
         let fault = match stray {
@@ -752,4 +791,38 @@ impl Driver {
         }
         Ok(())
     }
+
+    /// Refuses the cooperative launch of `name` that the GPU cannot make.
+    fn cooperative(
+        &self,
+        name: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: usize,
+    ) -> Result<(), Failure> {
+        if self.config.no_cooperative {
+            return fail(
+                NOT_SUPPORTED,
+                format!("`{name}`: this GPU cannot launch cooperatively"),
+            );
+        }
+        let threads = block.iter().map(|&d| d as usize).product::<usize>();
+        let sms = self.attribute(16).expect("known") as u64;
+        let limit = resident(threads, shared) as u64 * sms;
+        let blocks = grid.iter().map(|&d| d as u64).product::<u64>();
+        if blocks > limit {
+            return fail(
+                COOPERATIVE_LAUNCH_TOO_LARGE,
+                format!("`{name}`: a cooperative grid of {blocks} blocks; at most {limit} are resident at once"),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The blocks of `threads` threads with `shared` bytes of shared memory that one multiprocessor
+/// of the fake GPU keeps resident.
+fn resident(threads: usize, shared: usize) -> usize {
+    let by_shared = SHARED_PER_SM.checked_div(shared).unwrap_or(usize::MAX);
+    (2048 / threads.max(1)).min(32).min(by_shared)
 }

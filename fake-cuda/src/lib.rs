@@ -420,6 +420,21 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    blocks: *mut c_int,
+    function: Handle,
+    block_size: c_int,
+    dynamic_shared: usize,
+) -> CuResult {
+    call("cuOccupancyMaxActiveBlocksPerMultiprocessor", |d| {
+        put(
+            blocks,
+            d.resident_blocks(handle(function), block_size, dynamic_shared)?,
+        )
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn cuModuleUnload(module: Handle) -> CuResult {
     call("cuModuleUnload", |d| d.unload_module(handle(module)))
 }
@@ -439,19 +454,63 @@ pub unsafe extern "C" fn cuLaunchKernel(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CuResult {
-    call("cuLaunchKernel", |d| {
-        if !extra.is_null() {
-            return fail(INVALID_VALUE, "`extra` is not supported by this driver");
-        }
-        // SAFETY: the driver API's contract: one pointer per parameter, each to its value.
+    if !extra.is_null() {
+        return call("cuLaunchKernel", |_| {
+            fail(INVALID_VALUE, "`extra` is not supported by this driver")
+        });
+    }
+    let shape = [grid_x, grid_y, grid_z, block_x, block_y, block_z];
+    // SAFETY: the driver API's contract, passed on.
+    unsafe { launch(false, function, shape, shared_bytes, stream, params) }
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuLaunchCooperativeKernel(
+    function: Handle,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared_bytes: c_uint,
+    stream: Handle,
+    params: *mut *mut c_void,
+) -> CuResult {
+    let shape = [grid_x, grid_y, grid_z, block_x, block_y, block_z];
+    // SAFETY: the driver API's contract, passed on.
+    unsafe { launch(true, function, shape, shared_bytes, stream, params) }
+}
+
+/// `cuLaunchKernel` or, where `cooperative`, `cuLaunchCooperativeKernel`, of the grid and block
+/// `shape` (grid x, y, z, then block x, y, z).
+///
+/// # Safety
+/// The driver API's contract: `params` holds one pointer per parameter, each to its value.
+unsafe fn launch(
+    cooperative: bool,
+    function: Handle,
+    shape: [c_uint; 6],
+    shared_bytes: c_uint,
+    stream: Handle,
+    params: *mut *mut c_void,
+) -> CuResult {
+    let name = match cooperative {
+        true => "cuLaunchCooperativeKernel",
+        false => "cuLaunchKernel",
+    };
+    call(name, |d| {
+        // SAFETY: the caller's contract.
         unsafe {
             d.launch(
                 handle(function),
-                [grid_x, grid_y, grid_z],
-                [block_x, block_y, block_z],
+                [shape[0], shape[1], shape[2]],
+                [shape[3], shape[4], shape[5]],
                 shared_bytes,
                 handle(stream),
                 params.cast_const().cast(),
+                cooperative,
             )
         }
     })
