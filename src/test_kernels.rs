@@ -628,3 +628,132 @@ pub fn total_into_scalar(x: &[u64], total: &mut Array0<u64>, first: &mut Array0<
         }
     }
 }
+
+/// Rotates `a` left by one, `steps` times, in one cooperative launch: each step reads what
+/// other blocks wrote in the phase before (through `b`), the grid barrier between.
+#[kernel]
+pub fn grid_rotate(steps: u32, a: &mut [u32], b: &mut [u32]) {
+    let i = grid(1);
+    let n = a.len();
+    for _ in 0..steps {
+        if i < n {
+            b[i] = a[(i + 1) % n];
+        }
+        grid_sync();
+        if i < n {
+            a[i] = b[i];
+        }
+        grid_sync();
+    }
+}
+
+/// The inclusive prefix sums of `x` into `out`, in three phases of one cooperative launch:
+/// each block sums its part (a grid-stride share of whole blocks) into `parts` through shared
+/// memory; thread 0 of block 0 scans `parts`; every block adds the sums of the blocks before.
+#[kernel]
+pub fn grid_prefix_sums(x: &[u64], parts: &mut [u64], out: &mut [u64]) {
+    let t = thread_idx().x as usize;
+    let b = block_idx().x as usize;
+    let width = block_dim().x as usize;
+    let blocks = grid_dim().x as usize;
+    let n = x.len();
+    // Block b owns the elements [b * chunk, (b + 1) * chunk).
+    let chunk = n.div_ceil(blocks);
+    let mut sums = shared_array![u64; 256];
+    let mut own = 0u64;
+    let mut k = b * chunk + t;
+    while k < n.min((b + 1) * chunk) {
+        own += x[k];
+        k += width;
+    }
+    sums[t] = own;
+    sync_threads();
+    if t == 0 {
+        let mut total = 0u64;
+        for s in 0..width {
+            total += sums[s];
+        }
+        parts[b] = total;
+    }
+    block_sums_scan(this_grid(), parts, t == 0 && b == 0);
+    if t == 0 {
+        let mut run = if b == 0 { 0 } else { parts[b - 1] };
+        let end = n.min((b + 1) * chunk);
+        let mut k = b * chunk;
+        while k < end {
+            run += x[k];
+            out[k] = run;
+            k += 1;
+        }
+    }
+}
+
+/// The grid barrier, one thread's inclusive scan of `parts` (where `scans`), the grid barrier:
+/// a `#[device]` function that takes the grid from its kernel.
+#[device]
+pub fn block_sums_scan(grid: GridGroup, mut parts: View1Mut<u64>, scans: bool) {
+    grid.sync();
+    if scans {
+        for k in 1..parts.len() {
+            parts[k] += parts[k - 1];
+        }
+    }
+    grid.sync();
+}
+
+/// Block 0 returns before the grid barrier that every other block waits at.
+#[kernel]
+pub fn grid_sync_skipped_by_block0(out: &mut [u32]) {
+    let i = grid(1);
+    if block_idx().x == 0 {
+        return;
+    }
+    grid_sync();
+    if i < out.len() {
+        out[i] = 1;
+    }
+}
+
+/// Two blocks write `out[0]` in the same phase (a race), then, after the grid barrier, every
+/// thread reads it (no race: the barrier orders the writes before).
+#[kernel]
+pub fn grid_phase_race(out: &mut [u32], seen: &mut [u32]) {
+    let i = grid(1);
+    if thread_idx().x == 0 {
+        out[0] = block_idx().x;
+    }
+    grid_sync();
+    if i < seen.len() {
+        seen[i] = out[0];
+    }
+}
+
+/// Block `b`'s thread 0 writes `out[b]`; after the grid barrier, thread 0 of each block reads
+/// its neighbour's, then writes its own again: ordered by the barrier, no race.
+#[kernel]
+pub fn grid_neighbours(out: &mut [u32], seen: &mut [u32]) {
+    let b = block_idx().x as usize;
+    let blocks = grid_dim().x as usize;
+    if thread_idx().x == 0 && b < out.len() {
+        out[b] = b as u32 + 1;
+    }
+    grid_sync();
+    if thread_idx().x == 0 && b < seen.len() {
+        seen[b] = out[(b + 1) % blocks];
+    }
+    grid_sync();
+    if thread_idx().x == 0 && b < out.len() {
+        out[b] = 0;
+    }
+}
+
+/// Writes, at each thread's rank in the grid, the grid's threads minus that rank.
+#[kernel]
+pub fn grid_ranks(out: &mut [u32]) {
+    let g = this_grid();
+    let r = g.thread_rank() as usize;
+    if r < out.len() {
+        out[r] = (g.size() - r as u64) as u32;
+    }
+    g.sync();
+}

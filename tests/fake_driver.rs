@@ -13,9 +13,12 @@ mod common;
 
 use gpu_kernels::{add, matmul_tiled, quicksort, smooth, smooth_words, words_blocks, WORD_THREADS};
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
-use kernel_runtime::{Device, DeviceArray, DeviceArray1, DeviceKind, Error, LaunchConfig};
+use kernel_runtime::{
+    Device, DeviceArray, DeviceArray1, DeviceKind, Error, LaunchConfig, LaunchError,
+};
 use kernel_suite::test_kernels::{
-    off_by_one, reverse_dynamic, saxpy_params, scale3, sum_f64, total_into_scalar, Affine,
+    grid_rotate, off_by_one, reverse_dynamic, saxpy_params, scale3, sum_f64, total_into_scalar,
+    Affine,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -548,6 +551,110 @@ fn forall_takes_the_block_size_the_occupancy_calculator_gives() {
             assert!(launch.starts_with("grid=14,1,1 block=768,1,1 "), "{launch}");
             add.forall(0, (&a, &b, &mut c)).unwrap();
             assert_eq!(log.launches("add").len(), 1, "no task, no launch");
+        },
+    );
+}
+
+#[test]
+fn a_cooperative_kernel_launches_cooperatively_with_a_counter_for_its_grid_barriers() {
+    on_fake_driver(
+        "a_cooperative_kernel_launches_cooperatively_with_a_counter_for_its_grid_barriers",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(grid_rotate.ptx()) {
+                return;
+            }
+            // The fake GPU keeps 2048 threads per multiprocessor, and has 132 of them.
+            let limit = grid_rotate
+                .max_cooperative_grid_blocks(&gpu, 256, 0)
+                .unwrap();
+            assert_eq!(limit, 8 * 132);
+            assert_eq!(
+                log.count("occupancy-blocks grid_rotate threads=256 dynamic=0"),
+                1
+            );
+            let mut a = gpu.zeros::<u32, _>(64).unwrap();
+            let mut b = gpu.zeros::<u32, _>(64).unwrap();
+            grid_rotate.launch(4, 16, (3, &mut a, &mut b)).unwrap();
+            gpu.synchronize().unwrap();
+            assert!(
+                log.launches("grid_rotate").is_empty(),
+                "never a plain launch"
+            );
+            let lines = log.lines();
+            let (at, launch) = lines
+                .iter()
+                .enumerate()
+                .find_map(|(i, l)| Some((i, l.strip_prefix("launch-cooperative grid_rotate ")?)))
+                .expect("a cooperative launch");
+            assert!(launch.starts_with("grid=4,1,1 block=16,1,1 "), "{launch}");
+            // The arguments, then the counter: 4 zeroed bytes allocated before the launch and
+            // freed after it.
+            let params: Vec<&str> = launch
+                .rsplit_once("params=")
+                .unwrap()
+                .1
+                .split(',')
+                .collect();
+            assert_eq!(params.len(), 6, "{launch}");
+            assert_eq!(params[0], hex(3));
+            let counter = params[5];
+            assert!(
+                lines[..at].contains(&format!("alloc {counter} 4")),
+                "{lines:?}"
+            );
+            assert!(
+                lines[at..].contains(&format!("free {counter}")),
+                "{lines:?}"
+            );
+            // A grid larger than what is resident is refused before it reaches the driver.
+            let err = grid_rotate
+                .launch(limit + 1, 256, (3, &mut a, &mut b))
+                .unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::InvalidLaunch {
+                        reason: LaunchError::TooManyCooperativeBlocks { limit: 1056, .. },
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            assert_eq!(log.count("launch-cooperative "), 1);
+        },
+    );
+}
+
+#[test]
+fn a_gpu_without_cooperative_launches_refuses_a_cooperative_kernel() {
+    on_fake_driver(
+        "a_gpu_without_cooperative_launches_refuses_a_cooperative_kernel",
+        &[("FAKE_CUDA_NO_COOPERATIVE", "1")],
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(grid_rotate.ptx()) {
+                return;
+            }
+            let mut a = gpu.zeros::<u32, _>(64).unwrap();
+            let mut b = gpu.zeros::<u32, _>(64).unwrap();
+            let err = grid_rotate.launch(4, 16, (3, &mut a, &mut b)).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::InvalidLaunch {
+                        reason: LaunchError::NotCooperative { .. },
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            common::assert_mentions(
+                &err.to_string(),
+                &["cannot launch cooperatively", "CPU backend"],
+            );
+            assert_eq!(log.count("launch"), 0);
         },
     );
 }

@@ -52,7 +52,9 @@ fn all() -> Vec<Kernel> {
         guarded_marks => false, row_two_overruns => false, random_draws_f32 => false,
         random_draws_f64 => false, random_bits => false, sum_f64 => false, max_i32 => false,
         min_f32 => false, sum_u64 => false, pi_hits => false, fill_uniform_3d => false,
-        total_into_scalar => false,
+        total_into_scalar => false, grid_rotate => false, grid_prefix_sums => false,
+        grid_sync_skipped_by_block0 => false, grid_phase_race => false, grid_neighbours => false,
+        grid_ranks => false,
     ]
 }
 

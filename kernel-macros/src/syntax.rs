@@ -27,9 +27,17 @@ pub(crate) fn mentions(tokens: TokenStream, hit: &impl Fn(&proc_macro2::Ident) -
     })
 }
 
+/// Whether `tokens` hold a barrier: a block barrier (`sync_threads*`) or the grid of a
+/// cooperative launch (`this_grid()` and `grid_sync()`, once rewritten, name `__kgrid`).
 pub(crate) fn mentions_sync(tokens: TokenStream) -> bool {
-    mentions(tokens, &|i| i.to_string().starts_with("sync_threads"))
+    mentions(tokens, &|i| {
+        let i = i.to_string();
+        i.starts_with("sync_threads") || i == GRID
+    })
 }
+
+/// The name the body pass gives a cooperative launch's grid (`this_grid()`).
+pub(crate) const GRID: &str = "__kgrid";
 
 /// Whether `stmt` only reads and writes the thread's own locals: no call, macro, indexing,
 /// dereference, `unsafe` or closure, nothing that leaves it early, and loops only over ranges.

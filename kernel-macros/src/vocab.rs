@@ -58,6 +58,9 @@ pub(crate) const WARP_COLLECTIVES: &[&str] = &[
     "activemask",
 ];
 
+/// The grid of a cooperative launch and its barrier: a kernel that calls either is cooperative.
+pub(crate) const GRID_CALLS: &[&str] = &["this_grid", "grid_sync"];
+
 pub(crate) const STD_MACROS: &[&str] = &[
     "println",
     "print",

@@ -5,6 +5,11 @@ pub use crate::device_copy::{assert_device_copy, Holds, NoPadding};
 pub use crate::shared::{array_bytes, extent, hint_extent, layout, STATIC_LIMIT};
 
 #[cfg(not(target_arch = "nvptx64"))]
+pub use crate::grid::hooks::cpu_grid;
+#[cfg(target_arch = "nvptx64")]
+pub use crate::grid::hooks::gpu_grid;
+
+#[cfg(not(target_arch = "nvptx64"))]
 pub use crate::{
     cpu::check::LaunchShadows,
     cpu::elementwise::{elementwise, SharedPtr},
@@ -15,6 +20,7 @@ pub use crate::{
     cpu::rows::{run_grid, Span},
     cpu::slots::{flags, Slots},
     cpu::warp::each_lane,
+    host::cooperative::{check_cooperative, cuda_launch_cooperative, max_cooperative_grid_blocks},
     host::embedded::PTX_MODULES,
     host::kernel::{
         checked, common_device, common_dims, cuda_launch, device_addr, forall_config, gpu_params,

@@ -35,6 +35,13 @@ impl Dim3 {
         c.x + self.x * (c.y + self.y * c.z)
     }
 
+    /// The linear index (x fastest) of the coordinate `c` within `self`, as a `u64` (a grid's
+    /// blocks).
+    #[inline(always)]
+    pub const fn linear(self, c: Dim3) -> u64 {
+        c.x as u64 + self.x as u64 * (c.y as u64 + self.y as u64 * c.z as u64)
+    }
+
     /// The coordinate whose linear index (x fastest) within `self` is `i`.
     #[inline(always)]
     pub const fn unflatten(self, i: u64) -> Dim3 {

@@ -35,7 +35,8 @@
 //!   is one too) or within one launch (grid-level), unless every such access is an atomic
 //!   operation;
 //! - every thread of a block reaches each `sync_threads()` (the CPU backend reports a barrier
-//!   that only part of a block reaches as an error);
+//!   that only part of a block reaches as an error), and every thread of a cooperative launch
+//!   reaches each `grid_sync()` (see [`grid`]);
 //! - every lane that a warp collective's mask names (`shfl_sync`, `ballot_sync`, ...) reaches it
 //!   with the same mask, and each caller names itself (see [`warp`]; the CPU backend reports a
 //!   collective that cannot complete);
@@ -67,6 +68,7 @@ pub mod ctx;
 pub mod device_copy;
 pub mod dim;
 pub mod fault;
+pub mod grid;
 pub mod math;
 pub mod random;
 pub mod shared;
@@ -87,6 +89,7 @@ pub mod __rt;
 pub use ctx::{block_dim, block_idx, grid_dim, thread_idx, Ctx};
 pub use device_copy::{AnyBitPattern, DeviceCopy};
 pub use dim::Dim3;
+pub use grid::GridGroup;
 pub use kernel_macros::{device, kernel, reduce, vectorize, DeviceCopy};
 pub use shared::{SharedArray1, SharedArray2};
 pub use view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
@@ -114,6 +117,7 @@ pub mod prelude {
         atomic_min, atomic_or, atomic_sub, atomic_xor,
     };
     pub use crate::ctx::{block_dim, block_idx, grid_dim, thread_idx};
+    pub use crate::grid::GridGroup;
     pub use crate::math::{self, DeviceFloat};
     pub use crate::sync::{
         sync_threads, sync_threads_and, sync_threads_count, sync_threads_or, threadfence,

@@ -30,6 +30,7 @@ pub fn launch(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     });
     let rebinds = k.params.iter().map(|p| p.cpu_rebinding(false));
     let block = body(&k.func.block, plan.split.is_some());
+    let grid = crate::emit::cpu::grid_binding(k);
     quote! {
         let mut __shadows = ::kernel_runtime::__rt::LaunchShadows::new(&__spec)
             .map_err(|fault| fault.into_error(Self::NAME))?;
@@ -37,6 +38,7 @@ pub fn launch(k: &Kernel, plan: &CpuPlan) -> TokenStream {
         // Inlined into the thread loop, with the views' inline record of plain writes.
         return __shadows.run(&__spec, #[inline(always)] move |__kctx: ::kernel_runtime::Ctx| {
             #(#rebinds)*
+            #grid
             #block
         })
         .map_err(|fault| fault.into_error(Self::NAME));

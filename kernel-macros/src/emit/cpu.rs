@@ -169,13 +169,26 @@ impl CpuPlan {
                 bounded,
             );
         }
+        let grid = grid_binding(k);
         quote! {
             ::kernel_runtime::__rt::run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
                 #prelude
                 #(#rebinds)*
+                #grid
                 #block
             })
         }
+    }
+}
+
+/// A cooperative kernel's grid (`this_grid()`) on the CPU backend.
+pub fn grid_binding(k: &Kernel) -> TokenStream {
+    if !k.body.cooperative {
+        return quote!();
+    }
+    quote! {
+        #[allow(unused_variables)]
+        let __kgrid = ::kernel_runtime::__rt::cpu_grid();
     }
 }
 

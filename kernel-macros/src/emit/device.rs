@@ -12,9 +12,19 @@ pub fn entry(k: &Kernel) -> TokenStream {
     let vis = &k.func.vis;
     let block = &k.func.block;
     let check = k.options.boundscheck;
-    let params = k.params.iter().map(|p| p.ptx_params());
+    let mut params: Vec<TokenStream> = k.params.iter().map(|p| p.ptx_params()).collect();
     let bindings = k.params.iter().map(|p| p.device_binding(check));
     let ctx_binding = rewrite::ctx_binding(Scope::Kernel);
+    // A cooperative kernel's last parameter: the counter of its grid barriers.
+    let grid = k.body.cooperative.then(|| {
+        params.push(quote!(__kgrid_barrier: *mut u32));
+        quote! {
+            // SAFETY: the launcher passes the launch's zeroed counter, and launches this kernel
+            // cooperatively only.
+            #[allow(unused_variables)]
+            let __kgrid = unsafe { ::kernel_runtime::__rt::gpu_grid(__kgrid_barrier) };
+        }
+    });
     quote! {
         #[cfg(target_arch = "nvptx64")]
         #[unsafe(no_mangle)]
@@ -27,6 +37,7 @@ pub fn entry(k: &Kernel) -> TokenStream {
             #[allow(unused_variables)]
             let __launch = &__launch_scope;
             #ctx_binding
+            #grid
             #(#bindings)*
             #block
         }

@@ -16,6 +16,7 @@ pub fn launcher(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let ptx = embedded_ptx(name);
     let launch_with = launch_with(k, plan);
     let forall = forall(k);
+    let cooperative = k.body.cooperative.then(max_cooperative_grid_blocks);
     let args_ty = args_ty(k);
     quote! {
         #value
@@ -46,7 +47,34 @@ pub fn launcher(k: &Kernel, plan: &CpuPlan) -> TokenStream {
             }
 
             #forall
+            #cooperative
             #launch_with
+        }
+    }
+}
+
+/// A cooperative kernel's `max_cooperative_grid_blocks`, as Numba's.
+fn max_cooperative_grid_blocks() -> TokenStream {
+    let no_ptx = no_ptx_reason();
+    quote! {
+        /// The most blocks of `threads` threads (with `dynamic_shared_bytes` of dynamic shared
+        /// memory each) that a launch of this cooperative kernel may have on `device`: what
+        /// can be resident at once, as Numba's `kernel.max_cooperative_grid_blocks(blockdim,
+        /// dynsmemsize)`.
+        pub fn max_cooperative_grid_blocks(
+            &self,
+            device: &::kernel_runtime::Device,
+            threads: impl ::kernel_runtime::IntoDim3,
+            dynamic_shared_bytes: usize,
+        ) -> ::core::result::Result<u32, ::kernel_runtime::Error> {
+            ::kernel_runtime::__rt::max_cooperative_grid_blocks(
+                device,
+                Self::NAME,
+                self.ptx().ok_or(#no_ptx),
+                threads,
+                dynamic_shared_bytes,
+                Self::STATIC_SHARED_BYTES,
+            )
         }
     }
 }
@@ -87,7 +115,10 @@ fn forall(k: &Kernel) -> TokenStream {
 fn consts(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let name_str = k.func.sig.ident.to_string();
     let layout = &k.layout;
-    let abi = k.params.iter().flat_map(|p| p.abi());
+    let cooperative = k.body.cooperative;
+    // A cooperative kernel's grid barriers take a counter, after the arguments.
+    let counter = cooperative.then(|| "ptr".to_string());
+    let abi = k.params.iter().flat_map(|p| p.abi()).chain(counter);
     let split = plan.split.is_some();
     let barriers = k.options.barriers || k.body.barriers;
     quote! {
@@ -104,6 +135,9 @@ fn consts(k: &Kernel, plan: &CpuPlan) -> TokenStream {
         /// Whether the kernel has barriers or warp collectives (the CPU backend then splits
         /// it or runs its threads as coroutines).
         pub const USES_BARRIERS: bool = #barriers;
+        /// Whether the kernel waits at grid barriers (`grid_sync()`): every launch of it is
+        /// cooperative, its grid no larger than what can be resident at once.
+        pub const COOPERATIVE: bool = #cooperative;
     }
 }
 
@@ -153,6 +187,15 @@ fn launch_with(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let args_ty = args_ty(k);
     let thread_context = plan.thread_context;
     let grid_level = plan.grid_level;
+    let cooperative = k.body.cooperative;
+    let no_ptx = no_ptx_reason();
+    let check_cooperative = cooperative.then(|| {
+        quote! {
+            ::kernel_runtime::__rt::check_cooperative(
+                &__device, Self::NAME, self.ptx().ok_or(#no_ptx), &config, Self::STATIC_SHARED_BYTES,
+            )?;
+        }
+    });
     let gpu = gpu_launch(k);
     let checked = crate::emit::checked::launch(k, plan);
     let fast = plan.launch(k);
@@ -172,6 +215,7 @@ fn launch_with(k: &Kernel, plan: &CpuPlan) -> TokenStream {
             config
                 .validate(__device.limits(), Self::STATIC_SHARED_BYTES)
                 .map_err(|reason| ::kernel_runtime::Error::InvalidLaunch { kernel: Self::NAME, reason })?;
+            #check_cooperative
             if ::kernel_runtime::__rt::on_gpu(&__device) {
                 #gpu
             }
@@ -183,6 +227,7 @@ fn launch_with(k: &Kernel, plan: &CpuPlan) -> TokenStream {
                 barriers: Self::USES_BARRIERS,
                 thread_context: #thread_context,
                 grid_level: #grid_level,
+                cooperative: #cooperative,
             };
             if ::kernel_runtime::__rt::checked(&__device) {
                 #checked
@@ -196,10 +241,27 @@ fn launch_with(k: &Kernel, plan: &CpuPlan) -> TokenStream {
 fn gpu_launch(k: &Kernel) -> TokenStream {
     let no_ptx = no_ptx_reason();
     let names = k.params.iter().map(|p| &p.name);
-    let count = k.params.iter().map(|p| p.abi().len()).sum::<usize>();
-    quote! {
+    // A cooperative launch adds the counter of its grid barriers.
+    let count = k.params.iter().map(|p| p.abi().len()).sum::<usize>() + k.body.cooperative as usize;
+    let pushes = quote! {
         let mut __params = ::kernel_runtime::__rt::gpu_params(#count);
         #(::kernel_runtime::__rt::KernelArg::push_gpu(&#names, &mut __params);)*
+    };
+    if k.body.cooperative {
+        return quote! {
+            #pushes
+            // SAFETY: one pointer per PTX parameter but the grid barriers' counter, which the
+            // cooperative launch adds, of its type, in order (`PTX_PARAMS`); the arrays live
+            // on the launch's device, borrowed for the launch.
+            return unsafe {
+                ::kernel_runtime::__rt::cuda_launch_cooperative(
+                    &__device, Self::NAME, self.ptx().ok_or(#no_ptx), &config, Self::STATIC_SHARED_BYTES, &mut __params,
+                )
+            };
+        };
+    }
+    quote! {
+        #pushes
         // SAFETY: one pointer per PTX parameter, of its type, in order (`PTX_PARAMS`); the
         // arrays live on the launch's device, borrowed for the launch.
         return unsafe {
@@ -302,6 +364,7 @@ pub fn stand_in(func: &syn::ItemFn) -> TokenStream {
             pub const STATIC_SHARED_BYTES: usize = 0;
             pub const SPLIT_AT_BARRIERS: bool = false;
             pub const USES_BARRIERS: bool = false;
+            pub const COOPERATIVE: bool = false;
             pub fn ptx(&self) -> ::core::option::Option<&'static str> {
                 ::core::option::Option::None
             }

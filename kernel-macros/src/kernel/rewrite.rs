@@ -2,7 +2,9 @@
 //! `shared_array![..]` and friends, notices barriers, and rejects what a `no_std` device cannot
 //! do, each with an error at the offending span.
 
-use crate::vocab::{FLOAT_METHODS, HEAP_PATHS, RANDOM_PREFIX, STD_MACROS, WARP_COLLECTIVES};
+use crate::vocab::{
+    FLOAT_METHODS, GRID_CALLS, HEAP_PATHS, RANDOM_PREFIX, STD_MACROS, WARP_COLLECTIVES,
+};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use std::collections::HashSet;
@@ -29,6 +31,8 @@ pub struct Rewritten {
     /// coroutines (a split kernel's exchanges do not).
     pub warp_context: bool,
     pub barriers: bool,
+    /// Whether the body calls `this_grid()` or `grid_sync()`: the kernel is cooperative.
+    pub cooperative: bool,
     /// Whether the body reads a coordinate of its block (`thread_idx()`, `block_idx()`) or the
     /// block's shared memory; if not, only grid-level indices (`grid(n)`) tell threads apart.
     pub block_local: bool,
@@ -71,6 +75,7 @@ pub fn rewrite(
             thread_context: false,
             warp_context: false,
             barriers: false,
+            cooperative: false,
             block_local: false,
             shared: Vec::new(),
         },
@@ -172,7 +177,10 @@ impl Pass {
                     }
                 }
                 let last = segs.last()?.ident.to_string();
-                if last.starts_with("sync_threads") || WARP_COLLECTIVES.contains(&last.as_str()) {
+                if last.starts_with("sync_threads")
+                    || WARP_COLLECTIVES.contains(&last.as_str())
+                    || GRID_CALLS.contains(&last.as_str())
+                {
                     self.out.barriers = true;
                 }
                 if segs.len() == 1
@@ -218,8 +226,35 @@ impl Pass {
             {
                 Some(self.ctx_call(span, &name))
             }
+            "this_grid" | "grid_sync" => self.grid_call(call, &name),
             _ => None,
         }
+    }
+
+    /// `this_grid()` as the launch's grid, `grid_sync()` as its `sync()`: in a kernel's body
+    /// only, which is then cooperative.
+    fn grid_call(&mut self, call: &ExprCall, name: &str) -> Option<Expr> {
+        let span = call.span();
+        if !call.args.is_empty() {
+            self.error(span, format!("`{name}()` takes no arguments"));
+            return None;
+        }
+        if self.scope == Scope::Device {
+            self.error(
+                span,
+                format!(
+                    "`{name}()` is understood in a #[kernel] body only: take the grid as a \
+                     parameter (`grid: GridGroup`), pass it `this_grid()` from the kernel, and \
+                     call `grid.sync()`"
+                ),
+            );
+            return None;
+        }
+        self.out.cooperative = true;
+        Some(match name {
+            "this_grid" => syn::parse_quote_spanned!(span=> __kgrid),
+            _ => syn::parse_quote_spanned!(span=> __kgrid.sync()),
+        })
     }
 
     fn rewrite_macro(&mut self, mac: &mut Macro) -> Option<Expr> {
@@ -351,6 +386,8 @@ fn may_read_thread_context(first: &str, last: &str, segments: usize) -> bool {
         "threadfence_block",
         "lane_id",
         "lanemask_lt",
+        "this_grid",
+        "grid_sync",
     ];
     if last.starts_with(|c: char| c.is_ascii_uppercase()) {
         return false;

@@ -28,6 +28,7 @@ pub mod uniform;
 
 use crate::syntax::{
     assigns, count_idents, mentions, mentions_sync, private, private_expr, pure_method, Changes,
+    GRID,
 };
 use lockstep::{mentions_exchange, Exchange};
 use proc_macro2::{Span, TokenStream};
@@ -120,16 +121,32 @@ fn mentions_activemask(tokens: TokenStream) -> bool {
     mentions(tokens, &|i| i == "activemask")
 }
 
-/// `sync_threads();` as a statement: the span of the call.
-fn barrier(stmt: &Stmt) -> Option<Span> {
-    let Stmt::Expr(Expr::Call(call), _) = stmt else {
-        return None;
-    };
-    let Expr::Path(p) = &*call.func else {
-        return None;
-    };
-    let last = p.path.segments.last()?;
-    (last.ident == "sync_threads" && call.args.is_empty()).then(|| call.span())
+/// `sync_threads();` or a cooperative launch's `grid_sync();` (rewritten as `__kgrid.sync()`)
+/// as a statement: the span of the call, and which barrier it is.
+fn barrier(stmt: &Stmt) -> Option<(Span, Wait)> {
+    match stmt {
+        Stmt::Expr(Expr::Call(call), _) if call.args.is_empty() => {
+            let Expr::Path(p) = &*call.func else {
+                return None;
+            };
+            let last = p.path.segments.last()?;
+            (last.ident == "sync_threads").then(|| (call.span(), Wait::Block))
+        }
+        Stmt::Expr(Expr::MethodCall(call), _) if call.args.is_empty() => {
+            let Expr::Path(p) = &*call.receiver else {
+                return None;
+            };
+            (p.path.is_ident(GRID) && call.method == "sync").then(|| (call.span(), Wait::Grid))
+        }
+        _ => None,
+    }
+}
+
+/// Who waits at a barrier: the block's threads, or the grid's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    Block,
+    Grid,
 }
 
 enum Piece<'a> {
@@ -138,9 +155,10 @@ enum Piece<'a> {
     Warp(Vec<Stmt>),
     /// A warp collective's exchange (in a warp's statements).
     Exchange(Exchange),
-    Barrier(Span),
+    Barrier(Span, Wait),
     For {
-        var: &'a syn::Ident,
+        /// The loop variable (`_` becomes one that nothing reads).
+        var: syn::Ident,
         start: &'a Expr,
         end: &'a Expr,
         body: &'a Block,
@@ -218,13 +236,19 @@ fn pieces<'a>(stmts: &'a [Stmt], warp: bool) -> Option<Vec<Piece<'a>>> {
             }
             continue;
         }
-        if let Some(span) = barrier(stmt) {
-            out.push(Piece::Barrier(span));
+        if let Some((span, wait)) = barrier(stmt) {
+            out.push(Piece::Barrier(span, wait));
             continue;
         }
         match stmt {
             Stmt::Expr(Expr::ForLoop(f), _) if f.label.is_none() => {
-                let Pat::Ident(pi) = &*f.pat else { return None };
+                let var = match &*f.pat {
+                    Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                        pi.ident.clone()
+                    }
+                    Pat::Wild(w) => format_ident!("_unused", span = w.underscore_token.span),
+                    _ => return None,
+                };
                 let Expr::Range(r) = &*f.expr else {
                     return None;
                 };
@@ -233,11 +257,11 @@ fn pieces<'a>(stmts: &'a [Stmt], warp: bool) -> Option<Vec<Piece<'a>>> {
                 else {
                     return None;
                 };
-                if pi.by_ref.is_some() || pi.subpat.is_some() || mentions_sync(quote!(#r)) {
+                if mentions_sync(quote!(#r)) {
                     return None;
                 }
                 out.push(Piece::For {
-                    var: &pi.ident,
+                    var,
                     start,
                     end,
                     body: &f.body,
@@ -268,7 +292,7 @@ fn pieces<'a>(stmts: &'a [Stmt], warp: bool) -> Option<Vec<Piece<'a>>> {
 fn hoist_private(pieces: Vec<Piece<'_>>) -> Vec<Piece<'_>> {
     let mut out: Vec<Piece<'_>> = Vec::with_capacity(pieces.len());
     for piece in pieces {
-        if let (Piece::Region(stmts), [.., Piece::Region(before), Piece::Barrier(_)]) =
+        if let (Piece::Region(stmts), [.., Piece::Region(before), Piece::Barrier(..)]) =
             (&piece, out.as_mut_slice())
         {
             if stmts.iter().all(|s| private(s)) {
@@ -578,9 +602,13 @@ impl Splitter {
                     }
                 }
                 Piece::Exchange(x) => self.exchange(&x)?,
-                Piece::Barrier(span) => {
+                Piece::Barrier(span, Wait::Block) => {
                     let loc = location(span);
                     quote!(__blk.barrier(&__exited, __some_exited, #loc);)
+                }
+                Piece::Barrier(span, Wait::Grid) => {
+                    let loc = location(span);
+                    quote!(__blk.grid_barrier(&__exited, __some_exited, #loc);)
                 }
                 Piece::For {
                     var,
@@ -1163,7 +1191,8 @@ mod tests {
             .iter()
             .map(|p| match p {
                 Piece::Region(stmts) => format!("R{}", stmts.len()),
-                Piece::Barrier(_) => "B".into(),
+                Piece::Barrier(_, Wait::Block) => "B".into(),
+                Piece::Barrier(_, Wait::Grid) => "G".into(),
                 Piece::For { .. } => "For".into(),
                 Piece::While { .. } => "While".into(),
                 Piece::Warp(stmts) => format!("W{}", stmts.len()),

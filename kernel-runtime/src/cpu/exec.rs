@@ -2,6 +2,7 @@
 //! (see the `fibers` module).
 
 use super::check::{self, Lane, LaunchShadows, Who};
+use super::cooperative::{self, At, GridStop};
 use super::fault::{self, raise, KernelFault};
 use super::fibers::run_fibers;
 use super::tls::{self, BlockState};
@@ -35,6 +36,9 @@ pub struct LaunchSpec {
     /// kernel's threads apart: no `thread_idx()`, `block_idx()`, shared memory or barrier. Its
     /// threads then run as rows along x (see [`run_grid`](super::rows::run_grid)).
     pub grid_level: bool,
+    /// Whether the launch is cooperative (the kernel waits at grid barriers): every block runs
+    /// as a coroutine, all of them alive at once (see the CPU backend's `cooperative` module).
+    pub cooperative: bool,
 }
 
 thread_local! {
@@ -52,6 +56,15 @@ pub fn run<F>(spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
 where
     F: Fn(Ctx) + Sync + Clone,
 {
+    if spec.cooperative {
+        let coords = thread_coords(spec.block);
+        return cooperative::run_cooperative(
+            spec,
+            rayon::current_num_threads(),
+            false,
+            |_, state| run_fibers(state, &coords, &body, None),
+        );
+    }
     let fibers = spec.barriers && spec.block.volume() > 1;
     if !fibers && !spec.thread_context {
         return run_untracked(spec, body);
@@ -95,6 +108,22 @@ where
     F: Fn(&BlockRun<'_>) + Sync,
 {
     let coords = thread_coords(spec.block);
+    if spec.cooperative {
+        // A block that faults cannot be replayed once others have passed a grid barrier: its
+        // threads are tracked from the start.
+        return cooperative::run_cooperative(
+            spec,
+            rayon::current_num_threads(),
+            false,
+            |_, state| {
+                body(&BlockRun {
+                    state,
+                    coords: &coords,
+                    track: true,
+                })
+            },
+        );
+    }
     run_blocks(spec, |state| {
         let block = |track: bool| BlockRun {
             state,
@@ -125,6 +154,9 @@ pub(crate) fn run_checked<F>(
 where
     F: Fn(Ctx) + Sync + Clone,
 {
+    if spec.cooperative {
+        return run_checked_cooperative(spec, shadows, body);
+    }
     let fibers = spec.barriers && spec.block.volume() > 1;
     let coords = thread_coords(spec.block);
     let first = shadows.first();
@@ -136,15 +168,7 @@ where
                 if stop.load(Ordering::Relaxed) {
                     return;
                 }
-                if let Err(e) = lane.reset_shared(spec.shared_bytes, first) {
-                    raise(format!("{e} of the block's shared memory"));
-                }
-                check::begin_block();
-                let state = BlockState {
-                    shared_shadow: &*lane,
-                    ..block_state(spec, b, shared)
-                };
-                tls::BLOCK.with(|c| c.set(state));
+                let state = checked_block(spec, &mut lane, first, block_state(spec, b, shared));
                 let block = first.wrapping_add(b as u32);
                 if fibers {
                     run_fibers(&state, &coords, &body, Some(block));
@@ -156,6 +180,7 @@ where
                             interval: 0,
                             thread: t as u32,
                             epoch: 0,
+                            phase: 0,
                         });
                         tls::set_thread(thread);
                         body(ctx_of(&state, thread));
@@ -165,6 +190,42 @@ where
             }
         })
     })
+}
+
+/// [`run_checked`] for a cooperative launch: every block on the calling thread, each with a
+/// lane of its own for its shared memory, which lives as long as the block.
+fn run_checked_cooperative<F>(
+    spec: &LaunchSpec,
+    shadows: &LaunchShadows,
+    body: F,
+) -> Result<(), KernelFault>
+where
+    F: Fn(Ctx) + Sync + Clone,
+{
+    let coords = thread_coords(spec.block);
+    let first = shadows.first();
+    let _lanes = shadows.enter(0);
+    cooperative::run_cooperative(spec, 1, true, |b, state| {
+        let mut lane = Lane::shared();
+        let state = checked_block(spec, &mut lane, first, *state);
+        run_fibers(&state, &coords, &body, Some(first.wrapping_add(b as u32)));
+        check::end_interval();
+    })
+}
+
+/// Starts a block of a checked launch whose first block is `first`: its shared memory's `lane`
+/// cleared; returns its `state` with the lane, made the current block.
+fn checked_block(spec: &LaunchSpec, lane: &mut Lane, first: u32, state: BlockState) -> BlockState {
+    if let Err(e) = lane.reset_shared(spec.shared_bytes, first) {
+        raise(format!("{e} of the block's shared memory"));
+    }
+    check::begin_block();
+    let state = BlockState {
+        shared_shadow: &*lane,
+        ..state
+    };
+    tls::BLOCK.with(|c| c.set(state));
+    state
 }
 
 /// Runs `untracked`, which does not record which thread runs; if it faults, runs `tracked`, the
@@ -267,17 +328,36 @@ impl BlockRun<'_> {
     #[inline(always)]
     pub fn barrier(&self, exited: &[bool], some_exited: bool, location: &'static str) {
         if some_exited {
-            self.barrier_after_exits(exited, location)
+            self.barrier_after_exits(exited, "sync_threads()", location)
         }
     }
 
-    fn barrier_after_exits(&self, exited: &[bool], location: &'static str) {
+    /// The grid barrier at `location` of a cooperative launch, after a region: every thread of
+    /// the block must have reached it (as at [`barrier`](Self::barrier)); then the block waits
+    /// until every block of the grid has stopped at a grid barrier.
+    ///
+    /// A block whose threads have all exited does not arrive: it ends without reaching the
+    /// barrier, which the launch reports if other blocks wait there.
+    pub fn grid_barrier(&self, exited: &[bool], some_exited: bool, location: &'static str) {
+        if some_exited {
+            if exited.iter().all(|&e| e) {
+                return;
+            }
+            self.barrier_after_exits(exited, "grid_sync()", location)
+        }
+        cooperative::block_arrives(GridStop {
+            interval: 0,
+            location: At::Text(location),
+        });
+    }
+
+    fn barrier_after_exits(&self, exited: &[bool], what: &str, location: &'static str) {
         let gone = exited.iter().position(|&e| e);
         let waiting = exited.iter().filter(|&&e| !e).count();
         if let (Some(gone), true) = (gone, waiting > 0) {
             let first = exited.iter().position(|&e| !e).unwrap_or(0);
             raise(format!(
-                "divergent barrier in kernel `{}`, block {}: {waiting} of {} threads wait at sync_threads() at {location} (first: thread {}), but thread {} exited without reaching it",
+                "divergent barrier in kernel `{}`, block {}: {waiting} of {} threads wait at {what} at {location} (first: thread {}), but thread {} exited without reaching it",
                 self.state.kernel,
                 self.state.block,
                 exited.len(),

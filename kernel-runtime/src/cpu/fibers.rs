@@ -10,6 +10,7 @@
 
 use super::check::clock::{self, WarpClock};
 use super::check::{self, Who};
+use super::cooperative::{self, At, GridStop};
 use super::fault::{self, raise, raise_finding};
 use super::finding::Finding;
 use super::overflow::{self, Guarded};
@@ -56,6 +57,8 @@ pub(crate) enum Meet {
     Warp(WarpOp),
     /// `activemask()`, answered once every thread has stopped, with the warp's live lanes.
     ActiveMask,
+    /// A grid barrier of a cooperative launch (see [`cooperative`](super::cooperative)).
+    Grid,
 }
 
 /// What a thread reports when it stops.
@@ -78,6 +81,7 @@ impl Arrival {
             Meet::Barrier(kind) => format!("{} at {}", kind.name(), self.location),
             Meet::Warp(op) => format!("{}({:#010x}) at {}", op.name(), self.mask, self.location),
             Meet::ActiveMask => format!("activemask() at {}", self.location),
+            Meet::Grid => format!("grid_sync() at {}", self.location),
         }
     }
 }
@@ -179,6 +183,8 @@ pub(crate) fn run_fibers(
             .collect();
         let mut threads = vec![State::Run(0); n];
         let mut interval = 0u32;
+        // The interval at which the block's current phase of a cooperative launch started.
+        let mut phase = 0u32;
         // In checked mode, each thread's warp clock: the order `syncwarp` gives its accesses.
         let mut clocks: Vec<WarpClock> = match checked {
             Some(_) => (0..n)
@@ -198,6 +204,7 @@ pub(crate) fn run_fibers(
                         interval,
                         thread: t as u32,
                         epoch: clocks[t][t % WARP_SIZE as usize],
+                        phase,
                     });
                     // The clocks change only between rounds, while no thread runs.
                     clock::set_current(&clocks[t]);
@@ -228,8 +235,10 @@ pub(crate) fn run_fibers(
             let State::Wait(a0) = threads[t0] else {
                 unreachable!("position found a waiting thread")
             };
-            let Meet::Barrier(kind) = a0.meet else {
-                unreachable!("warp::complete leaves no collective waiting")
+            let kind = match a0.meet {
+                Meet::Barrier(kind) => Some(kind),
+                Meet::Grid => None,
+                _ => unreachable!("warp::complete leaves no collective waiting"),
             };
             let same =
                 |a: &Arrival| a.meet == a0.meet && (checked.is_none() || a.location == a0.location);
@@ -257,21 +266,24 @@ pub(crate) fn run_fibers(
                     (coords[other], what),
                 );
             }
-            let mut preds = threads.iter().map(|s| match s {
-                State::Wait(a) => a.value != 0,
-                _ => false,
-            });
-            let result = match kind {
-                BarrierKind::Sync => 0,
-                BarrierKind::Count => preds.filter(|&p| p).count() as u64,
-                BarrierKind::And => preds.all(|p| p) as u64,
-                BarrierKind::Or => preds.any(|p| p) as u64,
-            };
             if checked.is_some() {
                 check::end_interval();
             }
+            let result = match kind {
+                Some(kind) => {
+                    interval += 1;
+                    reduce(kind, &threads)
+                }
+                None => {
+                    phase = cooperative::block_arrives(GridStop {
+                        interval,
+                        location: At::Call(a0.location),
+                    });
+                    interval = phase;
+                    0
+                }
+            };
             threads.fill(State::Run(result));
-            interval += 1;
             if checked.is_some() && interval > check::MAX_INTERVAL {
                 raise(format!(
                     "kernel `{}`, block {}: checked mode counts at most {} barriers per block",
@@ -284,6 +296,21 @@ pub(crate) fn run_fibers(
         stacks.extend(fibers.into_iter().map(|(fiber, _)| fiber.into_stack()));
     }
     STACKS.with(|s| *s.borrow_mut() = stacks);
+}
+
+/// The result of a barrier of `kind` at which every thread waits: the count or vote of their
+/// predicates.
+fn reduce(kind: BarrierKind, threads: &[State]) -> u64 {
+    let mut preds = threads.iter().map(|s| match s {
+        State::Wait(a) => a.value != 0,
+        _ => false,
+    });
+    match kind {
+        BarrierKind::Sync => 0,
+        BarrierKind::Count => preds.filter(|&p| p).count() as u64,
+        BarrierKind::And => preds.all(|p| p) as u64,
+        BarrierKind::Or => preds.any(|p| p) as u64,
+    }
 }
 
 /// Stops the block whose threads do not all wait at one barrier: `waiting` is a thread waiting

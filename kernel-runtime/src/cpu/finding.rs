@@ -97,6 +97,18 @@ pub enum Finding {
         /// What a thread that is not there did instead.
         other: (Dim3, String),
     },
+    /// A grid barrier (`grid_sync()`) of a cooperative launch that part of the grid reached
+    /// while another block exited without reaching it.
+    DivergentGridBarrier {
+        /// The grid barrier and where it is.
+        barrier: String,
+        /// A block waiting there.
+        waiting: Dim3,
+        /// How many blocks wait there, of how many in the grid.
+        count: (u64, u64),
+        /// A block that exited without reaching it.
+        exited: Dim3,
+    },
     /// A warp collective (`shfl_sync`, `ballot_sync`, `syncwarp`, ...) that cannot complete: a
     /// lane of its mask exited, waits elsewhere or does not exist, or the caller's mask leaves
     /// the caller out.
@@ -194,6 +206,16 @@ impl fmt::Display for Finding {
                 f,
                 "divergent barrier in block {block}: {} of {} threads wait at {barrier} (first: thread {waiting}), but thread {} {}",
                 count.0, count.1, other.0, other.1
+            ),
+            Finding::DivergentGridBarrier {
+                barrier,
+                waiting,
+                count,
+                exited,
+            } => write!(
+                f,
+                "divergent grid barrier: {} of {} blocks wait at {barrier} (first: block {waiting}), but block {exited} exited without reaching it",
+                count.0, count.1
             ),
             Finding::DivergentWarp {
                 block,

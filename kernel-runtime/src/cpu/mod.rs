@@ -5,7 +5,8 @@
 //! rows ([`rows`]). Kernels with barriers run each thread of a block as a coroutine on its
 //! own small stack; a barrier suspends the thread until every thread of the block has reached
 //! it, so a barrier inside a loop or a branch works, and one that only part of the block reaches
-//! is reported as an error.
+//! is reported as an error. A cooperative launch runs every block as a coroutine too, all of
+//! them alive at once, so that they can meet at grid barriers ([`cooperative`]).
 //!
 //! Checked mode ([`Device::cpu_checked`](crate::Device::cpu_checked)) runs every thread tracked
 //! and records each access to writable and shared arrays in shadow memory ([`check`]), to report
@@ -13,6 +14,7 @@
 
 pub mod check;
 pub(crate) mod context;
+pub(crate) mod cooperative;
 pub(crate) mod elementwise;
 pub mod exec;
 pub mod fault;

@@ -5,7 +5,7 @@
 //! function of a missing library is called, and a missing GPU must be an error, never a panic.
 
 use super::device::Limits;
-use super::error::Error;
+use super::error::{Error, LaunchError};
 use super::launch::LaunchConfig;
 use crate::dim::Dim3;
 use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
@@ -438,10 +438,51 @@ impl CudaDevice {
         Ok(block.max(1) as u32)
     }
 
+    /// How many blocks of `threads` threads with `shared` bytes of shared memory each a
+    /// cooperative launch of `kernel` (of the module `ptx`) may have: what the occupancy
+    /// calculator keeps resident per multiprocessor, times the multiprocessors. An error names a
+    /// GPU that cannot launch cooperatively.
+    pub(crate) fn cooperative_blocks(
+        &self,
+        kernel: &'static str,
+        ptx: &'static str,
+        threads: u32,
+        shared: usize,
+    ) -> Result<u64, Error> {
+        use sys::CUdevice_attribute::*;
+        self.bind()?;
+        let attribute = |attr, what: &str| {
+            self.ctx
+                .attribute(attr)
+                .map_err(|e| self.error(&format!("asking the GPU's {what}"), e))
+        };
+        if attribute(
+            CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
+            "cooperative launch support",
+        )? != 1
+        {
+            return Err(Error::InvalidLaunch {
+                kernel,
+                reason: LaunchError::NotCooperative {
+                    device: self.name.clone(),
+                },
+            });
+        }
+        let sms = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessors")?;
+        let f = self.function(kernel, ptx)?;
+        // SAFETY: `f` is a live function of this context.
+        let per_sm = unsafe {
+            result::occupancy::max_active_block_per_multiprocessor(f, threads as i32, shared)
+        }
+        .map_err(|e| self.error(&format!("asking the occupancy of kernel `{kernel}`"), e))?;
+        Ok(per_sm.max(0) as u64 * sms.max(0) as u64)
+    }
+
     /// Launches `kernel` from the module `ptx` with `params`, one pointer per PTX parameter, on
-    /// the device's stream or on the user stream `on`. A user stream first waits for the work
-    /// queued on the device's stream; the device's stream waits for the kernel before its own
-    /// next operation. Kernels on different user streams may run at the same time.
+    /// the device's stream or on the configuration's user stream; a `cooperative` launch
+    /// through `cuLaunchCooperativeKernel`. A user stream first waits for the work queued on
+    /// the device's stream; the device's stream waits for the kernel before its own next
+    /// operation. Kernels on different user streams may run at the same time.
     ///
     /// # Safety
     /// `params` must point at values of the types and in the order of the entry's parameters,
@@ -453,9 +494,10 @@ impl CudaDevice {
         config: &LaunchConfig,
         shared_bytes: usize,
         params: &mut [*mut c_void],
-        on: Option<&Arc<CudaStream>>,
+        cooperative: bool,
     ) -> Result<(), Error> {
         self.bind()?;
+        let on = config.stream.as_ref().and_then(|s| s.cuda());
         let f = self.function(kernel, ptx)?;
         let stream = match on {
             Some(user) => {
@@ -467,9 +509,13 @@ impl CudaDevice {
         };
         *self.last_kernel.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernel);
         let (g, b) = (config.grid, config.block);
+        let launch = match cooperative {
+            true => result::launch_cooperative_kernel,
+            false => result::launch_kernel,
+        };
         // SAFETY: the caller's contract; the configuration was validated against the limits.
         unsafe {
-            result::launch_kernel(
+            launch(
                 f,
                 (g.x, g.y, g.z),
                 (b.x, b.y, b.z),

@@ -208,6 +208,22 @@ pub enum LaunchError {
         /// The device's limit.
         limit: u32,
     },
+    /// A cooperative launch of more blocks than can be resident at once.
+    #[error("a cooperative launch of {blocks} blocks of {threads} threads; at most {limit} such blocks can be resident at once on this device: launch `kernel.max_cooperative_grid_blocks(..)` blocks or fewer, and let each thread do more work")]
+    TooManyCooperativeBlocks {
+        /// The grid's blocks.
+        blocks: u64,
+        /// The threads of each.
+        threads: u64,
+        /// How many can be resident at once.
+        limit: u64,
+    },
+    /// A cooperative launch on a GPU that cannot launch cooperatively.
+    #[error("{device} cannot launch cooperatively (it has no cooperative launch support): run the kernel on another GPU or on the CPU backend, or split it at its grid barriers into one launch per phase")]
+    NotCooperative {
+        /// The GPU's name.
+        device: String,
+    },
     /// More shared memory than the device gives a block.
     #[error("{bytes} bytes of shared memory per block ({static_bytes} static + {dynamic_bytes} dynamic); the limit is {limit}")]
     TooMuchSharedMemory {

@@ -204,9 +204,8 @@ pub unsafe fn cuda_launch(
     let gpu = device.gpu().ok_or(Error::NoDevice { kernel })?;
     let ptx = ptx.map_err(|reason| Error::NoPtx { kernel, reason })?;
     let shared = config.block_shared_bytes(static_shared);
-    let on = config.stream.as_ref().and_then(|s| s.cuda());
     // SAFETY: the caller's contract.
-    unsafe { gpu.launch(kernel, ptx, config, shared, params, on) }
+    unsafe { gpu.launch(kernel, ptx, config, shared, params, false) }
 }
 
 /// The device a launch runs on: the configuration's, else the first array argument's; every

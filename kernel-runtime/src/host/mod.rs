@@ -2,6 +2,7 @@
 
 pub mod array;
 pub(crate) mod bytes;
+pub(crate) mod cooperative;
 pub(crate) mod cuda;
 pub mod device;
 pub(crate) mod embedded;

@@ -184,6 +184,7 @@ impl Group {
             interval: self.interval,
             thread: self.warp * WARP_SIZE + lane as u32,
             epoch: 0,
+            phase: 0,
         })
     }
 
@@ -762,7 +763,11 @@ impl Lane {
     #[inline(always)]
     fn present(&self, rec: Rec, me: Who) -> bool {
         match self.scope {
-            Scope::Global => self.of_launch(rec),
+            // Another block's access in an earlier phase of a cooperative launch is ordered
+            // before `me`'s by the grid barrier between them.
+            Scope::Global => {
+                self.of_launch(rec) && (rec.block() == me.block || rec.interval() >= me.phase)
+            }
             Scope::Shared => rec.block() == me.block,
         }
     }
@@ -858,6 +863,7 @@ mod tests {
             interval,
             thread,
             epoch: 0,
+            phase: 0,
         }
     }
 
@@ -901,6 +907,29 @@ mod tests {
         shared.reset_shared(4, 1).unwrap();
         assert!(!shared.plain_write(0, t(1, 0, 0), at()));
         assert!(!global(8).plain_write(1, t(1, 0, 0), at()));
+    }
+
+    #[test]
+    fn a_grid_barrier_orders_other_blocks_accesses_before_it() {
+        // Phase 1 of a cooperative launch starts at interval 4: block 1's write in interval 3
+        // (phase 0) is ordered before block 2's accesses, block 2's read in phase 1 is not
+        // ordered with block 3's write in phase 1.
+        let in_phase = |block, interval, thread| Who {
+            phase: 4,
+            ..t(block, interval, thread)
+        };
+        let lane = global(8);
+        run(&lane, t(1, 3, 0), Write).unwrap();
+        run(&lane, in_phase(2, 4, 0), Read).unwrap();
+        run(&lane, in_phase(2, 5, 0), Write).unwrap();
+        match run(&lane, in_phase(3, 4, 0), Write) {
+            Err(Conflict::Race(e)) => assert_eq!(e.rec.block(), 2),
+            other => panic!("{other:?}"),
+        }
+        // Without the grid barrier, the same accesses race.
+        let lane = global(8);
+        run(&lane, t(1, 3, 0), Write).unwrap();
+        run(&lane, t(2, 4, 0), Read).unwrap_err();
     }
 
     #[test]

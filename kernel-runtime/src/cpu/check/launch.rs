@@ -350,6 +350,7 @@ mod tests {
             barriers: false,
             thread_context: true,
             grid_level: false,
+            cooperative: false,
         }
     }
 
@@ -370,6 +371,7 @@ mod tests {
                             interval: 0,
                             thread,
                             epoch: 0,
+                            phase: 0,
                         });
                         let trace = Trace::global(0);
                         assert!(!record(&trace, element, kind), "one worker's blocks race");

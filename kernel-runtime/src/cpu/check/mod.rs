@@ -62,11 +62,15 @@ pub(crate) struct Who {
     /// The thread's epoch on its warp clock (see [`clock`]); 0 where its block keeps no warp
     /// clocks (its threads run one after another, or alone).
     pub(crate) epoch: u32,
+    /// In a cooperative launch, the interval at which the grid's current phase started: every
+    /// access of another block in an earlier interval is ordered before the thread's, by the
+    /// grid barrier between them (0 elsewhere).
+    pub(crate) phase: u32,
 }
 
 thread_local! {
     static WHO: StdCell<Who> = const {
-        StdCell::new(Who { block: 0, interval: 0, thread: 0, epoch: 0 })
+        StdCell::new(Who { block: 0, interval: 0, thread: 0, epoch: 0, phase: 0 })
     };
 }
 
