@@ -1,10 +1,12 @@
 //! The reference programs' kernels: add-list, smooth (per pixel and in strips), integrate2d
 //! (per-row and shared-memory reduction), quicksort and tiled matmul, Monte Carlo π and a random
-//! 3-D fill, and an empty kernel that measures launch overhead. `build.rs` compiles them to
+//! 3-D fill, the 1-D heat equation stepped in one cooperative launch or one launch per step, and
+//! an empty kernel that measures launch overhead. `build.rs` compiles them to
 //! PTX; the CPU backend runs them everywhere.
 #![warn(missing_docs)]
 
 pub mod add_list;
+pub mod heat;
 pub mod integrate;
 pub mod matmul;
 pub mod monte_carlo;
@@ -13,6 +15,7 @@ pub mod quicksort;
 pub mod stencil;
 
 pub use add_list::{add, add_vectorized, add_wide, ADD_WIDE};
+pub use heat::{heat_step, heat_steps};
 pub use integrate::{integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};
 pub use matmul::{matmul_tiled, TPB};
 pub use monte_carlo::{fill_uniform_3d, pi_hits};
