@@ -757,3 +757,63 @@ pub fn grid_ranks(out: &mut [u32]) {
     }
     g.sync();
 }
+
+/// `y[i] = a x[i] + y[i]`, one PTX entry per listed type.
+#[kernel(instances(f32, f64, i32, u64))]
+pub fn axpy_generic<T: DeviceNumber>(a: T, x: &[T], y: &mut [T]) {
+    let i = grid(1);
+    if i < x.len() && i < y.len() {
+        y[i] = a * x[i] + y[i];
+    }
+}
+
+/// Adds each `x[i]`, widened, to `out[i]`: two type parameters, listed as pairs.
+#[kernel(instances((f32, f64), (i32, i64)))]
+pub fn widen_add<T, U>(x: &[T], out: &mut [U])
+where
+    T: DeviceNumber + Into<U>,
+    U: DeviceNumber,
+{
+    let i = grid(1);
+    if i < x.len() && i < out.len() {
+        out[i] += widen(x[i]);
+    }
+}
+
+/// `x` converted to `U`: a generic `#[device]` function.
+#[device]
+pub fn widen<T: Into<U>, U>(x: T) -> U {
+    x.into()
+}
+
+/// Counts, per block, the elements of `x` above `threshold` through a shared tree reduction
+/// split at its barriers: a generic kernel whose shared array has a concrete type.
+#[kernel(instances(u8, f64))]
+pub fn count_above<T: DeviceNumber>(threshold: T, x: &[T], counts: &mut [u32]) {
+    let t = thread_idx().x as usize;
+    let i = grid(1);
+    let mut hits = shared_array![u32; 128];
+    hits[t] = (i < x.len() && x[i] > threshold) as u32;
+    sync_threads();
+    let mut stride = 64;
+    while stride > 0 {
+        if t < stride {
+            hits[t] += hits[t + stride];
+        }
+        sync_threads();
+        stride /= 2;
+    }
+    if t == 0 {
+        counts[block_idx().x as usize] = hits[0];
+    }
+}
+
+/// `y[i] = a x[i] + y[i]` for `i < n`, through raw pointers: an `unsafe` kernel.
+#[kernel]
+pub unsafe fn axpy_raw(n: usize, a: f32, x: *const f32, y: *mut f32) {
+    let i = grid(1);
+    if i < n {
+        // SAFETY: the launch's contract: `x` and `y` address `n` elements each.
+        unsafe { *y.add(i) += a * *x.add(i) };
+    }
+}

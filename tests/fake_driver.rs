@@ -17,8 +17,8 @@ use kernel_runtime::{
     Device, DeviceArray, DeviceArray1, DeviceKind, Error, LaunchConfig, LaunchError,
 };
 use kernel_suite::test_kernels::{
-    grid_rotate, off_by_one, reverse_dynamic, saxpy_params, scale3, sum_f64, total_into_scalar,
-    Affine,
+    axpy_generic, axpy_raw, grid_rotate, off_by_one, reverse_dynamic, saxpy_params, scale3,
+    sum_f64, total_into_scalar, Affine,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -625,6 +625,58 @@ fn a_cooperative_kernel_launches_cooperatively_with_a_counter_for_its_grid_barri
             assert_eq!(log.count("launch-cooperative "), 1);
         },
     );
+}
+
+#[test]
+fn a_generic_kernel_launches_the_entry_of_its_types() {
+    on_fake_driver(
+        "a_generic_kernel_launches_the_entry_of_its_types",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(axpy_generic.ptx()) {
+                return;
+            }
+            let x = gpu.zeros::<f64, _>(10).unwrap();
+            let mut y = gpu.zeros::<f64, _>(10).unwrap();
+            axpy_generic.launch(1, 32, (2.0f64, &x, &mut y)).unwrap();
+            let xi = gpu.zeros::<i32, _>(10).unwrap();
+            let mut yi = gpu.zeros::<i32, _>(10).unwrap();
+            axpy_generic.launch(1, 32, (2, &xi, &mut yi)).unwrap();
+            assert_eq!(log.launches("axpy_generic__f64").len(), 1);
+            let launch = &log.launches("axpy_generic__i32")[0];
+            assert!(launch.contains(&format!("params={},", hex(2))), "{launch}");
+        },
+    );
+}
+
+#[test]
+fn a_raw_pointer_passes_its_device_address() {
+    on_fake_driver("a_raw_pointer_passes_its_device_address", &[], |log| {
+        let gpu = fake_gpu();
+        if !has_ptx(axpy_raw.ptx()) {
+            return;
+        }
+        let x = gpu.zeros::<f32, _>(16).unwrap();
+        let mut y = gpu.zeros::<f32, _>(16).unwrap();
+        let (px, py) = (x.device_ptr(), y.device_ptr_mut().add(4));
+        assert_eq!(Some(px.addr()), x.as_device_ptr());
+        // SAFETY: 12 elements from each pointer lie within its array.
+        unsafe {
+            axpy_raw
+                .launch(1, 32, (12, 1.5f32, px.clone(), py.clone()))
+                .unwrap()
+        };
+        let launch = &log.launches("axpy_raw")[0];
+        let expected = format!(
+            "params={},{},{},{}",
+            hex(12),
+            hex(1.5f32.to_bits() as u64),
+            hex(px.addr()),
+            hex(py.addr())
+        );
+        assert!(launch.ends_with(&expected), "{launch} vs {expected}");
+    });
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod common;
 
 use std::process::Command;
 
+#[derive(Clone)]
 struct Kernel {
     name: &'static str,
     ptx: Option<&'static str>,
@@ -16,12 +17,17 @@ struct Kernel {
     reference: bool,
 }
 
+/// Each PTX entry of the kernels named (one per instance of a generic kernel).
 macro_rules! kernels {
     ($($path:path => $reference:expr),* $(,)?) => {
-        vec![$({
+        [$({
             use $path as k;
-            Kernel { name: k::NAME, ptx: k.ptx(), params: k::PTX_PARAMS, reference: $reference }
+            k::INSTANCES
+                .iter()
+                .map(|&(name, params)| Kernel { name, ptx: k.ptx(), params, reference: $reference })
+                .collect::<Vec<_>>()
         }),*]
+        .concat()
     };
 }
 
@@ -54,7 +60,8 @@ fn all() -> Vec<Kernel> {
         min_f32 => false, sum_u64 => false, pi_hits => false, fill_uniform_3d => false,
         total_into_scalar => false, grid_rotate => false, grid_prefix_sums => false,
         grid_sync_skipped_by_block0 => false, grid_phase_race => false, grid_neighbours => false,
-        grid_ranks => false,
+        grid_ranks => false, axpy_generic => false, widen_add => false, count_above => false,
+        axpy_raw => false,
     ]
 }
 

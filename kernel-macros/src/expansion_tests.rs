@@ -1,4 +1,4 @@
-//! Expansion snapshots: what `#[kernel]` and `#[vectorize]` make of five typical kernels,
+//! Expansion snapshots: what `#[kernel]` and `#[vectorize]` make of seven typical kernels,
 //! pretty-printed under `src/snapshots/`, so that a change to the generated code shows in
 //! review. `cargo insta review` (or `INSTA_UPDATE=always cargo test -p kernel-macros`)
 //! accepts a deliberate change.
@@ -99,6 +99,40 @@ fn a_warp_kernel() {
                 if lane_id() == 0 && i < x.len() {
                     sums[i / 32] = v;
                 }
+            }
+        },
+    );
+    insta::assert_snapshot!(expanded);
+}
+
+#[test]
+fn a_generic_kernel() {
+    let expanded = kernel(
+        quote!(instances(f32, i64)),
+        quote! {
+            /// `y += a x`, for two types.
+            pub fn axpy<T: DeviceNumber>(a: T, x: &[T], y: &mut [T]) {
+                let i = grid(1);
+                if i < y.len() {
+                    y[i] += a * x[i];
+                }
+            }
+        },
+    );
+    insta::assert_snapshot!(expanded);
+}
+
+#[test]
+fn a_cooperative_kernel() {
+    let expanded = kernel(
+        quote!(),
+        quote! {
+            /// Each thread reads what its neighbour wrote before the grid barrier.
+            pub fn shift(a: &mut [u32], b: &mut [u32]) {
+                let i = grid(1);
+                a[i] = i as u32;
+                grid_sync();
+                b[i] = a[(i + 1) % a.len()];
             }
         },
     );

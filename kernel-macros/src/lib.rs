@@ -24,7 +24,9 @@ use proc_macro::TokenStream;
 /// `launch_with(config, (args..))`; its body is compiled for the CPU backend and, from the
 /// crate's `build.rs`, to PTX. Options: `#[kernel(boundscheck = false)]` drops index checks,
 /// `#[kernel(barriers)]` forces barrier support when `sync_threads()` is only called from
-/// `#[device]` functions.
+/// `#[device]` functions, `#[kernel(instances(f32, f64))]` lists the types a generic kernel is
+/// compiled for (one PTX entry each; tuples for several type parameters). A kernel whose body
+/// calls `grid_sync()` or `this_grid()` is cooperative.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);

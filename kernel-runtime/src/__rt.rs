@@ -26,6 +26,7 @@ pub use crate::{
         checked, common_device, common_dims, cuda_launch, device_addr, forall_config, gpu_params,
         host_ptr, host_ptr_mut, launch_device, on_gpu, same_shape, KernelArg, Value,
     },
+    host::ptr::SyncPtr,
     view::hooks::LaunchView,
 };
 #[cfg(not(target_arch = "nvptx64"))]

@@ -44,6 +44,10 @@
 //!   indices are checked (a trap on the GPU, an error naming the array, index, shape, block and
 //!   thread on the CPU).
 //!
+//!
+//! A kernel that takes raw pointers is an `unsafe fn`, and so are its launches: the caller also
+//! promises what the pointers address (see [`host::ptr`]).
+//!
 //! The CPU backend's checked mode ([`Device::cpu_checked`], `KERNEL_DEVICE=cpu-checked`) finds
 //! where a kernel breaks these promises: races, divergent barriers and bad indices, and reads of
 //! shared memory never written, each reported as a [`Finding`] with its threads and lines.
@@ -70,6 +74,7 @@ pub mod dim;
 pub mod fault;
 pub mod grid;
 pub mod math;
+pub mod number;
 pub mod random;
 pub mod shared;
 pub mod sync;
@@ -91,6 +96,7 @@ pub use device_copy::{AnyBitPattern, DeviceCopy};
 pub use dim::Dim3;
 pub use grid::GridGroup;
 pub use kernel_macros::{device, kernel, reduce, vectorize, DeviceCopy};
+pub use number::DeviceNumber;
 pub use shared::{SharedArray1, SharedArray2};
 pub use view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
 
@@ -102,7 +108,9 @@ pub use host::{
     device::{Device, DeviceKind, Limits},
     error::{Error, LaunchError},
     event::Event,
+    instance::KernelInstance,
     launch::{IntoDim3, LaunchConfig},
+    ptr::DevicePtr,
     stream::Stream,
 };
 
@@ -119,6 +127,7 @@ pub mod prelude {
     pub use crate::ctx::{block_dim, block_idx, grid_dim, thread_idx};
     pub use crate::grid::GridGroup;
     pub use crate::math::{self, DeviceFloat};
+    pub use crate::number::DeviceNumber;
     pub use crate::sync::{
         sync_threads, sync_threads_and, sync_threads_count, sync_threads_or, threadfence,
         threadfence_block,

@@ -1,4 +1,4 @@
-// A kernel cannot be generic: a PTX entry point has one concrete signature.
+// A generic kernel lists its instances: each is a PTX entry of one concrete signature.
 use kernel_runtime::prelude::*;
 
 #[kernel]

@@ -1,4 +1,4 @@
-// A kernel cannot be `unsafe fn`: launching is safe; unsafe operations go in `unsafe {}` blocks.
+// A kernel is `unsafe fn` only when it takes raw pointers: launching one of arrays is safe.
 use kernel_runtime::prelude::*;
 
 #[kernel]

@@ -248,13 +248,16 @@ fn split_run(
         })
     };
     let (dn, dr): (Vec<_>, Vec<_>) = dims.iter().cloned().unzip();
+    // A generic kernel's functions take its type parameters.
+    let (decl, clause) = k.generic.as_ref().map(|g| g.decl()).unwrap_or_default();
     let sig = quote! {
-        (
+        #decl (
             __spec: &::kernel_runtime::__rt::LaunchSpec,
             __launch: &#name,
             (#(#names,)*): (#(#tys,)*),
             (#(#dn,)*): (#([usize; #dr],)*),
         ) -> ::core::result::Result<(), ::kernel_runtime::__rt::KernelFault>
+        where #clause
     };
     if !wide {
         return quote! {{

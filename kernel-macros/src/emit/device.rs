@@ -3,16 +3,72 @@
 use crate::kernel::rewrite::{self, Scope};
 use crate::kernel::validate::{DeviceFn, Kernel};
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{format_ident, quote};
 
 /// The kernel's PTX entry (`extern "ptx-kernel"`, built only for nvptx64): each array arrives as
-/// a pointer and its extents and is bound as a view tied to the launch, then the body runs.
+/// a pointer and its extents and is bound as a view tied to the launch, then the body runs. A
+/// generic kernel's body is a generic function, and each instance an entry that calls it.
 pub fn entry(k: &Kernel) -> TokenStream {
     let name = &k.func.sig.ident;
     let vis = &k.func.vis;
+    let mut params: Vec<TokenStream> = k.params.iter().map(|p| p.ptx_params()).collect();
+    let body = body(k, &mut params);
+    let Some(g) = &k.generic else {
+        return quote! {
+            #[cfg(target_arch = "nvptx64")]
+            #[unsafe(no_mangle)]
+            #[allow(non_snake_case, unused_unsafe, clippy::missing_safety_doc)]
+            #vis unsafe extern "ptx-kernel" fn #name(#(#params),*) {
+                #body
+            }
+        };
+    };
+    let inner = format_ident!("__kernel_body_{}", name);
+    let (decl, clause) = g.decl();
+    let counter = k.body.cooperative.then(|| format_ident!("__kgrid_barrier"));
+    let args: Vec<_> = k
+        .params
+        .iter()
+        .flat_map(|p| p.ptx_names())
+        .chain(counter)
+        .collect();
+    let entries = g.instances.iter().map(|inst| {
+        let entry = format_ident!("{}", inst.entry);
+        let types = &inst.types;
+        let mut params: Vec<TokenStream> = k
+            .params
+            .iter()
+            .map(|p| p.map_type(|ty| g.substitute(inst, ty)).ptx_params())
+            .collect();
+        if k.body.cooperative {
+            params.push(quote!(__kgrid_barrier: *mut u32));
+        }
+        quote! {
+            #[cfg(target_arch = "nvptx64")]
+            #[unsafe(no_mangle)]
+            #[allow(non_snake_case, clippy::missing_safety_doc)]
+            #vis unsafe extern "ptx-kernel" fn #entry(#(#params),*) {
+                // SAFETY: the launcher passes this instance's parameters, as to any entry.
+                unsafe { #inner::<#(#types),*>(#(#args),*) }
+            }
+        }
+    });
+    quote! {
+        #[cfg(target_arch = "nvptx64")]
+        #[inline(always)]
+        #[allow(non_snake_case, unused_unsafe, clippy::missing_safety_doc)]
+        unsafe fn #inner #decl (#(#params),*) where #clause {
+            #body
+        }
+        #(#entries)*
+    }
+}
+
+/// The statements of an entry: the context, the grid of a cooperative kernel (whose counter
+/// joins `params`), the views, the body.
+fn body(k: &Kernel, params: &mut Vec<TokenStream>) -> TokenStream {
     let block = &k.func.block;
     let check = k.options.boundscheck;
-    let mut params: Vec<TokenStream> = k.params.iter().map(|p| p.ptx_params()).collect();
     let bindings = k.params.iter().map(|p| p.device_binding(check));
     let ctx_binding = rewrite::ctx_binding(Scope::Kernel);
     // A cooperative kernel's last parameter: the counter of its grid barriers.
@@ -26,21 +82,16 @@ pub fn entry(k: &Kernel) -> TokenStream {
         }
     });
     quote! {
-        #[cfg(target_arch = "nvptx64")]
-        #[unsafe(no_mangle)]
-        #[allow(non_snake_case, unused_unsafe, clippy::missing_safety_doc)]
-        #vis unsafe extern "ptx-kernel" fn #name(#(#params),*) {
-            #[allow(unused_variables)]
-            let __kctx = ::kernel_runtime::Ctx;
-            // What the views and shared arrays of the launch borrow: nothing outlives it.
-            let __launch_scope = ();
-            #[allow(unused_variables)]
-            let __launch = &__launch_scope;
-            #ctx_binding
-            #grid
-            #(#bindings)*
-            #block
-        }
+        #[allow(unused_variables)]
+        let __kctx = ::kernel_runtime::Ctx;
+        // What the views and shared arrays of the launch borrow: nothing outlives it.
+        let __launch_scope = ();
+        #[allow(unused_variables)]
+        let __launch = &__launch_scope;
+        #ctx_binding
+        #grid
+        #(#bindings)*
+        #block
     }
 }
 

@@ -3,6 +3,7 @@
 //! the runtime's `KernelArg`; what is written here is what is specific to the kernel.
 
 use crate::emit::cpu::CpuPlan;
+use crate::kernel::params::Param;
 use crate::kernel::validate::Kernel;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -13,14 +14,25 @@ pub fn launcher(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let value = launcher_struct(&docs(&k.func), &k.func.vis, name);
     let registration = register_ptx(name);
     let consts = consts(k, plan);
-    let ptx = embedded_ptx(name);
-    let launch_with = launch_with(k, plan);
-    let forall = forall(k);
-    let cooperative = k.body.cooperative.then(max_cooperative_grid_blocks);
+    let m = Methods::of(k);
+    let ptx = embedded_ptx(&m.entries[0]);
+    let launch_with = launch_with(k, plan, &m);
+    let forall = forall(k, &m);
+    let cooperative = k.body.cooperative.then(|| max_cooperative_grid_blocks(&m));
+    let instances = instances(k);
     let args_ty = args_ty(k);
+    let Methods {
+        decl,
+        bound,
+        unsafety,
+        safety,
+        relaunch,
+        ..
+    } = &m;
     quote! {
         #value
         #registration
+        #instances
 
         #[cfg(not(target_arch = "nvptx64"))]
         impl #name {
@@ -34,16 +46,17 @@ pub fn launcher(k: &Kernel, plan: &CpuPlan) -> TokenStream {
 
             /// Launches `blocks` blocks of `threads` threads (each an integer or a tuple of
             /// two or three), as Numba's `kernel[blocks, threads](args)`.
-            pub fn launch(
+            #safety
+            pub #unsafety fn launch #decl (
                 &self,
                 blocks: impl ::kernel_runtime::IntoDim3,
                 threads: impl ::kernel_runtime::IntoDim3,
                 args: #args_ty,
-            ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
+            ) -> ::core::result::Result<(), ::kernel_runtime::Error> #bound {
                 let config = ::kernel_runtime::LaunchConfig::new(blocks, threads).map_err(|reason| {
                     ::kernel_runtime::Error::InvalidLaunch { kernel: Self::NAME, reason }
                 })?;
-                self.launch_with(config, args)
+                #relaunch
             }
 
             #forall
@@ -53,9 +66,97 @@ pub fn launcher(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     }
 }
 
-/// A cooperative kernel's `max_cooperative_grid_blocks`, as Numba's.
-fn max_cooperative_grid_blocks() -> TokenStream {
+/// How the launcher's methods are generic: not at all for a plain kernel; over a generic
+/// kernel's type parameters, bounded by its instances, each of which picks its PTX entry.
+struct Methods {
+    /// `<T: Bounds + DeviceCopy>`.
+    decl: TokenStream,
+    /// `where (T,): KernelInstance<kernel>`.
+    bound: TokenStream,
+    /// The entry the launch's types pick.
+    entry: TokenStream,
+    /// Every entry's name.
+    entries: Vec<String>,
+    /// `unsafe` for a kernel that takes raw pointers, and the `# Safety` section of its
+    /// launches' docs.
+    unsafety: TokenStream,
+    safety: TokenStream,
+    /// `launch` and `forall`'s call of `launch_with(config, args)`.
+    relaunch: TokenStream,
+}
+
+impl Methods {
+    fn of(k: &Kernel) -> Methods {
+        let name = &k.func.sig.ident;
+        let (unsafety, safety) = match k.func.sig.unsafety {
+            Some(u) => (
+                quote!(#u),
+                quote! {
+                    ///
+                    /// # Safety
+                    /// Each raw pointer argument must address memory of the launch's device,
+                    /// valid for every access the kernel makes through it until the launch
+                    /// returns (on a GPU, until the work queued before the next wait is done),
+                    /// and the launch's threads must not race on it (see
+                    /// `kernel_runtime::host::ptr`).
+                },
+            ),
+            None => (quote!(), quote!()),
+        };
+        let relaunch = match k.func.sig.unsafety {
+            // SAFETY (of the generated block): the caller's promise, as `launch_with` asks.
+            Some(_) => quote!(unsafe { self.launch_with(config, args) }),
+            None => quote!(self.launch_with(config, args)),
+        };
+        let Some(g) = &k.generic else {
+            return Methods {
+                decl: quote!(),
+                bound: quote!(),
+                entry: quote!(Self::NAME),
+                entries: vec![name.to_string()],
+                unsafety,
+                safety,
+                relaunch,
+            };
+        };
+        let (decl, clause) = g.decl();
+        let tuple = g.tuple();
+        let instance = quote!(::kernel_runtime::KernelInstance<#name>);
+        Methods {
+            decl,
+            bound: quote!(where #clause #tuple: #instance),
+            entry: quote!(<#tuple as #instance>::ENTRY),
+            entries: g.instances.iter().map(|i| i.entry.clone()).collect(),
+            unsafety,
+            safety,
+            relaunch,
+        }
+    }
+}
+
+/// A generic kernel's instances: the PTX entry each type tuple picks.
+fn instances(k: &Kernel) -> TokenStream {
+    let Some(g) = &k.generic else {
+        return quote!();
+    };
+    let name = &k.func.sig.ident;
+    let impls = g.instances.iter().map(|i| {
+        let (types, entry) = (&i.types, &i.entry);
+        quote! {
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl ::kernel_runtime::KernelInstance<#name> for (#(#types,)*) {
+                const ENTRY: &'static str = #entry;
+            }
+        }
+    });
+    quote!(#(#impls)*)
+}
+
+/// A cooperative kernel's `max_cooperative_grid_blocks`, as Numba's; a generic kernel's is the
+/// least of its instances'.
+fn max_cooperative_grid_blocks(m: &Methods) -> TokenStream {
     let no_ptx = no_ptx_reason();
+    let entries = &m.entries;
     quote! {
         /// The most blocks of `threads` threads (with `dynamic_shared_bytes` of dynamic shared
         /// memory each) that a launch of this cooperative kernel may have on `device`: what
@@ -64,23 +165,36 @@ fn max_cooperative_grid_blocks() -> TokenStream {
         pub fn max_cooperative_grid_blocks(
             &self,
             device: &::kernel_runtime::Device,
-            threads: impl ::kernel_runtime::IntoDim3,
+            threads: impl ::kernel_runtime::IntoDim3 + ::core::marker::Copy,
             dynamic_shared_bytes: usize,
         ) -> ::core::result::Result<u32, ::kernel_runtime::Error> {
-            ::kernel_runtime::__rt::max_cooperative_grid_blocks(
-                device,
-                Self::NAME,
-                self.ptx().ok_or(#no_ptx),
-                threads,
-                dynamic_shared_bytes,
-                Self::STATIC_SHARED_BYTES,
-            )
+            let mut blocks = u32::MAX;
+            for entry in [#(#entries),*] {
+                blocks = blocks.min(::kernel_runtime::__rt::max_cooperative_grid_blocks(
+                    device,
+                    entry,
+                    self.ptx().ok_or(#no_ptx),
+                    threads,
+                    dynamic_shared_bytes,
+                    Self::STATIC_SHARED_BYTES,
+                )?);
+            }
+            ::core::result::Result::Ok(blocks)
         }
     }
 }
 
 /// `forall`: the configuration Numba's `kernel.forall(tasks)` takes, then `launch_with`.
-fn forall(k: &Kernel) -> TokenStream {
+fn forall(k: &Kernel, m: &Methods) -> TokenStream {
+    let Methods {
+        decl,
+        bound,
+        entry,
+        unsafety,
+        safety,
+        relaunch,
+        ..
+    } = m;
     let (parts, devices) = arg_parts(k, true);
     let args_ty = args_ty(k);
     let no_ptx = no_ptx_reason();
@@ -89,22 +203,23 @@ fn forall(k: &Kernel) -> TokenStream {
         /// `kernel.forall(tasks)(args)`: one-dimensional blocks of the size the GPU's occupancy
         /// calculator gives this kernel (256 threads on the CPU backend), enough of them to
         /// cover the tasks; the kernel tests `grid(1) < tasks` itself. No task, no launch.
-        pub fn forall(
+        #safety
+        pub #unsafety fn forall #decl (
             &self,
             tasks: usize,
             args: #args_ty,
-        ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
+        ) -> ::core::result::Result<(), ::kernel_runtime::Error> #bound {
             let config = {
                 #parts
                 ::kernel_runtime::__rt::forall_config(
-                    Self::NAME,
+                    #entry,
                     self.ptx().ok_or(#no_ptx),
                     tasks,
                     #devices,
                 )?
             };
             match config {
-                ::core::option::Option::Some(config) => self.launch_with(config, args),
+                ::core::option::Option::Some(config) => #relaunch,
                 ::core::option::Option::None => ::core::result::Result::Ok(()),
             }
         }
@@ -116,9 +231,7 @@ fn consts(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let name_str = k.func.sig.ident.to_string();
     let layout = &k.layout;
     let cooperative = k.body.cooperative;
-    // A cooperative kernel's grid barriers take a counter, after the arguments.
-    let counter = cooperative.then(|| "ptr".to_string());
-    let abi = k.params.iter().flat_map(|p| p.abi()).chain(counter);
+    let instances = ptx_instances(k);
     let split = plan.split.is_some();
     let barriers = k.options.barriers || k.body.barriers;
     quote! {
@@ -126,9 +239,11 @@ fn consts(k: &Kernel, plan: &CpuPlan) -> TokenStream {
         pub const NAME: &'static str = #name_str;
         /// The bytes of static shared memory its `shared_array!`s take.
         pub const STATIC_SHARED_BYTES: usize = #layout.1;
-        /// The parameters of the PTX entry point, in order: `ptr` and one `usize` per
-        /// dimension for each array, the type's name for each scalar or struct.
-        pub const PTX_PARAMS: &'static [&'static str] = &[#(#abi),*];
+        /// The PTX entry points (one, or one per instance of a generic kernel) and the
+        /// parameters of each, in order: `ptr` and one `usize` per dimension for each array,
+        /// the type's name for each scalar or struct, and `ptr` for a cooperative kernel's
+        /// grid barrier counter.
+        pub const INSTANCES: &'static [(&'static str, &'static [&'static str])] = &[#instances];
         /// Whether the CPU backend runs this kernel split at its barriers and warp
         /// collectives into thread loops (else, with either, as coroutines).
         pub const SPLIT_AT_BARRIERS: bool = #split;
@@ -139,6 +254,28 @@ fn consts(k: &Kernel, plan: &CpuPlan) -> TokenStream {
         /// cooperative, its grid no larger than what can be resident at once.
         pub const COOPERATIVE: bool = #cooperative;
     }
+}
+
+/// `INSTANCES`: each PTX entry of `k` and its parameters.
+fn ptx_instances(k: &Kernel) -> TokenStream {
+    // A cooperative kernel's grid barriers take a counter, after the arguments.
+    let counter = k.body.cooperative.then(|| "ptr".to_string());
+    let entry = |name: &str, params: &[Param]| {
+        let abi = params.iter().flat_map(|p| p.abi()).chain(counter.clone());
+        quote!((#name, &[#(#abi),*]))
+    };
+    let Some(g) = &k.generic else {
+        return entry(&k.func.sig.ident.to_string(), &k.params);
+    };
+    let each = g.instances.iter().map(|i| {
+        let params: Vec<Param> = k
+            .params
+            .iter()
+            .map(|p| p.map_type(|ty| g.substitute(i, ty)))
+            .collect();
+        entry(&i.entry, &params)
+    });
+    quote!(#(#each),*)
 }
 
 /// The argument type of `launch`: one argument's, or a tuple of them.
@@ -160,7 +297,7 @@ fn arg_parts(k: &Kernel, by_ref: bool) -> (TokenStream, TokenStream) {
         [one] => quote!(let #one = #args;),
         _ => quote!(#[allow(unused_variables)] let (#(#names,)*) = #args;),
     };
-    let values = k.params.iter().filter(|p| !p.is_array()).map(|p| {
+    let values = k.params.iter().filter(|p| p.is_value()).map(|p| {
         let n = &p.name;
         if by_ref {
             quote! {
@@ -182,7 +319,15 @@ fn arg_parts(k: &Kernel, by_ref: bool) -> (TokenStream, TokenStream) {
 
 /// `launch_with`: the device and configuration checked, then the GPU's launch, checked mode's
 /// run or the fast CPU run.
-fn launch_with(k: &Kernel, plan: &CpuPlan) -> TokenStream {
+fn launch_with(k: &Kernel, plan: &CpuPlan, m: &Methods) -> TokenStream {
+    let Methods {
+        decl,
+        bound,
+        entry,
+        unsafety,
+        safety,
+        ..
+    } = m;
     let (parts, devices) = arg_parts(k, false);
     let args_ty = args_ty(k);
     let thread_context = plan.thread_context;
@@ -192,20 +337,21 @@ fn launch_with(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let check_cooperative = cooperative.then(|| {
         quote! {
             ::kernel_runtime::__rt::check_cooperative(
-                &__device, Self::NAME, self.ptx().ok_or(#no_ptx), &config, Self::STATIC_SHARED_BYTES,
+                &__device, #entry, self.ptx().ok_or(#no_ptx), &config, Self::STATIC_SHARED_BYTES,
             )?;
         }
     });
-    let gpu = gpu_launch(k);
+    let gpu = gpu_launch(k, entry);
     let checked = crate::emit::checked::launch(k, plan);
     let fast = plan.launch(k);
     quote! {
         /// Launches with a full configuration: dynamic shared memory, explicit device.
-        pub fn launch_with(
+        #safety
+        pub #unsafety fn launch_with #decl (
             &self,
             config: ::kernel_runtime::LaunchConfig,
             args: #args_ty,
-        ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
+        ) -> ::core::result::Result<(), ::kernel_runtime::Error> #bound {
             #parts
             // What the shared arrays of the launch borrow (the views borrow the arrays): a
             // kernel cannot keep either past the launch.
@@ -238,7 +384,7 @@ fn launch_with(k: &Kernel, plan: &CpuPlan) -> TokenStream {
 }
 
 /// A GPU launch: a pointer to each PTX parameter, in order, as the arguments give them.
-fn gpu_launch(k: &Kernel) -> TokenStream {
+fn gpu_launch(k: &Kernel, entry: &TokenStream) -> TokenStream {
     let no_ptx = no_ptx_reason();
     let names = k.params.iter().map(|p| &p.name);
     // A cooperative launch adds the counter of its grid barriers.
@@ -251,22 +397,22 @@ fn gpu_launch(k: &Kernel) -> TokenStream {
         return quote! {
             #pushes
             // SAFETY: one pointer per PTX parameter but the grid barriers' counter, which the
-            // cooperative launch adds, of its type, in order (`PTX_PARAMS`); the arrays live
+            // cooperative launch adds, of its type, in order (`INSTANCES`); the arrays live
             // on the launch's device, borrowed for the launch.
             return unsafe {
                 ::kernel_runtime::__rt::cuda_launch_cooperative(
-                    &__device, Self::NAME, self.ptx().ok_or(#no_ptx), &config, Self::STATIC_SHARED_BYTES, &mut __params,
+                    &__device, #entry, self.ptx().ok_or(#no_ptx), &config, Self::STATIC_SHARED_BYTES, &mut __params,
                 )
             };
         };
     }
     quote! {
         #pushes
-        // SAFETY: one pointer per PTX parameter, of its type, in order (`PTX_PARAMS`); the
+        // SAFETY: one pointer per PTX parameter, of its type, in order (`INSTANCES`); the
         // arrays live on the launch's device, borrowed for the launch.
         return unsafe {
             ::kernel_runtime::__rt::cuda_launch(
-                &__device, Self::NAME, self.ptx().ok_or(#no_ptx), &config, Self::STATIC_SHARED_BYTES, &mut __params,
+                &__device, #entry, self.ptx().ok_or(#no_ptx), &config, Self::STATIC_SHARED_BYTES, &mut __params,
             )
         };
     }
@@ -315,7 +461,7 @@ pub fn register_ptx(kernel: &syn::Ident) -> TokenStream {
 
 /// `Some(include_str!(..))` of the PTX module the crate's `build.rs` wrote, where it holds
 /// `kernel`'s entry point, or `None`.
-pub fn embedded_ptx(kernel: &syn::Ident) -> TokenStream {
+pub fn embedded_ptx(kernel: &impl std::fmt::Display) -> TokenStream {
     match ptx_path().filter(|p| has_entry(p, kernel)) {
         Some(p) => quote!(::core::option::Option::Some(::core::include_str!(#p))),
         None => quote!(::core::option::Option::None),
@@ -337,7 +483,7 @@ pub fn no_ptx_reason() -> &'static str {
 }
 
 /// Whether the PTX module at `path` defines the entry point `kernel`.
-fn has_entry(path: &str, kernel: &syn::Ident) -> bool {
+fn has_entry(path: &str, kernel: &impl std::fmt::Display) -> bool {
     std::fs::read_to_string(path).is_ok_and(|ptx| ptx.contains(&format!(".entry {kernel}(")))
 }
 

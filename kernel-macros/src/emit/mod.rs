@@ -10,7 +10,6 @@ pub mod launcher;
 pub mod reduce;
 pub mod vectorize;
 
-use crate::kernel::params::Kind;
 use crate::kernel::validate::Kernel;
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -64,15 +63,16 @@ fn shared_layout(k: &Kernel) -> TokenStream {
 }
 
 /// Every element and by-value type must be plain device data; the error points at the type.
+/// A type parameter's instances are checked where the launcher's bound names it.
 fn type_checks(k: &Kernel) -> TokenStream {
-    let checks = k.params.iter().map(|p| {
-        let ty = match &p.kind {
-            Kind::Array { elem, .. } => elem,
-            Kind::Struct(ty) | Kind::Scalar(ty) => ty,
-        };
-        quote_spanned! {p.ty_span=>
-            const _: () = ::kernel_runtime::__rt::assert_device_copy::<#ty>();
+    let checks = k.params.iter().filter_map(|p| {
+        let ty = p.data_ty();
+        if k.generic.as_ref().is_some_and(|g| g.mentions(ty)) {
+            return None;
         }
+        Some(quote_spanned! {p.ty_span=>
+            const _: () = ::kernel_runtime::__rt::assert_device_copy::<#ty>();
+        })
     });
     quote!(#(#checks)*)
 }

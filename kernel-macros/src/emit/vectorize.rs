@@ -59,9 +59,10 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
         impl #name {
             /// The kernel's name: its PTX entry point.
             pub const NAME: &'static str = #name_str;
-            /// The parameters of the PTX entry point: one pointer per input, the output pointer,
-            /// the element count.
-            pub const PTX_PARAMS: &'static [&'static str] = &[#(#abi),*];
+            /// The PTX entry point and its parameters: one pointer per input, the output
+            /// pointer, the element count.
+            pub const INSTANCES: &'static [(&'static str, &'static [&'static str])] =
+                &[(#name_str, &[#(#abi),*])];
 
             /// The PTX module holding this function's kernel, when the crate's `build.rs`
             /// compiled one.
@@ -115,10 +116,11 @@ fn signature(sig: &syn::Signature) -> syn::Result<(Vec<params::Param>, Type)> {
         let p = params::parse(arg)?;
         match &p.kind {
             Kind::Scalar(_) | Kind::Struct(_) => params.push(p),
-            Kind::Array { .. } => {
+            Kind::Array { .. } | Kind::Pointer { .. } => {
                 return Err(syn::Error::new(
                     p.ty_span,
-                    "a vectorized function takes elements, not arrays: the launcher maps it over arrays",
+                    "a vectorized function takes elements, not arrays or pointers: the launcher \
+                     maps it over arrays",
                 ))
             }
         }
@@ -152,7 +154,9 @@ impl Vectorized {
             .iter()
             .map(|p| match &p.kind {
                 Kind::Scalar(t) | Kind::Struct(t) => t.clone(),
-                Kind::Array { .. } => unreachable!("arrays were refused by `signature`"),
+                Kind::Array { .. } | Kind::Pointer { .. } => {
+                    unreachable!("arrays and pointers were refused by `signature`")
+                }
             })
             .collect();
         let args = params.iter().map(|p| p.name.clone()).collect();

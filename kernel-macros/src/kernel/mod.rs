@@ -1,7 +1,8 @@
-//! One model of a kernel: its options and function (`parse`), its parameters and their forms on
-//! each target (`params`), its body with the runtime's names resolved (`rewrite`), all checked
+//! One model of a kernel: its options and function (`parse`), its type parameters and instances
+//! (`generic`), its parameters and their forms on each target (`params`), its body with the runtime's names resolved (`rewrite`), all checked
 //! (`validate`).
 
+pub mod generic;
 pub mod params;
 pub mod parse;
 pub mod rewrite;

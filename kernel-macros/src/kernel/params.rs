@@ -8,6 +8,7 @@ use syn::spanned::Spanned;
 use syn::{FnArg, GenericArgument, Ident, Pat, PathArguments, Type};
 
 /// What a parameter is, for lowering.
+#[derive(Clone)]
 pub enum Kind {
     /// An array view: `&[T]`, `&mut [T]`, `&Array2<T>`, ...
     Array {
@@ -19,9 +20,13 @@ pub enum Kind {
     Scalar(Type),
     /// A `DeviceCopy` struct, by value.
     Struct(Type),
+    /// A raw pointer (`*const T`, `*mut T`), of an `unsafe` kernel: the launcher takes a
+    /// `DevicePtr<T>`.
+    Pointer { mutable: bool, elem: Type },
 }
 
 /// One kernel parameter.
+#[derive(Clone)]
 pub struct Param {
     pub name: Ident,
     pub kind: Kind,
@@ -46,6 +51,7 @@ impl Param {
                 quote!(#amp ::kernel_runtime::DeviceArray<#elem, ::kernel_runtime::ndarray::#ix>)
             }
             Kind::Scalar(ty) | Kind::Struct(ty) => quote!(#ty),
+            Kind::Pointer { elem, .. } => quote!(::kernel_runtime::DevicePtr<#elem>),
         }
     }
 
@@ -61,6 +67,7 @@ impl Param {
                 quote!(::kernel_runtime::#view<#elem, #check>)
             }
             Kind::Scalar(ty) | Kind::Struct(ty) => quote!(#ty),
+            Kind::Pointer { elem, .. } => quote!(::kernel_runtime::__rt::SyncPtr<#elem>),
         }
     }
 
@@ -68,7 +75,7 @@ impl Param {
     pub fn binding_mut(&self) -> TokenStream {
         let mutable = match &self.kind {
             Kind::Array { mutable, .. } => *mutable,
-            Kind::Scalar(_) | Kind::Struct(_) => self.declared_mut,
+            Kind::Scalar(_) | Kind::Struct(_) | Kind::Pointer { .. } => self.declared_mut,
         };
         if mutable {
             quote!(mut)
@@ -87,6 +94,63 @@ impl Param {
                 quote!(#ptr: *mut #elem #(, #dims: usize)*)
             }
             Kind::Scalar(ty) | Kind::Struct(ty) => quote!(#n: #ty),
+            Kind::Pointer { .. } => {
+                let ty = self.pointer_ty();
+                quote!(#n: #ty)
+            }
+        }
+    }
+
+    /// The names of the PTX entry's parameters, in order (see [`ptx_params`](Self::ptx_params)).
+    pub fn ptx_names(&self) -> Vec<Ident> {
+        match &self.kind {
+            Kind::Array { rank, .. } => std::iter::once(format_ident!("{}__ptr", self.name))
+                .chain(self.dim_names(*rank))
+                .collect(),
+            Kind::Scalar(_) | Kind::Struct(_) | Kind::Pointer { .. } => vec![self.name.clone()],
+        }
+    }
+
+    /// The parameter with its type `ty` (or element type) mapped by `f`: a generic kernel's
+    /// parameter in one of its instances.
+    pub fn map_type(&self, f: impl Fn(&Type) -> Type) -> Param {
+        let kind = match &self.kind {
+            Kind::Array {
+                rank,
+                mutable,
+                elem,
+            } => Kind::Array {
+                rank: *rank,
+                mutable: *mutable,
+                elem: f(elem),
+            },
+            Kind::Scalar(ty) => Kind::Scalar(f(ty)),
+            Kind::Struct(ty) => Kind::Struct(f(ty)),
+            Kind::Pointer { mutable, elem } => Kind::Pointer {
+                mutable: *mutable,
+                elem: f(elem),
+            },
+        };
+        Param {
+            kind,
+            ..self.clone()
+        }
+    }
+
+    /// The element type of an array or pointer, the type of a value.
+    pub fn data_ty(&self) -> &Type {
+        match &self.kind {
+            Kind::Array { elem, .. } | Kind::Pointer { elem, .. } => elem,
+            Kind::Scalar(ty) | Kind::Struct(ty) => ty,
+        }
+    }
+
+    /// A pointer parameter's type, as declared: `*const T` or `*mut T`.
+    fn pointer_ty(&self) -> TokenStream {
+        let elem = self.data_ty();
+        match self.kind {
+            Kind::Pointer { mutable: true, .. } => quote!(*mut #elem),
+            _ => quote!(*const #elem),
         }
     }
 
@@ -98,6 +162,7 @@ impl Param {
                 .chain((0..*rank).map(|_| "usize".to_string()))
                 .collect(),
             Kind::Scalar(ty) | Kind::Struct(ty) => vec![quote!(#ty).to_string().replace(' ', "")],
+            Kind::Pointer { .. } => vec!["ptr".to_string()],
         }
     }
 
@@ -122,6 +187,10 @@ impl Param {
     /// view on the fast backend (so that the optimiser sees that no access is traced).
     pub fn cpu_rebinding(&self, fast: bool) -> TokenStream {
         let (n, m) = (&self.name, self.binding_mut());
+        if let Kind::Pointer { .. } = self.kind {
+            let ty = self.pointer_ty();
+            return quote!(#[allow(unused_mut)] let #m #n = ::kernel_runtime::__rt::SyncPtr::get(#n) as #ty;);
+        }
         if fast && self.is_array() {
             quote!(#[allow(unused_mut)] let #m #n = ::kernel_runtime::__rt::LaunchView::untraced(#n);)
         } else {
@@ -129,9 +198,20 @@ impl Param {
         }
     }
 
-    /// Whether the parameter is an array (else a value).
+    /// Whether the parameter is an array (else a value or a pointer).
     pub fn is_array(&self) -> bool {
         matches!(self.kind, Kind::Array { .. })
+    }
+
+    /// Whether the launcher passes the argument by value (a scalar or struct, which it wraps
+    /// in `__rt::Value`), else as its own `KernelArg` (an array or a `DevicePtr`).
+    pub fn is_value(&self) -> bool {
+        matches!(self.kind, Kind::Scalar(_) | Kind::Struct(_))
+    }
+
+    /// Whether the parameter is a raw pointer.
+    pub fn is_pointer(&self) -> bool {
+        matches!(self.kind, Kind::Pointer { .. })
     }
 
     fn dim_names(&self, rank: usize) -> Vec<Ident> {
@@ -276,10 +356,10 @@ fn classify(ty: &Type) -> syn::Result<Kind> {
             Ok(Kind::Struct(ty.clone()))
         }
         Type::TraitObject(_) | Type::ImplTrait(_) | Type::BareFn(_) => Err(code_error(ty)),
-        Type::Ptr(_) => Err(syn::Error::new_spanned(
-            ty,
-            format!("raw pointers cannot be kernel parameters; {ACCEPTED}"),
-        )),
+        Type::Ptr(p) => Ok(Kind::Pointer {
+            mutable: p.mutability.is_some(),
+            elem: element(&p.elem)?,
+        }),
         Type::Array(_) => Err(syn::Error::new_spanned(
             ty,
             "fixed-size arrays cannot be passed by value; wrap them in a `#[repr(C)]` struct \

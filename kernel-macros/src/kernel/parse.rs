@@ -11,6 +11,15 @@ pub struct KernelOptions {
     pub boundscheck: bool,
     /// Barrier support forced on (`barriers`).
     pub barriers: bool,
+    /// A generic kernel's instances (`instances(f32, f64)`, or tuples for several type
+    /// parameters), as written.
+    pub instances: Option<Instances>,
+}
+
+/// The `instances(..)` option: the list, and where it was written.
+pub struct Instances {
+    pub span: proc_macro2::Span,
+    pub types: Vec<syn::Type>,
 }
 
 /// A parsed `#[kernel]` item.
@@ -23,6 +32,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
     let mut options = KernelOptions {
         boundscheck: true,
         barriers: false,
+        instances: None,
     };
     let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
     for meta in metas {
@@ -39,10 +49,19 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
                 }
             },
             Meta::Path(p) if p.is_ident("barriers") => options.barriers = true,
+            Meta::List(list) if list.path.is_ident("instances") => {
+                let types =
+                    list.parse_args_with(Punctuated::<syn::Type, Token![,]>::parse_terminated)?;
+                options.instances = Some(Instances {
+                    span: syn::spanned::Spanned::span(&list),
+                    types: types.into_iter().collect(),
+                });
+            }
             other => {
                 return Err(syn::Error::new_spanned(
                     other,
-                    "unknown kernel option: expected `boundscheck = false` or `barriers`",
+                    "unknown kernel option: expected `boundscheck = false`, `barriers` or \
+                     `instances(T1, T2, ..)`",
                 ))
             }
         }

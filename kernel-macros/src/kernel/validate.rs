@@ -1,5 +1,6 @@
 //! Validation: the rules a kernel's signature and body must follow, checked before expansion.
 
+use crate::kernel::generic::Generic;
 use crate::kernel::params::{self, Param};
 use crate::kernel::parse::{KernelItem, KernelOptions};
 use crate::kernel::rewrite::{self, Rewritten, Scope};
@@ -9,6 +10,8 @@ use syn::{ItemFn, ReturnType, Signature, Type};
 /// A kernel that passed validation, body already rewritten.
 pub struct Kernel {
     pub options: KernelOptions,
+    /// The type parameters and instances of a generic kernel.
+    pub generic: Option<Generic>,
     pub func: ItemFn,
     pub params: Vec<Param>,
     pub body: Rewritten,
@@ -66,28 +69,13 @@ pub fn kernel(item: KernelItem) -> syn::Result<Kernel> {
     if let Some(c) = &sig.constness {
         errors.push(syn::Error::new_spanned(c, "a kernel cannot be `const fn`"));
     }
-    if let Some(u) = &sig.unsafety {
-        errors.push(syn::Error::new_spanned(
-            u,
-            "a kernel cannot be `unsafe fn`: launching it is safe; put unsafe operations in `unsafe {}` blocks",
-        ));
-    }
-    let only_lifetimes = sig
-        .generics
-        .params
-        .iter()
-        .all(|p| matches!(p, syn::GenericParam::Lifetime(_)));
-    if !sig.generics.params.is_empty() && only_lifetimes && sig.generics.where_clause.is_none() {
-        errors.push(syn::Error::new_spanned(
-            &sig.generics,
-            "a kernel takes no lifetime parameters: write its arrays as `&[T]` and `&mut [T]`; each launch ties them to its arguments",
-        ));
-    } else if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        errors.push(syn::Error::new_spanned(
-            &sig.generics,
-            "a kernel cannot be generic: a PTX entry point has one concrete signature; write one kernel per type (a `macro_rules!` can stamp them out)",
-        ));
-    }
+    let generic = match Generic::of(sig, options.instances.as_ref()) {
+        Ok(g) => g,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
     if let ReturnType::Type(_, ty) = &sig.output {
         let unit = matches!(&**ty, Type::Tuple(t) if t.elems.is_empty());
         if !unit {
@@ -105,12 +93,23 @@ pub fn kernel(item: KernelItem) -> syn::Result<Kernel> {
         }
     }
     join(errors)?;
+    raw_pointers(sig, &params)?;
     read_only_writes(&func.block, &params)?;
     let layout = format_ident!("__KERNEL_SHARED_{}", func.sig.ident);
     let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
     let body = rewrite::rewrite(&mut func.block, Scope::Kernel, layout.clone(), &names)?;
+    if let Some(g) = &generic {
+        if let Some(d) = body.shared.iter().find(|d| g.mentions(&d.elem)) {
+            return Err(syn::Error::new(
+                d.span,
+                "a generic kernel's shared arrays take a concrete element type: their layout is \
+                 fixed before the kernel is instantiated",
+            ));
+        }
+    }
     Ok(Kernel {
         options,
+        generic,
         func,
         params,
         body,
@@ -127,6 +126,26 @@ pub fn device(mut func: ItemFn) -> syn::Result<DeviceFn> {
 
 /// Refuses `a[i] = ..` and `a[i] += ..` where `a` is a read-only array parameter (not rebound
 /// in the body), with the rule in the message rather than the compiler's `IndexMut` note.
+/// A kernel that takes raw pointers is `unsafe fn` (its launches are `unsafe`, their pointers'
+/// validity the caller's promise), and only such a kernel is.
+fn raw_pointers(sig: &Signature, params: &[Param]) -> syn::Result<()> {
+    let pointer = params.iter().find(|p| p.is_pointer());
+    match (&sig.unsafety, pointer) {
+        (None, Some(p)) => Err(syn::Error::new(
+            p.ty_span,
+            "a kernel that takes raw pointers is an `unsafe fn`: its launches are `unsafe`, the \
+             caller promising that each pointer addresses the launch's device memory, valid for \
+             what the kernel does with it; or take the array as `&[T]` / `&mut [T]`",
+        )),
+        (Some(u), None) => Err(syn::Error::new_spanned(
+            u,
+            "a kernel is `unsafe fn` only when it takes raw pointers: launching it is safe; put \
+             unsafe operations in `unsafe {}` blocks",
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn read_only_writes(block: &syn::Block, params: &[Param]) -> syn::Result<()> {
     use syn::visit::Visit;
     struct Bound(std::collections::HashSet<String>);

@@ -4,6 +4,7 @@
 use super::bytes::{bytes_of, bytes_of_mut, cast_vec};
 use super::device::Device;
 use super::error::Error;
+use super::ptr::DevicePtr;
 use crate::device_copy::{AnyBitPattern, DeviceCopy};
 use ndarray::{Array, ArrayBase, Data, DataMut, Dimension, Ix0, Ix1, Ix2, Ix3};
 
@@ -224,6 +225,27 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         match self.data {
             Storage::Gpu(ptr) => Some(ptr),
             Storage::Host(_) => None,
+        }
+    }
+
+    /// The address of the first element, for a raw pointer parameter of an `unsafe` kernel
+    /// that reads the array (`*const T`): valid while the array lives and no launch writes it
+    /// (on the CPU backend, a host address).
+    pub fn device_ptr(&self) -> DevicePtr<T> {
+        match self.data {
+            Storage::Gpu(ptr) => DevicePtr::new(&self.device, ptr),
+            Storage::Host(_) => DevicePtr::new(&self.device, self.host_ptr() as usize as u64),
+        }
+    }
+
+    /// As [`device_ptr`](Self::device_ptr), for a kernel that writes the array (`*mut T`).
+    pub fn device_ptr_mut(&mut self) -> DevicePtr<T> {
+        match self.data {
+            Storage::Gpu(ptr) => DevicePtr::new(&self.device, ptr),
+            Storage::Host(_) => {
+                let addr = self.host_ptr_mut() as usize as u64;
+                DevicePtr::new(&self.device, addr)
+            }
         }
     }
 

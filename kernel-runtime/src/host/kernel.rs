@@ -9,6 +9,7 @@ use super::array::{DeviceArray, Rank};
 use super::device::Device;
 use super::error::Error;
 use super::launch::LaunchConfig;
+use super::ptr::{DevicePtr, SyncPtr};
 use crate::cpu::check::LaunchShadows;
 use crate::device_copy::DeviceCopy;
 use crate::view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
@@ -76,6 +77,34 @@ impl<T> KernelArg for Value<T> {
         _shadows: &mut LaunchShadows,
     ) -> T {
         self.0
+    }
+}
+
+/// A raw pointer argument of an `unsafe` kernel: its address, in the launch's device.
+impl<T> KernelArg for DevicePtr<T> {
+    type View<const CHECK: bool> = SyncPtr<T>;
+
+    #[inline(always)]
+    fn device(&self) -> Option<&Device> {
+        Some(DevicePtr::device(self))
+    }
+
+    fn push_gpu(&self, params: &mut Vec<*mut c_void>) {
+        params.push(self.addr_ref() as *const u64 as *mut c_void);
+    }
+
+    #[inline(always)]
+    unsafe fn view<const CHECK: bool>(self, _name: &'static str) -> SyncPtr<T> {
+        SyncPtr::of(&self)
+    }
+
+    #[inline(always)]
+    unsafe fn traced_view<const CHECK: bool>(
+        self,
+        _name: &'static str,
+        _shadows: &mut LaunchShadows,
+    ) -> SyncPtr<T> {
+        SyncPtr::of(&self)
     }
 }
 

@@ -8,6 +8,8 @@ pub mod device;
 pub(crate) mod embedded;
 pub mod error;
 pub mod event;
+pub mod instance;
 pub(crate) mod kernel;
 pub mod launch;
+pub mod ptr;
 pub mod stream;
