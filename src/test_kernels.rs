@@ -817,3 +817,38 @@ pub unsafe fn axpy_raw(n: usize, a: f32, x: *const f32, y: *mut f32) {
         unsafe { *y.add(i) += a * *x.add(i) };
     }
 }
+
+/// Threads past `live` of each block return before the grid barrier the others wait at.
+#[kernel]
+pub fn grid_sync_skipped_by_threads(live: u32, out: &mut [u32]) {
+    let i = grid(1);
+    if thread_idx().x >= live {
+        return;
+    }
+    grid_sync();
+    if i < out.len() {
+        out[i] = 1;
+    }
+}
+
+/// Sums `x` into `out[0]` in two phases: each thread adds its element into its block's slot of
+/// `parts`; after the grid barrier, thread 0 of block 0 adds the slots. The threads run as
+/// coroutines (a barrier inside a branch), one block of one thread included.
+#[kernel]
+pub fn grid_sum_in_branch(x: &[u32], parts: &mut [u32], out: &mut [u32]) {
+    let i = grid(1);
+    let b = block_idx().x as usize;
+    if i < x.len() {
+        atomic_add(&parts, b, x[i]);
+    }
+    if !parts.is_empty() {
+        grid_sync();
+    }
+    if i == 0 {
+        let mut total = 0;
+        for k in 0..parts.len() {
+            total += parts[k];
+        }
+        out[0] = total;
+    }
+}

@@ -7,7 +7,7 @@ use kernel_runtime::{Device, Error, Finding, LaunchError};
 use kernel_suite::reference::SplitMix64;
 use kernel_suite::test_kernels::{
     grid_neighbours, grid_phase_race, grid_prefix_sums, grid_ranks, grid_rotate,
-    grid_sync_skipped_by_block0,
+    grid_sum_in_branch, grid_sync_skipped_by_block0, grid_sync_skipped_by_threads,
 };
 
 mod common;
@@ -144,6 +144,67 @@ fn a_grid_barrier_that_a_block_skips_is_reported() {
         ),
         "{finding}"
     );
+}
+
+#[test]
+fn a_grid_barrier_that_part_of_a_block_skips_is_reported() {
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let mut out = dev.zeros::<u32, _>(64).unwrap();
+        let err = grid_sync_skipped_by_threads
+            .launch(2, 32, (16, &mut out))
+            .unwrap_err();
+        assert_mentions(
+            &err.to_string(),
+            &[
+                "divergent barrier",
+                "16 of 32 threads",
+                "grid_sync()",
+                "exited without reaching it",
+            ],
+        );
+        // Every thread there: no error.
+        grid_sync_skipped_by_threads
+            .launch(2, 32, (32, &mut out))
+            .unwrap();
+        assert_eq!(out.to_vec().unwrap(), [1; 64]);
+    }
+}
+
+#[test]
+fn a_fault_in_one_block_stops_a_cooperative_launch() {
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        // `b` is too short for the blocks past the first two: their threads index past it,
+        // while the first two wait at the grid barrier.
+        let mut a = dev.zeros::<u32, _>(64).unwrap();
+        let mut b = dev.zeros::<u32, _>(32).unwrap();
+        let err = grid_rotate
+            .launch(4, 16, (3, &mut a, &mut b))
+            .unwrap_err();
+        assert_mentions(&err.to_string(), &["grid_rotate", "`b`", "32"]);
+    }
+}
+
+#[test]
+fn a_grid_barrier_in_a_branch_runs_the_threads_as_coroutines() {
+    const { assert!(!grid_sum_in_branch::SPLIT_AT_BARRIERS) };
+    for dev in backends() {
+        for (blocks, threads) in [(1, 1), (5, 1), (3, 64), (4, 33)] {
+            let n = blocks * threads;
+            let x: Vec<u32> = (1..=n as u32).collect();
+            let dx = dev.to_device(&x).unwrap();
+            let mut parts = dev.zeros::<u32, _>(blocks).unwrap();
+            let mut out = dev.zeros::<u32, _>(1).unwrap();
+            grid_sum_in_branch
+                .launch(blocks, threads, (&dx, &mut parts, &mut out))
+                .unwrap();
+            assert_eq!(
+                out.to_vec().unwrap(),
+                [x.iter().sum::<u32>()],
+                "{:?}",
+                dev.kind()
+            );
+        }
+    }
 }
 
 #[test]
