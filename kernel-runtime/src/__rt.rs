@@ -13,7 +13,10 @@ pub use crate::grid::hooks::gpu_grid;
 pub use crate::{
     cpu::check::LaunchShadows,
     cpu::elementwise::{elementwise, SharedPtr},
-    cpu::exec::{enter_thread, run, run_split, wide_vectors, BlockRun, LaunchSpec},
+    cpu::exec::{
+        enter_thread, run, run_cooperative, run_split, run_split_cooperative, wide_vectors,
+        BlockRun, LaunchSpec,
+    },
     cpu::fault::KernelFault,
     cpu::lockstep::{operands, Operands},
     cpu::reduction::reduce as reduce_host,

@@ -31,12 +31,16 @@ pub fn launch(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let rebinds = k.params.iter().map(|p| p.cpu_rebinding(false));
     let block = body(&k.func.block, plan.split.is_some());
     let grid = crate::emit::cpu::grid_binding(k);
+    let run = match k.body.cooperative {
+        true => quote!(run_cooperative),
+        false => quote!(run),
+    };
     quote! {
         let mut __shadows = ::kernel_runtime::__rt::LaunchShadows::new(&__spec)
             .map_err(|fault| fault.into_error(Self::NAME))?;
         #(#views)*
         // Inlined into the thread loop, with the views' inline record of plain writes.
-        return __shadows.run(&__spec, #[inline(always)] move |__kctx: ::kernel_runtime::Ctx| {
+        return __shadows.#run(&__spec, #[inline(always)] move |__kctx: ::kernel_runtime::Ctx| {
             #(#rebinds)*
             #grid
             #block

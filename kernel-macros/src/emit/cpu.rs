@@ -170,8 +170,12 @@ impl CpuPlan {
             );
         }
         let grid = grid_binding(k);
+        let run = match k.body.cooperative {
+            true => quote!(run_cooperative),
+            false => quote!(run),
+        };
         quote! {
-            ::kernel_runtime::__rt::run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
+            ::kernel_runtime::__rt::#run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
                 #prelude
                 #(#rebinds)*
                 #grid
@@ -242,8 +246,12 @@ fn split_run(
     let check = k.options.boundscheck;
     let names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
     let tys = k.params.iter().map(|p| p.view_ty(check));
+    let run_split = match k.body.cooperative {
+        true => quote!(run_split_cooperative),
+        false => quote!(run_split),
+    };
     let run = quote! {
-        ::kernel_runtime::__rt::run_split(__spec, move |__blk: &::kernel_runtime::__rt::BlockRun<'_>| {
+        ::kernel_runtime::__rt::#run_split(__spec, move |__blk: &::kernel_runtime::__rt::BlockRun<'_>| {
             #body
         })
     };

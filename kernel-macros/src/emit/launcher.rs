@@ -373,7 +373,6 @@ fn launch_with(k: &Kernel, plan: &CpuPlan, m: &Methods) -> TokenStream {
                 barriers: Self::USES_BARRIERS,
                 thread_context: #thread_context,
                 grid_level: #grid_level,
-                cooperative: #cooperative,
             };
             if ::kernel_runtime::__rt::checked(&__device) {
                 #checked

@@ -115,7 +115,7 @@ pub(crate) fn block_arrives(stop: GridStop) -> u32 {
 /// its threads meeting at grid barriers through [`block_arrives`]; `workers` OS threads share
 /// the blocks. Returns the first fault, or the divergent grid barrier (a finding where
 /// `checked`).
-pub(crate) fn run_cooperative<B>(
+pub(crate) fn launch<B>(
     spec: &LaunchSpec,
     workers: usize,
     checked: bool,

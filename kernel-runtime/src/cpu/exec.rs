@@ -36,9 +36,6 @@ pub struct LaunchSpec {
     /// kernel's threads apart: no `thread_idx()`, `block_idx()`, shared memory or barrier. Its
     /// threads then run as rows along x (see [`run_grid`](super::rows::run_grid)).
     pub grid_level: bool,
-    /// Whether the launch is cooperative (the kernel waits at grid barriers): every block runs
-    /// as a coroutine, all of them alive at once (see the CPU backend's `cooperative` module).
-    pub cooperative: bool,
 }
 
 thread_local! {
@@ -56,15 +53,6 @@ pub fn run<F>(spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
 where
     F: Fn(Ctx) + Sync + Clone,
 {
-    if spec.cooperative {
-        let coords = thread_coords(spec.block);
-        return cooperative::run_cooperative(
-            spec,
-            rayon::current_num_threads(),
-            false,
-            |_, state| run_fibers(state, &coords, &body, None),
-        );
-    }
     let fibers = spec.barriers && spec.block.volume() > 1;
     if !fibers && !spec.thread_context {
         return run_untracked(spec, body);
@@ -108,22 +96,6 @@ where
     F: Fn(&BlockRun<'_>) + Sync,
 {
     let coords = thread_coords(spec.block);
-    if spec.cooperative {
-        // A block that faults cannot be replayed once others have passed a grid barrier: its
-        // threads are tracked from the start.
-        return cooperative::run_cooperative(
-            spec,
-            rayon::current_num_threads(),
-            false,
-            |_, state| {
-                body(&BlockRun {
-                    state,
-                    coords: &coords,
-                    track: true,
-                })
-            },
-        );
-    }
     run_blocks(spec, |state| {
         let block = |track: bool| BlockRun {
             state,
@@ -154,9 +126,6 @@ pub(crate) fn run_checked<F>(
 where
     F: Fn(Ctx) + Sync + Clone,
 {
-    if spec.cooperative {
-        return run_checked_cooperative(spec, shadows, body);
-    }
     let fibers = spec.barriers && spec.block.volume() > 1;
     let coords = thread_coords(spec.block);
     let first = shadows.first();
@@ -192,20 +161,50 @@ where
     })
 }
 
+/// [`run`] for a cooperative launch (a kernel with grid barriers): every block alive at once,
+/// its threads as coroutines, the blocks over one worker per core (see the CPU backend's
+/// `cooperative` module). Kept apart from `run` so that other kernels do not compile it.
+pub fn run_cooperative<F>(spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
+where
+    F: Fn(Ctx) + Sync,
+{
+    let coords = thread_coords(spec.block);
+    cooperative::launch(spec, rayon::current_num_threads(), false, |_, state| {
+        run_fibers(state, &coords, &body, None)
+    })
+}
+
+/// [`run_split`] for a cooperative launch whose grid barriers split it. A block that faults
+/// cannot be replayed once others have passed a grid barrier: its threads are tracked from the
+/// start.
+pub fn run_split_cooperative<F>(spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
+where
+    F: Fn(&BlockRun<'_>) + Sync,
+{
+    let coords = thread_coords(spec.block);
+    cooperative::launch(spec, rayon::current_num_threads(), false, |_, state| {
+        body(&BlockRun {
+            state,
+            coords: &coords,
+            track: true,
+        })
+    })
+}
+
 /// [`run_checked`] for a cooperative launch: every block on the calling thread, each with a
 /// lane of its own for its shared memory, which lives as long as the block.
-fn run_checked_cooperative<F>(
+pub(crate) fn run_checked_cooperative<F>(
     spec: &LaunchSpec,
     shadows: &LaunchShadows,
     body: F,
 ) -> Result<(), KernelFault>
 where
-    F: Fn(Ctx) + Sync + Clone,
+    F: Fn(Ctx) + Sync,
 {
     let coords = thread_coords(spec.block);
     let first = shadows.first();
     let _lanes = shadows.enter(0);
-    cooperative::run_cooperative(spec, 1, true, |b, state| {
+    cooperative::launch(spec, 1, true, |b, state| {
         let mut lane = Lane::shared();
         let state = checked_block(spec, &mut lane, first, *state);
         run_fibers(&state, &coords, &body, Some(first.wrapping_add(b as u32)));

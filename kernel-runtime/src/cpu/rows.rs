@@ -354,7 +354,6 @@ mod tests {
             barriers: false,
             thread_context: false,
             grid_level: true,
-            cooperative: false,
         };
         let rows = Rows::of(&spec);
         // 256 blocks of 256 threads per segment: two segments per row, six rows.

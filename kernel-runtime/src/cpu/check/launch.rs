@@ -217,6 +217,16 @@ impl LaunchShadows {
         }
     }
 
+    /// [`run`](Self::run) for a cooperative launch (see
+    /// `cpu::exec::run_checked_cooperative`): its blocks run on one worker, so there is no
+    /// other worker's lane to compare.
+    pub fn run_cooperative<F>(&self, spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
+    where
+        F: Fn(crate::cpu::context::Ctx) + Sync,
+    {
+        crate::cpu::exec::run_checked_cooperative(spec, self, body)
+    }
+
     /// The first race between blocks of different workers, element by element in the pages
     /// that two workers touched.
     fn compare_workers(&self, spec: &LaunchSpec) -> Option<Finding> {
@@ -350,7 +360,6 @@ mod tests {
             barriers: false,
             thread_context: true,
             grid_level: false,
-            cooperative: false,
         }
     }
 
