@@ -852,3 +852,20 @@ pub fn grid_sum_in_branch(x: &[u32], parts: &mut [u32], out: &mut [u32]) {
         out[0] = total;
     }
 }
+
+/// `grid_rotate` for two element types: a generic cooperative kernel.
+#[kernel(instances(u32, f64))]
+pub fn grid_rotate_generic<T: DeviceNumber>(steps: u32, a: &mut [T], b: &mut [T]) {
+    let i = grid(1);
+    let n = a.len();
+    for _ in 0..steps {
+        if i < n {
+            b[i] = a[(i + 1) % n];
+        }
+        grid_sync();
+        if i < n {
+            a[i] = b[i];
+        }
+        grid_sync();
+    }
+}

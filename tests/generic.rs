@@ -2,7 +2,7 @@
 //! lists, the launch's types picking it, with one or two type parameters, with barriers.
 
 use kernel_runtime::Device;
-use kernel_suite::test_kernels::{axpy_generic, count_above, widen_add};
+use kernel_suite::test_kernels::{axpy_generic, count_above, grid_rotate_generic, widen_add};
 
 mod common;
 use common::backends;
@@ -93,6 +93,31 @@ fn a_generic_kernel_with_barriers_splits_as_any_other() {
             .launch(1, 128, (1.0f64, &x, &mut counts))
             .unwrap();
         assert_eq!(counts.to_vec().unwrap(), [2]);
+    }
+}
+
+#[test]
+fn a_generic_kernel_can_be_cooperative() {
+    assert_eq!(
+        grid_rotate_generic::INSTANCES[1],
+        (
+            "grid_rotate_generic__f64",
+            &["u32", "ptr", "usize", "ptr", "usize", "ptr"][..]
+        )
+    );
+    for dev in backends() {
+        let start: Vec<f64> = (0..100).map(|i| i as f64 / 4.0).collect();
+        let mut a = dev.to_device(&start).unwrap();
+        let mut b = dev.zeros::<f64, _>(100).unwrap();
+        let blocks = grid_rotate_generic
+            .max_cooperative_grid_blocks(&dev, 32, 0)
+            .unwrap()
+            .min(4);
+        grid_rotate_generic
+            .launch(blocks, 32, (7, &mut a, &mut b))
+            .unwrap();
+        let expected: Vec<f64> = (0..100).map(|i| start[(i + 7) % 100]).collect();
+        assert_eq!(a.to_vec().unwrap(), expected, "{:?}", dev.kind());
     }
 }
 

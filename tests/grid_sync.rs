@@ -177,9 +177,7 @@ fn a_fault_in_one_block_stops_a_cooperative_launch() {
         // while the first two wait at the grid barrier.
         let mut a = dev.zeros::<u32, _>(64).unwrap();
         let mut b = dev.zeros::<u32, _>(32).unwrap();
-        let err = grid_rotate
-            .launch(4, 16, (3, &mut a, &mut b))
-            .unwrap_err();
+        let err = grid_rotate.launch(4, 16, (3, &mut a, &mut b)).unwrap_err();
         assert_mentions(&err.to_string(), &["grid_rotate", "`b`", "32"]);
     }
 }

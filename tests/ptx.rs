@@ -62,6 +62,7 @@ fn all() -> Vec<Kernel> {
         grid_sync_skipped_by_block0 => false, grid_phase_race => false, grid_neighbours => false,
         grid_ranks => false, axpy_generic => false, widen_add => false, count_above => false,
         axpy_raw => false, grid_sync_skipped_by_threads => false, grid_sum_in_branch => false,
+        grid_rotate_generic => false,
     ]
 }
 
