@@ -1,6 +1,6 @@
 //! The stacks of threads that the CPU backend runs as coroutines: room for what CUDA allows a
 //! thread, and an error naming `KERNEL_CPU_STACK_KIB`, never a crash, for a thread that needs
-//! more.
+//! more, in a block of a cooperative launch too.
 
 use kernel_runtime::prelude::*;
 
@@ -91,5 +91,37 @@ fn a_stack_overflow_is_an_error_naming_the_setting() {
         );
         // The workers go on: the next launch runs.
         big_locals.launch(2, 32, &mut out).unwrap();
+    }
+}
+
+/// Each thread goes `levels` calls deep between two grid barriers: a cooperative kernel split
+/// at them, whose thread loops run on each block's stack.
+#[kernel]
+pub fn deep_calls_between_grid_barriers(levels: u32, out: &mut [u32]) {
+    let i = grid(1);
+    grid_sync();
+    let depth = deep(levels);
+    grid_sync();
+    if i < out.len() {
+        out[i] = depth;
+    }
+}
+
+#[test]
+fn a_stack_overflow_in_a_cooperative_launch_is_an_error_naming_the_setting() {
+    const { assert!(deep_calls_between_grid_barriers::SPLIT_AT_BARRIERS) };
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let mut out = dev.zeros::<u32, _>(64).unwrap();
+        deep_calls_between_grid_barriers
+            .launch(2, 32, (2, &mut out))
+            .unwrap();
+        assert_eq!(out.to_vec().unwrap(), vec![2; 64]);
+        let err = deep_calls_between_grid_barriers
+            .launch(2, 32, (64, &mut out))
+            .unwrap_err();
+        assert_mentions(
+            &err.to_string(),
+            &["overflowed its 1024 KiB stack", "KERNEL_CPU_STACK_KIB=2048"],
+        );
     }
 }

@@ -17,9 +17,10 @@ use super::exec::{block_state, LaunchSpec};
 use super::fault::{self, raise, KernelFault};
 use super::fibers::{self, Arrival, Meet};
 use super::finding::Finding;
+use super::overflow::{self, Guarded};
 use super::tls::{self, BlockState};
 use crate::dim::Dim3;
-use corosensei::stack::DefaultStack;
+use corosensei::stack::{DefaultStack, Stack};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::Cell;
 use std::ops::Range;
@@ -29,9 +30,6 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 /// The most threads a cooperative launch may have on the CPU backend: every thread of the grid
 /// is a coroutine with a stack of its own, alive from the launch's start to its end.
 pub(crate) const MAX_THREADS: u64 = 16_384;
-
-/// The stack of a block's coroutine, on which its threads' scheduler runs.
-const BLOCK_STACK: usize = 256 * 1024;
 
 /// How many blocks of `threads` threads a cooperative launch may have on the CPU backend.
 pub(crate) fn max_blocks(threads: u64) -> u64 {
@@ -64,7 +62,8 @@ impl std::fmt::Display for At {
 
 /// A block's coroutine: resumed with the barrier interval its next phase starts at.
 type BlockYielder = Yielder<u32, GridStop>;
-type BlockCoroutine = Coroutine<u32, GridStop, (), DefaultStack>;
+/// A block's coroutine, and the guard page below its stack.
+type BlockCoroutine = (Coroutine<u32, GridStop, (), DefaultStack>, (usize, usize));
 
 thread_local! {
     /// The yielder of the block coroutine running on this OS thread, or null.
@@ -171,18 +170,21 @@ fn work(
     };
     let mut tally = Tally::default();
     let mut live: Vec<(u64, BlockCoroutine)> = Vec::new();
+    overflow::install();
     for (b, buf) in range.zip(shared.iter_mut()) {
         let state = block_state(spec, b, buf.as_mut_ptr() as *mut u8);
-        match DefaultStack::new(BLOCK_STACK) {
-            Ok(stack) => live.push((
-                b,
-                Coroutine::with_stack(stack, move |y: &BlockYielder, _: u32| {
+        // A split kernel's thread loops run on the block's stack: as large as a thread's.
+        match DefaultStack::new(fibers::stack_size()) {
+            Ok(stack) => {
+                let guard = fibers::guard_at(stack.limit().get());
+                let co = Coroutine::with_stack(stack, move |y: &BlockYielder, _: u32| {
                     BLOCK.with(|c| c.set(y as *const BlockYielder as *const ()));
                     tls::BLOCK.with(|c| c.set(state));
                     // SAFETY: `per_block` outlives every coroutine (see above).
                     unsafe { (*per_block)(b, &state) }
-                }),
-            )),
+                });
+                live.push((b, (co, guard)));
+            }
             Err(e) => {
                 tally.fault = Some(KernelFault::Message(format!(
                     "kernel `{}`: cannot allocate a stack for block {b}: {e}",
@@ -221,9 +223,18 @@ fn run_phase(
 ) {
     let mut k = 0;
     while k < live.len() {
-        let (b, co) = &mut live[k];
+        let (b, (co, (low, high))) = &mut live[k];
         let block = spec.grid.unflatten(*b);
-        match catch_unwind(AssertUnwindSafe(|| co.resume(next))) {
+        // An overflow of the block's own stack (a split kernel's thread loops) is a fault; its
+        // threads' coroutines guard their own stacks.
+        let running = overflow::Running::enter(Guarded {
+            trap: co.trap_handler(),
+            low: *low,
+            high: *high,
+        });
+        let result = catch_unwind(AssertUnwindSafe(|| co.resume(next)));
+        drop(running);
+        match result {
             Ok(CoroutineResult::Yield(stop)) => {
                 tally.waiting += 1;
                 tally.interval = tally.interval.max(stop.interval.saturating_add(1));

@@ -122,7 +122,7 @@ pub(crate) fn stack_size() -> usize {
 }
 
 /// The guard page of a stack whose mapping starts at `limit` (corosensei's limit includes it).
-fn guard_at(limit: usize) -> (usize, usize) {
+pub(crate) fn guard_at(limit: usize) -> (usize, usize) {
     static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let page = *PAGE.get_or_init(|| {
         #[cfg(target_os = "linux")]
