@@ -35,10 +35,10 @@ pub fn entry(k: &Kernel) -> TokenStream {
     let entries = g.instances.iter().map(|inst| {
         let entry = format_ident!("{}", inst.entry);
         let types = &inst.types;
-        let mut params: Vec<TokenStream> = k
-            .params
+        let mut params: Vec<TokenStream> = g
+            .params_in(inst, &k.params)
             .iter()
-            .map(|p| p.map_type(|ty| g.substitute(inst, ty)).ptx_params())
+            .map(|p| p.ptx_params())
             .collect();
         if k.body.cooperative {
             params.push(quote!(__kgrid_barrier: *mut u32));

@@ -15,10 +15,10 @@ pub fn launcher(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let registration = register_ptx(name);
     let consts = consts(k, plan);
     let m = Methods::of(k);
-    let ptx = embedded_ptx(&m.entries[0]);
+    let ptx = embedded_ptx(&m.first_entry);
     let launch_with = launch_with(k, plan, &m);
     let forall = forall(k, &m);
-    let cooperative = k.body.cooperative.then(|| max_cooperative_grid_blocks(&m));
+    let cooperative = k.body.cooperative.then(max_cooperative_grid_blocks);
     let instances = instances(k);
     let args_ty = args_ty(k);
     let Methods {
@@ -75,8 +75,8 @@ struct Methods {
     bound: TokenStream,
     /// The entry the launch's types pick.
     entry: TokenStream,
-    /// Every entry's name.
-    entries: Vec<String>,
+    /// The first entry's name, which tells whether the crate's PTX module holds the kernel.
+    first_entry: String,
     /// `unsafe` for a kernel that takes raw pointers, and the `# Safety` section of its
     /// launches' docs.
     unsafety: TokenStream,
@@ -113,7 +113,7 @@ impl Methods {
                 decl: quote!(),
                 bound: quote!(),
                 entry: quote!(Self::NAME),
-                entries: vec![name.to_string()],
+                first_entry: name.to_string(),
                 unsafety,
                 safety,
                 relaunch,
@@ -126,7 +126,7 @@ impl Methods {
             decl,
             bound: quote!(where #clause #tuple: #instance),
             entry: quote!(<#tuple as #instance>::ENTRY),
-            entries: g.instances.iter().map(|i| i.entry.clone()).collect(),
+            first_entry: g.instances[0].entry.clone(),
             unsafety,
             safety,
             relaunch,
@@ -154,9 +154,8 @@ fn instances(k: &Kernel) -> TokenStream {
 
 /// A cooperative kernel's `max_cooperative_grid_blocks`, as Numba's; a generic kernel's is the
 /// least of its instances'.
-fn max_cooperative_grid_blocks(m: &Methods) -> TokenStream {
+fn max_cooperative_grid_blocks() -> TokenStream {
     let no_ptx = no_ptx_reason();
-    let entries = &m.entries;
     quote! {
         /// The most blocks of `threads` threads (with `dynamic_shared_bytes` of dynamic shared
         /// memory each) that a launch of this cooperative kernel may have on `device`: what
@@ -169,7 +168,7 @@ fn max_cooperative_grid_blocks(m: &Methods) -> TokenStream {
             dynamic_shared_bytes: usize,
         ) -> ::core::result::Result<u32, ::kernel_runtime::Error> {
             let mut blocks = u32::MAX;
-            for entry in [#(#entries),*] {
+            for &(entry, _) in Self::INSTANCES {
                 blocks = blocks.min(::kernel_runtime::__rt::max_cooperative_grid_blocks(
                     device,
                     entry,
@@ -267,14 +266,10 @@ fn ptx_instances(k: &Kernel) -> TokenStream {
     let Some(g) = &k.generic else {
         return entry(&k.func.sig.ident.to_string(), &k.params);
     };
-    let each = g.instances.iter().map(|i| {
-        let params: Vec<Param> = k
-            .params
-            .iter()
-            .map(|p| p.map_type(|ty| g.substitute(i, ty)))
-            .collect();
-        entry(&i.entry, &params)
-    });
+    let each = g
+        .instances
+        .iter()
+        .map(|i| entry(&i.entry, &g.params_in(i, &k.params)));
     quote!(#(#each),*)
 }
 

@@ -2,6 +2,7 @@
 //! PTX entry each, named `kernel__type`), and the generic parameter lists that the launcher's
 //! methods and the CPU backend's functions take.
 
+use crate::kernel::params::Param;
 use crate::kernel::parse::Instances;
 use proc_macro2::TokenStream;
 use quote::{quote, ToTokens};
@@ -130,6 +131,14 @@ impl Generic {
         let mut found = Mentions(self.names(), false);
         found.visit_type(ty);
         found.1
+    }
+
+    /// The kernel's parameters `params` in `instance`: each type parameter replaced by its type.
+    pub fn params_in(&self, instance: &Instance, params: &[Param]) -> Vec<Param> {
+        params
+            .iter()
+            .map(|p| p.map_type(|ty| self.substitute(instance, ty)))
+            .collect()
     }
 
     /// `ty` with each type parameter replaced by its type in `instance`.
