@@ -2,6 +2,13 @@
 //!
 //! Every thread of a block must reach each barrier (the CPU backend reports a barrier that only
 //! part of a block reaches as an error instead of hanging).
+//!
+//! On the GPU the barriers are PTX's unaligned `barrier.sync` / `barrier.red` (sm_70 and up),
+//! which the threads of a warp may reach at different instructions. `bar.sync` and `bar.red`
+//! are the `.aligned` forms, which require every thread of the block to execute the same
+//! instruction: LLVM's code generation may duplicate a barrier into both arms of a branch
+//! (`if i < n { .. } sync_threads();` becoming one copy per arm), and an aligned barrier split so
+//! across a warp hangs the block on an H200.
 
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::cpu::fibers::{barrier, BarrierKind};
@@ -14,7 +21,7 @@ pub fn sync_threads() {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: a block-wide barrier; reaching it from every thread is the kernel's contract.
     unsafe {
-        core::arch::nvptx::_syncthreads()
+        core::arch::asm!("barrier.sync 0;", options(nostack))
     }
     #[cfg(not(target_arch = "nvptx64"))]
     barrier(BarrierKind::Sync, false, core::panic::Location::caller());
@@ -31,7 +38,7 @@ pub fn sync_threads_count(pred: bool) -> i32 {
         // SAFETY: a block-wide barrier with a population count; see `sync_threads`.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; bar.red.popc.u32 {r}, 0, p; }}",
+                "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; barrier.red.popc.u32 {r}, 0, p; }}",
                 v = in(reg32) pred as u32, r = out(reg32) r
             );
         }
@@ -51,7 +58,7 @@ pub fn sync_threads_and(pred: bool) -> bool {
         // SAFETY: a block-wide barrier with a reduction; see `sync_threads`.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; bar.red.and.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
+                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; barrier.red.and.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
                 v = in(reg32) pred as u32, r = out(reg32) r
             );
         }
@@ -73,7 +80,7 @@ pub fn sync_threads_or(pred: bool) -> bool {
         // SAFETY: a block-wide barrier with a reduction; see `sync_threads`.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; bar.red.or.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
+                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; barrier.red.or.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
                 v = in(reg32) pred as u32, r = out(reg32) r
             );
         }
