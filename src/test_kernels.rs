@@ -869,3 +869,64 @@ pub fn grid_rotate_generic<T: DeviceNumber>(steps: u32, a: &mut [T], b: &mut [T]
         grid_sync();
     }
 }
+
+constant_array!(
+    /// The taps of `convolve_taps`, in constant memory.
+    pub static TAPS: [f32; 5]
+);
+
+global_array!(
+    /// The table `gather_lookup` reads, in global memory.
+    pub static LOOKUP: [u32; 1000]
+);
+
+constant_array!(
+    /// Per block, a pair `scale_pairs` applies: a struct in constant memory.
+    pub static BLOCK_PAIRS: [Pair; 4]
+);
+
+global_array!(
+    /// Never set: kernels and host code read zeros.
+    pub static NEVER_SET: [f64; 3]
+);
+
+/// `out[i] = Σ_k TAPS[k] · x[i + k]` where the taps fit, read through the constant cache.
+#[kernel]
+pub fn convolve_taps(x: &[f32], out: &mut [f32]) {
+    let i = grid(1);
+    let taps = TAPS.read();
+    if i + taps.len() <= x.len() {
+        let mut acc = 0.0;
+        for k in 0..taps.len() {
+            acc += taps.get(k) * x[i + k];
+        }
+        out[i] = acc;
+    }
+}
+
+/// `out[i] = LOOKUP[keys[i]]` (through the read-only cache): a key past the table's end is a
+/// fault naming it.
+#[kernel]
+pub fn gather_lookup(keys: &[u32], out: &mut [u32]) {
+    let i = grid(1);
+    if i < keys.len() {
+        out[i] = LOOKUP.read().get(keys[i] as usize) + NEVER_SET.read()[2] as u32;
+    }
+}
+
+/// `out[i] = pair.n · x[i] + pair.x` with the pair of the block, read through a shared copy
+/// made before a barrier: the view lives across it.
+#[kernel]
+pub fn scale_pairs(x: &[f32], out: &mut [f32]) {
+    let mut first = shared_array![f32; 1];
+    let pairs = BLOCK_PAIRS.read();
+    let b = block_idx().x as usize % pairs.len();
+    if thread_idx().x == 0 {
+        first[0] = pairs[b].x;
+    }
+    sync_threads();
+    let i = grid(1);
+    if i < x.len() {
+        out[i] = pairs[b].n as f32 * x[i] + first[0];
+    }
+}

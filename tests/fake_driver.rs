@@ -17,8 +17,8 @@ use kernel_runtime::{
     Device, DeviceArray, DeviceArray1, DeviceKind, Error, LaunchConfig, LaunchError,
 };
 use kernel_suite::test_kernels::{
-    axpy_generic, axpy_raw, grid_rotate, off_by_one, reverse_dynamic, saxpy_params, scale3,
-    sum_f64, total_into_scalar, Affine,
+    axpy_generic, axpy_raw, convolve_taps, grid_rotate, off_by_one, reverse_dynamic, saxpy_params,
+    scale3, sum_f64, total_into_scalar, Affine, LOOKUP, TAPS,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -646,6 +646,41 @@ fn a_generic_kernel_launches_the_entry_of_its_types() {
             assert_eq!(log.launches("axpy_generic__f64").len(), 1);
             let launch = &log.launches("axpy_generic__i32")[0];
             assert!(launch.contains(&format!("params={},", hex(2))), "{launch}");
+        },
+    );
+}
+
+#[test]
+fn module_arrays_are_the_symbols_of_the_module_the_kernels_run_from() {
+    on_fake_driver(
+        "module_arrays_are_the_symbols_of_the_module_the_kernels_run_from",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(convolve_taps.ptx()) {
+                return;
+            }
+            let taps = [0.5f32, 1.0, -2.0, 0.25, 4.0];
+            TAPS.set(&gpu, &taps).unwrap();
+            assert_eq!(TAPS.to_vec(&gpu).unwrap(), taps);
+            let table: Vec<u32> = (0..1000).collect();
+            assert_eq!(LOOKUP.to_vec(&gpu).unwrap(), vec![0; 1000], "zeros at load");
+            LOOKUP.set(&gpu, &table).unwrap();
+            assert_eq!(LOOKUP.to_vec(&gpu).unwrap(), table);
+            let x = gpu.zeros::<f32, _>(8).unwrap();
+            let mut out = gpu.zeros::<f32, _>(8).unwrap();
+            convolve_taps.launch(1, 32, (&x, &mut out)).unwrap();
+            // One module: the arrays' and the kernel's, loaded once.
+            let lines = log.lines();
+            assert_eq!(log.count("load module "), 1, "{lines:?}");
+            assert_eq!(log.count("global __kernel_const_TAPS "), 2, "{lines:?}");
+            assert!(
+                lines.iter().any(
+                    |l| l.starts_with("global __kernel_global_LOOKUP ") && l.ends_with(" 4000")
+                ),
+                "{lines:?}"
+            );
+            assert_eq!(log.launches("convolve_taps").len(), 1);
         },
     );
 }

@@ -62,7 +62,8 @@ fn all() -> Vec<Kernel> {
         grid_sync_skipped_by_block0 => false, grid_phase_race => false, grid_neighbours => false,
         grid_ranks => false, axpy_generic => false, widen_add => false, count_above => false,
         axpy_raw => false, grid_sync_skipped_by_threads => false, grid_sum_in_branch => false,
-        grid_rotate_generic => false,
+        grid_rotate_generic => false, convolve_taps => false, gather_lookup => false,
+        scale_pairs => false,
     ]
 }
 
@@ -477,4 +478,22 @@ fn warp_primitives_are_single_instructions() {
     );
     // The shuffles of a `#[device]` function are inlined into its kernel.
     assert!(ptx("warp_totals").contains("shfl.sync.bfly.b32"));
+}
+
+/// A constant array is read with `ld.const` and a global one with `ld.global.nc` where `get`
+/// reads them, and their variables are declared in the module with their sizes.
+#[test]
+fn module_arrays_are_read_through_their_caches() {
+    let Some(kernels) = with_ptx() else { return };
+    let ptx = kernels
+        .iter()
+        .find(|k| k.name == "convolve_taps")
+        .unwrap()
+        .ptx
+        .unwrap();
+    let body = |name: &str| entry_body(ptx, name);
+    assert!(body("convolve_taps").contains("ld.const.b32"));
+    assert!(body("gather_lookup").contains("ld.global.nc.b32"));
+    assert!(ptx.contains(".visible .const .align 4 .b8 __kernel_const_TAPS[20];"));
+    assert!(ptx.contains(".visible .global .align 4 .b8 __kernel_global_LOOKUP[4000];"));
 }

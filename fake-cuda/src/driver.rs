@@ -142,6 +142,8 @@ struct Event {
 struct Module {
     ctx: usize,
     ptx: ptx::Module,
+    /// The device memory of each module-level variable, all zeros at load.
+    globals: HashMap<String, (u64, usize)>,
 }
 
 struct Function {
@@ -586,9 +588,32 @@ impl Driver {
                 format!("the PTX targets sm_{}, the GPU is sm_{cc}", ptx.target),
             );
         }
+        let mut globals = HashMap::new();
+        for (name, &bytes) in &ptx.variables {
+            let address = self.alloc(bytes)?;
+            // SAFETY: `alloc` just gave `bytes` bytes at `address`.
+            unsafe { (address as *mut u8).write_bytes(0, bytes) };
+            globals.insert(name.clone(), (address, bytes));
+        }
         let h = self.handle();
-        self.modules.insert(h, Module { ctx, ptx });
+        self.modules.insert(h, Module { ctx, ptx, globals });
+        self.log(format_args!("load module {h:#x}"));
         Ok(h)
+    }
+
+    /// The address and size of the module-level variable `name` of `module`.
+    pub fn global(&mut self, module: usize, name: &str) -> Result<(u64, usize), Failure> {
+        let ctx = self.current()?;
+        let found = match self.modules.get(&module) {
+            Some(m) if m.ctx == ctx => m.globals.get(name).copied(),
+            Some(_) => return fail(INVALID_CONTEXT, "the module belongs to another context"),
+            None => return fail(INVALID_HANDLE, format!("module {module:#x} does not exist")),
+        };
+        let Some((address, bytes)) = found else {
+            return fail(NOT_FOUND, format!("the module has no variable `{name}`"));
+        };
+        self.log(format_args!("global {name} {address:#x} {bytes}"));
+        Ok((address, bytes))
     }
 
     pub fn function(&mut self, module: usize, name: &str) -> Result<usize, Failure> {
@@ -623,7 +648,11 @@ impl Driver {
     }
 
     fn unload(&mut self, module: usize) {
-        self.modules.remove(&module);
+        if let Some(m) = self.modules.remove(&module) {
+            for (address, _) in m.globals.into_values() {
+                self.release(address);
+            }
+        }
         self.functions.retain(|_, f| f.module != module);
     }
 

@@ -404,6 +404,31 @@ pub unsafe extern "C" fn cuModuleGetFunction(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn cuModuleGetGlobal_v2(
+    dptr: *mut DevicePtr,
+    bytes: *mut usize,
+    module: Handle,
+    name: *const c_char,
+) -> CuResult {
+    call("cuModuleGetGlobal_v2", |d| {
+        if name.is_null() {
+            return fail(INVALID_VALUE, "a null name");
+        }
+        // SAFETY: the driver API's contract: `name` is a NUL-terminated string.
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        let (address, size) = d.global(handle(module), &name)?;
+        // Either output may be null: the driver then leaves it out.
+        if !dptr.is_null() {
+            put(dptr, address)?;
+        }
+        if !bytes.is_null() {
+            put(bytes, size)?;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
     min_grid_size: *mut c_int,
     block_size: *mut c_int,

@@ -1,5 +1,5 @@
 //! What the driver reads from a PTX module before it runs a kernel: the ISA version, the target
-//! GPU, and each entry point's parameters and static shared memory.
+//! GPU, each entry point's parameters and static shared memory, and the module's variables.
 
 use std::collections::HashMap;
 
@@ -12,6 +12,8 @@ pub struct Module {
     pub target: u32,
     /// The `.entry` points by name.
     pub entries: HashMap<String, Entry>,
+    /// The module-level `.const` and `.global` variables, by name, with their sizes.
+    pub variables: HashMap<String, usize>,
 }
 
 /// A kernel entry point.
@@ -89,7 +91,25 @@ pub fn parse(text: &str) -> Result<Module, String> {
         version: 10 * major + minor,
         target,
         entries,
+        variables: variables(text)?,
     })
+}
+
+/// The module-level `.const` and `.global` variables of `text`, such as
+/// `.visible .const .align 4 .b8 taps[12];`.
+fn variables(text: &str) -> Result<HashMap<String, usize>, String> {
+    let mut out = HashMap::new();
+    for line in text.lines().map(str::trim) {
+        let decl = line.strip_prefix(".visible ").unwrap_or(line);
+        if !(decl.starts_with(".const ") || decl.starts_with(".global ")) {
+            continue;
+        }
+        let bytes = declared_bytes(decl).ok_or_else(|| format!("bad declaration `{line}`"))?;
+        let last = decl.trim_end_matches(';').split_whitespace().last();
+        let name = last.and_then(|w| w.split('[').next()).unwrap_or_default();
+        out.insert(name.to_string(), bytes);
+    }
+    Ok(out)
 }
 
 /// The text between the first `{` of `text` and its matching `}`.
@@ -179,6 +199,17 @@ mod tests {
         assert_eq!(sizes, [(8, true), (8, false), (12, false), (4, false)]);
         assert_eq!(pair.static_shared, 64);
         assert!(m.entries["none"].params.is_empty());
+    }
+
+    #[test]
+    fn module_variables_are_listed_with_their_sizes() {
+        let text = ".version 7.8\n.target sm_70\n.address_size 64\n\
+            .visible .const .align 4 .b8 taps[20];\n\
+            .visible .global .align 8 .b8 table[4000];\n\
+            .extern .shared .align 16 .b8 dynamic[];\n";
+        let m = parse(text).unwrap();
+        assert_eq!(m.variables.len(), 2);
+        assert_eq!((m.variables["taps"], m.variables["table"]), (20, 4000));
     }
 
     #[test]

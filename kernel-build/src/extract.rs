@@ -1,9 +1,10 @@
 //! Splitting the device code out of a crate.
 //!
-//! The `#[kernel]` and `#[device]` functions are kept, with the `const`s, `static`s, types,
-//! empty-bodied (marker trait) `impl`s of those types and `macro_rules!` macros they mention
-//! (found by a fixpoint over identifiers), the `use` items that can resolve on the device, and
-//! the modules that contain any of these. Every generated
+//! The `#[kernel]` and `#[device]` functions are kept, with the `const`s, `static`s, module
+//! arrays (`constant_array!`, `global_array!`), types, empty-bodied (marker trait) `impl`s of
+//! those types and `macro_rules!` macros they mention (found by a fixpoint over identifiers),
+//! the `use` items that can resolve on the device, and the modules that contain any of these.
+//! Every generated
 //! file mirrors one source file line for line: a kept item is copied to the very lines and
 //! columns it has in the original, everything else becomes blank. A compile error in the
 //! device crate therefore carries the user's own line and column numbers.
@@ -28,6 +29,9 @@ pub(crate) const ROOT_PREFIX: &str = "#![no_std] \
 
 /// Attribute names that mark a function as device code.
 const MARKERS: [&str; 4] = ["kernel", "device", "vectorize", "reduce"];
+
+/// Macros that declare a module array, kept with the kernels that read it.
+const MODULE_ARRAYS: [&str; 2] = ["constant_array", "global_array"];
 
 /// Crates whose paths resolve the same on the device as on the host.
 const DEVICE_CRATES: [&str; 2] = ["kernel_runtime", "core"];
@@ -83,9 +87,24 @@ fn candidate_name(item: &Item) -> Option<String> {
         Item::Union(i) => &i.ident,
         Item::Type(i) => &i.ident,
         Item::Macro(i) if i.mac.path.is_ident("macro_rules") => i.ident.as_ref()?,
+        Item::Macro(i) => return module_array_name(&i.mac),
         _ => return None,
     };
     Some(ident.unraw().to_string())
+}
+
+/// The name a `constant_array!` / `global_array!` call declares (`static NAME: [T; N]`).
+fn module_array_name(mac: &syn::Macro) -> Option<String> {
+    let last = mac.path.segments.last()?;
+    if !MODULE_ARRAYS.iter().any(|m| last.ident == m) {
+        return None;
+    }
+    let mut tokens = mac.tokens.clone().into_iter();
+    tokens.find(|t| matches!(t, TokenTree::Ident(i) if i == "static"))?;
+    match tokens.next()? {
+        TokenTree::Ident(name) => Some(name.unraw().to_string()),
+        _ => None,
+    }
 }
 
 /// The name an item declares, for the items that can be selected.
@@ -681,6 +700,18 @@ pub use host::Report as R;
         );
         let close = line_of(LIB, "pub fn twice") + 1;
         assert_eq!(line(lib, close), "}");
+    }
+
+    #[test]
+    fn module_arrays_go_with_the_kernels_that_read_them() {
+        let lib = "use kernel_runtime::prelude::*;\n\
+            constant_array!(pub static TAPS: [f32; 3]);\n\
+            kernel_runtime::global_array!(static UNREAD: [u32; 8]);\n\
+            #[kernel] pub fn k(out: &mut [f32]) { out[0] = TAPS.read()[0]; }\n";
+        let tree = load_map("/c/src/lib.rs", &[("/c/src/lib.rs", lib)]).unwrap();
+        let text = &extract(&tree, Path::new("/c"), Path::new("/dev")).files[0].text;
+        assert_eq!(line(text, 2), "constant_array!(pub static TAPS: [f32; 3]);");
+        assert_eq!(line(text, 3).trim(), "");
     }
 
     #[test]

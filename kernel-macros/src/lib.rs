@@ -91,3 +91,26 @@ pub fn derive_device_copy(item: TokenStream) -> TokenStream {
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
+
+/// Declares an array in constant memory that kernels read and host code fills at run time
+/// (CUDA's `__constant__`, Numba's `cuda.const.array_like`):
+/// `constant_array!(pub static TAPS: [f32; 16]);` declares `TAPS`, a
+/// `kernel_runtime::ModuleArray<f32, 16>`. It holds at most 64 KiB; kernels index
+/// `TAPS.read()`, host code calls `TAPS.set(&device, &values)`.
+#[proc_macro]
+pub fn constant_array(input: TokenStream) -> TokenStream {
+    emit::module_array::module_array(input.into(), emit::module_array::Space::Constant)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Declares an array in global memory that kernels read and host code fills at run time
+/// (CUDA's `__device__` arrays): `global_array!(pub static TABLE: [u32; 4096]);` declares
+/// `TABLE`, a `kernel_runtime::ModuleArray<u32, 4096>`; kernels index `TABLE.read()`, host code
+/// calls `TABLE.set(&device, &values)`.
+#[proc_macro]
+pub fn global_array(input: TokenStream) -> TokenStream {
+    emit::module_array::module_array(input.into(), emit::module_array::Space::Global)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}

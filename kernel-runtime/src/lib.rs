@@ -74,6 +74,7 @@ pub mod dim;
 pub mod fault;
 pub mod grid;
 pub mod math;
+pub mod module_array;
 pub mod number;
 pub mod random;
 pub mod shared;
@@ -95,7 +96,10 @@ pub use ctx::{block_dim, block_idx, grid_dim, thread_idx, Ctx};
 pub use device_copy::{AnyBitPattern, DeviceCopy};
 pub use dim::Dim3;
 pub use grid::GridGroup;
-pub use kernel_macros::{device, kernel, reduce, vectorize, DeviceCopy};
+pub use kernel_macros::{
+    constant_array, device, global_array, kernel, reduce, vectorize, DeviceCopy,
+};
+pub use module_array::{ModuleArray, ModuleView};
 pub use number::DeviceNumber;
 pub use shared::{SharedArray1, SharedArray2};
 pub use view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
@@ -137,7 +141,9 @@ pub mod prelude {
         match_any_sync, shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncwarp,
         WarpValue, WARP_SIZE,
     };
-    pub use crate::{device, kernel, reduce, vectorize, DeviceCopy, Dim3};
+    pub use crate::{
+        constant_array, device, global_array, kernel, reduce, vectorize, DeviceCopy, Dim3,
+    };
     pub use crate::{dynamic_shared, shared_array};
     pub use crate::{
         SharedArray1, SharedArray2, View0, View0Mut, View1, View1Mut, View2, View2Mut, View3,

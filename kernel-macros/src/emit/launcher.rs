@@ -476,6 +476,11 @@ pub fn no_ptx_reason() -> &'static str {
     }
 }
 
+/// The path of the PTX module the crate's `build.rs` wrote, where its text holds `needle`.
+pub fn ptx_holding(needle: &str) -> Option<String> {
+    ptx_path().filter(|p| std::fs::read_to_string(p).is_ok_and(|ptx| ptx.contains(needle)))
+}
+
 /// Whether the PTX module at `path` defines the entry point `kernel`.
 fn has_entry(path: &str, kernel: &impl std::fmt::Display) -> bool {
     std::fs::read_to_string(path).is_ok_and(|ptx| ptx.contains(&format!(".entry {kernel}(")))

@@ -1,12 +1,13 @@
 //! Emission: each target of a kernel from its one model, side by side: the PTX entry
 //! (`device`), the host launcher (`launcher`), the CPU backend's fast run (`cpu`) and checked
-//! mode's (`checked`); and the other attributes' items (`vectorize`, `reduce`, `derive`).
+//! mode's (`checked`); and the other macros' items (`vectorize`, `reduce`, `derive`, `module_array`).
 
 pub mod checked;
 pub mod cpu;
 pub mod derive;
 pub mod device;
 pub mod launcher;
+pub mod module_array;
 pub mod reduce;
 pub mod vectorize;
 

@@ -9,7 +9,7 @@ use super::error::{Error, LaunchError};
 use super::launch::LaunchConfig;
 use crate::dim::Dim3;
 use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
-use std::collections::hash_map::{Entry, HashMap};
+use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
@@ -95,8 +95,8 @@ pub(crate) struct CudaDevice {
     pub(crate) name: String,
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
-    /// Loaded modules, by the address of their PTX text (one per crate of kernels).
-    modules: Mutex<HashMap<usize, Module>>,
+    /// Loaded modules (one per crate of kernels).
+    modules: Mutex<Modules>,
     /// User streams that kernels were launched on since the device's stream last caught up
     /// with them: its next operation waits for their work first.
     pending: Mutex<Vec<Arc<CudaStream>>>,
@@ -120,9 +120,19 @@ impl std::fmt::Debug for CudaDevice {
     }
 }
 
+/// The PTX modules loaded into a context, and where each one's text was seen.
+#[derive(Default)]
+struct Modules {
+    loaded: Vec<Module>,
+    /// The index in `loaded` of the module of the PTX text at each address.
+    by_address: HashMap<usize, usize>,
+}
+
 /// A loaded PTX module and the functions looked up in it.
 struct Module {
     module: sys::CUmodule,
+    /// Its text.
+    ptx: &'static str,
     functions: HashMap<&'static str, sys::CUfunction>,
 }
 
@@ -164,7 +174,7 @@ impl CudaDevice {
             name,
             ctx,
             stream,
-            modules: Mutex::new(HashMap::new()),
+            modules: Mutex::new(Modules::default()),
             pending: Mutex::new(Vec::new()),
             last_kernel: Mutex::new(None),
             blocking: std::env::var("KERNEL_LAUNCH_BLOCKING").is_ok_and(|v| v == "1"),
@@ -354,31 +364,7 @@ impl CudaDevice {
     /// The entry point `kernel` of the module `ptx`, loading the module on first use.
     fn function(&self, kernel: &'static str, ptx: &'static str) -> Result<sys::CUfunction, Error> {
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-        let module = match modules.entry(ptx.as_ptr() as usize) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => {
-                let text = CString::new(ptx).map_err(|_| Error::Cuda {
-                    op: format!("loading the PTX of kernel `{kernel}`"),
-                    message: "the PTX text holds a NUL byte".into(),
-                })?;
-                // SAFETY: `text` is a NUL-terminated PTX module; the driver compiles it for
-                // this GPU.
-                let module = unsafe { result::module::load_data(text.as_ptr() as *const c_void) }
-                    .map_err(|e| {
-                    let mut err =
-                        self.error(&format!("loading the PTX module of kernel `{kernel}`"), e);
-                    if let Error::Cuda { message, .. } = &mut err {
-                        message.truncate(message.trim_end_matches('.').len());
-                        message.push_str(&self.load_advice(ptx));
-                    }
-                    err
-                })?;
-                e.insert(Module {
-                    module,
-                    functions: HashMap::new(),
-                })
-            }
-        };
+        let module = self.module(&mut modules, &format!("kernel `{kernel}`"), ptx)?;
         if let Some(&f) = module.functions.get(kernel) {
             return Ok(f);
         }
@@ -388,6 +374,76 @@ impl CudaDevice {
             .map_err(|e| self.error(&format!("finding kernel `{kernel}` in its PTX module"), e))?;
         module.functions.insert(kernel, f);
         Ok(f)
+    }
+
+    /// The device address and size of the module-level variable `symbol` of the module `ptx`
+    /// (declared as `name`), loading the module on first use.
+    pub(crate) fn global(
+        &self,
+        name: &str,
+        symbol: &str,
+        ptx: &'static str,
+    ) -> Result<(sys::CUdeviceptr, usize), Error> {
+        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        let module = self.module(&mut modules, &format!("module array `{name}`"), ptx)?;
+        let c_symbol = CString::new(symbol).expect("symbols are identifiers");
+        // SAFETY: `module.module` is a live module of this context.
+        unsafe { result::module::get_global(module.module, c_symbol) }.map_err(|e| {
+            self.error(
+                &format!("finding module array `{name}` in its PTX module"),
+                e,
+            )
+        })
+    }
+
+    /// The loaded module of the PTX text `ptx` (for `what`, in messages), loading it on first
+    /// use. Modules are found by the text's address, and a text at a new address by its
+    /// contents: two copies of one crate's PTX must be one module, or a module array set in one
+    /// would not be what the kernels of the other read.
+    fn module<'m>(
+        &self,
+        modules: &'m mut Modules,
+        what: &str,
+        ptx: &'static str,
+    ) -> Result<&'m mut Module, Error> {
+        let index = match modules.by_address.get(&(ptx.as_ptr() as usize)) {
+            Some(&index) => index,
+            None => {
+                let index = match modules.loaded.iter().position(|m| m.ptx == ptx) {
+                    Some(index) => index,
+                    None => {
+                        modules.loaded.push(self.load(what, ptx)?);
+                        modules.loaded.len() - 1
+                    }
+                };
+                modules.by_address.insert(ptx.as_ptr() as usize, index);
+                index
+            }
+        };
+        Ok(&mut modules.loaded[index])
+    }
+
+    /// Loads the PTX text `ptx` (for `what`, in messages) into this context.
+    fn load(&self, what: &str, ptx: &'static str) -> Result<Module, Error> {
+        let text = CString::new(ptx).map_err(|_| Error::Cuda {
+            op: format!("loading the PTX of {what}"),
+            message: "the PTX text holds a NUL byte".into(),
+        })?;
+        // SAFETY: `text` is a NUL-terminated PTX module; the driver compiles it for this GPU.
+        let module =
+            unsafe { result::module::load_data(text.as_ptr() as *const c_void) }.map_err(|e| {
+                let mut err = self.error(&format!("loading the PTX module of {what}"), e);
+                if let Error::Cuda { message, .. } = &mut err {
+                    message.truncate(message.trim_end_matches('.').len());
+                    message.push_str(&self.load_advice(ptx));
+                }
+                err
+            })?;
+        Ok(Module {
+            module,
+            ptx,
+            functions: HashMap::new(),
+        })
     }
 
     /// What to do about a module the driver refused: PTX for a newer GPU than this one must be
@@ -557,7 +613,8 @@ impl Drop for CudaDevice {
                 .modules
                 .get_mut()
                 .unwrap_or_else(|p| p.into_inner())
-                .values()
+                .loaded
+                .iter()
             {
                 // SAFETY: no launch can use the module any more: the device is being dropped.
                 let _ = unsafe { result::module::unload(m.module) };

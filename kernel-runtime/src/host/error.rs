@@ -116,6 +116,14 @@ pub enum Error {
         /// Why, as its crate's build found it.
         reason: &'static str,
     },
+    /// A module array has no symbol in any PTX module, so a GPU cannot hold it.
+    #[error("module array `{name}` is not in a PTX module: {reason}; or use it on Device::cpu()")]
+    NoModuleArray {
+        /// The array.
+        name: &'static str,
+        /// Why, as its crate's build found it.
+        reason: &'static str,
+    },
     /// No kernel of the program has PTX, so a GPU could not run any of them.
     #[error("no kernel of this program has PTX, so it cannot run on a GPU: the crates that define them need a build.rs calling `kernel_build::build()` on a machine with the nvptx64 toolchain, and their kernels in their libraries (src/)")]
     NoPtxAnywhere,
