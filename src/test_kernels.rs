@@ -930,3 +930,27 @@ pub fn scale_pairs(x: &[f32], out: &mut [f32]) {
         out[i] = pairs[b].n as f32 * x[i] + first[0];
     }
 }
+
+/// Fills a block's whole dynamic shared memory, sized at launch (past 48 KiB where the device
+/// opts in), then sums it back from the other end into `sums[block]`.
+#[kernel]
+pub fn shared_window_sums(sums: &mut [u32]) {
+    let mut tile = dynamic_shared![u32];
+    let t = thread_idx().x as usize;
+    let n = block_dim().x as usize;
+    let b = block_idx().x as usize;
+    let len = tile.len();
+    let mut k = t;
+    while k < len {
+        tile[k] = (k % 7 + b) as u32;
+        k += n;
+    }
+    sync_threads();
+    let mut acc = 0u32;
+    let mut k = t;
+    while k < len {
+        acc += tile[len - 1 - k];
+        k += n;
+    }
+    atomic_add(&sums, b, acc);
+}

@@ -18,7 +18,7 @@ use kernel_runtime::{
 };
 use kernel_suite::test_kernels::{
     axpy_generic, axpy_raw, convolve_taps, grid_rotate, off_by_one, reverse_dynamic, saxpy_params,
-    scale3, sum_f64, total_into_scalar, Affine, LOOKUP, TAPS,
+    scale3, shared_window_sums, sum_f64, total_into_scalar, Affine, LOOKUP, TAPS,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -686,6 +686,71 @@ fn module_arrays_are_the_symbols_of_the_module_the_kernels_run_from() {
 }
 
 #[test]
+fn a_launch_past_48_kib_of_shared_memory_opts_in_once_per_size() {
+    on_fake_driver(
+        "a_launch_past_48_kib_of_shared_memory_opts_in_once_per_size",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            assert_eq!(gpu.limits().max_shared_bytes_optin, 227 * 1024);
+            if !has_ptx(shared_window_sums.ptx()) {
+                return;
+            }
+            let mut sums = gpu.zeros::<u32, _>(2).unwrap();
+            for bytes in [16 * 1024, 100 * 1024, 100 * 1024, 200 * 1024] {
+                let config = LaunchConfig::new(2, 256).unwrap().shared_bytes(bytes);
+                shared_window_sums.launch_with(config, &mut sums).unwrap();
+            }
+            let lines = log.lines();
+            let opt_ins: Vec<&String> = lines
+                .iter()
+                .filter(|l| l.starts_with("max-dynamic-shared "))
+                .collect();
+            assert_eq!(
+                opt_ins,
+                [
+                    "max-dynamic-shared shared_window_sums 102400",
+                    "max-dynamic-shared shared_window_sums 204800"
+                ],
+                "{lines:?}"
+            );
+            let launches = log.launches("shared_window_sums");
+            assert_eq!(launches.len(), 4);
+            assert!(launches[3].contains(" shared=204800 "), "{}", launches[3]);
+        },
+    );
+}
+
+#[test]
+fn shared_memory_past_the_opt_in_limit_never_reaches_the_gpu() {
+    on_fake_driver(
+        "shared_memory_past_the_opt_in_limit_never_reaches_the_gpu",
+        &[("FAKE_CUDA_SHARED_OPTIN", "49152")],
+        |log| {
+            let gpu = fake_gpu();
+            assert_eq!(gpu.limits().shared_bytes_limit(), 48 * 1024);
+            let mut sums = gpu.zeros::<u32, _>(1).unwrap();
+            let config = LaunchConfig::new(1, 256).unwrap().shared_bytes(100 * 1024);
+            let err = shared_window_sums
+                .launch_with(config, &mut sums)
+                .unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::InvalidLaunch {
+                        reason: LaunchError::TooMuchSharedMemory { limit: 49152, .. },
+                        ..
+                    }
+                ),
+                "{err:?}"
+            );
+            assert!(err.to_string().contains("at most 49152"), "{err}");
+            assert!(log.launches("shared_window_sums").is_empty());
+        },
+    );
+}
+
+#[test]
 fn a_raw_pointer_passes_its_device_address() {
     on_fake_driver("a_raw_pointer_passes_its_device_address", &[], |log| {
         let gpu = fake_gpu();
@@ -801,7 +866,7 @@ fn launches_outside_the_gpus_limits_never_reach_it() {
                 ),
                 "{too_many_threads:?}"
             );
-            let cfg = LaunchConfig::new(1, 128).unwrap().shared_bytes(49 * 1024);
+            let cfg = LaunchConfig::new(1, 128).unwrap().shared_bytes(228 * 1024);
             let too_much_shared = reverse_dynamic.launch_with(cfg, &mut data);
             assert!(
                 matches!(too_much_shared, Err(Error::InvalidLaunch { .. })),

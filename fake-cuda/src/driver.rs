@@ -82,6 +82,9 @@ struct Config {
     no_pools: bool,
     /// `FAKE_CUDA_NO_COOPERATIVE=1`: the GPUs cannot launch cooperatively.
     no_cooperative: bool,
+    /// `FAKE_CUDA_SHARED_OPTIN=BYTES`: the shared memory a block can have by opting in
+    /// (default 227 KiB, an H100's; 49152 for a GPU that gives no more than 48 KiB).
+    shared_optin: usize,
     /// `FAKE_CUDA_FAIL=FUNCTION=CODE[@N]`: the `N`th call of `FUNCTION` (every call without
     /// `@N`) fails with `CODE`.
     fail: Option<(String, CuResult, Option<u32>)>,
@@ -114,6 +117,9 @@ impl Config {
                 .unwrap_or(90),
             no_pools: var("FAKE_CUDA_NO_MEMORY_POOLS").is_some_and(|v| v == "1"),
             no_cooperative: var("FAKE_CUDA_NO_COOPERATIVE").is_some_and(|v| v == "1"),
+            shared_optin: var("FAKE_CUDA_SHARED_OPTIN")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(227 * 1024),
             fail,
             trap: var("FAKE_CUDA_TRAP"),
             log: var("FAKE_CUDA_LOG")
@@ -149,6 +155,9 @@ struct Module {
 struct Function {
     module: usize,
     name: String,
+    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`: the dynamic shared memory a launch
+    /// may ask for; 48 KiB less the static bytes until raised.
+    max_dynamic_shared: usize,
 }
 
 struct Allocation {
@@ -274,6 +283,7 @@ impl Driver {
             5 => i32::MAX,                                // max grid x
             6 | 7 => 65535,                               // max grid y, z
             8 => SHARED_PER_BLOCK as i32,                 // max shared memory per block
+            97 => self.config.shared_optin as i32,        // ... with the opt-in
             10 => 32,                                     // warp size
             16 => 132,                                    // multiprocessors
             75 => cc / 10,                                // compute capability major
@@ -633,6 +643,8 @@ impl Driver {
             Function {
                 module,
                 name: name.to_string(),
+                max_dynamic_shared: SHARED_PER_BLOCK
+                    .saturating_sub(self.modules[&module].ptx.entries[name].static_shared),
             },
         );
         Ok(h)
@@ -714,6 +726,36 @@ impl Driver {
         Ok(resident(threads as usize, shared) as i32)
     }
 
+    /// `cuFuncSetAttribute`: only `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` (8), up to
+    /// the opt-in limit less the function's static shared memory.
+    pub fn set_function_attribute(
+        &mut self,
+        function: usize,
+        attribute: u32,
+        value: i32,
+    ) -> Result<(), Failure> {
+        let (module, name) = self.function_of(function)?;
+        if attribute != 8 {
+            return fail(INVALID_VALUE, format!("function attribute {attribute}"));
+        }
+        let static_shared = self.modules[&module].ptx.entries[&name].static_shared;
+        let most = self.config.shared_optin.saturating_sub(static_shared);
+        if value < 0 || value as usize > most {
+            return fail(
+                INVALID_VALUE,
+                format!(
+                    "`{name}`: {value} bytes of dynamic shared memory, over the {most} it can have"
+                ),
+            );
+        }
+        self.functions
+            .get_mut(&function)
+            .expect("checked")
+            .max_dynamic_shared = value as usize;
+        self.log(format_args!("max-dynamic-shared {name} {value}"));
+        Ok(())
+    }
+
     /// Checks a launch as the driver does and logs it with its parameters' values; runs
     /// nothing. A pointer parameter outside the context's memory, or `FAKE_CUDA_TRAP`, makes
     /// the context fault as the kernel would have: the launch succeeds and every later call
@@ -757,8 +799,16 @@ impl Driver {
                 format!("`{name}`: block {block:?} has more than 1024 threads"),
             );
         }
-        if shared as usize + entry.static_shared > SHARED_PER_BLOCK {
-            return fail(INVALID_VALUE, format!("`{name}`: {shared} bytes of dynamic shared memory and {} static are over {SHARED_PER_BLOCK}", entry.static_shared));
+        let allowed = self.functions[&function].max_dynamic_shared;
+        if shared as usize > allowed {
+            return fail(
+                INVALID_VALUE,
+                format!(
+                    "`{name}`: {shared} bytes of dynamic shared memory ({} static) are over the \
+                     {allowed} the function allows (cuFuncSetAttribute raises it)",
+                    entry.static_shared
+                ),
+            );
         }
         if cooperative {
             self.cooperative(&name, grid, block, shared as usize + entry.static_shared)?;

@@ -404,6 +404,17 @@ pub unsafe extern "C" fn cuModuleGetFunction(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn cuFuncSetAttribute(
+    function: Handle,
+    attribute: c_int,
+    value: c_int,
+) -> CuResult {
+    call("cuFuncSetAttribute", |d| {
+        d.set_function_attribute(handle(function), attribute as u32, value)
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn cuModuleGetGlobal_v2(
     dptr: *mut DevicePtr,
     bytes: *mut usize,

@@ -2,7 +2,7 @@
 //! write: re-exports only, not a public API.
 
 pub use crate::device_copy::{assert_device_copy, Holds, NoPadding};
-pub use crate::shared::{array_bytes, extent, hint_extent, layout, STATIC_LIMIT};
+pub use crate::shared::{array_bytes, extent, hint_extent, layout, ConstMessage, STATIC_LIMIT};
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::grid::hooks::cpu_grid;

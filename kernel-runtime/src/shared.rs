@@ -17,6 +17,68 @@ pub type SharedArray2<'a, T, const CHECK: bool = true> = View2Mut<'a, T, CHECK>;
 /// The most static shared memory a kernel may declare: 48 KiB, as CUDA guarantees.
 pub const STATIC_LIMIT: usize = 48 * 1024;
 
+/// A message built at compile time: `prefix`, the decimal `n`, then `suffix` (cut at 512
+/// bytes), for a `const` check to panic with a number in it.
+///
+/// ```
+/// use kernel_runtime::shared::ConstMessage;
+/// let m = ConstMessage::new("takes ", 57344, " bytes");
+/// assert_eq!(m.as_str(), "takes 57344 bytes");
+/// ```
+pub struct ConstMessage {
+    bytes: [u8; 512],
+    len: usize,
+}
+
+impl ConstMessage {
+    /// `prefix`, `n` in decimal, `suffix`.
+    pub const fn new(prefix: &str, n: usize, suffix: &str) -> ConstMessage {
+        let mut m = ConstMessage {
+            bytes: [0; 512],
+            len: 0,
+        };
+        m.push(prefix.as_bytes());
+        let mut digits = [0u8; 20];
+        let (mut k, mut rest) = (digits.len(), n);
+        loop {
+            k -= 1;
+            digits[k] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        m.push(digits.split_at(k).1);
+        m.push(suffix.as_bytes());
+        m
+    }
+
+    const fn push(&mut self, text: &[u8]) {
+        let mut i = 0;
+        while i < text.len() && self.len < self.bytes.len() {
+            self.bytes[self.len] = text[i];
+            self.len += 1;
+            i += 1;
+        }
+    }
+
+    /// The message (whole UTF-8 characters only, where it was cut).
+    pub const fn as_str(&self) -> &str {
+        let mut len = self.len;
+        // A cut inside a character leaves continuation bytes (10xxxxxx) and their lead byte.
+        while len > 0 && len == self.bytes.len() && self.bytes[len - 1] & 0xC0 == 0x80 {
+            len -= 1;
+        }
+        if len > 0 && len == self.bytes.len() && self.bytes[len - 1] >= 0xC0 {
+            len -= 1;
+        }
+        match core::str::from_utf8(self.bytes.split_at(len).0) {
+            Ok(s) => s,
+            Err(_) => "",
+        }
+    }
+}
+
 /// Rounds `n` up to a multiple of `align` (a power of two), staying below `usize::MAX`.
 pub const fn align_up(n: usize, align: usize) -> usize {
     n.saturating_add(align - 1) & !(align - 1)

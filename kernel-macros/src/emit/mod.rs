@@ -45,15 +45,21 @@ fn shared_layout(k: &Kernel) -> TokenStream {
         ))
     });
     let too_big = format!(
-        "kernel `{}`: its static shared arrays take more than 48 KiB",
+        "kernel `{}`: its static shared arrays take ",
         k.func.sig.ident
     );
+    let what_to_do = " bytes, past the 48 KiB (49152) a GPU gives a block without opting in: \
+        take what is past it from `dynamic_shared![T]`, sized at launch with \
+        `LaunchConfig::shared_bytes`, which a launch opts in to up to the device's \
+        `Limits::max_shared_bytes_optin` (227 KiB on an H100)";
     let at = shared
         .last()
         .map(|d| d.span)
         .unwrap_or_else(proc_macro2::Span::call_site);
     let shared_check = quote_spanned! {at=>
-        const _: () = ::core::assert!(#layout.1 <= ::kernel_runtime::__rt::STATIC_LIMIT, #too_big);
+        const _: () = if #layout.1 > ::kernel_runtime::__rt::STATIC_LIMIT {
+            ::core::panic!("{}", ::kernel_runtime::__rt::ConstMessage::new(#too_big, #layout.1, #what_to_do).as_str())
+        };
     };
     quote! {
         #[doc(hidden)]

@@ -89,6 +89,9 @@ fn keep_freed_memory(ctx: &CudaContext) -> Result<(), DriverError> {
     }
 }
 
+/// The dynamic shared memory a function may have without opting in (CUDA's 48 KiB).
+const OPT_IN_ABOVE: usize = 48 * 1024;
+
 /// A GPU's context, the stream all work on it is queued on, and the modules loaded into it.
 pub(crate) struct CudaDevice {
     pub(crate) ordinal: usize,
@@ -100,6 +103,9 @@ pub(crate) struct CudaDevice {
     /// User streams that kernels were launched on since the device's stream last caught up
     /// with them: its next operation waits for their work first.
     pending: Mutex<Vec<Arc<CudaStream>>>,
+    /// The dynamic shared memory each function was allowed past 48 KiB
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), by function handle.
+    opted_in: Mutex<HashMap<usize, usize>>,
     /// The last kernel launched: the one an asynchronous fault is reported against.
     last_kernel: Mutex<Option<&'static str>>,
     /// `KERNEL_LAUNCH_BLOCKING=1`: wait for each kernel, so a fault is reported by its launch.
@@ -176,6 +182,7 @@ impl CudaDevice {
             stream,
             modules: Mutex::new(Modules::default()),
             pending: Mutex::new(Vec::new()),
+            opted_in: Mutex::new(HashMap::new()),
             last_kernel: Mutex::new(None),
             blocking: std::env::var("KERNEL_LAUNCH_BLOCKING").is_ok_and(|v| v == "1"),
             pools,
@@ -212,6 +219,10 @@ impl CudaDevice {
             max_shared_bytes: get(
                 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
                 d.max_shared_bytes as u32,
+            ) as usize,
+            max_shared_bytes_optin: get(
+                CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                d.max_shared_bytes_optin as u32,
             ) as usize,
         }
     }
@@ -376,6 +387,40 @@ impl CudaDevice {
         Ok(f)
     }
 
+    /// The function `kernel` of the module `ptx`, allowed `shared` bytes of dynamic shared
+    /// memory: past 48 KiB, a GPU launches a function only up to what it was allowed
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), which is raised here once per size.
+    /// The kernels' static shared arrays live in the dynamic window too, so `shared` is a
+    /// block's whole shared memory.
+    fn function_with_shared(
+        &self,
+        kernel: &'static str,
+        ptx: &'static str,
+        shared: usize,
+    ) -> Result<sys::CUfunction, Error> {
+        let f = self.function(kernel, ptx)?;
+        if shared <= OPT_IN_ABOVE {
+            return Ok(f);
+        }
+        let mut opted = self.opted_in.lock().unwrap_or_else(|p| p.into_inner());
+        let allowed = opted.entry(f as usize).or_insert(0);
+        if *allowed < shared {
+            let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+            // SAFETY: `f` is a live function of this context; the launch was validated against
+            // the device's opt-in limit.
+            unsafe { result::function::set_function_attribute(f, attr, shared as i32) }.map_err(
+                |e| {
+                    self.error(
+                        &format!("allowing kernel `{kernel}` {shared} bytes of shared memory"),
+                        e,
+                    )
+                },
+            )?;
+            *allowed = shared;
+        }
+        Ok(f)
+    }
+
     /// The device address and size of the module-level variable `symbol` of the module `ptx`
     /// (declared as `name`), loading the module on first use.
     pub(crate) fn global(
@@ -525,7 +570,7 @@ impl CudaDevice {
             });
         }
         let sms = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessors")?;
-        let f = self.function(kernel, ptx)?;
+        let f = self.function_with_shared(kernel, ptx, shared)?;
         // SAFETY: `f` is a live function of this context.
         let per_sm = unsafe {
             result::occupancy::max_active_block_per_multiprocessor(f, threads as i32, shared)
@@ -554,7 +599,7 @@ impl CudaDevice {
     ) -> Result<(), Error> {
         self.bind()?;
         let on = config.stream.as_ref().and_then(|s| s.cuda());
-        let f = self.function(kernel, ptx)?;
+        let f = self.function_with_shared(kernel, ptx, shared_bytes)?;
         let stream = match on {
             Some(user) => {
                 user.join(&self.stream)

@@ -232,8 +232,8 @@ pub enum LaunchError {
         /// The GPU's name.
         device: String,
     },
-    /// More shared memory than the device gives a block.
-    #[error("{bytes} bytes of shared memory per block ({static_bytes} static + {dynamic_bytes} dynamic); the limit is {limit}")]
+    /// More shared memory than the device gives a block, even opting in.
+    #[error("{bytes} bytes of shared memory per block ({static_bytes} static + {dynamic_bytes} dynamic); the device gives a block at most {limit}, opting in (its Limits::max_shared_bytes_optin): ask for less dynamic shared memory, or run on a device with more")]
     TooMuchSharedMemory {
         /// Static plus dynamic bytes.
         bytes: usize,

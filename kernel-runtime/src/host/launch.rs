@@ -192,12 +192,12 @@ impl LaunchConfig {
             });
         }
         let bytes = self.block_shared_bytes(static_shared);
-        if bytes > limits.max_shared_bytes {
+        if bytes > limits.shared_bytes_limit() {
             return Err(LaunchError::TooMuchSharedMemory {
                 bytes,
                 static_bytes: static_shared,
                 dynamic_bytes: self.dynamic_shared_bytes,
-                limit: limits.max_shared_bytes,
+                limit: limits.shared_bytes_limit(),
             });
         }
         Ok(())
