@@ -954,3 +954,36 @@ pub fn shared_window_sums(sums: &mut [u32]) {
     }
     atomic_add(&sums, b, acc);
 }
+
+/// Each thread prints two lines: its coordinates with an integer, a float, a 64-bit number,
+/// hex, a negative number, a bool, a literal and a percent sign; then `done` with its index.
+#[kernel]
+pub fn print_lines(x: &[f32], flags: &[u32]) {
+    let i = grid(1);
+    if i < x.len() {
+        let big = i as u64 * 1_000_000_007;
+        kprintln!(
+            "block {} thread {:<2}: x={:.2} big={big} hex={:#x} neg={} {} {}%",
+            block_idx().x,
+            thread_idx().x,
+            x[i],
+            (i as u32 + 1) * 255,
+            -(i as i64),
+            flags[i] != 0,
+            "ok"
+        );
+        kprintln!("done {i:03}");
+    }
+}
+
+/// Prints after a barrier a local computed before it, named in the format string (`{t}`).
+#[kernel]
+pub fn print_after_barrier(out: &mut [u32]) {
+    let t = thread_idx().x;
+    let mut s = shared_array![u32; 64];
+    s[t as usize] = t * 10;
+    sync_threads();
+    let from = s[(t as usize + 1) % 64];
+    kprintln!("thread {t} read {from}");
+    out[t as usize] = from;
+}

@@ -979,19 +979,20 @@ fn bad_launches_are_typed_errors() {
         reason(add.launch(-3, 1, (&a, &a, &mut c))),
         LaunchError::DimOutOfRange { .. }
     ));
-    let cfg = LaunchConfig::new(1, 32).unwrap().shared_bytes(64 * 1024);
+    // Past the CPU backend's opt-in limit, 227 KiB (a launch past 48 KiB opts in).
+    let cfg = LaunchConfig::new(1, 32).unwrap().shared_bytes(228 * 1024);
     assert!(matches!(
         reason(add.launch_with(cfg, (&a, &a, &mut c))),
         LaunchError::TooMuchSharedMemory { .. }
     ));
     // Static shared memory counts against the limit too.
     let mut d = dev.zeros::<f64, _>(8).unwrap();
-    let cfg = LaunchConfig::new(1, 8).unwrap().shared_bytes(48 * 1024);
+    let cfg = LaunchConfig::new(1, 8).unwrap().shared_bytes(227 * 1024);
     assert!(reverse_dynamic.launch_with(cfg, &mut d).is_ok());
     let mut d2 = dev.zeros::<i32, _>(8).unwrap();
     let cfg = LaunchConfig::new(1, 8)
         .unwrap()
-        .shared_bytes(48 * 1024 - 256);
+        .shared_bytes(227 * 1024 - 256);
     assert!(matches!(
         reverse_in_blocks.launch_with(cfg, &mut d2),
         Err(kernel_runtime::Error::InvalidLaunch {

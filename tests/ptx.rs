@@ -63,7 +63,8 @@ fn all() -> Vec<Kernel> {
         grid_ranks => false, axpy_generic => false, widen_add => false, count_above => false,
         axpy_raw => false, grid_sync_skipped_by_threads => false, grid_sum_in_branch => false,
         grid_rotate_generic => false, convolve_taps => false, gather_lookup => false,
-        scale_pairs => false, shared_window_sums => false,
+        scale_pairs => false, shared_window_sums => false, print_lines => false,
+        print_after_barrier => false,
     ]
 }
 

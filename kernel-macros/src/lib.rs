@@ -114,3 +114,14 @@ pub fn global_array(input: TokenStream) -> TokenStream {
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
+
+/// Prints a line from a kernel (or a `#[device]` function), as CUDA's `printf`:
+/// `kprintln!("thread {}: x = {:.3}", thread_idx().x, x)`. The format string takes Rust's
+/// syntax and is checked at compile time; integers, floats, `bool`s and string literals print.
+/// See `kernel_runtime::print`.
+#[proc_macro]
+pub fn kprintln(input: TokenStream) -> TokenStream {
+    emit::print::kprintln(input.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}

@@ -1,5 +1,6 @@
 //! The low-level types the device API and the CPU backend share: the warp's width, the kinds
-//! of access to an element, the values a warp exchanges. They sit below both, so that neither
+//! of access to an element, the values a warp exchanges, the decimal digits that compile-time
+//! messages are built with. They sit below both, so that neither
 //! needs the other for them.
 
 /// Threads in a warp (Numba's `cuda.warpsize`).
@@ -61,4 +62,19 @@ warp_value! {
     i64 => u64, true;
     u64 => u64, true;
     f64 => u64, true;
+}
+
+/// The decimal digits of `n`: a buffer and where they start in it (compile-time messages and
+/// format strings build their numbers with it).
+pub(crate) const fn decimal(mut n: u64) -> ([u8; 20], usize) {
+    let mut digits = [0u8; 20];
+    let mut k = digits.len();
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return (digits, k);
+        }
+    }
 }

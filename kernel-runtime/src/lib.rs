@@ -76,6 +76,7 @@ pub mod grid;
 pub mod math;
 pub mod module_array;
 pub mod number;
+pub mod print;
 pub mod random;
 pub mod shared;
 pub mod sync;
@@ -97,7 +98,7 @@ pub use device_copy::{AnyBitPattern, DeviceCopy};
 pub use dim::Dim3;
 pub use grid::GridGroup;
 pub use kernel_macros::{
-    constant_array, device, global_array, kernel, reduce, vectorize, DeviceCopy,
+    constant_array, device, global_array, kernel, kprintln, reduce, vectorize, DeviceCopy,
 };
 pub use module_array::{ModuleArray, ModuleView};
 pub use number::DeviceNumber;
@@ -142,7 +143,7 @@ pub mod prelude {
         WarpValue, WARP_SIZE,
     };
     pub use crate::{
-        constant_array, device, global_array, kernel, reduce, vectorize, DeviceCopy, Dim3,
+        constant_array, device, global_array, kernel, kprintln, reduce, vectorize, DeviceCopy, Dim3,
     };
     pub use crate::{dynamic_shared, shared_array};
     pub use crate::{

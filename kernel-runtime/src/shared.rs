@@ -38,17 +38,8 @@ impl ConstMessage {
             len: 0,
         };
         m.push(prefix.as_bytes());
-        let mut digits = [0u8; 20];
-        let (mut k, mut rest) = (digits.len(), n);
-        loop {
-            k -= 1;
-            digits[k] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
-        m.push(digits.split_at(k).1);
+        let (digits, start) = crate::base::decimal(n as u64);
+        m.push(digits.split_at(start).1);
         m.push(suffix.as_bytes());
         m
     }

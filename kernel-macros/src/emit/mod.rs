@@ -1,6 +1,6 @@
 //! Emission: each target of a kernel from its one model, side by side: the PTX entry
 //! (`device`), the host launcher (`launcher`), the CPU backend's fast run (`cpu`) and checked
-//! mode's (`checked`); and the other macros' items (`vectorize`, `reduce`, `derive`, `module_array`).
+//! mode's (`checked`); and the other macros' items (`vectorize`, `reduce`, `derive`, `module_array`, `print`).
 
 pub mod checked;
 pub mod cpu;
@@ -8,6 +8,7 @@ pub mod derive;
 pub mod device;
 pub mod launcher;
 pub mod module_array;
+pub mod print;
 pub mod reduce;
 pub mod vectorize;
 

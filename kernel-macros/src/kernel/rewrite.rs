@@ -261,9 +261,14 @@ impl Pass {
         let name = macro_name(mac);
         let span = mac.path.span();
         if STD_MACROS.contains(&name.as_str()) {
+            let print = if name.contains("print") {
+                ": print with `kprintln!`, CUDA's printf"
+            } else {
+                ""
+            };
             self.error(
                 span,
-                format!("`{name}!` is not available in kernels: device code is `no_std` and has no heap or stdout"),
+                format!("`{name}!` is not available in kernels: device code is `no_std` and has no heap or stdout{print}"),
             );
             return None;
         }
