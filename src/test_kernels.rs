@@ -987,3 +987,40 @@ pub fn print_after_barrier(out: &mut [u32]) {
     kprintln!("thread {t} read {from}");
     out[t as usize] = from;
 }
+
+/// `y[i] = a x[i] + y[i]` in half precision: each operation rounds to `f16`, as the `half`
+/// crate's arithmetic does on every backend.
+#[kernel]
+pub fn haxpy(a: f16, x: &[f16], y: &mut [f16]) {
+    let i = grid(1);
+    if i < y.len() {
+        y[i] = a * x[i] + y[i];
+    }
+}
+
+/// `out[0] += Σ x[i] y[i]` over bf16 inputs, each product and sum in f32: per block through
+/// shared memory, then one atomic add a block.
+#[kernel]
+pub fn bf16_dot(x: &[bf16], y: &[bf16], out: &mut [f32]) {
+    let mut part = shared_array![f32; 256];
+    let t = thread_idx().x as usize;
+    let mut acc = 0.0f32;
+    let mut i = grid(1);
+    while i < x.len() {
+        acc += x[i].to_f32() * y[i].to_f32();
+        i += gridsize(1);
+    }
+    part[t] = acc;
+    sync_threads();
+    let mut stride = 128;
+    while stride > 0 {
+        if t < stride {
+            part[t] += part[t + stride];
+        }
+        sync_threads();
+        stride /= 2;
+    }
+    if t == 0 {
+        atomic_add(&out, 0, part[0]);
+    }
+}

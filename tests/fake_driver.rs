@@ -17,8 +17,8 @@ use kernel_runtime::{
     Device, DeviceArray, DeviceArray1, DeviceKind, Error, LaunchConfig, LaunchError,
 };
 use kernel_suite::test_kernels::{
-    axpy_generic, axpy_raw, convolve_taps, grid_rotate, off_by_one, reverse_dynamic, saxpy_params,
-    scale3, shared_window_sums, sum_f64, total_into_scalar, Affine, LOOKUP, TAPS,
+    axpy_generic, axpy_raw, convolve_taps, grid_rotate, haxpy, off_by_one, reverse_dynamic,
+    saxpy_params, scale3, shared_window_sums, sum_f64, total_into_scalar, Affine, LOOKUP, TAPS,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -748,6 +748,26 @@ fn shared_memory_past_the_opt_in_limit_never_reaches_the_gpu() {
             assert!(log.launches("shared_window_sums").is_empty());
         },
     );
+}
+
+#[test]
+fn a_half_precision_value_passes_its_bits() {
+    on_fake_driver("a_half_precision_value_passes_its_bits", &[], |log| {
+        let gpu = fake_gpu();
+        if !has_ptx(haxpy.ptx()) {
+            return;
+        }
+        let a = kernel_runtime::f16::from_f32(1.5);
+        let x = gpu.zeros::<kernel_runtime::f16, _>(8).unwrap();
+        let mut y = gpu.zeros::<kernel_runtime::f16, _>(8).unwrap();
+        haxpy.launch(1, 32, (a, &x, &mut y)).unwrap();
+        let launch = &log.launches("haxpy")[0];
+        assert!(
+            launch.contains(&format!("params={},", hex(0x3e00))),
+            "{launch}"
+        );
+        assert_eq!(y.to_vec().unwrap().len(), 8);
+    });
 }
 
 #[test]

@@ -64,7 +64,7 @@ fn all() -> Vec<Kernel> {
         axpy_raw => false, grid_sync_skipped_by_threads => false, grid_sum_in_branch => false,
         grid_rotate_generic => false, convolve_taps => false, gather_lookup => false,
         scale_pairs => false, shared_window_sums => false, print_lines => false,
-        print_after_barrier => false,
+        print_after_barrier => false, haxpy => false, bf16_dot => false,
     ]
 }
 
@@ -104,7 +104,7 @@ fn matches_abi(param: &str, expected: &str) -> bool {
         "ptr" => has(".u64") && has(".ptr"),
         "usize" | "u64" | "i64" => (has(".u64") || has(".b64")) && !has(".ptr"),
         "u32" | "i32" => has(".u32") || has(".b32"),
-        "u16" | "i16" => has(".u16") || has(".b16"),
+        "u16" | "i16" | "f16" | "bf16" => has(".u16") || has(".b16"),
         "u8" | "i8" | "bool" => has(".u8") || has(".b8"),
         "f32" => has(".f32") || has(".b32"),
         "f64" => has(".f64") || has(".b64"),

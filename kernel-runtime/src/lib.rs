@@ -97,6 +97,8 @@ pub use ctx::{block_dim, block_idx, grid_dim, thread_idx, Ctx};
 pub use device_copy::{AnyBitPattern, DeviceCopy};
 pub use dim::Dim3;
 pub use grid::GridGroup;
+/// Half-precision floats (the `half` crate's), as kernel scalars and array elements.
+pub use half::{bf16, f16};
 pub use kernel_macros::{
     constant_array, device, global_array, kernel, kprintln, reduce, vectorize, DeviceCopy,
 };
@@ -142,6 +144,7 @@ pub mod prelude {
         match_any_sync, shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncwarp,
         WarpValue, WARP_SIZE,
     };
+    pub use crate::{bf16, f16};
     pub use crate::{
         constant_array, device, global_array, kernel, kprintln, reduce, vectorize, DeviceCopy, Dim3,
     };

@@ -112,6 +112,23 @@ print_as!(I64, i64: i64, isize);
 print_as!(U64, u64: u64, usize);
 print_as!(F64, f64: f32, f64);
 
+macro_rules! print_half {
+    ($($t:ty),*) => {$(
+        // SAFETY: passed as a `double`, the class's conversions' type.
+        unsafe impl KernelPrint for $t {
+            type Arg = f64;
+            const CLASS: Class = Class::F64;
+            #[inline(always)]
+            fn arg(self) -> f64 {
+                self.to_f64()
+            }
+        }
+        impl PrintFloat for $t {}
+    )*};
+}
+
+print_half!(half::f16, half::bf16);
+
 // SAFETY: passed as a pointer to one of two NUL-terminated static strings.
 unsafe impl KernelPrint for bool {
     type Arg = *const u8;

@@ -1,0 +1,62 @@
+//! `f16` and `bf16` in kernels on every backend: a half-precision axpy whose every operation
+//! rounds to `f16` (bit for bit the host's `half` arithmetic), and a bf16 dot product with f32
+//! accumulation, within the bound of f32 summation.
+
+use kernel_runtime::{bf16, f16};
+use kernel_suite::test_kernels::{bf16_dot, haxpy};
+
+mod common;
+use common::backends;
+
+#[test]
+fn a_half_precision_axpy_rounds_each_operation_as_the_host_does() {
+    let n: usize = 1000;
+    let a = f16::from_f32(1.5);
+    let x: Vec<f16> = (0..n)
+        .map(|i| f16::from_f32(i as f32 * 0.37 - 90.0))
+        .collect();
+    let y0: Vec<f16> = (0..n)
+        .map(|i| f16::from_f32((i % 13) as f32 * 0.25))
+        .collect();
+    let expected: Vec<f16> = x.iter().zip(&y0).map(|(&x, &y)| a * x + y).collect();
+    for dev in backends() {
+        let xs = dev.to_device(&x).unwrap();
+        let mut ys = dev.to_device(&y0).unwrap();
+        haxpy
+            .launch(n.div_ceil(128), 128, (a, &xs, &mut ys))
+            .unwrap();
+        let got = ys.to_vec().unwrap();
+        let bits = |v: &[f16]| v.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&expected), "{:?}", dev.kind());
+    }
+}
+
+#[test]
+fn a_bf16_dot_product_accumulates_in_f32_within_its_bound() {
+    let n: u64 = 100_000;
+    let x: Vec<bf16> = (0..n)
+        .map(|i| bf16::from_f32(((i * 7919) % 1000) as f32 / 250.0 - 2.0))
+        .collect();
+    let y: Vec<bf16> = (0..n)
+        .map(|i| bf16::from_f32(((i * 104_729) % 997) as f32 / 500.0 - 1.0))
+        .collect();
+    let terms: Vec<f64> = x
+        .iter()
+        .zip(&y)
+        .map(|(a, b)| a.to_f64() * b.to_f64())
+        .collect();
+    let exact: f64 = terms.iter().sum();
+    // f32 summation of n terms, each product exact in f32 (8-bit significands): n · 2⁻²⁴ · Σ|t|.
+    let bound = n as f64 * 2f64.powi(-24) * terms.iter().map(|t| t.abs()).sum::<f64>();
+    for dev in backends() {
+        let (xs, ys) = (dev.to_device(&x).unwrap(), dev.to_device(&y).unwrap());
+        let mut out = dev.zeros::<f32, _>(1).unwrap();
+        bf16_dot.launch(64, 256, (&xs, &ys, &mut out)).unwrap();
+        let got = out.to_vec().unwrap()[0] as f64;
+        assert!(
+            (got - exact).abs() <= bound,
+            "{:?}: {got} against {exact} (bound {bound})",
+            dev.kind()
+        );
+    }
+}
