@@ -1024,3 +1024,13 @@ pub fn bf16_dot(x: &[bf16], y: &[bf16], out: &mut [f32]) {
         atomic_add(&out, 0, part[0]);
     }
 }
+
+/// `sums[i % sums.len()] += x[i]` with f16 atomics, and the same in bf16.
+#[kernel]
+pub fn half_atomic_sums(x: &[f16], sums: &mut [f16], xb: &[bf16], sums_b: &mut [bf16]) {
+    let i = grid(1);
+    if i < x.len() {
+        atomic_add(&sums, i % sums.len(), x[i]);
+        atomic_add(&sums_b, i % sums_b.len(), xb[i]);
+    }
+}

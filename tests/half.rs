@@ -3,7 +3,7 @@
 //! accumulation, within the bound of f32 summation.
 
 use kernel_runtime::{bf16, f16};
-use kernel_suite::test_kernels::{bf16_dot, haxpy};
+use kernel_suite::test_kernels::{bf16_dot, half_atomic_sums, haxpy};
 
 mod common;
 use common::backends;
@@ -56,6 +56,35 @@ fn a_bf16_dot_product_accumulates_in_f32_within_its_bound() {
         assert!(
             (got - exact).abs() <= bound,
             "{:?}: {got} against {exact} (bound {bound})",
+            dev.kind()
+        );
+    }
+}
+
+#[test]
+fn half_precision_atomics_add_every_value() {
+    // Sums of small integers: exact in f16 and bf16 in any order.
+    let x: Vec<f16> = (0..256).map(|i| f16::from_f32((i % 4) as f32)).collect();
+    let xb: Vec<bf16> = (0..256).map(|i| bf16::from_f32((i % 4) as f32)).collect();
+    for dev in backends() {
+        let (xs, xbs) = (dev.to_device(&x).unwrap(), dev.to_device(&xb).unwrap());
+        let mut sums = dev.zeros::<f16, _>(4).unwrap();
+        let mut sums_b = dev.zeros::<bf16, _>(4).unwrap();
+        half_atomic_sums
+            .launch(2, 128, (&xs, &mut sums, &xbs, &mut sums_b))
+            .unwrap();
+        let expected = [0.0, 64.0, 128.0, 192.0];
+        let got: Vec<f32> = sums.to_vec().unwrap().iter().map(|h| h.to_f32()).collect();
+        let got_b: Vec<f32> = sums_b
+            .to_vec()
+            .unwrap()
+            .iter()
+            .map(|h| h.to_f32())
+            .collect();
+        assert_eq!(
+            (got, got_b),
+            (expected.to_vec(), expected.to_vec()),
+            "{:?}",
             dev.kind()
         );
     }

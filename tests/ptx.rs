@@ -65,6 +65,7 @@ fn all() -> Vec<Kernel> {
         grid_rotate_generic => false, convolve_taps => false, gather_lookup => false,
         scale_pairs => false, shared_window_sums => false, print_lines => false,
         print_after_barrier => false, haxpy => false, bf16_dot => false,
+        half_atomic_sums => false,
     ]
 }
 

@@ -22,7 +22,9 @@
 //! ```
 
 use crate::view::ElementPtr;
-use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{
+    AtomicI32, AtomicI64, AtomicU16, AtomicU32, AtomicU64, Ordering::Relaxed,
+};
 
 /// Element types with atomic add, sub, min, max, exchange and compare-and-swap.
 pub trait AtomicNum: Copy + sealed::Sealed {
@@ -96,6 +98,8 @@ mod sealed {
     impl Sealed for u64 {}
     impl Sealed for f32 {}
     impl Sealed for f64 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
 }
 
 macro_rules! atomic_int {
@@ -276,6 +280,93 @@ unsafe fn update<T: Update>(p: *mut T, f: impl Fn(T) -> T) -> T {
 
 atomic_float!(f32, u32, AtomicU32, "f32", reg32);
 atomic_float!(f64, u64, AtomicU64, "f64", reg64);
+
+/// `f16` and `bf16`: every operation a compare-and-swap loop on the 16 bits, rounding as the
+/// type's own arithmetic does (on every backend; PTX's `atom.add.noftz.f16` is not used yet).
+macro_rules! atomic_half {
+    ($t:ty) => {
+        impl AtomicNum for $t {
+            #[inline(always)]
+            unsafe fn atomic_add(p: *mut Self, v: Self) -> Self {
+                // SAFETY: caller's contract.
+                unsafe { half_update(p, |old| old + v) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_sub(p: *mut Self, v: Self) -> Self {
+                // SAFETY: caller's contract.
+                unsafe { half_update(p, |old| old - v) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_min(p: *mut Self, v: Self) -> Self {
+                // SAFETY: caller's contract.
+                unsafe { half_update(p, |old| old.min(v)) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_max(p: *mut Self, v: Self) -> Self {
+                // SAFETY: caller's contract.
+                unsafe { half_update(p, |old| old.max(v)) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_exch(p: *mut Self, v: Self) -> Self {
+                // SAFETY: caller's contract.
+                unsafe { half_update(p, |_| v) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_cas(p: *mut Self, current: Self, new: Self) -> Self {
+                // SAFETY: caller's contract; compares bit patterns, as CUDA's atomicCAS.
+                let a = unsafe { AtomicU16::from_ptr(p as *mut u16) };
+                let (c, n) = (current.to_bits(), new.to_bits());
+                match a.compare_exchange(c, n, Relaxed, Relaxed) {
+                    Ok(old) | Err(old) => <$t>::from_bits(old),
+                }
+            }
+        }
+    };
+}
+
+/// `*p = f(*p)` atomically on a 16-bit float, returning the old value.
+///
+/// # Safety
+/// As [`AtomicNum::atomic_add`].
+#[inline(always)]
+unsafe fn half_update<T: HalfBits>(p: *mut T, f: impl Fn(T) -> T) -> T {
+    // SAFETY: caller's contract; a 16-bit float has the size and alignment of a `u16`.
+    let a = unsafe { AtomicU16::from_ptr(p as *mut u16) };
+    match a.fetch_update(Relaxed, Relaxed, |old| Some(f(T::from_bits(old)).to_bits())) {
+        Ok(old) | Err(old) => T::from_bits(old),
+    }
+}
+
+/// The 16-bit floats' bits.
+trait HalfBits: Copy {
+    fn from_bits(bits: u16) -> Self;
+    fn to_bits(self) -> u16;
+}
+
+impl HalfBits for half::f16 {
+    #[inline(always)]
+    fn from_bits(bits: u16) -> Self {
+        half::f16::from_bits(bits)
+    }
+    #[inline(always)]
+    fn to_bits(self) -> u16 {
+        half::f16::to_bits(self)
+    }
+}
+
+impl HalfBits for half::bf16 {
+    #[inline(always)]
+    fn from_bits(bits: u16) -> Self {
+        half::bf16::from_bits(bits)
+    }
+    #[inline(always)]
+    fn to_bits(self) -> u16 {
+        half::bf16::to_bits(self)
+    }
+}
+
+atomic_half!(half::f16);
+atomic_half!(half::bf16);
 
 macro_rules! atomic_fn {
     ($(#[$doc:meta])* $name:ident, $bound:ident) => {
