@@ -130,7 +130,8 @@ fn the_instances_are_listed_with_their_entries_and_parameters() {
             "axpy_generic__f32",
             "axpy_generic__f64",
             "axpy_generic__i32",
-            "axpy_generic__u64"
+            "axpy_generic__u64",
+            "axpy_generic__f16"
         ]
     );
     assert_eq!(

@@ -3,7 +3,7 @@
 //! accumulation, within the bound of f32 summation.
 
 use kernel_runtime::{bf16, f16};
-use kernel_suite::test_kernels::{bf16_dot, half_atomic_sums, haxpy};
+use kernel_suite::test_kernels::{axpy_generic, bf16_dot, half_atomic_sums, haxpy};
 
 mod common;
 use common::backends;
@@ -28,6 +28,10 @@ fn a_half_precision_axpy_rounds_each_operation_as_the_host_does() {
         let got = ys.to_vec().unwrap();
         let bits = |v: &[f16]| v.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&got), bits(&expected), "{:?}", dev.kind());
+        // A generic kernel's f16 instance computes the same.
+        let mut ys = dev.to_device(&y0).unwrap();
+        axpy_generic.launch(n.div_ceil(128), 128, (a, &xs, &mut ys)).unwrap();
+        assert_eq!(bits(&ys.to_vec().unwrap()), bits(&expected), "{:?}", dev.kind());
     }
 }
 

@@ -72,3 +72,15 @@ macro_rules! device_number {
 }
 device_number!(int i8, i16, i32, i64, u8, u16, u32, u64, isize, usize);
 device_number!(float f32, f64);
+
+macro_rules! device_number_half {
+    ($($t:ty),*) => {$(
+        impl DeviceNumber for $t {
+            const ZERO: Self = <$t>::ZERO;
+            const ONE: Self = <$t>::ONE;
+            const LOWEST: Self = <$t>::NEG_INFINITY;
+            const HIGHEST: Self = <$t>::INFINITY;
+        }
+    )*};
+}
+device_number_half!(half::f16, half::bf16);

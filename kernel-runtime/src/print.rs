@@ -161,7 +161,7 @@ pub struct Spec {
 }
 
 /// The most bytes of a kernel's format string, with its NUL.
-pub const FORMAT_BYTES: usize = 1024;
+pub const FORMAT_BYTES: usize = 256;
 
 /// A C format string built at compile time from a call's literal pieces, its `{..}` specs and
 /// its arguments' classes; NUL-terminated.
@@ -195,7 +195,7 @@ impl Format {
         while i < text.len() {
             assert!(
                 self.len < FORMAT_BYTES,
-                "kprintln!: the format string is longer than 1024 bytes"
+                "kprintln!: the format string is longer than 255 bytes"
             );
             self.bytes[self.len] = text[i];
             self.len += 1;
