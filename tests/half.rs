@@ -30,8 +30,15 @@ fn a_half_precision_axpy_rounds_each_operation_as_the_host_does() {
         assert_eq!(bits(&got), bits(&expected), "{:?}", dev.kind());
         // A generic kernel's f16 instance computes the same.
         let mut ys = dev.to_device(&y0).unwrap();
-        axpy_generic.launch(n.div_ceil(128), 128, (a, &xs, &mut ys)).unwrap();
-        assert_eq!(bits(&ys.to_vec().unwrap()), bits(&expected), "{:?}", dev.kind());
+        axpy_generic
+            .launch(n.div_ceil(128), 128, (a, &xs, &mut ys))
+            .unwrap();
+        assert_eq!(
+            bits(&ys.to_vec().unwrap()),
+            bits(&expected),
+            "{:?}",
+            dev.kind()
+        );
     }
 }
 
