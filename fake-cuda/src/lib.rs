@@ -387,6 +387,18 @@ pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_v
     })
 }
 
+/// The name a module lookup asks for; a null name is refused as the driver refuses it.
+///
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+unsafe fn symbol_name<'a>(name: *const c_char) -> Result<std::borrow::Cow<'a, str>, Failure> {
+    if name.is_null() {
+        return fail(INVALID_VALUE, "a null name");
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { CStr::from_ptr(name) }.to_string_lossy())
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuModuleGetFunction(
     function: *mut Handle,
@@ -394,11 +406,8 @@ pub unsafe extern "C" fn cuModuleGetFunction(
     name: *const c_char,
 ) -> CuResult {
     call("cuModuleGetFunction", |d| {
-        if name.is_null() {
-            return fail(INVALID_VALUE, "a null name");
-        }
-        // SAFETY: the driver API's contract: `name` is a NUL-terminated string.
-        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        // SAFETY: the driver API's contract: `name` is null or a NUL-terminated string.
+        let name = unsafe { symbol_name(name) }?;
         put(function, d.function(handle(module), &name)? as Handle)
     })
 }
@@ -422,11 +431,8 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
     name: *const c_char,
 ) -> CuResult {
     call("cuModuleGetGlobal_v2", |d| {
-        if name.is_null() {
-            return fail(INVALID_VALUE, "a null name");
-        }
-        // SAFETY: the driver API's contract: `name` is a NUL-terminated string.
-        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        // SAFETY: the driver API's contract: `name` is null or a NUL-terminated string.
+        let name = unsafe { symbol_name(name) }?;
         let (address, size) = d.global(handle(module), &name)?;
         // Either output may be null: the driver then leaves it out.
         if !dptr.is_null() {

@@ -201,28 +201,41 @@ macro_rules! atom_add {
     }};
 }
 
+/// A float's atomic add: `native` writes out PTX's `atom.add` on the GPU (Rust has no float
+/// `fetch_add`), with its state space: a view is global memory or a shared array, and the
+/// compiler usually knows which, which folds the test away; `cas` is a compare-and-swap loop
+/// everywhere (`f16` and `bf16`: PTX's `atom.add.noftz.f16` is not used yet).
+macro_rules! float_add {
+    ($t:ty, $p:ident, $v:ident, native $ptx_ty:literal $reg:ident) => {{
+        #[cfg(target_arch = "nvptx64")]
+        if crate::ctx::is_shared($p as *const u8) {
+            // SAFETY: `p` is a valid, aligned generic address (caller's contract) in shared
+            // memory.
+            unsafe { atom_add!("shared", $t, $ptx_ty, $reg, $p, $v) }
+        } else {
+            // SAFETY: as above; a view not in shared memory is in global memory.
+            unsafe { atom_add!("global", $t, $ptx_ty, $reg, $p, $v) }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: as `update`.
+        unsafe {
+            update($p, |old| old + $v)
+        }
+    }};
+    ($t:ty, $p:ident, $v:ident, cas) => {
+        // SAFETY: as `update`.
+        unsafe { update($p, |old| old + $v) }
+    };
+}
+
+/// The float atomics, each on the atomic integer of the float's bits but the add
+/// ([`float_add`]); every operation rounds as the type's own arithmetic does.
 macro_rules! atomic_float {
-    ($t:ty, $bits:ty, $a:ty, $ptx_ty:literal, $reg:ident) => {
+    ($t:ty, $bits:ty, $a:ty, $($add:tt)*) => {
         impl AtomicNum for $t {
             #[inline(always)]
             unsafe fn atomic_add(p: *mut Self, v: Self) -> Self {
-                // Rust has no float `fetch_add`, so the instruction is written out, with its
-                // state space: a view is global memory or a shared array, and the compiler
-                // usually knows which, which folds the test away.
-                #[cfg(target_arch = "nvptx64")]
-                if crate::ctx::is_shared(p as *const u8) {
-                    // SAFETY: `p` is a valid, aligned generic address (caller's contract) in
-                    // shared memory.
-                    unsafe { atom_add!("shared", $t, $ptx_ty, $reg, p, v) }
-                } else {
-                    // SAFETY: as above; a view not in shared memory is in global memory.
-                    unsafe { atom_add!("global", $t, $ptx_ty, $reg, p, v) }
-                }
-                #[cfg(not(target_arch = "nvptx64"))]
-                // SAFETY: as `update`.
-                unsafe {
-                    update(p, |old| old + v)
-                }
+                float_add!($t, p, v, $($add)*)
             }
             #[inline(always)]
             unsafe fn atomic_sub(p: *mut Self, v: Self) -> Self {
@@ -278,95 +291,10 @@ unsafe fn update<T: Update>(p: *mut T, f: impl Fn(T) -> T) -> T {
     unsafe { T::update(p, f) }
 }
 
-atomic_float!(f32, u32, AtomicU32, "f32", reg32);
-atomic_float!(f64, u64, AtomicU64, "f64", reg64);
-
-/// `f16` and `bf16`: every operation a compare-and-swap loop on the 16 bits, rounding as the
-/// type's own arithmetic does (on every backend; PTX's `atom.add.noftz.f16` is not used yet).
-macro_rules! atomic_half {
-    ($t:ty) => {
-        impl AtomicNum for $t {
-            #[inline(always)]
-            unsafe fn atomic_add(p: *mut Self, v: Self) -> Self {
-                // SAFETY: caller's contract.
-                unsafe { half_update(p, |old| old + v) }
-            }
-            #[inline(always)]
-            unsafe fn atomic_sub(p: *mut Self, v: Self) -> Self {
-                // SAFETY: caller's contract.
-                unsafe { half_update(p, |old| old - v) }
-            }
-            #[inline(always)]
-            unsafe fn atomic_min(p: *mut Self, v: Self) -> Self {
-                // SAFETY: caller's contract.
-                unsafe { half_update(p, |old| old.min(v)) }
-            }
-            #[inline(always)]
-            unsafe fn atomic_max(p: *mut Self, v: Self) -> Self {
-                // SAFETY: caller's contract.
-                unsafe { half_update(p, |old| old.max(v)) }
-            }
-            #[inline(always)]
-            unsafe fn atomic_exch(p: *mut Self, v: Self) -> Self {
-                // SAFETY: caller's contract.
-                unsafe { half_update(p, |_| v) }
-            }
-            #[inline(always)]
-            unsafe fn atomic_cas(p: *mut Self, current: Self, new: Self) -> Self {
-                // SAFETY: caller's contract; compares bit patterns, as CUDA's atomicCAS.
-                let a = unsafe { AtomicU16::from_ptr(p as *mut u16) };
-                let (c, n) = (current.to_bits(), new.to_bits());
-                match a.compare_exchange(c, n, Relaxed, Relaxed) {
-                    Ok(old) | Err(old) => <$t>::from_bits(old),
-                }
-            }
-        }
-    };
-}
-
-/// `*p = f(*p)` atomically on a 16-bit float, returning the old value.
-///
-/// # Safety
-/// As [`AtomicNum::atomic_add`].
-#[inline(always)]
-unsafe fn half_update<T: HalfBits>(p: *mut T, f: impl Fn(T) -> T) -> T {
-    // SAFETY: caller's contract; a 16-bit float has the size and alignment of a `u16`.
-    let a = unsafe { AtomicU16::from_ptr(p as *mut u16) };
-    match a.fetch_update(Relaxed, Relaxed, |old| Some(f(T::from_bits(old)).to_bits())) {
-        Ok(old) | Err(old) => T::from_bits(old),
-    }
-}
-
-/// The 16-bit floats' bits.
-trait HalfBits: Copy {
-    fn from_bits(bits: u16) -> Self;
-    fn to_bits(self) -> u16;
-}
-
-impl HalfBits for half::f16 {
-    #[inline(always)]
-    fn from_bits(bits: u16) -> Self {
-        half::f16::from_bits(bits)
-    }
-    #[inline(always)]
-    fn to_bits(self) -> u16 {
-        half::f16::to_bits(self)
-    }
-}
-
-impl HalfBits for half::bf16 {
-    #[inline(always)]
-    fn from_bits(bits: u16) -> Self {
-        half::bf16::from_bits(bits)
-    }
-    #[inline(always)]
-    fn to_bits(self) -> u16 {
-        half::bf16::to_bits(self)
-    }
-}
-
-atomic_half!(half::f16);
-atomic_half!(half::bf16);
+atomic_float!(f32, u32, AtomicU32, native "f32" reg32);
+atomic_float!(f64, u64, AtomicU64, native "f64" reg64);
+atomic_float!(half::f16, u16, AtomicU16, cas);
+atomic_float!(half::bf16, u16, AtomicU16, cas);
 
 macro_rules! atomic_fn {
     ($(#[$doc:meta])* $name:ident, $bound:ident) => {

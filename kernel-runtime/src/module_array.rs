@@ -378,15 +378,10 @@ mod host {
             match dev.gpu() {
                 Some(gpu) => gpu.upload(self.symbol_on(gpu)?, values),
                 None => {
-                    let mut fresh = std::sync::Arc::<[T; N]>::new_uninit();
-                    let slot = std::sync::Arc::get_mut(&mut fresh).expect("a new Arc is unique");
-                    // SAFETY: `values` holds `N` values of `T`, as `[T; N]` does.
-                    let fresh = unsafe {
-                        slot.as_mut_ptr()
-                            .cast::<T>()
-                            .copy_from_nonoverlapping(values.as_ptr(), N);
-                        fresh.assume_init()
-                    };
+                    let mut fresh = super::zeroed::<T, N>();
+                    std::sync::Arc::get_mut(&mut fresh)
+                        .expect("a new Arc is unique")
+                        .copy_from_slice(values);
                     self.cpu.store(Some(fresh));
                     Ok(())
                 }

@@ -456,7 +456,7 @@ pub fn register_ptx(kernel: &syn::Ident) -> TokenStream {
 /// `Some(include_str!(..))` of the PTX module the crate's `build.rs` wrote, where it holds
 /// `kernel`'s entry point, or `None`.
 pub fn embedded_ptx(kernel: &impl std::fmt::Display) -> TokenStream {
-    match ptx_path().filter(|p| has_entry(p, kernel)) {
+    match ptx_holding(&format!(".entry {kernel}(")) {
         Some(p) => quote!(::core::option::Option::Some(::core::include_str!(#p))),
         None => quote!(::core::option::Option::None),
     }
@@ -479,11 +479,6 @@ pub fn no_ptx_reason() -> &'static str {
 /// The path of the PTX module the crate's `build.rs` wrote, where its text holds `needle`.
 pub fn ptx_holding(needle: &str) -> Option<String> {
     ptx_path().filter(|p| std::fs::read_to_string(p).is_ok_and(|ptx| ptx.contains(needle)))
-}
-
-/// Whether the PTX module at `path` defines the entry point `kernel`.
-fn has_entry(path: &str, kernel: &impl std::fmt::Display) -> bool {
-    std::fs::read_to_string(path).is_ok_and(|ptx| ptx.contains(&format!(".entry {kernel}(")))
 }
 
 /// The PTX module the crate's `build.rs` wrote (`OUT_DIR/kernel_ptx.txt`), if there is one.
