@@ -661,7 +661,10 @@ fn module_arrays_are_the_symbols_of_the_module_the_kernels_run_from() {
                 return;
             }
             let taps = [0.5f32, 1.0, -2.0, 0.25, 4.0];
-            TAPS.set(&gpu, &taps).unwrap();
+            // First from a thread on which no context is current yet: `set` makes it current.
+            std::thread::scope(|s| s.spawn(|| TAPS.set(&gpu, &taps)).join())
+                .unwrap()
+                .unwrap();
             assert_eq!(TAPS.to_vec(&gpu).unwrap(), taps);
             let table: Vec<u32> = (0..1000).collect();
             assert_eq!(LOOKUP.to_vec(&gpu).unwrap(), vec![0; 1000], "zeros at load");

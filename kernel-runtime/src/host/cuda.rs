@@ -41,6 +41,16 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, DriverError>) -> Result<
     }
 }
 
+/// Whether the driver refused a module for its PTX (a newer ISA or GPU than it serves), where
+/// advice on the driver or `KERNEL_PTX_ARCH` helps; not for errors such as a missing context.
+fn is_refused_ptx(code: sys::CUresult) -> bool {
+    use sys::CUresult::*;
+    matches!(
+        code,
+        CUDA_ERROR_INVALID_PTX | CUDA_ERROR_UNSUPPORTED_PTX_VERSION | CUDA_ERROR_NO_BINARY_FOR_GPU
+    )
+}
+
 /// `CUDA_ERROR_NAME: what the driver says`.
 fn describe(e: DriverError) -> String {
     let name = e
@@ -429,6 +439,7 @@ impl CudaDevice {
         symbol: &str,
         ptx: &'static str,
     ) -> Result<(sys::CUdeviceptr, usize), Error> {
+        self.bind()?;
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         let module = self.module(&mut modules, &format!("module array `{name}`"), ptx)?;
         let c_symbol = CString::new(symbol).expect("symbols are identifiers");
@@ -477,8 +488,9 @@ impl CudaDevice {
         // SAFETY: `text` is a NUL-terminated PTX module; the driver compiles it for this GPU.
         let module =
             unsafe { result::module::load_data(text.as_ptr() as *const c_void) }.map_err(|e| {
+                let refused = is_refused_ptx(e.0);
                 let mut err = self.error(&format!("loading the PTX module of {what}"), e);
-                if let Error::Cuda { message, .. } = &mut err {
+                if let (true, Error::Cuda { message, .. }) = (refused, &mut err) {
                     message.truncate(message.trim_end_matches('.').len());
                     message.push_str(&self.load_advice(ptx));
                 }
@@ -491,7 +503,7 @@ impl CudaDevice {
         })
     }
 
-    /// What to do about a module the driver refused: PTX for a newer GPU than this one must be
+    /// What to do about a module the driver refused for its PTX: PTX for a newer GPU than this one must be
     /// built for this one; PTX of an ISA newer than the driver needs a newer driver.
     fn load_advice(&self, ptx: &str) -> String {
         let directive = |name: &str| {
