@@ -1,6 +1,6 @@
-//! `kprintln!` on the CPU backends: each test launches in a child process whose stdout it reads
-//! (the harness does not capture what kernels print), and checks every thread's lines, in each
-//! thread's order.
+//! `kprintln!` on the CPU backends, and on a GPU where one opens: each test launches in a child
+//! process whose stdout it reads (the harness does not capture what kernels print, nor what
+//! `vprintf` writes), and checks every thread's lines, in each thread's order.
 
 use kernel_runtime::Device;
 use kernel_suite::test_kernels::{print_after_barrier, print_lines};
@@ -9,7 +9,25 @@ use std::process::Command;
 /// Set in the child process to the device it launches on.
 const CHILD: &str = "KPRINTLN_TEST_DEVICE";
 
-/// Runs `test` in a child process for each CPU device and returns its stdout lines.
+/// The devices to print on: both CPU backends, and the first GPU where one opens.
+fn devices() -> Vec<&'static str> {
+    let mut names = vec!["cpu", "cpu-checked"];
+    if Device::cuda(0).is_ok() {
+        names.push("gpu");
+    }
+    names
+}
+
+/// The device a child process launches on.
+fn child_device(name: &str) -> Device {
+    match name {
+        "cpu" => Device::cpu(),
+        "gpu" => Device::cuda(0).unwrap(),
+        _ => Device::cpu_checked(),
+    }
+}
+
+/// Runs `test` in a child process on `device` and returns its stdout lines.
 fn child_lines(test: &str, device: &str) -> Vec<String> {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
@@ -48,15 +66,14 @@ fn a_two_block_kernel_prints_every_threads_lines_in_order() {
     let x: Vec<f32> = (0..n).map(|i| i as f32 * 1.25 - 3.0).collect();
     let flags: Vec<u32> = (0..n as u32).map(|i| i % 3).collect();
     if let Ok(device) = std::env::var(CHILD) {
-        let dev = match device.as_str() {
-            "cpu" => Device::cpu(),
-            _ => Device::cpu_checked(),
-        };
+        let dev = child_device(&device);
         let (xs, fs) = (dev.to_device(&x).unwrap(), dev.to_device(&flags).unwrap());
         print_lines.launch(2, 16, (&xs, &fs)).unwrap();
+        // A GPU's `vprintf` buffer reaches stdout when the host synchronizes.
+        dev.synchronize().unwrap();
         return;
     }
-    for device in ["cpu", "cpu-checked"] {
+    for device in devices() {
         let lines = child_lines(
             "a_two_block_kernel_prints_every_threads_lines_in_order",
             device,
@@ -85,15 +102,13 @@ fn a_two_block_kernel_prints_every_threads_lines_in_order() {
 #[test]
 fn a_split_kernel_prints_locals_it_keeps_across_a_barrier() {
     if let Ok(device) = std::env::var(CHILD) {
-        let dev = match device.as_str() {
-            "cpu" => Device::cpu(),
-            _ => Device::cpu_checked(),
-        };
+        let dev = child_device(&device);
         let mut out = dev.zeros::<u32, _>(64).unwrap();
         print_after_barrier.launch(1, 64, &mut out).unwrap();
+        dev.synchronize().unwrap();
         return;
     }
-    for device in ["cpu", "cpu-checked"] {
+    for device in devices() {
         let lines = child_lines(
             "a_split_kernel_prints_locals_it_keeps_across_a_barrier",
             device,
