@@ -12,8 +12,8 @@ here=$(pwd)
 date=$(date -u +%F)
 mkdir -p results log
 lines="results/gpu-$date.jsonl"
-: >"$lines"
 reps=${BENCH_REPS:-20}
+echo "{\"info\": \"reps\", \"reps\": $reps}" >"$lines"
 
 gpu="no GPU reported"
 if command -v nvidia-smi >/dev/null 2>&1; then

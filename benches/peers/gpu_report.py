@@ -85,12 +85,13 @@ def main():
             by[r["program"]][r["impl"]] = r
     copy = by.get("copy", {}).get("rust")
     bandwidth = copy["bytes"] / copy["kernel_ms"] / 1e6 if copy else None  # GB/s
+    reps = info.get("reps", {}).get("reps", 20)
     lines = [f"# GPU benchmarks — {machine}", ""]
     lines.append(
         "One run of `run.sh bench`: `device_bench` (ours), `gpu_numba.py`, `gpu_cupy.py`, "
         "`cuda/peers.cu` (nvcc -O3), each kernel time the median between CUDA events over "
-        "20 runs after a warm-up (10 for matmul and CuPy's sort, 5 for the quicksorts of ours, "
-        "Numba and CUDA C++), "
+        f"{reps} runs after a warm-up (at most 10 for matmul and CuPy's sort, 5 for the "
+        "quicksorts of ours, Numba and CUDA C++), "
         "end to end the median wall time from host inputs to host results."
     )
     ptx = info.get("ptx")
