@@ -11,6 +11,7 @@
 
 mod common;
 
+use foreign_kernels::{add_foreign, saxpy_foreign};
 use gpu_kernels::{add, matmul_tiled, quicksort, smooth, smooth_words, words_blocks, WORD_THREADS};
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
 use kernel_runtime::{
@@ -684,6 +685,51 @@ fn module_arrays_are_the_symbols_of_the_module_the_kernels_run_from() {
                 "{lines:?}"
             );
             assert_eq!(log.launches("convolve_taps").len(), 1);
+        },
+    );
+}
+
+#[test]
+fn foreign_device_code_is_linked_into_the_module_before_it_loads() {
+    on_fake_driver(
+        "foreign_device_code_is_linked_into_the_module_before_it_loads",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let Some(ptx) = saxpy_foreign.ptx() else {
+                has_ptx(None);
+                return;
+            };
+            let x = gpu.to_device(&[1.5f32; 8]).unwrap();
+            let mut y = gpu.zeros::<f32, _>(8).unwrap();
+            let result = saxpy_foreign.forall(8, (2.0f32, &x, &mut y));
+            if ptx.contains("// kernel-build link cuda mul.cu") {
+                if let Err(err) = &result {
+                    // Where no NVRTC is installed, the CUDA C++ cannot be compiled, and the
+                    // error says so and what to do.
+                    assert!(matches!(err, Error::ForeignCode { file, .. } if file == "mul.cu"));
+                    common::assert_mentions(
+                        &err.to_string(),
+                        &["NVRTC", "was not found", "KERNEL_NVCC"],
+                    );
+                    return;
+                }
+            }
+            result.unwrap();
+            add_foreign.forall(8, (&x, &mut y)).unwrap();
+            // One link of three inputs, then one module that both kernels launch from.
+            let lines = log.lines();
+            let linked: Vec<&String> = lines.iter().filter(|l| l.starts_with("link ")).collect();
+            assert_eq!(linked.len(), 6, "{lines:?}");
+            assert!(linked[0].starts_with("link create "), "{linked:?}");
+            assert_eq!(linked[1], "link add the crate's PTX");
+            assert_eq!(linked[2], "link add add.ptx");
+            assert_eq!(linked[3], "link add mul.cu");
+            assert_eq!(linked[4], "link complete 3 inputs");
+            assert!(linked[5].starts_with("link destroy "), "{linked:?}");
+            assert_eq!(log.count("load module "), 1, "{lines:?}");
+            assert_eq!(log.launches("saxpy_foreign").len(), 1);
+            assert_eq!(log.launches("add_foreign").len(), 1);
         },
     );
 }

@@ -499,3 +499,130 @@ fn module_arrays_are_read_through_their_caches() {
     assert!(ptx.contains(".visible .const .align 4 .b8 __kernel_const_TAPS[20];"));
     assert!(ptx.contains(".visible .global .align 4 .b8 __kernel_global_LOOKUP[4000];"));
 }
+
+/// A module's text cut at `kernel_build::LINK_SECTION` lines: the crate's PTX, then each piece
+/// as (kind, name, text).
+fn module_pieces(module: &str) -> (&str, Vec<(&str, &str, &str)>) {
+    let marker = format!("\n{}", kernel_build::LINK_SECTION);
+    let mut parts = module.split(marker.as_str());
+    let main = parts.next().unwrap_or_default();
+    let pieces = parts
+        .map(|part| {
+            let (head, text) = part.split_once('\n').unwrap_or((part, ""));
+            let (kind, name) = head.split_once(' ').unwrap_or((head, ""));
+            (kind, name, text)
+        })
+        .collect();
+    (main, pieces)
+}
+
+/// The foreign-function saxpy's module links: rustc's PTX declares `mul_f32_f32` and
+/// `add_f32_f32` `.extern` and calls them; the PTX of `ptx/add.ptx`, and of `cuda/mul.cu`
+/// (from nvcc at build time, or compiled here by NVRTC as the runtime would, its header from
+/// the include directory), define them; ptxas compiles each relocatable and nvlink joins them
+/// for sm_80 and sm_90 (the link tools of CUDA 13, which start at sm_75). Without `mul.cu`
+/// the link fails on its undefined reference, so this check can tell.
+#[test]
+fn foreign_device_code_links_with_nvlink() {
+    let Some(module) = foreign_kernels::saxpy_foreign.ptx() else {
+        assert!(!common::ptx_required(), "KERNEL_REQUIRE_PTX=1 but no PTX");
+        return;
+    };
+    let (main, pieces) = module_pieces(module);
+    let words = main.split_whitespace().collect::<Vec<_>>().join(" ");
+    for name in ["mul_f32_f32", "add_f32_f32"] {
+        let declared = format!(".extern .func (.param .b32 func_retval0) {name} (");
+        assert!(words.contains(&declared), "{name} is not declared extern");
+        assert!(
+            words.contains(&format!("{name}, (param0, param1);")),
+            "{name} is not called"
+        );
+    }
+    let Ok(nvlink) = std::env::var("KERNEL_NVLINK") else {
+        eprintln!("skipping the link: no nvlink (set KERNEL_NVLINK, as `cargo xtask test` does)");
+        return;
+    };
+    let ptxas = std::path::Path::new(&nvlink).with_file_name("ptxas");
+    let dir = std::env::temp_dir().join(format!("kernel-link-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut inputs = vec![("main".to_string(), main.to_string())];
+    for (kind, name, text) in &pieces {
+        match *kind {
+            "ptx" => inputs.push((name.to_string(), text.to_string())),
+            "cuda" => inputs.push((name.to_string(), nvrtc_ptx(name, text))),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        inputs.len(),
+        3,
+        "the module links add.ptx and mul.cu: {pieces:?}"
+    );
+    for arch in ["sm_80", "sm_90"] {
+        let objects: Vec<_> = inputs
+            .iter()
+            .map(|(name, ptx)| {
+                let (ptx_file, object) = (
+                    dir.join(format!("{name}.ptx")),
+                    dir.join(format!("{name}.o")),
+                );
+                std::fs::write(&ptx_file, ptx).unwrap();
+                let out = Command::new(&ptxas)
+                    .args(["-c", &format!("-arch={arch}"), "-o"])
+                    .arg(&object)
+                    .arg(&ptx_file)
+                    .output()
+                    .expect("ptxas runs");
+                assert!(
+                    out.status.success(),
+                    "ptxas {arch} {name}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                object
+            })
+            .collect();
+        let link = |objects: &[std::path::PathBuf]| {
+            Command::new(&nvlink)
+                .arg(format!("-arch={arch}"))
+                .args(objects)
+                .arg("-o")
+                .arg(dir.join("linked.cubin"))
+                .output()
+                .expect("nvlink runs")
+        };
+        let out = link(&objects);
+        assert!(
+            out.status.success(),
+            "nvlink {arch}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let without_mul: Vec<_> = objects
+            .iter()
+            .filter(|o| !o.ends_with("mul.cu.o"))
+            .cloned()
+            .collect();
+        let out = link(&without_mul);
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && log.contains("Undefined reference to 'mul_f32_f32'"),
+            "{log}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The PTX of the CUDA C++ piece `name`: as nvcc left it, or compiled by NVRTC here, relocatable,
+/// for the oldest architecture the link tools take.
+fn nvrtc_ptx(name: &str, source: &str) -> String {
+    let include = concat!(env!("CARGO_MANIFEST_DIR"), "/foreign-kernels/cuda/include");
+    let options = cudarc::nvrtc::CompileOptions {
+        include_paths: vec![include.into()],
+        arch: Some("compute_75"),
+        options: vec!["--relocatable-device-code=true".into()],
+        name: Some(name.into()),
+        ..Default::default()
+    };
+    cudarc::nvrtc::compile_ptx_with_opts(source, options)
+        .unwrap_or_else(|e| panic!("NVRTC compiles {name} (libnvrtc on LD_LIBRARY_PATH, as `cargo xtask test` sets): {e:?}"))
+        .to_src()
+}

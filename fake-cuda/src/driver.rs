@@ -21,6 +21,7 @@ pub const OUT_OF_MEMORY: CuResult = 2;
 pub const NOT_INITIALIZED: CuResult = 3;
 pub const INVALID_DEVICE: CuResult = 101;
 pub const INVALID_CONTEXT: CuResult = 201;
+pub const INVALID_IMAGE: CuResult = 200;
 pub const INVALID_PTX: CuResult = 218;
 pub const UNSUPPORTED_PTX_VERSION: CuResult = 222;
 pub const INVALID_HANDLE: CuResult = 400;
@@ -40,6 +41,7 @@ pub const CODES: &[(CuResult, &str, &str)] = &[
     (OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"),
     (NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"),
     (INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"),
+    (INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"),
     (INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"),
     (INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"),
     (UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
@@ -152,6 +154,15 @@ struct Module {
     globals: HashMap<String, (u64, usize)>,
 }
 
+/// A link in progress (`cuLinkCreate`): its PTX inputs, where its error log goes, and the image
+/// `cuLinkComplete` made, which lives as long as the link.
+pub struct Link {
+    ctx: usize,
+    inputs: Vec<String>,
+    log: Option<(*mut u8, usize)>,
+    image: Option<std::ffi::CString>,
+}
+
 struct Function {
     module: usize,
     name: String,
@@ -180,6 +191,7 @@ pub struct Driver {
     events: HashMap<usize, Event>,
     modules: HashMap<usize, Module>,
     functions: HashMap<usize, Function>,
+    links: HashMap<usize, Link>,
     /// Device memory: host memory at the addresses handed out.
     memory: BTreeMap<u64, Allocation>,
     /// Calls made so far, by function, for `FAKE_CUDA_FAIL`.
@@ -194,6 +206,19 @@ static DRIVER: Mutex<Option<Driver>> = Mutex::new(None);
 thread_local! {
     /// The calling thread's current context (0 for none).
     static CURRENT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Writes `text` into a link's error log, cut to its size and NUL-terminated.
+fn write_log(log: Option<(*mut u8, usize)>, text: &str) {
+    let Some((at, size)) = log.filter(|(at, size)| !at.is_null() && *size > 0) else {
+        return;
+    };
+    let n = text.len().min(size - 1);
+    // SAFETY: the caller of cuLinkCreate gave `size` writable bytes at `at`, alive for the link.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), at, n);
+        at.add(n).write(0);
+    }
 }
 
 /// Runs the driver function `name`: counts the call, applies `FAKE_CUDA_FAIL`, then `body`.
@@ -211,6 +236,7 @@ pub fn call(name: &'static str, body: impl FnOnce(&mut Driver) -> Result<(), Fai
         events: HashMap::new(),
         modules: HashMap::new(),
         functions: HashMap::new(),
+        links: HashMap::new(),
         memory: BTreeMap::new(),
         calls: HashMap::new(),
     });
@@ -591,6 +617,9 @@ impl Driver {
                 ),
             );
         }
+        if let Some(error) = ptx::link_errors(&[text]).into_iter().next() {
+            return fail(INVALID_PTX, format!("{error}: link it with cuLink* first"));
+        }
         let cc = self.config.cc;
         if ptx.target > cc {
             return fail(
@@ -648,6 +677,70 @@ impl Driver {
             },
         );
         Ok(h)
+    }
+
+    /// Starts a link whose errors go to `log` (a buffer and its size), if given.
+    pub fn link_create(&mut self, log: Option<(*mut u8, usize)>) -> Result<usize, Failure> {
+        let ctx = self.current()?;
+        let h = self.handle();
+        let link = Link {
+            ctx,
+            inputs: Vec::new(),
+            log,
+            image: None,
+        };
+        self.links.insert(h, link);
+        self.log(format_args!("link create {h:#x}"));
+        Ok(h)
+    }
+
+    /// The link `h`, of the current context.
+    fn link(&mut self, h: usize) -> Result<&mut Link, Failure> {
+        let ctx = self.current()?;
+        match self.links.get_mut(&h) {
+            Some(link) if link.ctx == ctx => Ok(link),
+            Some(_) => fail(INVALID_CONTEXT, "the link belongs to another context"),
+            None => fail(INVALID_HANDLE, format!("link {h:#x} does not exist")),
+        }
+    }
+
+    /// Adds the PTX `text` (named `name`) to the link `h`.
+    pub fn link_add(&mut self, h: usize, name: &str, text: &str) -> Result<(), Failure> {
+        if let Err(e) = ptx::parse(text) {
+            let link = self.link(h)?;
+            write_log(link.log, &format!("{name}: {e}"));
+            return fail(INVALID_PTX, format!("{name}: {e}"));
+        }
+        self.link(h)?.inputs.push(text.to_string());
+        self.log(format_args!("link add {name}"));
+        Ok(())
+    }
+
+    /// Links the inputs of `h`: every `.extern` function must be defined by one of them with
+    /// the types it is declared with. The image is the inputs, one after the other.
+    pub fn link_complete(&mut self, h: usize) -> Result<(*const u8, usize), Failure> {
+        let link = self.link(h)?;
+        let texts: Vec<&str> = link.inputs.iter().map(String::as_str).collect();
+        let errors = ptx::link_errors(&texts);
+        if !errors.is_empty() {
+            write_log(link.log, &errors.join("\n"));
+            return fail(INVALID_IMAGE, errors.join("; "));
+        }
+        let image = std::ffi::CString::new(link.inputs.join("\n"))
+            .map_err(|_| Failure(INVALID_VALUE, "an input holds a NUL byte".into()))?;
+        let (at, size) = (image.as_ptr().cast::<u8>(), image.as_bytes_with_nul().len());
+        let inputs = link.inputs.len();
+        link.image = Some(image);
+        self.log(format_args!("link complete {inputs} inputs"));
+        Ok((at, size))
+    }
+
+    /// Ends the link `h`, and its image with it.
+    pub fn link_destroy(&mut self, h: usize) -> Result<(), Failure> {
+        self.link(h)?;
+        self.links.remove(&h);
+        self.log(format_args!("link destroy {h:#x}"));
+        Ok(())
     }
 
     pub fn unload_module(&mut self, module: usize) -> Result<(), Failure> {

@@ -387,6 +387,88 @@ pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_v
     })
 }
 
+/// `CU_JIT_ERROR_LOG_BUFFER` and `..._SIZE_BYTES`: the options a link reads.
+const JIT_ERROR_LOG_BUFFER: c_int = 5;
+const JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
+/// `CU_JIT_INPUT_PTX`: the one input a link takes.
+const JIT_INPUT_PTX: c_int = 1;
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLinkCreate_v2(
+    count: c_uint,
+    options: *mut c_int,
+    values: *mut *mut c_void,
+    state: *mut Handle,
+) -> CuResult {
+    call("cuLinkCreate_v2", |d| {
+        let (mut buffer, mut size) = (std::ptr::null_mut(), 0usize);
+        for i in 0..count as usize {
+            // SAFETY: the driver API's contract: `count` options and values.
+            let (option, value) = unsafe { (*options.add(i), *values.add(i)) };
+            match option {
+                JIT_ERROR_LOG_BUFFER => buffer = value.cast::<u8>(),
+                JIT_ERROR_LOG_BUFFER_SIZE_BYTES => size = value as usize,
+                _ => {}
+            }
+        }
+        put(state, d.link_create(Some((buffer, size)))? as Handle)
+    })
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuLinkAddData_v2(
+    state: Handle,
+    kind: c_int,
+    data: *mut c_void,
+    size: usize,
+    name: *const c_char,
+    _count: c_uint,
+    _options: *mut c_int,
+    _values: *mut *mut c_void,
+) -> CuResult {
+    call("cuLinkAddData_v2", |d| {
+        if kind != JIT_INPUT_PTX {
+            return fail(driver::NOT_SUPPORTED, "the fake links PTX only");
+        }
+        if data.is_null() || size == 0 {
+            return fail(INVALID_VALUE, "no data");
+        }
+        // SAFETY: the driver API's contract: `size` bytes at `data`.
+        let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
+        let text = CStr::from_bytes_until_nul(bytes)
+            .ok()
+            .and_then(|t| t.to_str().ok())
+            .ok_or_else(|| {
+                Failure(
+                    driver::INVALID_PTX,
+                    "PTX input is not NUL-terminated UTF-8".into(),
+                )
+            })?;
+        // SAFETY: a null or NUL-terminated name, as the API takes.
+        let name = unsafe { symbol_name(name) }.unwrap_or_else(|_| "(unnamed)".into());
+        d.link_add(handle(state), &name, text)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLinkComplete(
+    state: Handle,
+    image: *mut *mut c_void,
+    size: *mut usize,
+) -> CuResult {
+    call("cuLinkComplete", |d| {
+        let (at, bytes) = d.link_complete(handle(state))?;
+        put(image, at as *mut c_void)?;
+        put(size, bytes)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLinkDestroy(state: Handle) -> CuResult {
+    call("cuLinkDestroy", |d| d.link_destroy(handle(state)))
+}
+
 /// The name a module lookup asks for; a null name is refused as the driver refuses it.
 ///
 /// # Safety

@@ -164,6 +164,89 @@ fn param(decl: &str) -> Result<Param, String> {
     })
 }
 
+/// A device function's prototype: `.extern` (declared, to be linked) or defined, its name and
+/// the types of its return value and parameters (`.b32`, `.align 8 .b8 [16]`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Function {
+    /// Declared `.extern`, without a body here.
+    pub external: bool,
+    /// Its name.
+    pub name: String,
+    /// The types of the return value (if any) then of each parameter.
+    pub types: Vec<String>,
+}
+
+/// The device functions (`.func`) that `text` declares or defines.
+pub fn functions(text: &str) -> Vec<Function> {
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices(".func ") {
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let prefix = &text[line_start..at];
+        if prefix.trim_start().starts_with("//") || prefix.contains("call") {
+            continue;
+        }
+        let mut rest = text[at + ".func ".len()..].trim_start();
+        let mut types = Vec::new();
+        if rest.starts_with('(') {
+            let Some(close) = rest.find(')') else {
+                continue;
+            };
+            types.extend(param_types(&rest[1..close]));
+            rest = rest[close + 1..].trim_start();
+        }
+        let Some(open) = rest.find('(') else { continue };
+        let name = rest[..open].trim().to_string();
+        let Some(close) = rest.find(')') else {
+            continue;
+        };
+        types.extend(param_types(&rest[open + 1..close]));
+        out.push(Function {
+            external: prefix.contains(".extern"),
+            name,
+            types,
+        });
+    }
+    out
+}
+
+/// The types of a comma-separated parameter list, without the parameters' names.
+fn param_types(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let words: Vec<&str> = p.split_whitespace().collect();
+            let (name, kinds) = words.split_last().unwrap_or((&"", &[]));
+            let array = name.find('[').map_or("", |i| &name[i..]);
+            format!("{}{array}", kinds.join(" "))
+        })
+        .collect()
+}
+
+/// The functions the driver provides to every module.
+const BUILTINS: [&str; 4] = ["vprintf", "malloc", "free", "__assertfail"];
+
+/// Why the functions of `texts` (one program) do not link: an `.extern` function defined
+/// nowhere, or defined with other types than it is declared with.
+pub fn link_errors(texts: &[&str]) -> Vec<String> {
+    let all: Vec<Function> = texts.iter().flat_map(|t| functions(t)).collect();
+    let mut errors = Vec::new();
+    for declared in all.iter().filter(|f| f.external) {
+        if BUILTINS.contains(&declared.name.as_str()) {
+            continue;
+        }
+        match all.iter().find(|f| !f.external && f.name == declared.name) {
+            None => errors.push(format!("Unresolved extern function '{}'", declared.name)),
+            Some(defined) if defined.types != declared.types => errors.push(format!(
+                "Prototype doesn't match for '{}': declared {:?}, defined {:?}",
+                declared.name, declared.types, defined.types
+            )),
+            Some(_) => {}
+        }
+    }
+    errors
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,5 +298,19 @@ mod tests {
     #[test]
     fn a_module_without_a_target_is_refused() {
         assert!(parse(".version 7.8\n").unwrap_err().contains(".target"));
+    }
+
+    #[test]
+    fn links_externs_to_definitions_of_the_same_types() {
+        let caller = ".extern .func  (.param .b32 func_retval0) mul(\n\t.param .b32 mul_param_0,\n\t.param .b32 mul_param_1\n)\n;\n.extern .func (.param .b32 r) vprintf(.param .b64 a, .param .b64 b);\n\tcall.uni (retval0), mul, (param0, param1);\n";
+        let good = ".visible .func  (.param .b32 func_retval0) mul(\n\t.param .b32 a,\n\t.param .b32 b\n)\n{\n}\n";
+        let wide = ".visible .func (.param .b64 r) mul(.param .b32 a, .param .b32 b)\n{\n}\n";
+        assert_eq!(link_errors(&[caller, good]), Vec::<String>::new());
+        assert_eq!(link_errors(&[caller]), ["Unresolved extern function 'mul'"]);
+        let mismatch = link_errors(&[caller, wide]);
+        assert!(
+            mismatch[0].starts_with("Prototype doesn't match for 'mul'"),
+            "{mismatch:?}"
+        );
     }
 }

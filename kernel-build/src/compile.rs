@@ -212,7 +212,9 @@ impl HostCheck<'_> {
         .arg(self.manifest_path)
         .arg("--target-dir")
         .arg(self.target_dir.join("host-check"))
-        .args(["--color", "never"]);
+        .args(["--color", "never"])
+        // Tells `#[device(extern)]` that the CPU bodies it names stayed in the user's crate.
+        .args(["--", "--cfg", "kernel_device_crate"]);
         if let Some(dir) = self.manifest_path.parent() {
             cmd.current_dir(dir);
         }

@@ -40,6 +40,22 @@ pub enum Error {
         reason: String,
     },
 
+    /// `nvcc` could not compile a CUDA C++ file that the build script links.
+    #[error(
+        "nvcc could not compile {} to PTX ({command}):\n{output}\nFix the file, choose an \
+         architecture this nvcc supports with KERNEL_PTX_ARCH, or set KERNEL_NVCC=0 to compile \
+         it at run time with NVRTC instead",
+        file.display()
+    )]
+    Nvcc {
+        /// The CUDA C++ file.
+        file: PathBuf,
+        /// The command that ran.
+        command: String,
+        /// What nvcc printed.
+        output: String,
+    },
+
     /// A source file of the crate could not be parsed.
     #[error("{}:{line}: cannot parse this file for the device build: {msg}", file.display())]
     Parse {

@@ -59,8 +59,15 @@ pub(crate) struct Extraction {
 /// Whether `item` is a function marked `#[kernel]` or `#[device]` (any path ending so, with or
 /// without arguments).
 pub(crate) fn is_marked(item: &Item) -> bool {
-    let Item::Fn(f) = item else { return false };
-    f.attrs.iter().any(|attr| {
+    let attrs = match item {
+        Item::Fn(f) => f.attrs.clone(),
+        Item::Verbatim(_) => match foreign_declaration(item) {
+            Some(f) => f.attrs,
+            None => return false,
+        },
+        _ => return false,
+    };
+    attrs.iter().any(|attr| {
         attr.path()
             .segments
             .last()
@@ -107,10 +114,20 @@ fn module_array_name(mac: &syn::Macro) -> Option<String> {
     }
 }
 
+/// A function without a body (`#[device(extern)] fn name(..);`, a foreign declaration), which
+/// syn leaves as tokens.
+fn foreign_declaration(item: &Item) -> Option<syn::ForeignItemFn> {
+    match item {
+        Item::Verbatim(tokens) => syn::parse2(tokens.clone()).ok(),
+        _ => None,
+    }
+}
+
 /// The name an item declares, for the items that can be selected.
 fn declared_name(item: &Item) -> Option<String> {
     match item {
         Item::Fn(f) => Some(f.sig.ident.unraw().to_string()),
+        Item::Verbatim(_) => foreign_declaration(item).map(|f| f.sig.ident.unraw().to_string()),
         Item::Impl(_) => None,
         other => candidate_name(other),
     }
@@ -722,6 +739,11 @@ pub use host::Report as R;
             ("#[kernel_runtime::device] fn f() {}", true),
             ("#[inline] fn f() {}", false),
             ("#[kernel] struct S;", false),
+            (
+                "#[device(extern, cpu = m)] pub fn mul(a: f32) -> f32;",
+                true,
+            ),
+            ("#[inline] fn mul(a: f32) -> f32;", false),
         ] {
             let item: Item = syn::parse_str(src).unwrap();
             assert_eq!(is_marked(&item), marked, "{src}");

@@ -24,6 +24,10 @@
 //! 3. The device crate is compiled for `nvptx64-nvidia-cuda` (fat LTO, `panic = "abort"`) by a
 //!    nested cargo with a clean environment, and the PTX is copied to
 //!    `$OUT_DIR/kernel_ptx.txt`, where `#[kernel]` finds it.
+//! 4. Foreign device code that the build script names ([`Builder::link_cuda`],
+//!    [`Builder::link_ptx`]) follows the PTX in that file: PTX as it is, CUDA C++ compiled by
+//!    `nvcc` where one is found, or else as source with the headers it includes, which the
+//!    runtime compiles with NVRTC. The runtime links the pieces when it loads the module.
 //!
 //! Without a toolchain that can target nvptx64, the crate builds without PTX and the CPU
 //! backend runs the kernels; the build says so once with a cargo warning. Set
@@ -43,6 +47,7 @@
 //! | `KERNEL_DEVICE_TARGET_DIR` | where the device crates are generated and built, default `<target>/kernel-device` |
 //! | `KERNEL_REQUIRE_PTX` | `1`: a missing toolchain is a build error |
 //! | `KERNEL_FMA` | `0`: no fused multiply-add contraction (see [`Builder::fma`]) |
+//! | `KERNEL_NVCC` | the `nvcc` that compiles [`Builder::link_cuda`] files; `0`: none, NVRTC compiles them at run time |
 //! | `DEP_KERNEL_RUNTIME_MANIFEST_DIR` | set by cargo from `kernel-runtime`'s build script: its path |
 
 #![warn(missing_docs)]
@@ -54,6 +59,7 @@ mod devcrate;
 mod entries;
 mod error;
 mod extract;
+mod link;
 mod source;
 mod toolchain;
 
@@ -61,6 +67,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use error::Error;
+pub use link::{ENV_NVCC, SECTION as LINK_SECTION};
 pub use toolchain::{Toolchain, ENV_NVPTX_CARGO, ENV_NVPTX_RUSTC, TARGET};
 
 /// The file in `OUT_DIR` that receives the PTX; `#[kernel]` embeds it from there.
@@ -91,7 +98,17 @@ pub const ENV_RUNTIME_DIR: &str = "DEP_KERNEL_RUNTIME_MANIFEST_DIR";
 /// On any [`Error`] (a device-side compile error of the crate's kernels among them): a
 /// panicking build script is how a build error is reported, with the error's message.
 pub fn build() {
-    match Builder::new().run() {
+    build_with(Builder::new())
+}
+
+/// Compiles the calling crate's kernels to PTX, from a build script, as [`build`] does, with the
+/// options of `builder` (foreign code to link, for one).
+///
+/// # Panics
+///
+/// On any [`Error`], as [`build`].
+pub fn build_with(builder: Builder) {
+    match builder.run() {
         Ok(Outcome::Ptx(_)) => {}
         Ok(Outcome::NoToolchain(tried)) => println!(
             "cargo:warning=kernel-build: no toolchain for {TARGET} was found, so the kernels \
@@ -132,6 +149,7 @@ pub struct Builder {
     toolchain: Option<Toolchain>,
     check_only: bool,
     cargo_directives: bool,
+    foreign: link::Foreign,
 }
 
 impl Default for Builder {
@@ -162,6 +180,7 @@ impl Builder {
             toolchain: None,
             check_only: false,
             cargo_directives: true,
+            foreign: link::Foreign::default(),
         }
     }
 
@@ -249,6 +268,42 @@ impl Builder {
         self
     }
 
+    /// Links the CUDA C++ file `path` (relative to the crate's directory) into the crate's
+    /// module: its `extern "C" __device__` functions are the bodies of `#[device(extern)]`
+    /// declarations. `nvcc` compiles it to PTX here where it is found (`$KERNEL_NVCC`, `PATH`,
+    /// `$CUDA_PATH`, `/usr/local/cuda`); elsewhere it is carried as source, with the headers
+    /// it includes from its directory and [`include_dir`](Self::include_dir)s, and the runtime
+    /// compiles it with NVRTC when the module is loaded.
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     kernel_build::build_with(
+    ///         kernel_build::Builder::new()
+    ///             .link_cuda("cuda/mul.cu")
+    ///             .include_dir("cuda/include"),
+    ///     );
+    /// }
+    /// ```
+    pub fn link_cuda(mut self, path: impl Into<PathBuf>) -> Self {
+        self.foreign.cuda.push(path.into());
+        self
+    }
+
+    /// Links the PTX file `path` (relative to the crate's directory) into the crate's module:
+    /// its `.visible .func`s are the bodies of `#[device(extern)]` declarations.
+    pub fn link_ptx(mut self, path: impl Into<PathBuf>) -> Self {
+        self.foreign.ptx.push(path.into());
+        self
+    }
+
+    /// A directory (relative to the crate's directory) where the `#include`s of
+    /// [`link_cuda`](Self::link_cuda) files are looked for.
+    pub fn include_dir(mut self, path: impl Into<PathBuf>) -> Self {
+        self.foreign.includes.push(path.into());
+        self
+    }
+
     /// Only checks the device crate, for the host, as a build without an nvptx64 toolchain
     /// does: `std`, host statics and functions that are not `#[device]` are errors at the
     /// user's line; no PTX is made.
@@ -298,6 +353,8 @@ impl Builder {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(&ptx_out, e)),
         }
+        // `#[device(extern)]` tells the device crate's host check from the crate by this cfg.
+        self.directive("rustc-check-cfg=cfg(kernel_device_crate)");
         for name in [toolchain::ENV_NVPTX_RUSTC, toolchain::ENV_NVPTX_CARGO] {
             self.directive(format!("rerun-if-env-changed={name}"));
         }
@@ -365,12 +422,30 @@ impl Builder {
             arch: &arch,
             fma,
             ptx_out: &ptx_out,
+            foreign: self.foreign_in(&manifest_dir),
         };
         self.compile(&job, &tree)?;
         match toolchain {
             Ok(_) => Ok(Outcome::Ptx(ptx_out)),
             Err(tried) => Ok(Outcome::NoToolchain(tried)),
         }
+    }
+
+    /// The foreign code to link, its paths made absolute from `manifest_dir`, each announced
+    /// to cargo.
+    fn foreign_in(&self, manifest_dir: &Path) -> link::Foreign {
+        let at = |paths: &[PathBuf]| -> Vec<PathBuf> {
+            paths.iter().map(|p| manifest_dir.join(p)).collect()
+        };
+        let foreign = link::Foreign {
+            cuda: at(&self.foreign.cuda),
+            ptx: at(&self.foreign.ptx),
+            includes: at(&self.foreign.includes),
+        };
+        for input in foreign.inputs() {
+            self.directive(format!("rerun-if-changed={}", input.display()));
+        }
+        foreign
     }
 
     /// Parses the crate's module tree, announcing every file read to cargo.
@@ -456,7 +531,11 @@ impl Builder {
             fma: job.fma,
         };
         let built = build.run()?.map_err(rewrite)?;
-        let ptx = fs::read_to_string(&built.ptx).map_err(|e| Error::io(&built.ptx, e))?;
+        let mut ptx = fs::read_to_string(&built.ptx).map_err(|e| Error::io(&built.ptx, e))?;
+        if !job.foreign.is_empty() {
+            let nvcc = link::find_nvcc(self.env(link::ENV_NVCC));
+            ptx.push_str(&job.foreign.sections(job.arch, nvcc.as_deref(), out_dir)?);
+        }
         devcrate::write_if_changed(job.ptx_out, &ptx)?;
         drop(lock);
 
@@ -481,6 +560,8 @@ struct Job<'a> {
     arch: &'a str,
     fma: bool,
     ptx_out: &'a Path,
+    /// The foreign code linked into the module.
+    foreign: link::Foreign,
 }
 
 fn required_env(name: &'static str) -> Result<std::ffi::OsString, Error> {

@@ -1,4 +1,5 @@
-//! Expansion snapshots: what `#[kernel]` and `#[vectorize]` make of seven typical kernels,
+//! Expansion snapshots: what `#[kernel]` and `#[vectorize]` make of seven typical kernels, and
+//! `#[device(extern)]` of a foreign declaration,
 //! pretty-printed under `src/snapshots/`, so that a change to the generated code shows in
 //! review. `cargo insta review` (or `INSTA_UPDATE=always cargo test -p kernel-macros`)
 //! accepts a deliberate change.
@@ -180,4 +181,17 @@ fn only_split_kernels_without_atomics_get_a_wide_copy() {
     );
     assert!(with_atomics.contains("fn __plain"), "{with_atomics}");
     assert!(!with_atomics.contains("fn __wide"), "{with_atomics}");
+}
+
+#[test]
+fn a_foreign_declaration() {
+    let out = crate::emit::foreign::declaration(
+        quote!(extern, cpu = mul_on_cpu, name = "mul_f32"),
+        quote! {
+            /// The product, from CUDA C++.
+            pub fn mul(a: f32, b: f32) -> f32;
+        },
+    )
+    .unwrap_or_else(|e| panic!("the declaration does not expand: {e}"));
+    insta::assert_snapshot!(pretty(out));
 }

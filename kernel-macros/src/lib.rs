@@ -39,10 +39,28 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Marks a function callable from kernels (and from host code): the build-time compiler takes
 /// it into the device crate; `grid(n)`, `thread_idx()` and friends work inside it.
+///
+/// `#[device(extern, cpu = path)] fn name(a: f32, b: f32) -> f32;` declares a device function
+/// whose body is CUDA C++ or PTX that `build.rs` links (`kernel_build::Builder::link_cuda`,
+/// `link_ptx`); the CPU backend runs the Rust function `path` in its place. It passes 32- and
+/// 64-bit integers and floats, and raw pointers in an `unsafe fn`; `name = "symbol"` links a C
+/// name other than the Rust one.
 #[proc_macro_attribute]
 pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let item = proc_macro2::TokenStream::from(item);
-    kernel::parse::device(attr.into(), item.clone())
+    let (attr, item) = (
+        proc_macro2::TokenStream::from(attr),
+        proc_macro2::TokenStream::from(item),
+    );
+    if emit::foreign::is_foreign(&attr) {
+        return emit::foreign::declaration(attr, item.clone())
+            .unwrap_or_else(|e| {
+                let mut out = e.into_compile_error();
+                out.extend(emit::foreign::stand_in(&item));
+                out
+            })
+            .into();
+    }
+    kernel::parse::device(attr, item.clone())
         .and_then(kernel::validate::device)
         .map(emit::device::function)
         .unwrap_or_else(|e| with_stand_in(e, &item, emit::device::stand_in))

@@ -23,6 +23,7 @@ pub use crate::{
     cpu::rows::{run_grid, Span},
     cpu::slots::{flags, Slots},
     cpu::warp::each_lane,
+    fault::foreign_without_cpu_body,
     host::cooperative::{check_cooperative, cuda_launch_cooperative, max_cooperative_grid_blocks},
     host::embedded::PTX_MODULES,
     host::kernel::{

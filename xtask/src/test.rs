@@ -51,18 +51,16 @@ pub fn run(options: Args) -> Result {
             provision::device_toolchain()
                 .map_err(|e| format!("{e}; the device build will fail under KERNEL_REQUIRE_PTX=1"))
         });
-        let mut found = None;
-        steps.run_with("provision: ptxas", Outcome::Warn, || {
-            let path = provision::ptxas(&ctx.root)?;
-            let note = path.display().to_string();
-            found = Some(path);
-            Ok(note)
-        });
-        found
+        provisioned(&mut steps, "provision: ptxas", || {
+            provision::ptxas(&ctx.root)
+        })
     };
     match &ptxas {
         Some(path) => ctx.set_env("KERNEL_PTXAS", path),
         None => eprintln!("xtask: warning: no ptxas available; KERNEL_PTXAS is not set"),
+    }
+    if !options.no_provision {
+        provision_link_tools(&mut ctx, &mut steps);
     }
     ctx.set_env("KERNEL_REQUIRE_PTX", "1");
 
@@ -75,6 +73,41 @@ pub fn run(options: Args) -> Result {
     } else {
         Ok(())
     }
+}
+
+/// NVRTC, for the tests that load a module whose CUDA C++ is compiled at run time (on
+/// `LD_LIBRARY_PATH`), and `nvlink`, for the offline check that foreign code links
+/// (`KERNEL_NVLINK`). Without them those tests check less, and say so.
+fn provision_link_tools(ctx: &mut Context, steps: &mut Steps) {
+    if let Some(dir) = provisioned(steps, "provision: NVRTC", || provision::nvrtc(&ctx.root)) {
+        let mut paths = vec![dir];
+        paths.extend(std::env::split_paths(
+            &std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default(),
+        ));
+        if let Ok(joined) = std::env::join_paths(paths) {
+            ctx.set_env("LD_LIBRARY_PATH", joined);
+        }
+    }
+    if let Some(path) = provisioned(steps, "provision: nvlink", || provision::nvlink(&ctx.root)) {
+        ctx.set_env("KERNEL_NVLINK", path);
+    }
+}
+
+/// Runs the provisioning step `name`, whose failure warns without stopping the run: the path
+/// it gives, or `None`.
+fn provisioned(
+    steps: &mut Steps,
+    name: &str,
+    provide: impl FnOnce() -> Result<std::path::PathBuf>,
+) -> Option<std::path::PathBuf> {
+    let mut found = None;
+    steps.run_with(name, Outcome::Warn, || {
+        let path = provide()?;
+        let note = path.display().to_string();
+        found = Some(path);
+        Ok(note)
+    });
+    found
 }
 
 /// The checks proper: every step after the first failure is recorded as skipped.

@@ -6,6 +6,7 @@ pub mod checked;
 pub mod cpu;
 pub mod derive;
 pub mod device;
+pub mod foreign;
 pub mod launcher;
 pub mod module_array;
 pub mod print;

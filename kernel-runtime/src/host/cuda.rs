@@ -7,6 +7,7 @@
 use super::device::Limits;
 use super::error::{Error, LaunchError};
 use super::launch::LaunchConfig;
+use super::link;
 use crate::dim::Dim3;
 use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
 use std::collections::HashMap;
@@ -479,20 +480,29 @@ impl CudaDevice {
         Ok(&mut modules.loaded[index])
     }
 
-    /// Loads the PTX text `ptx` (for `what`, in messages) into this context.
+    /// Loads the PTX text `ptx` (for `what`, in messages) into this context: as it is, or,
+    /// where it carries foreign device code, linked with it (see [`link`]).
     fn load(&self, what: &str, ptx: &'static str) -> Result<Module, Error> {
-        let text = CString::new(ptx).map_err(|_| Error::Cuda {
-            op: format!("loading the PTX of {what}"),
-            message: "the PTX text holds a NUL byte".into(),
-        })?;
-        // SAFETY: `text` is a NUL-terminated PTX module; the driver compiles it for this GPU.
-        let module =
-            unsafe { result::module::load_data(text.as_ptr() as *const c_void) }.map_err(|e| {
+        let pieces = link::Pieces::of(ptx);
+        let image = if pieces.is_linked() {
+            self.linked_image(&pieces)?
+        } else {
+            CString::new(ptx)
+                .map_err(|_| Error::Cuda {
+                    op: format!("loading the PTX of {what}"),
+                    message: "the PTX text holds a NUL byte".into(),
+                })?
+                .into_bytes_with_nul()
+        };
+        // SAFETY: `image` is a NUL-terminated PTX module, or a linked image; the driver
+        // compiles or loads it for this GPU.
+        let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
+            .map_err(|e| {
                 let refused = is_refused_ptx(e.0);
                 let mut err = self.error(&format!("loading the PTX module of {what}"), e);
                 if let (true, Error::Cuda { message, .. }) = (refused, &mut err) {
                     message.truncate(message.trim_end_matches('.').len());
-                    message.push_str(&self.load_advice(ptx));
+                    message.push_str(&self.load_advice(pieces.main));
                 }
                 err
             })?;
@@ -501,6 +511,43 @@ impl CudaDevice {
             ptx,
             functions: HashMap::new(),
         })
+    }
+
+    /// The image of a module with foreign pieces: its CUDA C++ compiled by NVRTC for this GPU,
+    /// and every piece joined by the driver's linker.
+    fn linked_image(&self, pieces: &link::Pieces) -> Result<Vec<u8>, Error> {
+        let (major, minor) = self.compute_capability();
+        let arch = format!("compute_{major}{minor}");
+        let compiled = pieces
+            .cuda
+            .iter()
+            .map(|piece| {
+                Ok((
+                    piece.name,
+                    link::nvrtc_compile(*piece, &pieces.headers, &arch)?,
+                ))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let mut inputs = vec![("the crate's PTX", pieces.main)];
+        inputs.extend(pieces.ptx.iter().map(|p| (p.name, p.text)));
+        inputs.extend(compiled.iter().map(|(name, ptx)| (*name, ptx.as_str())));
+        link::link(&inputs).map_err(|message| {
+            let names: Vec<&str> = inputs[1..].iter().map(|(name, _)| *name).collect();
+            Error::ForeignCode {
+                file: names.join("`, `"),
+                message,
+            }
+        })
+    }
+
+    /// This GPU's compute capability (major, minor).
+    fn compute_capability(&self) -> (u32, u32) {
+        use sys::CUdevice_attribute::*;
+        let cc = |attr| self.ctx.attribute(attr).map_or(0, |v| v as u32);
+        (
+            cc(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+            cc(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
+        )
     }
 
     /// What to do about a module the driver refused for its PTX: PTX for a newer GPU than this one must be
@@ -519,12 +566,10 @@ impl CudaDevice {
                     .parse::<u32>()
                     .ok()
             });
-        let cc = |attr| self.ctx.attribute(attr).ok().map(|v| v as u32);
-        let gpu = cc(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-            .zip(cc(
-                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-            ))
-            .map(|(major, minor)| 10 * major + minor);
+        let gpu = match self.compute_capability() {
+            (0, _) => None,
+            (major, minor) => Some(10 * major + minor),
+        };
         let isa = directive(".version ").unwrap_or("?");
         match (target, gpu) {
             (Some(t), Some(g)) if t > g => format!(

@@ -108,6 +108,15 @@ pub enum Error {
         /// What the driver reported.
         message: String,
     },
+    /// Foreign device code (`kernel_build::Builder::link_cuda` / `link_ptx`) could not be made
+    /// part of its module: NVRTC missing or refusing a CUDA C++ file, or the linker refusing.
+    #[error("the foreign device code `{file}` cannot join its module: {message}")]
+    ForeignCode {
+        /// The file it came from, or the module's pieces where the link failed.
+        file: String,
+        /// Why, and what to do.
+        message: String,
+    },
     /// The kernel has no PTX to run on a GPU.
     #[error("kernel `{kernel}` has no PTX: {reason}; or run it on Device::cpu()")]
     NoPtx {

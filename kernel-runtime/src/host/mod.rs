@@ -11,5 +11,6 @@ pub mod event;
 pub mod instance;
 pub(crate) mod kernel;
 pub mod launch;
+pub(crate) mod link;
 pub mod ptr;
 pub mod stream;

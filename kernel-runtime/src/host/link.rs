@@ -1,0 +1,270 @@
+//! Modules with foreign device code: the crate's PTX followed by the pieces `kernel-build`
+//! linked in (its `link_cuda` and `link_ptx`), each after a line `// kernel-build link KIND
+//! NAME`. CUDA C++ pieces are compiled here with NVRTC (through cudarc, loaded at run time)
+//! for the GPU's architecture, with the headers carried beside them; then the driver's linker
+//! (`cuLinkCreate`, `cuLinkAddData`, `cuLinkComplete`) joins every piece into one image, which
+//! is loaded as the module.
+
+use std::ffi::{c_void, CStr, CString};
+
+use cudarc::driver::sys;
+use cudarc::nvrtc::sys as nvrtc;
+
+use crate::host::error::Error;
+
+/// The start of the line before each linked piece (`kernel_build::LINK_SECTION`).
+const SECTION: &str = "// kernel-build link ";
+
+/// One linked piece: its name (the file it came from) and its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Piece<'a> {
+    pub name: &'a str,
+    pub text: &'a str,
+}
+
+/// A module's text, in its pieces.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Pieces<'a> {
+    /// The crate's own PTX.
+    pub main: &'a str,
+    /// PTX pieces.
+    pub ptx: Vec<Piece<'a>>,
+    /// CUDA C++ pieces.
+    pub cuda: Vec<Piece<'a>>,
+    /// The headers the CUDA C++ pieces include, by the names they include them by.
+    pub headers: Vec<Piece<'a>>,
+}
+
+impl<'a> Pieces<'a> {
+    /// Splits a module's text at its section lines.
+    pub fn of(text: &'a str) -> Self {
+        let mut starts = text
+            .match_indices(SECTION)
+            .filter(|(at, _)| *at == 0 || text.as_bytes()[at - 1] == b'\n');
+        let Some((first, _)) = starts.next() else {
+            return Pieces {
+                main: text,
+                ..Pieces::default()
+            };
+        };
+        let mut pieces = Pieces {
+            main: &text[..first],
+            ..Pieces::default()
+        };
+        let bounds: Vec<usize> = std::iter::once(first)
+            .chain(starts.map(|(at, _)| at))
+            .chain(Some(text.len()))
+            .collect();
+        for pair in bounds.windows(2) {
+            let section = &text[pair[0] + SECTION.len()..pair[1]];
+            let (head, body) = section.split_once('\n').unwrap_or((section, ""));
+            let (kind, name) = head.split_once(' ').unwrap_or((head, ""));
+            let piece = Piece { name, text: body };
+            match kind {
+                "ptx" => pieces.ptx.push(piece),
+                "cuda" => pieces.cuda.push(piece),
+                "header" => pieces.headers.push(piece),
+                _ => {}
+            }
+        }
+        pieces
+    }
+
+    /// Whether the module needs the linker: it has foreign pieces.
+    pub fn is_linked(&self) -> bool {
+        !self.ptx.is_empty() || !self.cuda.is_empty()
+    }
+}
+
+/// The error of a foreign piece that could not be made part of the module.
+fn foreign_error(file: &str, message: impl Into<String>) -> Error {
+    Error::ForeignCode {
+        file: file.to_string(),
+        message: message.into(),
+    }
+}
+
+/// `piece` (CUDA C++) compiled by NVRTC to relocatable PTX for `arch` (`compute_90`), with
+/// `headers` as the files it may include.
+pub(crate) fn nvrtc_compile(piece: Piece, headers: &[Piece], arch: &str) -> Result<String, Error> {
+    // SAFETY: only asks whether the library loads.
+    if !unsafe { nvrtc::is_culib_present() } {
+        return Err(foreign_error(
+            piece.name,
+            "NVRTC (libnvrtc.so) was not found to compile it at run time: install the CUDA \
+             toolkit's NVRTC where the program runs (its directory on LD_LIBRARY_PATH), or build \
+             where nvcc is found (KERNEL_NVCC), which compiles it to PTX at build time",
+        ));
+    }
+    let c =
+        |s: &str| CString::new(s).map_err(|_| foreign_error(piece.name, "a text holds a NUL byte"));
+    let source = c(piece.text)?;
+    let name = c(piece.name)?;
+    let header_texts = headers
+        .iter()
+        .map(|h| c(h.text))
+        .collect::<Result<Vec<_>, _>>()?;
+    let header_names = headers
+        .iter()
+        .map(|h| c(h.name))
+        .collect::<Result<Vec<_>, _>>()?;
+    let text_ptrs: Vec<_> = header_texts.iter().map(|h| h.as_ptr()).collect();
+    let name_ptrs: Vec<_> = header_names.iter().map(|h| h.as_ptr()).collect();
+    let mut program = std::ptr::null_mut();
+    // SAFETY: every pointer is to a live NUL-terminated string, and the two header arrays hold
+    // `headers.len()` each; the program is destroyed below.
+    let created = unsafe {
+        nvrtc::nvrtcCreateProgram(
+            &mut program,
+            source.as_ptr(),
+            name.as_ptr(),
+            headers.len() as i32,
+            text_ptrs.as_ptr(),
+            name_ptrs.as_ptr(),
+        )
+    };
+    if created != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        return Err(foreign_error(
+            piece.name,
+            format!("NVRTC could not take it ({created:?})"),
+        ));
+    }
+    let result = compile_program(program, arch);
+    // SAFETY: `program` was created above and is destroyed once.
+    unsafe { nvrtc::nvrtcDestroyProgram(&mut program) };
+    result.map_err(|message| foreign_error(piece.name, message))
+}
+
+/// Compiles the created `program` and takes its PTX, or NVRTC's log.
+fn compile_program(program: nvrtc::nvrtcProgram, arch: &str) -> Result<String, String> {
+    let options = [
+        format!("--gpu-architecture={arch}"),
+        "--relocatable-device-code=true".into(),
+    ];
+    let options: Vec<CString> = options
+        .iter()
+        .map(|o| CString::new(o.as_str()).expect("no NUL"))
+        .collect();
+    let pointers: Vec<_> = options.iter().map(|o| o.as_ptr()).collect();
+    // SAFETY: `program` is live; the options are live NUL-terminated strings.
+    let compiled =
+        unsafe { nvrtc::nvrtcCompileProgram(program, pointers.len() as i32, pointers.as_ptr()) };
+    if compiled != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        return Err(format!(
+            "NVRTC could not compile it for {arch}:\n{}",
+            program_log(program)
+        ));
+    }
+    let mut size = 0;
+    // SAFETY: `program` is compiled; `size` receives the PTX's size, NUL included.
+    unsafe { nvrtc::nvrtcGetPTXSize(program, &mut size) };
+    let mut ptx = vec![0u8; size];
+    // SAFETY: `ptx` holds the `size` bytes NVRTC writes.
+    unsafe { nvrtc::nvrtcGetPTX(program, ptx.as_mut_ptr() as *mut _) };
+    let text =
+        CStr::from_bytes_until_nul(&ptx).map_err(|_| "NVRTC's PTX has no end".to_string())?;
+    Ok(text.to_string_lossy().into_owned())
+}
+
+/// NVRTC's log of `program`.
+fn program_log(program: nvrtc::nvrtcProgram) -> String {
+    let mut size = 0;
+    // SAFETY: `program` is live; `size` receives the log's size, NUL included.
+    unsafe { nvrtc::nvrtcGetProgramLogSize(program, &mut size) };
+    let mut log = vec![0u8; size.max(1)];
+    // SAFETY: `log` holds the `size` bytes NVRTC writes.
+    unsafe { nvrtc::nvrtcGetProgramLog(program, log.as_mut_ptr() as *mut _) };
+    CStr::from_bytes_until_nul(&log).map_or_else(
+        |_| String::new(),
+        |s| s.to_string_lossy().trim().to_string(),
+    )
+}
+
+/// The size of the linker's logs.
+const LOG_BYTES: usize = 16 * 1024;
+
+/// Links PTX `inputs` (name, text) into one image with the driver's linker, for the GPU of the
+/// context current on this thread, and returns it.
+pub(crate) fn link(inputs: &[(&str, &str)]) -> Result<Vec<u8>, String> {
+    let mut errors = vec![0u8; LOG_BYTES];
+    let mut options = [
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    let mut values = [errors.as_mut_ptr() as *mut c_void, LOG_BYTES as *mut c_void];
+    let mut state = std::ptr::null_mut();
+    // SAFETY: the options name a log buffer of LOG_BYTES that outlives the link state, which is
+    // destroyed below.
+    let created =
+        unsafe { sys::cuLinkCreate_v2(2, options.as_mut_ptr(), values.as_mut_ptr(), &mut state) };
+    if created != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("the driver's linker did not start ({created:?})"));
+    }
+    let result = add_and_complete(state, inputs);
+    // SAFETY: `state` was created above and is destroyed once; the image was copied out.
+    unsafe { sys::cuLinkDestroy(state) };
+    result.map_err(|what| {
+        let log = CStr::from_bytes_until_nul(&errors).map_or("", |s| s.to_str().unwrap_or(""));
+        format!("{what}: {}", log.trim())
+    })
+}
+
+/// Adds every input to the link `state` and completes it: the image, copied.
+fn add_and_complete(state: sys::CUlinkState, inputs: &[(&str, &str)]) -> Result<Vec<u8>, String> {
+    for (name, text) in inputs {
+        let data = CString::new(*text).map_err(|_| format!("`{name}` holds a NUL byte"))?;
+        let c_name = CString::new(*name).map_err(|_| format!("`{name}` holds a NUL byte"))?;
+        let bytes = data.as_bytes_with_nul();
+        // SAFETY: `state` is live; the driver reads `bytes.len()` bytes of `data` during the call.
+        let added = unsafe {
+            sys::cuLinkAddData_v2(
+                state,
+                sys::CUjitInputType::CU_JIT_INPUT_PTX,
+                bytes.as_ptr() as *mut c_void,
+                bytes.len(),
+                c_name.as_ptr(),
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        if added != sys::CUresult::CUDA_SUCCESS {
+            return Err(format!("linking `{name}` failed ({added:?})"));
+        }
+    }
+    let (mut image, mut size) = (std::ptr::null_mut(), 0usize);
+    // SAFETY: `state` is live and holds every input.
+    let completed = unsafe { sys::cuLinkComplete(state, &mut image, &mut size) };
+    if completed != sys::CUresult::CUDA_SUCCESS || image.is_null() {
+        return Err(format!("linking failed ({completed:?})"));
+    }
+    // SAFETY: the driver gives `size` bytes at `image`, alive until `state` is destroyed.
+    Ok(unsafe { std::slice::from_raw_parts(image as *const u8, size) }.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_module_without_sections_is_its_own_ptx() {
+        let pieces = Pieces::of(".version 7.8\n.entry k()\n{}\n");
+        assert_eq!(pieces.main, ".version 7.8\n.entry k()\n{}\n");
+        assert!(!pieces.is_linked());
+    }
+
+    #[test]
+    fn sections_split_into_ptx_cuda_and_headers() {
+        let text = ".entry k()\n\
+            // kernel-build link ptx add.ptx\n.visible .func add()\n\
+            // kernel-build link cuda mul.cu\n#include \"s.h\"\n\
+            // kernel-build link header s.h\n#define S 2\n";
+        let pieces = Pieces::of(text);
+        assert_eq!(pieces.main, ".entry k()\n");
+        let piece = |name, text| Piece { name, text };
+        assert_eq!(pieces.ptx, [piece("add.ptx", ".visible .func add()\n")]);
+        assert_eq!(pieces.cuda, [piece("mul.cu", "#include \"s.h\"\n")]);
+        assert_eq!(pieces.headers, [piece("s.h", "#define S 2\n")]);
+        assert!(pieces.is_linked());
+    }
+}
