@@ -126,6 +126,7 @@ fn run(args: Args) -> Result {
 
     copy_bandwidth(&dev, reps, pick(100_000_000, 1_000_000))?.print();
     launch_overhead(&dev)?.print();
+    graph_overhead(&dev)?.print();
     for wide in [false, true] {
         bench_add(&dev, reps, pick(100_000_000, 1_000_000), wide)?.print();
     }
@@ -191,6 +192,36 @@ fn launch_overhead(dev: &Device) -> Result<Line> {
         e2e_ms: None,
         bytes: None,
         check: format!("{:.2} us per launch", ms / launches as f64 * 1e3),
+    })
+}
+
+/// Wall time per kernel of a graph of 100 launches of the empty 3-argument kernel, replayed 10
+/// times then one wait: what [`launch_overhead`] costs when the launches are captured once.
+fn graph_overhead(dev: &Device) -> Result<Line> {
+    let (a, b) = (dev.zeros::<f32, _>(1)?, dev.zeros::<f32, _>(1)?);
+    let mut c = dev.zeros::<f32, _>(1)?;
+    let (kernels, replays) = (100, 10);
+    let mut graph = dev.capture(|| {
+        for _ in 0..kernels {
+            empty3.launch(1, 1, (&a, &b, &mut c))?;
+        }
+        Ok(())
+    })?;
+    let ms = wall_ms(5, || {
+        for _ in 0..replays {
+            graph.launch()?;
+        }
+        Ok(dev.synchronize()?)
+    })?;
+    let per_kernel = ms / (kernels * replays) as f64;
+    Ok(Line {
+        imp: "rust",
+        program: "graph",
+        size: format!("{kernels} empty kernels in a graph"),
+        kernel_ms: per_kernel,
+        e2e_ms: None,
+        bytes: None,
+        check: format!("{:.2} us per kernel", per_kernel * 1e3),
     })
 }
 

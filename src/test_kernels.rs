@@ -1034,3 +1034,12 @@ pub fn half_atomic_sums(x: &[f16], sums: &mut [f16], xb: &[bf16], sums_b: &mut [
         atomic_add(&sums_b, i % sums_b.len(), xb[i]);
     }
 }
+
+/// `x[i] = x[i] * 3 + by`: a step whose order with its repeats shows in the result (graphs).
+#[kernel]
+pub fn times_three_plus(x: &mut [u32], by: u32) {
+    let i = grid(1);
+    if i < x.len() {
+        x[i] = x[i].wrapping_mul(3).wrapping_add(by);
+    }
+}

@@ -19,7 +19,8 @@ use kernel_runtime::{
 };
 use kernel_suite::test_kernels::{
     axpy_generic, axpy_raw, convolve_taps, grid_rotate, haxpy, off_by_one, reverse_dynamic,
-    saxpy_params, scale3, shared_window_sums, sum_f64, total_into_scalar, Affine, LOOKUP, TAPS,
+    saxpy_params, scale3, shared_window_sums, sum_f64, times_three_plus, total_into_scalar, Affine,
+    LOOKUP, TAPS,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -730,6 +731,72 @@ fn foreign_device_code_is_linked_into_the_module_before_it_loads() {
             assert_eq!(log.count("load module "), 1, "{lines:?}");
             assert_eq!(log.launches("saxpy_foreign").len(), 1);
             assert_eq!(log.launches("add_foreign").len(), 1);
+        },
+    );
+}
+
+#[test]
+fn a_graph_is_captured_on_its_own_stream_and_replayed_with_one_call() {
+    on_fake_driver(
+        "a_graph_is_captured_on_its_own_stream_and_replayed_with_one_call",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(times_three_plus.ptx()) {
+                return;
+            }
+            let mut x = gpu.zeros::<u32, _>(64).unwrap();
+            let mut graph = gpu
+                .capture(|| {
+                    for by in 0..100 {
+                        times_three_plus.launch(1, 64, (&mut x, by))?;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            // Captured, not launched.
+            assert_eq!(log.launches("times_three_plus").len(), 0);
+            assert_eq!(log.count("capture launch times_three_plus "), 100);
+            assert_eq!(log.count("capture end 100 launches"), 1);
+            graph.launch().unwrap();
+            graph.launch().unwrap();
+            assert_eq!(log.count("graph launch 100 launches"), 2);
+            let launches = log.launches("times_three_plus");
+            assert_eq!(launches.len(), 200);
+            // Each launch keeps the parameters it was captured with.
+            assert!(
+                launches[99].ends_with(&format!(",{}", hex(99))),
+                "{}",
+                launches[99]
+            );
+            // The capture's stream is not the device's.
+            let begin = log
+                .lines()
+                .into_iter()
+                .find(|l| l.starts_with("capture begin "))
+                .unwrap();
+            let stream = begin.trim_start_matches("capture begin ");
+            assert!(
+                launches[0].contains(&format!("stream={stream} ")),
+                "{}",
+                launches[0]
+            );
+            drop(graph);
+            // Another thread's launch during a capture runs, uncaptured.
+            let mut y = gpu.zeros::<u32, _>(64).unwrap();
+            let graph = gpu
+                .capture(|| {
+                    std::thread::scope(|s| {
+                        s.spawn(|| times_three_plus.launch(1, 64, (&mut y, 7)))
+                            .join()
+                            .unwrap()
+                    })?;
+                    times_three_plus.launch(1, 64, (&mut x, 1))
+                })
+                .unwrap();
+            assert_eq!(log.launches("times_three_plus").len(), 201);
+            assert_eq!(log.count("capture end 1 launches"), 1);
+            drop(graph);
         },
     );
 }

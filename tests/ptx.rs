@@ -48,7 +48,7 @@ fn all() -> Vec<Kernel> {
         nonuniform_barrier_loop => false, exit_after_last_barrier => false,
         ids_via_device_fn => false, pair_sum => false, tile_overrun => false,
         locals_across_barrier => false, global_ids => false, uniform_steps => false,
-        uniform_after_return => false,
+        uniform_after_return => false, times_three_plus => false,
         warp_sums => false, shuffle_kinds => false, warp_votes => false, block_scan => false,
         partial_warps => false, shuffle_from_half => false, vote_beside_barrier => false,
         vote_without_self => false, warp_totals => false, warp_totals_unmarked => false,

@@ -32,6 +32,7 @@ pub const ILLEGAL_ADDRESS: CuResult = 700;
 pub const LAUNCH_FAILED: CuResult = 719;
 pub const COOPERATIVE_LAUNCH_TOO_LARGE: CuResult = 720;
 pub const NOT_SUPPORTED: CuResult = 801;
+pub const ILLEGAL_STATE: CuResult = 401;
 
 /// The codes above with their `cuGetErrorName` and `cuGetErrorString`, as the driver has them.
 #[rustfmt::skip]
@@ -53,6 +54,7 @@ pub const CODES: &[(CuResult, &str, &str)] = &[
     (COOPERATIVE_LAUNCH_TOO_LARGE, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
         "too many blocks in cooperative launch"),
     (NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
+    (ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"),
 ];
 
 /// The name every fake GPU reports.
@@ -139,6 +141,8 @@ struct Context {
 
 struct Stream {
     ctx: usize,
+    /// The launches captured since `cuStreamBeginCapture`, while it captures.
+    capture: Option<Vec<String>>,
 }
 
 struct Event {
@@ -192,6 +196,9 @@ pub struct Driver {
     modules: HashMap<usize, Module>,
     functions: HashMap<usize, Function>,
     links: HashMap<usize, Link>,
+    /// Captured graphs and their executable instances: the launches each replays.
+    graphs: HashMap<usize, Vec<String>>,
+    execs: HashMap<usize, Vec<String>>,
     /// Device memory: host memory at the addresses handed out.
     memory: BTreeMap<u64, Allocation>,
     /// Calls made so far, by function, for `FAKE_CUDA_FAIL`.
@@ -237,6 +244,8 @@ pub fn call(name: &'static str, body: impl FnOnce(&mut Driver) -> Result<(), Fai
         modules: HashMap::new(),
         functions: HashMap::new(),
         links: HashMap::new(),
+        graphs: HashMap::new(),
+        execs: HashMap::new(),
         memory: BTreeMap::new(),
         calls: HashMap::new(),
     });
@@ -438,7 +447,7 @@ impl Driver {
     pub fn create_stream(&mut self) -> Result<usize, Failure> {
         let ctx = self.current()?;
         let h = self.handle();
-        self.streams.insert(h, Stream { ctx });
+        self.streams.insert(h, Stream { ctx, capture: None });
         Ok(h)
     }
 
@@ -677,6 +686,69 @@ impl Driver {
             },
         );
         Ok(h)
+    }
+
+    /// Starts capturing the launches made on `stream` (not the legacy or per-thread stream).
+    pub fn begin_capture(&mut self, stream: usize) -> Result<(), Failure> {
+        self.stream(stream)?;
+        match self.streams.get_mut(&stream) {
+            Some(s) if s.capture.is_none() => s.capture = Some(Vec::new()),
+            Some(_) => return fail(ILLEGAL_STATE, "the stream is capturing already"),
+            None => return fail(NOT_SUPPORTED, "the fake captures on created streams only"),
+        }
+        self.log(format_args!("capture begin {stream:#x}"));
+        Ok(())
+    }
+
+    /// Ends the capture on `stream`: a graph of the launches captured.
+    pub fn end_capture(&mut self, stream: usize) -> Result<usize, Failure> {
+        self.stream(stream)?;
+        let Some(launches) = self.streams.get_mut(&stream).and_then(|s| s.capture.take()) else {
+            return fail(ILLEGAL_STATE, "the stream is not capturing");
+        };
+        let h = self.handle();
+        self.log(format_args!("capture end {} launches", launches.len()));
+        self.graphs.insert(h, launches);
+        Ok(h)
+    }
+
+    /// An executable instance of `graph`.
+    pub fn instantiate(&mut self, graph: usize) -> Result<usize, Failure> {
+        self.current()?;
+        let Some(launches) = self.graphs.get(&graph).cloned() else {
+            return fail(INVALID_VALUE, format!("graph {graph:#x} does not exist"));
+        };
+        let h = self.handle();
+        self.execs.insert(h, launches);
+        Ok(h)
+    }
+
+    /// Replays `exec` on `stream`: each launch it holds, logged as launched.
+    pub fn launch_graph(&mut self, exec: usize, stream: usize) -> Result<(), Failure> {
+        self.stream(stream)?;
+        let Some(launches) = self.execs.get(&exec).cloned() else {
+            return fail(
+                INVALID_VALUE,
+                format!("graph instance {exec:#x} does not exist"),
+            );
+        };
+        self.log(format_args!("graph launch {} launches", launches.len()));
+        for line in launches {
+            self.log(format_args!("{line}"));
+        }
+        Ok(())
+    }
+
+    /// Destroys a graph (`exec`: false) or an executable instance of one.
+    pub fn destroy_graph(&mut self, h: usize, exec: bool) -> Result<(), Failure> {
+        let removed = match exec {
+            true => self.execs.remove(&h),
+            false => self.graphs.remove(&h),
+        };
+        match removed {
+            Some(_) => Ok(()),
+            None => fail(INVALID_VALUE, format!("graph {h:#x} does not exist")),
+        }
     }
 
     /// Starts a link whose errors go to `log` (a buffer and its size), if given.
@@ -945,10 +1017,20 @@ impl Driver {
         } else {
             "launch"
         };
-        self.log(format_args!(
+        let line = format!(
             "{what} {name} grid={},{},{} block={},{},{} shared={shared} stream={stream:#x} params={}",
             grid[0], grid[1], grid[2], block[0], block[1], block[2], values.join(",")
-        ));
+        );
+        if let Some(capture) = self
+            .streams
+            .get_mut(&stream)
+            .and_then(|s| s.capture.as_mut())
+        {
+            capture.push(line.clone());
+            self.log(format_args!("capture {line}"));
+            return Ok(());
+        }
+        self.log(format_args!("{line}"));
         let fault = match stray {
             Some(why) => Some((ILLEGAL_ADDRESS, why)),
             None if self.config.trap.as_deref() == Some(&name) => Some((

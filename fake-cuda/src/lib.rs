@@ -387,6 +387,50 @@ pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_v
     })
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamBeginCapture_v2(stream: Handle, _mode: c_int) -> CuResult {
+    call("cuStreamBeginCapture_v2", |d| {
+        d.begin_capture(handle(stream))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamEndCapture(stream: Handle, graph: *mut Handle) -> CuResult {
+    call("cuStreamEndCapture", |d| {
+        put(graph, d.end_capture(handle(stream))? as Handle)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
+    exec: *mut Handle,
+    graph: Handle,
+    _flags: u64,
+) -> CuResult {
+    call("cuGraphInstantiateWithFlags", |d| {
+        put(exec, d.instantiate(handle(graph))? as Handle)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphLaunch(exec: Handle, stream: Handle) -> CuResult {
+    call("cuGraphLaunch", |d| {
+        d.launch_graph(handle(exec), handle(stream))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphExecDestroy(exec: Handle) -> CuResult {
+    call("cuGraphExecDestroy", |d| {
+        d.destroy_graph(handle(exec), true)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphDestroy(graph: Handle) -> CuResult {
+    call("cuGraphDestroy", |d| d.destroy_graph(handle(graph), false))
+}
+
 /// `CU_JIT_ERROR_LOG_BUFFER` and `..._SIZE_BYTES`: the options a link reads.
 const JIT_ERROR_LOG_BUFFER: c_int = 5;
 const JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;

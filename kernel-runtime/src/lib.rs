@@ -115,6 +115,7 @@ pub use host::{
     device::{Device, DeviceKind, Limits},
     error::{Error, LaunchError},
     event::Event,
+    graph::Graph,
     instance::KernelInstance,
     launch::{IntoDim3, LaunchConfig},
     ptr::DevicePtr,

@@ -4,6 +4,7 @@
 use super::bytes::{bytes_of, bytes_of_mut, cast_vec};
 use super::device::Device;
 use super::error::Error;
+use super::graph::outside_cpu_replay;
 use super::ptr::DevicePtr;
 use crate::device_copy::{AnyBitPattern, DeviceCopy};
 use ndarray::{Array, ArrayBase, Data, DataMut, Dimension, Ix0, Ix1, Ix2, Ix3};
@@ -155,6 +156,7 @@ fn checked_len(shape: &[usize], elem: usize) -> Result<usize, Error> {
 impl<T: AnyBitPattern, D: Rank> DeviceArray<T, D> {
     /// An array of `dim` on `device` whose memory a GPU does not clear; see [`Device::empty`].
     pub(crate) fn empty(device: &Device, dim: D) -> Result<Self, Error> {
+        outside_cpu_replay(device, "allocating an array")?;
         if !device.is_checked() {
             return Self::alloc(device, dim, false);
         }
@@ -178,6 +180,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// An array of `dim` on `device`; on a GPU its memory is cleared only when `zeroed` (the
     /// caller then overwrites all of it before anything reads it), on the host always.
     fn alloc(device: &Device, dim: D, zeroed: bool) -> Result<Self, Error> {
+        outside_cpu_replay(device, "allocating an array")?;
         let len = checked_len(dim.slice(), std::mem::size_of::<T>())?;
         let data = match device.gpu() {
             Some(gpu) => Storage::Gpu(gpu.alloc(len * std::mem::size_of::<T>(), zeroed)?),
@@ -196,6 +199,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         host: &H,
     ) -> Result<Self, Error> {
         let dim = host.host_dim();
+        outside_cpu_replay(device, "copying to the device")?;
         checked_len(dim.slice(), std::mem::size_of::<T>())?;
         if device.gpu().is_some() {
             // The copy overwrites every element.
@@ -365,6 +369,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
 
     /// Copies the array back to the host as a `Vec` in C order.
     pub fn to_vec(&self) -> Result<Vec<T>, Error> {
+        outside_cpu_replay(&self.device, "copying from the device")?;
         match (&self.data, self.device.gpu()) {
             (Storage::Gpu(ptr), Some(gpu)) => {
                 let mut v = zeroed_vec(self.len(), the_host)?;
@@ -390,6 +395,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// # Errors
     /// [`Error::OutOfRange`] where `range` does not lie within the array.
     pub fn to_vec_range(&self, range: std::ops::Range<usize>) -> Result<Vec<T>, Error> {
+        outside_cpu_replay(&self.device, "copying from the device")?;
         let (start, end, len) = (range.start, range.end, self.len());
         if start > end || end > len {
             return Err(Error::OutOfRange { start, end, len });
@@ -411,6 +417,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         &mut self,
         host: &H,
     ) -> Result<(), Error> {
+        outside_cpu_replay(&self.device, "copying to the device")?;
         let dim = host.host_dim();
         if dim != self.dim {
             return Err(Error::ShapeMismatch {
@@ -438,6 +445,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// Overwrites the array with another array of the same shape on the same device (a copy
     /// within the device's memory).
     pub fn copy_from_device(&mut self, src: &DeviceArray<T, D>) -> Result<(), Error> {
+        outside_cpu_replay(&self.device, "copying on the device")?;
         if src.dim != self.dim {
             return Err(Error::ShapeMismatch {
                 what: "the source array of copy_from_device".into(),

@@ -100,6 +100,28 @@ fn keep_freed_memory(ctx: &CudaContext) -> Result<(), DriverError> {
     }
 }
 
+/// A graph capture this thread is making (see [`CudaDevice::capture`]).
+struct Capture {
+    /// The device it captures on, by address.
+    device: usize,
+    /// The stream its launches are captured on.
+    stream: Arc<CudaStream>,
+    /// Memory freed during the capture: the graph may use it, so it is freed with the graph.
+    frees: Vec<sys::CUdeviceptr>,
+}
+
+thread_local! {
+    static CAPTURE: std::cell::RefCell<Option<Capture>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A captured graph: the executable graph (none where nothing was captured), the stream it was
+/// captured on, and the memory to free once it is gone.
+pub(crate) struct Captured {
+    pub graph: Option<cudarc::driver::CudaGraph>,
+    stream: Arc<CudaStream>,
+    frees: Vec<sys::CUdeviceptr>,
+}
+
 /// The dynamic shared memory a function may have without opting in (CUDA's 48 KiB).
 const OPT_IN_ABOVE: usize = 48 * 1024;
 
@@ -284,6 +306,7 @@ impl CudaDevice {
 
     /// Waits for all work queued on the device.
     pub(crate) fn synchronize(&self) -> Result<(), Error> {
+        self.outside_capture("waiting for the GPU")?;
         self.bind()?;
         self.stream
             .synchronize()
@@ -296,6 +319,7 @@ impl CudaDevice {
         if bytes == 0 {
             return Ok(0);
         }
+        self.outside_capture("allocating device memory")?;
         self.bind()?;
         let s = self.stream.cu_stream();
         let failed = |e: DriverError| match e.0 {
@@ -323,7 +347,7 @@ impl CudaDevice {
 
     /// Frees memory from [`alloc`](Self::alloc), after the work queued before.
     pub(crate) fn free(&self, ptr: sys::CUdeviceptr) {
-        if ptr == 0 || self.bind().is_err() {
+        if ptr == 0 || self.defer_free_in_capture(ptr) || self.bind().is_err() {
             return;
         }
         // SAFETY: `ptr` came from `alloc` and is not used again; without a pool, the stream has
@@ -343,6 +367,7 @@ impl CudaDevice {
         if src.is_empty() {
             return Ok(());
         }
+        self.outside_capture("copying to the GPU")?;
         self.bind()?;
         // SAFETY: `dst` holds `size_of_val(src)` bytes; a copy from pageable memory returns
         // once `src` has been staged, so `src` may change afterwards.
@@ -356,6 +381,7 @@ impl CudaDevice {
         dst: &mut [T],
         src: sys::CUdeviceptr,
     ) -> Result<(), Error> {
+        self.outside_capture("copying from the GPU")?;
         if dst.is_empty() {
             return self.synchronize();
         }
@@ -377,6 +403,7 @@ impl CudaDevice {
         if bytes == 0 {
             return Ok(());
         }
+        self.outside_capture("copying on the GPU")?;
         self.bind()?;
         // SAFETY: both regions hold `bytes` bytes and are distinct allocations.
         unsafe { result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }
@@ -657,13 +684,20 @@ impl CudaDevice {
         self.bind()?;
         let on = config.stream.as_ref().and_then(|s| s.cuda());
         let f = self.function_with_shared(kernel, ptx, shared_bytes)?;
-        let stream = match on {
-            Some(user) => {
+        let captured = self.capture_stream();
+        let stream = match (on, &captured) {
+            (None, Some(capture)) => capture,
+            (Some(_), Some(_)) => {
+                return Err(Error::InCapture {
+                    what: format!("launching kernel `{kernel}` on a stream of its own"),
+                })
+            }
+            (None, None) => &self.stream,
+            (Some(user), None) => {
                 user.join(&self.stream)
                     .map_err(|e| self.error("ordering a user stream after the device's", e))?;
                 user
             }
-            None => &self.stream,
         };
         *self.last_kernel.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernel);
         let (g, b) = (config.grid, config.block);
@@ -689,12 +723,128 @@ impl CudaDevice {
                 .unwrap_or_else(|p| p.into_inner())
                 .push(user.clone());
         }
-        if self.blocking {
+        if self.blocking && captured.is_none() {
             stream
                 .synchronize()
                 .map_err(|e| self.error(&format!("running kernel `{kernel}`"), e))?;
         }
         Ok(())
+    }
+
+    /// Captures the kernels that `work` launches on this device from this thread into a graph,
+    /// on a stream of its own, none of them running; other threads' work is not captured.
+    /// Allocating, copying and waiting are refused in `work` ([`Error::InCapture`]).
+    pub(crate) fn capture(
+        &self,
+        work: &mut dyn FnMut() -> Result<(), Error>,
+    ) -> Result<Captured, Error> {
+        if CAPTURE.with(|c| c.borrow().is_some()) {
+            return Err(Error::InCapture {
+                what: "capturing a graph".into(),
+            });
+        }
+        let stream = self.new_stream()?;
+        stream
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+            .map_err(|e| self.error("starting a graph capture", e))?;
+        CAPTURE.with(|c| {
+            *c.borrow_mut() = Some(Capture {
+                device: self as *const Self as usize,
+                stream: stream.clone(),
+                frees: Vec::new(),
+            })
+        });
+        let worked = catch_unwind(AssertUnwindSafe(&mut *work));
+        let frees = CAPTURE
+            .with(|c| c.borrow_mut().take())
+            .map_or_else(Vec::new, |c| c.frees);
+        let ended = stream
+            .end_capture(sys::CUgraphInstantiate_flags(0))
+            .map_err(|e| self.error("ending a graph capture", e));
+        let (graph, ended) = match ended {
+            Ok(graph) => (graph, Ok(())),
+            Err(e) => (None, Err(e)),
+        };
+        let captured = Captured {
+            graph,
+            stream,
+            frees,
+        };
+        match (worked, ended) {
+            (Ok(Ok(())), Ok(())) => Ok(captured),
+            (Ok(Err(e)), _) | (Ok(Ok(())), Err(e)) => {
+                self.release(captured);
+                Err(e)
+            }
+            (Err(panic), _) => {
+                self.release(captured);
+                std::panic::resume_unwind(panic)
+            }
+        }
+    }
+
+    /// Replays a captured graph on the device's stream: after the work queued before it, and
+    /// before the work queued after.
+    pub(crate) fn launch_graph(&self, captured: &Captured) -> Result<(), Error> {
+        self.outside_capture("launching a graph")?;
+        let Some(graph) = &captured.graph else {
+            return Ok(());
+        };
+        self.bind()?;
+        captured
+            .stream
+            .join(&self.stream)
+            .map_err(|e| self.error("ordering a graph after the device's work", e))?;
+        graph
+            .launch()
+            .map_err(|e| self.error("launching a graph", e))?;
+        self.stream
+            .join(&captured.stream)
+            .map_err(|e| self.error("ordering the device's work after a graph", e))?;
+        if self.blocking {
+            self.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// Destroys a captured graph, then frees the memory freed during its capture.
+    pub(crate) fn release(&self, captured: Captured) {
+        let Captured { graph, frees, .. } = captured;
+        drop(graph);
+        for ptr in frees {
+            self.free(ptr);
+        }
+    }
+
+    /// The stream of this thread's capture on this device, if it is capturing.
+    fn capture_stream(&self) -> Option<Arc<CudaStream>> {
+        let me = self as *const Self as usize;
+        CAPTURE.with(|c| {
+            c.borrow()
+                .as_ref()
+                .filter(|c| c.device == me)
+                .map(|c| c.stream.clone())
+        })
+    }
+
+    /// `Err` where this thread is capturing a graph on this device: `what` cannot be captured.
+    fn outside_capture(&self, what: &str) -> Result<(), Error> {
+        match self.capture_stream() {
+            Some(_) => Err(Error::InCapture { what: what.into() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Where this thread is capturing on this device, keeps `ptr` to free with the graph.
+    fn defer_free_in_capture(&self, ptr: sys::CUdeviceptr) -> bool {
+        let me = self as *const Self as usize;
+        CAPTURE.with(|c| match c.borrow_mut().as_mut() {
+            Some(capture) if capture.device == me => {
+                capture.frees.push(ptr);
+                true
+            }
+            _ => false,
+        })
     }
 
     /// Records an event on the device's stream.

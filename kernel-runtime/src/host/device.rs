@@ -316,6 +316,7 @@ impl Device {
     /// Waits until all work queued on this device has finished (immediate on the CPU); a
     /// kernel that failed on the GPU since the last wait is reported here.
     pub fn synchronize(&self) -> Result<(), Error> {
+        super::graph::outside_cpu_replay(self, "waiting for the device")?;
         match self.gpu() {
             Some(gpu) => gpu.synchronize(),
             None => Ok(()),

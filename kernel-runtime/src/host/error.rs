@@ -117,6 +117,13 @@ pub enum Error {
         /// Why, and what to do.
         message: String,
     },
+    /// Something that a graph cannot hold was asked for while its work was being captured
+    /// ([`Device::capture`](crate::Device::capture)).
+    #[error("{what} is not possible while a graph is being captured: a graph holds the kernel launches on the device's stream; allocate, copy and wait before or after `Device::capture`")]
+    InCapture {
+        /// What was asked for.
+        what: String,
+    },
     /// The kernel has no PTX to run on a GPU.
     #[error("kernel `{kernel}` has no PTX: {reason}; or run it on Device::cpu()")]
     NoPtx {

@@ -8,6 +8,7 @@ pub mod device;
 pub(crate) mod embedded;
 pub mod error;
 pub mod event;
+pub mod graph;
 pub mod instance;
 pub(crate) mod kernel;
 pub mod launch;
