@@ -124,6 +124,7 @@ fn run(args: Args) -> Result {
     let reps = args.reps.unwrap_or(if gpu { 20 } else { 3 }).max(1);
     let pick = |original: usize, cpu: usize| if gpu { original } else { cpu };
 
+    first_launch(&dev)?.print();
     copy_bandwidth(&dev, reps, pick(100_000_000, 1_000_000))?.print();
     launch_overhead(&dev)?.print();
     graph_overhead(&dev)?.print();
@@ -170,6 +171,36 @@ fn copy_bandwidth(dev: &Device, reps: usize, n: usize) -> Result<Line> {
         e2e_ms: None,
         bytes: Some(bytes),
         check: format!("{:.1} GB/s", bytes / ms / 1e6),
+    })
+}
+
+/// Wall time of the first launch of a kernel of `gpu-kernels` (the first use of its module) and
+/// the wait for it: on a GPU, loading the module's cubin where the build assembled one for
+/// this GPU (`KERNEL_CUBIN_ARCHS`), else compiling its PTX (and with `KERNEL_JIT=1`).
+fn first_launch(dev: &Device) -> Result<Line> {
+    let (a, b) = (dev.zeros::<f32, _>(1)?, dev.zeros::<f32, _>(1)?);
+    let mut c = dev.zeros::<f32, _>(1)?;
+    dev.synchronize()?;
+    let start = std::time::Instant::now();
+    empty3.launch(1, 1, (&a, &b, &mut c))?;
+    dev.synchronize()?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    let cubin = add
+        .ptx()
+        .is_some_and(|p| p.contains("// kernel-build cubin "));
+    let jit = std::env::var("KERNEL_JIT").is_ok_and(|v| v.trim() == "1");
+    Ok(Line {
+        imp: "rust",
+        program: "first-launch",
+        size: match (cubin, jit) {
+            (true, false) => "module with a cubin for its arch".into(),
+            (true, true) => "module PTX compiled by the driver (KERNEL_JIT=1)".into(),
+            (false, _) => "module PTX compiled by the driver".into(),
+        },
+        kernel_ms: ms,
+        e2e_ms: None,
+        bytes: None,
+        check: format!("{ms:.1} ms"),
     })
 }
 

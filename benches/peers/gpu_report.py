@@ -114,6 +114,10 @@ def main():
             us = row["kernel_ms"] * 1e3
             verdict = "met" if us <= goal else "not met"
             lines.append(f"{what}: **{us:.2f} µs** {unit} (goal ≤ {goal} µs: {verdict}).")
+    first = by.get("first-launch", {}).get("rust")
+    if first:
+        lines.append(f"First launch of a `gpu-kernels` kernel, module load included: "
+                     f"**{first['kernel_ms']:.1f} ms** ({first['size']}).")
     qpass, qsort = by.get("quicksort-pass", {}).get("rust"), by.get("quicksort", {}).get("rust")
     if qpass and qsort:  # the pass's check is the number of passes the whole sort made
         passes = int(qpass["check"])

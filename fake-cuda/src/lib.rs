@@ -378,8 +378,16 @@ pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_v
         if image.is_null() {
             return fail(INVALID_VALUE, "a null image");
         }
-        // SAFETY: the driver API's contract: a PTX image is a NUL-terminated string.
+        // SAFETY: the driver API's contract: a PTX image is a NUL-terminated string, and a
+        // cubin's ELF header holds a NUL within its first bytes.
         let text = unsafe { CStr::from_ptr(image.cast()) };
+        if text.to_bytes().starts_with(b"\x7fELF") {
+            return fail(
+                driver::NOT_SUPPORTED,
+                "the fake loads PTX only, not cubins: set KERNEL_JIT=1, or build without \
+                 KERNEL_CUBIN_ARCHS",
+            );
+        }
         let text = text
             .to_str()
             .map_err(|_| Failure(driver::INVALID_PTX, "the PTX is not UTF-8".into()))?;

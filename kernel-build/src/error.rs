@@ -56,6 +56,21 @@ pub enum Error {
         output: String,
     },
 
+    /// `ptxas` could not assemble the crate's PTX for an architecture of `KERNEL_CUBIN_ARCHS`.
+    #[error(
+        "ptxas could not assemble the kernels' PTX for {arch} ({command}):\n{output}\nList \
+         architectures this ptxas supports, no older than KERNEL_PTX_ARCH, in \
+         KERNEL_CUBIN_ARCHS, or unset it to leave the compiling to the driver"
+    )]
+    Ptxas {
+        /// The architecture.
+        arch: String,
+        /// The command that ran.
+        command: String,
+        /// What ptxas printed.
+        output: String,
+    },
+
     /// A source file of the crate could not be parsed.
     #[error("{}:{line}: cannot parse this file for the device build: {msg}", file.display())]
     Parse {

@@ -28,6 +28,9 @@
 //!    [`Builder::link_ptx`]) follows the PTX in that file: PTX as it is, CUDA C++ compiled by
 //!    `nvcc` where one is found, or else as source with the headers it includes, which the
 //!    runtime compiles with NVRTC. The runtime links the pieces when it loads the module.
+//! 5. Where `KERNEL_CUBIN_ARCHS` lists architectures and `ptxas` is found, the PTX is also
+//!    assembled for each, and the cubins follow it in the file (base64 comment lines): a GPU
+//!    of one of them loads its machine code, without the driver's JIT compilation.
 //!
 //! Without a toolchain that can target nvptx64, the crate builds without PTX and the CPU
 //! backend runs the kernels; the build says so once with a cargo warning. Set
@@ -47,6 +50,7 @@
 //! | `KERNEL_DEVICE_TARGET_DIR` | where the device crates are generated and built, default `<target>/kernel-device` |
 //! | `KERNEL_REQUIRE_PTX` | `1`: a missing toolchain is a build error |
 //! | `KERNEL_FMA` | `0`: no fused multiply-add contraction (see [`Builder::fma`]) |
+//! | `KERNEL_CUBIN_ARCHS` | `sm_80,sm_90`: assemble cubins for these GPUs at build time (with `KERNEL_PTXAS` or `ptxas` on `PATH`) |
 //! | `KERNEL_NVCC` | the `nvcc` that compiles [`Builder::link_cuda`] files; `0`: none, NVRTC compiles them at run time |
 //! | `DEP_KERNEL_RUNTIME_MANIFEST_DIR` | set by cargo from `kernel-runtime`'s build script: its path |
 
@@ -55,6 +59,7 @@
 #![allow(clippy::needless_doctest_main)]
 
 mod compile;
+mod cubin;
 mod devcrate;
 mod entries;
 mod error;
@@ -66,6 +71,7 @@ mod toolchain;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+pub use cubin::{CUBIN_SECTION, ENV_CUBIN_ARCHS};
 pub use error::Error;
 pub use link::{ENV_NVCC, SECTION as LINK_SECTION};
 pub use toolchain::{Toolchain, ENV_NVPTX_CARGO, ENV_NVPTX_RUSTC, TARGET};
@@ -431,6 +437,32 @@ impl Builder {
         }
     }
 
+    /// Assembles the module for the architectures of `KERNEL_CUBIN_ARCHS` where `ptxas` is
+    /// found, and adds the cubins to the module file (see [`cubin`]). A module that links
+    /// foreign code gets none: the driver's linker makes its machine code.
+    fn add_cubins(&self, job: &Job<'_>, ptx: &mut String) -> Result<(), Error> {
+        let archs = cubin::archs(&self.env(cubin::ENV_CUBIN_ARCHS).unwrap_or_default());
+        if archs.is_empty() {
+            return Ok(());
+        }
+        if !job.foreign.is_empty() {
+            self.directive(
+                "warning=kernel-build: KERNEL_CUBIN_ARCHS is ignored for a crate that links \
+                 foreign device code: the driver links and compiles its module at load",
+            );
+            return Ok(());
+        }
+        let Some(ptxas) = cubin::find_ptxas(self.env("KERNEL_PTXAS")) else {
+            self.directive(
+                "warning=kernel-build: KERNEL_CUBIN_ARCHS names architectures but no ptxas was \
+                 found (KERNEL_PTXAS, PATH): the driver compiles the PTX at load",
+            );
+            return Ok(());
+        };
+        ptx.push_str(&cubin::sections(&ptxas, job.ptx_out, &archs)?);
+        devcrate::write_if_changed(job.ptx_out, ptx).map(drop)
+    }
+
     /// The foreign code to link, its paths made absolute from `manifest_dir`, each announced
     /// to cargo.
     fn foreign_in(&self, manifest_dir: &Path) -> link::Foreign {
@@ -537,6 +569,7 @@ impl Builder {
             ptx.push_str(&job.foreign.sections(job.arch, nvcc.as_deref(), out_dir)?);
         }
         devcrate::write_if_changed(job.ptx_out, &ptx)?;
+        self.add_cubins(job, &mut ptx)?;
         drop(lock);
 
         // The sources of the runtime and macros the device code was built with.

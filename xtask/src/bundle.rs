@@ -218,8 +218,11 @@ pub fn run(options: Args) -> Result {
     ctx.set_env("KERNEL_REQUIRE_PTX", "1");
     // PTX for the bundle's GPU (`sm_90` for a Hopper) lets ptxas use all of it; the default
     // (`sm_70`) runs on any GPU since Volta, which the driver compiles it for at load time.
+    // The bundle's GPU also gets the machine code for it, assembled here: its first launches
+    // load it instead of compiling the PTX (`KERNEL_JIT=1` there compiles the PTX anyway).
     if let Some(arch) = &options.arch {
         ctx.set_env("KERNEL_PTX_ARCH", arch);
+        ctx.set_env("KERNEL_CUBIN_ARCHS", arch);
     }
 
     let examples = cargo_executables(&ctx, &["build", "--release", "--examples"])?;

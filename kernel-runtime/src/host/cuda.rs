@@ -100,6 +100,11 @@ fn keep_freed_memory(ctx: &CudaContext) -> Result<(), DriverError> {
     }
 }
 
+/// `KERNEL_JIT=1`: load the PTX of every module, never a cubin built ahead of time.
+fn jit_only() -> bool {
+    std::env::var("KERNEL_JIT").is_ok_and(|v| v.trim() == "1")
+}
+
 /// A graph capture this thread is making (see [`CudaDevice::capture`]).
 struct Capture {
     /// The device it captures on, by address.
@@ -511,18 +516,25 @@ impl CudaDevice {
     /// where it carries foreign device code, linked with it (see [`link`]).
     fn load(&self, what: &str, ptx: &'static str) -> Result<Module, Error> {
         let pieces = link::Pieces::of(ptx);
+        let (major, minor) = self.compute_capability();
+        let cubin = match jit_only() {
+            true => None,
+            false => pieces.cubin_for(major, minor),
+        };
         let image = if pieces.is_linked() {
             self.linked_image(&pieces)?
+        } else if let Some(cubin) = cubin {
+            cubin
         } else {
-            CString::new(ptx)
+            CString::new(pieces.main)
                 .map_err(|_| Error::Cuda {
                     op: format!("loading the PTX of {what}"),
                     message: "the PTX text holds a NUL byte".into(),
                 })?
                 .into_bytes_with_nul()
         };
-        // SAFETY: `image` is a NUL-terminated PTX module, or a linked image; the driver
-        // compiles or loads it for this GPU.
+        // SAFETY: `image` is a NUL-terminated PTX module, a linked image, or a cubin for this
+        // GPU's architecture; the driver compiles or loads it.
         let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
             .map_err(|e| {
                 let refused = is_refused_ptx(e.0);

@@ -15,6 +15,10 @@ use crate::host::error::Error;
 /// The start of the line before each linked piece (`kernel_build::LINK_SECTION`).
 const SECTION: &str = "// kernel-build link ";
 
+/// The start of each cubin's line (`kernel_build::CUBIN_SECTION`): `// kernel-build cubin
+/// sm_90 BASE64`.
+const CUBIN: &str = "// kernel-build cubin ";
+
 /// One linked piece: its name (the file it came from) and its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Piece<'a> {
@@ -33,11 +37,36 @@ pub(crate) struct Pieces<'a> {
     pub cuda: Vec<Piece<'a>>,
     /// The headers the CUDA C++ pieces include, by the names they include them by.
     pub headers: Vec<Piece<'a>>,
+    /// Cubins assembled at build time: the architecture (`sm_90`) and the base64 text.
+    pub cubins: Vec<Piece<'a>>,
 }
 
 impl<'a> Pieces<'a> {
     /// Splits a module's text at its section lines.
     pub fn of(text: &'a str) -> Self {
+        let line_start = |at: usize| at == 0 || text.as_bytes()[at - 1] == b'\n';
+        let cubin_at: Vec<usize> = text
+            .match_indices(CUBIN)
+            .map(|(at, _)| at)
+            .filter(|&at| line_start(at))
+            .collect();
+        let cubins = cubin_at
+            .iter()
+            .filter_map(|&at| {
+                let line = text[at + CUBIN.len()..].lines().next()?;
+                let (name, text) = line.split_once(' ')?;
+                Some(Piece { name, text })
+            })
+            .collect();
+        let text = &text[..cubin_at.first().copied().unwrap_or(text.len())];
+        Pieces {
+            cubins,
+            ..Self::linked(text)
+        }
+    }
+
+    /// Splits the text before the cubins at its link sections.
+    fn linked(text: &'a str) -> Self {
         let mut starts = text
             .match_indices(SECTION)
             .filter(|(at, _)| *at == 0 || text.as_bytes()[at - 1] == b'\n');
@@ -73,6 +102,30 @@ impl<'a> Pieces<'a> {
     /// Whether the module needs the linker: it has foreign pieces.
     pub fn is_linked(&self) -> bool {
         !self.ptx.is_empty() || !self.cuda.is_empty()
+    }
+
+    /// The cubin for a GPU of compute capability `major.minor`, decoded: of its major version
+    /// and the highest minor version up to its own (an `sm_90a` cubin only for exactly 9.0).
+    pub fn cubin_for(&self, major: u32, minor: u32) -> Option<Vec<u8>> {
+        use base64::Engine;
+        let fits = |arch: &str| {
+            let digits = arch.strip_prefix("sm_")?;
+            let number: u32 = digits
+                .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                .parse()
+                .ok()?;
+            let (m, n) = (number / 10, number % 10);
+            let exact = digits.ends_with(|c: char| c.is_ascii_alphabetic());
+            (m == major && (n == minor || (!exact && n < minor))).then_some(n)
+        };
+        let best = self
+            .cubins
+            .iter()
+            .filter_map(|c| Some((fits(c.name)?, c)))
+            .max_by_key(|(n, _)| *n)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(best.1.text)
+            .ok()
     }
 }
 
@@ -251,6 +304,22 @@ mod tests {
         let pieces = Pieces::of(".version 7.8\n.entry k()\n{}\n");
         assert_eq!(pieces.main, ".version 7.8\n.entry k()\n{}\n");
         assert!(!pieces.is_linked());
+    }
+
+    #[test]
+    fn cubins_are_chosen_by_architecture() {
+        // "QUJD" is base64 of "ABC", "REVG" of "DEF", "R0hJ" of "GHI".
+        let text =
+            ".entry k()\n// kernel-build cubin sm_80 QUJD\n// kernel-build cubin sm_86 REVG\n\
+            // kernel-build cubin sm_90a R0hJ\n";
+        let pieces = Pieces::of(text);
+        assert_eq!(pieces.main, ".entry k()\n");
+        assert!(!pieces.is_linked());
+        assert_eq!(pieces.cubin_for(8, 0).as_deref(), Some(&b"ABC"[..]));
+        assert_eq!(pieces.cubin_for(8, 9).as_deref(), Some(&b"DEF"[..]));
+        assert_eq!(pieces.cubin_for(9, 0).as_deref(), Some(&b"GHI"[..]));
+        assert_eq!(pieces.cubin_for(7, 5), None);
+        assert_eq!(pieces.cubin_for(10, 0), None);
     }
 
     #[test]
