@@ -24,7 +24,9 @@ use gpu_kernels::{
     smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS,
     TPB, WORD_THREADS,
 };
+use kernel_runtime::ndarray::Ix1;
 use kernel_runtime::prelude::*;
+use kernel_runtime::PinnedArray;
 use kernel_suite::cli::Args;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -131,6 +133,7 @@ fn run(args: Args) -> Result {
     for wide in [false, true] {
         bench_add(&dev, reps, pick(100_000_000, 1_000_000), wide)?.print();
     }
+    bench_add_pinned(&dev, reps, pick(100_000_000, 1_000_000))?.print();
     for line in bench_smooth(&dev, reps, pick(10_000, 1_000))? {
         line.print();
     }
@@ -284,6 +287,49 @@ fn bench_add(dev: &Device, reps: usize, n: usize, wide: bool) -> Result<Line> {
     Ok(Line {
         imp: "rust",
         program: if wide { "add-wide" } else { "add" },
+        size: format!("{n} f32"),
+        kernel_ms: kernel,
+        e2e_ms: Some(e2e),
+        bytes: Some(12.0 * n as f64),
+        check: format!("{sum:.1}"),
+    })
+}
+
+/// add-list from host inputs to host results in page-locked host arrays (`Device::pinned`,
+/// Numba's `cuda.pinned_array`), filled before the timing: the same work as `add`'s end to end,
+/// with copies at the bus's full speed.
+fn bench_add_pinned(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+    let mut a = dev.pinned::<f32, _>(n)?;
+    a.fill(1.0);
+    let mut b = dev.pinned::<f32, _>(n)?;
+    b.fill(1.0);
+    let mut c = dev.pinned::<f32, _>(n)?;
+    let cfg = LaunchConfig::cover(n, 256)?;
+    let run = |c: &mut PinnedArray<f32, Ix1>| -> Result {
+        let (mut da, mut db) = (dev.empty::<f32, _>(n)?, dev.empty::<f32, _>(n)?);
+        da.copy_from_pinned(&a)?;
+        db.copy_from_pinned(&b)?;
+        // Zeros, so that an element the kernel missed shows in the check.
+        let mut dc = dev.zeros::<f32, _>(n)?;
+        add.launch_with(cfg.clone(), (&da, &db, &mut dc))?;
+        c.copy_from_device(&dc)?;
+        Ok(())
+    };
+    let e2e = wall_ms(reps.min(5), || {
+        run(&mut c)?;
+        // Reading the result waits for its copy.
+        std::hint::black_box(c[n - 1]);
+        Ok(())
+    })?;
+    let sum: f64 = c.iter().map(|&v| v as f64).sum();
+    let (da, db) = (dev.zeros::<f32, _>(n)?, dev.zeros::<f32, _>(n)?);
+    let mut dc = dev.empty::<f32, _>(n)?;
+    let kernel = kernel_ms(dev, reps, || {
+        Ok(add.launch_with(cfg.clone(), (&da, &db, &mut dc))?)
+    })?;
+    Ok(Line {
+        imp: "rust",
+        program: "add-pinned",
         size: format!("{n} f32"),
         kernel_ms: kernel,
         e2e_ms: Some(e2e),

@@ -802,6 +802,31 @@ fn a_graph_is_captured_on_its_own_stream_and_replayed_with_one_call() {
 }
 
 #[test]
+fn pinned_arrays_are_page_locked_and_copied_on_the_stream() {
+    on_fake_driver(
+        "pinned_arrays_are_page_locked_and_copied_on_the_stream",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let mut host = gpu.pinned::<f32, _>(1000).unwrap();
+            assert!(host.is_page_locked());
+            host.iter_mut().enumerate().for_each(|(i, x)| *x = i as f32);
+            let mut d = gpu.zeros::<f32, _>(1000).unwrap();
+            d.copy_from_pinned(&host).unwrap();
+            let mut back = gpu.pinned::<f32, _>(1000).unwrap();
+            back.copy_from_device(&d).unwrap();
+            assert_eq!(back[999], 999.0);
+            drop((host, back));
+            assert_eq!(log.count("host alloc 4000"), 2);
+            assert_eq!(log.count("host free 4000"), 2);
+            // Both copies went straight from and to the page-locked memory.
+            assert_eq!(log.count("htod 4000 pinned"), 1);
+            assert_eq!(log.count("dtoh 4000 pinned"), 1);
+        },
+    );
+}
+
+#[test]
 fn a_launch_past_48_kib_of_shared_memory_opts_in_once_per_size() {
     on_fake_driver(
         "a_launch_past_48_kib_of_shared_memory_opts_in_once_per_size",

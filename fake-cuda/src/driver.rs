@@ -199,6 +199,8 @@ pub struct Driver {
     /// Captured graphs and their executable instances: the launches each replays.
     graphs: HashMap<usize, Vec<String>>,
     execs: HashMap<usize, Vec<String>>,
+    /// Page-locked host memory (`cuMemHostAlloc`): its size by address.
+    host_memory: HashMap<usize, usize>,
     /// Device memory: host memory at the addresses handed out.
     memory: BTreeMap<u64, Allocation>,
     /// Calls made so far, by function, for `FAKE_CUDA_FAIL`.
@@ -246,6 +248,7 @@ pub fn call(name: &'static str, body: impl FnOnce(&mut Driver) -> Result<(), Fai
         links: HashMap::new(),
         graphs: HashMap::new(),
         execs: HashMap::new(),
+        host_memory: HashMap::new(),
         memory: BTreeMap::new(),
         calls: HashMap::new(),
     });
@@ -686,6 +689,44 @@ impl Driver {
             },
         );
         Ok(h)
+    }
+
+    /// `bytes` of "page-locked" host memory: host memory the driver keeps track of.
+    pub fn alloc_host(&mut self, bytes: usize) -> Result<*mut u8, Failure> {
+        self.current()?;
+        let layout = std::alloc::Layout::from_size_align(bytes.max(1), 4096)
+            .map_err(|_| Failure(INVALID_VALUE, format!("{bytes} bytes")))?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        if ptr.is_null() {
+            return fail(OUT_OF_MEMORY, format!("{bytes} bytes of host memory"));
+        }
+        self.host_memory.insert(ptr as usize, bytes);
+        self.log(format_args!("host alloc {bytes}"));
+        Ok(ptr)
+    }
+
+    /// Whether `bytes` at `ptr` lie in one allocation of page-locked host memory.
+    pub fn page_locked(&self, ptr: *const u8, bytes: usize) -> bool {
+        let at = ptr as usize;
+        self.host_memory
+            .iter()
+            .any(|(&start, &size)| at >= start && at + bytes <= start + size)
+    }
+
+    /// Frees memory from [`alloc_host`](Self::alloc_host).
+    pub fn free_host(&mut self, ptr: *mut u8) -> Result<(), Failure> {
+        let Some(bytes) = self.host_memory.remove(&(ptr as usize)) else {
+            return fail(
+                INVALID_VALUE,
+                format!("{ptr:?} is not page-locked memory of this driver"),
+            );
+        };
+        let layout = std::alloc::Layout::from_size_align(bytes.max(1), 4096).expect("allocated so");
+        // SAFETY: `ptr` came from `alloc_host` with this layout and is freed once.
+        unsafe { std::alloc::dealloc(ptr, layout) };
+        self.log(format_args!("host free {bytes}"));
+        Ok(())
     }
 
     /// Starts capturing the launches made on `stream` (not the legacy or per-thread stream).

@@ -320,7 +320,11 @@ unsafe fn copy(
     }
     // SAFETY: device memory was checked to hold `bytes`; host memory is the caller's contract.
     unsafe { std::ptr::copy(src, dst, bytes) };
-    d.log(format_args!("{what} {bytes}"));
+    let pinned = d.page_locked(dst.cast_const(), bytes) || d.page_locked(src, bytes);
+    d.log(format_args!(
+        "{what} {bytes}{}",
+        if pinned { " pinned" } else { "" }
+    ));
     Ok(())
 }
 
@@ -393,6 +397,22 @@ pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_v
             .map_err(|_| Failure(driver::INVALID_PTX, "the PTX is not UTF-8".into()))?;
         put(module, d.load_module(text)? as Handle)
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemHostAlloc(
+    out: *mut *mut c_void,
+    bytes: usize,
+    _flags: c_uint,
+) -> CuResult {
+    call("cuMemHostAlloc", |d| {
+        put(out, d.alloc_host(bytes)?.cast::<c_void>())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemFreeHost(ptr: *mut c_void) -> CuResult {
+    call("cuMemFreeHost", |d| d.free_host(ptr.cast::<u8>()))
 }
 
 #[no_mangle]

@@ -118,6 +118,7 @@ pub use host::{
     graph::Graph,
     instance::KernelInstance,
     launch::{IntoDim3, LaunchConfig},
+    pinned::PinnedArray,
     ptr::DevicePtr,
     stream::Stream,
 };

@@ -318,7 +318,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     }
 
     /// The elements of an array in host memory (none for a GPU's).
-    fn host(&self) -> &[T] {
+    pub(crate) fn host(&self) -> &[T] {
         match &self.data {
             Storage::Host(v) => v,
             Storage::Gpu(_) => &[],

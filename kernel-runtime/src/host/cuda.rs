@@ -859,6 +859,71 @@ impl CudaDevice {
         })
     }
 
+    /// `bytes` of page-locked host memory (`cuMemHostAlloc`), which copies to and from the GPU
+    /// reach at full speed and without staging.
+    pub(crate) fn alloc_host(&self, bytes: usize) -> Result<*mut c_void, Error> {
+        self.outside_capture("allocating page-locked host memory")?;
+        self.bind()?;
+        // SAFETY: a plain allocation; the caller frees it with `free_host`.
+        unsafe { result::malloc_host(bytes, 0) }.map_err(|e| match e.0 {
+            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory {
+                place: format!("page-locked host memory for CUDA device {}", self.ordinal),
+                bytes,
+            },
+            _ => self.error(
+                &format!("allocating {bytes} bytes of page-locked host memory"),
+                e,
+            ),
+        })
+    }
+
+    /// Frees memory from [`alloc_host`](Self::alloc_host), whose transfers have finished.
+    pub(crate) fn free_host(&self, ptr: *mut c_void) {
+        if ptr.is_null() || self.bind().is_err() {
+            return;
+        }
+        // SAFETY: `ptr` came from `alloc_host`, and no transfer uses it any more.
+        let _ = unsafe { result::free_host(ptr) };
+    }
+
+    /// Queues a copy of the page-locked `src` to device memory at `dst` on the device's stream
+    /// and returns the event after it.
+    ///
+    /// # Safety
+    /// `src` is page-locked memory that stays allocated and unwritten until the event is done;
+    /// `dst` holds its bytes.
+    pub(crate) unsafe fn upload_async<T: Copy>(
+        &self,
+        dst: sys::CUdeviceptr,
+        src: &[T],
+    ) -> Result<cudarc::driver::CudaEvent, Error> {
+        self.outside_capture("copying to the GPU")?;
+        self.bind()?;
+        // SAFETY: the caller's contract.
+        unsafe { result::memcpy_htod_async(dst, src, self.stream.cu_stream()) }
+            .map_err(|e| self.error("copying to the GPU", e))?;
+        self.record_event()
+    }
+
+    /// Queues a copy of device memory at `src` into the page-locked `dst` on the device's
+    /// stream and returns the event after it.
+    ///
+    /// # Safety
+    /// `dst` is page-locked memory that stays allocated and untouched until the event is done;
+    /// `src` holds its bytes.
+    pub(crate) unsafe fn download_async<T: Copy>(
+        &self,
+        dst: &mut [T],
+        src: sys::CUdeviceptr,
+    ) -> Result<cudarc::driver::CudaEvent, Error> {
+        self.outside_capture("copying from the GPU")?;
+        self.bind()?;
+        // SAFETY: the caller's contract.
+        unsafe { result::memcpy_dtoh_async(dst, src, self.stream.cu_stream()) }
+            .map_err(|e| self.error("copying from the GPU", e))?;
+        self.record_event()
+    }
+
     /// Records an event on the device's stream.
     pub(crate) fn record_event(&self) -> Result<cudarc::driver::CudaEvent, Error> {
         self.bind()?;

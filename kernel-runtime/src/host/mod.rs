@@ -13,5 +13,6 @@ pub mod instance;
 pub(crate) mod kernel;
 pub mod launch;
 pub(crate) mod link;
+pub mod pinned;
 pub mod ptr;
 pub mod stream;
