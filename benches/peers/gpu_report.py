@@ -14,10 +14,13 @@ import json
 import sys
 from collections import defaultdict
 
-# (program, what, limit): what is a peer impl (our time ≤ limit × theirs), "bandwidth" (≥ limit
-# of the copy bandwidth) or "rayon-speedup" (≥ limit × faster than the host's rayon sort).
+# (program, what, limit): what is a peer impl (our time ≤ limit × theirs), "PEER end to end"
+# (our time from host inputs to host results ≤ limit × theirs), "bandwidth" (≥ limit of the copy
+# bandwidth) or "rayon-speedup" (≥ limit × faster than the host's rayon sort).
 GOALS = [
     ("add", "bandwidth", 0.90),
+    # add-list from and to page-locked host buffers, against CUDA C++ doing the same.
+    ("add-pinned", "cuda end to end", 1.1),
     ("add", "cupy", 1.0),
     # add-list four elements per thread: the same goals, against the peers of that algorithm.
     ("add-wide", "bandwidth", 0.90),
@@ -165,6 +168,12 @@ def main():
             f = ours["bytes"] / ours["kernel_ms"] / 1e6 / bandwidth
             figure, met = f"{f:.0%} of copy bandwidth", "yes" if f >= limit else "no"
             goal = f"≥ {limit:.0%} of copy bandwidth"
+        elif what.endswith(" end to end"):
+            goal = f"≤ {limit}× {what}"
+            theirs = impls.get(what.removesuffix(" end to end"))
+            if ours and theirs and ours.get("e2e_ms") and theirs.get("e2e_ms"):
+                r = ours["e2e_ms"] / theirs["e2e_ms"]
+                figure, met = f"{r:.2f}×", "yes" if r <= limit else "no"
         elif what == "rayon-speedup":
             goal = f"≥ {limit:.0f}× the host's rayon sort"
             if ours and "rayon" in impls:

@@ -1,9 +1,9 @@
 // CUDA C++ peers of `examples/device_bench.rs`: the same algorithms (one thread per element for
-// add-list, and four as our add_wide; one per pixel for smooth, also in strips of rows and of
-// words of four pixels; one thread per row with a shared-memory block reduction for
-// integrate2d, the 16 x 16 shared-memory tiling for matmul, the sample-pivot quicksort), on the
-// same inputs, with the same check values and JSON lines as the other peers
-// (see gpu_numba.py).
+// add-list, and four as our add_wide, and end to end through page-locked host buffers as our
+// add-pinned; one per pixel for smooth, also in strips of rows and of words of four pixels; one
+// thread per row with a shared-memory block reduction for integrate2d, the 16 x 16 shared-memory
+// tiling for matmul, the sample-pivot quicksort), on the same inputs, with the same check values
+// and JSON lines as the other peers (see gpu_numba.py).
 //
 //     nvcc -O3 -arch=native -o peers_cuda benches/peers/cuda/peers.cu && ./peers_cuda [reps]
 
@@ -659,6 +659,27 @@ int main(int argc, char** argv) {
         for (float v : c) sum += v;
         std::snprintf(buf, sizeof buf, "%.1f", sum);
         emit("add-wide", std::to_string(n) + " f32", k, e, 12.0 * n, buf);
+        // The same end to end from and to page-locked host buffers, filled before the timing
+        // (our add-pinned, through `Device::pinned`).
+        float *hp = nullptr, *cp = nullptr;
+        CHECK(cudaMallocHost(&hp, n * 4));
+        CHECK(cudaMallocHost(&cp, n * 4));
+        for (size_t i = 0; i < n; ++i) hp[i] = 1.0f;
+        k = kernel_ms(reps, [&] { add_kernel<<<blocks, 256>>>(a, b, d, n); });
+        e = wall_ms(std::min(reps, 5), [&] {
+            float *x = dev_alloc<float>(n), *y = dev_alloc<float>(n), *z = dev_alloc<float>(n);
+            CHECK(cudaMemcpy(x, hp, n * 4, cudaMemcpyHostToDevice));
+            CHECK(cudaMemcpy(y, hp, n * 4, cudaMemcpyHostToDevice));
+            CHECK(cudaMemset(z, 0, n * 4));
+            add_kernel<<<blocks, 256>>>(x, y, z, n);
+            CHECK(cudaMemcpy(cp, z, n * 4, cudaMemcpyDeviceToHost));
+            CHECK(cudaFree(x)); CHECK(cudaFree(y)); CHECK(cudaFree(z));
+        });
+        sum = 0;
+        for (size_t i = 0; i < n; ++i) sum += cp[i];
+        std::snprintf(buf, sizeof buf, "%.1f", sum);
+        emit("add-pinned", std::to_string(n) + " f32", k, e, 12.0 * n, buf);
+        CHECK(cudaFreeHost(hp)); CHECK(cudaFreeHost(cp));
         CHECK(cudaFree(a)); CHECK(cudaFree(b)); CHECK(cudaFree(d));
     }
     {  // smooth
