@@ -5,11 +5,12 @@ use super::error::Error;
 use cudarc::driver::CudaStream;
 use std::sync::Arc;
 
-/// A queue of kernel launches on a device: kernels launched on different streams may run at the
-/// same time. A launch on a stream waits for the copies and launches queued on the device
-/// before it, and the device's own later copies, launches and frees wait for it, so results are
-/// always seen. On the CPU backend every launch runs to completion, and a stream only names
-/// its device.
+/// A queue of kernel launches on a device. A launch on a stream waits for the copies and
+/// launches queued on the device before it, launches on other streams included, and the
+/// device's own later copies, launches and frees wait for it, so results are always seen and two
+/// streams never race on an array; for now this also means that launches on two streams do not
+/// run at the same time. On the CPU backend every launch runs to completion, and a stream only
+/// names its device.
 ///
 /// ```
 /// use kernel_runtime::prelude::*;
