@@ -36,13 +36,7 @@ pub(crate) fn archs(value: &str) -> Vec<String> {
 
 /// The `ptxas` to assemble with: `$KERNEL_PTXAS`, else `ptxas` on `PATH`.
 pub(crate) fn find_ptxas(variable: Option<String>) -> Option<PathBuf> {
-    if let Some(path) = variable {
-        return Some(PathBuf::from(path));
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("ptxas"))
-        .find(|p| p.is_file())
+    crate::link::find_tool("ptxas", variable, [])
 }
 
 /// The cubin lines for `archs`: the module file `ptx_file` assembled by `ptxas` for each, the

@@ -176,19 +176,32 @@ fn read(path: &Path) -> Result<String, Error> {
 /// The `nvcc` to compile CUDA C++ with: `$KERNEL_NVCC` (`0`: none), then `nvcc` on `PATH`, then
 /// `$CUDA_PATH/bin`, `$CUDA_HOME/bin` and `/usr/local/cuda/bin`.
 pub(crate) fn find_nvcc(variable: Option<String>) -> Option<PathBuf> {
-    if let Some(value) = variable {
-        return (value.trim() != "0").then(|| PathBuf::from(value));
+    if variable.as_deref().is_some_and(|v| v.trim() == "0") {
+        return None;
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
     let homes = ["CUDA_PATH", "CUDA_HOME"]
         .iter()
         .filter_map(std::env::var_os)
         .map(|home| PathBuf::from(home).join("bin"))
         .chain(Some(PathBuf::from("/usr/local/cuda/bin")));
+    find_tool("nvcc", variable, homes)
+}
+
+/// The program `name`: `variable`'s value where set, else the first found on `PATH`, then in
+/// `dirs`.
+pub(crate) fn find_tool(
+    name: &str,
+    variable: Option<String>,
+    dirs: impl IntoIterator<Item = PathBuf>,
+) -> Option<PathBuf> {
+    if let Some(path) = variable {
+        return Some(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .chain(homes)
-        .map(|dir| dir.join("nvcc"))
-        .find(|nvcc| nvcc.is_file())
+        .chain(dirs)
+        .map(|dir| dir.join(name))
+        .find(|tool| tool.is_file())
 }
 
 #[cfg(test)]

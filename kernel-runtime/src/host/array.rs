@@ -82,7 +82,10 @@ fn reserve<T>(len: usize, place: impl FnOnce() -> String) -> Result<Vec<T>, Erro
 
 /// `len` zero elements in host memory (see [`reserve`]), from the allocator's zeroed memory:
 /// fresh pages from the system are zero already, and are touched only as they are used.
-fn zeroed_vec<T: DeviceCopy>(len: usize, place: impl FnOnce() -> String) -> Result<Vec<T>, Error> {
+pub(crate) fn zeroed_vec<T: DeviceCopy>(
+    len: usize,
+    place: impl FnOnce() -> String,
+) -> Result<Vec<T>, Error> {
     // SAFETY: all-zero bits are a value of `T` (the `DeviceCopy` contract).
     unsafe { crate::zeroed::zeroed_vec(len) }.ok_or_else(|| Error::OutOfMemory {
         place: place(),

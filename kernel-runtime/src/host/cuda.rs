@@ -386,16 +386,29 @@ impl CudaDevice {
         dst: &mut [T],
         src: sys::CUdeviceptr,
     ) -> Result<(), Error> {
+        // SAFETY: the stream is waited for before `dst` is read.
+        unsafe { self.queue_download(dst, src) }?;
+        self.synchronize()
+    }
+
+    /// Queues a copy of device memory at `src` into `dst` on the device's stream.
+    ///
+    /// # Safety
+    /// `dst` stays allocated and untouched until the stream has done the copy; `src` holds its
+    /// bytes.
+    unsafe fn queue_download<T: Copy>(
+        &self,
+        dst: &mut [T],
+        src: sys::CUdeviceptr,
+    ) -> Result<(), Error> {
         self.outside_capture("copying from the GPU")?;
         if dst.is_empty() {
-            return self.synchronize();
+            return Ok(());
         }
         self.bind()?;
-        // SAFETY: `src` holds `size_of_val(dst)` bytes; the stream is waited for before `dst`
-        // is read.
+        // SAFETY: the caller's contract.
         unsafe { result::memcpy_dtoh_async(dst, src, self.stream.cu_stream()) }
-            .map_err(|e| self.error("copying from the GPU", e))?;
-        self.synchronize()
+            .map_err(|e| self.error("copying from the GPU", e))
     }
 
     /// Copies `bytes` from device memory `src` to `dst`.
@@ -897,11 +910,7 @@ impl CudaDevice {
         dst: sys::CUdeviceptr,
         src: &[T],
     ) -> Result<cudarc::driver::CudaEvent, Error> {
-        self.outside_capture("copying to the GPU")?;
-        self.bind()?;
-        // SAFETY: the caller's contract.
-        unsafe { result::memcpy_htod_async(dst, src, self.stream.cu_stream()) }
-            .map_err(|e| self.error("copying to the GPU", e))?;
+        self.upload(dst, src)?;
         self.record_event()
     }
 
@@ -916,11 +925,8 @@ impl CudaDevice {
         dst: &mut [T],
         src: sys::CUdeviceptr,
     ) -> Result<cudarc::driver::CudaEvent, Error> {
-        self.outside_capture("copying from the GPU")?;
-        self.bind()?;
-        // SAFETY: the caller's contract.
-        unsafe { result::memcpy_dtoh_async(dst, src, self.stream.cu_stream()) }
-            .map_err(|e| self.error("copying from the GPU", e))?;
+        // SAFETY: the caller's contract, which is `queue_download`'s until the event is done.
+        unsafe { self.queue_download(dst, src) }?;
         self.record_event()
     }
 

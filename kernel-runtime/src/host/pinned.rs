@@ -7,9 +7,10 @@ use std::sync::Mutex;
 use cudarc::driver::CudaEvent;
 use ndarray::{ArrayView, ArrayViewMut, Dimension};
 
-use super::array::{DeviceArray, Rank, ShapeArg};
+use super::array::{zeroed_vec, DeviceArray, Rank, ShapeArg};
 use super::device::Device;
 use super::error::Error;
+use super::graph::outside_cpu_replay;
 use crate::device_copy::DeviceCopy;
 
 /// A host array in page-locked memory of a GPU's context (`cuMemHostAlloc`; on the CPU
@@ -74,7 +75,10 @@ impl Device {
                 unsafe { ptr.cast::<u8>().write_bytes(0, bytes) };
                 Memory::Pinned(ptr, len)
             }
-            _ => Memory::Host(self.zeros::<T, _>(len)?.to_vec()?),
+            _ => {
+                outside_cpu_replay(self, "allocating an array")?;
+                Memory::Host(zeroed_vec(len, || self.name())?)
+            }
         };
         Ok(PinnedArray {
             device: self.clone(),
