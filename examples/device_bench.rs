@@ -20,9 +20,9 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::{
-    add, add_wide, empty3, integrate2d_shared, matmul_tiled, quicksort, smooth, smooth_strips,
-    smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS,
-    TPB, WORD_THREADS,
+    add, add_chunked, add_wide, empty3, integrate2d_shared, matmul_tiled, quicksort, smooth,
+    smooth_strips, smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS,
+    STRIP_THREADS, TPB, WORD_THREADS,
 };
 use kernel_runtime::ndarray::Ix1;
 use kernel_runtime::prelude::*;
@@ -34,6 +34,7 @@ use std::time::Instant;
 const NAME: &str = "device_bench";
 
 /// One measurement, printed as a JSON line.
+#[derive(Clone)]
 struct Line {
     /// Which implementation: `rust` (our kernels) or `rayon` (the host's sort).
     imp: &'static str,
@@ -133,7 +134,9 @@ fn run(args: Args) -> Result {
     for wide in [false, true] {
         bench_add(&dev, reps, pick(100_000_000, 1_000_000), wide)?.print();
     }
-    bench_add_pinned(&dev, reps, pick(100_000_000, 1_000_000))?.print();
+    for line in bench_add_pinned(&dev, reps, pick(100_000_000, 1_000_000))? {
+        line.print();
+    }
     for line in bench_smooth(&dev, reps, pick(10_000, 1_000))? {
         line.print();
     }
@@ -297,8 +300,9 @@ fn bench_add(dev: &Device, reps: usize, n: usize, wide: bool) -> Result<Line> {
 
 /// add-list from host inputs to host results in page-locked host arrays (`Device::pinned`,
 /// Numba's `cuda.pinned_array`), filled before the timing: the same work as `add`'s end to end,
-/// with copies at the bus's full speed.
-fn bench_add_pinned(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+/// with copies at the bus's full speed (`add-pinned`); and the same in 16 chunks through three
+/// streams, whose copies overlap the kernels (`add-streams`, `add_chunked`).
+fn bench_add_pinned(dev: &Device, reps: usize, n: usize) -> Result<Vec<Line>> {
     let mut a = dev.pinned::<f32, _>(n)?;
     a.fill(1.0);
     let mut b = dev.pinned::<f32, _>(n)?;
@@ -327,20 +331,32 @@ fn bench_add_pinned(dev: &Device, reps: usize, n: usize) -> Result<Line> {
     let kernel = kernel_ms(dev, reps, || {
         Ok(add.launch_with(cfg.clone(), (&da, &db, &mut dc))?)
     })?;
-    Ok(Line {
+    let streams = [dev.stream()?, dev.stream()?, dev.stream()?];
+    c.fill(0.0);
+    let streamed = wall_ms(reps.min(5), || {
+        add_chunked(&a, &b, &mut c, n.div_ceil(16), &streams)?;
+        std::hint::black_box(c[n - 1]);
+        Ok(())
+    })?;
+    let streamed_sum: f64 = c.iter().map(|&v| v as f64).sum();
+    let line = |program, e2e, sum: f64| Line {
         imp: "rust",
-        program: "add-pinned",
+        program,
         size: format!("{n} f32"),
         kernel_ms: kernel,
         e2e_ms: Some(e2e),
         bytes: Some(12.0 * n as f64),
         check: format!("{sum:.1}"),
-    })
+    };
+    Ok(vec![
+        line("add-pinned", e2e, sum),
+        line("add-streams", streamed, streamed_sum),
+    ])
 }
 
 /// smooth one pixel per thread (the original program), in strips of rows, and in strips of
 /// words of four pixels (`n` a multiple of 4).
-fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<[Line; 3]> {
+fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<[Line; 4]> {
     let x = Array2::from_shape_fn((n, n), |(i, j)| {
         (((i * 31 + j * 17) % 251) as i32 - 125) as i8
     });
@@ -375,6 +391,27 @@ fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<[Line; 3]> {
         check: check(&out),
     };
 
+    // End to end from and to page-locked host arrays, filled before the timing.
+    let mut hx = dev.pinned::<i8, _>((n, n))?;
+    hx.view_mut().assign(&x);
+    let mut hout = dev.pinned::<i8, _>((n, n))?;
+    let e2e = wall_ms(reps.min(5), || {
+        let mut dx = dev.empty::<i8, _>((n, n))?;
+        dx.copy_from_pinned(&hx)?;
+        let mut dout = dev.zeros::<i8, _>((n, n))?;
+        smooth.launch(blocks, (16, 16), (&dx, &mut dout))?;
+        hout.copy_from_device(&dout)?;
+        // Reading the result waits for its copy.
+        std::hint::black_box(hout[n * n - 1]);
+        Ok(())
+    })?;
+    let pinned = Line {
+        program: "smooth-pinned",
+        e2e_ms: Some(e2e),
+        check: check(&hout.view().to_owned()),
+        ..per_pixel.clone()
+    };
+
     let mut dout = dev.zeros::<i8, _>((n, n))?;
     let kernel = kernel_ms(dev, reps, || {
         let args = (&dx, &mut dout);
@@ -406,7 +443,7 @@ fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<[Line; 3]> {
         bytes: Some(2.0 * (n * n) as f64),
         check: check(&dout.reinterpret::<i8>()?.to_host()?),
     };
-    Ok([per_pixel, strips, words])
+    Ok([per_pixel, pinned, strips, words])
 }
 
 fn bench_integrate2d(dev: &Device, reps: usize, n: usize) -> Result<Line> {

@@ -10,9 +10,14 @@
 #![cfg(target_os = "linux")]
 
 mod common;
+#[path = "fake_driver/happens_before.rs"]
+mod happens_before;
 
 use foreign_kernels::{add_foreign, saxpy_foreign};
-use gpu_kernels::{add, matmul_tiled, quicksort, smooth, smooth_words, words_blocks, WORD_THREADS};
+use gpu_kernels::{
+    add, add_chunked, matmul_tiled, quicksort, smooth, smooth_words, words_blocks, WORD_THREADS,
+};
+use happens_before::Trace;
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
 use kernel_runtime::{
     Device, DeviceArray, DeviceArray1, DeviceKind, Error, LaunchConfig, LaunchError,
@@ -76,6 +81,9 @@ fn on_fake_driver(name: &str, env: &[(&str, &str)], body: impl FnOnce(&Log)) {
         out.status.success() && stdout.contains("1 passed"),
         "the test failed on the fake driver:\n{stdout}\n{stderr}"
     );
+    // Whatever a test does, no two streams may use one array unordered.
+    let trace = Trace::of(&Log(log).lines());
+    assert!(trace.races().is_empty(), "`{name}`: {:#?}", trace.races());
 }
 
 /// A directory whose `libcuda.so` is the fake driver, which cargo builds beside this test.
@@ -602,14 +610,13 @@ fn a_cooperative_kernel_launches_cooperatively_with_a_counter_for_its_grid_barri
             assert_eq!(params.len(), 6, "{launch}");
             assert_eq!(params[0], hex(3));
             let counter = params[5];
-            assert!(
-                lines[..at].contains(&format!("alloc {counter} 4")),
-                "{lines:?}"
-            );
-            assert!(
-                lines[at..].contains(&format!("free {counter}")),
-                "{lines:?}"
-            );
+            let has = |lines: &[String], line: String| {
+                lines
+                    .iter()
+                    .any(|l| l == &line || l.starts_with(&format!("{line} ")))
+            };
+            assert!(has(&lines[..at], format!("alloc {counter} 4")), "{lines:?}");
+            assert!(has(&lines[at..], format!("free {counter}")), "{lines:?}");
             // A grid larger than what is resident is refused before it reaches the driver.
             let err = grid_rotate
                 .launch(limit + 1, 256, (3, &mut a, &mut b))
@@ -822,6 +829,119 @@ fn pinned_arrays_are_page_locked_and_copied_on_the_stream() {
             // Both copies went straight from and to the page-locked memory.
             assert_eq!(log.count("htod 4000 pinned"), 1);
             assert_eq!(log.count("dtoh 4000 pinned"), 1);
+        },
+    );
+}
+
+/// The log lines (by index) that start with `prefix`.
+fn lines_of(lines: &[String], prefix: &str) -> Vec<usize> {
+    (0..lines.len())
+        .filter(|&i| lines[i].starts_with(prefix))
+        .collect()
+}
+
+#[test]
+fn chunks_on_three_streams_overlap_and_never_race() {
+    on_fake_driver(
+        "chunks_on_three_streams_overlap_and_never_race",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(add.ptx()) {
+                return;
+            }
+            let n = 10_000;
+            let (mut a, mut b) = (gpu.pinned::<f32, _>(n).unwrap(), gpu.pinned(n).unwrap());
+            a.fill(1.0);
+            b.fill(2.0);
+            let mut c = gpu.pinned::<f32, _>(n).unwrap();
+            let streams = [
+                gpu.stream().unwrap(),
+                gpu.stream().unwrap(),
+                gpu.stream().unwrap(),
+            ];
+            add_chunked(&a, &b, &mut c, 1024, &streams).unwrap();
+            let lines = log.lines();
+            let (ins, adds, outs) = (
+                lines_of(&lines, "htod 4096 pinned "),
+                lines_of(&lines, "launch add "),
+                lines_of(&lines, "dtoh 4096 pinned "),
+            );
+            // Ten chunks, the last of 784 elements; each on stream k % 3.
+            assert_eq!(
+                (ins.len(), adds.len(), outs.len()),
+                (18, 10, 9),
+                "{lines:?}"
+            );
+            assert_eq!(log.count("dtoh 3136 pinned "), 1);
+            let trace = Trace::of(&lines);
+            // In a chunk: a and b in, the kernel, c out, in order.
+            assert!(trace.ordered(ins[1], adds[0]) && trace.ordered(adds[0], outs[0]));
+            // Across chunks, nothing waits: chunk 1 comes in while chunk 0 is added, and
+            // chunk 2 is added while chunk 1 goes out...
+            assert!(!trace.ordered(adds[0], ins[2]) && !trace.ordered(ins[2], adds[0]));
+            assert!(!trace.ordered(outs[1], adds[2]) && !trace.ordered(adds[2], outs[1]));
+            // ...but chunk 3 reuses chunk 0's buffers on its stream, after it; and the copies
+            // into `c` on two streams are ordered, as they write one array.
+            assert!(trace.ordered(outs[0], ins[6]));
+            assert!(trace.ordered(outs[0], outs[1]));
+            // Reading `c` waits for every copy into it.
+            assert!(outs.iter().any(|&o| !Trace::of(&lines).host_waited_for(o)));
+            std::hint::black_box(c[n - 1]);
+            let trace = Trace::of(&log.lines());
+            assert!(outs.iter().all(|&o| trace.host_waited_for(o)));
+        },
+    );
+}
+
+#[test]
+fn streams_that_share_an_array_wait_for_each_other_and_for_nothing_else() {
+    on_fake_driver(
+        "streams_that_share_an_array_wait_for_each_other_and_for_nothing_else",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(add.ptx()) {
+                return;
+            }
+            let (s1, s2) = (gpu.stream().unwrap(), gpu.stream().unwrap());
+            let (x1, x2) = (gpu.zeros::<f32, _>(256).unwrap(), gpu.zeros(256).unwrap());
+            let mut a = gpu.empty::<f32, _>(256).unwrap();
+            let (mut b, mut other) = (gpu.empty::<f32, _>(256).unwrap(), gpu.empty(256).unwrap());
+            let cfg = LaunchConfig::new(2, 128).unwrap();
+            add.launch_with(cfg.clone().on_stream(&s1), (&x1, &x1, &mut a))
+                .unwrap();
+            add.launch_with(cfg.clone().on_stream(&s2), (&a, &a, &mut b))
+                .unwrap();
+            add.launch_with(cfg.clone(), (&x2, &x2, &mut other))
+                .unwrap();
+            add.launch_with(cfg.on_stream(&s1), (&x1, &x1, &mut a))
+                .unwrap();
+            let _ = b.to_vec().unwrap();
+            drop((a, b, other, x1, x2));
+            let lines = log.lines();
+            let launches = lines_of(&lines, "launch add ");
+            let [write_a, read_a, elsewhere, rewrite_a] = launches[..] else {
+                panic!("{lines:?}");
+            };
+            let trace = Trace::of(&lines);
+            assert!(trace.ordered(write_a, read_a), "a read waits for the write");
+            assert!(
+                trace.ordered(read_a, rewrite_a),
+                "a write waits for the read"
+            );
+            assert!(
+                !trace.ordered(write_a, elsewhere),
+                "other arrays wait for nothing"
+            );
+            assert!(!trace.ordered(read_a, elsewhere));
+            // A user stream's work starts after the device stream's earlier work.
+            assert!(trace.ordered(elsewhere, rewrite_a));
+            let copy = lines_of(&lines, "dtoh ")[0];
+            assert!(
+                trace.ordered(read_a, copy),
+                "the host's copy of b waits for its writer"
+            );
         },
     );
 }

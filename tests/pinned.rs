@@ -1,8 +1,10 @@
 //! Page-locked host arrays (`Device::pinned`) on every backend: copies to and from the device,
-//! ndarray views, writes that wait for the copy reading the array, and wrong shapes refused.
+//! on its stream and on streams of the user's, ndarray views, writes that wait for the copy
+//! reading the array, add-list in chunks through streams, and wrong shapes and ranges refused.
 
+use gpu_kernels::add_chunked;
 use kernel_runtime::ndarray::array;
-use kernel_runtime::{DeviceKind, Error};
+use kernel_runtime::{DeviceKind, Error, LaunchConfig};
 use kernel_suite::test_kernels::times_three_plus;
 
 mod common;
@@ -51,5 +53,94 @@ fn a_copy_between_arrays_of_other_shapes_is_refused() {
         let mut d = dev.zeros::<f32, _>(9).unwrap();
         let err = d.copy_from_pinned(&host).unwrap_err();
         assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+    }
+}
+
+#[test]
+fn add_list_in_chunks_through_streams_matches_the_plain_sum() {
+    for dev in backends() {
+        // 10 000 is no multiple of the chunk: the last chunk is shorter.
+        let n = 10_000;
+        let (mut a, mut b) = (
+            dev.pinned::<f32, _>(n).unwrap(),
+            dev.pinned::<f32, _>(n).unwrap(),
+        );
+        a.iter_mut().enumerate().for_each(|(i, x)| *x = i as f32);
+        b.iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = (n - i) as f32 * 0.5);
+        let want: Vec<f32> = a.iter().zip(b.iter()).map(|(x, y)| x + y).collect();
+        let mut c = dev.pinned::<f32, _>(n).unwrap();
+        let three = [
+            dev.stream().unwrap(),
+            dev.stream().unwrap(),
+            dev.stream().unwrap(),
+        ];
+        add_chunked(&a, &b, &mut c, 1024, &three).unwrap();
+        assert_eq!(&c[..], &want[..], "{:?}: three streams", dev.kind());
+        // Two streams, and a chunk larger than the arrays.
+        let two = [dev.stream().unwrap(), dev.stream().unwrap()];
+        for chunk in [333, n + 1] {
+            c.fill(0.0);
+            add_chunked(&a, &b, &mut c, chunk, &two).unwrap();
+            assert_eq!(&c[..], &want[..], "{:?}: chunks of {chunk}", dev.kind());
+        }
+    }
+}
+
+#[test]
+fn copies_on_a_stream_take_ranges_of_pinned_arrays() {
+    for dev in backends() {
+        let s = dev.stream().unwrap();
+        let mut host = dev.pinned::<u32, _>(8).unwrap();
+        host.copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        let mut d = dev.zeros::<u32, _>(3).unwrap();
+        s.upload(host.slice(5..).unwrap(), &mut d).unwrap();
+        // The device array's first elements take the range; the rest stay.
+        s.upload(host.slice(..=1).unwrap(), &mut d).unwrap();
+        times_three_plus
+            .launch_with(
+                LaunchConfig::cover(3, 32).unwrap().on_stream(&s),
+                (&mut d, 1),
+            )
+            .unwrap();
+        let mut back = dev.pinned::<u32, _>((2, 4)).unwrap();
+        s.download(&d, back.slice_mut(1..4).unwrap()).unwrap();
+        // Writing the source waits for the copies that read it.
+        host.fill(0);
+        assert_eq!(&back[..], [0, 4, 7, 25, 0, 0, 0, 0], "{:?}", dev.kind());
+        assert_eq!(d.to_vec().unwrap(), [4, 7, 25]);
+    }
+}
+
+#[test]
+fn copies_on_a_stream_out_of_range_are_refused() {
+    for dev in backends() {
+        let s = dev.stream().unwrap();
+        let (host, mut out) = (
+            dev.pinned::<f32, _>(8).unwrap(),
+            dev.pinned::<f32, _>(8).unwrap(),
+        );
+        let mut d = dev.zeros::<f32, _>(4).unwrap();
+        let err = host.slice(6..9).err().expect("past the end");
+        assert!(
+            matches!(
+                err,
+                Error::OutOfRange {
+                    start: 6,
+                    end: 9,
+                    len: 8
+                }
+            ),
+            "{err}"
+        );
+        let err = s.upload(host.slice(..).unwrap(), &mut d).unwrap_err();
+        assert!(
+            matches!(err, Error::OutOfRange { end: 8, len: 4, .. }),
+            "{err}"
+        );
+        let err = s.download(&d, out.slice_mut(..5).unwrap()).unwrap_err();
+        assert!(matches!(err, Error::OutOfRange { .. }), "{err}");
+        assert!(host.slice(3..3).unwrap().is_empty());
     }
 }

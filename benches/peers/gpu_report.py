@@ -21,6 +21,8 @@ GOALS = [
     ("add", "bandwidth", 0.90),
     # add-list from and to page-locked host buffers, against CUDA C++ doing the same.
     ("add-pinned", "cuda end to end", 1.1),
+    # The same in chunks through three streams, copies overlapping kernels.
+    ("add-streams", "cuda end to end", 1.1),
     ("add", "cupy", 1.0),
     # add-list four elements per thread: the same goals, against the peers of that algorithm.
     ("add-wide", "bandwidth", 0.90),
@@ -28,6 +30,8 @@ GOALS = [
     ("smooth", "bandwidth", 0.85),
     ("smooth", "cuda", 1.05),
     ("smooth", "numba", 1.0),
+    # smooth from and to page-locked host buffers, against CUDA C++ doing the same.
+    ("smooth-pinned", "cuda end to end", 1.1),
     # The same goals for smooth in strips of rows, against the peers of that algorithm.
     ("smooth-strips", "bandwidth", 0.85),
     ("smooth-strips", "cuda", 1.05),
@@ -43,7 +47,7 @@ GOALS = [
     ("matmul", "cuda", 1.0),
     ("matmul", "numba", 1.0),
 ]
-PROGRAMS = ["add", "add-wide", "add-pinned", "smooth", "smooth-strips", "smooth-words", "integrate2d", "quicksort", "matmul"]
+PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "integrate2d", "quicksort", "matmul"]
 PEERS = ["numba", "numba @vectorize", "cupy", "cuda", "rayon"]
 # Peers whose one form of a program stands for our variants of it too: CuPy's `a + b` and
 # Numba's @vectorize are all they have of add-list, however ours spreads it over threads.

@@ -73,6 +73,11 @@ pub fn fail<T>(code: CuResult, why: impl Into<String>) -> Result<T, Failure> {
     Err(Failure(code, why.into()))
 }
 
+/// The log's note of the stream a call was ordered on, if any: ` stream=0x..`.
+pub fn on(stream: Option<usize>) -> String {
+    stream.map_or_else(String::new, |s| format!(" stream={s:#x}"))
+}
+
 /// How the fake GPUs behave, from the environment of the process.
 struct Config {
     /// `FAKE_CUDA_DEVICES`: how many GPUs (default 1).
@@ -539,7 +544,7 @@ impl Driver {
 
     /// `bytes` of device memory in the current context, filled with 0xCD as fresh memory holds
     /// whatever was there before.
-    pub fn alloc(&mut self, bytes: usize) -> Result<u64, Failure> {
+    pub fn alloc(&mut self, bytes: usize, stream: Option<usize>) -> Result<u64, Failure> {
         let ctx = self.current()?;
         if bytes == 0 {
             return fail(INVALID_VALUE, "an allocation of 0 bytes");
@@ -572,16 +577,16 @@ impl Driver {
                 layout,
             },
         );
-        self.log(format_args!("alloc {address:#x} {bytes}"));
+        self.log(format_args!("alloc {address:#x} {bytes}{}", on(stream)));
         Ok(address)
     }
 
-    pub fn free(&mut self, address: u64) -> Result<(), Failure> {
+    pub fn free(&mut self, address: u64, stream: Option<usize>) -> Result<(), Failure> {
         let ctx = self.current()?;
         match self.memory.get(&address) {
             Some(a) if a.ctx == ctx => {
                 self.release(address);
-                self.log(format_args!("free {address:#x}"));
+                self.log(format_args!("free {address:#x}{}", on(stream)));
                 Ok(())
             }
             Some(_) => fail(
@@ -641,7 +646,7 @@ impl Driver {
         }
         let mut globals = HashMap::new();
         for (name, &bytes) in &ptx.variables {
-            let address = self.alloc(bytes)?;
+            let address = self.alloc(bytes, None)?;
             // SAFETY: `alloc` just gave `bytes` bytes at `address`.
             unsafe { (address as *mut u8).write_bytes(0, bytes) };
             globals.insert(name.clone(), (address, bytes));
@@ -702,7 +707,7 @@ impl Driver {
             return fail(OUT_OF_MEMORY, format!("{bytes} bytes of host memory"));
         }
         self.host_memory.insert(ptr as usize, bytes);
-        self.log(format_args!("host alloc {bytes}"));
+        self.log(format_args!("host alloc {bytes} at={:#x}", ptr as usize));
         Ok(ptr)
     }
 
@@ -725,7 +730,7 @@ impl Driver {
         let layout = std::alloc::Layout::from_size_align(bytes.max(1), 4096).expect("allocated so");
         // SAFETY: `ptr` came from `alloc_host` with this layout and is freed once.
         unsafe { std::alloc::dealloc(ptr, layout) };
-        self.log(format_args!("host free {bytes}"));
+        self.log(format_args!("host free {bytes} at={:#x}", ptr as usize));
         Ok(())
     }
 

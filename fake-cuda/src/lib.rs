@@ -256,12 +256,12 @@ pub unsafe extern "C" fn cuEventDestroy_v2(event: Handle) -> CuResult {
 
 #[no_mangle]
 pub unsafe extern "C" fn cuMemAlloc_v2(ptr: *mut DevicePtr, bytes: usize) -> CuResult {
-    call("cuMemAlloc_v2", |d| put(ptr, d.alloc(bytes)?))
+    call("cuMemAlloc_v2", |d| put(ptr, d.alloc(bytes, None)?))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFree_v2(ptr: DevicePtr) -> CuResult {
-    call("cuMemFree_v2", |d| d.free(ptr))
+    call("cuMemFree_v2", |d| d.free(ptr, None))
 }
 
 #[no_mangle]
@@ -271,18 +271,18 @@ pub unsafe extern "C" fn cuMemAllocAsync(
     stream: Handle,
 ) -> CuResult {
     call("cuMemAllocAsync", |d| {
-        d.stream(handle(stream))?;
+        let stream = d.stream(handle(stream))?;
         d.memory_pools()?;
-        put(ptr, d.alloc(bytes)?)
+        put(ptr, d.alloc(bytes, Some(stream))?)
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFreeAsync(ptr: DevicePtr, stream: Handle) -> CuResult {
     call("cuMemFreeAsync", |d| {
-        d.stream(handle(stream))?;
+        let stream = d.stream(handle(stream))?;
         d.memory_pools()?;
-        d.free(ptr)
+        d.free(ptr, Some(stream))
     })
 }
 
@@ -294,26 +294,28 @@ pub unsafe extern "C" fn cuMemsetD8Async(
     stream: Handle,
 ) -> CuResult {
     call("cuMemsetD8Async", |d| {
-        d.stream(handle(stream))?;
+        let stream = d.stream(handle(stream))?;
         let at = d.range(ptr, bytes)?;
         // SAFETY: `range` checked that the bytes lie in one live allocation.
         unsafe { at.write_bytes(byte, bytes) };
-        d.log(format_args!("memset {ptr:#x} {bytes}"));
+        d.log(format_args!("memset {ptr:#x} {bytes} stream={stream:#x}"));
         Ok(())
     })
 }
 
-/// Copies `bytes` from `src` to `dst`, each either device memory (checked) or host memory.
+/// Copies `bytes` from `src` to `dst` on `stream`, each either device memory (checked) or host
+/// memory.
 ///
 /// # Safety
 /// Host memory must hold `bytes` bytes.
 unsafe fn copy(
     d: &mut driver::Driver,
-    what: &str,
+    (what, stream): (&str, Handle),
     dst: Result<*mut u8, Failure>,
     src: Result<*const u8, Failure>,
     bytes: usize,
 ) -> Result<(), Failure> {
+    let stream = d.stream(handle(stream))?;
     let (dst, src) = (dst?, src?);
     if bytes > 0 && (dst.is_null() || src.is_null()) {
         return fail(INVALID_VALUE, "a null host pointer");
@@ -322,8 +324,10 @@ unsafe fn copy(
     unsafe { std::ptr::copy(src, dst, bytes) };
     let pinned = d.page_locked(dst.cast_const(), bytes) || d.page_locked(src, bytes);
     d.log(format_args!(
-        "{what} {bytes}{}",
-        if pinned { " pinned" } else { "" }
+        "{what} {bytes}{} stream={stream:#x} dst={:#x} src={:#x}",
+        if pinned { " pinned" } else { "" },
+        dst as usize,
+        src as usize
     ));
     Ok(())
 }
@@ -339,7 +343,7 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
         d.stream(handle(stream))?;
         let to = d.range(dst, bytes);
         // SAFETY: the driver API's contract: `src` holds `bytes` bytes.
-        unsafe { copy(d, "htod", to, Ok(src.cast()), bytes) }
+        unsafe { copy(d, ("htod", stream), to, Ok(src.cast()), bytes) }
     })
 }
 
@@ -354,7 +358,7 @@ pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
         d.stream(handle(stream))?;
         let from = d.range(src, bytes).map(|p| p.cast_const());
         // SAFETY: the driver API's contract: `dst` has room for `bytes` bytes.
-        unsafe { copy(d, "dtoh", Ok(dst.cast()), from, bytes) }
+        unsafe { copy(d, ("dtoh", stream), Ok(dst.cast()), from, bytes) }
     })
 }
 
@@ -372,7 +376,7 @@ pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2(
             d.range(src, bytes).map(|p| p.cast_const()),
         );
         // SAFETY: both ranges were checked to lie in device memory.
-        unsafe { copy(d, "dtod", to, from, bytes) }
+        unsafe { copy(d, ("dtod", stream), to, from, bytes) }
     })
 }
 

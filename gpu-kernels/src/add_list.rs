@@ -2,6 +2,8 @@
 //! [`add_wide`], the same sum with [`ADD_WIDE`] elements per thread.
 
 use kernel_runtime::prelude::*;
+#[cfg(not(target_arch = "nvptx64"))]
+use kernel_runtime::{ndarray::Ix1, Error, PinnedArray, Stream};
 
 /// `c[i] = a[i] + b[i]` for every `i` below `c.len()`.
 #[kernel]
@@ -64,4 +66,73 @@ pub fn add_wide(a: &[f32], b: &[f32], c: &mut [f32]) {
 #[vectorize]
 pub fn add_vectorized(a: f32, b: f32) -> f32 {
     a + b
+}
+
+/// add-list from page-locked host arrays to one, in chunks of `chunk` elements through the `S`
+/// streams `streams`, the pattern CUDA programs use to hide their copies: chunk `k` is copied
+/// in, added and copied out on stream `k % S`, into that stream's own device buffers, so that
+/// while one stream copies chunk `k + 1` in, another runs the kernel on chunk `k` and a third
+/// copies chunk `k - 1` out. It returns once everything is queued; reading `c` waits for it.
+///
+/// ```
+/// use gpu_kernels::add_chunked;
+/// use kernel_runtime::prelude::*;
+///
+/// let dev = Device::cpu();
+/// let (mut a, mut b) = (dev.pinned::<f32, _>(1000)?, dev.pinned::<f32, _>(1000)?);
+/// a.iter_mut().enumerate().for_each(|(i, x)| *x = i as f32);
+/// b.fill(1.0);
+/// let mut c = dev.pinned::<f32, _>(1000)?;
+/// let streams = [dev.stream()?, dev.stream()?, dev.stream()?];
+/// add_chunked(&a, &b, &mut c, 128, &streams)?;
+/// assert_eq!(c[999], 1000.0);
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] where the arrays' lengths differ, and the errors of the copies and
+/// launches. A `chunk` of 0 is taken as 1.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn add_chunked<const S: usize>(
+    a: &PinnedArray<f32, Ix1>,
+    b: &PinnedArray<f32, Ix1>,
+    c: &mut PinnedArray<f32, Ix1>,
+    chunk: usize,
+    streams: &[Stream; S],
+) -> Result<(), Error> {
+    const { assert!(S > 0, "add_chunked needs at least one stream") };
+    let n = c.len();
+    for (what, x) in [("a", a), ("b", b)] {
+        if x.len() != n {
+            return Err(Error::ShapeMismatch {
+                what: format!(
+                    "argument `{what}` of add_chunked (`c`'s length is the one expected)"
+                ),
+                expected: vec![n],
+                found: vec![x.len()],
+            });
+        }
+    }
+    let chunk = chunk.clamp(1, n.max(1));
+    let dev = c.device().clone();
+    let mut buffers = Vec::with_capacity(S);
+    for _ in 0..S.min(n.div_ceil(chunk)) {
+        let (da, db) = (dev.empty::<f32, _>(chunk)?, dev.empty::<f32, _>(chunk)?);
+        buffers.push((da, db, dev.empty::<f32, _>(chunk)?));
+    }
+    for (k, start) in (0..n).step_by(chunk).enumerate() {
+        let (s, (da, db, dc)) = (&streams[k % S], &mut buffers[k % S]);
+        let r = start..(start + chunk).min(n);
+        s.upload(a.slice(r.clone())?, da)?;
+        s.upload(b.slice(r.clone())?, db)?;
+        let cfg = LaunchConfig::cover(r.len(), 256)
+            .map_err(|reason| Error::InvalidLaunch {
+                kernel: "add",
+                reason,
+            })?
+            .on_stream(s);
+        add.launch_with(cfg, (&*da, &*db, &mut *dc))?;
+        s.download(dc, c.slice_mut(r)?)?;
+    }
+    Ok(())
 }

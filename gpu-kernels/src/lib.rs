@@ -14,6 +14,8 @@ pub mod overhead;
 pub mod quicksort;
 pub mod stencil;
 
+#[cfg(not(target_arch = "nvptx64"))]
+pub use add_list::add_chunked;
 pub use add_list::{add, add_vectorized, add_wide, ADD_WIDE};
 pub use heat::{heat_step, heat_steps};
 pub use integrate::{integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};

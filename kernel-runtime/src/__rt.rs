@@ -28,8 +28,9 @@ pub use crate::{
     host::embedded::PTX_MODULES,
     host::kernel::{
         checked, common_device, common_dims, cuda_launch, device_addr, forall_config, gpu_params,
-        host_ptr, host_ptr_mut, launch_device, on_gpu, same_shape, KernelArg, Value,
+        host_ptr, host_ptr_mut, launch_device, on_gpu, reads, same_shape, writes, KernelArg, Value,
     },
+    host::params::GpuParams,
     host::ptr::SyncPtr,
     view::hooks::LaunchView,
 };

@@ -121,6 +121,7 @@ pub use host::{
     pinned::PinnedArray,
     ptr::DevicePtr,
     stream::Stream,
+    transfer::{PinnedSlice, PinnedSliceMut},
 };
 
 /// Re-exports for host code that builds and reads arrays.

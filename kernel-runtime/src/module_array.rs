@@ -360,6 +360,7 @@ mod host {
     use super::{ModuleArray, Space};
     use crate::device_copy::AnyBitPattern;
     use crate::host::cuda::CudaDevice;
+    use crate::host::order::Users;
     use crate::{Device, Error};
 
     impl<T: AnyBitPattern, const N: usize> ModuleArray<T, N> {
@@ -376,7 +377,12 @@ mod host {
                 });
             }
             match dev.gpu() {
-                Some(gpu) => gpu.upload(self.symbol_on(gpu)?, values),
+                Some(gpu) => {
+                    let at = self.symbol_on(gpu)?;
+                    // Kernels on any stream may read the array: the copy waits for them all.
+                    gpu.barrier()?;
+                    gpu.upload(at, &Users::default(), values)
+                }
                 None => {
                     let mut fresh = super::zeroed::<T, N>();
                     std::sync::Arc::get_mut(&mut fresh)
@@ -399,7 +405,9 @@ mod host {
                             bytes: core::mem::size_of::<[T; N]>(),
                             place: "the host".into(),
                         })?;
-                    gpu.download(&mut out, at)?;
+                    // Kernels on any stream may write the array: the copy waits for them all.
+                    gpu.barrier()?;
+                    gpu.download(&mut out, at, &Users::default())?;
                     Ok(out)
                 }
                 None => Ok(self.read().data.to_vec()),

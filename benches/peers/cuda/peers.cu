@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -679,6 +680,37 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < n; ++i) sum += cp[i];
         std::snprintf(buf, sizeof buf, "%.1f", sum);
         emit("add-pinned", std::to_string(n) + " f32", k, e, 12.0 * n, buf);
+        // The same from and to page-locked buffers in 16 chunks through 3 streams, each with
+        // device buffers of its own, allocated in the timing (our add-streams, `add_chunked`):
+        // chunk c + 1 comes in while chunk c is added and chunk c - 1 goes out.
+        {
+            const int S = 3;
+            const size_t chunk = (n + 15) / 16;
+            cudaStream_t st[S];
+            for (auto& s : st) CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+            e = wall_ms(std::min(reps, 5), [&] {
+                float* bufs[S][3];
+                for (auto& sb : bufs)
+                    for (auto& p : sb) p = dev_alloc<float>(chunk);
+                for (size_t at = 0, c = 0; at < n; at += chunk, ++c) {
+                    int s = (int)(c % S);
+                    size_t len = std::min(chunk, n - at);
+                    float *x = bufs[s][0], *y = bufs[s][1], *z = bufs[s][2];
+                    CHECK(cudaMemcpyAsync(x, hp + at, len * 4, cudaMemcpyHostToDevice, st[s]));
+                    CHECK(cudaMemcpyAsync(y, hp + at, len * 4, cudaMemcpyHostToDevice, st[s]));
+                    add_kernel<<<(unsigned)((len + 255) / 256), 256, 0, st[s]>>>(x, y, z, len);
+                    CHECK(cudaMemcpyAsync(cp + at, z, len * 4, cudaMemcpyDeviceToHost, st[s]));
+                }
+                for (auto& s : st) CHECK(cudaStreamSynchronize(s));
+                for (auto& sb : bufs)
+                    for (auto p : sb) CHECK(cudaFree(p));
+            });
+            for (auto& s : st) CHECK(cudaStreamDestroy(s));
+            sum = 0;
+            for (size_t i = 0; i < n; ++i) sum += cp[i];
+            std::snprintf(buf, sizeof buf, "%.1f", sum);
+            emit("add-streams", std::to_string(n) + " f32", k, e, 12.0 * n, buf);
+        }
         CHECK(cudaFreeHost(hp)); CHECK(cudaFreeHost(cp));
         CHECK(cudaFree(a)); CHECK(cudaFree(b)); CHECK(cudaFree(d));
     }
@@ -708,6 +740,23 @@ int main(int argc, char** argv) {
         };
         std::string size = std::to_string(n) + "x" + std::to_string(n) + " i8";
         emit("smooth", size, k, e, 2.0 * n * n, check());
+        // The same end to end from and to page-locked host buffers, filled before the timing
+        // (our smooth-pinned, through `Device::pinned`).
+        int8_t *hx = nullptr, *ho = nullptr;
+        CHECK(cudaMallocHost(&hx, n * n));
+        CHECK(cudaMallocHost(&ho, n * n));
+        std::memcpy(hx, x.data(), n * n);
+        double ep = wall_ms(std::min(reps, 5), [&] {
+            int8_t *y = dev_alloc<int8_t>(n * n), *o = dev_alloc<int8_t>(n * n);
+            CHECK(cudaMemcpy(y, hx, n * n, cudaMemcpyHostToDevice));
+            CHECK(cudaMemset(o, 0, n * n));
+            smooth_kernel<<<grid, block>>>(y, o, n, n);
+            CHECK(cudaMemcpy(ho, o, n * n, cudaMemcpyDeviceToHost));
+            CHECK(cudaFree(y)); CHECK(cudaFree(o));
+        });
+        std::memcpy(out.data(), ho, n * n);
+        emit("smooth-pinned", size, k, ep, 2.0 * n * n, check());
+        CHECK(cudaFreeHost(hx)); CHECK(cudaFreeHost(ho));
 
         CHECK(cudaMemset(dout, 0, n * n));
         dim3 strips((unsigned)((n + STRIP_THREADS - 1) / STRIP_THREADS),

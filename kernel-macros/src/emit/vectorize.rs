@@ -243,6 +243,7 @@ impl Vectorized {
         let (args, scalar, ret) = (&self.args, &self.scalar, &self.ret);
         let no_ptx = crate::emit::launcher::no_ptx_reason();
         let ptrs = self.ptrs();
+        let count = args.len() + 2;
         let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         let (args_ty, destructure) = self.args_ty();
         quote! {
@@ -266,11 +267,12 @@ impl Vectorized {
                     })?;
                     #(let #ptrs: u64 = ::kernel_runtime::__rt::device_addr(#args);)*
                     let __out_ptr: u64 = ::kernel_runtime::__rt::device_addr(out);
-                    let mut __params = [
-                        #(&#ptrs as *const u64 as *mut ::core::ffi::c_void,)*
-                        &__out_ptr as *const u64 as *mut ::core::ffi::c_void,
-                        &n as *const usize as *mut ::core::ffi::c_void,
-                    ];
+                    let mut __params = ::kernel_runtime::__rt::gpu_params(#count);
+                    #(__params.push(&#ptrs);)*
+                    __params.push(&__out_ptr);
+                    __params.push(&n);
+                    #(::kernel_runtime::__rt::reads(&mut __params, #args);)*
+                    ::kernel_runtime::__rt::writes(&mut __params, &*out);
                     // SAFETY: the entry's parameters: one pointer per input, the output's, `n`;
                     // every array lives on the device and has `n` elements (checked above).
                     return unsafe {

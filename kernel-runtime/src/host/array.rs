@@ -5,6 +5,7 @@ use super::bytes::{bytes_of, bytes_of_mut, cast_vec};
 use super::device::Device;
 use super::error::Error;
 use super::graph::outside_cpu_replay;
+use super::order::{Access, Users};
 use super::ptr::DevicePtr;
 use crate::device_copy::{AnyBitPattern, DeviceCopy};
 use ndarray::{Array, ArrayBase, Data, DataMut, Dimension, Ix0, Ix1, Ix2, Ix3};
@@ -51,6 +52,8 @@ pub struct DeviceArray<T: DeviceCopy, D: Rank> {
     /// Whether the array frees its memory: not where it wraps memory another library
     /// allocated ([`from_device_ptr`](DeviceArray::from_device_ptr)).
     owned: bool,
+    /// The GPU streams that used the memory, by which work on them is ordered.
+    users: Users,
 }
 
 /// Where the elements are.
@@ -64,7 +67,7 @@ enum Storage<T> {
 impl<T: DeviceCopy, D: Rank> Drop for DeviceArray<T, D> {
     fn drop(&mut self) {
         if let (Storage::Gpu(ptr), Some(gpu), true) = (&self.data, self.device.gpu(), self.owned) {
-            gpu.free(*ptr);
+            gpu.free(*ptr, &self.users);
         }
     }
 }
@@ -171,6 +174,7 @@ impl<T: AnyBitPattern, D: Rank> DeviceArray<T, D> {
             // SAFETY: all-one bits are a value of `T` (the `AnyBitPattern` contract).
             data: Storage::Host(unsafe { filled_vec(len, 0xFF, || device.name()) }?),
             owned: true,
+            users: Users::default(),
         })
     }
 }
@@ -194,6 +198,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             dim,
             data,
             owned: true,
+            users: Users::default(),
         })
     }
 
@@ -215,6 +220,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             data: Storage::Host(c_order_vec(host, || device.name())?),
             dim,
             owned: true,
+            users: Users::default(),
         })
     }
 
@@ -237,7 +243,8 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
 
     /// The address of the first element, for a raw pointer parameter of an `unsafe` kernel
     /// that reads the array (`*const T`): valid while the array lives and no launch writes it
-    /// (on the CPU backend, a host address).
+    /// (on the CPU backend, a host address). A launch that takes it is not ordered with the
+    /// array's use on other streams ([`Stream`](crate::Stream)): keep both on one stream.
     pub fn device_ptr(&self) -> DevicePtr<T> {
         match self.data {
             Storage::Gpu(ptr) => DevicePtr::new(&self.device, ptr),
@@ -299,6 +306,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             dim,
             data: Storage::Gpu(ptr),
             owned: false,
+            users: Users::default(),
         })
     }
 
@@ -316,6 +324,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
                 dim: self.dim.clone(),
                 data: Storage::Host(copied_vec(self.host(), || self.device.name())?),
                 owned: true,
+                users: Users::default(),
             }),
         }
     }
@@ -376,7 +385,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         match (&self.data, self.device.gpu()) {
             (Storage::Gpu(ptr), Some(gpu)) => {
                 let mut v = zeroed_vec(self.len(), the_host)?;
-                gpu.download(&mut v, *ptr)?;
+                gpu.download(&mut v, *ptr, &self.users)?;
                 Ok(v)
             }
             _ => copied_vec(self.host(), the_host),
@@ -408,7 +417,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
                 let mut v = zeroed_vec(end - start, the_host)?;
                 // Within the allocation: `start <= end <= len`.
                 let from = *ptr + (start * std::mem::size_of::<T>()) as u64;
-                gpu.download(&mut v, from)?;
+                gpu.download(&mut v, from, &self.users)?;
                 Ok(v)
             }
             _ => copied_vec(&self.host()[range], the_host),
@@ -431,8 +440,8 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         }
         match (&mut self.data, self.device.gpu()) {
             (Storage::Gpu(ptr), Some(gpu)) => match host.as_c_slice() {
-                Some(slice) => gpu.upload(*ptr, slice),
-                None => gpu.upload(*ptr, &c_order_vec(host, the_host)?),
+                Some(slice) => gpu.upload(*ptr, &self.users, slice),
+                None => gpu.upload(*ptr, &self.users, &c_order_vec(host, the_host)?),
             },
             (data, _) => {
                 // Same shape: the elements are overwritten in place.
@@ -466,7 +475,10 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         }
         let bytes = self.len() * std::mem::size_of::<T>();
         match (&mut self.data, &src.data, self.device.gpu()) {
-            (Storage::Gpu(dst), Storage::Gpu(from), Some(gpu)) => gpu.copy(*dst, *from, bytes),
+            (Storage::Gpu(dst), Storage::Gpu(from), Some(gpu)) => {
+                let uses = [(&src.users, Access::Read), (&self.users, Access::Write)];
+                gpu.copy(*dst, *from, bytes, &uses)
+            }
             (Storage::Host(dst), Storage::Host(from), _) => {
                 dst.copy_from_slice(from);
                 Ok(())
@@ -494,7 +506,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         if let (Storage::Gpu(ptr), Some(gpu), Some(slice)) =
             (&self.data, self.device.gpu(), out.as_slice_mut())
         {
-            return gpu.download(slice, *ptr);
+            return gpu.download(slice, *ptr, &self.users);
         }
         match &self.data {
             Storage::Host(v) => out.iter_mut().zip(v).for_each(|(o, v)| *o = *v),
@@ -601,6 +613,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             dim,
             data,
             owned: self.owned,
+            users: std::mem::take(&mut self.users),
         })
     }
 
@@ -631,6 +644,11 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             Storage::Host(v) => v.as_mut_ptr(),
             Storage::Gpu(_) => std::ptr::NonNull::dangling().as_ptr(),
         }
+    }
+
+    /// The GPU streams that used the array (see [`order`](super::order)).
+    pub(crate) fn users(&self) -> &Users {
+        &self.users
     }
 
     /// The device address of a GPU's array, where a GPU launch's parameter points (0 for a

@@ -5,8 +5,9 @@
 use super::device::Device;
 use super::error::{Error, LaunchError};
 use super::launch::{IntoDim3, LaunchConfig};
+use super::order::{Access, Users};
+use super::params::GpuParams;
 use crate::dim::Dim3;
-use core::ffi::c_void;
 
 /// How many blocks of `block` threads with `shared` bytes of shared memory each a cooperative
 /// launch of `kernel` may have on `device`: the GPU's occupancy calculator times its
@@ -91,16 +92,21 @@ pub unsafe fn cuda_launch_cooperative(
     ptx: Result<&'static str, &'static str>,
     config: &LaunchConfig,
     static_shared: usize,
-    params: &mut Vec<*mut c_void>,
+    params: &mut GpuParams<'_>,
 ) -> Result<(), Error> {
     let gpu = device.gpu().ok_or(Error::NoDevice { kernel })?;
     let ptx = ptx.map_err(|reason| Error::NoPtx { kernel, reason })?;
     let shared = config.block_shared_bytes(static_shared);
-    let mut counter = gpu.alloc(4, true)?;
-    params.push(&mut counter as *mut u64 as *mut c_void);
+    let (counter, counter_users) = (gpu.alloc(4, true)?, Users::default());
+    let mut with_counter = GpuParams {
+        pointers: std::mem::take(&mut params.pointers),
+        uses: params.uses.clone(),
+    };
+    with_counter.push(&counter);
+    with_counter.uses(&counter_users, Access::Write);
     // SAFETY: the caller's contract, and the counter is the entry's last parameter; it lives
-    // until `free`, which the device's stream orders after the launch.
-    let launched = unsafe { gpu.launch(kernel, ptx, config, shared, params, true) };
-    gpu.free(counter);
+    // until `free`, which the device's stream orders after the launch (its users).
+    let launched = unsafe { gpu.launch(kernel, ptx, config, shared, &mut with_counter, true) };
+    gpu.free(counter, &counter_users);
     launched
 }

@@ -8,6 +8,8 @@ use super::device::Limits;
 use super::error::{Error, LaunchError};
 use super::launch::LaunchConfig;
 use super::link;
+use super::order::{self, Access, Use, Users};
+use super::params::GpuParams;
 use crate::dim::Dim3;
 use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
 use std::collections::HashMap;
@@ -138,8 +140,8 @@ pub(crate) struct CudaDevice {
     pub(crate) stream: Arc<CudaStream>,
     /// Loaded modules (one per crate of kernels).
     modules: Mutex<Modules>,
-    /// User streams that kernels were launched on since the device's stream last caught up
-    /// with them: its next operation waits for their work first.
+    /// The user streams work was queued on since the device's stream last caught up with them
+    /// all ([`barrier`](Self::barrier)).
     pending: Mutex<Vec<Arc<CudaStream>>>,
     /// The dynamic shared memory each function was allowed past 48 KiB
     /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), by function handle.
@@ -265,18 +267,40 @@ impl CudaDevice {
         }
     }
 
-    /// Makes the context current on the calling thread, and orders the device's stream after
-    /// the kernels launched on user streams so far: every copy, allocation, free and launch of
-    /// the device then sees their results, and no memory is freed under them.
+    /// Makes the context current on the calling thread.
     fn bind(&self) -> Result<(), Error> {
         self.ctx
             .bind_to_thread()
-            .map_err(|e| self.error("binding the CUDA context", e))?;
+            .map_err(|e| self.error("binding the CUDA context", e))
+    }
+
+    /// Binds, and orders the device's stream after all the work queued on user streams so far:
+    /// what comes after it on the device's stream sees every result, as a wait for the whole
+    /// device, a module array's values and a graph's replay must.
+    pub(crate) fn barrier(&self) -> Result<(), Error> {
+        self.bind()?;
         let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
         for user in pending {
-            self.stream
-                .join(&user)
+            order::join(&self.stream, &user)
                 .map_err(|e| self.error("ordering the device's stream after a user stream", e))?;
+        }
+        Ok(())
+    }
+
+    /// Orders `stream` (the device's own or a user stream) for an operation with the array
+    /// uses `uses`: a user stream after the work queued on the device's stream so far, and
+    /// either after the other streams' conflicting uses of the arrays ([`order`]).
+    fn enter(&self, stream: &Arc<CudaStream>, uses: &[Use<'_>]) -> Result<(), Error> {
+        let failed = |e| self.error("ordering a stream after the work it depends on", e);
+        if !Arc::ptr_eq(stream, &self.stream) {
+            order::join(stream, &self.stream).map_err(failed)?;
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            if !pending.iter().any(|s| Arc::ptr_eq(s, stream)) {
+                pending.push(stream.clone());
+            }
+        }
+        for (users, access) in uses {
+            users.order(stream, *access).map_err(failed)?;
         }
         Ok(())
     }
@@ -312,7 +336,7 @@ impl CudaDevice {
     /// Waits for all work queued on the device.
     pub(crate) fn synchronize(&self) -> Result<(), Error> {
         self.outside_capture("waiting for the GPU")?;
-        self.bind()?;
+        self.barrier()?;
         self.stream
             .synchronize()
             .map_err(|e| self.error("waiting for the GPU", e))
@@ -350,9 +374,13 @@ impl CudaDevice {
         }
     }
 
-    /// Frees memory from [`alloc`](Self::alloc), after the work queued before.
-    pub(crate) fn free(&self, ptr: sys::CUdeviceptr) {
+    /// Frees memory from [`alloc`](Self::alloc), whose users are `users`, after the work
+    /// queued on it.
+    pub(crate) fn free(&self, ptr: sys::CUdeviceptr, users: &Users) {
         if ptr == 0 || self.defer_free_in_capture(ptr) || self.bind().is_err() {
+            return;
+        }
+        if self.enter(&self.stream, &[(users, Access::Write)]).is_err() {
             return;
         }
         // SAFETY: `ptr` came from `alloc` and is not used again; without a pool, the stream has
@@ -367,62 +395,115 @@ impl CudaDevice {
         }
     }
 
-    /// Copies `src` to device memory at `dst`, which holds at least its bytes.
-    pub(crate) fn upload<T: Copy>(&self, dst: sys::CUdeviceptr, src: &[T]) -> Result<(), Error> {
-        if src.is_empty() {
+    /// Copies `src` to device memory at `dst` (whose users are `users`), which holds at least
+    /// its bytes, on the device's stream.
+    pub(crate) fn upload<T: Copy>(
+        &self,
+        dst: sys::CUdeviceptr,
+        users: &Users,
+        src: &[T],
+    ) -> Result<(), Error> {
+        // SAFETY: a copy from pageable memory returns once `src` has been staged, so `src` may
+        // change afterwards; `dst` holds its bytes.
+        unsafe {
+            self.upload_on(
+                None,
+                dst,
+                src.as_ptr(),
+                src.len(),
+                &[(users, Access::Write)],
+            )
+        }
+    }
+
+    /// Queues a copy of the `len` elements at `src` to device memory at `dst` on `stream` (the
+    /// device's own where none), ordered by the uses `uses` of the arrays it copies between.
+    ///
+    /// # Safety
+    /// `src` holds `len` elements and `dst` their bytes; where `src` is page-locked, it stays
+    /// allocated and unwritten until the copy is done (its users are then among `uses`).
+    pub(crate) unsafe fn upload_on<T: Copy>(
+        &self,
+        stream: Option<&Arc<CudaStream>>,
+        dst: sys::CUdeviceptr,
+        src: *const T,
+        len: usize,
+        uses: &[Use<'_>],
+    ) -> Result<(), Error> {
+        if len == 0 {
             return Ok(());
         }
         self.outside_capture("copying to the GPU")?;
         self.bind()?;
-        // SAFETY: `dst` holds `size_of_val(src)` bytes; a copy from pageable memory returns
-        // once `src` has been staged, so `src` may change afterwards.
-        unsafe { result::memcpy_htod_async(dst, src, self.stream.cu_stream()) }
+        let stream = stream.unwrap_or(&self.stream);
+        self.enter(stream, uses)?;
+        let bytes = len * std::mem::size_of::<T>();
+        // SAFETY: the caller's contract.
+        unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream.cu_stream()) }
+            .result()
             .map_err(|e| self.error("copying to the GPU", e))
     }
 
-    /// Copies device memory at `src` into `dst`, after the work queued before.
+    /// Copies device memory at `src` (whose users are `users`) into `dst`, after the work it
+    /// waits for.
     pub(crate) fn download<T: Copy>(
         &self,
         dst: &mut [T],
         src: sys::CUdeviceptr,
+        users: &Users,
     ) -> Result<(), Error> {
-        // SAFETY: the stream is waited for before `dst` is read.
-        unsafe { self.queue_download(dst, src) }?;
-        self.synchronize()
+        let (to, len) = (dst.as_mut_ptr(), dst.len());
+        // SAFETY: `dst` holds `len` elements, borrowed until the stream is waited for below.
+        unsafe { self.download_on(None, to, len, src, &[(users, Access::Read)]) }?;
+        self.bind()?;
+        self.stream
+            .synchronize()
+            .map_err(|e| self.error("waiting for the GPU", e))
     }
 
-    /// Queues a copy of device memory at `src` into `dst` on the device's stream.
+    /// Queues a copy of device memory at `src` into the `len` elements at `dst` on `stream`
+    /// (the device's own where none), ordered by the uses `uses` of the arrays it copies
+    /// between.
     ///
     /// # Safety
-    /// `dst` stays allocated and untouched until the stream has done the copy; `src` holds its
-    /// bytes.
-    unsafe fn queue_download<T: Copy>(
+    /// `dst` holds `len` elements and `src` their bytes; `dst` stays allocated and untouched
+    /// until the copy is done.
+    pub(crate) unsafe fn download_on<T: Copy>(
         &self,
-        dst: &mut [T],
+        stream: Option<&Arc<CudaStream>>,
+        dst: *mut T,
+        len: usize,
         src: sys::CUdeviceptr,
+        uses: &[Use<'_>],
     ) -> Result<(), Error> {
         self.outside_capture("copying from the GPU")?;
-        if dst.is_empty() {
+        if len == 0 {
             return Ok(());
         }
         self.bind()?;
+        let stream = stream.unwrap_or(&self.stream);
+        self.enter(stream, uses)?;
+        let bytes = len * std::mem::size_of::<T>();
         // SAFETY: the caller's contract.
-        unsafe { result::memcpy_dtoh_async(dst, src, self.stream.cu_stream()) }
+        unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.cu_stream()) }
+            .result()
             .map_err(|e| self.error("copying from the GPU", e))
     }
 
-    /// Copies `bytes` from device memory `src` to `dst`.
+    /// Copies `bytes` from device memory `src` to `dst`, ordered by the uses `uses` of the two.
     pub(crate) fn copy(
         &self,
         dst: sys::CUdeviceptr,
         src: sys::CUdeviceptr,
         bytes: usize,
+        uses: &[Use<'_>],
     ) -> Result<(), Error> {
         if bytes == 0 {
             return Ok(());
         }
         self.outside_capture("copying on the GPU")?;
         self.bind()?;
+        self.enter(&self.stream, uses)?;
         // SAFETY: both regions hold `bytes` bytes and are distinct allocations.
         unsafe { result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }
             .map_err(|e| self.error("copying on the GPU", e))
@@ -688,11 +769,10 @@ impl CudaDevice {
         Ok(per_sm.max(0) as u64 * sms.max(0) as u64)
     }
 
-    /// Launches `kernel` from the module `ptx` with `params`, one pointer per PTX parameter, on
-    /// the device's stream or on the configuration's user stream; a `cooperative` launch
-    /// through `cuLaunchCooperativeKernel`. A user stream first waits for the work queued on
-    /// the device's stream; the device's stream waits for the kernel before its own next
-    /// operation. Kernels on different user streams may run at the same time.
+    /// Launches `kernel` from the module `ptx` with `params`, one pointer per PTX parameter and
+    /// the uses of the arrays among them, on the device's stream or on the configuration's user
+    /// stream; a `cooperative` launch through `cuLaunchCooperativeKernel`. It waits for the
+    /// work of other streams it conflicts with ([`enter`](Self::enter)).
     ///
     /// # Safety
     /// `params` must point at values of the types and in the order of the entry's parameters,
@@ -703,7 +783,7 @@ impl CudaDevice {
         ptx: &'static str,
         config: &LaunchConfig,
         shared_bytes: usize,
-        params: &mut [*mut c_void],
+        params: &mut GpuParams<'_>,
         cooperative: bool,
     ) -> Result<(), Error> {
         self.bind()?;
@@ -718,12 +798,12 @@ impl CudaDevice {
                 })
             }
             (None, None) => &self.stream,
-            (Some(user), None) => {
-                user.join(&self.stream)
-                    .map_err(|e| self.error("ordering a user stream after the device's", e))?;
-                user
-            }
+            (Some(user), None) => user,
         };
+        // A capture orders nothing: its replay waits for all the work before it.
+        if captured.is_none() {
+            self.enter(stream, &params.uses)?;
+        }
         *self.last_kernel.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernel);
         let (g, b) = (config.grid, config.block);
         let launch = match cooperative {
@@ -738,16 +818,10 @@ impl CudaDevice {
                 (b.x, b.y, b.z),
                 shared_bytes as u32,
                 stream.cu_stream(),
-                params,
+                &mut params.pointers,
             )
         }
         .map_err(|e| self.error(&format!("launching kernel `{kernel}`"), e))?;
-        if let Some(user) = on {
-            self.pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(user.clone());
-        }
         if self.blocking && captured.is_none() {
             stream
                 .synchronize()
@@ -815,7 +889,7 @@ impl CudaDevice {
         let Some(graph) = &captured.graph else {
             return Ok(());
         };
-        self.bind()?;
+        self.barrier()?;
         captured
             .stream
             .join(&self.stream)
@@ -832,12 +906,15 @@ impl CudaDevice {
         Ok(())
     }
 
-    /// Destroys a captured graph, then frees the memory freed during its capture.
+    /// Destroys a captured graph, then frees the memory freed during its capture, after all the
+    /// work queued on the device (its arrays' users are gone with them).
     pub(crate) fn release(&self, captured: Captured) {
         let Captured { graph, frees, .. } = captured;
         drop(graph);
-        for ptr in frees {
-            self.free(ptr);
+        if !frees.is_empty() && self.barrier().is_ok() {
+            for ptr in frees {
+                self.free(ptr, &Users::default());
+            }
         }
     }
 
@@ -899,40 +976,10 @@ impl CudaDevice {
         let _ = unsafe { result::free_host(ptr) };
     }
 
-    /// Queues a copy of the page-locked `src` to device memory at `dst` on the device's stream
-    /// and returns the event after it.
-    ///
-    /// # Safety
-    /// `src` is page-locked memory that stays allocated and unwritten until the event is done;
-    /// `dst` holds its bytes.
-    pub(crate) unsafe fn upload_async<T: Copy>(
-        &self,
-        dst: sys::CUdeviceptr,
-        src: &[T],
-    ) -> Result<cudarc::driver::CudaEvent, Error> {
-        self.upload(dst, src)?;
-        self.record_event()
-    }
-
-    /// Queues a copy of device memory at `src` into the page-locked `dst` on the device's
-    /// stream and returns the event after it.
-    ///
-    /// # Safety
-    /// `dst` is page-locked memory that stays allocated and untouched until the event is done;
-    /// `src` holds its bytes.
-    pub(crate) unsafe fn download_async<T: Copy>(
-        &self,
-        dst: &mut [T],
-        src: sys::CUdeviceptr,
-    ) -> Result<cudarc::driver::CudaEvent, Error> {
-        // SAFETY: the caller's contract, which is `queue_download`'s until the event is done.
-        unsafe { self.queue_download(dst, src) }?;
-        self.record_event()
-    }
-
-    /// Records an event on the device's stream.
+    /// Records an event on the device's stream after all the work queued on the device so
+    /// far, its user streams' included.
     pub(crate) fn record_event(&self) -> Result<cudarc::driver::CudaEvent, Error> {
-        self.bind()?;
+        self.barrier()?;
         self.stream
             .record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
             .map_err(|e| self.error("recording an event", e))
@@ -941,8 +988,8 @@ impl CudaDevice {
 
 impl Drop for CudaDevice {
     fn drop(&mut self) {
-        // Binding first orders the device's stream after every user stream's kernels.
-        if self.bind().is_ok() {
+        // The barrier orders the device's stream after every user stream's work.
+        if self.barrier().is_ok() {
             let _ = self.stream.synchronize();
             for m in self
                 .modules

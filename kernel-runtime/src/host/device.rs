@@ -229,9 +229,10 @@ impl Device {
         self.inner.cuda.as_ref()
     }
 
-    /// Records an event on the device's queue: the time between two events is the time the
-    /// device took for the work queued between them (on the CPU backend, which runs each call
-    /// to completion, the wall-clock time).
+    /// Records an event on the device's queue, after all the work queued on it so far, its
+    /// streams' included: the time between two events is the time the device took for the work
+    /// queued between them (on the CPU backend, which runs each call to completion, the
+    /// wall-clock time).
     ///
     /// ```
     /// # use kernel_runtime::Device;
@@ -246,8 +247,9 @@ impl Device {
         Event::record(self)
     }
 
-    /// A new stream of this device, to launch kernels that may run at the same time
-    /// ([`LaunchConfig::on_stream`](crate::LaunchConfig::on_stream)).
+    /// A new stream of this device, for kernels and copies that may run at the same time as
+    /// other streams' ([`LaunchConfig::on_stream`](crate::LaunchConfig::on_stream),
+    /// [`Stream::upload`], [`Stream::download`]).
     pub fn stream(&self) -> Result<Stream, Error> {
         Stream::new(self)
     }
@@ -313,8 +315,8 @@ impl Device {
         }
     }
 
-    /// Waits until all work queued on this device has finished (immediate on the CPU); a
-    /// kernel that failed on the GPU since the last wait is reported here.
+    /// Waits until all work queued on this device, on every stream, has finished (immediate on
+    /// the CPU); a kernel that failed on the GPU since the last wait is reported here.
     pub fn synchronize(&self) -> Result<(), Error> {
         super::graph::outside_cpu_replay(self, "waiting for the device")?;
         match self.gpu() {

@@ -9,11 +9,12 @@ use super::array::{DeviceArray, Rank};
 use super::device::Device;
 use super::error::Error;
 use super::launch::LaunchConfig;
+use super::order::Access;
+use super::params::GpuParams;
 use super::ptr::{DevicePtr, SyncPtr};
 use crate::cpu::check::LaunchShadows;
 use crate::device_copy::DeviceCopy;
 use crate::view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
-use core::ffi::c_void;
 use ndarray::{Ix0, Ix1, Ix2, Ix3};
 
 /// One argument of a kernel launch.
@@ -25,8 +26,9 @@ pub trait KernelArg {
     fn device(&self) -> Option<&Device>;
 
     /// Appends pointers to the argument's PTX parameters, in order: an array's device address
-    /// and then its extents, a value itself. They point into `self`.
-    fn push_gpu(&self, params: &mut Vec<*mut c_void>);
+    /// and then its extents, a value itself. They point into `self`. An array also records how
+    /// the launch uses it.
+    fn push_gpu<'p>(&'p self, params: &mut GpuParams<'p>);
 
     /// The CPU backend's view, named `name` in fault reports, its accesses not traced.
     ///
@@ -61,8 +63,8 @@ impl<T> KernelArg for Value<T> {
         None
     }
 
-    fn push_gpu(&self, params: &mut Vec<*mut c_void>) {
-        params.push(&self.0 as *const T as *mut c_void);
+    fn push_gpu<'p>(&'p self, params: &mut GpuParams<'p>) {
+        params.push(&self.0);
     }
 
     #[inline(always)]
@@ -89,8 +91,8 @@ impl<T> KernelArg for DevicePtr<T> {
         Some(DevicePtr::device(self))
     }
 
-    fn push_gpu(&self, params: &mut Vec<*mut c_void>) {
-        params.push(self.addr_ref() as *const u64 as *mut c_void);
+    fn push_gpu<'p>(&'p self, params: &mut GpuParams<'p>) {
+        params.push(self.addr_ref());
     }
 
     #[inline(always)]
@@ -119,13 +121,10 @@ macro_rules! array_arg {
                 Some((**self).device())
             }
 
-            fn push_gpu(&self, params: &mut Vec<*mut c_void>) {
-                params.push((**self).device_addr() as *const u64 as *mut c_void);
-                params.extend(
-                    self.dims_slice()
-                        .iter()
-                        .map(|d| d as *const usize as *mut c_void),
-                );
+            fn push_gpu<'p>(&'p self, params: &mut GpuParams<'p>) {
+                params.push((**self).device_addr());
+                self.dims_slice().iter().for_each(|d| params.push(d));
+                params.uses((**self).users(), array_arg!(@access $($borrow)+));
             }
 
             #[inline(always)]
@@ -156,6 +155,12 @@ macro_rules! array_arg {
     };
     (@trace $shadows:ident, $name:ident, $array:ident, &'a) => {
         $shadows.read_only()
+    };
+    (@access &'a mut) => {
+        Access::Write
+    };
+    (@access &'a) => {
+        Access::Read
     };
     (@ptr $array:ident, &'a mut) => {
         $array.host_ptr_mut()
@@ -228,7 +233,7 @@ pub unsafe fn cuda_launch(
     ptx: Result<&'static str, &'static str>,
     config: &LaunchConfig,
     static_shared: usize,
-    params: &mut [*mut ::core::ffi::c_void],
+    params: &mut GpuParams<'_>,
 ) -> Result<(), Error> {
     let gpu = device.gpu().ok_or(Error::NoDevice { kernel })?;
     let ptx = ptx.map_err(|reason| Error::NoPtx { kernel, reason })?;
@@ -321,6 +326,19 @@ pub fn host_ptr_mut<T: DeviceCopy, D: Rank>(array: &mut DeviceArray<T, D>) -> *m
 }
 
 /// Room for the pointers to a GPU launch's `count` PTX parameters.
-pub fn gpu_params(count: usize) -> Vec<*mut c_void> {
-    Vec::with_capacity(count)
+pub fn gpu_params<'a>(count: usize) -> GpuParams<'a> {
+    GpuParams::with_capacity(count)
+}
+
+/// Records that a `#[vectorize]` launch reads `array`.
+pub fn reads<'a, T: DeviceCopy, D: Rank>(params: &mut GpuParams<'a>, array: &'a DeviceArray<T, D>) {
+    params.uses(array.users(), Access::Read);
+}
+
+/// Records that a `#[vectorize]` launch writes `array`.
+pub fn writes<'a, T: DeviceCopy, D: Rank>(
+    params: &mut GpuParams<'a>,
+    array: &'a DeviceArray<T, D>,
+) {
+    params.uses(array.users(), Access::Write);
 }

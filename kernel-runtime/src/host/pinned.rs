@@ -1,24 +1,31 @@
 //! [`PinnedArray`]: page-locked host memory, as Numba's `cuda.pinned_array`, whose copies to and
-//! from a GPU run at the bus's full speed and asynchronously on the device's stream.
+//! from a GPU run at the bus's full speed and asynchronously, on the device's stream or on a
+//! stream of the user's ([`Stream::upload`](super::stream::Stream::upload),
+//! [`Stream::download`](super::stream::Stream::download)).
 
 use std::ffi::c_void;
-use std::sync::Mutex;
+use std::marker::PhantomData;
+use std::ops::RangeBounds;
 
-use cudarc::driver::CudaEvent;
 use ndarray::{ArrayView, ArrayViewMut, Dimension};
 
 use super::array::{zeroed_vec, DeviceArray, Rank, ShapeArg};
 use super::device::Device;
 use super::error::Error;
 use super::graph::outside_cpu_replay;
+use super::order::{Access, Users};
+use super::transfer::{within, PinnedSlice, PinnedSliceMut};
 use crate::device_copy::DeviceCopy;
 
 /// A host array in page-locked memory of a GPU's context (`cuMemHostAlloc`; on the CPU
 /// backend, ordinary memory). Copies between it and the device
-/// ([`DeviceArray::copy_from_pinned`], [`PinnedArray::copy_from_device`]) are queued on the
-/// device's stream and return at once, so the host can go on while they run; reading or writing
-/// the array (`&a[..]`, [`view`](Self::view), dropping it) first waits for the copies queued on
-/// it, so the host never sees a half-copied array and never frees memory a copy uses.
+/// ([`DeviceArray::copy_from_pinned`], [`PinnedArray::copy_from_device`], and on a stream of
+/// the user's [`Stream::upload`](super::stream::Stream::upload) and
+/// [`Stream::download`](super::stream::Stream::download)) are queued and return at once, so
+/// the host can go on while they run. Reading the array (`&a[..]`, [`view`](Self::view)) first
+/// waits for the copies queued into it; writing or dropping it, for every copy queued on it.
+/// So the host never sees a half-copied array, never changes one a copy is reading, and never
+/// frees memory a copy uses.
 ///
 /// ```
 /// use kernel_runtime::prelude::*;
@@ -36,8 +43,8 @@ pub struct PinnedArray<T: DeviceCopy, D: Rank> {
     device: Device,
     dim: D,
     memory: Memory<T>,
-    /// The event after the last copy queued on this memory.
-    pending: Mutex<Option<CudaEvent>>,
+    /// The GPU streams whose copies use the memory.
+    users: Users,
 }
 
 /// Where a [`PinnedArray`]'s elements are.
@@ -84,7 +91,7 @@ impl Device {
             device: self.clone(),
             dim,
             memory,
-            pending: Mutex::new(None),
+            users: Users::default(),
         })
     }
 }
@@ -116,22 +123,18 @@ impl<T: DeviceCopy, D: Rank> PinnedArray<T, D> {
         ArrayViewMut::from_shape(dim, self).expect("the shape holds the elements")
     }
 
-    /// Waits until the copies queued on the memory are done. A failed wait (a lost context)
-    /// stops every copy with the context, so the memory is free to use either way.
-    fn settle(&self) {
-        let event = self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(event) = event {
-            let _ = event.synchronize();
+    /// Waits until the copies that conflict with a host use `access` of the memory are done. A
+    /// failed wait (a lost context) stops every copy with the context, so the memory is free to
+    /// use either way.
+    fn settle(&self, access: Access) {
+        for stream in self.users.host_waits(access) {
+            let _ = stream.synchronize();
         }
     }
 
     /// The elements, after [`settle`](Self::settle).
     fn elements(&self) -> &[T] {
-        self.settle();
+        self.settle(Access::Read);
         match &self.memory {
             // SAFETY: `len` elements at `ptr`, owned by `self`, no copy writing them.
             Memory::Pinned(ptr, len) => unsafe { std::slice::from_raw_parts(*ptr, *len) },
@@ -141,7 +144,7 @@ impl<T: DeviceCopy, D: Rank> PinnedArray<T, D> {
 
     /// The elements, writable, after [`settle`](Self::settle).
     fn elements_mut(&mut self) -> &mut [T] {
-        self.settle();
+        self.settle(Access::Write);
         match &mut self.memory {
             // SAFETY: `len` elements at `ptr`, owned by `self` and borrowed uniquely, no copy
             // reading or writing them.
@@ -150,8 +153,67 @@ impl<T: DeviceCopy, D: Rank> PinnedArray<T, D> {
         }
     }
 
+    /// The elements `range` (in C order) as the source of a copy to a device
+    /// ([`Stream::upload`](super::stream::Stream::upload)), as Numba's `a[start:end]`.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] where `range` does not lie within the array.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<PinnedSlice<'_, T>, Error> {
+        let (start, end) = within(range, self.len())?;
+        Ok(PinnedSlice {
+            // In the allocation: `start <= end <= len`.
+            ptr: self.first().wrapping_add(start),
+            len: end - start,
+            users: &self.users,
+            device: &self.device,
+            _elements: PhantomData,
+        })
+    }
+
+    /// The elements `range` (in C order) as the destination of a copy from a device
+    /// ([`Stream::download`](super::stream::Stream::download)).
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] where `range` does not lie within the array.
+    pub fn slice_mut(
+        &mut self,
+        range: impl RangeBounds<usize>,
+    ) -> Result<PinnedSliceMut<'_, T>, Error> {
+        let (start, end) = within(range, self.len())?;
+        let first = match &mut self.memory {
+            Memory::Pinned(ptr, _) => *ptr,
+            Memory::Host(v) => v.as_mut_ptr(),
+        };
+        Ok(PinnedSliceMut {
+            // In the allocation: `start <= end <= len`.
+            ptr: first.wrapping_add(start),
+            len: end - start,
+            users: &self.users,
+            device: &self.device,
+            _elements: PhantomData,
+        })
+    }
+
+    /// The number of elements (without waiting for the copies queued on them).
+    pub fn len(&self) -> usize {
+        self.dim.size()
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The address of the first element, to read, waiting for nothing.
+    fn first(&self) -> *const T {
+        match &self.memory {
+            Memory::Pinned(ptr, _) => *ptr,
+            Memory::Host(v) => v.as_ptr(),
+        }
+    }
+
     /// Overwrites the array with a device array of its shape, on the same device: on a GPU the
-    /// copy is queued on the device's stream after the work queued before it, and the array's
+    /// copy is queued on the device's stream after the work it depends on, and the array's
     /// next use waits for it.
     pub fn copy_from_device(&mut self, src: &DeviceArray<T, D>) -> Result<(), Error> {
         check_pair(
@@ -160,22 +222,7 @@ impl<T: DeviceCopy, D: Rank> PinnedArray<T, D> {
             self.shape(),
             src,
         )?;
-        let device = self.device.clone();
-        match (src.as_device_ptr(), device.gpu()) {
-            (Some(from), Some(gpu)) if self.is_page_locked() => {
-                let dst = self.elements_mut();
-                // SAFETY: `dst` is page-locked memory of `self`, which waits for the event
-                // before any other use and before it is freed; `from` holds as many elements.
-                let event = unsafe { gpu.download_async(dst, from) }?;
-                *self.pending.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(event);
-                Ok(())
-            }
-            _ => {
-                let values = src.to_vec()?;
-                self.elements_mut().copy_from_slice(&values);
-                Ok(())
-            }
-        }
+        self.slice_mut(..)?.copy_from(None, src)
     }
 }
 
@@ -190,17 +237,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             src.shape(),
             self,
         )?;
-        match (self.as_device_ptr(), src.device.gpu()) {
-            (Some(to), Some(gpu)) if src.is_page_locked() => {
-                let values = src.elements();
-                // SAFETY: `values` is page-locked memory of `src`, which waits for the event
-                // before any write and before it is freed; `to` holds as many elements.
-                let event = unsafe { gpu.upload_async(to, values) }?;
-                *src.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(event);
-                Ok(())
-            }
-            _ => self.copy_from_host(&src.view()),
-        }
+        src.slice(..)?.copy_to(None, self)
     }
 }
 
@@ -254,7 +291,7 @@ impl<T: DeviceCopy, D: Rank> std::fmt::Debug for PinnedArray<T, D> {
 
 impl<T: DeviceCopy, D: Rank> Drop for PinnedArray<T, D> {
     fn drop(&mut self) {
-        self.settle();
+        self.settle(Access::Write);
         if let (Memory::Pinned(ptr, _), Some(gpu)) = (&self.memory, self.device.gpu()) {
             gpu.free_host(ptr.cast::<c_void>());
         }

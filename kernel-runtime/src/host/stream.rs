@@ -5,11 +5,17 @@ use super::error::Error;
 use cudarc::driver::CudaStream;
 use std::sync::Arc;
 
-/// A queue of kernel launches on a device. A launch on a stream waits for the copies and
-/// launches queued on the device before it, launches on other streams included, and the
-/// device's own later copies, launches and frees wait for it, so results are always seen and two
-/// streams never race on an array; for now this also means that launches on two streams do not
-/// run at the same time. On the CPU backend every launch runs to completion, and a stream only
+/// A queue of work on a device besides its own, as Numba's `cuda.stream()`: kernel launches
+/// (`LaunchConfig::on_stream`) and copies of page-locked arrays ([`upload`](Self::upload),
+/// [`download`](Self::download)).
+///
+/// Work on a stream starts after the work queued on the device's own stream before it, and
+/// after the work of other streams that uses the same arrays: a read after the array's last
+/// write, a write after its last write and the reads since. Nothing else waits, so copies and
+/// kernels on two streams that share no array overlap, and work that shares one never races.
+/// The device's own copies, launches and frees wait in the same way for the streams that used
+/// their arrays; [`Device::synchronize`], [`Device::event`], module arrays and graph replays
+/// wait for every stream. On the CPU backend every call runs to completion, and a stream only
 /// names its device.
 ///
 /// ```
