@@ -833,6 +833,57 @@ fn pinned_arrays_are_page_locked_and_copied_on_the_stream() {
     );
 }
 
+#[test]
+fn mapped_arrays_are_host_memory_the_kernels_use_in_place() {
+    on_fake_driver(
+        "mapped_arrays_are_host_memory_the_kernels_use_in_place",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let mut x = gpu.mapped::<u32, _>(1000).unwrap();
+            x.host_view_mut().unwrap().fill(5);
+            let host = {
+                let lines = log.lines();
+                let alloc = &lines[lines_of(&lines, "host alloc 4000 mapped ")[0]];
+                alloc.rsplit_once("at=").unwrap().1.to_string()
+            };
+            // The kernel gets the memory's device address, which is the host's (unified
+            // addressing); no copy is made.
+            assert_eq!(
+                x.as_device_ptr().map(|p| format!("{p:#x}")),
+                Some(host.clone())
+            );
+            if has_ptx(times_three_plus.ptx()) {
+                let s = gpu.stream().unwrap();
+                let cfg = LaunchConfig::cover(1000, 128).unwrap().on_stream(&s);
+                times_three_plus.launch_with(cfg, (&mut x, 1)).unwrap();
+                let launch = &log.launches("times_three_plus")[0];
+                assert!(launch.contains(&format!("params={host},")), "{launch}");
+                // The host's view waits for the stream that wrote the memory.
+                let _ = x.host_view().unwrap();
+                let lines = log.lines();
+                let stream = launch
+                    .split(" stream=")
+                    .nth(1)
+                    .unwrap()
+                    .split(' ')
+                    .next()
+                    .unwrap();
+                let sync = lines_of(&lines, &format!("sync stream={stream}"));
+                assert!(!sync.is_empty(), "{lines:?}");
+            }
+            assert_eq!(log.count("htod "), 0);
+            assert_eq!(log.count("dtoh "), 0);
+            drop(x);
+            assert_eq!(log.count("host free 4000 "), 1);
+            // A GPU's array in device memory is not viewed in place.
+            let d = gpu.zeros::<u32, _>(4).unwrap();
+            let err = d.host_view().unwrap_err();
+            assert!(matches!(err, Error::NotHostVisible { .. }), "{err}");
+        },
+    );
+}
+
 /// The log lines (by index) that start with `prefix`.
 fn lines_of(lines: &[String], prefix: &str) -> Vec<usize> {
     (0..lines.len())

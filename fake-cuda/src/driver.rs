@@ -205,7 +205,9 @@ pub struct Driver {
     graphs: HashMap<usize, Vec<String>>,
     execs: HashMap<usize, Vec<String>>,
     /// Page-locked host memory (`cuMemHostAlloc`): its size by address.
-    host_memory: HashMap<usize, usize>,
+    /// Page-locked host memory, by address: its bytes, and whether it is mapped into the
+    /// device's address space (`CU_MEMHOSTALLOC_DEVICEMAP`).
+    host_memory: HashMap<usize, (usize, bool)>,
     /// Device memory: host memory at the addresses handed out.
     memory: BTreeMap<u64, Allocation>,
     /// Calls made so far, by function, for `FAKE_CUDA_FAIL`.
@@ -333,6 +335,7 @@ impl Driver {
             95 => i32::from(!self.config.no_cooperative), // cooperative launch
             76 => cc % 10,                                // compute capability minor
             115 => i32::from(!self.config.no_pools),      // memory pools supported
+            19 => 1,                                      // can map host memory
             _ => return None,
         })
     }
@@ -614,6 +617,7 @@ impl Driver {
             Some((&start, a)) if a.ctx == ctx && address - start + bytes as u64 <= a.len as u64 => {
                 Ok(address as *mut u8)
             }
+            _ if self.in_mapped(address, bytes) => Ok(address as *mut u8),
             _ => fail(
                 INVALID_VALUE,
                 format!("{bytes} bytes at {address:#x} are not in an allocation of this context"),
@@ -697,7 +701,7 @@ impl Driver {
     }
 
     /// `bytes` of "page-locked" host memory: host memory the driver keeps track of.
-    pub fn alloc_host(&mut self, bytes: usize) -> Result<*mut u8, Failure> {
+    pub fn alloc_host(&mut self, bytes: usize, mapped: bool) -> Result<*mut u8, Failure> {
         self.current()?;
         let layout = std::alloc::Layout::from_size_align(bytes.max(1), 4096)
             .map_err(|_| Failure(INVALID_VALUE, format!("{bytes} bytes")))?;
@@ -706,8 +710,12 @@ impl Driver {
         if ptr.is_null() {
             return fail(OUT_OF_MEMORY, format!("{bytes} bytes of host memory"));
         }
-        self.host_memory.insert(ptr as usize, bytes);
-        self.log(format_args!("host alloc {bytes} at={:#x}", ptr as usize));
+        self.host_memory.insert(ptr as usize, (bytes, mapped));
+        let how = if mapped { " mapped" } else { "" };
+        self.log(format_args!(
+            "host alloc {bytes}{how} at={:#x}",
+            ptr as usize
+        ));
         Ok(ptr)
     }
 
@@ -716,12 +724,35 @@ impl Driver {
         let at = ptr as usize;
         self.host_memory
             .iter()
-            .any(|(&start, &size)| at >= start && at + bytes <= start + size)
+            .any(|(&start, &(size, _))| at >= start && at + bytes <= start + size)
+    }
+
+    /// The device address of mapped page-locked memory at `ptr` (`cuMemHostGetDevicePointer`):
+    /// the same address, as on a GPU with unified addressing.
+    pub fn mapped_device_pointer(&self, ptr: *const u8) -> Result<u64, Failure> {
+        self.current()?;
+        match self.host_memory.get(&(ptr as usize)) {
+            Some(&(_, true)) => Ok(ptr as u64),
+            Some(_) => fail(
+                INVALID_VALUE,
+                "the memory was page-locked without CU_MEMHOSTALLOC_DEVICEMAP",
+            ),
+            None => fail(INVALID_VALUE, format!("{ptr:?} is not page-locked memory")),
+        }
+    }
+
+    /// Whether `bytes` at `address` lie in mapped page-locked memory, which kernels and copies
+    /// reach as device memory.
+    fn in_mapped(&self, address: u64, bytes: usize) -> bool {
+        let at = address as usize;
+        self.host_memory
+            .iter()
+            .any(|(&start, &(size, mapped))| mapped && at >= start && at + bytes <= start + size)
     }
 
     /// Frees memory from [`alloc_host`](Self::alloc_host).
     pub fn free_host(&mut self, ptr: *mut u8) -> Result<(), Failure> {
-        let Some(bytes) = self.host_memory.remove(&(ptr as usize)) else {
+        let Some((bytes, _)) = self.host_memory.remove(&(ptr as usize)) else {
             return fail(
                 INVALID_VALUE,
                 format!("{ptr:?} is not page-locked memory of this driver"),

@@ -403,14 +403,32 @@ pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_v
     })
 }
 
+/// `CU_MEMHOSTALLOC_DEVICEMAP`: the memory is mapped into the device's address space.
+const DEVICEMAP: c_uint = 2;
+
 #[no_mangle]
 pub unsafe extern "C" fn cuMemHostAlloc(
     out: *mut *mut c_void,
     bytes: usize,
-    _flags: c_uint,
+    flags: c_uint,
 ) -> CuResult {
     call("cuMemHostAlloc", |d| {
-        put(out, d.alloc_host(bytes)?.cast::<c_void>())
+        let mapped = flags & DEVICEMAP != 0;
+        put(out, d.alloc_host(bytes, mapped)?.cast::<c_void>())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
+    out: *mut DevicePtr,
+    ptr: *mut c_void,
+    flags: c_uint,
+) -> CuResult {
+    call("cuMemHostGetDevicePointer_v2", |d| {
+        if flags != 0 {
+            return fail(INVALID_VALUE, "the flags must be 0");
+        }
+        put(out, d.mapped_device_pointer(ptr.cast())?)
     })
 }
 

@@ -54,6 +54,9 @@ pub struct DeviceArray<T: DeviceCopy, D: Rank> {
     owned: bool,
     /// The GPU streams that used the memory, by which work on them is ordered.
     users: Users,
+    /// The host address of a GPU's array in mapped host memory ([`Device::mapped`]); 0 for
+    /// one in device memory.
+    mapped: usize,
 }
 
 /// Where the elements are.
@@ -67,7 +70,14 @@ enum Storage<T> {
 impl<T: DeviceCopy, D: Rank> Drop for DeviceArray<T, D> {
     fn drop(&mut self) {
         if let (Storage::Gpu(ptr), Some(gpu), true) = (&self.data, self.device.gpu(), self.owned) {
-            gpu.free(*ptr, &self.users);
+            match self.mapped {
+                0 => gpu.free(*ptr, &self.users),
+                host => {
+                    // A failed wait (a lost context) stops every kernel with the context.
+                    let _ = self.users.host_wait(Access::Write);
+                    gpu.free_host(host as *mut std::ffi::c_void);
+                }
+            }
         }
     }
 }
@@ -175,6 +185,7 @@ impl<T: AnyBitPattern, D: Rank> DeviceArray<T, D> {
             data: Storage::Host(unsafe { filled_vec(len, 0xFF, || device.name()) }?),
             owned: true,
             users: Users::default(),
+            mapped: 0,
         })
     }
 }
@@ -199,6 +210,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             data,
             owned: true,
             users: Users::default(),
+            mapped: 0,
         })
     }
 
@@ -221,6 +233,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             dim,
             owned: true,
             users: Users::default(),
+            mapped: 0,
         })
     }
 
@@ -307,6 +320,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             data: Storage::Gpu(ptr),
             owned: false,
             users: Users::default(),
+            mapped: 0,
         })
     }
 
@@ -325,6 +339,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
                 data: Storage::Host(copied_vec(self.host(), || self.device.name())?),
                 owned: true,
                 users: Users::default(),
+                mapped: 0,
             }),
         }
     }
@@ -614,6 +629,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             data,
             owned: self.owned,
             users: std::mem::take(&mut self.users),
+            mapped: std::mem::take(&mut self.mapped),
         })
     }
 
@@ -644,6 +660,28 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             Storage::Host(v) => v.as_mut_ptr(),
             Storage::Gpu(_) => std::ptr::NonNull::dangling().as_ptr(),
         }
+    }
+
+    /// An array of `dim` on the GPU `device` over mapped host memory at `host`, whose device
+    /// address is `ptr`, which it frees.
+    ///
+    /// # Safety
+    /// `host` and `ptr` are the two addresses of mapped page-locked memory holding `dim`'s
+    /// elements, initialised, from `alloc_mapped` of `device`'s GPU.
+    pub(crate) unsafe fn from_mapped(device: &Device, dim: D, host: usize, ptr: u64) -> Self {
+        DeviceArray {
+            device: device.clone(),
+            dim,
+            data: Storage::Gpu(ptr),
+            owned: true,
+            users: Users::default(),
+            mapped: host,
+        }
+    }
+
+    /// The host address of a GPU's array in mapped host memory.
+    pub(crate) fn mapped_host(&self) -> Option<*mut T> {
+        (self.mapped != 0).then_some(self.mapped as *mut T)
     }
 
     /// The GPU streams that used the array (see [`order`](super::order)).

@@ -967,6 +967,53 @@ impl CudaDevice {
         })
     }
 
+    /// `bytes` of page-locked host memory mapped into the GPU's address space
+    /// (`CU_MEMHOSTALLOC_DEVICEMAP`), as its host address and its device address: kernels read
+    /// and write it in place, over the bus. Freed with [`free_host`](Self::free_host).
+    pub(crate) fn alloc_mapped(&self, bytes: usize) -> Result<(*mut c_void, u64), Error> {
+        use sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY;
+        self.outside_capture("allocating mapped host memory")?;
+        self.bind()?;
+        if self
+            .ctx
+            .attribute(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)
+            .ok()
+            != Some(1)
+        {
+            return Err(Error::Cuda {
+                op: "allocating mapped host memory".into(),
+                message: format!(
+                    "{} cannot map host memory: use Device::pinned and copies",
+                    self.name
+                ),
+            });
+        }
+        // SAFETY: a plain allocation; it is freed with `free_host` below or by the caller.
+        let host =
+            unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP) }.map_err(|e| {
+                match e.0 {
+                    sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory {
+                        place: format!("mapped host memory for CUDA device {}", self.ordinal),
+                        bytes,
+                    },
+                    _ => self.error(
+                        &format!("allocating {bytes} bytes of mapped host memory"),
+                        e,
+                    ),
+                }
+            })?;
+        let mut device = 0;
+        // SAFETY: `host` is mapped page-locked memory of this context; flags must be 0.
+        let mapped = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }.result();
+        match mapped {
+            Ok(()) => Ok((host, device)),
+            Err(e) => {
+                self.free_host(host);
+                Err(self.error("finding the device address of mapped host memory", e))
+            }
+        }
+    }
+
     /// Frees memory from [`alloc_host`](Self::alloc_host), whose transfers have finished.
     pub(crate) fn free_host(&self, ptr: *mut c_void) {
         if ptr.is_null() || self.bind().is_err() {

@@ -117,6 +117,13 @@ pub enum Error {
         /// Why, and what to do.
         message: String,
     },
+    /// The host asked to view in place an array in a GPU's memory
+    /// ([`DeviceArray::host_view`](crate::DeviceArray::host_view)).
+    #[error("the array of shape {shape:?} is in a GPU's memory, which the host cannot view in place: copy it with `to_host`, or make it with `Device::mapped`")]
+    NotHostVisible {
+        /// The array's shape.
+        shape: Vec<usize>,
+    },
     /// Something that a graph cannot hold was asked for while its work was being captured
     /// ([`Device::capture`](crate::Device::capture)).
     #[error("{what} is not possible while a graph is being captured: a graph holds the kernel launches on the device's stream; allocate, copy and wait before or after `Device::capture`")]

@@ -13,6 +13,7 @@ pub mod instance;
 pub(crate) mod kernel;
 pub mod launch;
 pub(crate) mod link;
+pub mod mapped;
 pub(crate) mod order;
 pub(crate) mod params;
 pub mod pinned;

@@ -71,6 +71,16 @@ impl Users {
     }
 }
 
+impl Users {
+    /// Waits on the host for the streams that a host use `access` of the memory conflicts
+    /// with ([`host_waits`](Self::host_waits)).
+    pub(crate) fn host_wait(&self, access: Access) -> Result<(), DriverError> {
+        self.host_waits(access)
+            .iter()
+            .try_for_each(|stream| stream.synchronize())
+    }
+}
+
 /// Makes `on` wait for the work queued on `other` so far (nothing where they are one stream).
 pub(crate) fn join(on: &CudaStream, other: &CudaStream) -> Result<(), DriverError> {
     if std::ptr::eq(on, other) {

@@ -127,9 +127,7 @@ impl<T: DeviceCopy, D: Rank> PinnedArray<T, D> {
     /// failed wait (a lost context) stops every copy with the context, so the memory is free to
     /// use either way.
     fn settle(&self, access: Access) {
-        for stream in self.users.host_waits(access) {
-            let _ = stream.synchronize();
-        }
+        let _ = self.users.host_wait(access);
     }
 
     /// The elements, after [`settle`](Self::settle).
