@@ -884,6 +884,116 @@ fn mapped_arrays_are_host_memory_the_kernels_use_in_place() {
     );
 }
 
+/// `ptx` followed by a cubin of it for sm_90, as `KERNEL_CUBIN_ARCHS=sm_90` builds a module, and
+/// the cubin; none where `KERNEL_PTXAS` names no ptxas (`cargo xtask test` sets it).
+fn with_cubin(ptx: &str) -> Option<(&'static str, Vec<u8>)> {
+    let ptxas = std::env::var_os("KERNEL_PTXAS")?;
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cubin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("kernel_ptx.txt");
+    std::fs::write(&file, ptx).unwrap();
+    let lines = kernel_build::cubin_sections(Path::new(&ptxas), &file, &["sm_90".into()]).unwrap();
+    let cubin = std::fs::read(dir.join("kernel_sm_90.cubin")).unwrap();
+    Some((Box::leak(format!("{ptx}{lines}").into_boxed_str()), cubin))
+}
+
+/// Launches `add` of the module `module` on `gpu` over three arrays of 256 elements.
+fn launch_add_of(gpu: &Device, module: &'static str) -> Result<(), Error> {
+    use kernel_runtime::__rt::{cuda_launch, gpu_params, KernelArg};
+    let (a, b) = (gpu.zeros::<f32, _>(256)?, gpu.zeros::<f32, _>(256)?);
+    let mut c = gpu.zeros::<f32, _>(256)?;
+    let (a, b, c) = (&a, &b, &mut c);
+    let mut params = gpu_params(6);
+    a.push_gpu(&mut params);
+    b.push_gpu(&mut params);
+    c.push_gpu(&mut params);
+    let config = LaunchConfig::new(2, 128).unwrap();
+    // SAFETY: `add`'s parameters: each array's address and length, as its PTX entry declares.
+    unsafe { cuda_launch(gpu, "add", Ok(module), &config, 0, &mut params) }?;
+    gpu.synchronize()
+}
+
+#[test]
+fn a_cubin_is_read_as_its_ptx_declares_and_loaded_on_its_gpu() {
+    on_fake_driver(
+        "a_cubin_is_read_as_its_ptx_declares_and_loaded_on_its_gpu",
+        &[],
+        |log| {
+            let Some(ptx) = add.ptx().filter(|p| has_ptx(Some(p))) else {
+                return;
+            };
+            let Some((module, cubin)) = with_cubin(ptx) else {
+                eprintln!("skipped: KERNEL_PTXAS names no ptxas to make a cubin with");
+                return;
+            };
+            // The fake reads each kernel of the cubin as its PTX entry declares it, and the
+            // module arrays of the test kernels' module as their PTX declares them.
+            let tests_ptx = times_three_plus.ptx().unwrap();
+            let (_, tests_cubin) = with_cubin(tests_ptx).unwrap();
+            let tests_read = fake_cuda::cubin::parse(&tests_cubin).unwrap();
+            let tests_declared = fake_cuda::ptx::parse(tests_ptx).unwrap();
+            assert!(!tests_declared.variables.is_empty());
+            assert_eq!(tests_read.variables, tests_declared.variables);
+            let from_ptx = fake_cuda::ptx::parse(ptx).unwrap();
+            let from_cubin = fake_cuda::cubin::parse(&cubin).unwrap();
+            assert_eq!(from_cubin.target, 90);
+            for (name, entry) in &from_ptx.entries {
+                let read = &from_cubin.entries[name];
+                let sizes = |e: &fake_cuda::ptx::Entry| {
+                    e.params.iter().map(|p| p.bytes).collect::<Vec<_>>()
+                };
+                assert_eq!(sizes(read), sizes(entry), "`{name}`'s parameters");
+                let shared = (read.static_shared, entry.static_shared);
+                assert_eq!(shared.0, shared.1, "`{name}`'s shared memory");
+            }
+            // The runtime gives an sm_90 GPU the cubin, not the PTX.
+            let gpu = fake_gpu();
+            launch_add_of(&gpu, module).unwrap();
+            let lines = log.lines();
+            assert_eq!(lines_of(&lines, "load module ").len(), 1, "{lines:?}");
+            assert!(
+                lines[lines_of(&lines, "load module ")[0]].ends_with(" cubin"),
+                "{lines:?}"
+            );
+            assert_eq!(log.launches("add").len(), 1);
+        },
+    );
+}
+
+/// Launches `add` of a module with an sm_90 cubin on the fake GPU, in `test`'s child with
+/// `env`, and checks that the PTX was loaded.
+fn loads_the_ptx(test: &str, env: &[(&str, &str)]) {
+    on_fake_driver(test, env, |log| {
+        let ptx = add.ptx().filter(|p| has_ptx(Some(p)));
+        let Some((module, _)) = ptx.and_then(with_cubin) else {
+            return;
+        };
+        launch_add_of(&fake_gpu(), module).unwrap();
+        let lines = log.lines();
+        let loads = lines_of(&lines, "load module ");
+        assert!(
+            loads.len() == 1 && !lines[loads[0]].ends_with(" cubin"),
+            "{lines:?}"
+        );
+    });
+}
+
+#[test]
+fn a_gpu_of_another_architecture_gets_the_ptx_of_a_module_with_cubins() {
+    loads_the_ptx(
+        "a_gpu_of_another_architecture_gets_the_ptx_of_a_module_with_cubins",
+        &[("FAKE_CUDA_CC", "86")],
+    );
+}
+
+#[test]
+fn kernel_jit_loads_the_ptx_of_a_module_with_cubins() {
+    loads_the_ptx(
+        "kernel_jit_loads_the_ptx_of_a_module_with_cubins",
+        &[("KERNEL_JIT", "1")],
+    );
+}
+
 /// The log lines (by index) that start with `prefix`.
 fn lines_of(lines: &[String], prefix: &str) -> Vec<usize> {
     (0..lines.len())

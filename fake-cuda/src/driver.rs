@@ -3,7 +3,7 @@
 //! outside device memory or a launch outside the GPU's limits fails with the code the driver
 //! would return, and the reason is printed on stderr.
 
-use crate::ptx;
+use crate::{cubin, ptx};
 use std::alloc::Layout;
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
@@ -22,6 +22,7 @@ pub const NOT_INITIALIZED: CuResult = 3;
 pub const INVALID_DEVICE: CuResult = 101;
 pub const INVALID_CONTEXT: CuResult = 201;
 pub const INVALID_IMAGE: CuResult = 200;
+pub const NO_BINARY_FOR_GPU: CuResult = 209;
 pub const INVALID_PTX: CuResult = 218;
 pub const UNSUPPORTED_PTX_VERSION: CuResult = 222;
 pub const INVALID_HANDLE: CuResult = 400;
@@ -44,6 +45,7 @@ pub const CODES: &[(CuResult, &str, &str)] = &[
     (INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"),
     (INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"),
     (INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"),
+    (NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"),
     (INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"),
     (UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
         "the provided PTX was compiled with an unsupported toolchain."),
@@ -648,6 +650,27 @@ impl Driver {
                 format!("the PTX targets sm_{}, the GPU is sm_{cc}", ptx.target),
             );
         }
+        self.install(ctx, ptx, "")
+    }
+
+    /// Loads a cubin (see [`cubin`]): machine code for one GPU, which a GPU of another major
+    /// version, or an older minor one, cannot run.
+    pub fn load_cubin(&mut self, image: &[u8]) -> Result<usize, Failure> {
+        let ctx = self.current()?;
+        let module = cubin::parse(image).map_err(|e| Failure(INVALID_IMAGE, e))?;
+        let cc = self.config.cc;
+        if module.target / 10 != cc / 10 || module.target > cc {
+            return fail(
+                NO_BINARY_FOR_GPU,
+                format!("the cubin is for sm_{}, the GPU is sm_{cc}", module.target),
+            );
+        }
+        self.install(ctx, module, " cubin")
+    }
+
+    /// Makes `module` a module of `ctx`, its variables zeroed in device memory; `what` follows
+    /// the log's `load module` line.
+    fn install(&mut self, ctx: usize, ptx: ptx::Module, what: &str) -> Result<usize, Failure> {
         let mut globals = HashMap::new();
         for (name, &bytes) in &ptx.variables {
             let address = self.alloc(bytes, None)?;
@@ -657,7 +680,7 @@ impl Driver {
         }
         let h = self.handle();
         self.modules.insert(h, Module { ctx, ptx, globals });
-        self.log(format_args!("load module {h:#x}"));
+        self.log(format_args!("load module {h:#x}{what}"));
         Ok(h)
     }
 

@@ -3,8 +3,9 @@
 //!
 //! It implements the driver functions the backend calls, with the driver's rules: `cuInit`
 //! first, a current context for every call that needs one, live handles, copies within
-//! allocations, launches within the GPU's limits, PTX for a GPU no newer than this one, each
-//! kernel parameter read with the size its PTX entry declares. A call that breaks a rule
+//! allocations, launches within the GPU's limits, PTX for a GPU no newer than this one and
+//! cubins for its architecture alone, each kernel parameter read with the size its PTX entry
+//! (or the cubin's attributes) declares. A call that breaks a rule
 //! returns the driver's error code and says why on stderr. Device memory is host memory (new
 //! memory holds `0xCD` bytes); kernels are not run. A launch whose pointer parameter is not in
 //! the context's memory faults the context, as the kernel would: every later call fails.
@@ -20,8 +21,9 @@
 // contract.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
+pub mod cubin;
 mod driver;
-mod ptx;
+pub mod ptx;
 
 use driver::{call, fail, CuResult, Failure, CODES, INVALID_VALUE};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
@@ -389,12 +391,15 @@ pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_v
         // SAFETY: the driver API's contract: a PTX image is a NUL-terminated string, and a
         // cubin's ELF header holds a NUL within its first bytes.
         let text = unsafe { CStr::from_ptr(image.cast()) };
-        if text.to_bytes().starts_with(b"\x7fELF") {
-            return fail(
-                driver::NOT_SUPPORTED,
-                "the fake loads PTX only, not cubins: set KERNEL_JIT=1, or build without \
-                 KERNEL_CUBIN_ARCHS",
-            );
+        if cubin::is_elf(text.to_bytes()) {
+            // SAFETY: the driver API's contract: an ELF image holds the bytes its headers
+            // give, which `image_len` reads in order.
+            let read =
+                |n: usize| unsafe { std::slice::from_raw_parts(image.cast::<u8>(), n) }.to_vec();
+            let len = cubin::image_len(read).map_err(|e| Failure(driver::INVALID_IMAGE, e))?;
+            // SAFETY: as above.
+            let bytes = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), len) };
+            return put(module, d.load_cubin(bytes)? as Handle);
         }
         let text = text
             .to_str()

@@ -104,6 +104,8 @@ fn variables(text: &str) -> Result<HashMap<String, usize>, String> {
         if !(decl.starts_with(".const ") || decl.starts_with(".global ")) {
             continue;
         }
+        // Without its initialiser, `= {1, 2, ..}`.
+        let decl = decl.split('=').next().unwrap_or(decl).trim();
         let bytes = declared_bytes(decl).ok_or_else(|| format!("bad declaration `{line}`"))?;
         let last = decl.trim_end_matches(';').split_whitespace().last();
         let name = last.and_then(|w| w.split('[').next()).unwrap_or_default();

@@ -39,9 +39,10 @@ pub(crate) fn find_ptxas(variable: Option<String>) -> Option<PathBuf> {
     crate::link::find_tool("ptxas", variable, [])
 }
 
-/// The cubin lines for `archs`: the module file `ptx_file` assembled by `ptxas` for each, the
-/// cubins written beside it.
-pub(crate) fn sections(ptxas: &Path, ptx_file: &Path, archs: &[String]) -> Result<String, Error> {
+/// The cubin lines for `archs` (`sm_90`, ...): the module file `ptx_file` assembled by `ptxas`
+/// for each, the cubins written beside it as `kernel_ARCH.cubin`. The build appends them to the
+/// module file; a tool that makes a module by hand does the same.
+pub fn sections(ptxas: &Path, ptx_file: &Path, archs: &[String]) -> Result<String, Error> {
     let mut text = String::new();
     for arch in archs {
         crate::validate_arch(arch)?;

@@ -71,7 +71,7 @@ mod toolchain;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-pub use cubin::{CUBIN_SECTION, ENV_CUBIN_ARCHS};
+pub use cubin::{sections as cubin_sections, CUBIN_SECTION, ENV_CUBIN_ARCHS};
 pub use error::Error;
 pub use link::{ENV_NVCC, SECTION as LINK_SECTION};
 pub use toolchain::{Toolchain, ENV_NVPTX_CARGO, ENV_NVPTX_RUSTC, TARGET};
