@@ -1,7 +1,9 @@
 //! Choosing a device: the CUDA backend where a driver and a GPU are, the CPU backend otherwise,
-//! and a typed error, never a panic, for a GPU that cannot be used.
+//! and a typed error, never a panic, for a GPU that cannot be used; every GPU the driver sees,
+//! and arrays copied between any two devices.
 
 use gpu_kernels::add;
+use kernel_runtime::ndarray::array;
 use kernel_runtime::{Device, DeviceKind, Error, LaunchConfig};
 
 /// The CPU backend, and GPU 0 where it opens.
@@ -143,5 +145,40 @@ fn the_program_lists_its_ptx_exactly_when_its_kernels_have_some() {
     assert_eq!(listed, add.ptx().is_some());
     if let Some(ptx) = add.ptx() {
         assert!(kernel_runtime::__rt::PTX_MODULES.contains(&ptx));
+    }
+}
+
+#[test]
+fn arrays_copy_between_any_two_devices() {
+    let mut devices = usable_devices();
+    devices.push(Device::cpu_checked());
+    let want = array![[1u16, 2, 3], [4, 5, 6]];
+    for from in &devices {
+        let x = from.to_device(&want).unwrap();
+        for to in &devices {
+            let y = x.to_device(to).unwrap();
+            assert_eq!(y.device(), to);
+            assert_eq!(y.to_host().unwrap(), want, "{from} to {to}");
+            let mut z = to.zeros::<u16, _>((2, 3)).unwrap();
+            z.copy_from_device(&x).unwrap();
+            assert_eq!(z.to_host().unwrap(), want, "{from} into {to}");
+        }
+    }
+    // A shape that differs is refused, whatever the devices.
+    let mut other = Device::cpu_checked().zeros::<u16, _>((3, 2)).unwrap();
+    let err = other
+        .copy_from_device(&Device::cpu().to_device(&want).unwrap())
+        .unwrap_err();
+    assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+}
+
+#[test]
+fn the_gpus_the_driver_sees_open_as_devices() {
+    let Ok(gpus) = Device::gpus() else {
+        return;
+    };
+    assert_eq!(gpus.len(), Device::gpu_count());
+    for (i, gpu) in gpus.iter().enumerate() {
+        assert_eq!(gpu.kind(), DeviceKind::Cuda(i));
     }
 }

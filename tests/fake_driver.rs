@@ -994,6 +994,83 @@ fn kernel_jit_loads_the_ptx_of_a_module_with_cubins() {
     );
 }
 
+#[test]
+fn two_gpus_copy_to_each_other_after_the_work_they_wait_for() {
+    on_fake_driver(
+        "two_gpus_copy_to_each_other_after_the_work_they_wait_for",
+        &[("FAKE_CUDA_DEVICES", "2")],
+        |log| {
+            assert_eq!(Device::gpu_count(), 2);
+            let gpus = Device::gpus().unwrap();
+            assert_eq!(
+                gpus.iter().map(Device::kind).collect::<Vec<_>>(),
+                [DeviceKind::Cuda(0), DeviceKind::Cuda(1)]
+            );
+            let (g0, g1) = (&gpus[0], &gpus[1]);
+            let x = g0.to_device(&[1.0f32; 256][..]).unwrap();
+            let mut y = g0.empty::<f32, _>(256).unwrap();
+            if has_ptx(add.ptx()) {
+                add.launch(2, 128, (&x, &x, &mut y)).unwrap();
+            }
+            // Onto the other GPU, straight over the link, after the kernel that wrote `y`.
+            let on_1 = y.to_device(g1).unwrap();
+            assert_eq!(on_1.device(), g1);
+            let lines = log.lines();
+            assert_eq!(log.count("peer access "), 1, "{lines:?}");
+            let copy = lines_of(&lines, "peer 1024 ")[0];
+            if has_ptx(add.ptx()) {
+                let launch = lines_of(&lines, "launch add ")[0];
+                assert!(Trace::of(&lines).ordered(launch, copy), "{lines:?}");
+            }
+            // And back, and through the CPU backend.
+            let mut back = g0.zeros::<f32, _>(256).unwrap();
+            back.copy_from_device(&on_1).unwrap();
+            let host = on_1.to_device(&Device::cpu()).unwrap();
+            let _ = host.to_device(g1).unwrap().to_vec().unwrap();
+            assert_eq!(log.count("peer access "), 2, "one grant each way");
+            assert_eq!(log.count("peer 1024 "), 2);
+        },
+    );
+}
+
+#[test]
+fn one_thread_keeps_two_gpus_busy_at_once() {
+    on_fake_driver(
+        "one_thread_keeps_two_gpus_busy_at_once",
+        &[("FAKE_CUDA_DEVICES", "2"), ("FAKE_CUDA_NO_PEER", "1")],
+        |log| {
+            if !has_ptx(add.ptx()) {
+                return;
+            }
+            let gpus = Device::gpus().unwrap();
+            let inputs: Vec<_> = gpus
+                .iter()
+                .map(|g| g.zeros::<f32, _>(256).unwrap())
+                .collect();
+            let mut outputs: Vec<_> = gpus
+                .iter()
+                .map(|g| g.empty::<f32, _>(256).unwrap())
+                .collect();
+            for (x, y) in inputs.iter().zip(&mut outputs) {
+                add.launch(2, 128, (x, x, y)).unwrap();
+            }
+            // Both launches were queued before anything waited.
+            let lines = log.lines();
+            let launches = lines_of(&lines, "launch add ");
+            assert_eq!(launches.len(), 2);
+            assert!(
+                lines_of(&lines, "sync ").iter().all(|&s| s > launches[1]),
+                "{lines:?}"
+            );
+            // Without a link between them, a copy is still made (the driver stages it).
+            let copied = outputs[0].to_device(&gpus[1]).unwrap();
+            assert_eq!(copied.len(), 256);
+            assert_eq!(log.count("peer access "), 0);
+            assert_eq!(log.count("peer 1024 "), 1);
+        },
+    );
+}
+
 /// The log lines (by index) that start with `prefix`.
 fn lines_of(lines: &[String], prefix: &str) -> Vec<usize> {
     (0..lines.len())

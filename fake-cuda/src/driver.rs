@@ -93,6 +93,9 @@ struct Config {
     no_pools: bool,
     /// `FAKE_CUDA_NO_COOPERATIVE=1`: the GPUs cannot launch cooperatively.
     no_cooperative: bool,
+    /// `FAKE_CUDA_NO_PEER=1`: no GPU reaches another's memory (copies between them are still
+    /// allowed, as the driver stages them through the host).
+    no_peer: bool,
     /// `FAKE_CUDA_SHARED_OPTIN=BYTES`: the shared memory a block can have by opting in
     /// (default 227 KiB, an H100's; 49152 for a GPU that gives no more than 48 KiB).
     shared_optin: usize,
@@ -128,6 +131,7 @@ impl Config {
                 .unwrap_or(90),
             no_pools: var("FAKE_CUDA_NO_MEMORY_POOLS").is_some_and(|v| v == "1"),
             no_cooperative: var("FAKE_CUDA_NO_COOPERATIVE").is_some_and(|v| v == "1"),
+            no_peer: var("FAKE_CUDA_NO_PEER").is_some_and(|v| v == "1"),
             shared_optin: var("FAKE_CUDA_SHARED_OPTIN")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(227 * 1024),
@@ -342,6 +346,49 @@ impl Driver {
         })
     }
 
+    /// Whether GPU `device` can reach `peer`'s memory: any two GPUs of the fake can, unless
+    /// `FAKE_CUDA_NO_PEER=1`.
+    pub fn can_access_peer(&self, device: i32, peer: i32) -> Result<bool, Failure> {
+        self.device(device)?;
+        self.device(peer)?;
+        Ok(device != peer && !self.config.no_peer)
+    }
+
+    /// Lets the current context reach the memory of `peer` (`cuCtxEnablePeerAccess`).
+    pub fn enable_peer_access(&mut self, peer: usize) -> Result<(), Failure> {
+        let ctx = self.current()?;
+        if self.config.no_peer || ctx == peer || !self.contexts.contains_key(&peer) {
+            return fail(
+                INVALID_DEVICE,
+                "these GPUs cannot reach each other's memory",
+            );
+        }
+        self.log(format_args!("peer access ctx={ctx:#x} peer={peer:#x}"));
+        Ok(())
+    }
+
+    /// Copies `bytes` from `src` in the context `src_ctx` to `dst` in `dst_ctx`, on `stream` of
+    /// the current context (`cuMemcpyPeerAsync`).
+    pub fn copy_peer(
+        &mut self,
+        (dst, dst_ctx): (u64, usize),
+        (src, src_ctx): (u64, usize),
+        bytes: usize,
+        stream: usize,
+    ) -> Result<(), Failure> {
+        self.stream(stream)?;
+        let (to, from) = (
+            self.range_in(dst_ctx, dst, bytes)?,
+            self.range_in(src_ctx, src, bytes)?,
+        );
+        // SAFETY: both ranges were checked to lie in live allocations.
+        unsafe { std::ptr::copy(from, to, bytes) };
+        self.log(format_args!(
+            "peer {bytes} stream={stream:#x} dst={dst:#x} src={src:#x}"
+        ));
+        Ok(())
+    }
+
     pub fn retain_primary(&mut self, device: i32) -> Result<usize, Failure> {
         self.device(device)?;
         let ctx = match self.primary.get(&device) {
@@ -512,9 +559,12 @@ impl Driver {
         self.event(event).map(|_| ())
     }
 
+    /// Makes `stream` wait for `event`, which may be another context's (another GPU's).
     pub fn wait_event(&mut self, stream: usize, event: usize) -> Result<(), Failure> {
         self.stream(stream)?;
-        self.event(event)?;
+        if !self.events.contains_key(&event) {
+            return fail(INVALID_HANDLE, format!("event {event:#x} does not exist"));
+        }
         self.log(format_args!("wait stream={stream:#x} event={event:#x}"));
         Ok(())
     }
@@ -615,6 +665,11 @@ impl Driver {
     /// Checks that `bytes` from `address` lie in one allocation of the current context.
     pub fn range(&self, address: u64, bytes: usize) -> Result<*mut u8, Failure> {
         let ctx = self.current()?;
+        self.range_in(ctx, address, bytes)
+    }
+
+    /// `bytes` at `address` in the memory of the context `ctx`.
+    pub fn range_in(&self, ctx: usize, address: u64, bytes: usize) -> Result<*mut u8, Failure> {
         match self.memory.range(..=address).next_back() {
             Some((&start, a)) if a.ctx == ctx && address - start + bytes as u64 <= a.len as u64 => {
                 Ok(address as *mut u8)

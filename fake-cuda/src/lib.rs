@@ -13,7 +13,7 @@
 //! The environment sets it up: `FAKE_CUDA_LOG=FILE` (a line per launch, allocation, free, copy
 //! and wait), `FAKE_CUDA_DEVICES=N`, `FAKE_CUDA_CC=XY` (compute capability, default 90),
 //! `FAKE_CUDA_PTX_ISA=XY` (the newest PTX ISA the driver takes, default 90),
-//! `FAKE_CUDA_NO_MEMORY_POOLS=1`, `FAKE_CUDA_FAIL=FUNCTION=CODE[@N]` (the `N`th call, or every
+//! `FAKE_CUDA_NO_MEMORY_POOLS=1`, `FAKE_CUDA_NO_PEER=1`, `FAKE_CUDA_FAIL=FUNCTION=CODE[@N]` (the `N`th call, or every
 //! call, fails), `FAKE_CUDA_TRAP=KERNEL` (launches of `KERNEL` fault). Tests load it by putting
 //! a directory with `libcuda.so` linked to this library first on `LD_LIBRARY_PATH`.
 
@@ -379,6 +379,39 @@ pub unsafe extern "C" fn cuMemcpyDtoDAsync_v2(
         );
         // SAFETY: both ranges were checked to lie in device memory.
         unsafe { copy(d, ("dtod", stream), to, from, bytes) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyPeerAsync(
+    dst: DevicePtr,
+    dst_ctx: Handle,
+    src: DevicePtr,
+    src_ctx: Handle,
+    bytes: usize,
+    stream: Handle,
+) -> CuResult {
+    call("cuMemcpyPeerAsync", |d| {
+        let (to, from) = ((dst, handle(dst_ctx)), (src, handle(src_ctx)));
+        d.copy_peer(to, from, bytes, handle(stream))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceCanAccessPeer(
+    can: *mut c_int,
+    device: c_int,
+    peer: c_int,
+) -> CuResult {
+    call("cuDeviceCanAccessPeer", |d| {
+        put(can, c_int::from(d.can_access_peer(device, peer)?))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxEnablePeerAccess(peer: Handle, _flags: c_uint) -> CuResult {
+    call("cuCtxEnablePeerAccess", |d| {
+        d.enable_peer_access(handle(peer))
     })
 }
 

@@ -116,7 +116,7 @@ impl Trace {
                 &field("stream").unwrap(),
                 &[(number(words[1]).unwrap(), true)],
             ),
-            "htod" | "dtoh" | "dtod" => {
+            "htod" | "dtoh" | "dtod" | "peer" if words[1] != "access" => {
                 let (dst, src) = (field("dst").unwrap(), field("src").unwrap());
                 let uses = [
                     (number(&dst).unwrap(), true),

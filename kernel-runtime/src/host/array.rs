@@ -197,7 +197,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
 
     /// An array of `dim` on `device`; on a GPU its memory is cleared only when `zeroed` (the
     /// caller then overwrites all of it before anything reads it), on the host always.
-    fn alloc(device: &Device, dim: D, zeroed: bool) -> Result<Self, Error> {
+    pub(crate) fn alloc(device: &Device, dim: D, zeroed: bool) -> Result<Self, Error> {
         outside_cpu_replay(device, "allocating an array")?;
         let len = checked_len(dim.slice(), std::mem::size_of::<T>())?;
         let data = match device.gpu() {
@@ -469,8 +469,9 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         }
     }
 
-    /// Overwrites the array with another array of the same shape on the same device (a copy
-    /// within the device's memory).
+    /// Overwrites the array with another array of the same shape: a copy within the device's
+    /// memory, or from another device's array (between two GPUs, straight over their link where
+    /// they have one).
     pub fn copy_from_device(&mut self, src: &DeviceArray<T, D>) -> Result<(), Error> {
         outside_cpu_replay(&self.device, "copying on the device")?;
         if src.dim != self.dim {
@@ -481,12 +482,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             });
         }
         if src.device != self.device {
-            return Err(Error::DeviceMismatch {
-                kernel: "DeviceArray::copy_from_device",
-                argument: "src",
-                expected: self.device.name(),
-                found: src.device.name(),
-            });
+            return self.copy_across(src);
         }
         let bytes = self.len() * std::mem::size_of::<T>();
         match (&mut self.data, &src.data, self.device.gpu()) {

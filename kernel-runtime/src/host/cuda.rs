@@ -102,6 +102,18 @@ fn keep_freed_memory(ctx: &CudaContext) -> Result<(), DriverError> {
     }
 }
 
+/// How many GPUs the CUDA driver sees: 0 where there is no driver.
+pub(crate) fn count() -> usize {
+    if probe().is_err() {
+        return 0;
+    }
+    guarded("counting CUDA devices", || {
+        result::init()?;
+        result::device::get_count()
+    })
+    .map_or(0, |n| n.max(0) as usize)
+}
+
 /// `KERNEL_JIT=1`: load the PTX of every module, never a cubin built ahead of time.
 fn jit_only() -> bool {
     std::env::var("KERNEL_JIT").is_ok_and(|v| v.trim() == "1")
@@ -143,6 +155,9 @@ pub(crate) struct CudaDevice {
     /// The user streams work was queued on since the device's stream last caught up with them
     /// all ([`barrier`](Self::barrier)).
     pending: Mutex<Vec<Arc<CudaStream>>>,
+    /// The GPUs (by ordinal) whose memory this one's context was let at directly
+    /// (`cuCtxEnablePeerAccess`), or found unable to be.
+    peers: Mutex<HashMap<usize, bool>>,
     /// The dynamic shared memory each function was allowed past 48 KiB
     /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), by function handle.
     opted_in: Mutex<HashMap<usize, usize>>,
@@ -222,6 +237,7 @@ impl CudaDevice {
             stream,
             modules: Mutex::new(Modules::default()),
             pending: Mutex::new(Vec::new()),
+            peers: Mutex::new(HashMap::new()),
             opted_in: Mutex::new(HashMap::new()),
             last_kernel: Mutex::new(None),
             blocking: std::env::var("KERNEL_LAUNCH_BLOCKING").is_ok_and(|v| v == "1"),
@@ -507,6 +523,58 @@ impl CudaDevice {
         // SAFETY: both regions hold `bytes` bytes and are distinct allocations.
         unsafe { result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }
             .map_err(|e| self.error("copying on the GPU", e))
+    }
+
+    /// Copies `bytes` from `src` in the memory of the GPU `from` to `dst` in this one's, on
+    /// this GPU's stream, ordered by the uses `uses` of the two arrays: straight between the
+    /// GPUs where they reach each other's memory, else staged by the driver through the host.
+    pub(crate) fn copy_from_peer(
+        &self,
+        dst: sys::CUdeviceptr,
+        from: &CudaDevice,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+        uses: &[Use<'_>],
+    ) -> Result<(), Error> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.outside_capture("copying between GPUs")?;
+        from.outside_capture("copying between GPUs")?;
+        self.bind()?;
+        self.reach(from);
+        self.enter(&self.stream, uses)?;
+        // Ordering may have made the other GPU's context current.
+        self.bind()?;
+        let (to_ctx, from_ctx) = (self.ctx.cu_ctx(), from.ctx.cu_ctx());
+        let s = self.stream.cu_stream();
+        // SAFETY: `dst` holds `bytes` in this context and `src` in `from`'s; the stream waits
+        // for the work that writes `src` or uses `dst` (`enter`).
+        unsafe { sys::cuMemcpyPeerAsync(dst, to_ctx, src, from_ctx, bytes, s) }
+            .result()
+            .map_err(|e| self.error("copying between GPUs", e))
+    }
+
+    /// Lets this GPU's context at `peer`'s memory where the two GPUs allow it (once per pair);
+    /// copies between them then go straight over the link. Where they cannot, copies still
+    /// work, staged through the host, so a refusal is only remembered.
+    fn reach(&self, peer: &CudaDevice) {
+        let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        if peer.ordinal == self.ordinal || peers.contains_key(&peer.ordinal) {
+            return;
+        }
+        let mut can = 0;
+        // SAFETY: two device handles of the driver; `can` is written.
+        let allowed = unsafe {
+            sys::cuDeviceCanAccessPeer(&mut can, self.ctx.cu_device(), peer.ctx.cu_device())
+        }
+        .result()
+        .is_ok_and(|()| can == 1)
+            // SAFETY: this context is current (the caller bound it), and `peer`'s is live.
+            && unsafe { sys::cuCtxEnablePeerAccess(peer.ctx.cu_ctx(), 0) }
+                .result()
+                .is_ok();
+        peers.insert(peer.ordinal, allowed);
     }
 
     /// The entry point `kernel` of the module `ptx`, loading the module on first use.

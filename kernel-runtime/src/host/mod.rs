@@ -16,6 +16,7 @@ pub(crate) mod link;
 pub mod mapped;
 pub(crate) mod order;
 pub(crate) mod params;
+pub mod peers;
 pub mod pinned;
 pub mod ptr;
 pub mod stream;
