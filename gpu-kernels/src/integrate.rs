@@ -32,6 +32,17 @@ pub fn integrate2d_rows(n: usize, rows: &mut [f64]) {
     }
 }
 
+/// [`integrate2d_rows`] for the rows `first..first + rows.len()` of the n × n grid alone: a band
+/// of rows, as each rank of a distributed run computes (`examples/dist_integrate2d.rs`).
+#[kernel]
+pub fn integrate2d_band(n: usize, first: usize, rows: &mut [f64]) {
+    let k = grid(1);
+    if k < rows.len() && first + k < n {
+        let h = core::f64::consts::PI / n as f64;
+        rows[k] = row_sum(first + k, n, h);
+    }
+}
+
 /// `blocks[b]` = the integral over the rows of block `b`, reduced in shared memory.
 /// Launch with [`INTEGRATE_TPB`] threads per block.
 #[kernel]

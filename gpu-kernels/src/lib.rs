@@ -18,7 +18,7 @@ pub mod stencil;
 pub use add_list::add_chunked;
 pub use add_list::{add, add_vectorized, add_wide, ADD_WIDE};
 pub use heat::{heat_step, heat_steps};
-pub use integrate::{integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};
+pub use integrate::{integrate2d_band, integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};
 pub use matmul::{matmul_tiled, TPB};
 pub use monte_carlo::{fill_uniform_3d, pi_hits};
 pub use overhead::empty3;

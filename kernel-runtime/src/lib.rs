@@ -124,6 +124,10 @@ pub use host::{
     transfer::{PinnedSlice, PinnedSliceMut},
 };
 
+/// Many processes over MPI (the `mpi` feature).
+#[cfg(all(feature = "mpi", not(target_arch = "nvptx64")))]
+pub use host::cluster;
+
 /// Re-exports for host code that builds and reads arrays.
 #[cfg(not(target_arch = "nvptx64"))]
 pub use ndarray;

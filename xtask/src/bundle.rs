@@ -72,15 +72,15 @@ pub struct Args {
 
 /// One executable that cargo reported.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Artifact {
+pub(crate) struct Artifact {
     /// The target's name (`smooth`, `kernel_runtime`, `gpu`).
-    target: String,
+    pub(crate) target: String,
     /// The target's first kind (`example`, `lib`, `test`, `bin`, `proc-macro`).
     kind: String,
     /// Built as a test harness.
     test: bool,
     /// The path of the executable.
-    executable: PathBuf,
+    pub(crate) executable: PathBuf,
 }
 
 impl Artifact {
@@ -145,7 +145,7 @@ fn parse_artifacts(stdout: &str) -> Vec<Artifact> {
 
 /// Runs a cargo command with JSON messages on stdout (diagnostics still rendered on stderr) and
 /// returns the executables it reported.
-fn cargo_executables(ctx: &Context, args: &[&str]) -> Result<Vec<Artifact>> {
+pub(crate) fn cargo_executables(ctx: &Context, args: &[&str]) -> Result<Vec<Artifact>> {
     let mut cmd = ctx.cargo(args);
     cmd.arg("--message-format=json-render-diagnostics")
         .stdin(Stdio::null())

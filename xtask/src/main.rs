@@ -16,6 +16,7 @@ mod bench;
 mod bundle;
 mod compile_time;
 mod cpu_report;
+mod mpi;
 mod mutants;
 mod provision;
 mod ptx;
@@ -51,6 +52,7 @@ enum Command {
     CompileTime(compile_time::Args),
     GpuBundle(bundle::Args),
     Mutants(mutants::Args),
+    Mpi(mpi::Args),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Some(Command::CompileTime(args)) => compile_time::run(args),
         Some(Command::GpuBundle(args)) => bundle::run(args),
         Some(Command::Mutants(args)) => mutants::run(args),
+        Some(Command::Mpi(args)) => mpi::run(args),
         None => Cli::command()
             .print_help()
             .map_err(|e| format!("cannot print the help: {e}")),
@@ -97,7 +100,8 @@ mod tests {
                 "bench",
                 "compile-time",
                 "gpu-bundle",
-                "mutants"
+                "mutants",
+                "mpi"
             ]
         );
         assert!(Cli::try_parse_from(["xtask"]).unwrap().command.is_none());

@@ -68,7 +68,7 @@ pub fn device_toolchain() -> Result<String> {
 
 /// `apt-get update` and `apt-get install -y` of Debian's `packages`, through `sudo -n` when not
 /// root.
-fn install_debian_packages(packages: &[&str]) -> Result {
+pub fn install_debian_packages(packages: &[&str]) -> Result {
     if util::find_in_path("apt-get").is_none() {
         return Err(format!(
             "no apt-get on this machine to install {}",
@@ -108,7 +108,7 @@ fn install_debian_packages(packages: &[&str]) -> Result {
 }
 
 /// Whether this process runs as root.
-fn is_root() -> bool {
+pub fn is_root() -> bool {
     capture(Command::new("id").arg("-u")).is_some_and(|uid| uid.trim() == "0")
 }
 

@@ -6,8 +6,8 @@
 
 use std::ffi::OsString;
 
-use crate::provision;
 use crate::util::{self, Context, Outcome, Result, Steps};
+use crate::{mpi, provision};
 
 /// The project's test command (what CI runs)
 ///
@@ -19,6 +19,10 @@ use crate::util::{self, Context, Outcome, Result, Steps};
 ///   - RUSTDOCFLAGS='-D warnings' cargo doc --workspace --no-deps
 ///   - cargo test --workspace [CARGO_TEST_ARGS...]
 ///   - cargo build --release --examples, then every example with its default arguments
+///   - Open MPI (Debian's openmpi-bin, libopenmpi-dev, libclang-dev) where mpirun is missing,
+///     clippy and rustdoc of the `mpi` feature, the distributed examples under mpirun -np 1, 2
+///     and 4 (the same output each time), and jobs that lose a rank or fail ending in bounded
+///     time
 ///
 /// with KERNEL_REQUIRE_PTX=1 and KERNEL_PTXAS set for every step.
 #[derive(Debug, Default, clap::Args)]
@@ -140,7 +144,11 @@ fn run_checks(ctx: &Context, options: &Args, steps: &mut Steps) {
     test.args(&options.test_args);
     plan.push((util::display_command(&test), test));
 
-    let examples = util::discover_targets(&ctx.root.join("examples"));
+    // The distributed examples need the `mpi` feature and run under `mpirun` (`mpi`).
+    let examples: Vec<String> = util::discover_targets(&ctx.root.join("examples"))
+        .into_iter()
+        .filter(|name| !mpi::EXAMPLES.iter().any(|(m, _)| m == name))
+        .collect();
     if !options.quick {
         plan.push((
             "cargo build --release --examples".into(),
@@ -164,6 +172,11 @@ fn run_checks(ctx: &Context, options: &Args, steps: &mut Steps) {
     }
     if options.quick {
         steps.skip("release examples", "--quick");
+        steps.skip("MPI", "--quick");
+    } else if failed {
+        steps.skip("MPI", "after an earlier failure");
+    } else {
+        mpi::run_steps(ctx, !options.no_provision, steps);
     }
 }
 

@@ -439,6 +439,41 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         }
     }
 
+    /// Overwrites the elements from `start` on (in C order) with `values`, as Numba's
+    /// `d_a[start:end].copy_to_device(values)`: only those bytes cross to the device.
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// let mut a = Device::cpu().zeros::<u32, _>(5)?;
+    /// a.copy_from_host_at(3, &[7, 8])?;
+    /// assert_eq!(a.to_vec()?, [0, 0, 0, 7, 8]);
+    /// assert!(a.copy_from_host_at(4, &[1, 2]).is_err());
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] where the elements do not lie within the array.
+    pub fn copy_from_host_at(&mut self, start: usize, values: &[T]) -> Result<(), Error> {
+        outside_cpu_replay(&self.device, "copying to the device")?;
+        let len = self.len();
+        let end = start.saturating_add(values.len());
+        if end > len {
+            return Err(Error::OutOfRange { start, end, len });
+        }
+        match (&mut self.data, self.device.gpu()) {
+            (Storage::Gpu(ptr), Some(gpu)) => {
+                // Within the allocation: `start <= end <= len`.
+                let at = *ptr + (start * std::mem::size_of::<T>()) as u64;
+                gpu.upload(at, &self.users, values)
+            }
+            (Storage::Host(v), _) => {
+                v[start..end].copy_from_slice(values);
+                Ok(())
+            }
+            (Storage::Gpu(_), None) => unreachable!("a GPU's array has a GPU"),
+        }
+    }
+
     /// Overwrites the array with host data of the same shape.
     pub fn copy_from_host<H: ToDevice<Elem = T, Dim = D> + ?Sized>(
         &mut self,

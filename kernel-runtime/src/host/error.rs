@@ -150,6 +150,12 @@ pub enum Error {
     /// No kernel of the program has PTX, so a GPU could not run any of them.
     #[error("no kernel of this program has PTX, so it cannot run on a GPU: the crates that define them need a build.rs calling `kernel_build::build()` on a machine with the nvptx64 toolchain, and their kernels in their libraries (src/)")]
     NoPtxAnywhere,
+    /// An MPI job could not do what was asked (`cluster`, behind the `mpi` feature).
+    #[error("MPI: {message}")]
+    Mpi {
+        /// What went wrong, and what to do.
+        message: String,
+    },
     /// Memory another library allocated cannot be wrapped as an array
     /// ([`DeviceArray::from_device_ptr`](crate::DeviceArray::from_device_ptr)).
     #[error("cannot wrap the memory at {ptr:#x} as an array: {reason}")]

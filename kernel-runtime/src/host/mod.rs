@@ -2,6 +2,8 @@
 
 pub mod array;
 pub(crate) mod bytes;
+#[cfg(feature = "mpi")]
+pub mod cluster;
 pub(crate) mod cooperative;
 pub(crate) mod cuda;
 pub mod device;

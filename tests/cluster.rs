@@ -1,0 +1,165 @@
+//! The MPI collectives on device arrays, checked on every rank of a job: run under `mpirun -np N`
+//! (`cargo xtask mpi` runs it on 1, 2 and 4 ranks). Built only with the `mpi` feature; a failed
+//! check on any rank ends the job with an error.
+
+use kernel_runtime::cluster::Cluster;
+use kernel_runtime::ndarray::Array2;
+use kernel_runtime::Error;
+
+type Result<T = ()> = std::result::Result<T, String>;
+
+fn main() {
+    Cluster::run(|cluster| {
+        for (name, check) in CHECKS {
+            check(cluster).map_err(|e| format!("{name}: {e}"))?;
+            if cluster.rank() == 0 {
+                println!("ok: {name}");
+            }
+        }
+        Ok::<(), String>(())
+    })
+}
+
+const CHECKS: [(&str, fn(&Cluster) -> Result); 6] = [
+    ("shares split the items in rank order", shares),
+    ("broadcast copies the root's array", broadcast),
+    ("all_reduce_sum adds the ranks' arrays", all_reduce),
+    ("gather concatenates arrays of any length", gather),
+    ("exchange_rows fills two halo rows", halo_rows),
+    (
+        "exchange_blocks fills the halos of a 2-D split",
+        halo_blocks,
+    ),
+];
+
+fn check(ok: bool, what: impl FnOnce() -> String) -> Result {
+    if ok {
+        Ok(())
+    } else {
+        Err(what())
+    }
+}
+
+fn err(e: Error) -> String {
+    e.to_string()
+}
+
+fn shares(c: &Cluster) -> Result {
+    let mine = c.share(10);
+    let want = (10 / c.size()) + usize::from(c.rank() < 10 % c.size());
+    check(mine.len() == want, || {
+        format!("rank {} got {mine:?}", c.rank())
+    })
+}
+
+fn broadcast(c: &Cluster) -> Result {
+    let root = c.size() - 1;
+    let mine = vec![c.rank() as u32 * 10 + 1; 5];
+    let mut a = c.device().to_device(&mine).map_err(err)?;
+    c.broadcast(&mut a, root).map_err(err)?;
+    let got = a.to_vec().map_err(err)?;
+    check(got == vec![root as u32 * 10 + 1; 5], || {
+        format!("rank {} got {got:?}", c.rank())
+    })?;
+    let refused = c.broadcast(&mut a, c.size());
+    check(matches!(refused, Err(Error::Mpi { .. })), || {
+        "a rank past the job was taken".into()
+    })
+}
+
+fn all_reduce(c: &Cluster) -> Result {
+    let mut a = c
+        .device()
+        .to_device(&[c.rank() as i64, 1, -2])
+        .map_err(err)?;
+    c.all_reduce_sum(&mut a).map_err(err)?;
+    let n = c.size() as i64;
+    let want = [n * (n - 1) / 2, n, -2 * n];
+    let got = a.to_vec().map_err(err)?;
+    check(got == want, || {
+        format!("rank {} got {got:?}, not {want:?}", c.rank())
+    })
+}
+
+fn gather(c: &Cluster) -> Result {
+    // Rank r gives r + 1 copies of r.
+    let mine = vec![c.rank() as u16; c.rank() + 1];
+    let a = c.device().to_device(&mine).map_err(err)?;
+    let got = c.gather(&a, 0).map_err(err)?;
+    let want: Vec<u16> = (0..c.size()).flat_map(|r| vec![r as u16; r + 1]).collect();
+    match (c.rank(), got) {
+        (0, Some(all)) => check(all == want, || format!("rank 0 got {all:?}")),
+        (0, None) => Err("rank 0 got nothing".into()),
+        (r, Some(_)) => Err(format!("rank {r} got a result")),
+        (_, None) => Ok(()),
+    }
+}
+
+fn halo_rows(c: &Cluster) -> Result {
+    // A 3-column array of 5 rows per rank, each element its global row; 2 halo rows each side.
+    let (halo, own, cols) = (2, 5, 3);
+    let above = if c.rank() > 0 { halo } else { 0 };
+    let below = if c.rank() + 1 < c.size() { halo } else { 0 };
+    let first = (c.rank() * own) as i64 - above as i64;
+    let rows = above + own + below;
+    let start = Array2::from_shape_fn((rows, cols), |(i, _)| {
+        let own_row = i >= above && i < above + own;
+        if own_row {
+            first + i as i64
+        } else {
+            -1
+        }
+    });
+    let mut a = c.device().to_device(&start).map_err(err)?;
+    c.exchange_rows(&mut a, halo).map_err(err)?;
+    let got = a.to_host().map_err(err)?;
+    let want = Array2::from_shape_fn((rows, cols), |(i, _)| first + i as i64);
+    check(got == want, || format!("rank {} got {got:?}", c.rank()))?;
+    let mut thin = c
+        .device()
+        .zeros::<i64, _>((above + 1 + below, cols))
+        .map_err(err)?;
+    let refused = c.exchange_rows(&mut thin, halo);
+    check(matches!(refused, Err(Error::ShapeMismatch { .. })), || {
+        "fewer own rows than the halo were taken".into()
+    })
+}
+
+fn halo_blocks(c: &Cluster) -> Result {
+    // A 9 × 10 array split over a grid of 1 × 1, 1 × 2 or 2 × 2 ranks, each element 100 i + j;
+    // halos of 2 start at -1 and must end as the neighbours' elements, corners included.
+    let grid = if c.size() % 2 == 0 {
+        (c.size() / 2, 2)
+    } else {
+        (c.size(), 1)
+    };
+    let (halo, shape) = (2, (9, 10));
+    let (rows, cols) = c.block(shape, grid).map_err(err)?;
+    let before = |r: &std::ops::Range<usize>| if r.start > 0 { halo } else { 0 };
+    let after = |r: &std::ops::Range<usize>, n: usize| if r.end < n { halo } else { 0 };
+    let (top, left) = (before(&rows), before(&cols));
+    let held = (
+        top + rows.len() + after(&rows, shape.0),
+        left + cols.len() + after(&cols, shape.1),
+    );
+    let global = |i: usize, j: usize| (100 * (rows.start + i - top) + cols.start + j - left) as i32;
+    let start = Array2::from_shape_fn(held, |(i, j)| {
+        let own = (top..top + rows.len()).contains(&i) && (left..left + cols.len()).contains(&j);
+        if own {
+            global(i, j)
+        } else {
+            -1
+        }
+    });
+    let mut a = c.device().to_device(&start).map_err(err)?;
+    c.exchange_blocks(&mut a, grid, halo).map_err(err)?;
+    let got = a.to_host().map_err(err)?;
+    let want = Array2::from_shape_fn(held, |(i, j)| global(i, j));
+    check(got == want, || {
+        format!("rank {} of {grid:?} got {got:?}", c.rank())
+    })?;
+    let refused = c.exchange_blocks(&mut a, (c.size() + 1, 1), halo);
+    check(matches!(refused, Err(Error::Mpi { .. })), || {
+        "a grid of the wrong size was taken".into()
+    })
+}

@@ -1,0 +1,298 @@
+//! The MPI steps of `cargo xtask test`: Open MPI and what the `mpi` crate needs to build
+//! (Debian's `openmpi-bin`, `libopenmpi-dev`, `libclang-dev`), clippy and rustdoc of the `mpi`
+//! feature, the distributed examples under `mpirun -np 1`, `2` and `4` on the CPU backend with
+//! the same output each time, the collectives' checks (`tests/cluster.rs`) likewise, and a job
+//! that loses a rank (killed) or fails on every rank ending within a bounded time, never
+//! hanging.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::{self, Context, Result, Steps};
+use crate::{bundle, provision};
+
+/// The examples that need the `mpi` feature and run under `mpirun`, with small arguments.
+pub const EXAMPLES: [(&str, &[&str]); 2] = [
+    ("dist_smooth", &["--n", "600", "--reps", "12"]),
+    ("dist_integrate2d", &["--n", "2048"]),
+];
+
+/// How long a job that lost a rank may take to end.
+const BOUND: Duration = Duration::from_secs(60);
+
+/// The MPI steps of `cargo xtask test` alone
+///
+/// Installs Open MPI where mpirun is missing (unless --no-provision), then checks the `mpi`
+/// feature with clippy and rustdoc, runs the distributed examples under mpirun -np 1, 2 and 4
+/// on the CPU backend (the same output each time), and checks that a job that loses a rank,
+/// or whose ranks fail, ends within a bounded time.
+#[derive(Debug, Default, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Do not install Open MPI
+    #[arg(long)]
+    no_provision: bool,
+}
+
+/// Runs `cargo xtask mpi`.
+pub fn run(options: Args) -> Result {
+    let ctx = Context::new();
+    let mut steps = Steps::new();
+    run_steps(&ctx, !options.no_provision, &mut steps);
+    println!();
+    print!("{}", steps.summary("mpi"));
+    match steps.failed() {
+        true => Err("`cargo xtask mpi` failed; see the summary above".into()),
+        false => Ok(()),
+    }
+}
+
+/// Runs the MPI steps; every step after a failure is skipped.
+pub fn run_steps(ctx: &Context, provision_mpi: bool, steps: &mut Steps) {
+    if provision_mpi && util::find_in_path("mpirun").is_none() {
+        let ok = steps.run("provision: Open MPI", || {
+            provision::install_debian_packages(&["openmpi-bin", "libopenmpi-dev", "libclang-dev"])
+        });
+        if !ok {
+            return;
+        }
+    }
+    let mut clippy = ctx.cargo(["clippy", "-p", "kernel-runtime", "--features", "mpi"]);
+    clippy.args(["--all-targets", "--", "-D", "warnings"]);
+    let mut doc = ctx.cargo([
+        "doc",
+        "-p",
+        "kernel-runtime",
+        "--features",
+        "mpi",
+        "--no-deps",
+    ]);
+    doc.env("RUSTDOCFLAGS", "-D warnings");
+    let unit = ctx.cargo([
+        "test",
+        "-p",
+        "kernel-runtime",
+        "--features",
+        "mpi",
+        "--lib",
+        "cluster",
+    ]);
+    for (name, mut cmd) in [
+        ("cargo clippy -p kernel-runtime --features mpi", clippy),
+        ("cargo doc -p kernel-runtime --features mpi", doc),
+        (
+            "cargo test -p kernel-runtime --features mpi --lib cluster",
+            unit,
+        ),
+    ] {
+        if !steps.run_command(name, &mut cmd) {
+            return;
+        }
+    }
+    let mut built = Vec::new();
+    let ok = steps.run(
+        "cargo build --release --features mpi (examples, tests/cluster.rs)",
+        || {
+            let mut args = vec![
+                "build",
+                "--release",
+                "--features",
+                "mpi",
+                "--test",
+                "cluster",
+            ];
+            EXAMPLES
+                .iter()
+                .for_each(|(name, _)| args.extend(["--example", name]));
+            built = bundle::cargo_executables(ctx, &args)?;
+            Ok(())
+        },
+    );
+    let path = |target: &str| {
+        built
+            .iter()
+            .find(|a| a.target == target)
+            .map(|a| a.executable.clone())
+    };
+    if !ok {
+        return;
+    }
+    let Some(cluster) = path("cluster") else {
+        steps.run("tests/cluster.rs", || {
+            Err("cargo built no `cluster` test".into())
+        });
+        return;
+    };
+    let ok = steps.run_with(
+        "mpirun -np 1, 2, 4: tests/cluster.rs",
+        util::Outcome::Fail,
+        || same_output_for_any_rank_count(ctx, &cluster, &[]),
+    );
+    if !ok {
+        return;
+    }
+    for (name, args) in EXAMPLES {
+        let Some(program) = path(name) else {
+            steps.run(name, || Err(format!("cargo built no example `{name}`")));
+            return;
+        };
+        let ok = steps.run_with(
+            &format!("mpirun -np 1, 2, 4: {name}"),
+            util::Outcome::Fail,
+            || same_output_for_any_rank_count(ctx, &program, args),
+        );
+        if !ok {
+            return;
+        }
+    }
+    let Some(smooth) = path(EXAMPLES[0].0) else {
+        return;
+    };
+    if steps.run_with(
+        "mpirun: a rank killed ends the job",
+        util::Outcome::Fail,
+        || killed_rank_ends_the_job(ctx, &smooth),
+    ) {
+        steps.run_with("mpirun: a failing job ends", util::Outcome::Fail, || {
+            failing_job_ends(ctx, &smooth)
+        });
+    }
+}
+
+/// `mpirun -np N PROGRAM ARGS` on the CPU backend, oversubscribed, unbound (so that each rank
+/// may use every core), as root where this runs as root.
+fn mpirun(ctx: &Context, ranks: usize, program: &Path, args: &[&str]) -> Command {
+    let mut cmd = ctx.command("mpirun");
+    if provision::is_root() {
+        cmd.arg("--allow-run-as-root");
+    }
+    cmd.args([
+        "--oversubscribe",
+        "--bind-to",
+        "none",
+        "-np",
+        &ranks.to_string(),
+    ])
+    .arg(program)
+    .args(args)
+    .env("KERNEL_DEVICE", "cpu")
+    .stdin(Stdio::null());
+    cmd
+}
+
+/// Runs `program` on 1, 2 and 4 ranks and checks that its output is the same each time.
+fn same_output_for_any_rank_count(ctx: &Context, program: &Path, args: &[&str]) -> Result<String> {
+    let mut first: Option<String> = None;
+    for ranks in [1, 2, 4] {
+        let out = mpirun(ctx, ranks, program, args)
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("could not start mpirun: {e}"))?;
+        util::check_status(&format!("mpirun -np {ranks}"), out.status)?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        print!("-np {ranks}:\n{text}");
+        match &first {
+            None => first = Some(text),
+            Some(one) if *one == text => {}
+            Some(one) => {
+                return Err(format!("-np {ranks} printed\n{text}\nand -np 1\n{one}"));
+            }
+        }
+    }
+    Ok("the same output on 1, 2 and 4 ranks".into())
+}
+
+/// Starts a long job of 4 ranks, kills one rank once all run, and checks that the job ends,
+/// failing, within [`BOUND`].
+fn killed_rank_ends_the_job(ctx: &Context, program: &Path) -> Result<String> {
+    let args = ["--n", "2000", "--reps", "100000000"];
+    let mut job = mpirun(ctx, 4, program, &args)
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("could not start mpirun: {e}"))?;
+    let ranks = wait_for_ranks(program, 4, &mut job)?;
+    let victim = ranks[1];
+    Command::new("kill")
+        .args(["-9", &victim.to_string()])
+        .status()
+        .map_err(|e| format!("kill: {e}"))?;
+    let start = Instant::now();
+    let status = wait_bounded(&mut job, BOUND)?;
+    if status.success() {
+        return Err("the job succeeded although a rank was killed".into());
+    }
+    Ok(format!(
+        "rank process {victim} killed; the job ended ({status}) {:.1} s later",
+        start.elapsed().as_secs_f64()
+    ))
+}
+
+/// Runs a job whose every rank fails (an image too small to split) and checks that it ends,
+/// failing, within [`BOUND`].
+fn failing_job_ends(ctx: &Context, program: &Path) -> Result<String> {
+    let mut job = mpirun(ctx, 2, program, &["--n", "2"])
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("could not start mpirun: {e}"))?;
+    let status = wait_bounded(&mut job, BOUND)?;
+    match status.success() {
+        true => Err("a job whose ranks failed exited with status 0".into()),
+        false => Ok(format!("ended ({status})")),
+    }
+}
+
+/// The process ids of `count` running copies of `program`, once there are that many.
+fn wait_for_ranks(program: &Path, count: usize, job: &mut Child) -> Result<Vec<u32>> {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let ranks = processes_of(program);
+        if ranks.len() >= count {
+            return Ok(ranks);
+        }
+        if job.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
+            let _ = job.kill();
+            return Err(format!("{count} ranks of {} never ran", program.display()));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The ids of the processes running `program`, from `/proc`.
+fn processes_of(program: &Path) -> Vec<u32> {
+    let program = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found: Vec<u32> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let exe: PathBuf = std::fs::read_link(entry.path().join("exe")).ok()?;
+            (exe == program).then_some(pid)
+        })
+        .collect();
+    found.sort_unstable();
+    found
+}
+
+/// Waits for `job` at most `bound`; past it the job is killed and that is an error.
+fn wait_bounded(job: &mut Child, bound: Duration) -> Result<std::process::ExitStatus> {
+    let deadline = Instant::now() + bound;
+    loop {
+        if let Some(status) = job
+            .try_wait()
+            .map_err(|e| format!("waiting for mpirun: {e}"))?
+        {
+            return Ok(status);
+        }
+        if Instant::now() > deadline {
+            let _ = job.kill();
+            return Err(format!(
+                "the job was still running {} s on",
+                bound.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
