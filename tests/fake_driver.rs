@@ -1071,6 +1071,36 @@ fn one_thread_keeps_two_gpus_busy_at_once() {
     );
 }
 
+#[test]
+fn the_hosts_view_of_a_mapped_array_waits_for_a_graph_that_wrote_it() {
+    on_fake_driver(
+        "the_hosts_view_of_a_mapped_array_waits_for_a_graph_that_wrote_it",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(times_three_plus.ptx()) {
+                return;
+            }
+            let mut x = gpu.mapped::<u32, _>(64).unwrap();
+            let mut graph = gpu
+                .capture(|| times_three_plus.launch(1, 64, (&mut x, 1)))
+                .unwrap();
+            graph.launch().unwrap();
+            drop(graph);
+            // The device's own stream: the one its allocations are ordered on.
+            let _ = gpu.zeros::<u32, _>(1).unwrap();
+            let lines = log.lines();
+            let alloc = &lines[*lines_of(&lines, "alloc ").last().unwrap()];
+            let own = alloc.rsplit_once("stream=").unwrap().1.to_string();
+            let _ = x.host_view().unwrap();
+            let lines = log.lines();
+            let replay = lines_of(&lines, "graph launch ")[0];
+            let waited = lines_of(&lines, &format!("sync stream={own}"));
+            assert!(waited.iter().any(|&w| w > replay), "{lines:?}");
+        },
+    );
+}
+
 /// The log lines (by index) that start with `prefix`.
 fn lines_of(lines: &[String], prefix: &str) -> Vec<usize> {
     (0..lines.len())

@@ -358,6 +358,15 @@ impl CudaDevice {
             .map_err(|e| self.error("waiting for the GPU", e))
     }
 
+    /// Waits for the work queued on the device's own stream (not its user streams').
+    pub(crate) fn wait_own_stream(&self) -> Result<(), Error> {
+        self.outside_capture("waiting for the GPU")?;
+        self.bind()?;
+        self.stream
+            .synchronize()
+            .map_err(|e| self.error("waiting for the GPU", e))
+    }
+
     /// `bytes` of device memory, zeroed when `zeroed` (else for the caller to overwrite whole
     /// before any read), or a null pointer for none.
     pub(crate) fn alloc(&self, bytes: usize, zeroed: bool) -> Result<sys::CUdeviceptr, Error> {
@@ -471,10 +480,7 @@ impl CudaDevice {
         let (to, len) = (dst.as_mut_ptr(), dst.len());
         // SAFETY: `dst` holds `len` elements, borrowed until the stream is waited for below.
         unsafe { self.download_on(None, to, len, src, &[(users, Access::Read)]) }?;
-        self.bind()?;
-        self.stream
-            .synchronize()
-            .map_err(|e| self.error("waiting for the GPU", e))
+        self.wait_own_stream()
     }
 
     /// Queues a copy of device memory at `src` into the `len` elements at `dst` on `stream`

@@ -113,6 +113,8 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             self.users()
                 .host_wait(access)
                 .map_err(|e| gpu.error("waiting for the GPU", e))?;
+            // A graph's kernels run in the device's stream's order, not the array's users'.
+            gpu.wait_own_stream()?;
         }
         Ok(ptr)
     }
