@@ -1,0 +1,324 @@
+//! A GPU's memory: device memory from its stream-ordered pool, page-locked and mapped host
+//! memory, and the copies between them and between two GPUs, each ordered after the work it
+//! depends on ([`order`](super::super::order)).
+
+use super::CudaDevice;
+use crate::host::error::Error;
+use crate::host::order::{Access, Use, Users};
+use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// Makes the GPU's stream-ordered memory pool, which every allocation of this backend draws on,
+/// keep the memory freed into it for later allocations.
+///
+/// By default the pool hands all its unused memory back to the driver at every wait for the GPU
+/// (a copy to the host, an event's time), so a loop that waits and allocates on each turn (as
+/// every pass of a quicksort does) has the driver map fresh memory each time, while the GPU
+/// idles. CuPy's and PyTorch's allocators keep freed memory the same way; dropping the device
+/// gives it back ([`CudaDevice`]'s `Drop`).
+pub(super) fn keep_freed_memory(ctx: &CudaContext) -> Result<(), DriverError> {
+    let mut keep = u64::MAX;
+    // SAFETY: the device handle is the context's own; the release threshold is a `cuuint64_t`,
+    // which `keep` is, and the driver only reads it during the call.
+    unsafe {
+        let pool = result::device::get_default_mem_pool(ctx.cu_device())?;
+        result::mem_pool::set_attribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut keep as *mut u64).cast(),
+        )
+    }
+}
+
+impl CudaDevice {
+    /// `bytes` of device memory, zeroed when `zeroed` (else for the caller to overwrite whole
+    /// before any read), or a null pointer for none.
+    pub(crate) fn alloc(&self, bytes: usize, zeroed: bool) -> Result<sys::CUdeviceptr, Error> {
+        if bytes == 0 {
+            return Ok(0);
+        }
+        self.outside_capture("allocating device memory")?;
+        self.bind()?;
+        let s = self.stream.cu_stream();
+        let failed = |e: DriverError| match e.0 {
+            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory {
+                place: format!("CUDA device {} ({})", self.ordinal, self.name),
+                bytes,
+            },
+            _ => self.error(&format!("allocating {bytes} bytes"), e),
+        };
+        // SAFETY: allocation and clearing are ordered on the device's stream, before any later
+        // use of the memory on that stream; memory from `cuMemAlloc` is not in use by anything.
+        unsafe {
+            let ptr = if self.pools {
+                result::malloc_async(s, bytes).map_err(failed)?
+            } else {
+                result::malloc_sync(bytes).map_err(failed)?
+            };
+            if zeroed {
+                result::memset_d8_async(ptr, 0, bytes, s)
+                    .map_err(|e| self.error("clearing device memory", e))?;
+            }
+            Ok(ptr)
+        }
+    }
+
+    /// Frees memory from [`alloc`](Self::alloc), whose users are `users`, after the work
+    /// queued on it.
+    pub(crate) fn free(&self, ptr: sys::CUdeviceptr, users: &Users) {
+        if ptr == 0 || self.defer_free_in_capture(ptr) || self.bind().is_err() {
+            return;
+        }
+        if self.enter(&self.stream, &[(users, Access::Write)]).is_err() {
+            return;
+        }
+        // SAFETY: `ptr` came from `alloc` and is not used again; without a pool, the stream has
+        // finished all work that could use it. A failure (a context already lost) leaks the
+        // memory with its context.
+        unsafe {
+            if self.pools {
+                let _ = result::free_async(ptr, self.stream.cu_stream());
+            } else if self.stream.synchronize().is_ok() {
+                let _ = result::free_sync(ptr);
+            }
+        }
+    }
+
+    /// Copies `src` to device memory at `dst` (whose users are `users`), which holds at least
+    /// its bytes, on the device's stream.
+    pub(crate) fn upload<T: Copy>(
+        &self,
+        dst: sys::CUdeviceptr,
+        users: &Users,
+        src: &[T],
+    ) -> Result<(), Error> {
+        // SAFETY: a copy from pageable memory returns once `src` has been staged, so `src` may
+        // change afterwards; `dst` holds its bytes.
+        unsafe {
+            self.upload_on(
+                None,
+                dst,
+                src.as_ptr(),
+                src.len(),
+                &[(users, Access::Write)],
+            )
+        }
+    }
+
+    /// Queues a copy of the `len` elements at `src` to device memory at `dst` on `stream` (the
+    /// device's own where none), ordered by the uses `uses` of the arrays it copies between.
+    ///
+    /// # Safety
+    /// `src` holds `len` elements and `dst` their bytes; where `src` is page-locked, it stays
+    /// allocated and unwritten until the copy is done (its users are then among `uses`).
+    pub(crate) unsafe fn upload_on<T: Copy>(
+        &self,
+        stream: Option<&Arc<CudaStream>>,
+        dst: sys::CUdeviceptr,
+        src: *const T,
+        len: usize,
+        uses: &[Use<'_>],
+    ) -> Result<(), Error> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.outside_capture("copying to the GPU")?;
+        self.bind()?;
+        let stream = stream.unwrap_or(&self.stream);
+        self.enter(stream, uses)?;
+        let bytes = len * std::mem::size_of::<T>();
+        // SAFETY: the caller's contract.
+        unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream.cu_stream()) }
+            .result()
+            .map_err(|e| self.error("copying to the GPU", e))
+    }
+
+    /// Copies device memory at `src` (whose users are `users`) into `dst`, after the work it
+    /// waits for.
+    pub(crate) fn download<T: Copy>(
+        &self,
+        dst: &mut [T],
+        src: sys::CUdeviceptr,
+        users: &Users,
+    ) -> Result<(), Error> {
+        let (to, len) = (dst.as_mut_ptr(), dst.len());
+        // SAFETY: `dst` holds `len` elements, borrowed until the stream is waited for below.
+        unsafe { self.download_on(None, to, len, src, &[(users, Access::Read)]) }?;
+        self.wait_own_stream()
+    }
+
+    /// Queues a copy of device memory at `src` into the `len` elements at `dst` on `stream`
+    /// (the device's own where none), ordered by the uses `uses` of the arrays it copies
+    /// between.
+    ///
+    /// # Safety
+    /// `dst` holds `len` elements and `src` their bytes; `dst` stays allocated and untouched
+    /// until the copy is done.
+    pub(crate) unsafe fn download_on<T: Copy>(
+        &self,
+        stream: Option<&Arc<CudaStream>>,
+        dst: *mut T,
+        len: usize,
+        src: sys::CUdeviceptr,
+        uses: &[Use<'_>],
+    ) -> Result<(), Error> {
+        self.outside_capture("copying from the GPU")?;
+        if len == 0 {
+            return Ok(());
+        }
+        self.bind()?;
+        let stream = stream.unwrap_or(&self.stream);
+        self.enter(stream, uses)?;
+        let bytes = len * std::mem::size_of::<T>();
+        // SAFETY: the caller's contract.
+        unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.cu_stream()) }
+            .result()
+            .map_err(|e| self.error("copying from the GPU", e))
+    }
+
+    /// Copies `bytes` from device memory `src` to `dst`, ordered by the uses `uses` of the two.
+    pub(crate) fn copy(
+        &self,
+        dst: sys::CUdeviceptr,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+        uses: &[Use<'_>],
+    ) -> Result<(), Error> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.outside_capture("copying on the GPU")?;
+        self.bind()?;
+        self.enter(&self.stream, uses)?;
+        // SAFETY: both regions hold `bytes` bytes and are distinct allocations.
+        unsafe { result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }
+            .map_err(|e| self.error("copying on the GPU", e))
+    }
+
+    /// Copies `bytes` from `src` in the memory of the GPU `from` to `dst` in this one's, on
+    /// this GPU's stream, ordered by the uses `uses` of the two arrays: straight between the
+    /// GPUs where they reach each other's memory, else staged by the driver through the host.
+    pub(crate) fn copy_from_peer(
+        &self,
+        dst: sys::CUdeviceptr,
+        from: &CudaDevice,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+        uses: &[Use<'_>],
+    ) -> Result<(), Error> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.outside_capture("copying between GPUs")?;
+        from.outside_capture("copying between GPUs")?;
+        self.bind()?;
+        self.reach(from);
+        self.enter(&self.stream, uses)?;
+        // Ordering may have made the other GPU's context current.
+        self.bind()?;
+        let (to_ctx, from_ctx) = (self.ctx.cu_ctx(), from.ctx.cu_ctx());
+        let s = self.stream.cu_stream();
+        // SAFETY: `dst` holds `bytes` in this context and `src` in `from`'s; the stream waits
+        // for the work that writes `src` or uses `dst` (`enter`).
+        unsafe { sys::cuMemcpyPeerAsync(dst, to_ctx, src, from_ctx, bytes, s) }
+            .result()
+            .map_err(|e| self.error("copying between GPUs", e))
+    }
+
+    /// Lets this GPU's context at `peer`'s memory where the two GPUs allow it (once per pair);
+    /// copies between them then go straight over the link. Where they cannot, copies still
+    /// work, staged through the host, so a refusal is only remembered.
+    fn reach(&self, peer: &CudaDevice) {
+        let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        if peer.ordinal == self.ordinal || peers.contains_key(&peer.ordinal) {
+            return;
+        }
+        let mut can = 0;
+        // SAFETY: two device handles of the driver; `can` is written.
+        let allowed = unsafe {
+            sys::cuDeviceCanAccessPeer(&mut can, self.ctx.cu_device(), peer.ctx.cu_device())
+        }
+        .result()
+        .is_ok_and(|()| can == 1)
+            // SAFETY: this context is current (the caller bound it), and `peer`'s is live.
+            && unsafe { sys::cuCtxEnablePeerAccess(peer.ctx.cu_ctx(), 0) }
+                .result()
+                .is_ok();
+        peers.insert(peer.ordinal, allowed);
+    }
+
+    /// `bytes` of page-locked host memory (`cuMemHostAlloc`), which copies to and from the GPU
+    /// reach at full speed and without staging.
+    pub(crate) fn alloc_host(&self, bytes: usize) -> Result<*mut c_void, Error> {
+        self.outside_capture("allocating page-locked host memory")?;
+        self.bind()?;
+        // SAFETY: a plain allocation; the caller frees it with `free_host`.
+        unsafe { result::malloc_host(bytes, 0) }.map_err(|e| match e.0 {
+            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory {
+                place: format!("page-locked host memory for CUDA device {}", self.ordinal),
+                bytes,
+            },
+            _ => self.error(
+                &format!("allocating {bytes} bytes of page-locked host memory"),
+                e,
+            ),
+        })
+    }
+
+    /// `bytes` of page-locked host memory mapped into the GPU's address space
+    /// (`CU_MEMHOSTALLOC_DEVICEMAP`), as its host address and its device address: kernels read
+    /// and write it in place, over the bus. Freed with [`free_host`](Self::free_host).
+    pub(crate) fn alloc_mapped(&self, bytes: usize) -> Result<(*mut c_void, u64), Error> {
+        use sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY;
+        self.outside_capture("allocating mapped host memory")?;
+        self.bind()?;
+        if self
+            .ctx
+            .attribute(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)
+            .ok()
+            != Some(1)
+        {
+            return Err(Error::Cuda {
+                op: "allocating mapped host memory".into(),
+                message: format!(
+                    "{} cannot map host memory: use Device::pinned and copies",
+                    self.name
+                ),
+            });
+        }
+        // SAFETY: a plain allocation; it is freed with `free_host` below or by the caller.
+        let host =
+            unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP) }.map_err(|e| {
+                match e.0 {
+                    sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory {
+                        place: format!("mapped host memory for CUDA device {}", self.ordinal),
+                        bytes,
+                    },
+                    _ => self.error(
+                        &format!("allocating {bytes} bytes of mapped host memory"),
+                        e,
+                    ),
+                }
+            })?;
+        let mut device = 0;
+        // SAFETY: `host` is mapped page-locked memory of this context; flags must be 0.
+        let mapped = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }.result();
+        match mapped {
+            Ok(()) => Ok((host, device)),
+            Err(e) => {
+                self.free_host(host);
+                Err(self.error("finding the device address of mapped host memory", e))
+            }
+        }
+    }
+
+    /// Frees memory from [`alloc_host`](Self::alloc_host), whose transfers have finished.
+    pub(crate) fn free_host(&self, ptr: *mut c_void) {
+        if ptr.is_null() || self.bind().is_err() {
+            return;
+        }
+        // SAFETY: `ptr` came from `alloc_host`, and no transfer uses it any more.
+        let _ = unsafe { result::free_host(ptr) };
+    }
+}
