@@ -1101,6 +1101,31 @@ fn the_hosts_view_of_a_mapped_array_waits_for_a_graph_that_wrote_it() {
     );
 }
 
+#[test]
+fn a_streams_events_time_its_work_alone() {
+    on_fake_driver("a_streams_events_time_its_work_alone", &[], |log| {
+        let gpu = fake_gpu();
+        let s = gpu.stream().unwrap();
+        let start = s.event().unwrap();
+        let mut x = gpu.zeros::<u32, _>(64).unwrap();
+        if has_ptx(times_three_plus.ptx()) {
+            let cfg = LaunchConfig::new(1, 64).unwrap().on_stream(&s);
+            times_three_plus.launch_with(cfg, (&mut x, 1)).unwrap();
+        }
+        let end = s.event().unwrap();
+        end.synchronize().unwrap();
+        assert!(end.query().unwrap());
+        assert!(start.elapsed_ms(&end).unwrap() >= 0.0);
+        // Both were recorded on the user stream, not the device's (its allocations').
+        let lines = log.lines();
+        let stream_of = |i: usize| lines[i].rsplit_once("stream=").unwrap().1.to_string();
+        let records = lines_of(&lines, "record ");
+        let own = stream_of(lines_of(&lines, "alloc ")[0]);
+        let (first, last) = (stream_of(records[0]), stream_of(*records.last().unwrap()));
+        assert!(first == last && first != own, "{lines:?}");
+    });
+}
+
 /// The log lines (by index) that start with `prefix`.
 fn lines_of(lines: &[String], prefix: &str) -> Vec<usize> {
     (0..lines.len())

@@ -244,6 +244,12 @@ pub unsafe extern "C" fn cuEventSynchronize(event: Handle) -> CuResult {
     call("cuEventSynchronize", |d| d.sync_event(handle(event)))
 }
 
+/// The fake runs each call to completion: a recorded event is always done.
+#[no_mangle]
+pub unsafe extern "C" fn cuEventQuery(event: Handle) -> CuResult {
+    call("cuEventQuery", |d| d.sync_event(handle(event)))
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuEventElapsedTime(ms: *mut f32, start: Handle, end: Handle) -> CuResult {
     call("cuEventElapsedTime", |d| {

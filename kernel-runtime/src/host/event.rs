@@ -1,10 +1,13 @@
-//! [`Event`]: a point in a device's queue of work, for timing it (Numba's `cuda.event()`).
+//! [`Event`]: a point in a device's queue of work, or in one of its streams', for timing it and
+//! waiting for it (Numba's `cuda.event()`).
 
 use super::device::Device;
 use super::error::Error;
 use std::time::Instant;
 
-/// A point in a device's queue of work; [`Device::event`] records one.
+/// A point in a device's queue of work: [`Device::event`] records one after all the work queued
+/// on the device, [`Stream::event`](super::stream::Stream::event) after the work queued on one
+/// stream.
 ///
 /// ```
 /// # use kernel_runtime::Device;
@@ -43,6 +46,44 @@ impl Event {
             device: device.clone(),
             mark,
         })
+    }
+
+    /// An event recorded on the GPU stream `stream` of `device` (on the CPU backend, the
+    /// moment it was recorded).
+    pub(crate) fn record_on(
+        device: &Device,
+        stream: Option<&std::sync::Arc<cudarc::driver::CudaStream>>,
+    ) -> Result<Event, Error> {
+        let mark = match (device.gpu(), stream) {
+            (Some(gpu), Some(s)) => Mark::Cuda(gpu.record_event_on(s)?),
+            _ => Mark::Cpu(Instant::now()),
+        };
+        Ok(Event {
+            device: device.clone(),
+            mark,
+        })
+    }
+
+    /// Waits until the work queued before the event has finished (Numba's
+    /// `event.synchronize()`); a kernel that failed there is reported here.
+    pub fn synchronize(&self) -> Result<(), Error> {
+        match (&self.mark, self.device.gpu()) {
+            (Mark::Cuda(e), Some(gpu)) => e
+                .synchronize()
+                .map_err(|e| gpu.error("waiting for an event", e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the work queued before the event has finished, without waiting (Numba's
+    /// `event.query()`).
+    pub fn query(&self) -> Result<bool, Error> {
+        match (&self.mark, self.device.gpu()) {
+            (Mark::Cuda(e), Some(gpu)) => e
+                .try_is_complete()
+                .map_err(|e| gpu.error("asking whether an event is done", e)),
+            _ => Ok(true),
+        }
     }
 
     /// Milliseconds from this event to `end`, once the work before `end` has finished.

@@ -2,6 +2,7 @@
 
 use super::device::Device;
 use super::error::Error;
+use super::event::Event;
 use cudarc::driver::CudaStream;
 use std::sync::Arc;
 
@@ -66,6 +67,21 @@ impl Stream {
     /// The GPU stream, for a CUDA device's.
     pub(crate) fn cuda(&self) -> Option<&Arc<CudaStream>> {
         self.cuda.as_ref()
+    }
+
+    /// Records an event after the work queued on this stream so far (Numba's
+    /// `event.record(stream)`): two of them time the stream's work between them.
+    ///
+    /// ```
+    /// # use kernel_runtime::Device;
+    /// let s = Device::cpu().stream()?;
+    /// let (start, end) = (s.event()?, s.event()?);
+    /// end.synchronize()?;
+    /// assert!(end.query()? && start.elapsed_ms(&end)? >= 0.0);
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    pub fn event(&self) -> Result<Event, Error> {
+        Event::record_on(&self.device, self.cuda.as_ref())
     }
 
     /// Waits until the work queued on this stream has finished; a kernel that failed there is

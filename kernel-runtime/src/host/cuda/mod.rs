@@ -450,13 +450,22 @@ impl CudaDevice {
         })
     }
 
+    /// Records an event on `stream` after the work queued on it so far.
+    pub(crate) fn record_event_on(
+        &self,
+        stream: &Arc<CudaStream>,
+    ) -> Result<cudarc::driver::CudaEvent, Error> {
+        self.bind()?;
+        stream
+            .record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(|e| self.error("recording an event", e))
+    }
+
     /// Records an event on the device's stream after all the work queued on the device so
     /// far, its user streams' included.
     pub(crate) fn record_event(&self) -> Result<cudarc::driver::CudaEvent, Error> {
         self.barrier()?;
-        self.stream
-            .record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(|e| self.error("recording an event", e))
+        self.record_event_on(&self.stream)
     }
 }
 
