@@ -21,5 +21,7 @@ pub(crate) mod params;
 pub mod peers;
 pub mod pinned;
 pub mod ptr;
+pub mod shape;
 pub mod stream;
+pub mod to_device;
 pub mod transfer;
