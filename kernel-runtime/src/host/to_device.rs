@@ -21,46 +21,29 @@ pub trait ToDevice {
     }
 }
 
-impl<T: DeviceCopy> ToDevice for [T] {
-    type Elem = T;
-    type Dim = Ix1;
-    fn host_dim(&self) -> Ix1 {
-        ndarray::Ix1(self.len())
-    }
-    fn extend_c_order(&self, out: &mut Vec<T>) {
-        out.extend_from_slice(self);
-    }
-    fn as_c_slice(&self) -> Option<&[T]> {
-        Some(self)
-    }
+/// The `ToDevice` of a type whose elements are one slice in order, `as_slice` of it.
+macro_rules! contiguous {
+    ($(impl[$($g:tt)*] $t:ty;)*) => {$(
+        impl<$($g)*> ToDevice for $t {
+            type Elem = T;
+            type Dim = Ix1;
+            fn host_dim(&self) -> Ix1 {
+                ndarray::Ix1(self.len())
+            }
+            fn extend_c_order(&self, out: &mut Vec<T>) {
+                out.extend_from_slice(self);
+            }
+            fn as_c_slice(&self) -> Option<&[T]> {
+                Some(self)
+            }
+        }
+    )*};
 }
 
-impl<T: DeviceCopy, const N: usize> ToDevice for [T; N] {
-    type Elem = T;
-    type Dim = Ix1;
-    fn host_dim(&self) -> Ix1 {
-        ndarray::Ix1(N)
-    }
-    fn extend_c_order(&self, out: &mut Vec<T>) {
-        out.extend_from_slice(self);
-    }
-    fn as_c_slice(&self) -> Option<&[T]> {
-        Some(self)
-    }
-}
-
-impl<T: DeviceCopy> ToDevice for Vec<T> {
-    type Elem = T;
-    type Dim = Ix1;
-    fn host_dim(&self) -> Ix1 {
-        ndarray::Ix1(self.len())
-    }
-    fn extend_c_order(&self, out: &mut Vec<T>) {
-        out.extend_from_slice(self);
-    }
-    fn as_c_slice(&self) -> Option<&[T]> {
-        Some(self)
-    }
+contiguous! {
+    impl[T: DeviceCopy] [T];
+    impl[T: DeviceCopy, const N: usize] [T; N];
+    impl[T: DeviceCopy] Vec<T>;
 }
 
 impl<T: DeviceCopy, S: Data<Elem = T>, D: Rank> ToDevice for ArrayBase<S, D> {
