@@ -4,7 +4,7 @@
 use super::error::Error;
 use ndarray::{Dimension, Ix0, Ix1, Ix2, Ix3};
 
-/// The shapes device arrays have: `Ix1`, `Ix2`, `Ix3` (sealed).
+/// The shapes device arrays have: `Ix0`, `Ix1`, `Ix2`, `Ix3` (sealed).
 pub trait Rank: Dimension + sealed::Sealed {}
 impl Rank for Ix0 {}
 impl Rank for Ix1 {}
