@@ -8,8 +8,21 @@ use kernel_runtime::Error;
 
 type Result<T = ()> = std::result::Result<T, String>;
 
+/// `FAIL_ON_RANK=R`: rank R fails at once while the others wait in a collective for it, to
+/// check that the job ends rather than hangs (`cargo xtask mpi`).
+const FAIL_ON_RANK: &str = "FAIL_ON_RANK";
+
 fn main() {
     Cluster::run(|cluster| {
+        let fail_on = std::env::var(FAIL_ON_RANK)
+            .ok()
+            .and_then(|r| r.parse::<usize>().ok());
+        if let Some(rank) = fail_on {
+            if cluster.rank() == rank {
+                return Err(format!("rank {rank} fails, as {FAIL_ON_RANK} asks"));
+            }
+            cluster.barrier();
+        }
         for (name, check) in CHECKS {
             check(cluster).map_err(|e| format!("{name}: {e}"))?;
             if cluster.rank() == 0 {

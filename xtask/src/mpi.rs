@@ -2,8 +2,8 @@
 //! (Debian's `openmpi-bin`, `libopenmpi-dev`, `libclang-dev`), clippy and rustdoc of the `mpi`
 //! feature, the distributed examples under `mpirun -np 1`, `2` and `4` on the CPU backend with
 //! the same output each time, the collectives' checks (`tests/cluster.rs`) likewise, and a job
-//! that loses a rank (killed) or fails on every rank ending within a bounded time, never
-//! hanging.
+//! that loses a rank (killed), fails on every rank, or fails on one rank while the others wait
+//! for it, ending within a bounded time, never hanging.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -149,15 +149,31 @@ pub fn run_steps(ctx: &Context, provision_mpi: bool, steps: &mut Steps) {
     let Some(smooth) = path(EXAMPLES[0].0) else {
         return;
     };
-    if steps.run_with(
+    let killed = || killed_rank_ends_the_job(ctx, &smooth);
+    if !steps.run_with(
         "mpirun: a rank killed ends the job",
         util::Outcome::Fail,
-        || killed_rank_ends_the_job(ctx, &smooth),
+        killed,
     ) {
-        steps.run_with("mpirun: a failing job ends", util::Outcome::Fail, || {
-            failing_job_ends(ctx, &smooth)
-        });
+        return;
     }
+    let all_fail = || failing_job_ends(mpirun(ctx, 2, &smooth, &["--n", "2"]));
+    if !steps.run_with(
+        "mpirun: a job whose ranks fail ends",
+        util::Outcome::Fail,
+        all_fail,
+    ) {
+        return;
+    }
+    steps.run_with(
+        "mpirun: one failing rank ends the others",
+        util::Outcome::Fail,
+        || {
+            let mut job = mpirun(ctx, 4, &cluster, &[]);
+            job.env("FAIL_ON_RANK", "2");
+            failing_job_ends(job)
+        },
+    );
 }
 
 /// `mpirun -np N PROGRAM ARGS` on the CPU backend, oversubscribed, unbound (so that each rank
@@ -228,10 +244,10 @@ fn killed_rank_ends_the_job(ctx: &Context, program: &Path) -> Result<String> {
     ))
 }
 
-/// Runs a job whose every rank fails (an image too small to split) and checks that it ends,
-/// failing, within [`BOUND`].
-fn failing_job_ends(ctx: &Context, program: &Path) -> Result<String> {
-    let mut job = mpirun(ctx, 2, program, &["--n", "2"])
+/// Runs `job`, one whose ranks, or one of them, fail (an image too small to split; a rank told
+/// to fail while the others wait for it), and checks that it ends, failing, within [`BOUND`].
+fn failing_job_ends(mut job: Command) -> Result<String> {
+    let mut job = job
         .stdout(Stdio::null())
         .spawn()
         .map_err(|e| format!("could not start mpirun: {e}"))?;
