@@ -316,34 +316,48 @@ impl Cluster {
     }
 
     /// Exchanges `halo` whole columns of `a` with the ranks `left` and `right` (where there
-    /// are), through a copy of the array in host memory.
+    /// are): in place where the host sees the array (the CPU backend, mapped memory), else
+    /// through a copy of it in host memory.
     fn exchange_horizontal<T>(
         &self,
         a: &mut DeviceArray<T, Ix2>,
+        halo: usize,
+        sides: (Option<usize>, Option<usize>),
+    ) -> Result<(), Error>
+    where
+        T: DeviceCopy + Equivalence,
+    {
+        let (left, right) = sides;
+        let cols = a.dim().1;
+        let rank = self.rank();
+        let own = halo_room(cols, halo, left.is_some(), right.is_some(), rank, "columns")?;
+        if left.is_none() && right.is_none() {
+            return Ok(());
+        }
+        if a.is_host_visible() {
+            return self.swap_columns(a.host_view_mut()?, own, halo, sides);
+        }
+        let mut host = a.to_host()?;
+        self.swap_columns(host.view_mut(), own, halo, sides)?;
+        a.copy_from_host(&host)
+    }
+
+    /// Exchanges `halo` columns of `host`, whose own columns are `own`, with the ranks `left`
+    /// and `right`.
+    fn swap_columns<T>(
+        &self,
+        mut host: ndarray::ArrayViewMut2<'_, T>,
+        own: Range<usize>,
         halo: usize,
         (left, right): (Option<usize>, Option<usize>),
     ) -> Result<(), Error>
     where
         T: DeviceCopy + Equivalence,
     {
-        let (rows, cols) = a.dim();
-        let own = halo_room(
-            cols,
-            halo,
-            left.is_some(),
-            right.is_some(),
-            self.rank(),
-            "columns",
-        )?;
-        if left.is_none() && right.is_none() {
-            return Ok(());
-        }
-        let mut host = a.to_host()?;
-        let columns = |host: &ndarray::Array2<T>, from: usize| -> Vec<T> {
-            host.slice(ndarray::s![.., from..from + halo])
-                .iter()
-                .copied()
-                .collect()
+        let rows = host.nrows();
+        let columns = |host: &ndarray::ArrayViewMut2<'_, T>, from: usize| -> Vec<T> {
+            let block = host.slice(ndarray::s![.., from..from + halo]);
+            block.iter().copied().collect()
         };
         let to_right = right.map(|r| (r, columns(&host, own.end - halo)));
         if let Some(got) = self.swap(to_right, left.map(|l| (l, rows * halo)))? {
@@ -357,7 +371,7 @@ impl Cluster {
             host.slice_mut(ndarray::s![.., own.end..own.end + halo])
                 .assign(&got);
         }
-        a.copy_from_host(&host)
+        Ok(())
     }
 
     /// Sends `send`'s elements to its rank and receives `recv.1` elements from its rank, at
