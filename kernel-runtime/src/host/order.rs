@@ -57,27 +57,18 @@ impl Users {
         Ok(())
     }
 
-    /// The streams the host waits for before it uses the memory itself with `access`: the
-    /// writer for a read, every user for a write. They are forgotten, as the host waits for
-    /// them; a read leaves the readers, since a later write must still wait for them.
-    pub(crate) fn host_waits(&self, access: Access) -> Vec<Arc<CudaStream>> {
+    /// Waits on the host for the streams that a host use `access` of the memory conflicts
+    /// with: the writer for a read, every user for a write. They are forgotten, as the host has
+    /// waited for them; a read leaves the readers, since a later write must still wait for them.
+    pub(crate) fn host_wait(&self, access: Access) -> Result<(), DriverError> {
         let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let mut all = match access {
             Access::Read => Vec::new(),
             Access::Write => std::mem::take(&mut state.readers),
         };
         all.extend(state.writer.take());
-        all
-    }
-}
-
-impl Users {
-    /// Waits on the host for the streams that a host use `access` of the memory conflicts
-    /// with ([`host_waits`](Self::host_waits)).
-    pub(crate) fn host_wait(&self, access: Access) -> Result<(), DriverError> {
-        self.host_waits(access)
-            .iter()
-            .try_for_each(|stream| stream.synchronize())
+        drop(state);
+        all.iter().try_for_each(|stream| stream.synchronize())
     }
 }
 

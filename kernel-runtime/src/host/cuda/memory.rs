@@ -124,9 +124,7 @@ impl CudaDevice {
             return Ok(());
         }
         self.outside_capture("copying to the GPU")?;
-        self.bind()?;
-        let stream = stream.unwrap_or(&self.stream);
-        self.enter(stream, uses)?;
+        let stream = self.copy_stream(stream, uses)?;
         let bytes = len * std::mem::size_of::<T>();
         // SAFETY: the caller's contract.
         unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream.cu_stream()) }
@@ -167,14 +165,25 @@ impl CudaDevice {
         if len == 0 {
             return Ok(());
         }
-        self.bind()?;
-        let stream = stream.unwrap_or(&self.stream);
-        self.enter(stream, uses)?;
+        let stream = self.copy_stream(stream, uses)?;
         let bytes = len * std::mem::size_of::<T>();
         // SAFETY: the caller's contract.
         unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.cu_stream()) }
             .result()
             .map_err(|e| self.error("copying from the GPU", e))
+    }
+
+    /// Binds the context and orders `stream` (the device's own where none) for a copy with the
+    /// array uses `uses`: the stream to queue the copy on.
+    fn copy_stream<'s>(
+        &'s self,
+        stream: Option<&'s Arc<CudaStream>>,
+        uses: &[Use<'_>],
+    ) -> Result<&'s Arc<CudaStream>, Error> {
+        self.bind()?;
+        let stream = stream.unwrap_or(&self.stream);
+        self.enter(stream, uses)?;
+        Ok(stream)
     }
 
     /// Copies `bytes` from device memory `src` to `dst`, ordered by the uses `uses` of the two.
@@ -189,10 +198,9 @@ impl CudaDevice {
             return Ok(());
         }
         self.outside_capture("copying on the GPU")?;
-        self.bind()?;
-        self.enter(&self.stream, uses)?;
+        let stream = self.copy_stream(None, uses)?;
         // SAFETY: both regions hold `bytes` bytes and are distinct allocations.
-        unsafe { result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }
+        unsafe { result::memcpy_dtod_async(dst, src, bytes, stream.cu_stream()) }
             .map_err(|e| self.error("copying on the GPU", e))
     }
 

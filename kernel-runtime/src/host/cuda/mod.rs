@@ -293,9 +293,7 @@ impl CudaDevice {
     pub(crate) fn synchronize(&self) -> Result<(), Error> {
         self.outside_capture("waiting for the GPU")?;
         self.barrier()?;
-        self.stream
-            .synchronize()
-            .map_err(|e| self.error("waiting for the GPU", e))
+        self.wait_own_stream()
     }
 
     /// Waits for the work queued on the device's own stream (not its user streams').
