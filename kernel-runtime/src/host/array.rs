@@ -11,6 +11,7 @@ pub use super::shape::{Rank, ShapeArg, ShapeComponent};
 pub use super::to_device::ToDevice;
 use crate::device_copy::{AnyBitPattern, DeviceCopy};
 use ndarray::{Array, ArrayBase, DataMut, Dimension, Ix0, Ix1, Ix2, Ix3};
+use std::ops::{Bound, RangeBounds};
 
 /// A 0-D device array, one value: what a `&Array0<T>` / `&mut Array0<T>` kernel parameter
 /// takes, as a kernel's scalar result (`out[()] = v`, `atomic_add(&out, (), v)`).
@@ -127,6 +128,25 @@ fn c_order_vec<H: ToDevice + ?Sized>(
     let mut v = reserve(host.host_dim().size(), place)?;
     host.extend_c_order(&mut v);
     Ok(v)
+}
+
+/// The bounds of `range` within `len` elements, as `(start, end)`; elements that do not lie
+/// within them are [`Error::OutOfRange`].
+pub(crate) fn within(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize), Error> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.saturating_add(1),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    if start > end || end > len {
+        return Err(Error::OutOfRange { start, end, len });
+    }
+    Ok((start, end))
 }
 
 /// The host, as [`Error::OutOfMemory`] names it for copies coming back from a device.
@@ -332,7 +352,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     }
 
     /// The elements of an array in host memory (none for a GPU's).
-    pub(crate) fn host(&self) -> &[T] {
+    fn host(&self) -> &[T] {
         match &self.data {
             Storage::Host(v) => v,
             Storage::Gpu(_) => &[],
@@ -410,10 +430,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// [`Error::OutOfRange`] where `range` does not lie within the array.
     pub fn to_vec_range(&self, range: std::ops::Range<usize>) -> Result<Vec<T>, Error> {
         outside_cpu_replay(&self.device, "copying from the device")?;
-        let (start, end, len) = (range.start, range.end, self.len());
-        if start > end || end > len {
-            return Err(Error::OutOfRange { start, end, len });
-        }
+        let (start, end) = within(range.clone(), self.len())?;
         match (&self.data, self.device.gpu()) {
             (Storage::Gpu(ptr), Some(gpu)) => {
                 let mut v = zeroed_vec(end - start, the_host)?;
@@ -442,11 +459,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// [`Error::OutOfRange`] where the elements do not lie within the array.
     pub fn copy_from_host_at(&mut self, start: usize, values: &[T]) -> Result<(), Error> {
         outside_cpu_replay(&self.device, "copying to the device")?;
-        let len = self.len();
-        let end = start.saturating_add(values.len());
-        if end > len {
-            return Err(Error::OutOfRange { start, end, len });
-        }
+        let (start, end) = within(start..start.saturating_add(values.len()), self.len())?;
         match (&mut self.data, self.device.gpu()) {
             (Storage::Gpu(ptr), Some(gpu)) => {
                 // Within the allocation: `start <= end <= len`.

@@ -9,12 +9,12 @@ use std::ops::RangeBounds;
 
 use ndarray::{ArrayView, ArrayViewMut, Dimension};
 
-use super::array::{zeroed_vec, DeviceArray, Rank, ShapeArg};
+use super::array::{within, zeroed_vec, DeviceArray, Rank, ShapeArg};
 use super::device::Device;
 use super::error::Error;
 use super::graph::outside_cpu_replay;
 use super::order::{Access, Users};
-use super::transfer::{within, PinnedSlice, PinnedSliceMut};
+use super::transfer::{PinnedSlice, PinnedSliceMut};
 use crate::device_copy::DeviceCopy;
 
 /// A host array in page-locked memory of a GPU's context (`cuMemHostAlloc`; on the CPU

@@ -9,7 +9,6 @@
 //! program can see a half-done copy.
 
 use std::marker::PhantomData;
-use std::ops::{Bound, RangeBounds};
 
 use super::array::{DeviceArray, Rank};
 use super::device::Device;
@@ -170,24 +169,6 @@ fn check(
         });
     }
     Ok(())
-}
-
-/// The bounds of `range` within `len` elements, as `(start, end)`.
-pub(crate) fn within(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize), Error> {
-    let start = match range.start_bound() {
-        Bound::Included(&s) => s,
-        Bound::Excluded(&s) => s.saturating_add(1),
-        Bound::Unbounded => 0,
-    };
-    let end = match range.end_bound() {
-        Bound::Included(&e) => e.saturating_add(1),
-        Bound::Excluded(&e) => e,
-        Bound::Unbounded => len,
-    };
-    if start > end || end > len {
-        return Err(Error::OutOfRange { start, end, len });
-    }
-    Ok((start, end))
 }
 
 impl Stream {
