@@ -1,10 +1,19 @@
 //! The MPI collectives on device arrays, checked on every rank of a job: run under `mpirun -np N`
-//! (`cargo xtask mpi` runs it on 1, 2 and 4 ranks). Built only with the `mpi` feature; a failed
-//! check on any rank ends the job with an error.
+//! (`cargo xtask mpi` runs it on 1, 2 and 4 ranks, on the CPU backend and on fake GPUs through
+//! the fake NCCL). Built only with the `mpi` feature; a failed check on any rank ends the job
+//! with an error.
+//!
+//! `EXPECT_NCCL=1` (or `0`) checks that the collectives go through NCCL (or do not). Where the
+//! fake driver logs (`FAKE_CUDA_LOG`, `%p` for each rank's process id), each rank's log must
+//! order every pair of uses of one allocation that conflict.
+
+#[allow(dead_code)]
+#[path = "fake_driver/happens_before.rs"]
+mod happens_before;
 
 use kernel_runtime::cluster::Cluster;
 use kernel_runtime::ndarray::Array2;
-use kernel_runtime::Error;
+use kernel_runtime::{Device, Error};
 
 type Result<T = ()> = std::result::Result<T, String>;
 
@@ -29,11 +38,61 @@ fn main() {
                 println!("ok: {name}");
             }
         }
-        Ok::<(), String>(())
+        no_races()
     })
 }
 
-const CHECKS: [(&str, fn(&Cluster) -> Result); 6] = [
+/// Every conflicting pair of uses in this rank's fake-driver log is ordered.
+fn no_races() -> Result {
+    let Ok(path) = std::env::var("FAKE_CUDA_LOG") else {
+        return Ok(());
+    };
+    let path = path.replace("%p", &std::process::id().to_string());
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    let lines: Vec<String> = text.lines().map(String::from).collect();
+    let trace = happens_before::Trace::of(&lines);
+    check(trace.races().is_empty(), || {
+        format!("{path}: {:#?}", trace.races())
+    })
+}
+
+/// The collectives go where `EXPECT_NCCL` says.
+fn nccl_as_expected(c: &Cluster) -> Result {
+    let Ok(want) = std::env::var("EXPECT_NCCL") else {
+        return Ok(());
+    };
+    check(c.uses_nccl() == (want == "1"), || {
+        format!(
+            "rank {} uses NCCL: {}, EXPECT_NCCL={want}",
+            c.rank(),
+            c.uses_nccl()
+        )
+    })
+}
+
+/// Under NCCL, an array of another device than the rank's is refused on every rank; else it
+/// takes part like any other.
+fn other_device(c: &Cluster) -> Result {
+    let mut a = Device::cpu()
+        .to_device(&[c.rank() as u32 + 1])
+        .map_err(err)?;
+    let done = c.broadcast(&mut a, 0);
+    match (c.uses_nccl(), done) {
+        (true, Err(Error::Mpi { .. })) => Ok(()),
+        (true, other) => Err(format!("rank {} got {other:?}", c.rank())),
+        (false, done) => {
+            done.map_err(err)?;
+            let got = a.to_vec().map_err(err)?;
+            check(got == [1], || format!("rank {} got {got:?}", c.rank()))
+        }
+    }
+}
+
+const CHECKS: [(&str, fn(&Cluster) -> Result); 8] = [
+    (
+        "the collectives go where EXPECT_NCCL says",
+        nccl_as_expected,
+    ),
     ("shares split the items in rank order", shares),
     ("broadcast copies the root's array", broadcast),
     ("all_reduce_sum adds the ranks' arrays", all_reduce),
@@ -43,6 +102,7 @@ const CHECKS: [(&str, fn(&Cluster) -> Result); 6] = [
         "exchange_blocks fills the halos of a 2-D split",
         halo_blocks,
     ),
+    ("an array of another device", other_device),
 ];
 
 fn check(ok: bool, what: impl FnOnce() -> String) -> Result {
@@ -91,6 +151,18 @@ fn all_reduce(c: &Cluster) -> Result {
     let got = a.to_vec().map_err(err)?;
     check(got == want, || {
         format!("rank {} got {got:?}, not {want:?}", c.rank())
+    })?;
+    // i16, which NCCL does not sum, goes through MPI; f64 through NCCL where it serves.
+    let mut small = c.device().to_device(&[c.rank() as i16, -1]).map_err(err)?;
+    c.all_reduce_sum(&mut small).map_err(err)?;
+    let got = small.to_vec().map_err(err)?;
+    let want = [(n * (n - 1) / 2) as i16, -n as i16];
+    check(got == want, || format!("rank {} got {got:?}", c.rank()))?;
+    let mut halves = c.device().to_device(&[0.5f64; 3]).map_err(err)?;
+    c.all_reduce_sum(&mut halves).map_err(err)?;
+    let got = halves.to_vec().map_err(err)?;
+    check(got == [0.5 * n as f64; 3], || {
+        format!("rank {} got {got:?}", c.rank())
     })
 }
 

@@ -104,7 +104,8 @@ struct Config {
     fail: Option<(String, CuResult, Option<u32>)>,
     /// `FAKE_CUDA_TRAP=KERNEL`: launches of `KERNEL` fault as a trap does.
     trap: Option<String>,
-    /// `FAKE_CUDA_LOG=FILE`: a line per launch, allocation, free, copy and wait.
+    /// `FAKE_CUDA_LOG=FILE`: a line per launch, allocation, free, copy and wait (`%p` in the
+    /// name is the process id, for the ranks of an MPI job).
     log: Option<File>,
 }
 
@@ -137,8 +138,10 @@ impl Config {
                 .unwrap_or(227 * 1024),
             fail,
             trap: var("FAKE_CUDA_TRAP"),
-            log: var("FAKE_CUDA_LOG")
-                .and_then(|path| File::options().create(true).append(true).open(path).ok()),
+            log: var("FAKE_CUDA_LOG").and_then(|path| {
+                let path = path.replace("%p", &std::process::id().to_string());
+                File::options().create(true).append(true).open(path).ok()
+            }),
         }
     }
 }
@@ -461,6 +464,13 @@ impl Driver {
             CURRENT.set(0);
         }
         Ok(())
+    }
+
+    /// The device whose primary context `ctx` is.
+    pub fn device_of(&self, ctx: usize) -> Option<i32> {
+        self.primary
+            .iter()
+            .find_map(|(&device, &c)| (c == ctx).then_some(device))
     }
 
     pub fn current_handle(&self) -> usize {

@@ -15,7 +15,8 @@
 //! `FAKE_CUDA_PTX_ISA=XY` (the newest PTX ISA the driver takes, default 90),
 //! `FAKE_CUDA_NO_MEMORY_POOLS=1`, `FAKE_CUDA_NO_PEER=1`, `FAKE_CUDA_FAIL=FUNCTION=CODE[@N]` (the `N`th call, or every
 //! call, fails), `FAKE_CUDA_TRAP=KERNEL` (launches of `KERNEL` fault). Tests load it by putting
-//! a directory with `libcuda.so` linked to this library first on `LD_LIBRARY_PATH`.
+//! a directory with `libcuda.so` linked to this library first on `LD_LIBRARY_PATH`; a link
+//! `libnccl.so` to it there makes it NCCL too ([`nccl`]), sharing the fake GPUs' memory.
 
 // The functions are the driver's, with its names, and the driver API's documentation is their
 // contract.
@@ -23,6 +24,7 @@
 
 pub mod cubin;
 mod driver;
+pub mod nccl;
 pub mod ptx;
 
 use driver::{call, fail, CuResult, Failure, CODES, INVALID_VALUE};

@@ -7,7 +7,8 @@
 //! before it ran); recording an event copies the clock; a stream waiting for an event takes the
 //! maximum of the two; the host takes the stream's clock when it waits for the stream. Memory is device allocations and
 //! page-locked host allocations, whole: a launch's pointer parameter counts as a write of its
-//! allocation, since the driver cannot tell what the kernel does with it.
+//! allocation, since the driver cannot tell what the kernel does with it. NCCL's calls (the
+//! fake's, `nccl-*`) read their `src=` and write their `dst=`.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -116,12 +117,13 @@ impl Trace {
                 &field("stream").unwrap(),
                 &[(number(words[1]).unwrap(), true)],
             ),
-            "htod" | "dtoh" | "dtod" | "peer" if words[1] != "access" => {
-                let (dst, src) = (field("dst").unwrap(), field("src").unwrap());
-                let uses = [
-                    (number(&dst).unwrap(), true),
-                    (number(&src).unwrap(), false),
-                ];
+            "htod" | "dtoh" | "dtod" | "peer" | "nccl-send" | "nccl-recv" | "nccl-broadcast"
+            | "nccl-allreduce"
+                if words[1] != "access" =>
+            {
+                let dst = field("dst").map(|at| (number(&at).unwrap(), true));
+                let src = field("src").map(|at| (number(&at).unwrap(), false));
+                let uses: Vec<_> = dst.into_iter().chain(src).collect();
                 self.op(i, &field("stream").unwrap(), &uses);
             }
             "launch" | "launch-cooperative" => {

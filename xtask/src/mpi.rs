@@ -1,9 +1,10 @@
 //! The MPI steps of `cargo xtask test`: Open MPI and what the `mpi` crate needs to build
 //! (Debian's `openmpi-bin`, `libopenmpi-dev`, `libclang-dev`), clippy and rustdoc of the `mpi`
 //! feature, the distributed examples under `mpirun -np 1`, `2` and `4` on the CPU backend with
-//! the same output each time, the collectives' checks (`tests/cluster.rs`) likewise, and a job
-//! that loses a rank (killed), fails on every rank, or fails on one rank while the others wait
-//! for it, ending within a bounded time, never hanging.
+//! the same output each time, the collectives' checks (`tests/cluster.rs`) likewise, on the CPU
+//! backend and on fake GPUs (through the fake NCCL, and through MPI), and a job that loses a
+//! rank (killed), fails on every rank, or fails on one rank while the others wait for it, or
+//! asks for NCCL where ranks share a GPU, ending within a bounded time, never hanging.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -127,7 +128,44 @@ pub fn run_steps(ctx: &Context, provision_mpi: bool, steps: &mut Steps) {
     let ok = steps.run_with(
         "mpirun -np 1, 2, 4: tests/cluster.rs",
         util::Outcome::Fail,
-        || same_output_for_any_rank_count(ctx, &cluster, &[]),
+        || same_output_for_any_rank_count(ctx, &cluster, &[], &|_| {}),
+    );
+    if !ok {
+        return;
+    }
+    let mut fakes = None;
+    let ok = steps.run("cargo build --release -p fake-cuda", || {
+        fakes = Some(fake_libraries(ctx)?);
+        Ok(())
+    });
+    let Some(fakes) = fakes.filter(|_| ok) else {
+        return;
+    };
+    for (name, nccl) in [("NCCL", "1"), ("MPI", "0")] {
+        let ok = steps.run_with(
+            &format!("mpirun -np 1, 2, 4 on fake GPUs through {name}: tests/cluster.rs"),
+            util::Outcome::Fail,
+            || {
+                let setup = |cmd: &mut Command| {
+                    on_fake_gpus(cmd, &fakes, 4);
+                    cmd.env("KERNEL_NCCL", nccl).env("EXPECT_NCCL", nccl);
+                };
+                same_output_for_any_rank_count(ctx, &cluster, &[], &setup)
+            },
+        );
+        if !ok {
+            return;
+        }
+    }
+    let ok = steps.run_with(
+        "mpirun: KERNEL_NCCL=1 with two ranks on one GPU fails",
+        util::Outcome::Fail,
+        || {
+            let mut job = mpirun(ctx, 2, &cluster, &[]);
+            on_fake_gpus(&mut job, &fakes, 1);
+            job.env("KERNEL_NCCL", "1");
+            failing_job_ends(job)
+        },
     );
     if !ok {
         return;
@@ -140,7 +178,7 @@ pub fn run_steps(ctx: &Context, provision_mpi: bool, steps: &mut Steps) {
         let ok = steps.run_with(
             &format!("mpirun -np 1, 2, 4: {name}"),
             util::Outcome::Fail,
-            || same_output_for_any_rank_count(ctx, &program, args),
+            || same_output_for_any_rank_count(ctx, &program, args, &|_| {}),
         );
         if !ok {
             return;
@@ -197,11 +235,46 @@ fn mpirun(ctx: &Context, ranks: usize, program: &Path, args: &[&str]) -> Command
     cmd
 }
 
-/// Runs `program` on 1, 2 and 4 ranks and checks that its output is the same each time.
-fn same_output_for_any_rank_count(ctx: &Context, program: &Path, args: &[&str]) -> Result<String> {
+/// Builds the fake driver and gives it the names of the CUDA driver and NCCL in a directory of
+/// its own, where the ranks' logs go too; that directory.
+fn fake_libraries(ctx: &Context) -> Result<PathBuf> {
+    let mut build = ctx.cargo(["build", "--release", "-p", "fake-cuda"]);
+    util::run_status(&mut build)?;
+    let target = util::target_dir(&ctx.root);
+    let lib = target.join("release").join("libfake_cuda.so");
+    let dir = target.join("fake-gpus");
+    // Fresh each run: the ranks' logs are named by process id.
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for name in ["libcuda.so", "libnccl.so"] {
+        std::os::unix::fs::symlink(&lib, dir.join(name))
+            .map_err(|e| format!("linking {name} to {}: {e}", lib.display()))?;
+    }
+    Ok(dir)
+}
+
+/// Makes `cmd`'s ranks compute on `gpus` fake GPUs each, their driver and NCCL the fake in
+/// `fakes`, each logging for `tests/cluster.rs`'s check of the order of its streams.
+fn on_fake_gpus(cmd: &mut Command, fakes: &Path, gpus: u32) {
+    cmd.env_remove("KERNEL_DEVICE")
+        .env("LD_LIBRARY_PATH", fakes)
+        .env("FAKE_CUDA_DEVICES", gpus.to_string())
+        .env("FAKE_CUDA_LOG", fakes.join("log.%p"));
+}
+
+/// Runs `program` on 1, 2 and 4 ranks, `setup` changing each job, and checks that its output
+/// is the same each time.
+fn same_output_for_any_rank_count(
+    ctx: &Context,
+    program: &Path,
+    args: &[&str],
+    setup: &dyn Fn(&mut Command),
+) -> Result<String> {
     let mut first: Option<String> = None;
     for ranks in [1, 2, 4] {
-        let out = mpirun(ctx, ranks, program, args)
+        let mut job = mpirun(ctx, ranks, program, args);
+        setup(&mut job);
+        let out = job
             .stderr(Stdio::inherit())
             .output()
             .map_err(|e| format!("could not start mpirun: {e}"))?;

@@ -5,9 +5,12 @@
 //!
 //! The layer sits on the `mpi` crate. Each rank takes a GPU by its rank on its node (local rank
 //! modulo the node's GPUs), or the CPU backend where there is none, and `KERNEL_DEVICE` chooses
-//! as it does for [`Device::from_env`]. The collectives stage device arrays through host memory
-//! and move them over MPI, on every backend; NCCL, for arrays that stay on the GPUs, is not
-//! built yet.
+//! as it does for [`Device::from_env`].
+//!
+//! Where every rank holds a GPU of its own and finds NCCL, the collectives go through NCCL
+//! ([`Cluster::uses_nccl`]): GPU memory to GPU memory, queued on the device's stream in order
+//! with the kernels. Elsewhere (the CPU backend, ranks sharing a GPU, no `libnccl.so`, or
+//! `KERNEL_NCCL=0`) they stage the arrays through host memory and move them over MPI.
 //!
 //! [`Cluster::run`] ends the whole job when one rank fails: an error or a panic on any rank
 //! calls `MPI_Abort`, so no rank waits forever in a collective for one that stopped, and
@@ -26,6 +29,8 @@ use ndarray::Ix2;
 use super::array::{DeviceArray, Rank};
 use super::device::Device;
 use super::error::Error;
+use super::nccl::{Nccl, Transfer};
+use super::order::Access;
 use crate::device_copy::DeviceCopy;
 
 /// This process's place in an MPI job, and its device (see the module doc).
@@ -42,6 +47,8 @@ use crate::device_copy::DeviceCopy;
 /// })
 /// ```
 pub struct Cluster {
+    // Dropped first: leaves the NCCL communicator while MPI and the GPU live.
+    nccl: Option<Nccl>,
     world: SimpleCommunicator,
     local_rank: usize,
     device: Device,
@@ -53,14 +60,16 @@ impl Cluster {
     /// Initialises MPI and chooses this rank's device.
     ///
     /// # Errors
-    /// [`Error::Mpi`] where MPI was initialised already in this process; the errors of
-    /// opening the rank's GPU.
+    /// [`Error::Mpi`] where MPI was initialised already in this process, or where
+    /// `KERNEL_NCCL=1` and some rank cannot use NCCL; the errors of opening the rank's GPU and
+    /// of joining NCCL.
     pub fn init() -> Result<Cluster, Error> {
         let universe = mpi::initialize().ok_or_else(|| Error::Mpi {
             message: "MPI is initialised already: make one Cluster per process".into(),
         })?;
         let world = universe.world();
-        let local_rank = world.split_shared(world.rank()).rank() as usize;
+        let node = world.split_shared(world.rank());
+        let (local_rank, local_ranks) = (node.rank() as usize, node.size() as usize);
         let device = match std::env::var_os("KERNEL_DEVICE") {
             Some(_) => Device::from_env()?,
             None => match Device::gpu_count() {
@@ -68,7 +77,9 @@ impl Cluster {
                 gpus => Device::cuda(local_rank % gpus)?,
             },
         };
+        let nccl = Nccl::open(&world, local_ranks, &device)?;
         Ok(Cluster {
+            nccl,
             world,
             local_rank,
             device,
@@ -124,6 +135,12 @@ impl Cluster {
         &self.device
     }
 
+    /// Whether the collectives on arrays of [`device`](Self::device) go through NCCL (see the
+    /// module doc), rather than through host memory and MPI.
+    pub fn uses_nccl(&self) -> bool {
+        self.nccl.is_some()
+    }
+
     /// Waits until every rank has called it.
     pub fn barrier(&self) {
         self.world.barrier();
@@ -141,9 +158,13 @@ impl Cluster {
         T: DeviceCopy + Equivalence,
         D: Rank,
     {
+        let root_rank = self.peer(root)?;
+        if let Some(nccl) = self.nccl_for(a.device())? {
+            return nccl.broadcast(a, root);
+        }
         let mut values = a.to_vec()?;
         self.world
-            .process_at_rank(self.peer(root)?)
+            .process_at_rank(root_rank)
             .broadcast_into(&mut values[..]);
         a.copy_from_host_at(0, &values)
     }
@@ -156,6 +177,9 @@ impl Cluster {
         T: DeviceCopy + Equivalence,
         D: Rank,
     {
+        if let Some(summed) = self.nccl_for(a.device())?.and_then(|n| n.all_reduce_sum(a)) {
+            return summed;
+        }
         let mine = a.to_vec()?;
         let mut sum = mine.clone();
         self.world
@@ -170,16 +194,27 @@ impl Cluster {
         T: DeviceCopy + Equivalence,
         D: Rank,
     {
-        let mine = a.to_vec()?;
         let root_process = self.world.process_at_rank(self.peer(root)?);
-        let len = mine.len() as mpi::Count;
+        let nccl = self.nccl_for(a.device())?;
+        let len = a.len() as mpi::Count;
         if self.rank() != root {
             root_process.gather_into(&len);
-            root_process.gather_varcount_into(&mine[..]);
+            match nccl {
+                Some(nccl) => {
+                    let bytes = a.len() * std::mem::size_of::<T>();
+                    let send = Transfer::send(root, *a.device_addr(), bytes);
+                    nccl.group(&[send], &[(a.users(), Access::Read)])?;
+                }
+                None => root_process.gather_varcount_into(&a.to_vec()?[..]),
+            }
             return Ok(None);
         }
         let mut counts = vec![0 as mpi::Count; self.size()];
         root_process.gather_into_root(&len, &mut counts[..]);
+        if let Some(nccl) = nccl {
+            return gather_on_gpus(nccl, a, root, &counts).map(Some);
+        }
+        let mine = a.to_vec()?;
         let displs: Vec<mpi::Count> = counts
             .iter()
             .scan(0, |at, &c| {
@@ -296,6 +331,21 @@ impl Cluster {
         let block = halo * cols;
         let top = own.start * cols;
         let bottom = own.end * cols;
+        if let Some(nccl) = self.nccl_for(a.device())? {
+            let size = std::mem::size_of::<T>();
+            let (base, bytes) = (*a.device_addr(), block * size);
+            let at = |element: usize| base + (element * size) as u64;
+            let mut transfers = Vec::new();
+            if let Some(down) = down {
+                transfers.push(Transfer::send(down, at(bottom - block), bytes));
+                transfers.push(Transfer::recv(down, at(bottom), bytes));
+            }
+            if let Some(up) = up {
+                transfers.push(Transfer::send(up, at(top), bytes));
+                transfers.push(Transfer::recv(up, at(top - block), bytes));
+            }
+            return nccl.group(&transfers, &[(a.users(), Access::Write)]);
+        }
         // Down: own last rows to the rank below's top halo; up: own first rows to the rank
         // above's bottom halo.
         let last = match down {
@@ -400,6 +450,25 @@ impl Cluster {
         Ok(recv.map(|_| got))
     }
 
+    /// The communicator that moves arrays of `device`, where NCCL does.
+    ///
+    /// # Errors
+    /// [`Error::Mpi`] for an array of another device than this rank's while NCCL serves it:
+    /// every rank must take part in a collective the same way.
+    fn nccl_for(&self, device: &Device) -> Result<Option<&Nccl>, Error> {
+        match &self.nccl {
+            Some(nccl) if !nccl.serves(device) => Err(Error::Mpi {
+                message: format!(
+                    "the collectives go through NCCL on {}, and take arrays of that device \
+                     alone, not of {}; copy the array there with `to_device`",
+                    self.device.name(),
+                    device.name()
+                ),
+            }),
+            nccl => Ok(nccl.as_ref()),
+        }
+    }
+
     /// The MPI rank of `rank`, checked to be one of the job's.
     fn peer(&self, rank: usize) -> Result<mpi::Rank, Error> {
         if rank >= self.size() {
@@ -409,6 +478,30 @@ impl Cluster {
         }
         Ok(rank as mpi::Rank)
     }
+}
+
+/// Rank `root`'s part of [`Cluster::gather`] through NCCL: `a` and every other rank's array
+/// (`counts` elements each, in rank order) into one array on its GPU, then to the host.
+fn gather_on_gpus<T: DeviceCopy, D: Rank>(
+    nccl: &Nccl,
+    a: &DeviceArray<T, D>,
+    root: usize,
+    counts: &[mpi::Count],
+) -> Result<Vec<T>, Error> {
+    let size = std::mem::size_of::<T>();
+    let total = counts.iter().map(|&c| c as usize).sum();
+    // Every element is received.
+    let all = DeviceArray::<T, ndarray::Ix1>::alloc(a.device(), ndarray::Ix1(total), false)?;
+    let mut transfers = vec![Transfer::send(root, *a.device_addr(), a.len() * size)];
+    let mut at = *all.device_addr();
+    for (peer, &count) in counts.iter().enumerate() {
+        let bytes = count as usize * size;
+        transfers.push(Transfer::recv(peer, at, bytes));
+        at += bytes as u64;
+    }
+    let uses = [(a.users(), Access::Read), (all.users(), Access::Write)];
+    nccl.group(&transfers, &uses)?;
+    all.to_vec()
 }
 
 /// The own rows (or columns) of an extent of `len` with `halo` on each side that has a

@@ -16,6 +16,8 @@ pub(crate) mod kernel;
 pub mod launch;
 pub(crate) mod link;
 pub mod mapped;
+#[cfg(feature = "mpi")]
+pub(crate) mod nccl;
 pub(crate) mod order;
 pub(crate) mod params;
 pub mod peers;
