@@ -25,6 +25,7 @@
 pub mod cubin;
 mod driver;
 pub mod nccl;
+mod pitched;
 pub mod ptx;
 
 use driver::{call, fail, CuResult, Failure, CODES, INVALID_VALUE};

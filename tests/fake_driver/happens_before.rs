@@ -117,8 +117,8 @@ impl Trace {
                 &field("stream").unwrap(),
                 &[(number(words[1]).unwrap(), true)],
             ),
-            "htod" | "dtoh" | "dtod" | "peer" | "nccl-send" | "nccl-recv" | "nccl-broadcast"
-            | "nccl-allreduce"
+            "htod" | "dtoh" | "dtod" | "peer" | "copy2d" | "nccl-send" | "nccl-recv"
+            | "nccl-broadcast" | "nccl-allreduce"
                 if words[1] != "access" =>
             {
                 let dst = field("dst").map(|at| (number(&at).unwrap(), true));

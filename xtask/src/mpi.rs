@@ -77,13 +77,16 @@ pub fn run_steps(ctx: &Context, provision_mpi: bool, steps: &mut Steps) {
         "--features",
         "mpi",
         "--lib",
+        "--",
         "cluster",
+        "columns",
+        "nccl",
     ]);
     for (name, mut cmd) in [
         ("cargo clippy -p kernel-runtime --features mpi", clippy),
         ("cargo doc -p kernel-runtime --features mpi", doc),
         (
-            "cargo test -p kernel-runtime --features mpi --lib cluster",
+            "cargo test -p kernel-runtime --features mpi --lib (cluster, columns, nccl)",
             unit,
         ),
     ] {

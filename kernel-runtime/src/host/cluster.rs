@@ -366,8 +366,8 @@ impl Cluster {
     }
 
     /// Exchanges `halo` whole columns of `a` with the ranks `left` and `right` (where there
-    /// are): in place where the host sees the array (the CPU backend, mapped memory), else
-    /// through a copy of it in host memory.
+    /// are): through NCCL, the columns packed on the GPU; else over MPI, the columns copied
+    /// alone between the array and the host (in place where the host sees the array).
     fn exchange_horizontal<T>(
         &self,
         a: &mut DeviceArray<T, Ix2>,
@@ -378,48 +378,28 @@ impl Cluster {
         T: DeviceCopy + Equivalence,
     {
         let (left, right) = sides;
-        let cols = a.dim().1;
+        let (rows, cols) = a.dim();
         let rank = self.rank();
         let own = halo_room(cols, halo, left.is_some(), right.is_some(), rank, "columns")?;
         if left.is_none() && right.is_none() {
             return Ok(());
         }
-        if a.is_host_visible() {
-            return self.swap_columns(a.host_view_mut()?, own, halo, sides);
+        if let Some(nccl) = self.nccl_for(a.device())? {
+            return columns_through_nccl(nccl, a, own, halo, sides);
         }
-        let mut host = a.to_host()?;
-        self.swap_columns(host.view_mut(), own, halo, sides)?;
-        a.copy_from_host(&host)
-    }
-
-    /// Exchanges `halo` columns of `host`, whose own columns are `own`, with the ranks `left`
-    /// and `right`.
-    fn swap_columns<T>(
-        &self,
-        mut host: ndarray::ArrayViewMut2<'_, T>,
-        own: Range<usize>,
-        halo: usize,
-        (left, right): (Option<usize>, Option<usize>),
-    ) -> Result<(), Error>
-    where
-        T: DeviceCopy + Equivalence,
-    {
-        let rows = host.nrows();
-        let columns = |host: &ndarray::ArrayViewMut2<'_, T>, from: usize| -> Vec<T> {
-            let block = host.slice(ndarray::s![.., from..from + halo]);
-            block.iter().copied().collect()
+        let to_right = match right {
+            Some(r) => Some((r, a.columns_to_vec(own.end - halo..own.end)?)),
+            None => None,
         };
-        let to_right = right.map(|r| (r, columns(&host, own.end - halo)));
         if let Some(got) = self.swap(to_right, left.map(|l| (l, rows * halo)))? {
-            let got = ndarray::ArrayView2::from_shape((rows, halo), &got).expect("rows × halo");
-            host.slice_mut(ndarray::s![.., own.start - halo..own.start])
-                .assign(&got);
+            a.columns_from_slice(own.start - halo, &got)?;
         }
-        let to_left = left.map(|l| (l, columns(&host, own.start)));
+        let to_left = match left {
+            Some(l) => Some((l, a.columns_to_vec(own.start..own.start + halo)?)),
+            None => None,
+        };
         if let Some(got) = self.swap(to_left, right.map(|r| (r, rows * halo)))? {
-            let got = ndarray::ArrayView2::from_shape((rows, halo), &got).expect("rows × halo");
-            host.slice_mut(ndarray::s![.., own.end..own.end + halo])
-                .assign(&got);
+            a.columns_from_slice(own.end, &got)?;
         }
         Ok(())
     }
@@ -478,6 +458,45 @@ impl Cluster {
         }
         Ok(rank as mpi::Rank)
     }
+}
+
+/// [`Cluster::exchange_blocks`]'s exchange of `halo` columns of `a` (whose own columns are
+/// `own`) with the ranks `left` and `right` through NCCL: each side's columns packed into an
+/// array of the GPU, sent and received as one group, and unpacked into the halos.
+fn columns_through_nccl<T: DeviceCopy>(
+    nccl: &Nccl,
+    a: &mut DeviceArray<T, Ix2>,
+    own: Range<usize>,
+    halo: usize,
+    (left, right): (Option<usize>, Option<usize>),
+) -> Result<(), Error> {
+    let n = a.dim().0 * halo;
+    // Every element of each buffer is overwritten: packed, or received.
+    let buffer = || DeviceArray::<T, ndarray::Ix1>::alloc(a.device(), ndarray::Ix1(n), false);
+    // Per side: the rank, its columns to send, and the room for its halo.
+    let mut sides = Vec::new();
+    for (peer, send, halo_at) in [
+        (left, own.start, own.start.saturating_sub(halo)),
+        (right, own.end - halo, own.end),
+    ] {
+        let Some(peer) = peer else { continue };
+        let mut out = buffer()?;
+        a.columns_to_device(send..send + halo, &mut out)?;
+        sides.push((peer, out, buffer()?, halo_at));
+    }
+    let size = std::mem::size_of::<T>();
+    let mut transfers = Vec::new();
+    let mut uses = Vec::new();
+    for (peer, out, into, _) in &sides {
+        transfers.push(Transfer::send(*peer, *out.device_addr(), n * size));
+        transfers.push(Transfer::recv(*peer, *into.device_addr(), n * size));
+        uses.extend([(out.users(), Access::Read), (into.users(), Access::Write)]);
+    }
+    nccl.group(&transfers, &uses)?;
+    for (_, _, into, halo_at) in &sides {
+        a.columns_from_device(*halo_at, into)?;
+    }
+    Ok(())
 }
 
 /// Rank `root`'s part of [`Cluster::gather`] through NCCL: `a` and every other rank's array

@@ -4,6 +4,8 @@ pub mod array;
 pub(crate) mod bytes;
 #[cfg(feature = "mpi")]
 pub mod cluster;
+#[cfg(feature = "mpi")]
+pub(crate) mod columns;
 pub(crate) mod cooperative;
 pub(crate) mod cuda;
 pub mod device;

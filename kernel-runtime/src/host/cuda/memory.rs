@@ -31,6 +31,36 @@ pub(super) fn keep_freed_memory(ctx: &CudaContext) -> Result<(), DriverError> {
     }
 }
 
+/// One side of a strided copy ([`CudaDevice::copy_pitched`]): its first byte, in the GPU's
+/// memory or the host's, and the bytes from one row's start to the next's.
+#[derive(Clone, Copy)]
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) enum Pitched {
+    Device(sys::CUdeviceptr, usize),
+    Host(*mut u8, usize),
+}
+
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+impl Pitched {
+    /// `CUDA_MEMCPY2D`'s fields for this side: memory type, host address, device address and
+    /// pitch.
+    fn parts(self) -> (sys::CUmemorytype, *mut c_void, sys::CUdeviceptr, usize) {
+        match self {
+            Pitched::Device(at, pitch) => {
+                let kind = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+                (kind, std::ptr::null_mut(), at, pitch)
+            }
+            Pitched::Host(at, pitch) => {
+                (sys::CUmemorytype::CU_MEMORYTYPE_HOST, at.cast(), 0, pitch)
+            }
+        }
+    }
+
+    fn is_host(self) -> bool {
+        matches!(self, Pitched::Host(..))
+    }
+}
+
 impl CudaDevice {
     /// `bytes` of device memory, zeroed when `zeroed` (else for the caller to overwrite whole
     /// before any read), or a null pointer for none.
@@ -171,6 +201,56 @@ impl CudaDevice {
         unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.cu_stream()) }
             .result()
             .map_err(|e| self.error("copying from the GPU", e))
+    }
+
+    /// Copies `height` rows of `width` bytes from `src` to `dst` (`cuMemcpy2D`), on the
+    /// device's stream after the work the uses `uses` conflict with; where either side is host
+    /// memory, waits for the copy.
+    ///
+    /// # Safety
+    /// Each side holds `height` rows of `width` bytes at its pitch, the two apart; host memory
+    /// stays allocated for the call.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) unsafe fn copy_pitched(
+        &self,
+        dst: Pitched,
+        src: Pitched,
+        (width, height): (usize, usize),
+        uses: &[Use<'_>],
+    ) -> Result<(), Error> {
+        if width == 0 || height == 0 {
+            return Ok(());
+        }
+        self.outside_capture("a strided copy")?;
+        let stream = self.copy_stream(None, uses)?;
+        let (src_kind, src_host, src_device, src_pitch) = src.parts();
+        let (dst_kind, dst_host, dst_device, dst_pitch) = dst.parts();
+        let copy = sys::CUDA_MEMCPY2D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: src_kind,
+            srcHost: src_host,
+            srcDevice: src_device,
+            srcArray: std::ptr::null_mut(),
+            srcPitch: src_pitch,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstMemoryType: dst_kind,
+            dstHost: dst_host,
+            dstDevice: dst_device,
+            dstArray: std::ptr::null_mut(),
+            dstPitch: dst_pitch,
+            WidthInBytes: width,
+            Height: height,
+        };
+        // SAFETY: the caller's contract; host memory is waited for below.
+        unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()) }
+            .result()
+            .map_err(|e| self.error("a strided copy", e))?;
+        match src.is_host() || dst.is_host() {
+            true => self.wait_own_stream(),
+            false => Ok(()),
+        }
     }
 
     /// Binds the context and orders `stream` (the device's own where none) for a copy with the

@@ -23,6 +23,8 @@ mod modules;
 
 pub(crate) use capture::Captured;
 use memory::keep_freed_memory;
+#[cfg(feature = "mpi")]
+pub(crate) use memory::Pitched;
 use modules::Modules;
 
 /// Errors that leave a context unusable: a kernel trapped (a failed index check) or touched
