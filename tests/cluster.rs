@@ -11,7 +11,7 @@
 #[path = "fake_driver/happens_before.rs"]
 mod happens_before;
 
-use kernel_runtime::cluster::Cluster;
+use kernel_runtime::cluster::{Cluster, ReduceOp};
 use kernel_runtime::ndarray::Array2;
 use kernel_runtime::{Device, Error};
 
@@ -88,7 +88,7 @@ fn other_device(c: &Cluster) -> Result {
     }
 }
 
-const CHECKS: [(&str, fn(&Cluster) -> Result); 8] = [
+const CHECKS: [(&str, fn(&Cluster) -> Result); 9] = [
     (
         "the collectives go where EXPECT_NCCL says",
         nccl_as_expected,
@@ -96,6 +96,7 @@ const CHECKS: [(&str, fn(&Cluster) -> Result); 8] = [
     ("shares split the items in rank order", shares),
     ("broadcast copies the root's array", broadcast),
     ("all_reduce_sum adds the ranks' arrays", all_reduce),
+    ("all_reduce takes the max, min and product", reduce_ops),
     ("gather concatenates arrays of any length", gather),
     ("exchange_rows fills two halo rows", halo_rows),
     (
@@ -163,6 +164,35 @@ fn all_reduce(c: &Cluster) -> Result {
     let got = halves.to_vec().map_err(err)?;
     check(got == [0.5 * n as f64; 3], || {
         format!("rank {} got {got:?}", c.rank())
+    })
+}
+
+fn reduce_ops(c: &Cluster) -> Result {
+    let (r, n) = (c.rank() as i32, c.size() as i32);
+    let mut most = c.device().to_device(&[r, -r, r + 1]).map_err(err)?;
+    c.all_reduce(&mut most, ReduceOp::Max).map_err(err)?;
+    let mut least = c.device().to_device(&[r as f32 - 0.5]).map_err(err)?;
+    c.all_reduce(&mut least, ReduceOp::Min).map_err(err)?;
+    let mut product = c.device().to_device(&[2i64, r as i64 + 1]).map_err(err)?;
+    c.all_reduce(&mut product, ReduceOp::Prod).map_err(err)?;
+    // i16 goes through MPI, also under NCCL.
+    let mut small = c.device().to_device(&[-(r as i16)]).map_err(err)?;
+    c.all_reduce(&mut small, ReduceOp::Min).map_err(err)?;
+    let factorial: i64 = (1..=n as i64).product();
+    let got = (
+        most.to_vec().map_err(err)?,
+        least.to_vec().map_err(err)?,
+        product.to_vec().map_err(err)?,
+        small.to_vec().map_err(err)?,
+    );
+    let want = (
+        vec![n - 1, 0, n],
+        vec![-0.5f32],
+        vec![1i64 << n, factorial],
+        vec![-(n as i16) + 1],
+    );
+    check(got == want, || {
+        format!("rank {} got {got:?}, not {want:?}", c.rank())
     })
 }
 

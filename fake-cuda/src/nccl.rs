@@ -503,18 +503,18 @@ pub unsafe extern "C" fn ncclAllReduce(
 ) -> NcclResult {
     with_comm("ncclAllReduce", comm, |d, c| {
         let bytes = bytes(count, kind)?;
-        if op != 0 {
-            return fail(INTERNAL_ERROR, format!("the fake sums alone, not op {op}"));
+        if op > 3 {
+            return fail(INVALID_ARGUMENT, format!("no reduction {op}"));
         }
         let stream = c.stream(d, stream as usize)?;
         let from = d.range_in(c.ctx, send as u64, bytes)?;
         let to = d.range_in(c.ctx, recv as u64, bytes)?;
         // SAFETY: `range_in` checked that `bytes` bytes at `from` are device memory.
         let mine = unsafe { std::slice::from_raw_parts(from, bytes) }.to_vec();
-        let all = c.collective(&format!("allreduce {count} {kind}"), &mine)?;
-        let sum = sum(kind, &all)?;
-        // SAFETY: `to` holds `bytes` bytes, as many as the sum.
-        unsafe { std::ptr::copy_nonoverlapping(sum.as_ptr(), to, bytes) };
+        let all = c.collective(&format!("allreduce {count} {kind} {op}"), &mine)?;
+        let reduced = reduce(kind, op, &all)?;
+        // SAFETY: `to` holds `bytes` bytes, as many as the reduction.
+        unsafe { std::ptr::copy_nonoverlapping(reduced.as_ptr(), to, bytes) };
         d.log(format_args!(
             "nccl-allreduce {bytes} stream={stream:#x} dst={:#x} src={:#x}",
             recv as u64, send as u64
@@ -523,32 +523,61 @@ pub unsafe extern "C" fn ncclAllReduce(
     })
 }
 
-/// The element-wise sum, in rank order, of arrays of NCCL type `kind`.
-fn sum(kind: u32, all: &[Vec<u8>]) -> Result<Vec<u8>, Failure> {
-    macro_rules! add {
-        ($t:ty, $add:expr) => {{
+/// The element-wise reduction `op` (`ncclSum`, `ncclProd`, `ncclMax`, `ncclMin`), in rank
+/// order, of arrays of NCCL type `kind`.
+fn reduce(kind: u32, op: u32, all: &[Vec<u8>]) -> Result<Vec<u8>, Failure> {
+    macro_rules! fold {
+        ($t:ty, $add:expr, $mul:expr) => {{
             const N: usize = std::mem::size_of::<$t>();
             let read = |b: &[u8]| <$t>::from_le_bytes(b.try_into().expect("N bytes"));
+            let combine = |a: $t, b: $t| -> $t {
+                match op {
+                    0 => $add(a, b),
+                    1 => $mul(a, b),
+                    2 => {
+                        if b > a {
+                            b
+                        } else {
+                            a
+                        }
+                    }
+                    _ => {
+                        if b < a {
+                            b
+                        } else {
+                            a
+                        }
+                    }
+                }
+            };
             let mut out = all[0].clone();
             for other in &all[1..] {
                 for (o, t) in out.chunks_mut(N).zip(other.chunks(N)) {
-                    let s: $t = $add(read(o), read(t));
-                    o.copy_from_slice(&s.to_le_bytes());
+                    o.copy_from_slice(&combine(read(o), read(t)).to_le_bytes());
                 }
             }
             Ok(out)
         }};
     }
+    macro_rules! int {
+        ($t:ty) => {
+            fold!($t, <$t>::wrapping_add, <$t>::wrapping_mul)
+        };
+    }
     match kind {
-        0 => add!(i8, i8::wrapping_add),
-        1 => add!(u8, u8::wrapping_add),
-        2 => add!(i32, i32::wrapping_add),
-        3 => add!(u32, u32::wrapping_add),
-        4 => add!(i64, i64::wrapping_add),
-        5 => add!(u64, u64::wrapping_add),
-        7 => add!(f32, |a: f32, b: f32| a + b),
-        8 => add!(f64, |a: f64, b: f64| a + b),
-        _ => fail(INTERNAL_ERROR, format!("the fake does not add type {kind}")),
+        _ if op > 3 => fail(INTERNAL_ERROR, format!("the fake has no reduction {op}")),
+        0 => int!(i8),
+        1 => int!(u8),
+        2 => int!(i32),
+        3 => int!(u32),
+        4 => int!(i64),
+        5 => int!(u64),
+        7 => fold!(f32, |a: f32, b: f32| a + b, |a: f32, b: f32| a * b),
+        8 => fold!(f64, |a: f64, b: f64| a + b, |a: f64, b: f64| a * b),
+        _ => fail(
+            INTERNAL_ERROR,
+            format!("the fake does not reduce type {kind}"),
+        ),
     }
 }
 

@@ -16,6 +16,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 
 use super::array::{DeviceArray, Rank};
+use super::cluster::op::ReduceOp;
 use super::cuda::CudaDevice;
 use super::device::Device;
 use super::error::Error;
@@ -158,19 +159,26 @@ impl Nccl {
         })
     }
 
-    /// `ncclAllReduce` summing `a` in place, where NCCL has `T`'s type; `None` where not.
-    pub(crate) fn all_reduce_sum<T: DeviceCopy, D: Rank>(
+    /// `ncclAllReduce` of `a` in place with `op`, where NCCL has `T`'s type; `None` where not.
+    pub(crate) fn all_reduce<T: DeviceCopy, D: Rank>(
         &self,
         a: &mut DeviceArray<T, D>,
+        op: ReduceOp,
     ) -> Option<Result<(), Error>> {
         let kind = data_type::<T>()?;
         let at = *a.device_addr() as usize as *mut c_void;
         let len = a.len();
-        let (what, comm, sum) = ("an NCCL all-reduce", self.comm, sys::ncclRedOp_t::ncclSum);
+        let op = match op {
+            ReduceOp::Sum => sys::ncclRedOp_t::ncclSum,
+            ReduceOp::Prod => sys::ncclRedOp_t::ncclProd,
+            ReduceOp::Max => sys::ncclRedOp_t::ncclMax,
+            ReduceOp::Min => sys::ncclRedOp_t::ncclMin,
+        };
+        let (what, comm) = ("an NCCL all-reduce", self.comm);
         Some(self.queue(what, &[(a.users(), Access::Write)], |s| {
             // SAFETY: `at` holds `len` elements of `kind` in this GPU's memory.
             call(what, || unsafe {
-                result::all_reduce(at, at, len, kind, sum, comm, s)
+                result::all_reduce(at, at, len, kind, op, comm, s)
             })
         }))
     }
@@ -225,7 +233,7 @@ fn gpu(device: &Device) -> &CudaDevice {
 /// Any element type, as bytes: what broadcasts, sends and receives move.
 const BYTES: sys::ncclDataType_t = sys::ncclDataType_t::ncclUint8;
 
-/// NCCL's name of `T`, where NCCL sums it.
+/// NCCL's name of `T`, where NCCL reduces it.
 fn data_type<T: 'static>() -> Option<sys::ncclDataType_t> {
     use std::any::TypeId;
     use sys::ncclDataType_t as N;

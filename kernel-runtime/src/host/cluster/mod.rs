@@ -35,6 +35,9 @@ use super::order::Access;
 use crate::device_copy::DeviceCopy;
 
 mod halo;
+pub(crate) mod op;
+
+pub use op::ReduceOp;
 
 /// This process's place in an MPI job, and its device (see the module doc).
 ///
@@ -172,22 +175,48 @@ impl Cluster {
         a.copy_from_host_at(0, &values)
     }
 
-    /// Makes `a` on every rank the element-wise sum of `a` over the ranks. A floating-point
-    /// sum's rounding depends on MPI's order of addition, and so on the number of ranks:
-    /// [`gather`](Self::gather) and a sum in a fixed order give the same bits for any number.
+    /// Makes `a` on every rank the element-wise sum of `a` over the ranks:
+    /// [`all_reduce`](Self::all_reduce) with [`ReduceOp::Sum`].
     pub fn all_reduce_sum<T, D>(&self, a: &mut DeviceArray<T, D>) -> Result<(), Error>
     where
         T: DeviceCopy + Equivalence,
         D: Rank,
     {
-        if let Some(summed) = self.nccl_for(a.device())?.and_then(|n| n.all_reduce_sum(a)) {
-            return summed;
+        self.all_reduce(a, ReduceOp::Sum)
+    }
+
+    /// Makes `a` on every rank the element-wise reduction `op` of `a` over the ranks (mpi4py's
+    /// `comm.Allreduce(MPI.IN_PLACE, a, op)`). A floating-point sum's or product's rounding
+    /// depends on the order of the operations, and so on the number of ranks:
+    /// [`gather`](Self::gather) and a reduction in a fixed order give the same bits for any
+    /// number.
+    ///
+    /// ```no_run
+    /// use kernel_runtime::cluster::{Cluster, ReduceOp};
+    /// Cluster::run(|cluster| {
+    ///     let mut worst = cluster.device().to_device(&[cluster.rank() as f32 * 0.5])?;
+    ///     cluster.all_reduce(&mut worst, ReduceOp::Max)?;
+    ///     Ok::<(), kernel_runtime::Error>(())
+    /// })
+    /// ```
+    pub fn all_reduce<T, D>(&self, a: &mut DeviceArray<T, D>, op: ReduceOp) -> Result<(), Error>
+    where
+        T: DeviceCopy + Equivalence,
+        D: Rank,
+    {
+        if let Some(done) = self.nccl_for(a.device())?.and_then(|n| n.all_reduce(a, op)) {
+            return done;
         }
         let mine = a.to_vec()?;
-        let mut sum = mine.clone();
-        self.world
-            .all_reduce_into(&mine[..], &mut sum[..], SystemOperation::sum());
-        a.copy_from_host_at(0, &sum)
+        let mut all = mine.clone();
+        let mpi_op = match op {
+            ReduceOp::Sum => SystemOperation::sum(),
+            ReduceOp::Prod => SystemOperation::product(),
+            ReduceOp::Max => SystemOperation::max(),
+            ReduceOp::Min => SystemOperation::min(),
+        };
+        self.world.all_reduce_into(&mine[..], &mut all[..], mpi_op);
+        a.copy_from_host_at(0, &all)
     }
 
     /// The elements of `a` on every rank, concatenated in rank order, on rank `root` (`None`
