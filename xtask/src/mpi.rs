@@ -161,6 +161,20 @@ pub fn run_steps(ctx: &Context, provision_mpi: bool, steps: &mut Steps) {
         }
     }
     let ok = steps.run_with(
+        "mpirun: a failing NCCL call ends the job",
+        util::Outcome::Fail,
+        || {
+            let mut job = mpirun(ctx, 2, &cluster, &[]);
+            on_fake_gpus(&mut job, &fakes, 4);
+            job.env("KERNEL_NCCL", "1")
+                .env("FAKE_CUDA_FAIL", "ncclAllReduce=5@2");
+            failing_job_ends(job)
+        },
+    );
+    if !ok {
+        return;
+    }
+    let ok = steps.run_with(
         "mpirun: KERNEL_NCCL=1 with two ranks on one GPU fails",
         util::Outcome::Fail,
         || {

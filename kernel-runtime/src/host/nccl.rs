@@ -127,9 +127,8 @@ impl Nccl {
             // SAFETY: `comm` is an out-pointer; the context of this rank's GPU is current.
             call("joining the NCCL communicator", || unsafe {
                 result::comm_init_rank(&mut comm, ranks, unique, rank)
-            })
-            .map(drop)
-            .map_err(|e| e.to_string())
+            })?;
+            Ok(())
         })?;
         Ok(Nccl {
             comm,
@@ -211,7 +210,8 @@ impl Nccl {
         work: impl FnOnce(sys::cudaStream_t) -> Result<result::NcclStatus, NcclFailure>,
     ) -> Result<(), Error> {
         gpu(&self.device).queue(what, uses, |stream| {
-            work(stream.cast()).map(drop).map_err(|e| e.to_string())
+            work(stream.cast())?;
+            Ok(())
         })
     }
 }
@@ -253,16 +253,34 @@ fn data_type<T: 'static>() -> Option<sys::ncclDataType_t> {
     table.iter().find(|(id, _)| *id == t).map(|&(_, n)| n)
 }
 
-/// Runs an NCCL call; its error, or a panic of the loader (a function missing from an old
-/// NCCL), as text that says what failed.
+/// Runs the NCCL call `what`; its error, or a panic of the loader (a function missing from an
+/// old NCCL), as one that says what failed.
 fn call<T>(what: &str, f: impl FnOnce() -> Result<T, result::NcclError>) -> Result<T, NcclFailure> {
+    let failed = |message| NcclFailure {
+        what: what.to_string(),
+        message,
+    };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(NcclFailure(format!("{what}: NCCL returned {:?}", e.0))),
-        Err(payload) => Err(NcclFailure(format!(
-            "{what}: NCCL is missing a function: {}",
+        Ok(Err(e)) => Err(failed(describe(e.0))),
+        Err(payload) => Err(failed(format!(
+            "NCCL is missing a function: {}",
             crate::cpu::fault::describe_panic(payload)
         ))),
+    }
+}
+
+/// `ncclInvalidUsage (invalid usage)`: the result's name and NCCL's words for it.
+fn describe(e: sys::ncclResult_t) -> String {
+    let words = std::panic::catch_unwind(|| {
+        // SAFETY: NCCL returns a static NUL-terminated string for every result.
+        unsafe { std::ffi::CStr::from_ptr(sys::ncclGetErrorString(e)) }
+            .to_string_lossy()
+            .into_owned()
+    });
+    match words {
+        Ok(words) => format!("NCCL returned {e:?} ({words})"),
+        Err(_) => format!("NCCL returned {e:?}"),
     }
 }
 
@@ -271,20 +289,17 @@ fn guarded(f: impl FnOnce() -> bool) -> bool {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(false)
 }
 
-/// A failed NCCL call, described.
-struct NcclFailure(String);
-
-impl std::fmt::Display for NcclFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}; KERNEL_NCCL=0 keeps the collectives on MPI", self.0)
-    }
+/// A failed NCCL call: which, and why.
+struct NcclFailure {
+    what: String,
+    message: String,
 }
 
 impl From<NcclFailure> for Error {
     fn from(e: NcclFailure) -> Error {
         Error::Cuda {
-            op: "an NCCL call".into(),
-            message: e.to_string(),
+            op: e.what,
+            message: format!("{}; KERNEL_NCCL=0 keeps the collectives on MPI", e.message),
         }
     }
 }

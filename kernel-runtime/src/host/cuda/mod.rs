@@ -263,23 +263,20 @@ impl CudaDevice {
         Ok(())
     }
 
-    /// Queues another library's work on the device's stream (NCCL's collectives), ordered by
-    /// the array uses `uses` like a copy: `work` gets the context bound and the stream, and
-    /// says what failed.
+    /// Queues another library's work (`what`: NCCL's collectives) on the device's stream,
+    /// ordered by the array uses `uses` like a copy: `work` gets the context bound and the
+    /// stream.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn queue(
         &self,
         what: &str,
         uses: &[Use<'_>],
-        work: impl FnOnce(sys::CUstream) -> Result<(), String>,
+        work: impl FnOnce(sys::CUstream) -> Result<(), Error>,
     ) -> Result<(), Error> {
         self.outside_capture(what)?;
         self.bind()?;
         self.enter(&self.stream, uses)?;
-        work(self.stream.cu_stream()).map_err(|message| Error::Cuda {
-            op: what.to_string(),
-            message,
-        })
+        work(self.stream.cu_stream())
     }
 
     /// A new stream of the device (Numba's `cuda.stream()`).
