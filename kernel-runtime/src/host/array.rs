@@ -2,9 +2,9 @@
 //! `Vec` and `ndarray`.
 
 use super::bytes::{bytes_of, bytes_of_mut, cast_vec};
+use super::device::outside_cpu_replay;
 use super::device::Device;
 use super::error::Error;
-use super::graph::outside_cpu_replay;
 use super::order::{Access, Users};
 use super::ptr::DevicePtr;
 pub use super::shape::{Rank, ShapeArg, ShapeComponent};

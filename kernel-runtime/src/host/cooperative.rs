@@ -62,7 +62,7 @@ pub fn check_cooperative(
     static_shared: usize,
 ) -> Result<(), Error> {
     // A GPU's cooperative launch allocates its grid barrier's counter, which a capture refuses.
-    super::graph::outside_cpu_replay(device, "a cooperative launch")?;
+    super::device::outside_cpu_replay(device, "a cooperative launch")?;
     let shared = config.block_shared_bytes(static_shared);
     let limit = limit(device, kernel, ptx, config.block, shared)?;
     let blocks = config.grid.volume();
@@ -96,7 +96,6 @@ pub unsafe fn cuda_launch_cooperative(
 ) -> Result<(), Error> {
     let gpu = device.gpu().ok_or(Error::NoDevice { kernel })?;
     let ptx = ptx.map_err(|reason| Error::NoPtx { kernel, reason })?;
-    let shared = config.block_shared_bytes(static_shared);
     let (counter, counter_users) = (gpu.alloc(4, true)?, Users::default());
     let mut with_counter = GpuParams {
         pointers: std::mem::take(&mut params.pointers),
@@ -104,9 +103,10 @@ pub unsafe fn cuda_launch_cooperative(
     };
     with_counter.push(&counter);
     with_counter.uses(&counter_users, Access::Write);
+    let shape = config.on_gpu(static_shared, true);
     // SAFETY: the caller's contract, and the counter is the entry's last parameter; it lives
     // until `free`, which the device's stream orders after the launch (its users).
-    let launched = unsafe { gpu.launch(kernel, ptx, config, shared, &mut with_counter, true) };
+    let launched = unsafe { gpu.launch(kernel, ptx, &shape, &mut with_counter) };
     gpu.free(counter, &counter_users);
     launched
 }

@@ -1,14 +1,35 @@
 //! [`Device`]: where kernels run and arrays live.
 
-use super::array::{DeviceArray, Rank, ShapeArg, ToDevice};
 use super::cuda::{self, CudaDevice};
 use super::error::Error;
-use super::event::Event;
-use super::stream::Stream;
-use crate::device_copy::{AnyBitPattern, DeviceCopy};
-use crate::dim::Dim3;
+pub use super::limits::Limits;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+thread_local! {
+    /// Whether this thread is replaying a graph of the CPU backend, whose work may do only
+    /// what a GPU's graph holds.
+    static CPU_REPLAY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// `Err` where this thread replays a graph of the CPU backend: `what` (an allocation, a copy,
+/// a wait) is refused there as a GPU refuses it in a capture, so that a program tested on the
+/// CPU backend does on a GPU what it did there.
+pub(crate) fn outside_cpu_replay(device: &Device, what: &str) -> Result<(), Error> {
+    match device.gpu().is_none() && CPU_REPLAY.with(Cell::get) {
+        true => Err(Error::InCapture { what: what.into() }),
+        false => Ok(()),
+    }
+}
+
+/// Runs `f` as a replay of a CPU backend's graph ([`outside_cpu_replay`] refuses in it).
+pub(crate) fn replaying_on_cpu<R>(f: impl FnOnce() -> R) -> R {
+    let outer = CPU_REPLAY.with(|r| r.replace(true));
+    let result = f();
+    CPU_REPLAY.with(|r| r.set(outer));
+    result
+}
 
 /// Which backend a [`Device`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -20,47 +41,6 @@ pub enum DeviceKind {
     CpuChecked,
     /// The CUDA GPU with this ordinal.
     Cuda(usize),
-}
-
-/// The limits a launch is checked against.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// Largest block dimensions.
-    pub max_block: Dim3,
-    /// Largest grid dimensions.
-    pub max_grid: Dim3,
-    /// Most threads in one block.
-    pub max_threads_per_block: u32,
-    /// Most shared memory (static and dynamic) per block without opting in, in bytes: 48 KiB.
-    pub max_shared_bytes: usize,
-    /// Most shared memory per block with the opt-in (CUDA's
-    /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`: 227 KiB on an H100 or H200,
-    /// 163 KiB on an A100, 96 KiB on a V100). A launch whose dynamic shared memory takes a block
-    /// past `max_shared_bytes` opts in by itself, up to this.
-    pub max_shared_bytes_optin: usize,
-}
-
-impl Limits {
-    /// The limits every CUDA GPU since compute capability 3.0 offers without opting in.
-    pub const CUDA_DEFAULT: Limits = Limits {
-        max_block: Dim3::new(1024, 1024, 64),
-        max_grid: Dim3::new(2_147_483_647, 65535, 65535),
-        max_threads_per_block: 1024,
-        max_shared_bytes: 48 * 1024,
-        max_shared_bytes_optin: 48 * 1024,
-    };
-
-    /// The CPU backend's limits: CUDA's defaults, so that a kernel that launches on the CPU
-    /// launches on a GPU, and the shared memory of the largest GPUs' opt-in (227 KiB, sm_90).
-    pub const CPU: Limits = Limits {
-        max_shared_bytes_optin: 227 * 1024,
-        ..Limits::CUDA_DEFAULT
-    };
-
-    /// The most shared memory a block can have, opting in where the device allows.
-    pub fn shared_bytes_limit(&self) -> usize {
-        self.max_shared_bytes.max(self.max_shared_bytes_optin)
-    }
 }
 
 #[derive(Debug)]
@@ -229,31 +209,6 @@ impl Device {
         self.inner.cuda.as_ref()
     }
 
-    /// Records an event on the device's queue, after all the work queued on it so far, its
-    /// streams' included: the time between two events is the time the device took for the work
-    /// queued between them (on the CPU backend, which runs each call to completion, the
-    /// wall-clock time).
-    ///
-    /// ```
-    /// # use kernel_runtime::Device;
-    /// let dev = Device::cpu();
-    /// let start = dev.event()?;
-    /// let x = dev.zeros::<f32, _>(1000)?;
-    /// let end = dev.event()?;
-    /// assert!(start.elapsed_ms(&end)? >= 0.0);
-    /// # Ok::<(), kernel_runtime::Error>(())
-    /// ```
-    pub fn event(&self) -> Result<Event, Error> {
-        Event::record(self)
-    }
-
-    /// A new stream of this device, for kernels and copies that may run at the same time as
-    /// other streams' ([`LaunchConfig::on_stream`](crate::LaunchConfig::on_stream),
-    /// [`Stream::upload`], [`Stream::download`]).
-    pub fn stream(&self) -> Result<Stream, Error> {
-        Stream::new(self)
-    }
-
     /// The device `KERNEL_DEVICE` names: `cpu`, `cpu-checked` ([`Device::cpu_checked`]), `cuda`
     /// (GPU 0) or `cuda:N`; unset or empty
     /// means the first usable CUDA GPU when the program has PTX for its kernels, else the CPU
@@ -318,66 +273,11 @@ impl Device {
     /// Waits until all work queued on this device, on every stream, has finished (immediate on
     /// the CPU); a kernel that failed on the GPU since the last wait is reported here.
     pub fn synchronize(&self) -> Result<(), Error> {
-        super::graph::outside_cpu_replay(self, "waiting for the device")?;
+        outside_cpu_replay(self, "waiting for the device")?;
         match self.gpu() {
             Some(gpu) => gpu.synchronize(),
             None => Ok(()),
         }
-    }
-
-    /// Copies a slice, `Vec` or `ndarray` array to this device.
-    pub fn to_device<H: ToDevice + ?Sized>(
-        &self,
-        host: &H,
-    ) -> Result<DeviceArray<H::Elem, H::Dim>, Error> {
-        DeviceArray::from_host(self, host)
-    }
-
-    /// A zero-filled array of `shape` (`n`, `(n, m)` or `(n, m, k)`).
-    pub fn zeros<T: DeviceCopy, S: ShapeArg>(
-        &self,
-        shape: S,
-    ) -> Result<DeviceArray<T, S::Dim>, Error> {
-        DeviceArray::zeros(self, shape.into_shape()?)
-    }
-
-    /// An array of `shape` whose memory is not cleared, like Numba's `cuda.device_array` or
-    /// `cupy.empty`: for outputs and scratch space that a kernel overwrites before anything
-    /// reads them. Saves the memory-wide clearing [`zeros`](Self::zeros) costs on a GPU.
-    ///
-    /// Its elements are unspecified until written: on a GPU, whatever the memory held; on the
-    /// CPU backend, zeros; in checked mode, all-one bits (NaN for floats, `MAX` or -1 for
-    /// integers), so that a kernel reading elements it never wrote shows it in its results.
-    ///
-    /// ```
-    /// use kernel_runtime::{Device, ndarray::Array2};
-    /// let dev = Device::cpu();
-    /// let mut out = dev.empty::<f32, _>((2, 3))?;
-    /// out.copy_from_host(&Array2::from_elem((2, 3), 1.0f32))?;
-    /// assert_eq!(out.to_vec()?, vec![1.0; 6]);
-    /// # Ok::<(), kernel_runtime::Error>(())
-    /// ```
-    pub fn empty<T: AnyBitPattern, S: ShapeArg>(
-        &self,
-        shape: S,
-    ) -> Result<DeviceArray<T, S::Dim>, Error> {
-        DeviceArray::empty(self, shape.into_shape()?)
-    }
-
-    /// An uncleared array with the shape of `like`: [`empty`](Self::empty) for its shape.
-    pub fn empty_like<T: AnyBitPattern, U: DeviceCopy, D: Rank>(
-        &self,
-        like: &DeviceArray<U, D>,
-    ) -> Result<DeviceArray<T, D>, Error> {
-        DeviceArray::empty(self, like.raw_dim())
-    }
-
-    /// A zero-filled array with the shape of `like`.
-    pub fn zeros_like<T: DeviceCopy, U: DeviceCopy, D: Rank>(
-        &self,
-        like: &DeviceArray<U, D>,
-    ) -> Result<DeviceArray<T, D>, Error> {
-        DeviceArray::zeros(self, like.raw_dim())
     }
 }
 

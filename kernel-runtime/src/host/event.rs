@@ -106,3 +106,23 @@ impl Event {
         }
     }
 }
+
+impl Device {
+    /// Records an event on the device's queue, after all the work queued on it so far, its
+    /// streams' included: the time between two events is the time the device took for the work
+    /// queued between them (on the CPU backend, which runs each call to completion, the
+    /// wall-clock time).
+    ///
+    /// ```
+    /// # use kernel_runtime::Device;
+    /// let dev = Device::cpu();
+    /// let start = dev.event()?;
+    /// let x = dev.zeros::<f32, _>(1000)?;
+    /// let end = dev.event()?;
+    /// assert!(start.elapsed_ms(&end)? >= 0.0);
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    pub fn event(&self) -> Result<Event, Error> {
+        Event::record(self)
+    }
+}

@@ -2,25 +2,8 @@
 //! (`cudaStreamBeginCapture`, `cudaGraphLaunch`) are.
 
 use super::cuda::Captured;
-use super::device::Device;
+use super::device::{replaying_on_cpu, Device};
 use super::error::Error;
-use std::cell::Cell;
-
-thread_local! {
-    /// Whether this thread is replaying a graph of the CPU backend, whose work may do only
-    /// what a GPU's graph holds.
-    static CPU_REPLAY: Cell<bool> = const { Cell::new(false) };
-}
-
-/// `Err` where this thread replays a graph of the CPU backend: `what` (an allocation, a copy,
-/// a wait) is refused there as a GPU refuses it in a capture, so that a program tested on the
-/// CPU backend does on a GPU what it did there.
-pub(crate) fn outside_cpu_replay(device: &Device, what: &str) -> Result<(), Error> {
-    match device.gpu().is_none() && CPU_REPLAY.with(Cell::get) {
-        true => Err(Error::InCapture { what: what.into() }),
-        false => Ok(()),
-    }
-}
 
 /// Kernel launches captured once by [`Device::capture`] and replayed by [`Graph::launch`]: on a
 /// GPU one `cuGraphLaunch` replays every launch, at a fraction of their launch costs; on the
@@ -94,10 +77,9 @@ impl Graph<'_> {
             (Some(gpu), Some(captured)) => gpu.launch_graph(captured),
             (Some(_), None) => Ok(()),
             (None, _) => {
-                let outer = CPU_REPLAY.with(|r| r.replace(true));
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut self.work));
-                CPU_REPLAY.with(|r| r.set(outer));
-                result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                let work = &mut self.work;
+                replaying_on_cpu(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)))
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             }
         }
     }

@@ -237,9 +237,8 @@ pub unsafe fn cuda_launch(
 ) -> Result<(), Error> {
     let gpu = device.gpu().ok_or(Error::NoDevice { kernel })?;
     let ptx = ptx.map_err(|reason| Error::NoPtx { kernel, reason })?;
-    let shared = config.block_shared_bytes(static_shared);
     // SAFETY: the caller's contract.
-    unsafe { gpu.launch(kernel, ptx, config, shared, params, false) }
+    unsafe { gpu.launch(kernel, ptx, &config.on_gpu(static_shared, false), params) }
 }
 
 /// The device a launch runs on: the configuration's, else the first array argument's; every

@@ -1,8 +1,10 @@
 //! Launch configurations: `(blocks, threads)` with one to three dimensions each, optional
 //! dynamic shared memory, checked against the device's limits.
 
-use super::device::{Device, Limits};
+use super::cuda::Launch;
+use super::device::Device;
 use super::error::LaunchError;
+use super::limits::Limits;
 use super::stream::Stream;
 use crate::dim::Dim3;
 
@@ -160,6 +162,18 @@ impl LaunchConfig {
     /// shared arrays: those, aligned to 16 bytes, then the dynamic bytes.
     pub fn block_shared_bytes(&self, static_shared: usize) -> usize {
         crate::shared::align_up(static_shared, 16).saturating_add(self.dynamic_shared_bytes)
+    }
+
+    /// What the launch asks of a GPU, for a kernel with `static_shared` bytes of static shared
+    /// arrays.
+    pub(crate) fn on_gpu(&self, static_shared: usize, cooperative: bool) -> Launch<'_> {
+        Launch {
+            grid: self.grid,
+            block: self.block,
+            shared_bytes: self.block_shared_bytes(static_shared),
+            stream: self.stream.as_ref().and_then(|s| s.cuda()),
+            cooperative,
+        }
     }
 
     /// Checks the configuration against `limits` for a kernel with `static_shared` bytes of

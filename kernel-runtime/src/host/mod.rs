@@ -1,5 +1,6 @@
 //! The host API: devices, device arrays, launch configurations and errors.
 
+pub(crate) mod alloc;
 pub mod array;
 pub(crate) mod bytes;
 #[cfg(feature = "mpi")]
@@ -16,6 +17,7 @@ pub mod graph;
 pub mod instance;
 pub(crate) mod kernel;
 pub mod launch;
+pub mod limits;
 pub(crate) mod link;
 pub mod mapped;
 #[cfg(feature = "mpi")]

@@ -10,9 +10,9 @@ use std::ops::RangeBounds;
 use ndarray::{ArrayView, ArrayViewMut, Dimension};
 
 use super::array::{within, zeroed_vec, DeviceArray, Rank, ShapeArg};
+use super::device::outside_cpu_replay;
 use super::device::Device;
 use super::error::Error;
-use super::graph::outside_cpu_replay;
 use super::order::{Access, Users};
 use super::transfer::{PinnedSlice, PinnedSliceMut};
 use crate::device_copy::DeviceCopy;

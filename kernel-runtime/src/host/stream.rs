@@ -95,3 +95,12 @@ impl Stream {
         }
     }
 }
+
+impl Device {
+    /// A new stream of this device, for kernels and copies that may run at the same time as
+    /// other streams' ([`LaunchConfig::on_stream`](crate::LaunchConfig::on_stream),
+    /// [`Stream::upload`], [`Stream::download`]).
+    pub fn stream(&self) -> Result<Stream, Error> {
+        Stream::new(self)
+    }
+}

@@ -11,9 +11,9 @@
 use std::marker::PhantomData;
 
 use super::array::{DeviceArray, Rank};
+use super::device::outside_cpu_replay;
 use super::device::Device;
 use super::error::Error;
-use super::graph::outside_cpu_replay;
 use super::order::{Access, Users};
 use super::stream::Stream;
 use crate::device_copy::DeviceCopy;

@@ -6,9 +6,8 @@
 //! Every driver call is made only after [`probe`] has found `libcuda`: `cudarc` panics when a
 //! function of a missing library is called, and a missing GPU must be an error, never a panic.
 
-use super::device::Limits;
 use super::error::{Error, LaunchError};
-use super::launch::LaunchConfig;
+use super::limits::Limits;
 use super::order::{self, Use};
 use super::params::GpuParams;
 use crate::dim::Dim3;
@@ -40,6 +39,17 @@ const STICKY: &[sys::CUresult] = &[
     sys::CUresult::CUDA_ERROR_HARDWARE_STACK_ERROR,
     sys::CUresult::CUDA_ERROR_LAUNCH_TIMEOUT,
 ];
+
+/// What a launch asks of a GPU: its grid and blocks, each block's shared memory (static and
+/// dynamic), the user stream to queue it on (the device's own where none), and whether its
+/// blocks must all be resident at once (a cooperative launch).
+pub(crate) struct Launch<'a> {
+    pub(crate) grid: Dim3,
+    pub(crate) block: Dim3,
+    pub(crate) shared_bytes: usize,
+    pub(crate) stream: Option<&'a Arc<CudaStream>>,
+    pub(crate) cooperative: bool,
+}
 
 /// Runs `f`, turning a panic of `cudarc` (a driver too old to have a function it loads) into an
 /// error.
@@ -386,13 +396,11 @@ impl CudaDevice {
         &self,
         kernel: &'static str,
         ptx: &'static str,
-        config: &LaunchConfig,
-        shared_bytes: usize,
+        shape: &Launch<'_>,
         params: &mut GpuParams<'_>,
-        cooperative: bool,
     ) -> Result<(), Error> {
         self.bind()?;
-        let on = config.stream.as_ref().and_then(|s| s.cuda());
+        let (on, shared_bytes) = (shape.stream, shape.shared_bytes);
         let f = self.function_with_shared(kernel, ptx, shared_bytes)?;
         let captured = self.capture_stream();
         let stream = match (on, &captured) {
@@ -410,8 +418,8 @@ impl CudaDevice {
             self.enter(stream, &params.uses)?;
         }
         *self.last_kernel.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernel);
-        let (g, b) = (config.grid, config.block);
-        let launch = match cooperative {
+        let (g, b) = (shape.grid, shape.block);
+        let launch = match shape.cooperative {
             true => result::launch_cooperative_kernel,
             false => result::launch_kernel,
         };
