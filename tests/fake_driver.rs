@@ -840,6 +840,8 @@ fn mapped_arrays_are_host_memory_the_kernels_use_in_place() {
         &[],
         |log| {
             let gpu = fake_gpu();
+            let huge = gpu.mapped::<f64, _>((1usize << 40, 1usize << 30));
+            assert!(matches!(huge, Err(Error::TooLarge { .. })), "{huge:?}");
             let mut x = gpu.mapped::<u32, _>(1000).unwrap();
             x.host_view_mut().unwrap().fill(5);
             let host = {
@@ -1029,6 +1031,21 @@ fn two_gpus_copy_to_each_other_after_the_work_they_wait_for() {
             let _ = host.to_device(g1).unwrap().to_vec().unwrap();
             assert_eq!(log.count("peer access "), 2, "one grant each way");
             assert_eq!(log.count("peer 1024 "), 2);
+            // A stream of one GPU copies no array of the other.
+            let (s1, pinned) = (g1.stream().unwrap(), g0.pinned::<f32, _>(256).unwrap());
+            let copies = log.count("htod ");
+            let refused = s1.upload(pinned.slice(..).unwrap(), &mut back);
+            assert!(
+                matches!(
+                    refused,
+                    Err(Error::DeviceMismatch {
+                        argument: "the stream",
+                        ..
+                    })
+                ),
+                "{refused:?}"
+            );
+            assert_eq!(log.count("htod "), copies, "nothing reached the driver");
         },
     );
 }

@@ -68,3 +68,17 @@ fn only_arrays_in_host_memory_are_viewed_in_place() {
         }
     }
 }
+
+#[test]
+fn a_mapped_array_larger_than_memory_can_address_is_refused() {
+    for dev in backends() {
+        let err = dev
+            .mapped::<f64, _>((1usize << 40, 1usize << 30))
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::TooLarge { .. }),
+            "{:?}: {err}",
+            dev.kind()
+        );
+    }
+}

@@ -144,3 +144,54 @@ fn copies_on_a_stream_out_of_range_are_refused() {
         assert!(host.slice(3..3).unwrap().is_empty());
     }
 }
+
+#[test]
+fn copies_on_a_stream_of_another_device_are_refused() {
+    let all = backends();
+    for (i, dev) in all.iter().enumerate() {
+        let other = &all[(i + 1) % all.len()];
+        let s = other.stream().unwrap();
+        let mut host = dev.pinned::<u16, _>(4).unwrap();
+        host.copy_from_slice(&[1, 2, 3, 4]);
+        let mut d = dev.zeros::<u16, _>(4).unwrap();
+        let err = s.upload(host.slice(..).unwrap(), &mut d).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::DeviceMismatch {
+                    argument: "the stream",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let err = s.download(&d, host.slice_mut(..).unwrap()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::DeviceMismatch {
+                    argument: "the stream",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // Nothing was copied either way.
+        assert_eq!(d.to_vec().unwrap(), [0; 4]);
+        assert_eq!(&host[..], [1, 2, 3, 4]);
+    }
+}
+
+#[test]
+fn a_pinned_array_larger_than_memory_can_address_is_refused() {
+    for dev in backends() {
+        let err = dev
+            .pinned::<f64, _>((1usize << 40, 1usize << 30))
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::TooLarge { .. }),
+            "{:?}: {err}",
+            dev.kind()
+        );
+    }
+}

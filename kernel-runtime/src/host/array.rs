@@ -163,7 +163,9 @@ impl<T: DeviceCopy + std::fmt::Debug, D: Rank> std::fmt::Debug for DeviceArray<T
     }
 }
 
-fn checked_len(shape: &[usize], elem: usize) -> Result<usize, Error> {
+/// The elements of an array of `shape` with elements of `elem` bytes, where its bytes fit the
+/// address space; else [`Error::TooLarge`].
+pub(crate) fn checked_len(shape: &[usize], elem: usize) -> Result<usize, Error> {
     shape
         .iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))

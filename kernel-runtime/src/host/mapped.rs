@@ -9,7 +9,7 @@
 
 use ndarray::{ArrayView, ArrayViewMut, Dimension};
 
-use super::array::{DeviceArray, Rank, ShapeArg};
+use super::array::{checked_len, DeviceArray, Rank, ShapeArg};
 use super::device::Device;
 use super::error::Error;
 use super::order::Access;
@@ -44,13 +44,7 @@ impl Device {
             return self.zeros(shape);
         };
         let dim = shape.into_shape()?;
-        let bytes = dim
-            .size()
-            .checked_mul(std::mem::size_of::<T>())
-            .filter(|&b| b <= isize::MAX as usize)
-            .ok_or_else(|| Error::TooLarge {
-                shape: dim.slice().to_vec(),
-            })?;
+        let bytes = checked_len(dim.slice(), std::mem::size_of::<T>())? * std::mem::size_of::<T>();
         if bytes == 0 {
             return DeviceArray::zeros(self, dim);
         }

@@ -9,7 +9,7 @@ use std::ops::RangeBounds;
 
 use ndarray::{ArrayView, ArrayViewMut, Dimension};
 
-use super::array::{within, zeroed_vec, DeviceArray, Rank, ShapeArg};
+use super::array::{checked_len, within, zeroed_vec, DeviceArray, Rank, ShapeArg};
 use super::device::outside_cpu_replay;
 use super::device::Device;
 use super::error::Error;
@@ -68,13 +68,8 @@ impl Device {
         shape: S,
     ) -> Result<PinnedArray<T, S::Dim>, Error> {
         let dim = shape.into_shape()?;
-        let len = dim.size();
-        let bytes = len
-            .checked_mul(std::mem::size_of::<T>())
-            .filter(|&b| b <= isize::MAX as usize)
-            .ok_or_else(|| Error::TooLarge {
-                shape: dim.slice().to_vec(),
-            })?;
+        let len = checked_len(dim.slice(), std::mem::size_of::<T>())?;
+        let bytes = len * std::mem::size_of::<T>();
         let memory = match self.gpu() {
             Some(gpu) if bytes > 0 => {
                 let ptr = gpu.alloc_host(bytes)?.cast::<T>();
