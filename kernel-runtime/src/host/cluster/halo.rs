@@ -270,11 +270,28 @@ fn halo_room(
     let start = if before { halo } else { 0 };
     let end = len.checked_sub(if after { halo } else { 0 });
     match end {
-        Some(end) if end >= start + halo => Ok(start..end),
+        Some(end) if end >= start.saturating_add(halo) => Ok(start..end),
         _ => Err(Error::ShapeMismatch {
             what: format!("the {what} of rank {rank}'s array for a halo exchange of {halo}"),
-            expected: vec![start + halo + if after { halo } else { 0 }],
+            expected: vec![start
+                .saturating_add(halo)
+                .saturating_add(if after { halo } else { 0 })],
             found: vec![len],
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::halo_room;
+
+    #[test]
+    fn halos_past_the_array_are_refused_for_any_size() {
+        assert_eq!(halo_room(10, 2, true, true, 0, "rows").unwrap(), 2..8);
+        assert_eq!(halo_room(4, 2, false, true, 0, "rows").unwrap(), 0..2);
+        for halo in [6, usize::MAX / 2, usize::MAX] {
+            assert!(halo_room(10, halo, true, true, 1, "rows").is_err());
+            assert!(halo_room(10, halo, true, false, 1, "rows").is_err());
+        }
     }
 }
