@@ -88,7 +88,7 @@ fn other_device(c: &Cluster) -> Result {
     }
 }
 
-const CHECKS: [(&str, fn(&Cluster) -> Result); 9] = [
+const CHECKS: [(&str, fn(&Cluster) -> Result); 11] = [
     (
         "the collectives go where EXPECT_NCCL says",
         nccl_as_expected,
@@ -104,6 +104,11 @@ const CHECKS: [(&str, fn(&Cluster) -> Result); 9] = [
         halo_blocks,
     ),
     ("an array of another device", other_device),
+    ("send_recv passes arrays around a ring", ring),
+    (
+        "send and recv refuse arrays of other lengths on both ranks",
+        send_mismatch,
+    ),
 ];
 
 fn check(ok: bool, what: impl FnOnce() -> String) -> Result {
@@ -277,4 +282,51 @@ fn halo_blocks(c: &Cluster) -> Result {
     check(matches!(refused, Err(Error::Mpi { .. })), || {
         "a grid of the wrong size was taken".into()
     })
+}
+
+fn ring(c: &Cluster) -> Result {
+    let (r, n) = (c.rank(), c.size());
+    let (to, from) = ((r + 1) % n, (r + n - 1) % n);
+    let mine = c.device().to_device(&[r as u32 * 7; 3]).map_err(err)?;
+    let mut got = c.device().zeros::<u32, _>(3).map_err(err)?;
+    let done = c.send_recv(&mine, to, &mut got, from);
+    if n == 1 {
+        return check(matches!(done, Err(Error::Mpi { .. })), || {
+            format!("a rank sent to itself: {done:?}")
+        });
+    }
+    done.map_err(err)?;
+    let got = got.to_vec().map_err(err)?;
+    check(got == [from as u32 * 7; 3], || {
+        format!("rank {r} got {got:?} from rank {from}")
+    })
+}
+
+fn send_mismatch(c: &Cluster) -> Result {
+    let (r, last) = (c.rank(), c.size() - 1);
+    if last == 0 {
+        return Ok(());
+    }
+    let four = c.device().to_device(&[1.5f64; 4]).map_err(err)?;
+    let mut five = c.device().zeros::<f64, _>(5).map_err(err)?;
+    let mut room = c.device().zeros::<f64, _>(4).map_err(err)?;
+    // Refused on both ranks, then a transfer that fits goes through.
+    let (refused, then) = match r {
+        0 => (c.send(&four, last), c.send(&four, last)),
+        r if r == last => (c.recv(&mut five, 0), c.recv(&mut room, 0)),
+        _ => return Ok(()),
+    };
+    check(matches!(refused, Err(Error::ShapeMismatch { .. })), || {
+        format!("rank {r}: {refused:?}")
+    })?;
+    then.map_err(err)?;
+    if r == last {
+        let got = room.to_vec().map_err(err)?;
+        check(got == [1.5; 4], || format!("rank {r} got {got:?}"))?;
+        let untouched = five.to_vec().map_err(err)?;
+        check(untouched == [0.0; 5], || {
+            format!("rank {r} wrote {untouched:?}")
+        })?;
+    }
+    Ok(())
 }

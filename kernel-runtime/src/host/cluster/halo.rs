@@ -6,7 +6,6 @@
 use std::ops::Range;
 
 use mpi::datatype::Equivalence;
-use mpi::traits::{Communicator, Destination, Source};
 use ndarray::Ix2;
 
 use super::{share, Cluster};
@@ -189,32 +188,6 @@ impl Cluster {
             a.columns_from_slice(own.end, &got)?;
         }
         Ok(())
-    }
-
-    /// Sends `send`'s elements to its rank and receives `recv.1` elements from its rank, at
-    /// once where there are both (`MPI_Sendrecv`), so that a chain of ranks never deadlocks.
-    fn swap<T: DeviceCopy + Equivalence>(
-        &self,
-        send: Option<(usize, Vec<T>)>,
-        recv: Option<(usize, usize)>,
-    ) -> Result<Option<Vec<T>>, Error> {
-        let process = |rank: usize| self.world.process_at_rank(rank as mpi::Rank);
-        let mut got = match recv {
-            Some((_, len)) => crate::host::array::zeroed_vec::<T>(len, || "the host".into())?,
-            None => Vec::new(),
-        };
-        match (&send, recv) {
-            (Some((to, values)), Some((from, _))) => {
-                let (to, from) = (process(*to), process(from));
-                mpi::point_to_point::send_receive_into(&values[..], &to, &mut got[..], &from);
-            }
-            (Some((to, values)), None) => process(*to).send(&values[..]),
-            (None, Some((from, _))) => {
-                process(from).receive_into(&mut got[..]);
-            }
-            (None, None) => {}
-        }
-        Ok(recv.map(|_| got))
     }
 }
 

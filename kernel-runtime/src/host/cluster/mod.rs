@@ -36,6 +36,7 @@ use crate::device_copy::DeviceCopy;
 
 mod halo;
 pub(crate) mod op;
+mod p2p;
 
 pub use op::ReduceOp;
 
