@@ -1,7 +1,8 @@
 //! A stand-in for NCCL, `libnccl.so`, beside the fake driver: the functions the runtime's
 //! collectives call, with NCCL's rules, between the processes of an MPI job on fake GPUs.
 //!
-//! The unique id names a directory that rank 0 makes; the ranks meet there through files. A
+//! The unique id names a directory that rank 0 makes (in `FAKE_NCCL_DIR`, else the temporary
+//! directory); the ranks meet there through files. A
 //! send writes a file that the receiving rank reads and removes; a collective has every rank
 //! write a file (its call, and its data where the others need it), then read the others'. Each
 //! call runs when it is queued, as the fake driver's copies do, reading and writing the fake
@@ -123,8 +124,12 @@ pub unsafe extern "C" fn ncclGetUniqueId(id: *mut ncclUniqueId) -> NcclResult {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |t| t.subsec_nanos());
-        let dir =
-            std::env::temp_dir().join(format!("fake-nccl-{}-{n}-{nanos}", std::process::id()));
+        let name = format!("fake-nccl-{}-{n}-{nanos}", std::process::id());
+        // The id holds 128 bytes: a FAKE_NCCL_DIR too deep gives way to the temporary directory.
+        let dir = std::env::var_os("FAKE_NCCL_DIR")
+            .map(|d| PathBuf::from(d).join(&name))
+            .filter(|d| d.as_os_str().len() < 128)
+            .unwrap_or_else(|| std::env::temp_dir().join(&name));
         std::fs::create_dir_all(&dir).or_else(|e| system(&dir, e))?;
         let path = dir.to_string_lossy().into_owned().into_bytes();
         if path.len() >= 128 {

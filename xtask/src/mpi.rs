@@ -271,9 +271,12 @@ fn fake_libraries(ctx: &Context) -> Result<PathBuf> {
 }
 
 /// Makes `cmd`'s ranks compute on `gpus` fake GPUs each, their driver and NCCL the fake in
-/// `fakes`, each logging for `tests/cluster.rs`'s check of the order of its streams.
+/// `fakes`, each logging for `tests/cluster.rs`'s check of the order of its streams. The fake
+/// NCCL's meeting places (which a job that fails leaves behind) go to `fakes` too, which the
+/// next run clears.
 fn on_fake_gpus(cmd: &mut Command, fakes: &Path, gpus: u32) {
     cmd.env_remove("KERNEL_DEVICE")
+        .env("FAKE_NCCL_DIR", fakes)
         .env("LD_LIBRARY_PATH", fakes)
         .env("FAKE_CUDA_DEVICES", gpus.to_string())
         .env("FAKE_CUDA_LOG", fakes.join("log.%p"));
