@@ -13,7 +13,7 @@ mod happens_before;
 
 use kernel_runtime::cluster::{Cluster, ReduceOp};
 use kernel_runtime::ndarray::Array2;
-use kernel_runtime::{Device, Error};
+use kernel_runtime::{Device, DeviceArray1, Error};
 
 type Result<T = ()> = std::result::Result<T, String>;
 
@@ -88,7 +88,7 @@ fn other_device(c: &Cluster) -> Result {
     }
 }
 
-const CHECKS: [(&str, fn(&Cluster) -> Result); 11] = [
+const CHECKS: [(&str, fn(&Cluster) -> Result); 13] = [
     (
         "the collectives go where EXPECT_NCCL says",
         nccl_as_expected,
@@ -98,6 +98,14 @@ const CHECKS: [(&str, fn(&Cluster) -> Result); 11] = [
     ("all_reduce_sum adds the ranks' arrays", all_reduce),
     ("all_reduce takes the max, min and product", reduce_ops),
     ("gather concatenates arrays of any length", gather),
+    (
+        "all_gather concatenates arrays of any length on every rank",
+        all_gather,
+    ),
+    (
+        "scatter splits the root's array into the ranks' parts",
+        scatter,
+    ),
     ("exchange_rows fills two halo rows", halo_rows),
     (
         "exchange_blocks fills the halos of a 2-D split",
@@ -329,4 +337,45 @@ fn send_mismatch(c: &Cluster) -> Result {
         })?;
     }
     Ok(())
+}
+
+fn all_gather(c: &Cluster) -> Result {
+    // Rank r gives r + 1 copies of 10 r.
+    let mine = vec![c.rank() as i32 * 10; c.rank() + 1];
+    let a = c.device().to_device(&mine).map_err(err)?;
+    let all = c.all_gather(&a).map_err(err)?;
+    check(all.device() == c.device(), || {
+        "the result is on another device".into()
+    })?;
+    let got = all.to_vec().map_err(err)?;
+    let want: Vec<i32> = (0..c.size())
+        .flat_map(|r| vec![r as i32 * 10; r + 1])
+        .collect();
+    check(got == want, || format!("rank {} got {got:?}", c.rank()))
+}
+
+fn scatter(c: &Cluster) -> Result {
+    // Rank r takes r + 2 elements of 0, 1, 2, ... from the last rank.
+    let (n, root) = (c.size(), c.size() - 1);
+    let total: usize = (0..n).map(|r| r + 2).sum();
+    let whole = c
+        .device()
+        .to_device(&(0..total as u32).collect::<Vec<_>>())
+        .map_err(err)?;
+    let mut part = c.device().zeros::<u32, _>(c.rank() + 2).map_err(err)?;
+    c.scatter(Some(&whole), &mut part, root).map_err(err)?;
+    let start: usize = (0..c.rank()).map(|r| r + 2).sum();
+    let want: Vec<u32> = (start as u32..(start + c.rank() + 2) as u32).collect();
+    let got = part.to_vec().map_err(err)?;
+    check(got == want, || format!("rank {} got {got:?}", c.rank()))?;
+    // A root's array of the wrong length is refused on every rank, and so is none.
+    let short = c.device().zeros::<u32, _>(total - 1).map_err(err)?;
+    let refused = c.scatter(Some(&short), &mut part, root);
+    check(matches!(refused, Err(Error::ShapeMismatch { .. })), || {
+        format!("rank {}: {refused:?}", c.rank())
+    })?;
+    let refused = c.scatter(None::<&DeviceArray1<u32>>, &mut part, 0);
+    check(matches!(refused, Err(Error::ShapeMismatch { .. })), || {
+        format!("rank {}: {refused:?}", c.rank())
+    })
 }

@@ -22,7 +22,7 @@ use std::fmt::Display;
 use std::ops::Range;
 
 use mpi::collective::SystemOperation;
-use mpi::datatype::{Equivalence, PartitionMut};
+use mpi::datatype::Equivalence;
 use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
@@ -30,13 +30,13 @@ use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 use super::array::{DeviceArray, Rank};
 use super::device::Device;
 use super::error::Error;
-use super::nccl::{Nccl, Transfer};
-use super::order::Access;
+use super::nccl::Nccl;
 use crate::device_copy::DeviceCopy;
 
 mod halo;
 pub(crate) mod op;
 mod p2p;
+mod parts;
 
 pub use op::ReduceOp;
 
@@ -220,49 +220,6 @@ impl Cluster {
         a.copy_from_host_at(0, &all)
     }
 
-    /// The elements of `a` on every rank, concatenated in rank order, on rank `root` (`None`
-    /// on the others); the arrays may differ in length.
-    pub fn gather<T, D>(&self, a: &DeviceArray<T, D>, root: usize) -> Result<Option<Vec<T>>, Error>
-    where
-        T: DeviceCopy + Equivalence,
-        D: Rank,
-    {
-        let root_process = self.world.process_at_rank(self.peer(root)?);
-        let nccl = self.nccl_for(a.device())?;
-        let len = a.len() as mpi::Count;
-        if self.rank() != root {
-            root_process.gather_into(&len);
-            match nccl {
-                Some(nccl) => {
-                    let bytes = a.len() * std::mem::size_of::<T>();
-                    let send = Transfer::send(root, *a.device_addr(), bytes);
-                    nccl.group(&[send], &[(a.users(), Access::Read)])?;
-                }
-                None => root_process.gather_varcount_into(&a.to_vec()?[..]),
-            }
-            return Ok(None);
-        }
-        let mut counts = vec![0 as mpi::Count; self.size()];
-        root_process.gather_into_root(&len, &mut counts[..]);
-        if let Some(nccl) = nccl {
-            return gather_on_gpus(nccl, a, root, &counts).map(Some);
-        }
-        let mine = a.to_vec()?;
-        let displs: Vec<mpi::Count> = counts
-            .iter()
-            .scan(0, |at, &c| {
-                let d = *at;
-                *at += c;
-                Some(d)
-            })
-            .collect();
-        let total = counts.iter().map(|&c| c as usize).sum();
-        let mut all = crate::host::array::zeroed_vec::<T>(total, || "the host".into())?;
-        let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
-        root_process.gather_varcount_into_root(&mine[..], &mut parts);
-        Ok(Some(all))
-    }
-
     /// The communicator that moves arrays of `device`, where NCCL does.
     ///
     /// # Errors
@@ -291,30 +248,6 @@ impl Cluster {
         }
         Ok(rank as mpi::Rank)
     }
-}
-
-/// Rank `root`'s part of [`Cluster::gather`] through NCCL: `a` and every other rank's array
-/// (`counts` elements each, in rank order) into one array on its GPU, then to the host.
-fn gather_on_gpus<T: DeviceCopy, D: Rank>(
-    nccl: &Nccl,
-    a: &DeviceArray<T, D>,
-    root: usize,
-    counts: &[mpi::Count],
-) -> Result<Vec<T>, Error> {
-    let size = std::mem::size_of::<T>();
-    let total = counts.iter().map(|&c| c as usize).sum();
-    // Every element is received.
-    let all = DeviceArray::<T, ndarray::Ix1>::alloc(a.device(), ndarray::Ix1(total), false)?;
-    let mut transfers = vec![Transfer::send(root, *a.device_addr(), a.len() * size)];
-    let mut at = *all.device_addr();
-    for (peer, &count) in counts.iter().enumerate() {
-        let bytes = count as usize * size;
-        transfers.push(Transfer::recv(peer, at, bytes));
-        at += bytes as u64;
-    }
-    let uses = [(a.users(), Access::Read), (all.users(), Access::Write)];
-    nccl.group(&transfers, &uses)?;
-    all.to_vec()
 }
 
 /// Rank `rank`'s share of `n` items split in order over `size` ranks.
