@@ -88,7 +88,7 @@ fn other_device(c: &Cluster) -> Result {
     }
 }
 
-const CHECKS: [(&str, fn(&Cluster) -> Result); 13] = [
+const CHECKS: [(&str, fn(&Cluster) -> Result); 14] = [
     (
         "the collectives go where EXPECT_NCCL says",
         nccl_as_expected,
@@ -97,6 +97,10 @@ const CHECKS: [(&str, fn(&Cluster) -> Result); 13] = [
     ("broadcast copies the root's array", broadcast),
     ("all_reduce_sum adds the ranks' arrays", all_reduce),
     ("all_reduce takes the max, min and product", reduce_ops),
+    (
+        "reduce combines the ranks' arrays on the root alone",
+        reduce_to_root,
+    ),
     ("gather concatenates arrays of any length", gather),
     (
         "all_gather concatenates arrays of any length on every rank",
@@ -377,5 +381,27 @@ fn scatter(c: &Cluster) -> Result {
     let refused = c.scatter(None::<&DeviceArray1<u32>>, &mut part, 0);
     check(matches!(refused, Err(Error::ShapeMismatch { .. })), || {
         format!("rank {}: {refused:?}", c.rank())
+    })
+}
+
+fn reduce_to_root(c: &Cluster) -> Result {
+    let (r, n, root) = (c.rank() as i64, c.size() as i64, c.size() - 1);
+    let mine = [r + 1, -r];
+    let mut a = c.device().to_device(&mine).map_err(err)?;
+    c.reduce(&mut a, ReduceOp::Sum, root).map_err(err)?;
+    // u16 goes through MPI, also under NCCL.
+    let mut small = c.device().to_device(&[r as u16 + 3]).map_err(err)?;
+    c.reduce(&mut small, ReduceOp::Max, root).map_err(err)?;
+    let got = (a.to_vec().map_err(err)?, small.to_vec().map_err(err)?);
+    let want = match c.rank() == root {
+        true => (vec![n * (n + 1) / 2, -n * (n - 1) / 2], vec![n as u16 + 2]),
+        false => (mine.to_vec(), vec![r as u16 + 3]),
+    };
+    check(got == want, || {
+        format!("rank {r} got {got:?}, not {want:?}")
+    })?;
+    let refused = c.reduce(&mut a, ReduceOp::Sum, c.size());
+    check(matches!(refused, Err(Error::Mpi { .. })), || {
+        "a root past the job was taken".into()
     })
 }

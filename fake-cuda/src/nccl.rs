@@ -506,26 +506,93 @@ pub unsafe extern "C" fn ncclAllReduce(
     comm: Comm,
     stream: *mut c_void,
 ) -> NcclResult {
+    let call = Reduction {
+        send,
+        recv,
+        count,
+        kind,
+        op,
+    };
     with_comm("ncclAllReduce", comm, |d, c| {
+        call.run(d, c, stream as usize, None)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ncclReduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    kind: u32,
+    op: u32,
+    root: c_int,
+    comm: Comm,
+    stream: *mut c_void,
+) -> NcclResult {
+    let call = Reduction {
+        send,
+        recv,
+        count,
+        kind,
+        op,
+    };
+    with_comm("ncclReduce", comm, |d, c| {
+        let root = c.member("root", root)?;
+        call.run(d, c, stream as usize, Some(root))
+    })
+}
+
+/// The arguments of `ncclAllReduce` and `ncclReduce`.
+struct Reduction {
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    kind: u32,
+    op: u32,
+}
+
+impl Reduction {
+    /// Reduces every rank's `send` into `recv` on every rank (`root` `None`) or on `root`'s.
+    fn run(
+        &self,
+        d: &mut Driver,
+        c: &mut Communicator,
+        stream: usize,
+        root: Option<usize>,
+    ) -> Result<(), Failure> {
+        let (count, kind, op) = (self.count, self.kind, self.op);
         let bytes = bytes(count, kind)?;
         if op > 3 {
             return fail(INVALID_ARGUMENT, format!("no reduction {op}"));
         }
-        let stream = c.stream(d, stream as usize)?;
-        let from = d.range_in(c.ctx, send as u64, bytes)?;
-        let to = d.range_in(c.ctx, recv as u64, bytes)?;
+        let stream = c.stream(d, stream)?;
+        let (send, recv) = (self.send as u64, self.recv as u64);
+        let from = d.range_in(c.ctx, send, bytes)?;
+        let writes = root.is_none_or(|r| r == c.rank);
+        let to = match writes {
+            true => Some(d.range_in(c.ctx, recv, bytes)?),
+            false => None,
+        };
         // SAFETY: `range_in` checked that `bytes` bytes at `from` are device memory.
         let mine = unsafe { std::slice::from_raw_parts(from, bytes) }.to_vec();
-        let all = c.collective(&format!("allreduce {count} {kind} {op}"), &mine)?;
-        let reduced = reduce(kind, op, &all)?;
-        // SAFETY: `to` holds `bytes` bytes, as many as the reduction.
-        unsafe { std::ptr::copy_nonoverlapping(reduced.as_ptr(), to, bytes) };
+        let head = format!("reduce {count} {kind} {op} {root:?}");
+        let all = c.collective(&head, &mine)?;
+        if let Some(to) = to {
+            let reduced = reduce(kind, op, &all)?;
+            // SAFETY: `to` holds `bytes` bytes, as many as the reduction.
+            unsafe { std::ptr::copy_nonoverlapping(reduced.as_ptr(), to, bytes) };
+        }
+        let what = if root.is_none() {
+            "allreduce"
+        } else {
+            "reduce"
+        };
+        let dst = to.map_or(String::new(), |_| format!(" dst={recv:#x}"));
         d.log(format_args!(
-            "nccl-allreduce {bytes} stream={stream:#x} dst={:#x} src={:#x}",
-            recv as u64, send as u64
+            "nccl-{what} {bytes} stream={stream:#x}{dst} src={send:#x}"
         ));
         Ok(())
-    })
+    }
 }
 
 /// The element-wise reduction `op` (`ncclSum`, `ncclProd`, `ncclMax`, `ncclMin`), in rank

@@ -118,7 +118,7 @@ impl Trace {
                 &[(number(words[1]).unwrap(), true)],
             ),
             "htod" | "dtoh" | "dtod" | "peer" | "copy2d" | "nccl-send" | "nccl-recv"
-            | "nccl-broadcast" | "nccl-allreduce"
+            | "nccl-broadcast" | "nccl-allreduce" | "nccl-reduce"
                 if words[1] != "access" =>
             {
                 let dst = field("dst").map(|at| (number(&at).unwrap(), true));

@@ -158,11 +158,13 @@ impl Nccl {
         })
     }
 
-    /// `ncclAllReduce` of `a` in place with `op`, where NCCL has `T`'s type; `None` where not.
-    pub(crate) fn all_reduce<T: DeviceCopy, D: Rank>(
+    /// `ncclAllReduce` of `a` in place with `op` (`root` `None`), or `ncclReduce` onto rank
+    /// `root`'s `a`, where NCCL has `T`'s type; `None` where not.
+    pub(crate) fn reduce<T: DeviceCopy, D: Rank>(
         &self,
         a: &mut DeviceArray<T, D>,
         op: ReduceOp,
+        root: Option<usize>,
     ) -> Option<Result<(), Error>> {
         let kind = data_type::<T>()?;
         let at = *a.device_addr() as usize as *mut c_void;
@@ -173,11 +175,18 @@ impl Nccl {
             ReduceOp::Max => sys::ncclRedOp_t::ncclMax,
             ReduceOp::Min => sys::ncclRedOp_t::ncclMin,
         };
-        let (what, comm) = ("an NCCL all-reduce", self.comm);
+        let comm = self.comm;
+        let what = match root {
+            None => "an NCCL all-reduce",
+            Some(_) => "an NCCL reduce",
+        };
         Some(self.queue(what, &[(a.users(), Access::Write)], |s| {
             // SAFETY: `at` holds `len` elements of `kind` in this GPU's memory.
             call(what, || unsafe {
-                result::all_reduce(at, at, len, kind, op, comm, s)
+                match root {
+                    None => result::all_reduce(at, at, len, kind, op, comm, s),
+                    Some(r) => result::reduce(at, at, len, kind, op, r as i32, comm, s),
+                }
             })
         }))
     }

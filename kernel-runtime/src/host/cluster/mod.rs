@@ -1,7 +1,8 @@
 //! Many processes over MPI, behind the `mpi` feature: [`Cluster`] is this process's place in
 //! the job `mpirun` or `srun` started (its rank among how many), the device it computes on, and
-//! the collectives its device arrays take part in: broadcast, all-reduce, gather, and the
-//! exchange of halos between ranks that split an array by rows or in blocks.
+//! what its device arrays take part in: broadcast, all-reduce and reduce, gather, all-gather and
+//! scatter (`parts.rs`), sends and receives between two ranks (`p2p.rs`), and the exchange of
+//! halos between ranks that split an array by rows or in blocks (`halo.rs`).
 //!
 //! The layer sits on the `mpi` crate. Each rank takes a GPU by its rank on its node (local rank
 //! modulo the node's GPUs), or the CPU backend where there is none, and `KERNEL_DEVICE` chooses
@@ -16,7 +17,7 @@
 //! calls `MPI_Abort`, so no rank waits forever in a collective for one that stopped, and
 //! `mpirun` ends every rank when one dies.
 //!
-//! The halo exchanges have a file of their own (`halo.rs`); NCCL's side is `host::nccl`.
+//! NCCL's side is `host::nccl`.
 
 use std::fmt::Display;
 use std::ops::Range;
@@ -205,18 +206,48 @@ impl Cluster {
         T: DeviceCopy + Equivalence,
         D: Rank,
     {
-        if let Some(done) = self.nccl_for(a.device())?.and_then(|n| n.all_reduce(a, op)) {
+        if let Some(done) = self
+            .nccl_for(a.device())?
+            .and_then(|n| n.reduce(a, op, None))
+        {
             return done;
         }
         let mine = a.to_vec()?;
         let mut all = mine.clone();
-        let mpi_op = match op {
-            ReduceOp::Sum => SystemOperation::sum(),
-            ReduceOp::Prod => SystemOperation::product(),
-            ReduceOp::Max => SystemOperation::max(),
-            ReduceOp::Min => SystemOperation::min(),
-        };
-        self.world.all_reduce_into(&mine[..], &mut all[..], mpi_op);
+        self.world
+            .all_reduce_into(&mine[..], &mut all[..], mpi_op(op));
+        a.copy_from_host_at(0, &all)
+    }
+
+    /// Makes `a` on rank `root` the element-wise reduction `op` of `a` over the ranks, leaving
+    /// the other ranks' `a` as it was (mpi4py's `comm.Reduce(MPI.IN_PLACE, a, op, root)`).
+    ///
+    /// # Errors
+    /// [`Error::Mpi`] where `root` is not a rank of the job.
+    pub fn reduce<T, D>(
+        &self,
+        a: &mut DeviceArray<T, D>,
+        op: ReduceOp,
+        root: usize,
+    ) -> Result<(), Error>
+    where
+        T: DeviceCopy + Equivalence,
+        D: Rank,
+    {
+        let root_process = self.world.process_at_rank(self.peer(root)?);
+        if let Some(done) = self
+            .nccl_for(a.device())?
+            .and_then(|n| n.reduce(a, op, Some(root)))
+        {
+            return done;
+        }
+        let mine = a.to_vec()?;
+        if self.rank() != root {
+            root_process.reduce_into(&mine[..], mpi_op(op));
+            return Ok(());
+        }
+        let mut all = mine.clone();
+        root_process.reduce_into_root(&mine[..], &mut all[..], mpi_op(op));
         a.copy_from_host_at(0, &all)
     }
 
@@ -247,6 +278,16 @@ impl Cluster {
             });
         }
         Ok(rank as mpi::Rank)
+    }
+}
+
+/// MPI's operation for `op`.
+fn mpi_op(op: ReduceOp) -> SystemOperation {
+    match op {
+        ReduceOp::Sum => SystemOperation::sum(),
+        ReduceOp::Prod => SystemOperation::product(),
+        ReduceOp::Max => SystemOperation::max(),
+        ReduceOp::Min => SystemOperation::min(),
     }
 }
 
