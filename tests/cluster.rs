@@ -71,8 +71,25 @@ fn nccl_as_expected(c: &Cluster) -> Result {
 }
 
 /// Under NCCL, an array of another device than the rank's is refused on every rank; else it
-/// takes part like any other.
+/// takes part like any other. A transfer of one is refused on both ranks.
 fn other_device(c: &Cluster) -> Result {
+    if c.size() > 1 && c.rank() < 2 {
+        let on_cpu = Device::cpu().to_device(&[9u8; 3]).map_err(err)?;
+        let mut into = c.device().zeros::<u8, _>(3).map_err(err)?;
+        let done = match c.rank() {
+            0 => c.send(&on_cpu, 1),
+            _ => c.recv(&mut into, 0),
+        };
+        match (c.uses_nccl(), done) {
+            (true, Err(Error::Mpi { .. })) => {}
+            (false, Ok(())) => {}
+            (_, other) => return Err(format!("rank {}: {other:?}", c.rank())),
+        }
+        if c.rank() == 1 && !c.uses_nccl() {
+            let got = into.to_vec().map_err(err)?;
+            check(got == [9; 3], || format!("rank 1 got {got:?}"))?;
+        }
+    }
     let mut a = Device::cpu()
         .to_device(&[c.rank() as u32 + 1])
         .map_err(err)?;

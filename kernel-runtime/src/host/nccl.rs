@@ -227,7 +227,11 @@ impl Nccl {
 
 impl Drop for Nccl {
     fn drop(&mut self) {
-        // SAFETY: the communicator is this value's, and no call uses it any more.
+        // The communicator's queued work ends first; a failure here is the GPU's, which the
+        // program has seen or will see elsewhere.
+        let _ = gpu(&self.device).wait_own_stream();
+        // SAFETY: the communicator is this value's, no call uses it any more, and none of its
+        // work is still queued.
         let _ = call("leaving the NCCL communicator", || unsafe {
             result::comm_destroy(self.comm)
         });

@@ -4,8 +4,9 @@
 //! through host memory over MPI.
 //!
 //! Before any data moves, the two ranks compare the arrays' lengths over MPI, and both refuse
-//! the transfer where they differ: a receive never overruns its array, and no rank is left
-//! waiting in NCCL for a transfer its peer refused.
+//! the transfer where they differ, or where one of them cannot take part (an array of another
+//! device under NCCL): a receive never overruns its array, and no rank is left waiting in NCCL
+//! for a transfer its peer refused.
 
 use mpi::datatype::Equivalence;
 use mpi::traits::{Communicator, Destination, Source};
@@ -16,6 +17,9 @@ use crate::host::array::{DeviceArray, Rank};
 use crate::host::error::Error;
 use crate::host::nccl::Transfer;
 use crate::host::order::Access;
+
+/// The length a rank announces for a transfer it cannot take part in.
+const REFUSED: u64 = u64::MAX;
 
 impl Cluster {
     /// Sends `a`'s elements to rank `to`, which receives them with [`recv`](Self::recv) (or
@@ -98,19 +102,23 @@ impl Cluster {
             .as_ref()
             .map(|(_, from)| self.other(*from))
             .transpose()?;
-        let lengths = (
-            out.as_ref().map(|(a, _)| a.len()),
-            into.as_ref().map(|(a, _)| a.len()),
-        );
-        self.agree_on_lengths((to, lengths.0), (from, lengths.1))?;
         let devices = [
             out.as_ref().map(|(a, _)| a.device()),
             into.as_ref().map(|(a, _)| a.device()),
         ];
-        let mut nccl = None;
+        let mut nccl = Ok(None);
         for device in devices.into_iter().flatten() {
-            nccl = self.nccl_for(device)?;
+            nccl = nccl.and_then(|_| self.nccl_for(device));
         }
+        // A rank that cannot take part says so in the handshake, so its peer refuses too.
+        let length = |a: usize| if nccl.is_ok() { a as u64 } else { REFUSED };
+        let lengths = (
+            out.as_ref().map(|(a, _)| length(a.len())),
+            into.as_ref().map(|(a, _)| length(a.len())),
+        );
+        let agreed = self.agree_on_lengths((to, lengths.0), (from, lengths.1));
+        let nccl = nccl?;
+        agreed?;
         let size = std::mem::size_of::<T>();
         match nccl {
             Some(nccl) => {
@@ -149,20 +157,25 @@ impl Cluster {
     /// transfer then refuse it alike where the two differ.
     fn agree_on_lengths(
         &self,
-        (to, out): (Option<usize>, Option<usize>),
-        (from, into): (Option<usize>, Option<usize>),
+        (to, out): (Option<usize>, Option<u64>),
+        (from, into): (Option<usize>, Option<u64>),
     ) -> Result<(), Error> {
-        let tell =
-            |rank: Option<usize>, n: Option<usize>| rank.zip(n).map(|(r, n)| (r, vec![n as u64]));
+        let tell = |rank: Option<usize>, n: Option<u64>| rank.zip(n).map(|(r, n)| (r, vec![n]));
         let sent = self.swap(tell(to, out), from.map(|from| (from, 1)))?;
         let room = self.swap(tell(from, into), to.map(|to| (to, 1)))?;
-        let differ = |(rank, mine, theirs): (Option<usize>, Option<usize>, Option<Vec<u64>>)| {
-            let (rank, mine, theirs) = (rank?, mine?, theirs?[0] as usize);
-            (mine != theirs).then(|| Error::ShapeMismatch {
-                what: format!("a transfer between ranks {} and {rank}", self.rank()),
-                expected: vec![mine],
-                found: vec![theirs],
-            })
+        let differ = |(rank, mine, theirs): (Option<usize>, Option<u64>, Option<Vec<u64>>)| {
+            let (rank, mine, theirs) = (rank?, mine?, theirs?[0]);
+            match (mine, theirs) {
+                _ if mine == theirs => None,
+                (_, REFUSED) => Some(Error::Mpi {
+                    message: format!("rank {rank} refused the transfer (its own error says why)"),
+                }),
+                _ => Some(Error::ShapeMismatch {
+                    what: format!("a transfer between ranks {} and {rank}", self.rank()),
+                    expected: vec![mine as usize],
+                    found: vec![theirs as usize],
+                }),
+            }
         };
         match differ((from, into, sent)).or_else(|| differ((to, out, room))) {
             Some(e) => Err(e),
