@@ -253,9 +253,10 @@ impl CudaDevice {
         }
     }
 
-    /// Binds the context and orders `stream` (the device's own where none) for a copy with the
-    /// array uses `uses`: the stream to queue the copy on.
-    fn copy_stream<'s>(
+    /// Binds the context and orders `stream` (the device's own where none) for a copy, or
+    /// another library's work ([`queue`](CudaDevice::queue)), with the array uses `uses`: the
+    /// stream to queue it on.
+    pub(super) fn copy_stream<'s>(
         &'s self,
         stream: Option<&'s Arc<CudaStream>>,
         uses: &[Use<'_>],

@@ -284,9 +284,8 @@ impl CudaDevice {
         work: impl FnOnce(sys::CUstream) -> Result<(), Error>,
     ) -> Result<(), Error> {
         self.outside_capture(what)?;
-        self.bind()?;
-        self.enter(&self.stream, uses)?;
-        work(self.stream.cu_stream())
+        let stream = self.copy_stream(None, uses)?;
+        work(stream.cu_stream())
     }
 
     /// A new stream of the device (Numba's `cuda.stream()`).
