@@ -77,11 +77,11 @@ fn run_untracked<F>(spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
 where
     F: Fn(Ctx) + Sync + Clone,
 {
-    run_groups(spec, |blocks, shared, _| {
+    run_groups(spec, &|blocks, shared, _| {
         untracked_then_replay(
-            || run_fast_blocks(spec, blocks.clone(), shared, &body),
-            || {
-                for_each_block(spec, blocks.clone(), shared, None, |state| {
+            &mut || run_fast_blocks(spec, blocks.clone(), shared, &body),
+            &mut || {
+                for_each_block(spec, blocks.clone(), shared, None, &|state| {
                     run_loop(state, &body)
                 })
             },
@@ -105,7 +105,7 @@ where
         if spec.thread_context {
             body(&block(true))
         } else {
-            untracked_then_replay(|| body(&block(false)), || body(&block(true)))
+            untracked_then_replay(&mut || body(&block(false)), &mut || body(&block(true)))
         }
     })
 }
@@ -129,7 +129,7 @@ where
     let fibers = spec.barriers && spec.block.volume() > 1;
     let coords = thread_coords(spec.block);
     let first = shadows.first();
-    run_groups(spec, |blocks, shared, stop| {
+    run_groups(spec, &|blocks, shared, stop| {
         let _lanes = shadows.enter(blocks.start);
         SHARED_LANE.with(|lane| {
             let mut lane = lane.borrow_mut();
@@ -230,7 +230,9 @@ fn checked_block(spec: &LaunchSpec, lane: &mut Lane, first: u32, state: BlockSta
 /// Runs `untracked`, which does not record which thread runs; if it faults, runs `tracked`, the
 /// same work recording each thread, so that the fault is reported with its thread, then
 /// reports the first fault if the replay did not (the launch has failed either way).
-pub(crate) fn untracked_then_replay(untracked: impl FnOnce(), tracked: impl FnOnce()) {
+///
+/// Both run through `dyn`: the unwinding machinery is compiled once, not once per kernel.
+pub(crate) fn untracked_then_replay(untracked: &mut dyn FnMut(), tracked: &mut dyn FnMut()) {
     tls::set_thread(tls::UNKNOWN_THREAD);
     if let Err(first) = catch_unwind(AssertUnwindSafe(untracked)) {
         tracked();
@@ -381,7 +383,7 @@ fn run_blocks<B>(spec: &LaunchSpec, per_block: B) -> Result<(), KernelFault>
 where
     B: Fn(&BlockState) + Sync,
 {
-    run_groups(spec, |blocks, shared, stop| {
+    run_groups(spec, &|blocks, shared, stop| {
         for_each_block(spec, blocks, shared, Some(stop), &per_block)
     })
 }
@@ -393,7 +395,7 @@ fn for_each_block(
     blocks: Range<u64>,
     shared: *mut u8,
     stop: Option<&AtomicBool>,
-    per_block: impl Fn(&BlockState),
+    per_block: &dyn Fn(&BlockState),
 ) {
     for b in blocks {
         if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
@@ -417,13 +419,15 @@ pub(crate) fn block_state(spec: &LaunchSpec, b: u64, shared: *mut u8) -> BlockSt
     }
 }
 
+/// What a task runs: a range of units, with its worker's shared memory and the flag that is set
+/// once a task has faulted. Through `dyn`, so that rayon's machinery is compiled once, in this
+/// crate, not once per kernel.
+pub(crate) type Task<'a> = dyn Fn(Range<u64>, *mut u8, &AtomicBool) + Sync + 'a;
+
 /// Runs `per_group` for groups of consecutive blocks (by linear index), in parallel, each with
 /// its worker's shared memory and the flag that is set once a group has faulted; returns the
 /// first fault's message.
-fn run_groups<G>(spec: &LaunchSpec, per_group: G) -> Result<(), KernelFault>
-where
-    G: Fn(Range<u64>, *mut u8, &AtomicBool) + Sync,
-{
+fn run_groups(spec: &LaunchSpec, per_group: &Task) -> Result<(), KernelFault> {
     // Small blocks are grouped so that each task has a few thousand threads: the per-task costs
     // (shared memory, fault handling) are paid once per group.
     run_tasks(
@@ -440,16 +444,13 @@ where
 /// parallel: a task takes about `task_threads` threads, and every core at least a few tasks.
 /// Each gets its worker's shared memory and the flag that is set once a task has faulted;
 /// returns the first fault's message.
-pub(crate) fn run_tasks<G>(
+pub(crate) fn run_tasks(
     spec: &LaunchSpec,
     units: u64,
     unit_threads: u64,
     task_threads: u64,
-    run: G,
-) -> Result<(), KernelFault>
-where
-    G: Fn(Range<u64>, *mut u8, &AtomicBool) + Sync,
-{
+    run: &Task,
+) -> Result<(), KernelFault> {
     let per_task = (task_threads / unit_threads.max(1)).clamp(
         1,
         (units / (8 * rayon::current_num_threads() as u64)).max(1),

@@ -136,10 +136,10 @@ where
         rows.segments,
         rows.segment_threads(),
         TASK_THREADS,
-        |segments, shared, _| {
+        &|segments, shared, _| {
             let base = ctx_of(&block_state(spec, 0, shared), Dim3::ZERO);
             untracked_then_replay(
-                || {
+                &mut || {
                     for s in segments.clone() {
                         let (ctx, first, threads) = rows.segment(base, s);
                         let row = Span {
@@ -162,7 +162,7 @@ where
                         }
                     }
                 },
-                || replay(spec, &rows, base, segments.clone(), bound, &body),
+                &mut || replay(spec, &rows, base, segments.clone(), bound, &body),
             )
         },
     )
