@@ -397,8 +397,8 @@ fn warp_sum_shared(x: &[f32], sums: &mut [f32]) {
 
 fn bench_warp(c: &mut Criterion) {
     const {
-        assert!(warp_sum_shared::SPLIT_AT_BARRIERS && warp_sum_shuffles::SPLIT_AT_BARRIERS);
-        assert!(!warp_sum_coroutines::SPLIT_AT_BARRIERS);
+        assert!(warp_sum_shared::META.split && warp_sum_shuffles::META.split);
+        assert!(!warp_sum_coroutines::META.split);
     };
     let dev = Device::cpu();
     // Small integers: every order of summing gives the same floats.

@@ -109,7 +109,7 @@ pub fn deep_calls_between_grid_barriers(levels: u32, out: &mut [u32]) {
 
 #[test]
 fn a_stack_overflow_in_a_cooperative_launch_is_an_error_naming_the_setting() {
-    const { assert!(deep_calls_between_grid_barriers::SPLIT_AT_BARRIERS) };
+    const { assert!(deep_calls_between_grid_barriers::META.split) };
     for dev in [Device::cpu(), Device::cpu_checked()] {
         let mut out = dev.zeros::<u32, _>(64).unwrap();
         deep_calls_between_grid_barriers

@@ -4,7 +4,7 @@
 
 use gpu_kernels::add;
 use kernel_runtime::ndarray::array;
-use kernel_runtime::{Device, DeviceKind, Error, LaunchConfig};
+use kernel_runtime::{Device, DeviceKind, Error, Kernel, LaunchConfig};
 
 /// The CPU backend, and GPU 0 where it opens.
 fn usable_devices() -> Vec<Device> {

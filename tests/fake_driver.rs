@@ -20,7 +20,7 @@ use gpu_kernels::{
 use happens_before::Trace;
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
 use kernel_runtime::{
-    Device, DeviceArray, DeviceArray1, DeviceKind, Error, LaunchConfig, LaunchError,
+    Device, DeviceArray, DeviceArray1, DeviceKind, Error, Kernel, LaunchConfig, LaunchError,
 };
 use kernel_suite::test_kernels::{
     axpy_generic, axpy_raw, convolve_taps, grid_rotate, haxpy, off_by_one, reverse_dynamic,
@@ -901,17 +901,17 @@ fn with_cubin(ptx: &str) -> Option<(&'static str, Vec<u8>)> {
 
 /// Launches `add` of the module `module` on `gpu` over three arrays of 256 elements.
 fn launch_add_of(gpu: &Device, module: &'static str) -> Result<(), Error> {
-    use kernel_runtime::__rt::{cuda_launch, gpu_params, KernelArg};
+    use kernel_runtime::__rt::{cuda_launch, gpu_params};
+    use kernel_runtime::host::args::Params;
+    type AddParams = (&'static [f32], &'static [f32], &'static mut [f32]);
     let (a, b) = (gpu.zeros::<f32, _>(256)?, gpu.zeros::<f32, _>(256)?);
     let mut c = gpu.zeros::<f32, _>(256)?;
-    let (a, b, c) = (&a, &b, &mut c);
+    let args = (&a, &b, &mut c);
     let mut params = gpu_params(6);
-    a.push_gpu(&mut params);
-    b.push_gpu(&mut params);
-    c.push_gpu(&mut params);
+    AddParams::push_gpu(&args, &mut params);
     let config = LaunchConfig::new(2, 128).unwrap();
     // SAFETY: `add`'s parameters: each array's address and length, as its PTX entry declares.
-    unsafe { cuda_launch(gpu, "add", Ok(module), &config, 0, &mut params) }?;
+    unsafe { cuda_launch(gpu, "add", Ok(module), &config, &mut params) }?;
     gpu.synchronize()
 }
 

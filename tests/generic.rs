@@ -1,7 +1,7 @@
 //! Generic kernels on every backend: one PTX entry per instance that `#[kernel(instances(..))]`
 //! lists, the launch's types picking it, with one or two type parameters, with barriers.
 
-use kernel_runtime::Device;
+use kernel_runtime::{Device, Kernel};
 use kernel_suite::test_kernels::{axpy_generic, count_above, grid_rotate_generic, widen_add};
 
 mod common;
@@ -74,7 +74,7 @@ fn two_type_parameters_take_their_instances_as_pairs() {
 
 #[test]
 fn a_generic_kernel_with_barriers_splits_as_any_other() {
-    const { assert!(count_above::SPLIT_AT_BARRIERS) };
+    const { assert!(count_above::META.split) };
     for dev in backends() {
         let bytes: Vec<u8> = (0..1000u32).map(|i| (i * 37 % 256) as u8).collect();
         let x = dev.to_device(&bytes).unwrap();
@@ -99,7 +99,7 @@ fn a_generic_kernel_with_barriers_splits_as_any_other() {
 #[test]
 fn a_generic_kernel_can_be_cooperative() {
     assert_eq!(
-        grid_rotate_generic::INSTANCES[1],
+        grid_rotate_generic::META.instances[1],
         (
             "grid_rotate_generic__f64",
             &["u32", "ptr", "usize", "ptr", "usize", "ptr"][..]
@@ -123,7 +123,7 @@ fn a_generic_kernel_can_be_cooperative() {
 
 #[test]
 fn the_instances_are_listed_with_their_entries_and_parameters() {
-    let entries: Vec<&str> = axpy_generic::INSTANCES.iter().map(|i| i.0).collect();
+    let entries: Vec<&str> = axpy_generic::META.instances.iter().map(|i| i.0).collect();
     assert_eq!(
         entries,
         [
@@ -135,8 +135,8 @@ fn the_instances_are_listed_with_their_entries_and_parameters() {
         ]
     );
     assert_eq!(
-        axpy_generic::INSTANCES[1].1,
+        axpy_generic::META.instances[1].1,
         ["f64", "ptr", "usize", "ptr", "usize"]
     );
-    assert_eq!(widen_add::INSTANCES[1].0, "widen_add__i32__i64");
+    assert_eq!(widen_add::META.instances[1].0, "widen_add__i32__i64");
 }

@@ -3,7 +3,7 @@
 //! the grid, the limit on a cooperative grid, a grid barrier that part of the grid skips, and
 //! checked mode's order across grid barriers.
 
-use kernel_runtime::{Device, Error, Finding, LaunchError};
+use kernel_runtime::{Device, Error, Finding, Kernel, LaunchError};
 use kernel_suite::reference::SplitMix64;
 use kernel_suite::test_kernels::{
     grid_neighbours, grid_phase_race, grid_prefix_sums, grid_ranks, grid_rotate,
@@ -15,10 +15,10 @@ use common::{assert_mentions, backends};
 
 #[test]
 fn grid_barriers_at_the_top_level_split_the_kernel_into_thread_loops() {
-    const { assert!(grid_rotate::SPLIT_AT_BARRIERS && grid_rotate::COOPERATIVE) };
-    const { assert!(grid_sync_skipped_by_block0::SPLIT_AT_BARRIERS) };
+    const { assert!(grid_rotate::META.split && grid_rotate::META.cooperative) };
+    const { assert!(grid_sync_skipped_by_block0::META.split) };
     // The grid passed to a device function: the threads run as coroutines.
-    const { assert!(!grid_prefix_sums::SPLIT_AT_BARRIERS && grid_prefix_sums::COOPERATIVE) };
+    const { assert!(!grid_prefix_sums::META.split && grid_prefix_sums::META.cooperative) };
 }
 
 #[test]
@@ -184,7 +184,7 @@ fn a_fault_in_one_block_stops_a_cooperative_launch() {
 
 #[test]
 fn a_grid_barrier_in_a_branch_runs_the_threads_as_coroutines() {
-    const { assert!(!grid_sum_in_branch::SPLIT_AT_BARRIERS) };
+    const { assert!(!grid_sum_in_branch::META.split) };
     for dev in backends() {
         for (blocks, threads) in [(1, 1), (5, 1), (3, 64), (4, 33)] {
             let n = blocks * threads;

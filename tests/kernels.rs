@@ -755,7 +755,7 @@ fn out_of_bounds_in_a_split_kernel_names_the_thread() {
         .into_iter()
         .filter(|d| d.kind() == DeviceKind::Cpu)
     {
-        const { assert!(tile_overrun::SPLIT_AT_BARRIERS) };
+        const { assert!(tile_overrun::META.split) };
         let mut out = dev.zeros::<f32, _>((16, 16)).unwrap();
         let msg = tile_overrun
             .launch(1, (16, 16), &mut out)
@@ -823,7 +823,7 @@ fn uniform_steps_reference(blocks: usize, width: usize, limit: u32) -> Vec<u32> 
 
 #[test]
 fn block_uniform_locals_keep_every_thread_in_step() {
-    const { assert!(uniform_steps::SPLIT_AT_BARRIERS) };
+    const { assert!(uniform_steps::META.split) };
     for dev in backends() {
         for (blocks, width, limit) in [(1, 64, 0), (3, 48, 1000), (2, 7, 70_000)] {
             let mut out = dev.zeros::<u32, _>(blocks * width).unwrap();
@@ -838,7 +838,7 @@ fn block_uniform_locals_keep_every_thread_in_step() {
 
 #[test]
 fn uniform_statements_run_only_for_threads_still_there() {
-    const { assert!(uniform_after_return::SPLIT_AT_BARRIERS) };
+    const { assert!(uniform_after_return::META.split) };
     for dev in backends() {
         let table = dev.to_device(&[5u32, 6, 7]).unwrap();
         let mut out = dev.zeros::<u32, _>(32).unwrap();
@@ -902,10 +902,10 @@ fn divergent_barrier_is_an_error_not_a_hang() {
 fn split_kernels_report_divergence_and_keep_locals_across_barriers() {
     // The CPU backend splits these kernels at their barriers.
     const {
-        assert!(matmul_tiled::SPLIT_AT_BARRIERS && integrate2d_shared::SPLIT_AT_BARRIERS);
-        assert!(early_exit_before_barrier::SPLIT_AT_BARRIERS);
-        assert!(nonuniform_barrier_while::SPLIT_AT_BARRIERS);
-        assert!(!divergent_barrier::SPLIT_AT_BARRIERS && !barrier_reductions::SPLIT_AT_BARRIERS);
+        assert!(matmul_tiled::META.split && integrate2d_shared::META.split);
+        assert!(early_exit_before_barrier::META.split);
+        assert!(nonuniform_barrier_while::META.split);
+        assert!(!divergent_barrier::META.split && !barrier_reductions::META.split);
     };
     for dev in backends() {
         let mut d = dev.zeros::<u32, _>(64).unwrap();
@@ -1003,7 +1003,7 @@ fn bad_launches_are_typed_errors() {
             ..
         })
     ));
-    assert_eq!(reverse_in_blocks::STATIC_SHARED_BYTES, 512);
-    assert_eq!(matmul_tiled::STATIC_SHARED_BYTES, 2 * 16 * 16 * 4);
-    const { assert!(matmul_tiled::USES_BARRIERS && !add::USES_BARRIERS) };
+    assert_eq!(reverse_in_blocks::META.static_shared_bytes, 512);
+    assert_eq!(matmul_tiled::META.static_shared_bytes, 2 * 16 * 16 * 4);
+    const { assert!(matmul_tiled::META.barriers && !add::META.barriers) };
 }

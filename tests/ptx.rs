@@ -7,6 +7,7 @@
 
 mod common;
 
+use kernel_runtime::Kernel as _;
 use std::process::Command;
 
 #[derive(Clone)]
@@ -22,7 +23,7 @@ macro_rules! kernels {
     ($($path:path => $reference:expr),* $(,)?) => {
         [$({
             use $path as k;
-            k::INSTANCES
+            k::META.instances
                 .iter()
                 .map(|&(name, params)| Kernel { name, ptx: k.ptx(), params, reference: $reference })
                 .collect::<Vec<_>>()

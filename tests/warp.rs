@@ -17,7 +17,7 @@ fn cpu_backends() -> Vec<Device> {
 
 #[test]
 fn warp_sums_by_xor_and_down_shuffles() {
-    const { assert!(warp_sums::SPLIT_AT_BARRIERS && !block_scan::SPLIT_AT_BARRIERS) };
+    const { assert!(warp_sums::META.split && !block_scan::META.split) };
     let n = 200usize;
     let mut rng = SplitMix64(5);
     // Small integers, so that every order of summing gives the same floats.
@@ -255,7 +255,7 @@ fn failure(dev: &Device, result: Result<(), Error>) -> String {
 
 #[test]
 fn warps_that_do_not_meet_are_reported_not_hung() {
-    const { assert!(shuffle_from_half::SPLIT_AT_BARRIERS && !vote_beside_barrier::SPLIT_AT_BARRIERS) };
+    const { assert!(shuffle_from_half::META.split && !vote_beside_barrier::META.split) };
     for dev in cpu_backends() {
         let mut out = dev.zeros::<u32, _>(64).unwrap();
         let msg = failure(&dev, shuffle_from_half.launch(1, 64, (16, &mut out)));
@@ -318,7 +318,7 @@ fn warps_that_do_not_meet_are_reported_not_hung() {
 
 #[test]
 fn lanes_leave_a_loop_of_collectives_at_different_rounds() {
-    const { assert!(uneven_rounds::SPLIT_AT_BARRIERS) };
+    const { assert!(uneven_rounds::META.split) };
     let n = 200usize;
     let x: Vec<u32> = (0..n as u32).map(|i| 3 * i + 1).collect();
     let at = |i: usize| if i < n { x[i] } else { 0 };
@@ -340,7 +340,7 @@ fn lanes_leave_a_loop_of_collectives_at_different_rounds() {
 
 #[test]
 fn block_sums_by_shuffles_on_both_sides_of_a_barrier() {
-    const { assert!(block_sums::SPLIT_AT_BARRIERS) };
+    const { assert!(block_sums::META.split) };
     let mut rng = SplitMix64(41);
     let x: Vec<u32> = (0..5000).map(|_| (rng.next_u64() % 1000) as u32).collect();
     for dev in backends() {
@@ -364,7 +364,7 @@ fn block_sums_by_shuffles_on_both_sides_of_a_barrier() {
 
 #[test]
 fn collectives_in_branches_run_with_the_lanes_that_took_them() {
-    const { assert!(branch_collectives::SPLIT_AT_BARRIERS) };
+    const { assert!(branch_collectives::META.split) };
     let mut rng = SplitMix64(7);
     let x: Vec<i32> = (0..3000)
         .map(|_| (rng.next_u64() % 2001) as i32 - 1000)
@@ -486,7 +486,7 @@ fn checked_mode_finds_lanes_that_no_syncwarp_orders() {
 
 #[test]
 fn the_classic_block_reduction_with_a_warp_tail_sums_each_block() {
-    const { assert!(block_reduce::SPLIT_AT_BARRIERS) };
+    const { assert!(block_reduce::META.split) };
     let mut rng = SplitMix64(11);
     let x: Vec<f32> = (0..1000).map(|_| (rng.next_u64() % 100) as f32).collect();
     for threads in [64usize, 256, 1024] {
@@ -506,7 +506,7 @@ fn the_classic_block_reduction_with_a_warp_tail_sums_each_block() {
 
 #[test]
 fn loops_over_locals_hold_barriers_and_collectives() {
-    const { assert!(looped_collectives::SPLIT_AT_BARRIERS) };
+    const { assert!(looped_collectives::META.split) };
     let (n, threads) = (200usize, 64usize);
     let mut rng = SplitMix64(12);
     let x: Vec<u32> = (0..n).map(|_| (rng.next_u64() % 100) as u32).collect();

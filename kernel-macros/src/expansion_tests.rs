@@ -179,8 +179,8 @@ fn only_split_kernels_without_atomics_get_a_wide_copy() {
             }
         },
     );
-    assert!(with_atomics.contains("fn __plain"), "{with_atomics}");
-    assert!(!with_atomics.contains("fn __wide"), "{with_atomics}");
+    assert!(with_atomics.contains("Split::<_, false>"), "{with_atomics}");
+    assert!(!with_atomics.contains("Split::<_, true>"), "{with_atomics}");
 }
 
 #[test]

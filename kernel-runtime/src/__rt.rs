@@ -11,28 +11,35 @@ pub use crate::grid::hooks::gpu_grid;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::{
-    cpu::check::LaunchShadows,
-    cpu::elementwise::{elementwise, SharedPtr},
-    cpu::exec::{
-        enter_thread, run, run_cooperative, run_split, run_split_cooperative, wide_vectors,
-        BlockRun, LaunchSpec,
+    cpu::bodies::{
+        Blocks, Cooperative, Coroutines, FastRun, Grid, Split, SplitCooperative, WholeRow,
     },
+    cpu::elementwise::{elementwise, SharedPtr},
+    cpu::exec::{all_exited, enter_thread, BlockRun},
     cpu::fault::KernelFault,
     cpu::lockstep::{operands, Operands},
     cpu::reduction::reduce as reduce_host,
-    cpu::rows::{run_grid, Span},
+    cpu::rows::Span,
     cpu::slots::{flags, Slots},
     cpu::warp::each_lane,
     fault::foreign_without_cpu_body,
-    host::cooperative::{check_cooperative, cuda_launch_cooperative, max_cooperative_grid_blocks},
-    host::embedded::PTX_MODULES,
-    host::kernel::{
-        checked, common_device, common_dims, cuda_launch, device_addr, forall_config, gpu_params,
-        host_ptr, host_ptr_mut, launch_device, on_gpu, reads, same_shape, writes, KernelArg, Value,
+    host::args::{Args, KernelArgs, Views},
+    host::elementwise::{
+        common_device, cuda_launch, device_addr, gpu_params, host_ptr, host_ptr_mut, on_gpu, reads,
+        same_shape, writes,
     },
-    host::params::GpuParams,
+    host::embedded::PTX_MODULES,
+    host::error::Error,
+    host::instance::KernelInstance,
+    host::kernel::{ByValue, KernelArg},
+    host::launch::{IntoDim3, LaunchConfig},
+    host::launcher::{launch, Instance, Kernel, KernelMeta, Sizing, NOT_IN_MODULE, NO_MODULE},
     host::ptr::SyncPtr,
-    view::hooks::LaunchView,
 };
+#[cfg(not(target_arch = "nvptx64"))]
+pub use ndarray::{Array0, Array2, Array3};
+
+pub use crate::ctx::Ctx;
+pub use crate::view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use linkme;

@@ -111,13 +111,16 @@ pub use view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mu
 pub use cpu::finding::{Access, AccessKind, Finding};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::{
+    args::KernelArgs,
     array::{DeviceArray, DeviceArray0, DeviceArray1, DeviceArray2, DeviceArray3, Rank, ToDevice},
     device::{Device, DeviceKind, Limits},
     error::{Error, LaunchError},
     event::Event,
     graph::Graph,
     instance::KernelInstance,
+    kernel::{ByValue, KernelArg},
     launch::{IntoDim3, LaunchConfig},
+    launcher::{Kernel, KernelMeta},
     pinned::PinnedArray,
     ptr::DevicePtr,
     stream::Stream,
@@ -163,7 +166,7 @@ pub mod prelude {
 
     #[cfg(not(target_arch = "nvptx64"))]
     pub use crate::{
-        Device, DeviceArray, DeviceArray1, DeviceArray2, DeviceArray3, Error, LaunchConfig,
+        Device, DeviceArray, DeviceArray1, DeviceArray2, DeviceArray3, Error, Kernel, LaunchConfig,
     };
     #[cfg(not(target_arch = "nvptx64"))]
     pub use ndarray::{Array0, Array1, Array2, Array3};

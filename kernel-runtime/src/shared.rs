@@ -165,64 +165,56 @@ pub unsafe fn array2<'l, T: AnyBitPattern, L: ?Sized>(
     unsafe { View2Mut::from_raw(ctx.shared_ptr().add(offset) as *mut T, dims, name) }.within(launch)
 }
 
-/// [`dynamic`] in checked mode: accesses recorded in the block's shadow of shared memory.
+/// A shared array (from [`array1`], [`array2`] or [`dynamic`]) in checked mode: its accesses
+/// recorded in the block's shadow of shared memory. Checked mode's body wraps each shared
+/// array of the kernel's in this, so that a mistake in the array's type is reported once, at
+/// the one function both bodies call.
 ///
 /// # Safety
-/// As [`dynamic`].
+/// `view` must be one of the block's shared arrays, made in the thread of `ctx`.
 #[cfg(not(target_arch = "nvptx64"))]
 #[inline(always)]
-pub unsafe fn traced_dynamic<'l, T: AnyBitPattern, L: ?Sized>(
-    ctx: &Ctx,
-    launch: &'l L,
-    static_bytes: usize,
-    name: &'static str,
-) -> View1Mut<'l, T> {
-    // SAFETY: the caller's contract.
-    let view = unsafe { dynamic::<T, L>(ctx, launch, static_bytes, name) };
-    let start = align_up(static_bytes, 16);
-    // SAFETY: the block's shadow has a slot per byte of its shared memory, which holds the view.
-    unsafe { view.traced(ctx.shared_trace(start, core::mem::size_of::<T>())) }
+pub unsafe fn traced<V: SharedView>(ctx: &Ctx, view: V) -> V {
+    let offset = (view.start() as usize).wrapping_sub(ctx.shared_ptr() as usize);
+    // SAFETY: the view lies in the block's shared memory (the caller's contract), of whose bytes
+    // the shadow has a slot each.
+    let trace = ctx.shared_trace(offset, view.elem_bytes());
+    // SAFETY: as above.
+    unsafe { view.with_trace(trace) }
 }
 
-/// [`array1`] in checked mode: accesses recorded in the block's shadow of shared memory.
-///
-/// # Safety
-/// As [`array1`].
+/// The views a block's shared arrays are.
 #[cfg(not(target_arch = "nvptx64"))]
-#[inline(always)]
-pub unsafe fn traced_array1<'l, T: AnyBitPattern, L: ?Sized>(
-    ctx: &Ctx,
-    launch: &'l L,
-    offset: usize,
-    len: usize,
-    name: &'static str,
-) -> View1Mut<'l, T> {
-    // SAFETY: the caller's contract; the shadow has a slot per byte of the shared memory.
-    unsafe {
-        array1::<T, L>(ctx, launch, offset, len, name)
-            .traced(ctx.shared_trace(offset, core::mem::size_of::<T>()))
-    }
+pub trait SharedView: Sized {
+    /// The first element's address.
+    fn start(&self) -> *const u8;
+    /// An element's bytes.
+    fn elem_bytes(&self) -> usize;
+    /// The view, traced through `trace`.
+    ///
+    /// # Safety
+    /// As the views' `traced`.
+    unsafe fn with_trace(self, trace: crate::cpu::check::Trace) -> Self;
 }
 
-/// [`array2`] in checked mode: accesses recorded in the block's shadow of shared memory.
-///
-/// # Safety
-/// As [`array2`].
-#[cfg(not(target_arch = "nvptx64"))]
-#[inline(always)]
-pub unsafe fn traced_array2<'l, T: AnyBitPattern, L: ?Sized>(
-    ctx: &Ctx,
-    launch: &'l L,
-    offset: usize,
-    dims: [usize; 2],
-    name: &'static str,
-) -> View2Mut<'l, T> {
-    // SAFETY: the caller's contract; the shadow has a slot per byte of the shared memory.
-    unsafe {
-        array2::<T, L>(ctx, launch, offset, dims, name)
-            .traced(ctx.shared_trace(offset, core::mem::size_of::<T>()))
-    }
+macro_rules! shared_view {
+    ($($view:ident),*) => {$(
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl<T> SharedView for $view<'_, T> {
+            fn start(&self) -> *const u8 {
+                self.as_ptr() as *const u8
+            }
+            fn elem_bytes(&self) -> usize {
+                core::mem::size_of::<T>()
+            }
+            unsafe fn with_trace(self, trace: crate::cpu::check::Trace) -> Self {
+                // SAFETY: the caller's contract.
+                unsafe { self.traced(trace) }
+            }
+        }
+    )*};
 }
+shared_view!(View1Mut, View2Mut);
 
 /// A shared array extent: sizes are `usize` constants.
 #[inline(always)]

@@ -10,26 +10,6 @@
 use core::marker::PhantomData;
 use core::ops::{Index, IndexMut};
 
-/// What the CPU backend's launcher does to a kernel's views, through `__rt`.
-#[cfg(not(target_arch = "nvptx64"))]
-pub(crate) mod hooks {
-    /// A kernel's view, as the CPU backend's launcher rebinds it.
-    pub trait LaunchView: Sized {
-        /// The shape's type.
-        type Dims;
-        /// The same view, not traced: the fast backend rebinds each view with this inside the
-        /// kernel's closure, so that the optimiser sees that no access is traced.
-        fn untraced(self) -> Self;
-        /// The same view with its shape taken from `dims`, a value the caller has shown to
-        /// equal the view's own: views built from one such value share their extents, so the
-        /// optimiser can prove an index checked against one array valid for the other.
-        ///
-        /// # Safety
-        /// `dims` must equal the view's shape.
-        unsafe fn with_dims(self, dims: Self::Dims) -> Self;
-    }
-}
-
 macro_rules! view_type {
     ($(#[$doc:meta])* $name:ident, $rank:literal, mutable = $mutable:tt) => {
         $(#[$doc])*
@@ -86,6 +66,21 @@ macro_rules! view_type {
                     #[cfg(not(target_arch = "nvptx64"))]
                     trace: crate::cpu::check::Trace::OFF,
                 }
+            }
+            /// [`from_raw`](Self::from_raw), tied to `launch` with [`within`](Self::within): how a
+            /// kernel's PTX entry views its array parameters.
+            ///
+            /// # Safety
+            /// As [`from_raw`](Self::from_raw), for as long as `launch` stays borrowed.
+            #[inline(always)]
+            pub unsafe fn at<'l, O: ?Sized>(
+                ptr: *mut T,
+                dims: [usize; $rank],
+                name: &'static str,
+                launch: &'l O,
+            ) -> $name<'l, T, CHECK> {
+                // SAFETY: the caller's contract.
+                unsafe { $name::<'l, T, CHECK>::from_raw(ptr, dims, name) }.within(launch)
             }
             /// The same view, living no longer than `_owner` stays borrowed: how a view made by
             /// [`from_raw`](Self::from_raw) is tied to the array (or launch) it belongs to.
@@ -165,8 +160,13 @@ macro_rules! view_type {
             }
         }
         #[cfg(not(target_arch = "nvptx64"))]
-        impl<'a, T, const CHECK: bool> hooks::LaunchView for $name<'a, T, CHECK> {
-            type Dims = [usize; $rank];
+        impl<'a, T: Send + Sync, const CHECK: bool> crate::cpu::shapes::LaunchView for $name<'a, T, CHECK> {
+            #[inline(always)]
+            fn note(&self, shapes: &mut crate::cpu::shapes::Shapes, grid: bool) {
+                if crate::cpu::shapes::shares(CHECK, grid, $rank) {
+                    shapes.note(self.dims);
+                }
+            }
             #[inline(always)]
             fn untraced(self) -> Self {
                 $name {
@@ -175,9 +175,18 @@ macro_rules! view_type {
                 }
             }
             #[inline(always)]
-            unsafe fn with_dims(self, dims: [usize; $rank]) -> Self {
-                debug_assert!(dims == self.dims);
-                $name { dims, ..self }
+            unsafe fn fast<const GRID: bool>(self, common: &crate::cpu::shapes::Common) -> Self {
+                let dims = if crate::cpu::shapes::shares(CHECK, GRID, $rank) {
+                    debug_assert!(common.of::<$rank>() == self.dims);
+                    common.of::<$rank>()
+                } else {
+                    self.dims
+                };
+                $name {
+                    dims,
+                    trace: crate::cpu::check::Trace::OFF,
+                    ..self
+                }
             }
         }
         view_type!(@mutable $name, $mutable);

@@ -1,57 +1,46 @@
-//! Checked mode's run of a kernel: each argument's traced view, then a body that is the
-//! kernel's own, except that
+//! Checked mode's body of a kernel: one thread, its views traced by the runtime, the kernel's
+//! own statements, except that
 //! - a compound assignment to an array element (`a[i] += x`) first reads the element, so that
 //!   checked mode sees the read that `IndexMut` alone hides (a sum into shared memory nobody
 //!   cleared is then a read of uninitialized memory, not a plain write);
-//! - shared arrays are made by the `traced_` versions of `kernel_runtime::shared`'s functions,
-//!   which record their accesses (the fast backend's are never traced, at no cost).
+//! - each shared array is wrapped in `kernel_runtime::shared::traced`, which records its
+//!   accesses (the fast backend's are never traced, at no cost).
 
 use crate::emit::cpu::CpuPlan;
 use crate::kernel::validate::Kernel;
 use crate::syntax::assigns;
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::Expr;
 
-/// Checked mode's run: the launch's shadows, the traced views, the body in their closure.
-pub fn launch(k: &Kernel, plan: &CpuPlan) -> TokenStream {
-    let check = k.options.boundscheck;
-    let views = k.params.iter().map(|p| {
-        let (n, n_str) = (&p.name, p.name.to_string());
-        quote! {
-            // SAFETY: the launch runs on the CPU backend, where every array argument lives; the
-            // views live in the closure that `__shadows.run` takes, which `__shadows` outlives.
-            let #n = unsafe {
-                ::kernel_runtime::__rt::KernelArg::traced_view::<#check>(#n, #n_str, &mut __shadows)
-            };
-        }
-    });
-    let rebinds = k.params.iter().map(|p| p.cpu_rebinding(false));
-    let block = body(&k.func.block, plan.split.is_some());
+/// Checked mode's body, `__checked`: one thread of the kernel, its views traced by the
+/// runtime; `None` where the fast body (`__fast`) is the same one thread, which then serves.
+pub fn body(k: &Kernel, plan: &CpuPlan) -> Option<TokenStream> {
+    let block = checked_block(&k.func.block, plan.split.is_some());
+    let same = plan.split.is_none()
+        && block.to_token_stream().to_string() == plan.fast_block(k).to_token_stream().to_string();
+    if same {
+        return None;
+    }
+    let views = crate::emit::cpu::views(k);
+    let prelude = crate::emit::cpu::prelude(k);
     let grid = crate::emit::cpu::grid_binding(k);
-    let run = match k.body.cooperative {
-        true => quote!(run_cooperative),
-        false => quote!(run),
-    };
-    quote! {
-        let mut __shadows = ::kernel_runtime::__rt::LaunchShadows::new(&__spec)
-            .map_err(|fault| fault.into_error(Self::NAME))?;
-        #(#views)*
-        // Inlined into the thread loop, with the views' inline record of plain writes.
-        return __shadows.#run(&__spec, #[inline(always)] move |__kctx: ::kernel_runtime::Ctx| {
-            #(#rebinds)*
+    let (decl, clause) = k.generic.as_ref().map(|g| g.decl()).unwrap_or_default();
+    Some(quote! {
+        #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
+        fn __checked #decl (__kctx: __rt::Ctx, #views, __inner: bool) where #clause {
+            #prelude
             #grid
             #block
-        })
-        .map_err(|fault| fault.into_error(Self::NAME));
-    }
+        }
+    })
 }
 
 /// The checked-mode version of a kernel's body; one that is `split` calls its collectives
 /// through the operands the split one gathers.
-fn body(block: &syn::Block, split: bool) -> syn::Block {
+fn checked_block(block: &syn::Block, split: bool) -> syn::Block {
     let mut block = block.clone();
     ReadBeforeUpdate.visit_block_mut(&mut block);
     if split {
@@ -63,22 +52,12 @@ fn body(block: &syn::Block, split: bool) -> syn::Block {
 struct ReadBeforeUpdate;
 
 impl VisitMut for ReadBeforeUpdate {
-    fn visit_path_mut(&mut self, path: &mut syn::Path) {
-        visit_mut::visit_path_mut(self, path);
-        let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-        if path.leading_colon.is_some()
-            && names.len() == 3
-            && names[0] == "kernel_runtime"
-            && names[1] == "shared"
-            && matches!(names[2].as_str(), "array1" | "array2" | "dynamic")
-        {
-            let last = &mut path.segments[2].ident;
-            *last = syn::Ident::new(&format!("traced_{last}"), last.span());
-        }
-    }
-
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
         visit_mut::visit_expr_mut(self, expr);
+        if is_shared_array(expr) {
+            *expr = syn::parse_quote!(::kernel_runtime::shared::traced(&__kctx, #expr));
+            return;
+        }
         let Expr::Binary(bin) = expr else { return };
         if !assigns(&bin.op) {
             return;
@@ -109,6 +88,28 @@ impl VisitMut for ReadBeforeUpdate {
     }
 }
 
+/// Whether `expr` makes a shared array: a call of `::kernel_runtime::shared::array1`, `array2`
+/// or `dynamic`, as the body pass writes `shared_array!` and `dynamic_shared!`.
+fn is_shared_array(expr: &Expr) -> bool {
+    let Expr::Call(call) = expr else {
+        return false;
+    };
+    let Expr::Path(p) = &*call.func else {
+        return false;
+    };
+    let names: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    p.path.leading_colon.is_some()
+        && names.len() == 3
+        && names[0] == "kernel_runtime"
+        && names[1] == "shared"
+        && matches!(names[2].as_str(), "array1" | "array2" | "dynamic")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,7 +124,7 @@ mod tests {
             y += 1;
             f(a)[0] += 1;
         });
-        let out = body(&b, false).to_token_stream().to_string();
+        let out = checked_block(&b, false).to_token_stream().to_string();
         assert!(out.contains("let _ = & s [__kernel_index]"), "{out}");
         assert!(
             out.contains("s [__kernel_index] *= __kernel_value"),
@@ -131,7 +132,7 @@ mod tests {
         );
         assert!(out.contains("y += 1"), "{out}");
         assert!(
-            out.contains(":: shared :: traced_array1 :: < f32 >"),
+            out.contains(":: shared :: traced (& __kctx , :: kernel_runtime :: shared :: array1"),
             "{out}"
         );
         assert!(out.contains("f (a) [0] += 1"), "{out}");

@@ -1,6 +1,7 @@
-//! The CPU backend's fast run of a kernel: its views, then the body in thread loops (split at
-//! its barriers and warp collectives where the shape allows, see [`crate::split`]) or as
-//! coroutines, with a version for launches whose arrays of one rank share one shape.
+//! The CPU backend's fast body of a kernel, once: a function of a thread's context and the
+//! views (split at its barriers and warp collectives into a function of a block where the shape
+//! allows, see [`crate::split`]), in the form (`CpuPlan::form`) that tells the runtime how to
+//! run it.
 
 use crate::kernel::params::Kind;
 use crate::kernel::rewrite::SharedDecl;
@@ -10,8 +11,7 @@ use crate::split::Hint;
 use crate::syntax::mentions;
 use crate::vocab::ATOMIC_PREFIX;
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, ToTokens};
-use std::collections::BTreeMap;
+use quote::{quote, ToTokens};
 
 /// How the CPU backend runs one kernel.
 pub struct CpuPlan {
@@ -73,116 +73,107 @@ impl CpuPlan {
         }
     }
 
-    /// The fast run: the arguments' views, then the run that fits the launch's shapes.
-    pub fn launch(&self, k: &Kernel) -> TokenStream {
-        let check = k.options.boundscheck;
-        let views = k.params.iter().map(|p| {
-            let (n, n_str) = (&p.name, p.name.to_string());
-            // SAFETY (of the generated block): the launch runs on the CPU backend, where every
-            // array argument lives (`launch_device` checked); `boundscheck = false` is the
-            // kernel author's promise.
-            quote!(let #n = unsafe { ::kernel_runtime::__rt::KernelArg::view::<#check>(#n, #n_str) };)
-        });
-        let run = self.shaped_runs(k);
-        quote! {
-            #(#views)*
-            #run
-            .map_err(|fault| fault.into_error(Self::NAME))
+    /// The statements of a fast body of one thread: the kernel's, but for a guarded grid-level
+    /// kernel's guard, which the rows may decide (`__inner`); `None` for a split kernel.
+    pub fn fast_block<'k>(&'k self, k: &'k Kernel) -> &'k syn::Block {
+        match (&self.guard, self.grid_level && !k.body.cooperative) {
+            (Some(g), true) => &g.body,
+            _ => &k.func.block,
         }
     }
 
-    /// Checked kernels get a second version for the common launch whose arrays of one rank all
-    /// have one shape: there the views share their extents, so an index the kernel checked
-    /// against one array (`if i < c.len()`) is known valid for the others, the optimiser drops
-    /// those index checks and can vectorize the thread loop. A grid-level kernel's 1-D arrays,
-    /// even a single one, also take their length from the launch's bound, which its thread loop
-    /// runs up to first (see `__rt::run_grid`).
-    fn shaped_runs(&self, k: &Kernel) -> TokenStream {
-        let mut by_rank: BTreeMap<usize, Vec<&syn::Ident>> = BTreeMap::new();
-        for p in &k.params {
-            if let Kind::Array { rank, .. } = p.kind {
-                by_rank.entry(rank).or_default().push(&p.name);
+    /// The form the runtime runs the fast body in (`__rt::Grid`, `Blocks`, `Split`, ...),
+    /// naming the bodies of the instance `turbofish` picks.
+    pub fn form(&self, k: &Kernel, turbofish: &TokenStream) -> TokenStream {
+        let fast = quote!(Self::__fast #turbofish);
+        let rt = quote!(__rt);
+        let cooperative = k.body.cooperative;
+        match (&self.split, cooperative) {
+            (Some(_), true) => quote!(#rt::SplitCooperative(#fast)),
+            (Some(_), false) => {
+                let wide = self.wide;
+                quote!(#rt::Split::<_, #wide>(#fast))
             }
-        }
-        let groups: Vec<_> = by_rank
-            .iter()
-            .filter(|(rank, names)| {
-                (k.options.boundscheck && names.len() > 1) || (**rank == 1 && self.grid_level)
-            })
-            .collect();
-        if groups.is_empty() {
-            return self.run(k, &quote!(), &[], false);
-        }
-        // One shared shape per rank, named `__same_dimsR`.
-        let named: Vec<_> = groups
-            .iter()
-            .map(|(rank, _)| (format_ident!("__same_dims{}", rank), **rank))
-            .collect();
-        let dims: Vec<_> = named.iter().map(|(d, _)| d).collect();
-        let commons = groups.iter().map(|(rank, names)| {
-            quote!(::kernel_runtime::__rt::common_dims::<#rank>(&[#(#names.shape()),*]))
-        });
-        let bounded = self.grid_level && by_rank.contains_key(&1);
-        let reshapes = groups.iter().zip(&dims).flat_map(|((rank, names), d)| {
-            let d = if **rank == 1 && bounded {
-                quote!([__bound])
-            } else {
-                quote!(#d)
-            };
-            names.iter().map(move |n| {
-                quote! {
-                    // SAFETY: `common_dims` found that every array of this rank has this shape
-                    // (for 1-D arrays, `__bound` is that length).
-                    let #n = unsafe { ::kernel_runtime::__rt::LaunchView::with_dims(#n, #d) };
-                }
-            })
-        });
-        let shared = self.run(k, &quote!(#(#reshapes)*), &named, bounded);
-        let plain = self.run(k, &quote!(), &[], false);
-        quote! {
-            match (#(#commons,)*) {
-                (#(::core::option::Option::Some(#dims),)*) => #shared,
-                _ => #plain,
+            (None, true) => quote!(#rt::Cooperative(#fast)),
+            (None, false) if k.options.barriers || k.body.barriers => {
+                quote!(#rt::Coroutines(#fast))
             }
+            (None, false) if self.grid_level => match &self.guard {
+                Some(_) => quote!(#rt::Grid(#fast, Self::__span #turbofish)),
+                None => quote!(#rt::Grid(#fast, #rt::WholeRow)),
+            },
+            (None, false) => quote!(#rt::Blocks(#fast)),
         }
     }
+}
 
-    /// One run of the kernel; `prelude` rebinds views, `dims` names the shared extents it uses,
-    /// `bounded` passes the arrays' common length to the body as `__bound`.
-    fn run(
-        &self,
-        k: &Kernel,
-        prelude: &TokenStream,
-        dims: &[(syn::Ident, usize)],
-        bounded: bool,
-    ) -> TokenStream {
-        let rebinds = k.params.iter().map(|p| p.cpu_rebinding(true));
-        if let Some(split) = &self.split {
-            return split_run(k, quote!(#prelude #(#rebinds)* #split), dims, self.wide);
-        }
-        let block = &k.func.block;
-        if self.grid_level {
-            return grid_run(
-                k,
-                self.guard.as_ref(),
-                quote!(#prelude #(#rebinds)*),
-                bounded,
-            );
-        }
-        let grid = grid_binding(k);
-        let run = match k.body.cooperative {
-            true => quote!(run_cooperative),
-            false => quote!(run),
-        };
-        quote! {
-            ::kernel_runtime::__rt::#run(&__spec, move |__kctx: ::kernel_runtime::Ctx| {
+/// The fast body of `k` as the runtime's form of it takes it (see [`CpuPlan::form`]): `__fast`,
+/// and a guarded grid-level kernel's `__span`.
+pub fn bodies(k: &Kernel, plan: &CpuPlan) -> TokenStream {
+    let views = views(k);
+    let prelude = prelude(k);
+    let (decl, clause) = k.generic.as_ref().map(|g| g.decl()).unwrap_or_default();
+    let rt = quote!(__rt);
+    let attrs = quote! {
+        #[inline(always)]
+        #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
+    };
+    if let Some(split) = &plan.split {
+        return quote! {
+            #attrs
+            fn __fast #decl (__blk: &#rt::BlockRun<'_>, #views) where #clause {
                 #prelude
-                #(#rebinds)*
-                #grid
-                #block
-            })
-        }
+                #split
+            }
+        };
     }
+    let grid = grid_binding(k);
+    let block = plan.fast_block(k);
+    let span = plan.guard.as_ref().map(|g| {
+        let narrow = &g.span;
+        quote! {
+            #attrs
+            fn __span #decl (__kctx: #rt::Ctx, #views, __span: #rt::Span) -> #rt::Span where #clause {
+                #prelude
+                #narrow
+            }
+        }
+    });
+    quote! {
+        #attrs
+        fn __fast #decl (__kctx: #rt::Ctx, #views, __inner: bool) where #clause {
+            #prelude
+            #grid
+            #block
+        }
+        #span
+    }
+}
+
+/// The views parameter of a body: the parameters' pattern, of type `__Views` (see
+/// `launcher`).
+pub fn views(k: &Kernel) -> TokenStream {
+    let patterns = k.params.iter().map(|p| p.pattern(k.generic_in(p)));
+    let names = k.generic.as_ref().map(|g| g.names()).unwrap_or_default();
+    quote!((#(#patterns,)*): __Views<'_, #(#names),*>)
+}
+
+/// What a CPU body binds before the kernel's statements: each raw pointer from the runtime's
+/// `SyncPtr`, and what the views and shared arrays of the launch borrow, so that nothing
+/// outlives it.
+pub fn prelude(k: &Kernel) -> TokenStream {
+    let pointers = k
+        .params
+        .iter()
+        .filter(|p| p.is_pointer())
+        .map(|p| p.cpu_rebinding(true));
+    let scope = mentions(k.func.block.to_token_stream(), &|i| i == "__launch").then(|| {
+        quote! {
+            let __launch_scope = ();
+            let __launch = &__launch_scope;
+        }
+    });
+    quote!(#(#pointers)* #scope)
 }
 
 /// A cooperative kernel's grid (`this_grid()`) on the CPU backend.
@@ -191,103 +182,8 @@ pub fn grid_binding(k: &Kernel) -> TokenStream {
         return quote!();
     }
     quote! {
-        #[allow(unused_variables)]
         let __kgrid = ::kernel_runtime::__rt::cpu_grid();
     }
-}
-
-/// A grid-level kernel's run, row by row (`__rt::run_grid`): `views` binds its views; with
-/// `bounded`, the 1-D arrays' common length is `__bound`. With a `guard` (see
-/// [`crate::split::guard`]), the rows learn the span of each in which it holds.
-fn grid_run(k: &Kernel, guard: Option<&Guard>, views: TokenStream, bounded: bool) -> TokenStream {
-    let bound = if bounded {
-        quote!(__same_dims1[0])
-    } else {
-        quote!(::core::primitive::usize::MAX)
-    };
-    let span = match guard {
-        Some(g) => {
-            let span = &g.span;
-            quote! {
-                move |__kctx: ::kernel_runtime::Ctx, __bound: usize, __span: ::kernel_runtime::__rt::Span| {
-                    #views
-                    #span
-                }
-            }
-        }
-        None => quote!(|_, _, __row| __row),
-    };
-    let block = guard.map_or(&*k.func.block, |g| &g.body);
-    quote! {{
-        // The span's copy of the kernel's `let`s may leave some of them unused.
-        #[allow(unused_variables, unused_mut)]
-        let __span = #span;
-        ::kernel_runtime::__rt::run_grid(
-            &__spec,
-            #bound,
-            __span,
-            move |__kctx: ::kernel_runtime::Ctx, __bound: usize, __inner: bool| {
-                #views
-                #block
-            },
-        )
-    }}
-}
-
-/// A split kernel's run, whose thread loops are in its body (`body`): where `wide`, compiled
-/// twice, once for CPUs with AVX-512 (closures inherit their function's target features).
-fn split_run(
-    k: &Kernel,
-    body: TokenStream,
-    dims: &[(syn::Ident, usize)],
-    wide: bool,
-) -> TokenStream {
-    let name = &k.func.sig.ident;
-    let check = k.options.boundscheck;
-    let names: Vec<_> = k.params.iter().map(|p| &p.name).collect();
-    let tys = k.params.iter().map(|p| p.view_ty(check));
-    let run_split = match k.body.cooperative {
-        true => quote!(run_split_cooperative),
-        false => quote!(run_split),
-    };
-    let run = quote! {
-        ::kernel_runtime::__rt::#run_split(__spec, move |__blk: &::kernel_runtime::__rt::BlockRun<'_>| {
-            #body
-        })
-    };
-    let (dn, dr): (Vec<_>, Vec<_>) = dims.iter().cloned().unzip();
-    // A generic kernel's functions take its type parameters.
-    let (decl, clause) = k.generic.as_ref().map(|g| g.decl()).unwrap_or_default();
-    let sig = quote! {
-        #decl (
-            __spec: &::kernel_runtime::__rt::LaunchSpec,
-            __launch: &#name,
-            (#(#names,)*): (#(#tys,)*),
-            (#(#dn,)*): (#([usize; #dr],)*),
-        ) -> ::core::result::Result<(), ::kernel_runtime::__rt::KernelFault>
-        where #clause
-    };
-    if !wide {
-        return quote! {{
-            fn __plain #sig { #run }
-            __plain(&__spec, __launch, (#(#names,)*), (#(#dn,)*))
-        }};
-    }
-    quote! {{
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-        unsafe fn __wide #sig { #run }
-        fn __plain #sig { #run }
-        #[cfg(target_arch = "x86_64")]
-        if ::kernel_runtime::__rt::wide_vectors() {
-            // SAFETY: the CPU has the features `__wide` is compiled for.
-            unsafe { __wide(&__spec, __launch, (#(#names,)*), (#(#dn,)*)) }
-        } else {
-            __plain(&__spec, __launch, (#(#names,)*), (#(#dn,)*))
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        __plain(&__spec, __launch, (#(#names,)*), (#(#dn,)*))
-    }}
 }
 
 /// The block shape a kernel's first static shared array suggests (its last extent along x): a

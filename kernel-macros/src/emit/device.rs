@@ -14,14 +14,14 @@ pub fn entry(k: &Kernel) -> TokenStream {
     let mut params: Vec<TokenStream> = k.params.iter().map(|p| p.ptx_params()).collect();
     let body = body(k, &mut params);
     let Some(g) = &k.generic else {
-        return quote! {
-            #[cfg(target_arch = "nvptx64")]
+        return device_block(quote! {
             #[unsafe(no_mangle)]
-            #[allow(non_snake_case, unused_unsafe, clippy::missing_safety_doc)]
+            #[allow(non_snake_case, unused_unsafe, unused_mut, unused_variables)]
+            #[allow(clippy::missing_safety_doc)]
             #vis unsafe extern "ptx-kernel" fn #name(#(#params),*) {
                 #body
             }
-        };
+        });
     };
     let inner = format_ident!("__kernel_body_{}", name);
     let (decl, clause) = g.decl();
@@ -44,7 +44,6 @@ pub fn entry(k: &Kernel) -> TokenStream {
             params.push(quote!(__kgrid_barrier: *mut u32));
         }
         quote! {
-            #[cfg(target_arch = "nvptx64")]
             #[unsafe(no_mangle)]
             #[allow(non_snake_case, clippy::missing_safety_doc)]
             #vis unsafe extern "ptx-kernel" fn #entry(#(#params),*) {
@@ -53,14 +52,24 @@ pub fn entry(k: &Kernel) -> TokenStream {
             }
         }
     });
-    quote! {
-        #[cfg(target_arch = "nvptx64")]
+    device_block(quote! {
         #[inline(always)]
-        #[allow(non_snake_case, unused_unsafe, clippy::missing_safety_doc)]
+        #[allow(non_snake_case, unused_unsafe, unused_mut, unused_variables)]
+        #[allow(clippy::missing_safety_doc)]
         unsafe fn #inner #decl (#(#params),*) where #clause {
             #body
         }
         #(#entries)*
+    })
+}
+
+/// The device build's items, each for nvptx64 alone; at the module's level, where the crate's
+/// `pub use` of a kernel finds its entry.
+fn device_block(items: TokenStream) -> TokenStream {
+    let items = syn::parse2::<syn::File>(items).map(|f| f.items);
+    match items {
+        Ok(items) => quote!(#(#[cfg(target_arch = "nvptx64")] #items)*),
+        Err(e) => e.into_compile_error(),
     }
 }
 
@@ -77,16 +86,14 @@ fn body(k: &Kernel, params: &mut Vec<TokenStream>) -> TokenStream {
         quote! {
             // SAFETY: the launcher passes the launch's zeroed counter, and launches this kernel
             // cooperatively only.
-            #[allow(unused_variables)]
-            let __kgrid = unsafe { ::kernel_runtime::__rt::gpu_grid(__kgrid_barrier) };
+            let __kgrid = unsafe { __rt::gpu_grid(__kgrid_barrier) };
         }
     });
     quote! {
-        #[allow(unused_variables)]
-        let __kctx = ::kernel_runtime::Ctx;
+        use ::kernel_runtime::__rt;
+        let __kctx = __rt::Ctx;
         // What the views and shared arrays of the launch borrow: nothing outlives it.
         let __launch_scope = ();
-        #[allow(unused_variables)]
         let __launch = &__launch_scope;
         #ctx_binding
         #grid

@@ -15,12 +15,12 @@ pub mod vectorize;
 
 use crate::kernel::validate::Kernel;
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{quote, quote_spanned, ToTokens};
 
 /// Everything a `#[kernel]` becomes: its shared-memory layout and type checks, its PTX entry,
-/// and its launcher, which holds the CPU backend's runs.
+/// and its launcher, which holds the CPU backend's bodies.
 pub fn kernel(k: Kernel) -> TokenStream {
-    let layout = shared_layout(&k);
+    let layout = has_layout(&k).then(|| shared_layout(&k));
     let checks = type_checks(&k);
     let entry = device::entry(&k);
     let plan = cpu::CpuPlan::of(&k);
@@ -31,6 +31,13 @@ pub fn kernel(k: Kernel) -> TokenStream {
         #entry
         #launcher
     }
+}
+
+/// Whether the kernel has a shared-memory layout: static shared arrays, or dynamic shared memory
+/// (placed after them).
+pub fn has_layout(k: &Kernel) -> bool {
+    let layout = k.layout.to_string();
+    crate::syntax::mentions(k.func.block.to_token_stream(), &|i| *i == layout)
 }
 
 /// The static shared-memory layout, computed and checked at compile time; a total over the
@@ -71,12 +78,16 @@ fn shared_layout(k: &Kernel) -> TokenStream {
     }
 }
 
-/// Every element and by-value type must be plain device data; the error points at the type.
-/// A type parameter's instances are checked where the launcher's bound names it.
+/// Every element and by-value type must be plain device data; the error points at the type
+/// (at its first mention: a type is checked once). A type parameter's instances are checked
+/// where the launcher's bound names it.
 fn type_checks(k: &Kernel) -> TokenStream {
+    let mut seen = std::collections::HashSet::new();
     let checks = k.params.iter().filter_map(|p| {
         let ty = p.data_ty();
-        if k.generic.as_ref().is_some_and(|g| g.mentions(ty)) {
+        if k.generic.as_ref().is_some_and(|g| g.mentions(ty))
+            || !seen.insert(quote!(#ty).to_string())
+        {
             return None;
         }
         Some(quote_spanned! {p.ty_span=>

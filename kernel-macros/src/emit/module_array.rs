@@ -11,7 +11,7 @@ use quote::quote;
 use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, Token, TypeArray, Visibility};
 
-use super::launcher::{no_ptx_reason, ptx_holding};
+use super::launcher::ptx_holding;
 
 /// The memory an array lives in on a GPU.
 #[derive(Clone, Copy)]
@@ -149,12 +149,12 @@ pub fn module_array(input: TokenStream, space: Space) -> syn::Result<TokenStream
 }
 
 /// Why an array's crate has no PTX module holding it, for the error of a GPU `set`.
-fn no_ptx_reason_of_array() -> &'static str {
+fn no_ptx_reason_of_array() -> TokenStream {
     match ptx_holding("") {
-        None => no_ptx_reason(),
-        Some(_) => {
+        None => quote!(::kernel_runtime::__rt::NO_MODULE),
+        Some(_) => quote! {
             "the PTX module its crate's build.rs compiled from the library (src/) does not \
              declare it: only arrays that a kernel of the library reads are there"
-        }
+        },
     }
 }

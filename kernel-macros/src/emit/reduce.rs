@@ -216,7 +216,10 @@ fn host(name: &syn::Ident, op: &syn::Ident, ty: &Type) -> TokenStream {
                     ::core::slice::from_raw_parts(::kernel_runtime::__rt::host_ptr(array), array.len())
                 };
                 ::kernel_runtime::__rt::reduce_host(xs, #op).map_err(|message| {
-                    ::kernel_runtime::Error::KernelFault { kernel: Self::NAME, message }
+                    ::kernel_runtime::Error::KernelFault {
+                        kernel: <Self as ::kernel_runtime::__rt::Kernel>::META.name,
+                        message,
+                    }
                 })
             }
 

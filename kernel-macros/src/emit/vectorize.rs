@@ -32,6 +32,7 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
     let (name, scalar_fn) = (&v.name, &v.func);
     let name_str = name.to_string();
     let (args, tys, ret, scalar) = (&v.args, &v.tys, &v.ret, &v.scalar);
+    let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let abi: Vec<&str> = std::iter::repeat_n("ptr", args.len() + 1)
         .chain(["usize"])
         .collect();
@@ -56,19 +57,25 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
         #registration
 
         #[cfg(not(target_arch = "nvptx64"))]
-        impl #name {
-            /// The kernel's name: its PTX entry point.
-            pub const NAME: &'static str = #name_str;
-            /// The PTX entry point and its parameters: one pointer per input, the output
-            /// pointer, the element count.
-            pub const INSTANCES: &'static [(&'static str, &'static [&'static str])] =
-                &[(#name_str, &[#(#abi),*])];
+        impl ::kernel_runtime::__rt::Kernel for #name {
+            const META: ::kernel_runtime::__rt::KernelMeta = ::kernel_runtime::__rt::KernelMeta {
+                name: #name_str,
+                params: &[#(#arg_strs,)* "out", "n"],
+                // One pointer per input, the output pointer, the element count.
+                instances: &[(#name_str, &[#(#abi),*])],
+                static_shared_bytes: 0,
+                ptx: #ptx,
+                barriers: false,
+                split: false,
+                cooperative: false,
+                thread_context: false,
+                grid_level: true,
+            };
+        }
 
-            /// The PTX module holding this function's kernel, when the crate's `build.rs`
-            /// compiled one.
-            pub fn ptx(&self) -> ::core::option::Option<&'static str> {
-                #ptx
-            }
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl #name {
+            const NAME: &'static str = #name_str;
 
             /// The function on one element.
             #[inline(always)]
@@ -241,7 +248,6 @@ impl Vectorized {
     /// parallel loop.
     fn apply(&self) -> TokenStream {
         let (args, scalar, ret) = (&self.args, &self.scalar, &self.ret);
-        let no_ptx = crate::emit::launcher::no_ptx_reason();
         let ptrs = self.ptrs();
         let count = args.len() + 2;
         let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
@@ -276,7 +282,7 @@ impl Vectorized {
                     // SAFETY: the entry's parameters: one pointer per input, the output's, `n`;
                     // every array lives on the device and has `n` elements (checked above).
                     return unsafe {
-                        ::kernel_runtime::__rt::cuda_launch(&__device, Self::NAME, self.ptx().ok_or(#no_ptx), &config, 0, &mut __params)
+                        ::kernel_runtime::__rt::cuda_launch(&__device, Self::NAME, <Self as ::kernel_runtime::__rt::Kernel>::META.ptx, &config, &mut __params)
                     };
                 }
                 #(let #ptrs = ::kernel_runtime::__rt::SharedPtr(::kernel_runtime::__rt::host_ptr(#args));)*

@@ -38,25 +38,10 @@ pub struct Param {
 /// Each parameter's form on each target: the launcher's argument, the PTX entry's parameters,
 /// the views the device entry and the CPU backend bind.
 impl Param {
-    /// The type the launcher takes: `&DeviceArray<T, IxN>`, `&mut DeviceArray<T, IxN>`, `T`.
-    pub fn arg_ty(&self) -> TokenStream {
-        match &self.kind {
-            Kind::Array {
-                rank,
-                mutable,
-                elem,
-            } => {
-                let ix = format_ident!("Ix{}", rank);
-                let amp = if *mutable { quote!(&mut) } else { quote!(&) };
-                quote!(#amp ::kernel_runtime::DeviceArray<#elem, ::kernel_runtime::ndarray::#ix>)
-            }
-            Kind::Scalar(ty) | Kind::Struct(ty) => quote!(#ty),
-            Kind::Pointer { elem, .. } => quote!(::kernel_runtime::DevicePtr<#elem>),
-        }
-    }
-
-    /// The type the body sees: a view (`View2Mut<T, CHECK>`, ...) or the value's own type.
-    pub fn view_ty(&self, check: bool) -> TokenStream {
+    /// The type the CPU backend's bodies see for the parameter, for the launch `'v`: a view
+    /// (`View2Mut<'v, T, CHECK>`, ...), the value's own type (a struct's in a `ByValue`, see
+    /// [`param_ty`](Self::param_ty)), or a pointer's `SyncPtr`.
+    pub fn view_ty(&self, check: bool, generic: bool) -> TokenStream {
         match &self.kind {
             Kind::Array {
                 rank,
@@ -64,10 +49,48 @@ impl Param {
                 elem,
             } => {
                 let view = view_name(*rank, *mutable);
-                quote!(::kernel_runtime::#view<#elem, #check>)
+                quote!(__rt::#view<'v, #elem, #check>)
             }
+            Kind::Struct(ty) if !generic => quote!(__rt::ByValue<#ty>),
             Kind::Scalar(ty) | Kind::Struct(ty) => quote!(#ty),
-            Kind::Pointer { elem, .. } => quote!(::kernel_runtime::__rt::SyncPtr<#elem>),
+            Kind::Pointer { elem, .. } => quote!(__rt::SyncPtr<#elem>),
+        }
+    }
+
+    /// The parameter's type as the launcher's signature names it (the runtime's `Param`):
+    /// `&'static [T]`, `&'static mut Array2<T>`, `T`, `*mut T`, and `ByValue<S>` for a struct
+    /// `S` (not a type parameter, `generic`: its instances are plain device data).
+    pub fn param_ty(&self, generic: bool) -> TokenStream {
+        match &self.kind {
+            Kind::Array {
+                rank,
+                mutable,
+                elem,
+            } => {
+                let amp = if *mutable {
+                    quote!(&'static mut)
+                } else {
+                    quote!(&'static)
+                };
+                if *rank == 1 {
+                    return quote!(#amp [#elem]);
+                }
+                let array = format_ident!("Array{}", rank);
+                quote!(#amp ::kernel_runtime::__rt::#array<#elem>)
+            }
+            Kind::Struct(ty) if !generic => quote!(::kernel_runtime::__rt::ByValue<#ty>),
+            Kind::Scalar(ty) | Kind::Struct(ty) => quote!(#ty),
+            Kind::Pointer { .. } => self.pointer_ty(),
+        }
+    }
+
+    /// The body's pattern for the parameter: its name, `mut` where the body writes through it;
+    /// a struct's unwraps its `ByValue` (see [`view_ty`](Self::view_ty)).
+    pub fn pattern(&self, generic: bool) -> TokenStream {
+        let (n, m) = (&self.name, self.binding_mut());
+        match self.kind {
+            Kind::Struct(_) if !generic => quote!(__rt::ByValue(#m #n)),
+            _ => quote!(#m #n),
         }
     }
 
@@ -170,16 +193,20 @@ impl Param {
     /// pointer and extents, tied to the launch.
     pub fn device_binding(&self, check: bool) -> TokenStream {
         let (n, m) = (&self.name, self.binding_mut());
-        let Kind::Array { rank, .. } = &self.kind else {
-            return quote!(#[allow(unused_mut)] let #m #n = #n;);
+        let Kind::Array {
+            rank,
+            mutable,
+            elem,
+        } = &self.kind
+        else {
+            return quote!(let #m #n = #n;);
         };
         let n_str = n.to_string();
-        let view = self.view_ty(check);
+        let view = view_name(*rank, *mutable);
         let ptr = format_ident!("{}__ptr", n);
         let dims = self.dim_names(*rank);
         quote! {
-            #[allow(unused_mut)]
-            let #m #n = unsafe { <#view>::from_raw(#ptr, [#(#dims),*], #n_str) }.within(__launch);
+            let #m #n = unsafe { __rt::#view::<#elem, #check>::at(#ptr, [#(#dims),*], #n_str, __launch) };
         }
     }
 
@@ -201,12 +228,6 @@ impl Param {
     /// Whether the parameter is an array (else a value or a pointer).
     pub fn is_array(&self) -> bool {
         matches!(self.kind, Kind::Array { .. })
-    }
-
-    /// Whether the launcher passes the argument by value (a scalar or struct, which it wraps
-    /// in `__rt::Value`), else as its own `KernelArg` (an array or a `DevicePtr`).
-    pub fn is_value(&self) -> bool {
-        matches!(self.kind, Kind::Scalar(_) | Kind::Struct(_))
     }
 
     /// Whether the parameter is a raw pointer.

@@ -18,6 +18,15 @@ pub struct Kernel {
     pub layout: syn::Ident,
 }
 
+impl Kernel {
+    /// Whether the type of `p` names one of a generic kernel's type parameters.
+    pub fn generic_in(&self, p: &Param) -> bool {
+        self.generic
+            .as_ref()
+            .is_some_and(|g| g.mentions(p.data_ty()))
+    }
+}
+
 /// A device function that passed validation, body already rewritten.
 pub struct DeviceFn {
     pub func: ItemFn,

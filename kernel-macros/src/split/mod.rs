@@ -1109,7 +1109,7 @@ fn thread_loop(
         __some_exited |= __gone_here;
         // Once every thread has left, nothing more of the block runs: not even its
         // uniform statements, which no thread would have reached.
-        if __gone_here && __exited.iter().all(|&__e| __e) {
+        if __gone_here && ::kernel_runtime::__rt::all_exited(&__exited) {
             return;
         }
     }

@@ -114,15 +114,12 @@ pub(crate) fn block_arrives(stop: GridStop) -> u32 {
 /// its threads meeting at grid barriers through [`block_arrives`]; `workers` OS threads share
 /// the blocks. Returns the first fault, or the divergent grid barrier (a finding where
 /// `checked`).
-pub(crate) fn launch<B>(
+pub(crate) fn launch(
     spec: &LaunchSpec,
     workers: usize,
     checked: bool,
-    per_block: B,
-) -> Result<(), KernelFault>
-where
-    B: Fn(u64, &BlockState) + Sync,
-{
+    per_block: &(dyn Fn(u64, &BlockState) + Sync),
+) -> Result<(), KernelFault> {
     let blocks = spec.grid.volume();
     let workers = (workers as u64).clamp(1, blocks.max(1));
     let meeting = Meeting {
@@ -135,10 +132,10 @@ where
     let share = |w: u64| w * blocks / workers..(w + 1) * blocks / workers;
     std::thread::scope(|scope| {
         for w in 1..workers {
-            let (meeting, per_block) = (&meeting, &per_block);
+            let meeting = &meeting;
             scope.spawn(move || work(spec, share(w), meeting, per_block));
         }
-        work(spec, share(0), &meeting, &per_block);
+        work(spec, share(0), &meeting, per_block);
     });
     let fault = lock(&meeting.round).fault.take();
     match fault {

@@ -5,6 +5,7 @@ use super::check::{self, Lane, LaunchShadows, Who};
 use super::cooperative::{self, At, GridStop};
 use super::fault::{self, raise, KernelFault};
 use super::fibers::run_fibers;
+use super::shapes::{Common, LaunchViews};
 use super::tls::{self, BlockState};
 use crate::cpu::context::Ctx;
 use crate::dim::Dim3;
@@ -45,69 +46,131 @@ thread_local! {
     static SHARED_LANE: RefCell<Lane> = const { RefCell::new(Lane::shared()) };
 }
 
-/// Runs `body` for every thread of the launch; returns the first fault's message.
-///
-/// `body` is cloned once per task so that each task's loop works on its own copy of the
-/// captured views, which the optimiser can keep in registers.
-pub fn run<F>(spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
+/// Runs a block-level kernel without barriers (see `cpu::bodies::Blocks`): `body(ctx, views)`
+/// is one thread. Where the arrays of each rank agree (see [`shapes`](super::shapes)), a
+/// group of blocks is one untracked loop nest with the views reshaped, replayed block by
+/// block, thread by thread, on a fault; launches whose arrays differ, and kernels that ask for
+/// their coordinates from outside their body, run the views as they are in one copy of the
+/// loop.
+pub(crate) fn run_blocks<V, F>(spec: &LaunchSpec, views: V, body: F) -> Result<(), KernelFault>
 where
-    F: Fn(Ctx) + Sync + Clone,
+    V: LaunchViews,
+    F: Fn(Ctx, V, bool) + Copy + Sync,
 {
-    let fibers = spec.barriers && spec.block.volume() > 1;
-    if !fibers && !spec.thread_context {
-        return run_untracked(spec, body);
-    }
-    let coords = if fibers {
-        thread_coords(spec.block)
-    } else {
-        Vec::new()
-    };
-    run_blocks(spec, |state| {
-        if fibers {
-            run_fibers(state, &coords, &body, None)
-        } else {
-            run_loop(state, &body)
+    let common = views.shapes(false).common();
+    run_groups(spec, &|blocks, shared, stop| {
+        let each = |track: bool| move |state: &BlockState| block_threads(state, views, body, track);
+        if spec.thread_context {
+            return for_each_block(spec, blocks.clone(), shared, Some(stop), &each(true));
+        }
+        let tracked = &mut || for_each_block(spec, blocks.clone(), shared, None, &each(true));
+        match common {
+            Some(c) => untracked_then_replay(
+                &mut || run_fast_blocks::<V, F>(spec, blocks.clone(), shared, views, c, body),
+                tracked,
+            ),
+            None => untracked_then_replay(
+                &mut || for_each_block(spec, blocks.clone(), shared, None, &each(false)),
+                tracked,
+            ),
         }
     })
 }
 
-/// Runs a kernel that nothing outside its body asks who runs: a group of blocks is one untracked
-/// loop nest, replayed block by block, thread by thread, on a fault.
-fn run_untracked<F>(spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
-where
-    F: Fn(Ctx) + Sync + Clone,
-{
-    run_groups(spec, &|blocks, shared, _| {
-        untracked_then_replay(
-            &mut || run_fast_blocks(spec, blocks.clone(), shared, &body),
-            &mut || {
-                for_each_block(spec, blocks.clone(), shared, None, &|state| {
-                    run_loop(state, &body)
-                })
-            },
-        )
+/// Runs a kernel whose threads meet at barriers or warp collectives as coroutines (see the
+/// `fibers` module); a block of one thread runs it as a loop. `body` is one thread.
+pub(crate) fn run_coroutines(
+    spec: &LaunchSpec,
+    body: &(dyn Fn(Ctx) + Sync),
+) -> Result<(), KernelFault> {
+    let coords = thread_coords(spec.block);
+    let fibers = spec.block.volume() > 1;
+    run_blocks_each(spec, &|state| {
+        if fibers {
+            run_fibers(state, &coords, body, None)
+        } else {
+            tls::set_thread(Dim3::ZERO);
+            body(ctx_of(state, Dim3::ZERO))
+        }
     })
 }
 
-/// Runs `body` once per block; the body runs the block's threads itself, region by region
-/// between barriers (the `#[kernel]` macro splits bodies whose barriers allow it).
-pub fn run_split<F>(spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
+/// Runs a split kernel (see `cpu::bodies::Split`): `body` runs a block's threads itself,
+/// region by region between barriers. Where the arrays of each rank agree, it runs with
+/// the views reshaped, untracked (compiled a second time for AVX-512 CPUs where `WIDE`), and
+/// replayed tracked on a fault; otherwise with the views as they are, in one copy of it.
+pub(crate) fn run_split<V, F, const WIDE: bool>(
+    spec: &LaunchSpec,
+    views: V,
+    body: F,
+) -> Result<(), KernelFault>
 where
-    F: Fn(&BlockRun<'_>) + Sync,
+    V: LaunchViews,
+    F: Fn(&BlockRun<'_>, V) + Copy + Sync,
 {
+    let common = views.shapes(false).common();
     let coords = thread_coords(spec.block);
-    run_blocks(spec, |state| {
+    run_blocks_each(spec, &|state| {
         let block = |track: bool| BlockRun {
             state,
             coords: &coords,
             track,
         };
+        let tracked = &mut || split_once(&block(true), views, body);
         if spec.thread_context {
-            body(&block(true))
-        } else {
-            untracked_then_replay(&mut || body(&block(false)), &mut || body(&block(true)))
+            return tracked();
+        }
+        match common {
+            Some(c) if WIDE && wide_vectors() => untracked_then_replay(
+                // SAFETY: the CPU has the features `split_wide` is compiled for.
+                &mut || unsafe { split_wide::<V, F>(&block(false), views, c, body) },
+                tracked,
+            ),
+            Some(c) => untracked_then_replay(
+                &mut || split_plain::<V, F>(&block(false), views, c, body),
+                tracked,
+            ),
+            None => untracked_then_replay(&mut || split_once(&block(false), views, body), tracked),
         }
     })
+}
+
+/// A split kernel's block with the views as they are (untraced): the one copy of its body
+/// that the runs which are not fast share.
+#[inline(never)]
+fn split_once<V: LaunchViews, F: Fn(&BlockRun<'_>, V)>(block: &BlockRun<'_>, views: V, body: F) {
+    body(block, views.untraced())
+}
+
+/// A split kernel's block with the views reshaped to `common`, for the baseline CPU.
+#[inline(never)]
+fn split_plain<V: LaunchViews, F: Fn(&BlockRun<'_>, V)>(
+    block: &BlockRun<'_>,
+    views: V,
+    common: Common,
+    body: F,
+) {
+    // SAFETY: `common` holds the views' shapes (`run_split` found them).
+    body(block, unsafe { views.fast::<false>(&common) })
+}
+
+/// [`split_plain`] compiled for AVX-512 CPUs.
+///
+/// # Safety
+/// The CPU must have the features it is compiled for ([`wide_vectors`]).
+#[inline(never)]
+#[cfg_attr(
+    target_arch = "x86_64",
+    target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")
+)]
+unsafe fn split_wide<V: LaunchViews, F: Fn(&BlockRun<'_>, V)>(
+    block: &BlockRun<'_>,
+    views: V,
+    common: Common,
+    body: F,
+) {
+    // SAFETY: as in `split_plain`.
+    body(block, unsafe { views.fast::<false>(&common) })
 }
 
 /// Runs `body` for every thread of the launch in checked mode: every thread tracked, as
@@ -118,14 +181,11 @@ where
 ///
 /// Block `b` (linear index) has the number `first + b` in the records, `first` being the
 /// launch's first block on the clock.
-pub(crate) fn run_checked<F>(
+pub(crate) fn run_checked(
     spec: &LaunchSpec,
     shadows: &LaunchShadows,
-    body: F,
-) -> Result<(), KernelFault>
-where
-    F: Fn(Ctx) + Sync + Clone,
-{
+    body: &(dyn Fn(Ctx) + Sync),
+) -> Result<(), KernelFault> {
     let fibers = spec.barriers && spec.block.volume() > 1;
     let coords = thread_coords(spec.block);
     let first = shadows.first();
@@ -140,9 +200,8 @@ where
                 let state = checked_block(spec, &mut lane, first, block_state(spec, b, shared));
                 let block = first.wrapping_add(b as u32);
                 if fibers {
-                    run_fibers(&state, &coords, &body, Some(block));
+                    run_fibers(&state, &coords, body, Some(block));
                 } else {
-                    let body = body.clone();
                     for (t, &thread) in coords.iter().enumerate() {
                         check::set_who(Who {
                             block,
@@ -161,53 +220,56 @@ where
     })
 }
 
-/// [`run`] for a cooperative launch (a kernel with grid barriers): every block alive at once,
-/// its threads as coroutines, the blocks over one worker per core (see the CPU backend's
-/// `cooperative` module). Kept apart from `run` so that other kernels do not compile it.
-pub fn run_cooperative<F>(spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
-where
-    F: Fn(Ctx) + Sync,
-{
+/// [`run_coroutines`] for a cooperative launch (a kernel with grid barriers): every block alive
+/// at once, its threads as coroutines, the blocks over one worker per core (see the CPU
+/// backend's `cooperative` module).
+pub(crate) fn run_cooperative(
+    spec: &LaunchSpec,
+    body: &(dyn Fn(Ctx) + Sync),
+) -> Result<(), KernelFault> {
     let coords = thread_coords(spec.block);
-    cooperative::launch(spec, rayon::current_num_threads(), false, |_, state| {
-        run_fibers(state, &coords, &body, None)
+    cooperative::launch(spec, rayon::current_num_threads(), false, &|_, state| {
+        run_fibers(state, &coords, body, None)
     })
 }
 
 /// [`run_split`] for a cooperative launch whose grid barriers split it. A block that faults
 /// cannot be replayed once others have passed a grid barrier: its threads are tracked from the
 /// start.
-pub fn run_split_cooperative<F>(spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
+pub(crate) fn run_split_cooperative<V, F>(
+    spec: &LaunchSpec,
+    views: V,
+    body: F,
+) -> Result<(), KernelFault>
 where
-    F: Fn(&BlockRun<'_>) + Sync,
+    V: LaunchViews,
+    F: Fn(&BlockRun<'_>, V) + Copy + Sync,
 {
     let coords = thread_coords(spec.block);
-    cooperative::launch(spec, rayon::current_num_threads(), false, |_, state| {
-        body(&BlockRun {
+    cooperative::launch(spec, rayon::current_num_threads(), false, &|_, state| {
+        let block = BlockRun {
             state,
             coords: &coords,
             track: true,
-        })
+        };
+        split_once(&block, views, body)
     })
 }
 
 /// [`run_checked`] for a cooperative launch: every block on the calling thread, each with a
 /// lane of its own for its shared memory, which lives as long as the block.
-pub(crate) fn run_checked_cooperative<F>(
+pub(crate) fn run_checked_cooperative(
     spec: &LaunchSpec,
     shadows: &LaunchShadows,
-    body: F,
-) -> Result<(), KernelFault>
-where
-    F: Fn(Ctx) + Sync,
-{
+    body: &(dyn Fn(Ctx) + Sync),
+) -> Result<(), KernelFault> {
     let coords = thread_coords(spec.block);
     let first = shadows.first();
     let _lanes = shadows.enter(0);
-    cooperative::launch(spec, 1, true, |b, state| {
+    cooperative::launch(spec, 1, true, &|b, state| {
         let mut lane = Lane::shared();
         let state = checked_block(spec, &mut lane, first, *state);
-        run_fibers(&state, &coords, &body, Some(first.wrapping_add(b as u32)));
+        run_fibers(&state, &coords, body, Some(first.wrapping_add(b as u32)));
         check::end_interval();
     })
 }
@@ -270,6 +332,12 @@ pub fn wide_vectors() -> bool {
     {
         false
     }
+}
+
+/// Whether every thread of a split kernel's block has exited, by its flags `exited`.
+#[inline(never)]
+pub fn all_exited(exited: &[bool]) -> bool {
+    exited.iter().all(|&e| e)
 }
 
 /// One block of a split kernel: its threads' contexts and the barrier checks between regions.
@@ -341,7 +409,7 @@ impl BlockRun<'_> {
     /// barrier, which the launch reports if other blocks wait there.
     pub fn grid_barrier(&self, exited: &[bool], some_exited: bool, location: &'static str) {
         if some_exited {
-            if exited.iter().all(|&e| e) {
+            if all_exited(exited) {
                 return;
             }
             self.barrier_after_exits(exited, "grid_sync()", location)
@@ -379,12 +447,12 @@ impl BlockRun<'_> {
 
 /// Runs `per_block` for every block, in parallel, with the block's shared memory and
 /// coordinates in place; returns the first fault's message.
-fn run_blocks<B>(spec: &LaunchSpec, per_block: B) -> Result<(), KernelFault>
-where
-    B: Fn(&BlockState) + Sync,
-{
+fn run_blocks_each(
+    spec: &LaunchSpec,
+    per_block: &(dyn Fn(&BlockState) + Sync),
+) -> Result<(), KernelFault> {
     run_groups(spec, &|blocks, shared, stop| {
-        for_each_block(spec, blocks, shared, Some(stop), &per_block)
+        for_each_block(spec, blocks, shared, Some(stop), per_block)
     })
 }
 
@@ -512,51 +580,53 @@ pub(crate) fn ctx_of(state: &BlockState, thread: Dim3) -> Ctx {
 /// for the baseline CPU and, on x86-64, with the AVX-512 features whose masked loads and stores
 /// let a thread loop whose body is guarded (`if i < n { .. }`) vectorize; [`wide_vectors`]
 /// picks one at each call. Each copy is a function of its own, so that the optimiser inlines the
-/// kernel's body into each loop with a full budget.
+/// kernel's body into each loop with a full budget. `[$gen]` declares the generic parameters,
+/// `[$args]` names them.
 macro_rules! wide_variants {
-    ($(#[$attr:meta])* $name:ident [$f:ident: $($bound:tt)+] ($($arg:ident: $ty:ty),*) => $loops:ident) => {
+    ($(#[$attr:meta])* $name:ident [$($gen:tt)*] [$($args:tt)*] ($($arg:ident: $ty:ty),*) => $loops:ident) => {
         $(#[$attr])*
         #[inline(always)]
-        fn $name<$f: $($bound)+>($($arg: $ty),*) {
+        fn $name<$($gen)*>($($arg: $ty),*) {
             #[inline(never)]
-            fn plain<$f: $($bound)+>($($arg: $ty),*) {
-                $loops($($arg),*)
+            fn plain<$($gen)*>($($arg: $ty),*) {
+                $loops::<$($args)*>($($arg),*)
             }
             // Called only where the CPU has the features this is compiled for.
             #[cfg(target_arch = "x86_64")]
+            #[inline(never)]
             #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-            unsafe fn avx512<$f: $($bound)+>($($arg: $ty),*) {
-                $loops($($arg),*)
+            unsafe fn avx512<$($gen)*>($($arg: $ty),*) {
+                $loops::<$($args)*>($($arg),*)
             }
             #[cfg(target_arch = "x86_64")]
             if $crate::cpu::exec::wide_vectors() {
                 // SAFETY: the CPU has every feature `avx512` is compiled for (checked above).
-                return unsafe { avx512($($arg),*) };
+                return unsafe { avx512::<$($args)*>($($arg),*) };
             }
-            plain($($arg),*)
+            plain::<$($args)*>($($arg),*)
         }
     };
 }
 pub(crate) use wide_variants;
 
 wide_variants!(
-    /// The thread loops of a group of blocks of a kernel that never asks for its coordinates
-    /// from outside its body.
-    run_fast_blocks [F: Fn(Ctx) + Clone]
-    (spec: &LaunchSpec, blocks: Range<u64>, shared: *mut u8, body: &F) => fast_blocks
+    /// The thread loops of a group of blocks, the views reshaped to `common`.
+    run_fast_blocks [V: LaunchViews, F: Fn(Ctx, V, bool) + Copy] [V, F]
+    (spec: &LaunchSpec, blocks: Range<u64>, shared: *mut u8, views: V, common: Common, body: F)
+        => fast_blocks
 );
 
-/// Runs the threads of `blocks`, block after block, without recording who runs.
+/// Runs the threads of `blocks`, block after block, without recording who runs, the views
+/// reshaped to `common`.
 #[inline(always)]
-fn fast_blocks<F: Fn(Ctx) + Clone>(
+fn fast_blocks<V: LaunchViews, F: Fn(Ctx, V, bool) + Copy>(
     spec: &LaunchSpec,
     blocks: Range<u64>,
     shared: *mut u8,
-    body: &F,
+    views: V,
+    common: Common,
+    body: F,
 ) {
-    // Local copies (the body's and the context's) live in registers: the kernel's stores through
-    // raw pointers cannot alias them, so nothing is reloaded per thread.
-    let body = body.clone();
     let mut ctx = ctx_of(&block_state(spec, blocks.start, shared), Dim3::ZERO);
     let (d, g) = (ctx.block_dim, ctx.grid_dim);
     for _ in blocks {
@@ -564,7 +634,8 @@ fn fast_blocks<F: Fn(Ctx) + Clone>(
             for y in 0..d.y {
                 for x in 0..d.x {
                     ctx.thread = Dim3 { x, y, z };
-                    body(ctx);
+                    // SAFETY: `common` holds the views' shapes (`run_blocks` found them).
+                    body(ctx, unsafe { views.fast::<false>(&common) }, false);
                 }
             }
         }
@@ -582,19 +653,27 @@ fn fast_blocks<F: Fn(Ctx) + Clone>(
     }
 }
 
-/// Runs the block's threads one after another, recording each thread's coordinates for code
-/// outside the body and for fault reports.
-#[inline(always)]
-fn run_loop<F: Fn(Ctx) + Clone>(state: &BlockState, body: &F) {
-    let body = body.clone();
+/// Runs the block's threads one after another with the views as they are (untraced), recording
+/// each thread's coordinates where `track` (for code outside the body and for fault reports):
+/// the one copy of the body that the runs which are not fast share.
+#[inline(never)]
+fn block_threads<V: LaunchViews, F: Fn(Ctx, V, bool)>(
+    state: &BlockState,
+    views: V,
+    body: F,
+    track: bool,
+) {
+    let views = views.untraced();
     let mut ctx = ctx_of(state, Dim3::ZERO);
     let d = ctx.block_dim;
     for z in 0..d.z {
         for y in 0..d.y {
             for x in 0..d.x {
                 ctx.thread = Dim3 { x, y, z };
-                tls::set_thread(ctx.thread);
-                body(ctx);
+                if track {
+                    tls::set_thread(ctx.thread);
+                }
+                body(ctx, views, false);
             }
         }
     }

@@ -1,7 +1,7 @@
 //! The CPU backend: runs every thread of a launch on the host's cores.
 //!
-//! Kernels without barriers run as plain loops over the threads of a block, blocks spread over
-//! all cores by rayon; those that only grid-level indices tell apart, as loops along the grid's
+//! How each form of a kernel's body runs is in [`bodies`]. Kernels without barriers run as plain
+//! loops over the threads of a block, blocks spread over all cores by rayon; those that only grid-level indices tell apart, as loops along the grid's
 //! rows ([`rows`]). Kernels with barriers run each thread of a block as a coroutine on its
 //! own small stack; a barrier suspends the thread until every thread of the block has reached
 //! it, so a barrier inside a loop or a branch works, and one that only part of the block reaches
@@ -12,6 +12,7 @@
 //! and records each access to writable and shared arrays in shadow memory ([`check`]), to report
 //! data races and reads of shared memory never written ([`finding`]).
 
+pub(crate) mod bodies;
 pub mod check;
 pub(crate) mod context;
 pub(crate) mod cooperative;
@@ -24,6 +25,7 @@ pub(crate) mod lockstep;
 pub(crate) mod overflow;
 pub(crate) mod reduction;
 pub mod rows;
+pub(crate) mod shapes;
 pub(crate) mod slots;
 pub(crate) mod tls;
 pub(crate) mod warp;

@@ -15,6 +15,7 @@
 use super::exec::LaunchSpec;
 use super::exec::{block_state, ctx_of, run_tasks, untracked_then_replay, wide_variants};
 use super::fault::KernelFault;
+use super::shapes::{Common, LaunchViews};
 use super::tls;
 use crate::cpu::context::Ctx;
 use crate::dim::Dim3;
@@ -118,18 +119,30 @@ impl Span {
     }
 }
 
-/// Runs a grid-level kernel (see [`LaunchSpec::grid_level`]) row by row. `body(ctx, bound,
+/// Runs a grid-level kernel (see [`LaunchSpec::grid_level`]) row by row. `body(ctx, views,
 /// inside)` is one thread, `inside` telling it that its `grid(n).0` lies in the span that
-/// `span(ctx, bound, row)` gives of the `row` of its first thread `ctx`. Whose 1-D arrays all
-/// have length `bound` (else `usize::MAX`), the body takes that length from it: the threads
-/// below it run first, in a loop where a test such as `if i < c.len()` is known to hold and
-/// costs nothing.
-pub fn run_grid<F, S>(spec: &LaunchSpec, bound: usize, span: S, body: F) -> Result<(), KernelFault>
+/// `span(ctx, views, row)` gives of the `row` of its first thread `ctx`.
+///
+/// Where the arrays of each rank agree (see [`shapes`](super::shapes)), the threads of a
+/// row's span below the 1-D arrays' length run first, in a loop with the views reshaped and the
+/// 1-D arrays' length that of the loop's bound, where a test such as `if i < c.len()` is known
+/// to hold and costs nothing. The rest (a row's ends, launches whose arrays differ, the replay
+/// of a fault) run the views as they are, in one copy of the loop.
+pub(crate) fn run_grid<V, F, S>(
+    spec: &LaunchSpec,
+    views: V,
+    body: F,
+    span: S,
+) -> Result<(), KernelFault>
 where
-    F: Fn(Ctx, usize, bool) + Sync + Clone,
-    S: Fn(Ctx, usize, Span) -> Span + Sync,
+    V: LaunchViews,
+    F: Fn(Ctx, V, bool) + Copy + Sync,
+    S: Fn(Ctx, V, Span) -> Span + Sync,
 {
     debug_assert!(spec.grid_level);
+    let shapes = views.shapes(true);
+    let common = shapes.common();
+    let bound = shapes.length().unwrap_or(usize::MAX);
     let rows = Rows::of(spec);
     run_tasks(
         spec,
@@ -142,11 +155,15 @@ where
                 &mut || {
                     for s in segments.clone() {
                         let (ctx, first, threads) = rows.segment(base, s);
+                        let Some(common) = common else {
+                            row_threads(ctx, 0..threads, views, body, false);
+                            continue;
+                        };
                         let row = Span {
                             lo: first,
                             hi: first + threads as usize,
                         };
-                        let inside = span(ctx, bound, row)
+                        let inside = span(ctx, views, row)
                             .and(row)
                             .and(Span { lo: 0, hi: bound });
                         let inside = if inside.is_empty() {
@@ -155,19 +172,24 @@ where
                             (inside.lo - first) as u32..(inside.hi - first) as u32
                         };
                         if !inside.is_empty() {
-                            run_inside(ctx, inside.clone(), bound, &body);
+                            let common = common.with_length(bound);
+                            run_inside::<V, F>(ctx, inside.clone(), bound, views, common, body);
                         }
-                        if inside.start > 0 || inside.end < threads {
-                            ends(ctx, threads, inside, bound, &body);
-                        }
+                        row_threads(ctx, 0..inside.start, views, body, false);
+                        row_threads(
+                            ctx,
+                            inside.end.max(inside.start)..threads,
+                            views,
+                            body,
+                            false,
+                        );
                     }
                 },
-                &mut || replay(spec, &rows, base, segments.clone(), bound, &body),
+                &mut || replay(spec, &rows, base, segments.clone(), views, body),
             )
         },
     )
 }
-
 /// The shape of a launch as rows cut into segments of whole blocks along x.
 struct Rows {
     block: Dim3,
@@ -224,21 +246,20 @@ impl Rows {
 wide_variants!(
     /// The threads `inside` a segment's span, in a loop of its own, apart from the segment's
     /// ends, which the optimiser can vectorize.
-    run_inside [F: Fn(Ctx, usize, bool) + Clone]
-    (ctx: Ctx, inside: Range<u32>, bound: usize, body: &F) => inside_loop
+    run_inside [V: LaunchViews, F: Fn(Ctx, V, bool) + Copy] [V, F]
+    (ctx: Ctx, inside: Range<u32>, bound: usize, views: V, common: Common, body: F) => inside_loop
 );
 
-/// The loop of [`run_inside`].
+/// The loop of [`run_inside`]: the views reshaped to `common`, whose 1-D length is `bound`.
 #[inline(always)]
-fn inside_loop<F: Fn(Ctx, usize, bool) + Clone>(
+fn inside_loop<V: LaunchViews, F: Fn(Ctx, V, bool) + Copy>(
     mut ctx: Ctx,
     inside: Range<u32>,
     bound: usize,
-    body: &F,
+    views: V,
+    common: Common,
+    body: F,
 ) {
-    // A local copy, whose captured views stay in registers: the kernel's stores through raw
-    // pointers cannot alias it.
-    let body = body.clone();
     // The grid x-index of thread x 0, computed as `grid(n)` computes it, so that the optimiser
     // sees the bound below as one on the kernel's own index.
     let first = ctx.block.x as usize * ctx.block_dim.x as usize;
@@ -246,35 +267,41 @@ fn inside_loop<F: Fn(Ctx, usize, bool) + Clone>(
         // SAFETY: `run_grid` cut the span below `bound`.
         unsafe { std::hint::assert_unchecked(first + (x as usize) < bound) };
         ctx.thread.x = x;
-        body(ctx, bound, true);
+        // SAFETY: `common` holds the views' shapes (`run_grid` found them).
+        body(ctx, unsafe { views.fast::<true>(&common) }, true);
     }
 }
 
-/// The threads of a segment of `threads` outside its span `inside`: the body as written.
+/// The threads `xs` of a segment whose first thread is `ctx`, with the views as they are
+/// (untraced) and the body's own tests, recording each thread where `track`: the one copy of
+/// the body that the runs which are not fast share.
 #[inline(never)]
-fn ends<F: Fn(Ctx, usize, bool) + Clone>(
+fn row_threads<V: LaunchViews, F: Fn(Ctx, V, bool)>(
     mut ctx: Ctx,
-    threads: u32,
-    inside: Range<u32>,
-    bound: usize,
-    body: &F,
+    xs: Range<u32>,
+    views: V,
+    body: F,
+    track: bool,
 ) {
-    let body = body.clone();
-    for x in (0..inside.start).chain(inside.end.max(inside.start)..threads) {
+    let views = views.untraced();
+    for x in xs {
         ctx.thread.x = x;
-        body(ctx, bound, false);
+        if track {
+            tls::set_thread(ctx.thread);
+        }
+        body(ctx, views, false);
     }
 }
 
 /// The segments of a task that faulted, again, thread by thread with each thread's own block
 /// and thread recorded, so that the fault names them.
-fn replay<F: Fn(Ctx, usize, bool)>(
+fn replay<V: LaunchViews, F: Fn(Ctx, V, bool) + Copy>(
     spec: &LaunchSpec,
     rows: &Rows,
     base: Ctx,
     segments: Range<u64>,
-    bound: usize,
-    body: &F,
+    views: V,
+    body: F,
 ) {
     let d = spec.block.x as usize;
     let launch = block_state(spec, 0, base.shared);
@@ -294,8 +321,13 @@ fn replay<F: Fn(Ctx, usize, bool)>(
                 ..ctx.thread
             };
             tls::BLOCK.with(|c| c.set(state));
-            tls::set_thread(thread);
-            body(ctx_of(&state, thread), bound, false);
+            row_threads(
+                ctx_of(&state, thread),
+                thread.x..thread.x + 1,
+                views,
+                body,
+                true,
+            );
         }
     }
 }

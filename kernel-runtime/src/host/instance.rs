@@ -6,9 +6,9 @@
 #[diagnostic::on_unimplemented(
     message = "kernel `{K}` has no instance for the type parameters `{Self}`",
     label = "no PTX entry for these types",
-    note = "add them to the kernel's `#[kernel(instances(..))]`; `{K}::INSTANCES` lists those it has"
+    note = "add them to the kernel's `#[kernel(instances(..))]`; `{K}::META.instances` lists those it has"
 )]
 pub trait KernelInstance<K> {
-    /// The PTX entry point: `kernel__type`, as `{K}::INSTANCES` lists it.
+    /// The PTX entry point: `kernel__type`, as `{K}::META.instances` lists it.
     const ENTRY: &'static str;
 }

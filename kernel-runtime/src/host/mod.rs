@@ -1,6 +1,7 @@
 //! The host API: devices, device arrays, launch configurations and errors.
 
 pub(crate) mod alloc;
+pub mod args;
 pub mod array;
 pub(crate) mod bytes;
 #[cfg(feature = "mpi")]
@@ -10,13 +11,15 @@ pub(crate) mod columns;
 pub(crate) mod cooperative;
 pub(crate) mod cuda;
 pub mod device;
+pub(crate) mod elementwise;
 pub(crate) mod embedded;
 pub mod error;
 pub mod event;
 pub mod graph;
 pub mod instance;
-pub(crate) mod kernel;
+pub mod kernel;
 pub mod launch;
+pub mod launcher;
 pub mod limits;
 pub(crate) mod link;
 pub mod mapped;

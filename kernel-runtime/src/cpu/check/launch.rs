@@ -204,27 +204,23 @@ impl LaunchShadows {
         ptr
     }
 
-    /// Runs the launch in checked mode (see `cpu::exec::run_checked`),
-    /// then compares what the workers recorded.
-    pub fn run<F>(&self, spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
-    where
-        F: Fn(crate::cpu::context::Ctx) + Sync + Clone,
-    {
+    /// Runs the launch in checked mode (see `cpu::exec::run_checked`), then compares what the
+    /// workers recorded; a `cooperative` launch's blocks run on one worker (see
+    /// `cpu::exec::run_checked_cooperative`), so there is no other worker's lane to compare.
+    pub(crate) fn run(
+        &self,
+        spec: &LaunchSpec,
+        cooperative: bool,
+        body: &(dyn Fn(crate::cpu::context::Ctx) + Sync),
+    ) -> Result<(), KernelFault> {
+        if cooperative {
+            return crate::cpu::exec::run_checked_cooperative(spec, self, body);
+        }
         crate::cpu::exec::run_checked(spec, self, body)?;
         match self.compare_workers(spec) {
             Some(finding) => Err(KernelFault::Finding(Box::new(finding))),
             None => Ok(()),
         }
-    }
-
-    /// [`run`](Self::run) for a cooperative launch (see
-    /// `cpu::exec::run_checked_cooperative`): its blocks run on one worker, so there is no
-    /// other worker's lane to compare.
-    pub fn run_cooperative<F>(&self, spec: &LaunchSpec, body: F) -> Result<(), KernelFault>
-    where
-        F: Fn(crate::cpu::context::Ctx) + Sync,
-    {
-        crate::cpu::exec::run_checked_cooperative(spec, self, body)
     }
 
     /// The first race between blocks of different workers, element by element in the pages

@@ -1,0 +1,156 @@
+//! The forms of a kernel's fast body, and how the CPU backend runs each ([`FastRun`]).
+//!
+//! `#[kernel]` writes a kernel's fast body once, as a function of a thread's context, its views
+//! and whether the thread lies where its guard is known to hold (only a grid-level kernel's
+//! rows know: see `rows`), or of a block, for a body split at its barriers; and wraps it in the
+//! form that says how it runs:
+//!
+//! | form | the body | run as |
+//! | --- | --- | --- |
+//! | [`Grid`] | `fn(ctx, views, inside)`, with its guard's `fn(ctx, views, row) -> Span` | rows along x (`rows`) |
+//! | [`Blocks`] | `fn(ctx, views, false)` | thread loops, block by block |
+//! | [`Coroutines`] | `fn(ctx, views, false)` | coroutines meeting at barriers and collectives (`fibers`) |
+//! | [`Split`] | `fn(&BlockRun, views)` | a block at a time, its thread loops its own |
+//! | [`Cooperative`], [`SplitCooperative`] | as [`Coroutines`], [`Split`] | every block alive at once (`cooperative`) |
+//!
+//! The runs compile the body into as few loops as give their speed: a fast loop (two copies,
+//! the second for AVX-512 CPUs) with the views reshaped to the launch's common shapes (see
+//! [`shapes`](super::shapes)), and one copy that every other path shares (a row's ends,
+//! launches whose arrays differ, tracked threads, the replay of a fault). Everything around
+//! the loops (tasks over cores, fault handling) is compiled once, in this crate.
+
+use super::context::Ctx;
+use super::exec::{self, BlockRun, LaunchSpec};
+use super::fault::KernelFault;
+use super::rows::{self, Span};
+use super::shapes::LaunchViews;
+use crate::host::args::Params;
+
+/// A kernel's fast body in one of the forms the CPU backend runs, for views of the parameters
+/// `S` with index checks on or off (`CHECK`).
+pub trait FastRun<S: Params, const CHECK: bool> {
+    /// Runs every thread of a launch of `spec` with `views`; the first fault.
+    fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault>;
+}
+
+/// A grid-level kernel (only `grid(n)` and the launch's shape tell its threads apart): the body
+/// `(ctx, views, inside)`, `inside` telling it that its guard holds, and the `RowSpan` in
+/// which it does: the guard's `(ctx, views, row) -> Span`, or [`WholeRow`] where the kernel has
+/// none.
+#[derive(Clone, Copy, Debug)]
+pub struct Grid<F, P>(pub F, pub P);
+
+/// Where along a row of threads a grid-level kernel's guard holds (see `rows`): the span of
+/// `row` for the row's first thread `ctx`.
+pub trait RowSpan<V> {
+    /// The span of `row`.
+    fn span(&self, ctx: Ctx, views: V, row: Span) -> Span;
+}
+
+impl<V, P: Fn(Ctx, V, Span) -> Span> RowSpan<V> for P {
+    #[inline(always)]
+    fn span(&self, ctx: Ctx, views: V, row: Span) -> Span {
+        self(ctx, views, row)
+    }
+}
+
+/// The span of a kernel without a guard: the row, whose threads then run the body as written.
+#[derive(Clone, Copy, Debug)]
+pub struct WholeRow;
+
+impl<V> RowSpan<V> for WholeRow {
+    #[inline(always)]
+    fn span(&self, _ctx: Ctx, _views: V, row: Span) -> Span {
+        row
+    }
+}
+
+impl<S, F, P, const CHECK: bool> FastRun<S, CHECK> for Grid<F, P>
+where
+    S: Params,
+    F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+    P: for<'v> RowSpan<S::Views<'v, CHECK>> + Sync,
+{
+    fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
+        let span = self.1;
+        rows::run_grid(spec, views, self.0, |ctx, views, row| {
+            span.span(ctx, views, row)
+        })
+    }
+}
+
+/// A block-level kernel without barriers: the body `(ctx, views, false)` of one thread.
+#[derive(Clone, Copy, Debug)]
+pub struct Blocks<F>(pub F);
+
+impl<S, F, const CHECK: bool> FastRun<S, CHECK> for Blocks<F>
+where
+    S: Params,
+    F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+{
+    fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
+        exec::run_blocks(spec, views, self.0)
+    }
+}
+
+/// A kernel whose threads meet at barriers or warp collectives that the macro does not split
+/// at: the body `(ctx, views, false)` of one thread, run as a coroutine.
+#[derive(Clone, Copy, Debug)]
+pub struct Coroutines<F>(pub F);
+
+impl<S, F, const CHECK: bool> FastRun<S, CHECK> for Coroutines<F>
+where
+    S: Params,
+    F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Sync,
+{
+    fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
+        let views = views.untraced();
+        exec::run_coroutines(spec, &|ctx| (self.0)(ctx, views, false))
+    }
+}
+
+/// A kernel split at its barriers and warp collectives: the body `(block, views)` runs a
+/// block's threads, region by region. `WIDE`: compiled a second time for AVX-512 CPUs (the
+/// macro asks for it where no atomic orders the threads' work).
+#[derive(Clone, Copy, Debug)]
+pub struct Split<F, const WIDE: bool>(pub F);
+
+impl<S, F, const CHECK: bool, const WIDE: bool> FastRun<S, CHECK> for Split<F, WIDE>
+where
+    S: Params,
+    F: for<'v> Fn(&BlockRun<'_>, S::Views<'v, CHECK>) + Copy + Sync,
+{
+    fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
+        exec::run_split::<_, _, WIDE>(spec, views, self.0)
+    }
+}
+
+/// A cooperative kernel (one that waits at grid barriers) whose threads run as coroutines: the
+/// body `(ctx, views, false)` of one thread.
+#[derive(Clone, Copy, Debug)]
+pub struct Cooperative<F>(pub F);
+
+impl<S, F, const CHECK: bool> FastRun<S, CHECK> for Cooperative<F>
+where
+    S: Params,
+    F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Sync,
+{
+    fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
+        let views = views.untraced();
+        exec::run_cooperative(spec, &|ctx| (self.0)(ctx, views, false))
+    }
+}
+
+/// A cooperative kernel split at its barriers and grid barriers: the body `(block, views)`.
+#[derive(Clone, Copy, Debug)]
+pub struct SplitCooperative<F>(pub F);
+
+impl<S, F, const CHECK: bool> FastRun<S, CHECK> for SplitCooperative<F>
+where
+    S: Params,
+    F: for<'v> Fn(&BlockRun<'_>, S::Views<'v, CHECK>) + Copy + Sync,
+{
+    fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
+        exec::run_split_cooperative(spec, views, self.0)
+    }
+}

@@ -1,0 +1,206 @@
+//! A launch's arguments: a tuple of one [`KernelArg`] per parameter, for a kernel whose
+//! parameters' types are the tuple `S` ([`Params`]), as cudarc's launch arguments are. The
+//! launcher takes `impl KernelArgs<S>`, so wrong types or counts do not compile, and the borrow
+//! checker refuses one array passed as both `&` and `&mut`; it hands the runtime the arguments
+//! as the launch holds them ([`Args`]), one type per kernel, so that a kernel's launch is
+//! compiled once, in its crate, whatever its callers pass.
+
+use super::device::Device;
+use super::error::Error;
+use super::kernel::{KernelArg, Param};
+use super::params::GpuParams;
+use crate::cpu::check::LaunchShadows;
+use crate::cpu::shapes::LaunchViews;
+
+/// The types of a kernel's parameters, as a tuple of [`Param`]s: what a launch holds of its
+/// arguments, and how it passes them to a GPU and views them on the CPU backend.
+pub trait Params {
+    /// What a launch holds of its arguments: one [`Param::Arg`] per parameter.
+    type Args<'a>;
+
+    /// What the kernel's bodies see: one view per parameter, with index checks on or off.
+    type Views<'v, const CHECK: bool>: LaunchViews;
+
+    /// The device a launch of `kernel` with `args` (named `names`) runs on: `explicit` where
+    /// the configuration names one, else the first array's; every array must live there.
+    fn device(
+        args: &Self::Args<'_>,
+        kernel: &'static str,
+        names: &[&'static str],
+        explicit: Option<&Device>,
+    ) -> Result<Device, Error>;
+
+    /// Appends pointers to every argument's PTX parameters, in order (see
+    /// [`Param::push_gpu`]).
+    fn push_gpu<'p>(args: &'p Self::Args<'_>, params: &mut GpuParams<'p>);
+
+    /// The CPU backend's views of the arguments, named `names`.
+    ///
+    /// # Safety
+    /// As [`Param::view`], for every argument.
+    unsafe fn views<'v, const CHECK: bool>(
+        args: &'v mut Self::Args<'_>,
+        names: &[&'static str],
+    ) -> Self::Views<'v, CHECK>;
+
+    /// Checked mode's views of the arguments, named `names`, traced in `shadows`.
+    ///
+    /// # Safety
+    /// As [`Param::traced_view`], for every argument.
+    unsafe fn traced_views<'v, const CHECK: bool>(
+        args: &'v mut Self::Args<'_>,
+        names: &[&'static str],
+        shadows: &mut LaunchShadows,
+    ) -> Self::Views<'v, CHECK>;
+}
+
+/// The views a kernel of the parameters `S` takes, with index checks on or off.
+pub type Views<'v, S, const CHECK: bool> = <S as Params>::Views<'v, CHECK>;
+
+/// The arguments of a launch of a kernel whose parameters are `S`: a tuple with one argument
+/// per parameter, each a [`KernelArg`] of it.
+#[diagnostic::on_unimplemented(
+    message = "these arguments do not match the kernel's parameters `{S}`",
+    label = "one argument per parameter, in order",
+    note = "pass a tuple of one argument per parameter (a kernel of one parameter takes that argument alone): `&x` for a `&[T]` parameter, `&mut x` for `&mut [T]`, where `x` is a device array (`dev.to_device(&host)?`), and a value for a scalar"
+)]
+pub trait KernelArgs<S: Params> {
+    /// The arguments, as the launch holds them.
+    fn args<'a>(self) -> S::Args<'a>
+    where
+        Self: 'a;
+}
+
+/// A tuple of one [`KernelArg`] per parameter of `S`: what [`KernelArgs`] is implemented for.
+/// One trait apart, so that the compiler's message about arguments that do not match names
+/// the argument, not the tuples of every length.
+#[doc(hidden)]
+pub trait ArgTuple<S: Params> {
+    /// The arguments, as the launch holds them.
+    fn tuple<'a>(self) -> S::Args<'a>
+    where
+        Self: 'a;
+}
+
+impl<S: Params, A: ArgTuple<S>> KernelArgs<S> for A {
+    #[inline(always)]
+    fn args<'a>(self) -> S::Args<'a>
+    where
+        Self: 'a,
+    {
+        self.tuple()
+    }
+}
+
+/// A launch's arguments for the parameters `S`, as the launch holds them: what a kernel's
+/// launch methods hand [`launch`](super::launcher::launch).
+pub struct Args<'a, S: Params>(pub(crate) S::Args<'a>);
+
+impl<'a, S: Params> Args<'a, S> {
+    /// The arguments `args`.
+    #[inline(always)]
+    pub fn new<A: KernelArgs<S> + 'a>(args: A) -> Self {
+        Args(args.args())
+    }
+}
+
+/// Calls `$m!` with each tuple arity up to 16, as `(A0 P0 0), (A1 P1 1), ..`.
+macro_rules! for_tuples {
+    ($m:ident) => {
+        $crate::host::args::for_tuples!(@ $m [] [
+            (A0 P0 0) (A1 P1 1) (A2 P2 2) (A3 P3 3) (A4 P4 4) (A5 P5 5) (A6 P6 6) (A7 P7 7)
+            (A8 P8 8) (A9 P9 9) (A10 P10 10) (A11 P11 11) (A12 P12 12) (A13 P13 13)
+            (A14 P14 14) (A15 P15 15)
+        ]);
+    };
+    (@ $m:ident [$($done:tt)*] []) => {};
+    (@ $m:ident [$($done:tt)*] [$next:tt $($rest:tt)*]) => {
+        $m!($($done,)* $next);
+        $crate::host::args::for_tuples!(@ $m [$($done)* $next] [$($rest)*]);
+    };
+}
+pub(crate) use for_tuples;
+
+/// The most parameters a kernel takes (the tuples' arity).
+pub const MAX_PARAMS: usize = 16;
+
+/// The name of argument `i`, for reports.
+fn name(names: &[&'static str], i: usize) -> &'static str {
+    names.get(i).copied().unwrap_or("?")
+}
+
+macro_rules! kernel_args {
+    ($(($a:ident $p:ident $i:tt)),*) => {
+        impl<$($p: Param),*> Params for ($($p,)*) {
+            type Args<'a> = ($($p::Arg<'a>,)*);
+            type Views<'v, const CHECK: bool> = ($($p::View<'v, CHECK>,)*);
+
+            fn device(
+                args: &Self::Args<'_>,
+                kernel: &'static str,
+                names: &[&'static str],
+                explicit: Option<&Device>,
+            ) -> Result<Device, Error> {
+                pick_device(kernel, explicit, &[$((name(names, $i), $p::device(&args.$i))),*])
+            }
+
+            fn push_gpu<'p>(args: &'p Self::Args<'_>, params: &mut GpuParams<'p>) {
+                $($p::push_gpu(&args.$i, params);)*
+            }
+
+            #[inline(always)]
+            unsafe fn views<'v, const CHECK: bool>(
+                args: &'v mut Self::Args<'_>,
+                names: &[&'static str],
+            ) -> Self::Views<'v, CHECK> {
+                // SAFETY: the caller's contract, for each argument.
+                unsafe { ($($p::view::<CHECK>(&mut args.$i, name(names, $i)),)*) }
+            }
+
+            #[inline(always)]
+            unsafe fn traced_views<'v, const CHECK: bool>(
+                args: &'v mut Self::Args<'_>,
+                names: &[&'static str],
+                shadows: &mut LaunchShadows,
+            ) -> Self::Views<'v, CHECK> {
+                // SAFETY: the caller's contract, for each argument.
+                unsafe { ($($p::traced_view::<CHECK>(&mut args.$i, name(names, $i), shadows),)*) }
+            }
+        }
+
+        impl<$($p: Param, $a: KernelArg<$p>),*> ArgTuple<($($p,)*)> for ($($a,)*) {
+            #[inline(always)]
+            fn tuple<'a>(self) -> ($($p::Arg<'a>,)*)
+            where
+                Self: 'a,
+            {
+                ($(self.$i.arg(),)*)
+            }
+        }
+    };
+}
+for_tuples!(kernel_args);
+
+/// The device of a launch of `kernel`: `explicit`, else the first array's of `args` (their
+/// names and devices, none for a value); every array must live there.
+pub(crate) fn pick_device(
+    kernel: &'static str,
+    explicit: Option<&Device>,
+    args: &[(&'static str, Option<&Device>)],
+) -> Result<Device, Error> {
+    let mut arrays = args.iter().filter_map(|&(name, d)| Some((name, d?)));
+    let device = match (explicit, arrays.clone().next()) {
+        (Some(d), _) => d.clone(),
+        (None, Some((_, d))) => d.clone(),
+        (None, None) => return Err(Error::NoDevice { kernel }),
+    };
+    match arrays.find(|(_, d)| **d != device) {
+        Some((argument, found)) => Err(Error::DeviceMismatch {
+            kernel,
+            argument,
+            expected: device.name(),
+            found: found.name(),
+        }),
+        None => Ok(device),
+    }
+}

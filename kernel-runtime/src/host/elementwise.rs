@@ -1,0 +1,100 @@
+//! What a `#[vectorize]` function's launch takes from the host API: its arrays' device and
+//! shapes checked, their pointers, and how the GPU launch uses them.
+
+use super::args::pick_device;
+use super::array::{DeviceArray, Rank};
+use super::device::Device;
+use super::error::Error;
+use super::launch::LaunchConfig;
+use super::order::Access;
+use super::params::GpuParams;
+use crate::device_copy::DeviceCopy;
+
+/// The device all `arrays` of an element-wise call live on.
+pub fn common_device(
+    kernel: &'static str,
+    arrays: &[(&'static str, &Device)],
+) -> Result<Device, Error> {
+    let arrays: Vec<_> = arrays.iter().map(|&(name, d)| (name, Some(d))).collect();
+    pick_device(kernel, None, &arrays)
+}
+
+/// The error of an argument `argument` of the element-wise function `function` whose
+/// shape differs from the output's.
+pub fn same_shape(
+    function: &'static str,
+    argument: &'static str,
+    expected: &[usize],
+    found: &[usize],
+) -> Result<(), Error> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::ShapeMismatch {
+            what: format!(
+                "argument `{argument}` of `{function}` (the output's shape is the one expected)"
+            ),
+            expected: expected.to_vec(),
+            found: found.to_vec(),
+        })
+    }
+}
+
+/// Whether a launch on `device` goes to a GPU (else the CPU backend runs it).
+#[inline]
+pub fn on_gpu(device: &Device) -> bool {
+    device.gpu().is_some()
+}
+
+/// Launches `kernel` of the PTX module `ptx` (or the reason there is none) on the GPU `device`,
+/// without shared memory.
+///
+/// # Safety
+/// `params` must point at one value per parameter of the PTX entry, of its type, in order
+/// (the macro writes them from the function's signature), and the arrays among them must be
+/// the device's.
+pub unsafe fn cuda_launch(
+    device: &Device,
+    kernel: &'static str,
+    ptx: Result<&'static str, &'static str>,
+    config: &LaunchConfig,
+    params: &mut GpuParams<'_>,
+) -> Result<(), Error> {
+    let gpu = device.gpu().ok_or(Error::NoDevice { kernel })?;
+    let ptx = ptx.map_err(|reason| Error::NoPtx { kernel, reason })?;
+    // SAFETY: the caller's contract.
+    unsafe { gpu.launch(kernel, ptx, &config.on_gpu(0, false), params) }
+}
+
+/// The device address of `array` (a `#[vectorize]` launch passes pointers alone).
+pub fn device_addr<T: DeviceCopy, D: Rank>(array: &DeviceArray<T, D>) -> u64 {
+    *array.device_addr()
+}
+
+/// A pointer to `array`'s elements, to read, on the CPU backend.
+pub fn host_ptr<T: DeviceCopy, D: Rank>(array: &DeviceArray<T, D>) -> *mut T {
+    array.host_ptr()
+}
+
+/// A pointer to `array`'s elements, to write, on the CPU backend.
+pub fn host_ptr_mut<T: DeviceCopy, D: Rank>(array: &mut DeviceArray<T, D>) -> *mut T {
+    array.host_ptr_mut()
+}
+
+/// Room for the pointers to a GPU launch's `count` PTX parameters.
+pub fn gpu_params<'a>(count: usize) -> GpuParams<'a> {
+    GpuParams::with_capacity(count)
+}
+
+/// Records that a `#[vectorize]` launch reads `array`.
+pub fn reads<'a, T: DeviceCopy, D: Rank>(params: &mut GpuParams<'a>, array: &'a DeviceArray<T, D>) {
+    params.uses(array.users(), Access::Read);
+}
+
+/// Records that a `#[vectorize]` launch writes `array`.
+pub fn writes<'a, T: DeviceCopy, D: Rank>(
+    params: &mut GpuParams<'a>,
+    array: &'a DeviceArray<T, D>,
+) {
+    params.uses(array.users(), Access::Write);
+}

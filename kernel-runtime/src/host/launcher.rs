@@ -1,0 +1,362 @@
+//! The launch protocol. What `#[kernel]` writes of a kernel is a description of it
+//! ([`KernelMeta`], through [`Kernel`]) and its bodies ([`Instance`]); every launch, whether
+//! `launch`, `launch_with` or `forall` ([`Sizing`]), on a stream or in a graph, cooperative or
+//! not, is one call of [`launch`], which drives it: checks it, passes its arguments, orders it
+//! with the work of other streams, and sends it to a GPU, the CPU backend's fast run or its
+//! checked mode.
+//!
+//! ```
+//! use kernel_runtime::prelude::*;
+//!
+//! #[kernel]
+//! fn scale(k: f32, x: &mut [f32]) {
+//!     let i = grid(1);
+//!     if i < x.len() {
+//!         x[i] *= k;
+//!     }
+//! }
+//!
+//! // What the macro recorded of the kernel.
+//! assert_eq!(scale::META.name, "scale");
+//! assert_eq!(scale::META.params, ["k", "x"]);
+//! assert_eq!(scale::META.instances[0].1, ["f32", "ptr", "usize"]);
+//! ```
+
+use super::args::{Args, Params};
+use super::cooperative::{check_cooperative, cuda_launch_cooperative};
+use super::device::Device;
+use super::error::{Error, LaunchError};
+use super::launch::{IntoDim3, LaunchConfig};
+use super::params::GpuParams;
+use crate::cpu::bodies::FastRun;
+use crate::cpu::check::LaunchShadows;
+use crate::cpu::context::Ctx;
+use crate::cpu::exec::LaunchSpec;
+use crate::cpu::fault::KernelFault;
+
+/// Why a kernel has no PTX module: its crate's `build.rs` wrote none.
+pub const NO_MODULE: &str = "its crate's build.rs wrote no PTX module: it must call \
+    `kernel_build::build()`, on a machine with the nvptx64 toolchain (see kernel-build)";
+
+/// Why a kernel has no PTX module: its crate's module does not hold it.
+pub const NOT_IN_MODULE: &str = "the PTX module its crate's build.rs compiled from the library \
+    (src/) does not hold it: a kernel in tests/, examples/ or benches/ gets none; define it in \
+    the library";
+
+/// What `#[kernel]` records of a kernel: its name and parameters, its PTX entries, its shared
+/// memory, its PTX module, and how the CPU backend runs it.
+#[derive(Clone, Copy)]
+pub struct KernelMeta {
+    /// The kernel's name (its PTX entry; a generic kernel's entries add their types to it).
+    pub name: &'static str,
+    /// The names of its parameters, in order.
+    pub params: &'static [&'static str],
+    /// The PTX entries (one, or one per instance of a generic kernel) and the parameters of
+    /// each, in order: `ptr` and one `usize` per dimension for each array, the type's name for
+    /// each scalar or struct, and `ptr` for a cooperative kernel's grid barrier counter.
+    pub instances: &'static [(&'static str, &'static [&'static str])],
+    /// The bytes of static shared memory its `shared_array!`s take.
+    pub static_shared_bytes: usize,
+    /// The PTX module holding it (its crate's kernels), or why there is none.
+    pub ptx: Result<&'static str, &'static str>,
+    /// Whether it has barriers or warp collectives (the CPU backend then splits it or runs its
+    /// threads as coroutines).
+    pub barriers: bool,
+    /// Whether the CPU backend runs it split at its barriers and warp collectives into thread
+    /// loops (else, with either, as coroutines).
+    pub split: bool,
+    /// Whether it waits at grid barriers (`grid_sync()`): every launch of it is cooperative,
+    /// its grid no larger than what can be resident at once.
+    pub cooperative: bool,
+    /// Whether code outside its body may ask for the running thread's coordinates (a
+    /// `#[device]` function calling `thread_idx()`): the CPU backend then records them.
+    pub thread_context: bool,
+    /// Whether only grid-level indices (`grid(n)`) tell its threads apart: the CPU backend then
+    /// runs them as rows along x.
+    pub grid_level: bool,
+}
+
+impl std::fmt::Debug for KernelMeta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelMeta")
+            .field("name", &self.name)
+            .field("params", &self.params)
+            .field("instances", &self.instances)
+            .field("static_shared_bytes", &self.static_shared_bytes)
+            .field("ptx", &self.ptx.map(|ptx| format!("{} bytes", ptx.len())))
+            .field("barriers", &self.barriers)
+            .field("split", &self.split)
+            .field("cooperative", &self.cooperative)
+            .field("thread_context", &self.thread_context)
+            .field("grid_level", &self.grid_level)
+            .finish()
+    }
+}
+
+impl KernelMeta {
+    /// A kernel of no name, parameter or entry, without shared memory, barriers or PTX, whose
+    /// threads only grid-level indices tell apart: what `#[kernel]` writes a kernel's
+    /// description over, field by field, where the kernel differs.
+    pub const BASE: KernelMeta = KernelMeta {
+        name: "",
+        params: &[],
+        instances: &[],
+        static_shared_bytes: 0,
+        ptx: Err("no PTX module"),
+        barriers: false,
+        split: false,
+        cooperative: false,
+        thread_context: false,
+        grid_level: false,
+    };
+
+    /// What the CPU backend needs to know of a launch of the kernel with `config`.
+    fn spec(&self, config: &LaunchConfig) -> LaunchSpec {
+        LaunchSpec {
+            kernel: self.name,
+            grid: config.grid,
+            block: config.block,
+            shared_bytes: config.block_shared_bytes(self.static_shared_bytes),
+            barriers: self.barriers,
+            thread_context: self.thread_context,
+            grid_level: self.grid_level,
+        }
+    }
+
+    /// The PTX module, or the error of a GPU launch without one.
+    fn module(&self) -> Result<&'static str, Error> {
+        self.ptx.map_err(|reason| Error::NoPtx {
+            kernel: self.name,
+            reason,
+        })
+    }
+}
+
+/// A kernel: the value `#[kernel]` names like the function, whose methods launch it.
+///
+/// The macro implements it; its launch methods (`launch`, `launch_with`, `forall`) are the
+/// value's own, typed by the kernel's parameters.
+pub trait Kernel {
+    /// What the macro recorded of the kernel.
+    const META: KernelMeta;
+
+    /// The PTX module holding this kernel (its crate's kernels), when the crate's `build.rs`
+    /// compiled one.
+    fn ptx(&self) -> Option<&'static str> {
+        Self::META.ptx.ok()
+    }
+
+    /// The most blocks of `threads` threads (with `dynamic_shared_bytes` of dynamic shared
+    /// memory each) that a cooperative launch of this kernel may have on `device`: what can be
+    /// resident at once, as Numba's `kernel.max_cooperative_grid_blocks(blockdim,
+    /// dynsmemsize)`; a generic kernel's is the least of its instances'.
+    fn max_cooperative_grid_blocks(
+        &self,
+        device: &Device,
+        threads: impl IntoDim3 + Copy,
+        dynamic_shared_bytes: usize,
+    ) -> Result<u32, Error> {
+        let meta = &Self::META;
+        let mut blocks = u32::MAX;
+        for &(entry, _) in meta.instances {
+            blocks = blocks.min(super::cooperative::max_cooperative_grid_blocks(
+                device,
+                entry,
+                meta.ptx,
+                threads,
+                dynamic_shared_bytes,
+                meta.static_shared_bytes,
+            )?);
+        }
+        Ok(blocks)
+    }
+}
+
+/// What one instance of a kernel runs: its PTX entry, and its bodies for the CPU backend's
+/// fast run (a [`FastRun`]) and checked mode (one thread, `checked(ctx, views, false)`, where
+/// a kernel's fast body serves for it where the two are the same).
+#[derive(Clone, Copy, Debug)]
+pub struct Instance<F, G> {
+    /// The PTX entry.
+    pub entry: &'static str,
+    /// The fast run's body, in the form the CPU backend runs it in.
+    pub fast: F,
+    /// Checked mode's body.
+    pub checked: G,
+}
+
+/// How a launch is sized: what `launch`, `launch_with` or `forall` was given.
+#[derive(Debug)]
+pub enum Sizing {
+    /// `launch(blocks, threads)`: the configuration, or why it is not one.
+    Blocks(Result<LaunchConfig, LaunchError>),
+    /// `launch_with(config)`.
+    Config(LaunchConfig),
+    /// `forall(tasks)`: one-dimensional blocks of the size the GPU's occupancy calculator gives
+    /// the instance (256 threads on the CPU backend), enough of them for a thread per task, on
+    /// the arguments' device; no task, no launch (as Numba's `kernel.forall(tasks)`).
+    Tasks(usize),
+}
+
+impl Sizing {
+    /// `blocks` blocks of `threads` threads.
+    pub fn blocks(blocks: impl IntoDim3, threads: impl IntoDim3) -> Sizing {
+        Sizing::Blocks(LaunchConfig::new(blocks, threads))
+    }
+}
+
+fn cover(
+    meta: &KernelMeta,
+    entry: &'static str,
+    tasks: usize,
+    device: Device,
+) -> Result<Option<LaunchConfig>, Error> {
+    if tasks == 0 {
+        return Ok(None);
+    }
+    let threads = match device.gpu() {
+        Some(gpu) => gpu.block_size(entry, meta.module()?)?,
+        None => 256,
+    };
+    let config = LaunchConfig::cover(tasks, threads).map_err(|reason| Error::InvalidLaunch {
+        kernel: meta.name,
+        reason,
+    })?;
+    Ok(Some(config.on(&device)))
+}
+
+/// Launches `instance` of `kernel` with `args`, sized as `sizing` says: the launch's device
+/// (the configuration's, else the arguments'), the configuration checked against its limits
+/// (and a cooperative launch against what can be resident), then the GPU's launch, checked
+/// mode's run or the fast CPU run, whose faults name the kernel.
+///
+/// # Safety
+/// `instance` must be `kernel`'s own: its PTX entry takes the parameters that `args` push, and
+/// with index checks off (`CHECK` false) its bodies keep every index within its array (the
+/// kernel's `boundscheck = false` promise). Where `args` hold raw pointers, each must address
+/// memory of the launch's device, valid for every access the bodies make through it, without
+/// races.
+pub unsafe fn launch<K, S, F, G, const CHECK: bool>(
+    _kernel: &K,
+    sizing: Sizing,
+    args: Args<'_, S>,
+    instance: Instance<F, G>,
+) -> Result<(), Error>
+where
+    K: Kernel,
+    S: Params,
+    F: FastRun<S, CHECK>,
+    G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Sync,
+{
+    let meta = &K::META;
+    let mut args = args.0;
+    let explicit = match &sizing {
+        Sizing::Config(config) => config.device.as_ref(),
+        _ => None,
+    };
+    let device = S::device(&args, meta.name, meta.params, explicit)?;
+    let Some(config) = configure(meta, instance.entry, sizing, &device)? else {
+        return Ok(());
+    };
+    if device.gpu().is_some() {
+        let mut params = GpuParams::with_capacity(meta.instances.first().map_or(0, |i| i.1.len()));
+        S::push_gpu(&args, &mut params);
+        // SAFETY: the caller's contract: `params` are the entry's, the arrays the device's.
+        return unsafe { gpu_launch(meta, instance.entry, &device, &config, &mut params) };
+    }
+    let spec = meta.spec(&config);
+    let run = if device.is_checked() {
+        // SAFETY: the launch runs on the CPU backend, where every array argument lives
+        // (`device` checked); the views live in this frame, after `shadows`.
+        checked(&spec, meta.cooperative, |shadows| unsafe {
+            let views = S::traced_views::<CHECK>(&mut args, meta.params, shadows);
+            move |ctx| (instance.checked)(ctx, views, false)
+        })
+    } else {
+        // SAFETY: as above; `CHECK` false is the caller's promise.
+        let views = unsafe { S::views::<CHECK>(&mut args, meta.params) };
+        instance.fast.run(&spec, views)
+    };
+    run.map_err(|fault| fault.into_error(meta.name))
+}
+
+/// The configuration of a launch of the instance `entry` of `meta` on `device` that `sizing`
+/// asks for, checked: within the device's limits, and a cooperative launch's grid within what
+/// can be resident at once. `None` for a `forall` of no task.
+fn configure(
+    meta: &KernelMeta,
+    entry: &'static str,
+    sizing: Sizing,
+    device: &Device,
+) -> Result<Option<LaunchConfig>, Error> {
+    let config = match sizing {
+        Sizing::Config(config) => config,
+        Sizing::Blocks(config) => config.map_err(|reason| Error::InvalidLaunch {
+            kernel: meta.name,
+            reason,
+        })?,
+        Sizing::Tasks(tasks) => match cover(meta, entry, tasks, device.clone())? {
+            Some(config) => config,
+            None => return Ok(None),
+        },
+    };
+    check(meta, entry, device, &config)?;
+    Ok(Some(config))
+}
+
+/// Checked mode's run of a launch of `spec`: the launch's shadows, in which `views` makes the
+/// views, then one thread `body(ctx)` at a time.
+fn checked<V: Fn(Ctx) + Sync>(
+    spec: &LaunchSpec,
+    cooperative: bool,
+    views: impl FnOnce(&mut LaunchShadows) -> V,
+) -> Result<(), KernelFault> {
+    let mut shadows = LaunchShadows::new(spec)?;
+    let body = views(&mut shadows);
+    shadows.run(spec, cooperative, &body)
+}
+
+/// The checks before a launch of the instance `entry` of `kernel` on `device`: the
+/// configuration within the device's limits, and a cooperative launch's grid within what can
+/// be resident at once.
+fn check(
+    meta: &KernelMeta,
+    entry: &'static str,
+    device: &Device,
+    config: &LaunchConfig,
+) -> Result<(), Error> {
+    config
+        .validate(device.limits(), meta.static_shared_bytes)
+        .map_err(|reason| Error::InvalidLaunch {
+            kernel: meta.name,
+            reason,
+        })?;
+    if meta.cooperative {
+        check_cooperative(device, entry, meta.ptx, config, meta.static_shared_bytes)?;
+    }
+    Ok(())
+}
+
+/// The GPU's launch of the instance `entry` of `kernel`, cooperative where the kernel is.
+///
+/// # Safety
+/// `params` must point at one value per parameter of the PTX entry (but a cooperative kernel's
+/// counter, which this adds), of its type, in order, and the arrays among them must be the
+/// device's.
+unsafe fn gpu_launch(
+    meta: &KernelMeta,
+    entry: &'static str,
+    device: &Device,
+    config: &LaunchConfig,
+    params: &mut GpuParams<'_>,
+) -> Result<(), Error> {
+    let shared = meta.static_shared_bytes;
+    if meta.cooperative {
+        // SAFETY: the caller's contract.
+        return unsafe { cuda_launch_cooperative(device, entry, meta.ptx, config, shared, params) };
+    }
+    let gpu = device.gpu().ok_or(Error::NoDevice { kernel: meta.name })?;
+    let ptx = meta.module()?;
+    // SAFETY: the caller's contract.
+    unsafe { gpu.launch(entry, ptx, &config.on_gpu(shared, false), params) }
+}
