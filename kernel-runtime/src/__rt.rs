@@ -33,7 +33,9 @@ pub use crate::{
     host::instance::KernelInstance,
     host::kernel::{ByValue, KernelArg},
     host::launch::{IntoDim3, LaunchConfig},
-    host::launcher::{launch, Instance, Kernel, KernelMeta, Sizing, NOT_IN_MODULE, NO_MODULE},
+    host::launcher::{
+        body, launch, Instance, Kernel, KernelMeta, Sizing, NOT_IN_MODULE, NO_MODULE,
+    },
     host::ptr::SyncPtr,
 };
 #[cfg(not(target_arch = "nvptx64"))]

@@ -27,15 +27,10 @@ pub fn body(k: &Kernel, plan: &CpuPlan) -> Option<TokenStream> {
     let views = crate::emit::cpu::views(k);
     let prelude = crate::emit::cpu::prelude(k);
     let grid = crate::emit::cpu::grid_binding(k);
-    let (decl, clause) = k.generic.as_ref().map(|g| g.decl()).unwrap_or_default();
-    Some(quote! {
-        #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
-        fn __checked #decl (__kctx: __rt::Ctx, #views, __inner: bool) where #clause {
-            #prelude
-            #grid
-            #block
-        }
-    })
+    Some(crate::emit::cpu::body_closure(
+        quote!(__checked),
+        quote!(|__kctx: __rt::Ctx, #views, __inner: bool| { #prelude #grid #block }),
+    ))
 }
 
 /// The checked-mode version of a kernel's body; one that is `split` calls its collectives

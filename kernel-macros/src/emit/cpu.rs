@@ -82,10 +82,10 @@ impl CpuPlan {
         }
     }
 
-    /// The form the runtime runs the fast body in (`__rt::Grid`, `Blocks`, `Split`, ...),
-    /// naming the bodies of the instance `turbofish` picks.
-    pub fn form(&self, k: &Kernel, turbofish: &TokenStream) -> TokenStream {
-        let fast = quote!(Self::__fast #turbofish);
+    /// The form the runtime runs the fast body in (`__rt::Grid`, `Blocks`, `Split`, ...), of
+    /// the bodies [`bodies`] binds.
+    pub fn form(&self, k: &Kernel) -> TokenStream {
+        let fast = quote!(__fast);
         let rt = quote!(__rt);
         let cooperative = k.body.cooperative;
         match (&self.split, cooperative) {
@@ -99,7 +99,7 @@ impl CpuPlan {
                 quote!(#rt::Coroutines(#fast))
             }
             (None, false) if self.grid_level => match &self.guard {
-                Some(_) => quote!(#rt::Grid(#fast, Self::__span #turbofish)),
+                Some(_) => quote!(#rt::Grid(#fast, __span)),
                 None => quote!(#rt::Grid(#fast, #rt::WholeRow)),
             },
             (None, false) => quote!(#rt::Blocks(#fast)),
@@ -112,41 +112,34 @@ impl CpuPlan {
 pub fn bodies(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let views = views(k);
     let prelude = prelude(k);
-    let (decl, clause) = k.generic.as_ref().map(|g| g.decl()).unwrap_or_default();
-    let rt = quote!(__rt);
-    let attrs = quote! {
-        #[inline(always)]
-        #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
-    };
     if let Some(split) = &plan.split {
-        return quote! {
-            #attrs
-            fn __fast #decl (__blk: &#rt::BlockRun<'_>, #views) where #clause {
-                #prelude
-                #split
-            }
-        };
+        return body_closure(
+            quote!(__fast),
+            quote!(|__blk: &__rt::BlockRun<'_>, #views| { #prelude #split }),
+        );
     }
     let grid = grid_binding(k);
     let block = plan.fast_block(k);
     let span = plan.guard.as_ref().map(|g| {
         let narrow = &g.span;
-        quote! {
-            #attrs
-            fn __span #decl (__kctx: #rt::Ctx, #views, __span: #rt::Span) -> #rt::Span where #clause {
-                #prelude
-                #narrow
-            }
-        }
+        body_closure(
+            quote!(__span),
+            quote!(|__kctx: __rt::Ctx, #views, __span: __rt::Span| -> __rt::Span { #prelude #narrow }),
+        )
     });
+    let fast = body_closure(
+        quote!(__fast),
+        quote!(|__kctx: __rt::Ctx, #views, __inner: bool| { #prelude #grid #block }),
+    );
+    quote!(#fast #span)
+}
+
+/// `let name = closure;`: a body, as a closure that the runtime's thread loops inline (each
+/// its own type, called directly, where a function would go through a shim of its own).
+pub fn body_closure(name: TokenStream, closure: TokenStream) -> TokenStream {
     quote! {
-        #attrs
-        fn __fast #decl (__kctx: #rt::Ctx, #views, __inner: bool) where #clause {
-            #prelude
-            #grid
-            #block
-        }
-        #span
+        #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
+        let #name = __rt::body(#[inline(always)] #closure);
     }
 }
 

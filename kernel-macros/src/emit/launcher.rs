@@ -17,10 +17,8 @@ pub fn launcher(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let registration = register_ptx(name);
     let meta = meta(k, plan);
     let m = Methods::of(k);
-    let checked = crate::emit::checked::body(k, plan);
     let methods = methods(k, &m);
-    let run = run(k, plan, &m, checked.is_some());
-    let bodies = crate::emit::cpu::bodies(k, plan);
+    let run = run(k, plan, &m);
     let instances = instances(k);
     let aliases = aliases(k);
     quote! {
@@ -42,8 +40,6 @@ pub fn launcher(k: &Kernel, plan: &CpuPlan) -> TokenStream {
             #aliases
             impl #name {
                 #run
-                #bodies
-                #checked
             }
         };
     }
@@ -185,10 +181,8 @@ fn meta(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     }
 }
 
-/// `launch`, `forall` and `launch_with`, each handing its sizing and its arguments, as the
-/// launch holds them, to `__run` (see [`run`]). The three are generic over what the caller
-/// passes; `__run` is not (but for a generic kernel's type parameters), so the kernel's CPU
-/// code is compiled once, in its crate.
+/// `launch`, `forall` and `launch_with`, each handing its sizing and its arguments to `__go`
+/// (see [`run`]).
 fn methods(k: &Kernel, m: &Methods) -> TokenStream {
     let Methods {
         decl,
@@ -208,13 +202,18 @@ fn methods(k: &Kernel, m: &Methods) -> TokenStream {
         [one] => (quote!(impl #rt::KernelArg<#one>), quote!((args,))),
         _ => (quote!(impl #rt::KernelArgs<(#(#params,)*)>), quote!(args)),
     };
-    // SAFETY (of the generated blocks): a kernel without raw pointers makes no promise; one
-    // with them passes its caller's.
-    let run = |sizing: TokenStream| quote!(unsafe { self.__run #turbofish (#rt::Sizing::#sizing, #rt::Args::new(#args)) });
+    let go = |sizing: TokenStream| {
+        let call = quote!(self.__go #turbofish (#rt::Sizing::#sizing, #args));
+        match unsafety.is_empty() {
+            true => call,
+            // SAFETY (of the generated block): the caller's promise, passed on.
+            false => quote!(unsafe { #call }),
+        }
+    };
     let (launch, forall, launch_with) = (
-        run(quote!(blocks(blocks, threads))),
-        run(quote!(Tasks(tasks))),
-        run(quote!(Config(config))),
+        go(quote!(blocks(blocks, threads))),
+        go(quote!(Tasks(tasks))),
+        go(quote!(Config(config))),
     );
     let result = quote!(::core::result::Result<(), #rt::Error>);
     quote! {
@@ -248,9 +247,18 @@ fn methods(k: &Kernel, m: &Methods) -> TokenStream {
     }
 }
 
-/// `__run`: the kernel's instance through the runtime's `launch`.
-fn run(k: &Kernel, plan: &CpuPlan, m: &Methods, own_checked: bool) -> TokenStream {
-    let Methods { decl, bound, .. } = m;
+/// `__go`, what the launch methods call: their arguments as the launch holds them, to `__run`,
+/// which runs the kernel's instance through the runtime's `launch`. `__go` is generic over what
+/// the caller passes; `__run` is not (but for a generic kernel's type parameters), so the
+/// kernel's CPU code is compiled once, in its crate.
+fn run(k: &Kernel, plan: &CpuPlan, m: &Methods) -> TokenStream {
+    let Methods {
+        decl,
+        bound,
+        unsafety,
+        turbofish,
+        ..
+    } = m;
     let sig = match &k.generic {
         Some(g) => {
             let names = g.names();
@@ -258,20 +266,27 @@ fn run(k: &Kernel, plan: &CpuPlan, m: &Methods, own_checked: bool) -> TokenStrea
         }
         None => quote!(__Sig),
     };
-    let instance = instance(k, plan, m, own_checked);
+    let bodies = crate::emit::cpu::bodies(k, plan);
+    let checked = crate::emit::checked::body(k, plan);
+    let instance = instance(k, plan, m, checked.is_some());
     // A kernel whose views do not say whether they check indices (one without arrays) names it.
     let check = k.params.iter().all(|p| !p.is_array()).then(|| {
         let check = k.options.boundscheck;
         quote!(::<_, _, _, _, #check>)
     });
+    let result = quote!(::core::result::Result<(), __rt::Error>);
     quote! {
-        unsafe fn __run #decl (
-            &self,
-            sizing: __rt::Sizing,
-            args: __rt::Args<'_, #sig>,
-        ) -> ::core::result::Result<(), __rt::Error> #bound {
+        #unsafety fn __go #decl (&self, sizing: __rt::Sizing, args: impl __rt::KernelArgs<#sig>) -> #result #bound {
+            // SAFETY: no promise for a kernel without raw pointers; the caller's for one with them.
+            unsafe { self.__run #turbofish (sizing, __rt::Args::new(args)) }
+        }
+
+        unsafe fn __run #decl (&self, sizing: __rt::Sizing, args: __rt::Args<'_, #sig>) -> #result #bound {
+            #bodies
+            #checked
+            #instance
             // SAFETY: the instance is this kernel's; pointers are the caller's promise.
-            unsafe { __rt::launch #check (self, sizing, args, #instance) }
+            unsafe { __rt::launch #check (self, sizing, args, instance) }
         }
     }
 }
@@ -279,18 +294,15 @@ fn run(k: &Kernel, plan: &CpuPlan, m: &Methods, own_checked: bool) -> TokenStrea
 /// The instance a launch runs: its PTX entry and its CPU bodies (`own_checked`: checked mode's
 /// differs from the fast one).
 fn instance(k: &Kernel, plan: &CpuPlan, m: &Methods, own_checked: bool) -> TokenStream {
-    let (entry, turbofish) = (&m.entry, &m.turbofish);
-    let fast = plan.form(k, turbofish);
+    let entry = &m.entry;
+    let fast = plan.form(k);
     let checked = match own_checked {
-        true => quote!(Self::__checked #turbofish),
-        false => quote!(Self::__fast #turbofish),
+        true => quote!(__checked),
+        false => quote!(__fast),
     };
     quote! {
-        __rt::Instance {
-            entry: #entry,
-            fast: #fast,
-            checked: #checked,
-        }
+        let (entry, fast) = (#entry, #fast);
+        let instance = __rt::Instance::new(entry, fast, #checked);
     }
 }
 

@@ -891,19 +891,16 @@ impl Splitter {
         let restores = self.restores(&used);
         let slots_here = self.bind_locals(&mut body, &used)?;
         let saves = self.saves(&body, &used, &slots_here);
-        // Thread `__t` runs the region, in `__kctx`; `__gone` says whether it returned.
-        let run_thread = quote! {
-            let __gone = (|| -> bool {
-                #restores
-                #(#body)*
-                #saves
-                false
-            })();
+        // Thread `__t` runs the region, in `__kctx`; what it gives says whether it returned.
+        let thread = quote! {
+            #restores
+            #(#body)*
+            #saves
+            false
         };
-        Some(if self.warp {
-            warp_lanes(&run_thread)
-        } else {
-            self.thread_loops(&run_thread)
+        Some(match self.warp {
+            true => warp_lanes(&quote!(let __gone = (|| -> bool { #thread })();)),
+            false => self.thread_loops(&thread),
         })
     }
 
@@ -1012,105 +1009,25 @@ impl Splitter {
             .collect()
     }
 
-    /// The thread loops of a region over the whole block, `run_thread` in their body: over the
-    /// block's shape, and where the kernel hints a shape, with constant bounds for it.
-    fn thread_loops(&self, run_thread: &TokenStream) -> TokenStream {
-        let shaped = thread_loop(
-            run_thread,
-            (quote!(__shape.x), quote!(__shape.y), quote!(__shape.z)),
-            false,
-        );
-        match &self.hint {
-            // A launch with the hinted block shape runs a loop with constant bounds.
-            Some((x, y, z)) => {
-                // The bounds stay the block's, known to be at most the hint: the optimiser can
-                // prove `tile[[ty, tx]]` in bounds, yet does not unroll the loop completely,
-                // which would leave only straight-line vectorization, unable to check at run
-                // time that the arrays do not overlap.
-                let at_most = |field: &str, hint: &TokenStream| {
-                    let field = format_ident!("{}", field);
-                    quote!({
-                        // SAFETY: `hinted` checked that the block has the hinted shape.
-                        unsafe { ::core::hint::assert_unchecked(__shape.#field <= #hint) };
-                        __shape.#field
-                    })
-                };
-                let hinted = thread_loop(
-                    run_thread,
-                    (at_most("x", x), at_most("y", y), at_most("z", z)),
-                    true,
-                );
-                quote! {
-                    let __shape = __blk.shape();
-                    if __blk.hinted(#x, #y, #z) && !__some_exited {
-                        #hinted
-                    } else {
-                        #shaped
-                    }
-                }
-            }
-            None => quote! {
-                let __shape = __blk.shape();
-                #shaped
-            },
-        }
-    }
-}
-
-/// One thread loop over the block's `(dx, dy, dz)` threads, `run_thread` in its body. A
-/// `hinted` loop runs only untracked blocks none of whose threads has exited: every thread runs
-/// the region, so that the body needs no predicate and loads the same address for every thread
-/// (a shared array's row) once.
-fn thread_loop(
-    run_thread: &TokenStream,
-    (dx, dy, dz): (TokenStream, TokenStream, TokenStream),
-    hinted: bool,
-) -> TokenStream {
-    let track = if hinted {
-        quote!(false)
-    } else {
-        quote!(__track)
-    };
-    let run = quote! {
-        #[allow(unused_variables)]
-        let __kctx = ::kernel_runtime::__rt::enter_thread(__base, #track, __x, __y, __z);
-        #run_thread
-        // Only a thread that runs sets its flag, and only once: none is ever cleared.
-        if __gone {
-            // SAFETY: `__t` is below the block's thread count, `__exited`'s length.
-            unsafe { *__exited.get_unchecked_mut(__t) = true };
-            __gone_here = true;
-        }
-    };
-    let thread = if hinted {
-        run
-    } else {
+    /// The thread loops of a region over the whole block, `thread` their body (one thread,
+    /// which gives whether it returned): the runtime's `BlockRun::region`, which runs a launch
+    /// of the block shape the kernel hints with constant bounds.
+    fn thread_loops(&self, thread: &TokenStream) -> TokenStream {
+        let (x, y, z) = self
+            .hint
+            .clone()
+            .unwrap_or_else(|| (quote!(0u32), quote!(0u32), quote!(0u32)));
         quote! {
-            // SAFETY: as below.
-            if !unsafe { *__exited.get_unchecked(__t) } {
-                #run
+            let __hint: (u32, u32, u32) = (#x, #y, #z);
+            let __run = ::kernel_runtime::__rt::body(
+                #[inline(always)]
+                |__kctx: ::kernel_runtime::__rt::Ctx, __t: usize| -> bool { #thread },
+            );
+            // Once every thread has left, nothing more of the block runs: not even its
+            // uniform statements, which no thread would have reached.
+            if __blk.region(__hint, &mut __exited, &mut __some_exited, __run) {
+                return;
             }
-        }
-    };
-    quote! {
-        let (__dx, __dy, __dz): (u32, u32, u32) = (#dx, #dy, #dz);
-        #[allow(unused_variables)]
-        let (__base, __track) = __blk.base();
-        let mut __gone_here = false;
-        for __z in 0..__dz {
-            for __y in 0..__dy {
-                let __row = (__z as usize * __dy as usize + __y as usize) * __dx as usize;
-                for __x in 0..__dx {
-                    let __t = __row + __x as usize;
-                    #thread
-                }
-            }
-        }
-        __some_exited |= __gone_here;
-        // Once every thread has left, nothing more of the block runs: not even its
-        // uniform statements, which no thread would have reached.
-        if __gone_here && ::kernel_runtime::__rt::all_exited(&__exited) {
-            return;
         }
     }
 }

@@ -19,8 +19,9 @@
 //! launches whose arrays differ, tracked threads, the replay of a fault). Everything around
 //! the loops (tasks over cores, fault handling) is compiled once, in this crate.
 
+use super::check::LaunchShadows;
 use super::context::Ctx;
-use super::exec::{self, BlockRun, LaunchSpec};
+use super::exec::{self, BlockRun, CheckedBlock, LaunchSpec};
 use super::fault::KernelFault;
 use super::rows::{self, Span};
 use super::shapes::LaunchViews;
@@ -29,8 +30,33 @@ use crate::host::args::Params;
 /// A kernel's fast body in one of the forms the CPU backend runs, for views of the parameters
 /// `S` with index checks on or off (`CHECK`).
 pub trait FastRun<S: Params, const CHECK: bool> {
+    /// Checked mode's run of a launch of `spec` in `shadows`: `body` is one thread. Threads
+    /// that meet at barriers or collectives run as coroutines (this); others, one after
+    /// another, in a loop of their own (see [`Blocks`]).
+    fn run_checked<B: Fn(Ctx) + Copy + Sync>(
+        shadows: &LaunchShadows,
+        spec: &LaunchSpec,
+        cooperative: bool,
+        body: &B,
+    ) -> Result<(), KernelFault> {
+        shadows.run(spec, cooperative, CheckedBlock::Meeting(body))
+    }
+
     /// Runs every thread of a launch of `spec` with `views`; the first fault.
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault>;
+}
+
+/// Checked mode's run of a kernel whose threads do not meet: one after another, `body`
+/// inlined into the loop.
+fn run_checked_threads<B: Fn(Ctx) + Copy + Sync>(
+    shadows: &LaunchShadows,
+    spec: &LaunchSpec,
+    cooperative: bool,
+    body: &B,
+) -> Result<(), KernelFault> {
+    let body = *body;
+    let threads = |state: &_, block, coords: &_| exec::checked_threads(state, block, coords, body);
+    shadows.run(spec, cooperative, CheckedBlock::Threads(&threads))
 }
 
 /// A grid-level kernel (only `grid(n)` and the launch's shape tell its threads apart): the body
@@ -71,6 +97,15 @@ where
     F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
     P: for<'v> RowSpan<S::Views<'v, CHECK>> + Sync,
 {
+    fn run_checked<B: Fn(Ctx) + Copy + Sync>(
+        shadows: &LaunchShadows,
+        spec: &LaunchSpec,
+        cooperative: bool,
+        body: &B,
+    ) -> Result<(), KernelFault> {
+        run_checked_threads(shadows, spec, cooperative, body)
+    }
+
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
         let span = self.1;
         rows::run_grid(spec, views, self.0, |ctx, views, row| {
@@ -88,6 +123,15 @@ where
     S: Params,
     F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
 {
+    fn run_checked<B: Fn(Ctx) + Copy + Sync>(
+        shadows: &LaunchShadows,
+        spec: &LaunchSpec,
+        cooperative: bool,
+        body: &B,
+    ) -> Result<(), KernelFault> {
+        run_checked_threads(shadows, spec, cooperative, body)
+    }
+
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
         exec::run_blocks(spec, views, self.0)
     }

@@ -96,9 +96,9 @@ pub(crate) fn run_coroutines(
 }
 
 /// Runs a split kernel (see `cpu::bodies::Split`): `body` runs a block's threads itself,
-/// region by region between barriers. Where the arrays of each rank agree, it runs with
-/// the views reshaped, untracked (compiled a second time for AVX-512 CPUs where `WIDE`), and
-/// replayed tracked on a fault; otherwise with the views as they are, in one copy of it.
+/// region by region between barriers. Where the arrays of each rank agree, it runs with the
+/// views reshaped (compiled a second time for AVX-512 CPUs where `WIDE`); otherwise with the
+/// views as they are, in the one copy of it that replays a block that faulted, tracked.
 pub(crate) fn run_split<V, F, const WIDE: bool>(
     spec: &LaunchSpec,
     views: V,
@@ -116,22 +116,19 @@ where
             coords: &coords,
             track,
         };
-        let tracked = &mut || split_once(&block(true), views, body);
+        let run = |block: &BlockRun<'_>| match common {
+            // SAFETY: the CPU has the features `split_wide` is compiled for.
+            Some(c) if WIDE && wide_vectors() => unsafe { split_wide(block, views, c, body) },
+            Some(c) => split_plain(block, views, c, body),
+            None => split_once(block, views, body),
+        };
+        // A kernel that asks for its coordinates from outside its body runs tracked.
         if spec.thread_context {
-            return tracked();
+            return run(&block(true));
         }
-        match common {
-            Some(c) if WIDE && wide_vectors() => untracked_then_replay(
-                // SAFETY: the CPU has the features `split_wide` is compiled for.
-                &mut || unsafe { split_wide::<V, F>(&block(false), views, c, body) },
-                tracked,
-            ),
-            Some(c) => untracked_then_replay(
-                &mut || split_plain::<V, F>(&block(false), views, c, body),
-                tracked,
-            ),
-            None => untracked_then_replay(&mut || split_once(&block(false), views, body), tracked),
-        }
+        untracked_then_replay(&mut || run(&block(false)), &mut || {
+            split_once(&block(true), views, body)
+        })
     })
 }
 
@@ -184,9 +181,8 @@ unsafe fn split_wide<V: LaunchViews, F: Fn(&BlockRun<'_>, V)>(
 pub(crate) fn run_checked(
     spec: &LaunchSpec,
     shadows: &LaunchShadows,
-    body: &(dyn Fn(Ctx) + Sync),
+    body: CheckedBlock<'_>,
 ) -> Result<(), KernelFault> {
-    let fibers = spec.barriers && spec.block.volume() > 1;
     let coords = thread_coords(spec.block);
     let first = shadows.first();
     run_groups(spec, &|blocks, shared, stop| {
@@ -199,25 +195,40 @@ pub(crate) fn run_checked(
                 }
                 let state = checked_block(spec, &mut lane, first, block_state(spec, b, shared));
                 let block = first.wrapping_add(b as u32);
-                if fibers {
-                    run_fibers(&state, &coords, body, Some(block));
-                } else {
-                    for (t, &thread) in coords.iter().enumerate() {
-                        check::set_who(Who {
-                            block,
-                            interval: 0,
-                            thread: t as u32,
-                            epoch: 0,
-                            phase: 0,
-                        });
-                        tls::set_thread(thread);
-                        body(ctx_of(&state, thread));
-                    }
+                match body {
+                    CheckedBlock::Meeting(body) => run_fibers(&state, &coords, body, Some(block)),
+                    CheckedBlock::Threads(threads) => threads(&state, block, &coords),
                 }
                 check::end_interval();
             }
         })
     })
+}
+
+/// How checked mode runs a block's threads: as coroutines that meet at barriers and
+/// collectives (`Meeting`, one thread), or one after another (`Threads`, the block
+/// `(state, number, coordinates)`, which [`checked_threads`] runs).
+#[derive(Clone, Copy)]
+pub(crate) enum CheckedBlock<'a> {
+    Meeting(&'a (dyn Fn(Ctx) + Sync)),
+    Threads(&'a (dyn Fn(&BlockState, u32, &[Dim3]) + Sync)),
+}
+
+/// Checked mode's run of the threads `coords` of a block without barriers, numbered `block`,
+/// one after another, each given to the shadow memory: its body inlined into the loop.
+#[inline(always)]
+pub(crate) fn checked_threads(state: &BlockState, block: u32, coords: &[Dim3], body: impl Fn(Ctx)) {
+    for (t, &thread) in coords.iter().enumerate() {
+        check::set_who(Who {
+            block,
+            interval: 0,
+            thread: t as u32,
+            epoch: 0,
+            phase: 0,
+        });
+        tls::set_thread(thread);
+        body(ctx_of(state, thread));
+    }
 }
 
 /// [`run_coroutines`] for a cooperative launch (a kernel with grid barriers): every block alive
@@ -390,6 +401,73 @@ impl BlockRun<'_> {
     #[inline(always)]
     pub fn base(&self) -> (Ctx, bool) {
         (ctx_of(self.state, Dim3::ZERO), self.track)
+    }
+
+    /// Runs a region of a split kernel for every thread of the block that has not exited:
+    /// `run(ctx, t)` is thread `t`, and says whether it returned. `exited` holds each thread's
+    /// flag, `some_exited` whether any is set. A block of the shape `hint` that the kernel's
+    /// first shared array suggests (see [`hinted`](Self::hinted)), none of whose threads has
+    /// exited, runs a loop whose bounds the optimiser knows to be at most the hint's: it can
+    /// prove indices such as `tile[[ty, tx]]` in bounds, and vectorize. Returns whether every
+    /// thread has now exited (nothing more of the block runs then).
+    #[inline(always)]
+    pub fn region(
+        &self,
+        (hx, hy, hz): (u32, u32, u32),
+        exited: &mut [bool],
+        some_exited: &mut bool,
+        mut run: impl FnMut(Ctx, usize) -> bool,
+    ) -> bool {
+        let shape = self.shape();
+        let (base, track) = self.base();
+        // The flags are the block's, one per thread (`flags(threads())`).
+        assert!(exited.len() >= self.coords.len());
+        let mut gone_here = false;
+        if self.hinted(hx, hy, hz) && !*some_exited {
+            // SAFETY: `hinted` checked that the block has the hinted shape. The bounds stay the
+            // block's, known to be at most the hint: the optimiser does not unroll the loop
+            // completely, which would leave only straight-line vectorization, unable to check
+            // at run time that the arrays do not overlap.
+            let (dx, dy, dz) = unsafe {
+                std::hint::assert_unchecked(shape.x <= hx);
+                std::hint::assert_unchecked(shape.y <= hy);
+                std::hint::assert_unchecked(shape.z <= hz);
+                (shape.x, shape.y, shape.z)
+            };
+            for z in 0..dz {
+                for y in 0..dy {
+                    let row = (z as usize * dy as usize + y as usize) * dx as usize;
+                    for x in 0..dx {
+                        let t = row + x as usize;
+                        if run(enter_thread(base, false, x, y, z), t) {
+                            // SAFETY: `t` is below the thread count, `exited`'s length at most.
+                            unsafe { *exited.get_unchecked_mut(t) = true };
+                            gone_here = true;
+                        }
+                    }
+                }
+            }
+        } else {
+            let (dx, dy, dz) = (shape.x, shape.y, shape.z);
+            for z in 0..dz {
+                for y in 0..dy {
+                    let row = (z as usize * dy as usize + y as usize) * dx as usize;
+                    for x in 0..dx {
+                        let t = row + x as usize;
+                        // SAFETY: as above.
+                        if !unsafe { *exited.get_unchecked(t) }
+                            && run(enter_thread(base, track, x, y, z), t)
+                        {
+                            // SAFETY: as above.
+                            unsafe { *exited.get_unchecked_mut(t) = true };
+                            gone_here = true;
+                        }
+                    }
+                }
+            }
+        }
+        *some_exited |= gone_here;
+        gone_here && all_exited(exited)
     }
 
     /// The barrier at `location`, after a region: every thread must have reached it, or every

@@ -185,6 +185,24 @@ pub struct Instance<F, G> {
     pub checked: G,
 }
 
+impl<F, G> Instance<F, G> {
+    /// The instance of PTX entry `entry`, with these bodies.
+    pub const fn new(entry: &'static str, fast: F, checked: G) -> Self {
+        Instance {
+            entry,
+            fast,
+            checked,
+        }
+    }
+}
+
+/// A kernel's body, as `#[kernel]` writes it: a closure, which this passes on (its argument
+/// may carry `#[inline(always)]`, which a closure bound by `let` may not).
+#[inline(always)]
+pub const fn body<F>(body: F) -> F {
+    body
+}
+
 /// How a launch is sized: what `launch`, `launch_with` or `forall` was given.
 #[derive(Debug)]
 pub enum Sizing {
@@ -246,7 +264,7 @@ where
     K: Kernel,
     S: Params,
     F: FastRun<S, CHECK>,
-    G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Sync,
+    G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
 {
     let meta = &K::META;
     let mut args = args.0;
@@ -267,17 +285,37 @@ where
     let spec = meta.spec(&config);
     let run = if device.is_checked() {
         // SAFETY: the launch runs on the CPU backend, where every array argument lives
-        // (`device` checked); the views live in this frame, after `shadows`.
-        checked(&spec, meta.cooperative, |shadows| unsafe {
-            let views = S::traced_views::<CHECK>(&mut args, meta.params, shadows);
-            move |ctx| (instance.checked)(ctx, views, false)
-        })
+        // (`device` checked); `CHECK` false is the caller's promise.
+        unsafe { run_checked::<S, F, G, CHECK>(&spec, meta, &mut args, instance.checked) }
     } else {
-        // SAFETY: as above; `CHECK` false is the caller's promise.
+        // SAFETY: as above.
         let views = unsafe { S::views::<CHECK>(&mut args, meta.params) };
         instance.fast.run(&spec, views)
     };
     run.map_err(|fault| fault.into_error(meta.name))
+}
+
+/// Checked mode's run of a launch of `spec`: the launch's shadows, the views traced in them,
+/// then `checked` one thread at a time, in the way the kernel's form `F` says.
+///
+/// # Safety
+/// As [`launch`], on the CPU backend, where every array argument lives.
+unsafe fn run_checked<S, F, G, const CHECK: bool>(
+    spec: &LaunchSpec,
+    meta: &KernelMeta,
+    args: &mut S::Args<'_>,
+    checked: G,
+) -> Result<(), KernelFault>
+where
+    S: Params,
+    F: FastRun<S, CHECK>,
+    G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+{
+    let mut shadows = LaunchShadows::new(spec)?;
+    // SAFETY: the caller's contract; the views live in this frame, after `shadows`.
+    let views = unsafe { S::traced_views::<CHECK>(args, meta.params, &mut shadows) };
+    let body = move |ctx| checked(ctx, views, false);
+    F::run_checked(&shadows, spec, meta.cooperative, &body)
 }
 
 /// The configuration of a launch of the instance `entry` of `meta` on `device` that `sizing`
@@ -302,18 +340,6 @@ fn configure(
     };
     check(meta, entry, device, &config)?;
     Ok(Some(config))
-}
-
-/// Checked mode's run of a launch of `spec`: the launch's shadows, in which `views` makes the
-/// views, then one thread `body(ctx)` at a time.
-fn checked<V: Fn(Ctx) + Sync>(
-    spec: &LaunchSpec,
-    cooperative: bool,
-    views: impl FnOnce(&mut LaunchShadows) -> V,
-) -> Result<(), KernelFault> {
-    let mut shadows = LaunchShadows::new(spec)?;
-    let body = views(&mut shadows);
-    shadows.run(spec, cooperative, &body)
 }
 
 /// The checks before a launch of the instance `entry` of `kernel` on `device`: the

@@ -211,9 +211,9 @@ impl LaunchShadows {
         &self,
         spec: &LaunchSpec,
         cooperative: bool,
-        body: &(dyn Fn(crate::cpu::context::Ctx) + Sync),
+        body: crate::cpu::exec::CheckedBlock<'_>,
     ) -> Result<(), KernelFault> {
-        if cooperative {
+        if let (true, crate::cpu::exec::CheckedBlock::Meeting(body)) = (cooperative, body) {
             return crate::cpu::exec::run_checked_cooperative(spec, self, body);
         }
         crate::cpu::exec::run_checked(spec, self, body)?;
