@@ -1,9 +1,12 @@
 //! `cargo xtask compile-time`: how long the edit loop takes, as `benches/results/compile-DATE.md`.
 //!
-//! Three measurements, each the median of several runs on this machine:
+//! Four measurements, each the median of several runs on this machine:
 //! (a) a crate of one kernel outside the workspace, its kernel edited, rebuilt in release (PTX
-//! and host); (b) one kernel of `gpu-kernels` edited, that crate rebuilt in release; (c) with
-//! `--fresh-clone`, `cargo xtask test` on a fresh clone of the committed tree.
+//! and host); (b) one kernel of `gpu-kernels` edited, that crate rebuilt in release; (c) the
+//! same reference programs written by hand as rayon loops (`xtask/rayon_reference.rs`), in a
+//! crate of their own, `add` edited, rebuilt in release: the cost of the CPU code alone, with no
+//! DSL, which (b) is measured against; (d) with `--fresh-clone`, `cargo xtask test` on a fresh
+//! clone of the committed tree.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -44,14 +47,19 @@ pub fn run(args: Args) -> Result {
         },
         Measurement {
             what: "(b) one kernel of `gpu-kernels` edited: release rebuild of that crate",
-            goal_s: 5.0,
+            goal_s: 8.0,
             times: gpu_kernels_edit(&ctx, runs)?,
+        },
+        Measurement {
+            what: "(c) the same programs as hand-written rayon loops (no DSL): `add` edited, release rebuild",
+            goal_s: f64::INFINITY,
+            times: rayon_reference(&ctx, runs)?,
         },
     ];
     if args.fresh_clone {
         rows.push(Measurement {
-            what: "(c) `cargo xtask test` on a fresh clone",
-            goal_s: 300.0,
+            what: "(d) `cargo xtask test` on a fresh clone",
+            goal_s: 480.0,
             times: fresh_clone_test(&ctx, runs)?,
         });
     }
@@ -104,6 +112,40 @@ fn one_kernel_crate(ctx: &Context, runs: usize) -> Result<Vec<Duration>> {
     (0..runs)
         .map(|run| {
             write(&lib, &kernel(run + 2))?;
+            time(&mut build())
+        })
+        .collect()
+}
+
+/// (c): the rayon reference programs in a crate in the target directory, built once, then
+/// `add` edited (its sum's operands swapped, then back) and rebuilt.
+fn rayon_reference(ctx: &Context, runs: usize) -> Result<Vec<Duration>> {
+    let dir = util::target_dir(&ctx.root)
+        .join("compile-time")
+        .join("rayon-reference");
+    std::fs::create_dir_all(dir.join("src")).map_err(|e| format!("{}: {e}", dir.display()))?;
+    write(
+        &dir.join("Cargo.toml"),
+        "[package]\nname = \"rayon-reference\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\nrayon = \"1\"\n\n[profile.release]\ncodegen-units = 4\n\n[workspace]\n",
+    )?;
+    let source = include_str!("../rayon_reference.rs");
+    let (from, to) = ("|((c, a), b)| *c = a + b", "|((c, a), b)| *c = b + a");
+    if !source.contains(from) {
+        return Err(format!("xtask/rayon_reference.rs no longer holds `{from}`"));
+    }
+    let edited = source.replacen(from, to, 1);
+    let lib = dir.join("src").join("lib.rs");
+    let build = || {
+        let mut cmd = ctx.cargo(["build", "--release", "--quiet"]);
+        cmd.current_dir(&dir);
+        cmd
+    };
+    write(&lib, source)?;
+    util::run_status(&mut build())?;
+    (0..runs)
+        .map(|run| {
+            write(&lib, if run % 2 == 0 { &edited } else { source })?;
             time(&mut build())
         })
         .collect()
@@ -185,7 +227,8 @@ fn median(times: &[Duration]) -> Duration {
     sorted[(sorted.len() - 1) / 2]
 }
 
-/// The report: a row per measurement with its runs, median, goal and verdict.
+/// The report: a row per measurement with its runs, median, goal and verdict, and (b) against
+/// (c), whose ratio the goal of (b) also bounds (at most 2).
 fn report(date: &str, rows: &[Measurement]) -> String {
     let mut out = format!(
         "# Compile time, {date}\n\nMeasured by `cargo xtask compile-time` on this machine ({} \
@@ -200,16 +243,23 @@ fn report(date: &str, rows: &[Measurement]) -> String {
             .map(|t| format!("{:.1}", t.as_secs_f64()))
             .collect();
         let median = median(&row.times).as_secs_f64();
-        let verdict = if median <= row.goal_s {
-            "met"
-        } else {
-            "not met"
+        let (goal, verdict) = match row.goal_s.is_finite() {
+            true if median <= row.goal_s => (format!("≤ {}", row.goal_s), "met"),
+            true => (format!("≤ {}", row.goal_s), "not met"),
+            false => ("—".to_string(), "—"),
         };
         out.push_str(&format!(
-            "| {} | {} | {median:.1} | ≤ {} | {verdict} |\n",
+            "| {} | {} | {median:.1} | {goal} | {verdict} |\n",
             row.what,
             runs.join(", "),
-            row.goal_s
+        ));
+    }
+    if let (Some(b), Some(c)) = (rows.get(1), rows.get(2)) {
+        let ratio = median(&b.times).as_secs_f64() / median(&c.times).as_secs_f64();
+        let verdict = if ratio <= 2.0 { "met" } else { "not met" };
+        out.push_str(&format!(
+            "\n(b) / (c), the DSL's edit loop against the same CPU code written by hand: \
+             {ratio:.2} (goal ≤ 2: {verdict}).\n"
         ));
     }
     out
@@ -246,5 +296,80 @@ mod tests {
             text.contains("| slow | 3.0 | 3.0 | ≤ 2 | not met |"),
             "{text}"
         );
+        assert!(!text.contains("(b) / (c)"), "{text}");
+    }
+
+    #[test]
+    fn the_report_sets_the_dsl_against_hand_written_rayon() {
+        let row = |what, goal_s, ms| Measurement {
+            what,
+            goal_s,
+            times: vec![Duration::from_millis(ms)],
+        };
+        let text = report(
+            "2026-01-01",
+            &[
+                row("a", 1.5, 700),
+                row("b", 8.0, 6000),
+                row("c", f64::INFINITY, 4000),
+            ],
+        );
+        assert!(text.contains("| c | 4.0 | 4.0 | — | — |"), "{text}");
+        assert!(
+            text.contains("(b) / (c)") && text.contains("1.50 (goal ≤ 2: met)"),
+            "{text}"
+        );
+    }
+}
+
+/// The rayon programs (c) times, as a module of the tests: the clippy and test runs check
+/// that they compile and compute what the kernels do.
+#[cfg(test)]
+#[path = "../rayon_reference.rs"]
+mod rayon_reference;
+
+#[cfg(test)]
+mod reference_tests {
+    use super::rayon_reference as r;
+
+    #[test]
+    fn the_rayon_programs_compute_the_reference_results() {
+        let (a, b) = (vec![1.0f32; 1000], vec![2.0f32; 1000]);
+        let mut c = vec![0.0f32; 1000];
+        r::add(&a, &b, &mut c);
+        assert!(c.iter().all(|&v| v == 3.0));
+        r::add_wide(&b, &b, &mut c);
+        assert!(c.iter().all(|&v| v == 4.0));
+        let x: Vec<i8> = (0..25).map(|v| v as i8).collect();
+        let mut out = vec![0i8; 25];
+        r::smooth(&x, &mut out, 5, 5);
+        assert_eq!(out[6], 6);
+        assert!((r::integrate2d(64)).abs() < 1e-9);
+        assert!(r::integrate2d_blocks(64, 16).iter().sum::<f64>().abs() < 1e-9);
+        let (m, k) = (3, 2);
+        let mut prod = vec![0.0f32; 2 * m];
+        r::matmul(
+            &[1.0, 2.0, 3.0, 4.0],
+            &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0],
+            &mut prod,
+            k,
+            m,
+        );
+        assert_eq!(prod, [1.0, 2.0, 0.0, 3.0, 4.0, 0.0]);
+        let mut keys: Vec<u32> = (0..100_000u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        r::quicksort(&mut keys);
+        assert!(keys.windows(2).all(|w| w[0] <= w[1]));
+        let mut states = vec![r::Xoroshiro128p(1, 2); 4];
+        let mut hits = vec![0u32; 4];
+        r::pi_hits(&mut states, 1000, &mut hits);
+        assert!(hits.iter().all(|&h| (700..=870).contains(&h)), "{hits:?}");
+        let mut cube = vec![0.0f32; 8];
+        r::fill_uniform_3d(&mut states, &mut cube, 2);
+        assert!(cube.iter().all(|v| (0.0..1.0).contains(v)));
+        let (mut u, mut next) = (vec![0.0, 1.0, 0.0], vec![0.0; 3]);
+        r::heat_steps(1, 0.25, &mut u, &mut next);
+        assert_eq!(u, [0.0, 0.5, 0.0]);
     }
 }

@@ -24,38 +24,47 @@ use super::context::Ctx;
 use super::exec::{self, BlockRun, CheckedBlock, LaunchSpec};
 use super::fault::KernelFault;
 use super::rows::{self, Span};
+use super::serial;
 use super::shapes::LaunchViews;
+use super::tls::BlockState;
 use crate::host::args::Params;
 
 /// A kernel's fast body in one of the forms the CPU backend runs, for views of the parameters
 /// `S` with index checks on or off (`CHECK`).
 pub trait FastRun<S: Params, const CHECK: bool> {
-    /// Checked mode's run of a launch of `spec` in `shadows`: `body` is one thread. Threads
-    /// that meet at barriers or collectives run as coroutines (this); others, one after
-    /// another, in a loop of their own (see [`Blocks`]).
-    fn run_checked<B: Fn(Ctx) + Copy + Sync>(
+    /// Checked mode's run of a launch of `spec` in `shadows`, with the traced `views`:
+    /// `checked(ctx, views, false)` is one thread. Threads that meet at barriers or collectives
+    /// run as coroutines (this); others, one after another (see [`Blocks`]).
+    fn run_checked<G>(
         shadows: &LaunchShadows,
         spec: &LaunchSpec,
         cooperative: bool,
-        body: &B,
-    ) -> Result<(), KernelFault> {
-        shadows.run(spec, cooperative, CheckedBlock::Meeting(body))
+        views: S::Views<'_, CHECK>,
+        checked: G,
+    ) -> Result<(), KernelFault>
+    where
+        G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+    {
+        let body = move |ctx| checked(ctx, views, false);
+        shadows.run(spec, cooperative, CheckedBlock::Meeting(&body))
     }
 
     /// Runs every thread of a launch of `spec` with `views`; the first fault.
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault>;
 }
 
-/// Checked mode's run of a kernel whose threads do not meet: one after another, `body`
-/// inlined into the loop.
-fn run_checked_threads<B: Fn(Ctx) + Copy + Sync>(
+/// Checked mode's run of a kernel whose threads do not meet: one after another, the body
+/// inlined into the loop (checked mode's price is the records it keeps, not calls).
+fn run_checked_threads<V: LaunchViews, G: Fn(Ctx, V, bool) + Copy + Sync>(
     shadows: &LaunchShadows,
     spec: &LaunchSpec,
     cooperative: bool,
-    body: &B,
+    views: V,
+    checked: G,
 ) -> Result<(), KernelFault> {
-    let body = *body;
-    let threads = |state: &_, block, coords: &_| exec::checked_threads(state, block, coords, body);
+    let threads = |state: &BlockState, block| {
+        serial::checked_block(state, block, move |ctx| checked(ctx, views, false))
+    };
     shadows.run(spec, cooperative, CheckedBlock::Threads(&threads))
 }
 
@@ -97,13 +106,17 @@ where
     F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
     P: for<'v> RowSpan<S::Views<'v, CHECK>> + Sync,
 {
-    fn run_checked<B: Fn(Ctx) + Copy + Sync>(
+    fn run_checked<G>(
         shadows: &LaunchShadows,
         spec: &LaunchSpec,
         cooperative: bool,
-        body: &B,
-    ) -> Result<(), KernelFault> {
-        run_checked_threads(shadows, spec, cooperative, body)
+        views: S::Views<'_, CHECK>,
+        checked: G,
+    ) -> Result<(), KernelFault>
+    where
+        G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+    {
+        run_checked_threads(shadows, spec, cooperative, views, checked)
     }
 
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
@@ -123,13 +136,17 @@ where
     S: Params,
     F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
 {
-    fn run_checked<B: Fn(Ctx) + Copy + Sync>(
+    fn run_checked<G>(
         shadows: &LaunchShadows,
         spec: &LaunchSpec,
         cooperative: bool,
-        body: &B,
-    ) -> Result<(), KernelFault> {
-        run_checked_threads(shadows, spec, cooperative, body)
+        views: S::Views<'_, CHECK>,
+        checked: G,
+    ) -> Result<(), KernelFault>
+    where
+        G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+    {
+        run_checked_threads(shadows, spec, cooperative, views, checked)
     }
 
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {

@@ -5,6 +5,7 @@ use super::check::{self, Lane, LaunchShadows, Who};
 use super::cooperative::{self, At, GridStop};
 use super::fault::{self, raise, KernelFault};
 use super::fibers::run_fibers;
+use super::serial::{self, Track};
 use super::shapes::{Common, LaunchViews};
 use super::tls::{self, BlockState};
 use crate::cpu::context::Ctx;
@@ -59,18 +60,22 @@ where
 {
     let common = views.shapes(false).common();
     run_groups(spec, &|blocks, shared, stop| {
-        let each = |track: bool| move |state: &BlockState| block_threads(state, views, body, track);
+        let untraced = views.untraced();
+        let each =
+            |track: Track| move |state: &BlockState| serial::block(state, untraced, body, track);
         if spec.thread_context {
-            return for_each_block(spec, blocks.clone(), shared, Some(stop), &each(true));
+            let tracked = each(Track::Threads);
+            return for_each_block(spec, blocks.clone(), shared, Some(stop), &tracked);
         }
-        let tracked = &mut || for_each_block(spec, blocks.clone(), shared, None, &each(true));
+        let tracked =
+            &mut || for_each_block(spec, blocks.clone(), shared, None, &each(Track::Threads));
         match common {
             Some(c) => untracked_then_replay(
                 &mut || run_fast_blocks::<V, F>(spec, blocks.clone(), shared, views, c, body),
                 tracked,
             ),
             None => untracked_then_replay(
-                &mut || for_each_block(spec, blocks.clone(), shared, None, &each(false)),
+                &mut || for_each_block(spec, blocks.clone(), shared, None, &each(Track::No)),
                 tracked,
             ),
         }
@@ -197,7 +202,7 @@ pub(crate) fn run_checked(
                 let block = first.wrapping_add(b as u32);
                 match body {
                     CheckedBlock::Meeting(body) => run_fibers(&state, &coords, body, Some(block)),
-                    CheckedBlock::Threads(threads) => threads(&state, block, &coords),
+                    CheckedBlock::Threads(threads) => threads(&state, block),
                 }
                 check::end_interval();
             }
@@ -206,29 +211,12 @@ pub(crate) fn run_checked(
 }
 
 /// How checked mode runs a block's threads: as coroutines that meet at barriers and
-/// collectives (`Meeting`, one thread), or one after another (`Threads`, the block
-/// `(state, number, coordinates)`, which [`checked_threads`] runs).
+/// collectives (`Meeting`, one thread), or one after another (`Threads`, the block `(state,
+/// number)`: see the `serial` module).
 #[derive(Clone, Copy)]
 pub(crate) enum CheckedBlock<'a> {
     Meeting(&'a (dyn Fn(Ctx) + Sync)),
-    Threads(&'a (dyn Fn(&BlockState, u32, &[Dim3]) + Sync)),
-}
-
-/// Checked mode's run of the threads `coords` of a block without barriers, numbered `block`,
-/// one after another, each given to the shadow memory: its body inlined into the loop.
-#[inline(always)]
-pub(crate) fn checked_threads(state: &BlockState, block: u32, coords: &[Dim3], body: impl Fn(Ctx)) {
-    for (t, &thread) in coords.iter().enumerate() {
-        check::set_who(Who {
-            block,
-            interval: 0,
-            thread: t as u32,
-            epoch: 0,
-            phase: 0,
-        });
-        tls::set_thread(thread);
-        body(ctx_of(state, thread));
-    }
+    Threads(&'a (dyn Fn(&BlockState, u32) + Sync)),
 }
 
 /// [`run_coroutines`] for a cooperative launch (a kernel with grid barriers): every block alive
@@ -726,32 +714,6 @@ fn fast_blocks<V: LaunchViews, F: Fn(Ctx, V, bool) + Copy>(
             if b.y == g.y {
                 b.y = 0;
                 b.z += 1;
-            }
-        }
-    }
-}
-
-/// Runs the block's threads one after another with the views as they are (untraced), recording
-/// each thread's coordinates where `track` (for code outside the body and for fault reports):
-/// the one copy of the body that the runs which are not fast share.
-#[inline(never)]
-fn block_threads<V: LaunchViews, F: Fn(Ctx, V, bool)>(
-    state: &BlockState,
-    views: V,
-    body: F,
-    track: bool,
-) {
-    let views = views.untraced();
-    let mut ctx = ctx_of(state, Dim3::ZERO);
-    let d = ctx.block_dim;
-    for z in 0..d.z {
-        for y in 0..d.y {
-            for x in 0..d.x {
-                ctx.thread = Dim3 { x, y, z };
-                if track {
-                    tls::set_thread(ctx.thread);
-                }
-                body(ctx, views, false);
             }
         }
     }

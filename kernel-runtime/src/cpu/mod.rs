@@ -25,6 +25,7 @@ pub(crate) mod lockstep;
 pub(crate) mod overflow;
 pub(crate) mod reduction;
 pub mod rows;
+pub(crate) mod serial;
 pub(crate) mod shapes;
 pub(crate) mod slots;
 pub(crate) mod tls;

@@ -15,6 +15,7 @@
 use super::exec::LaunchSpec;
 use super::exec::{block_state, ctx_of, run_tasks, untracked_then_replay, wide_variants};
 use super::fault::KernelFault;
+use super::serial::{self, Track};
 use super::shapes::{Common, LaunchViews};
 use super::tls;
 use crate::cpu::context::Ctx;
@@ -143,6 +144,7 @@ where
     let shapes = views.shapes(true);
     let common = shapes.common();
     let bound = shapes.length().unwrap_or(usize::MAX);
+    let untraced = views.untraced();
     let rows = Rows::of(spec);
     run_tasks(
         spec,
@@ -156,7 +158,7 @@ where
                     for s in segments.clone() {
                         let (ctx, first, threads) = rows.segment(base, s);
                         let Some(common) = common else {
-                            row_threads(ctx, 0..threads, views, body, false);
+                            serial::row(ctx, 0..threads, untraced, body, Track::No);
                             continue;
                         };
                         let row = Span {
@@ -175,14 +177,10 @@ where
                             let common = common.with_length(bound);
                             run_inside::<V, F>(ctx, inside.clone(), bound, views, common, body);
                         }
-                        row_threads(ctx, 0..inside.start, views, body, false);
-                        row_threads(
-                            ctx,
-                            inside.end.max(inside.start)..threads,
-                            views,
-                            body,
-                            false,
-                        );
+                        let ends = [0..inside.start, inside.end.max(inside.start)..threads];
+                        for xs in ends {
+                            serial::row(ctx, xs, untraced, body, Track::No);
+                        }
                     }
                 },
                 &mut || replay(spec, &rows, base, segments.clone(), views, body),
@@ -272,27 +270,6 @@ fn inside_loop<V: LaunchViews, F: Fn(Ctx, V, bool) + Copy>(
     }
 }
 
-/// The threads `xs` of a segment whose first thread is `ctx`, with the views as they are
-/// (untraced) and the body's own tests, recording each thread where `track`: the one copy of
-/// the body that the runs which are not fast share.
-#[inline(never)]
-fn row_threads<V: LaunchViews, F: Fn(Ctx, V, bool)>(
-    mut ctx: Ctx,
-    xs: Range<u32>,
-    views: V,
-    body: F,
-    track: bool,
-) {
-    let views = views.untraced();
-    for x in xs {
-        ctx.thread.x = x;
-        if track {
-            tls::set_thread(ctx.thread);
-        }
-        body(ctx, views, false);
-    }
-}
-
 /// The segments of a task that faulted, again, thread by thread with each thread's own block
 /// and thread recorded, so that the fault names them.
 fn replay<V: LaunchViews, F: Fn(Ctx, V, bool) + Copy>(
@@ -321,12 +298,13 @@ fn replay<V: LaunchViews, F: Fn(Ctx, V, bool) + Copy>(
                 ..ctx.thread
             };
             tls::BLOCK.with(|c| c.set(state));
-            row_threads(
+            let xs = thread.x..thread.x + 1;
+            serial::row(
                 ctx_of(&state, thread),
-                thread.x..thread.x + 1,
-                views,
+                xs,
+                views.untraced(),
                 body,
-                true,
+                Track::Threads,
             );
         }
     }

@@ -314,8 +314,7 @@ where
     let mut shadows = LaunchShadows::new(spec)?;
     // SAFETY: the caller's contract; the views live in this frame, after `shadows`.
     let views = unsafe { S::traced_views::<CHECK>(args, meta.params, &mut shadows) };
-    let body = move |ctx| checked(ctx, views, false);
-    F::run_checked(&shadows, spec, meta.cooperative, &body)
+    F::run_checked(&shadows, spec, meta.cooperative, views, checked)
 }
 
 /// The configuration of a launch of the instance `entry` of `meta` on `device` that `sizing`
