@@ -49,15 +49,22 @@ pub fn run(options: Args) -> Result {
     }
 }
 
-/// Runs the MPI steps; every step after a failure is skipped.
-pub fn run_steps(ctx: &Context, provision_mpi: bool, steps: &mut Steps) {
-    if provision_mpi && util::find_in_path("mpirun").is_none() {
-        let ok = steps.run("provision: Open MPI", || {
+/// Installs Open MPI where mpirun is missing, if `install`; whether mpirun is there.
+pub fn provision(install: bool, steps: &mut Steps) -> bool {
+    if install && util::find_in_path("mpirun").is_none() {
+        steps.run("provision: Open MPI", || {
             provision::install_debian_packages(&["openmpi-bin", "libopenmpi-dev", "libclang-dev"])
         });
-        if !ok {
-            return;
-        }
+    }
+    util::find_in_path("mpirun").is_some()
+}
+
+/// Runs the MPI steps (installing Open MPI first where `provision_mpi`); every step after a
+/// failure is skipped.
+pub fn run_steps(ctx: &Context, provision_mpi: bool, steps: &mut Steps) {
+    if !provision(provision_mpi, steps) {
+        steps.skip("MPI", "no mpirun");
+        return;
     }
     let mut clippy = ctx.cargo(["clippy", "-p", "kernel-runtime", "--features", "mpi"]);
     clippy.args(["--all-targets", "--", "-D", "warnings"]);

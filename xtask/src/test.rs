@@ -18,9 +18,10 @@ use crate::{mpi, provision};
 ///   - cargo clippy --workspace --all-targets -- -D warnings
 ///   - RUSTDOCFLAGS='-D warnings' cargo doc --workspace --no-deps
 ///   - cargo test --workspace [CARGO_TEST_ARGS...]
-///   - cargo build --release --examples, then every example with its default arguments
-///   - Open MPI (Debian's openmpi-bin, libopenmpi-dev, libclang-dev) where mpirun is missing,
-///     clippy and rustdoc of the `mpi` feature, the distributed examples under mpirun -np 1, 2
+///   - cargo build --release --examples (with the `mpi` feature and tests/cluster.rs where
+///     Open MPI is there: Debian's openmpi-bin, libopenmpi-dev, libclang-dev, installed first
+///     where mpirun is missing), then every example with its default arguments
+///   - clippy and rustdoc of the `mpi` feature, the distributed examples under mpirun -np 1, 2
 ///     and 4 (the same output each time), and jobs that lose a rank or fail ending in bounded
 ///     time
 ///
@@ -67,8 +68,11 @@ pub fn run(options: Args) -> Result {
         provision_link_tools(&mut ctx, &mut steps);
     }
     ctx.set_env("KERNEL_REQUIRE_PTX", "1");
+    // Open MPI first, so that the release build of the examples builds the `mpi` feature's too,
+    // once for both.
+    let mpi = !options.quick && mpi::provision(!options.no_provision, &mut steps);
 
-    run_checks(&ctx, &options, &mut steps);
+    run_checks(&ctx, &options, mpi, &mut steps);
 
     println!();
     print!("{}", steps.summary("test"));
@@ -114,8 +118,9 @@ fn provisioned(
     found
 }
 
-/// The checks proper: every step after the first failure is recorded as skipped.
-fn run_checks(ctx: &Context, options: &Args, steps: &mut Steps) {
+/// The checks proper: every step after the first failure is recorded as skipped. With `mpi`
+/// (Open MPI is there), the release build is the `mpi` feature's, which the MPI steps reuse.
+fn run_checks(ctx: &Context, options: &Args, mpi: bool, steps: &mut Steps) {
     let mut plan: Vec<(String, std::process::Command)> = vec![
         (
             "cargo fmt --all -- --check".into(),
@@ -150,15 +155,17 @@ fn run_checks(ctx: &Context, options: &Args, steps: &mut Steps) {
         .filter(|name| !mpi::EXAMPLES.iter().any(|(m, _)| m == name))
         .collect();
     if !options.quick {
-        plan.push((
-            "cargo build --release --examples".into(),
-            ctx.cargo(["build", "--release", "--examples"]),
-        ));
+        let features: &[&str] = if mpi { &["--features", "mpi"] } else { &[] };
+        let mut build = ctx.cargo(["build", "--release", "--examples"]);
+        build.args(features);
+        if mpi {
+            build.args(["--test", "cluster"]);
+        }
+        plan.push((util::display_command(&build), build));
         for name in &examples {
-            plan.push((
-                format!("example {name}"),
-                ctx.cargo(["run", "--release", "--example", name]),
-            ));
+            let mut run = ctx.cargo(["run", "--release", "--example", name]);
+            run.args(features);
+            plan.push((format!("example {name}"), run));
         }
     }
 
@@ -175,8 +182,8 @@ fn run_checks(ctx: &Context, options: &Args, steps: &mut Steps) {
         steps.skip("MPI", "--quick");
     } else if failed {
         steps.skip("MPI", "after an earlier failure");
-    } else {
-        mpi::run_steps(ctx, !options.no_provision, steps);
+    } else if mpi {
+        mpi::run_steps(ctx, false, steps);
     }
 }
 
