@@ -136,7 +136,8 @@ pub fn global_array(input: TokenStream) -> TokenStream {
 /// Prints a line from a kernel (or a `#[device]` function), as CUDA's `printf`:
 /// `kprintln!("thread {}: x = {:.3}", thread_idx().x, x)`. The format string takes Rust's
 /// syntax and is checked at compile time; integers, floats, `bool`s and string literals print.
-/// See `kernel_runtime::print`.
+/// On a GPU a line goes through `vprintf`, on the CPU backend through `snprintf`, with the
+/// same C format string, built at compile time.
 #[proc_macro]
 pub fn kprintln(input: TokenStream) -> TokenStream {
     emit::print::kprintln(input.into())

@@ -2,13 +2,29 @@
 //! write: re-exports only, not a public API.
 
 pub use crate::device_copy::{assert_device_copy, Holds, NoPadding};
-pub use crate::shared::{array_bytes, extent, hint_extent, layout, ConstMessage, STATIC_LIMIT};
+#[cfg(target_arch = "nvptx64")]
+pub use crate::print::gpu_print;
+pub use crate::print::{Format, KernelPrint, PrintFloat, PrintInteger, Spec};
+pub use crate::shared::{
+    array1 as shared_array1, array2 as shared_array2, array_bytes, dynamic as dynamic_shared,
+    extent, hint_extent, layout, ConstMessage, STATIC_LIMIT,
+};
+#[cfg(not(target_arch = "nvptx64"))]
+pub use crate::{
+    print::{cpu_print, snprintf},
+    shared::traced as traced_shared,
+};
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::grid::hooks::cpu_grid;
 #[cfg(target_arch = "nvptx64")]
 pub use crate::grid::hooks::gpu_grid;
 
+pub use crate::ctx::{block_dim, block_idx, grid_dim, thread_idx};
+#[cfg(not(target_arch = "nvptx64"))]
+pub use crate::host::array::{DeviceArray, Rank};
+pub use crate::sync::sync_threads;
+pub use crate::warp::{lane_id, shfl_down_sync};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::{
     cpu::bodies::{
@@ -39,9 +55,13 @@ pub use crate::{
     host::ptr::SyncPtr,
 };
 #[cfg(not(target_arch = "nvptx64"))]
-pub use ndarray::{Array0, Array2, Array3};
+pub use ndarray::{Array0, Array2, Array3, Ix1};
 
 pub use crate::ctx::Ctx;
+pub use crate::device_copy::{AnyBitPattern, DeviceCopy};
+pub use crate::math::DeviceFloat;
+pub use crate::module_array::{ModuleArray, Space};
 pub use crate::view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
+pub use kernel_macros::kernel;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use linkme;

@@ -37,7 +37,8 @@ pub(crate) fn is_shared(p: *const u8) -> bool {
 
 #[cfg(target_arch = "nvptx64")]
 impl Ctx {
-    /// The context of the calling thread.
+    /// The context of the calling thread (how a `#[device]` function reads it).
+    #[doc(hidden)]
     #[inline(always)]
     pub fn current() -> Ctx {
         Ctx
@@ -141,7 +142,9 @@ impl Ctx {
 
 #[cfg(not(target_arch = "nvptx64"))]
 impl Ctx {
-    /// The context of the calling thread (zeros outside a kernel).
+    /// The context of the calling thread (zeros outside a kernel): how a `#[device]` function
+    /// reads it.
+    #[doc(hidden)]
     #[inline]
     pub fn current() -> Ctx {
         crate::cpu::tls::current_ctx()

@@ -21,7 +21,7 @@ pub const STATIC_LIMIT: usize = 48 * 1024;
 /// bytes), for a `const` check to panic with a number in it.
 ///
 /// ```
-/// use kernel_runtime::shared::ConstMessage;
+/// use kernel_runtime::__rt::ConstMessage;
 /// let m = ConstMessage::new("takes ", 57344, " bytes");
 /// assert_eq!(m.as_str(), "takes 57344 bytes");
 /// ```
@@ -79,7 +79,7 @@ pub const fn align_up(n: usize, align: usize) -> usize {
 /// address space stays above [`STATIC_LIMIT`], for the kernel's check of the limit to report.
 ///
 /// ```
-/// use kernel_runtime::shared::array_bytes;
+/// use kernel_runtime::__rt::array_bytes;
 /// assert_eq!(array_bytes(4, &[16, 16]), 1024);
 /// assert_eq!(array_bytes(4, &[usize::MAX]), usize::MAX);
 /// ```
@@ -96,7 +96,7 @@ pub const fn array_bytes(elem: usize, dims: &[usize]) -> usize {
 /// The offsets of shared arrays given as `(bytes, align)`, packed in order, and the total bytes.
 ///
 /// ```
-/// let (offsets, total) = kernel_runtime::shared::layout([(3, 1), (8, 4)]);
+/// let (offsets, total) = kernel_runtime::__rt::layout([(3, 1), (8, 4)]);
 /// assert_eq!(offsets, [0, 4]);
 /// assert_eq!(total, 12);
 /// ```

@@ -53,6 +53,7 @@ macro_rules! view_type {
             /// `ptr` must be valid for reads (and writes, for a mutable view) of the product of
             /// `dims` elements for as long as `'a` lasts: tie `'a` to what owns the memory with
             /// [`within`](Self::within).
+            #[doc(hidden)]
             #[inline(always)]
             pub unsafe fn from_raw(ptr: *mut T, dims: [usize; $rank], name: &'static str) -> Self {
                 #[cfg(target_arch = "nvptx64")]
@@ -72,6 +73,7 @@ macro_rules! view_type {
             ///
             /// # Safety
             /// As [`from_raw`](Self::from_raw), for as long as `launch` stays borrowed.
+            #[doc(hidden)]
             #[inline(always)]
             pub unsafe fn at<'l, O: ?Sized>(
                 ptr: *mut T,
@@ -84,6 +86,7 @@ macro_rules! view_type {
             }
             /// The same view, living no longer than `_owner` stays borrowed: how a view made by
             /// [`from_raw`](Self::from_raw) is tied to the array (or launch) it belongs to.
+            #[doc(hidden)]
             #[inline(always)]
             pub fn within<'b, O: ?Sized>(self, _owner: &'b O) -> $name<'b, T, CHECK>
             where

@@ -3,8 +3,8 @@
 //! - a compound assignment to an array element (`a[i] += x`) first reads the element, so that
 //!   checked mode sees the read that `IndexMut` alone hides (a sum into shared memory nobody
 //!   cleared is then a read of uninitialized memory, not a plain write);
-//! - each shared array is wrapped in `kernel_runtime::shared::traced`, which records its
-//!   accesses (the fast backend's are never traced, at no cost).
+//! - each shared array is wrapped in the runtime's `traced_shared`, which records its accesses
+//!   (the fast backend's are never traced, at no cost).
 
 use crate::emit::cpu::CpuPlan;
 use crate::kernel::validate::Kernel;
@@ -50,7 +50,7 @@ impl VisitMut for ReadBeforeUpdate {
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
         visit_mut::visit_expr_mut(self, expr);
         if is_shared_array(expr) {
-            *expr = syn::parse_quote!(::kernel_runtime::shared::traced(&__kctx, #expr));
+            *expr = syn::parse_quote!(::kernel_runtime::__rt::traced_shared(&__kctx, #expr));
             return;
         }
         let Expr::Binary(bin) = expr else { return };
@@ -83,8 +83,9 @@ impl VisitMut for ReadBeforeUpdate {
     }
 }
 
-/// Whether `expr` makes a shared array: a call of `::kernel_runtime::shared::array1`, `array2`
-/// or `dynamic`, as the body pass writes `shared_array!` and `dynamic_shared!`.
+/// Whether `expr` makes a shared array: a call of the runtime's `shared_array1`,
+/// `shared_array2` or `dynamic_shared`, as the body pass writes `shared_array!` and
+/// `dynamic_shared!`.
 fn is_shared_array(expr: &Expr) -> bool {
     let Expr::Call(call) = expr else {
         return false;
@@ -101,8 +102,11 @@ fn is_shared_array(expr: &Expr) -> bool {
     p.path.leading_colon.is_some()
         && names.len() == 3
         && names[0] == "kernel_runtime"
-        && names[1] == "shared"
-        && matches!(names[2].as_str(), "array1" | "array2" | "dynamic")
+        && names[1] == "__rt"
+        && matches!(
+            names[2].as_str(),
+            "shared_array1" | "shared_array2" | "dynamic_shared"
+        )
 }
 
 #[cfg(test)]
@@ -113,7 +117,7 @@ mod tests {
     #[test]
     fn compound_assignments_to_elements_read_first() {
         let b: syn::Block = syn::parse_quote!({
-            let s = ::kernel_runtime::shared::array1::<f32>(&__kctx, 0, 4, "s");
+            let s = ::kernel_runtime::__rt::shared_array1::<f32>(&__kctx, 0, 4, "s");
             s[t] += x[t];
             s[[i, j]] *= 2;
             y += 1;
@@ -127,7 +131,9 @@ mod tests {
         );
         assert!(out.contains("y += 1"), "{out}");
         assert!(
-            out.contains(":: shared :: traced (& __kctx , :: kernel_runtime :: shared :: array1"),
+            out.contains(
+                ":: __rt :: traced_shared (& __kctx , :: kernel_runtime :: __rt :: shared_array1"
+            ),
             "{out}"
         );
         assert!(out.contains("f (a) [0] += 1"), "{out}");

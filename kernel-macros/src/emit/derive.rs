@@ -53,14 +53,14 @@ pub fn device_copy(item: TokenStream) -> syn::Result<TokenStream> {
     Ok(quote! {
         #(#checks)*
         // SAFETY: `#[repr(C)]`, and every field is `DeviceCopy` (checked above).
-        unsafe impl ::kernel_runtime::DeviceCopy for #name {}
+        unsafe impl ::kernel_runtime::__rt::DeviceCopy for #name {}
         // SAFETY: every field takes any bits and they fill the struct: no padding. The bounds
         // name no generic parameter, so each holds or not once for all; `for<'__k>` makes the
         // compiler weigh them as it would a generic bound (an impl that simply does not apply)
         // rather than refuse one that does not hold.
-        unsafe impl ::kernel_runtime::AnyBitPattern for #name
+        unsafe impl ::kernel_runtime::__rt::AnyBitPattern for #name
         where
-            #(for<'__k> #types: ::kernel_runtime::AnyBitPattern,)*
+            #(for<'__k> #types: ::kernel_runtime::__rt::AnyBitPattern,)*
             for<'__k> ::kernel_runtime::__rt::NoPadding<{
                 ::core::mem::size_of::<#name>() == 0 #(+ ::core::mem::size_of::<#types>())*
             }>: ::kernel_runtime::__rt::Holds,

@@ -32,8 +32,8 @@ impl Space {
     /// The runtime's name of the space.
     fn runtime(self) -> TokenStream {
         match self {
-            Space::Constant => quote!(::kernel_runtime::module_array::Space::Constant),
-            Space::Global => quote!(::kernel_runtime::module_array::Space::Global),
+            Space::Constant => quote!(::kernel_runtime::__rt::Space::Constant),
+            Space::Global => quote!(::kernel_runtime::__rt::Space::Global),
         }
     }
 }
@@ -115,7 +115,7 @@ pub fn module_array(input: TokenStream, space: Space) -> syn::Result<TokenStream
     };
     Ok(quote! {
         #(#attrs)*
-        #vis static #name: ::kernel_runtime::ModuleArray<#elem, { #len }> = {
+        #vis static #name: ::kernel_runtime::__rt::ModuleArray<#elem, { #len }> = {
             const _: () = {
                 ::core::assert!(#len > 0, "a module array holds at least one element");
                 #limit
@@ -137,7 +137,7 @@ pub fn module_array(input: TokenStream, space: Space) -> syn::Result<TokenStream
             let origin = address;
             #[cfg(not(target_arch = "nvptx64"))]
             let origin = #ptx;
-            unsafe { ::kernel_runtime::ModuleArray::__declare(#name_str, #symbol, #space_rt, origin) }
+            unsafe { ::kernel_runtime::__rt::ModuleArray::__declare(#name_str, #symbol, #space_rt, origin) }
         };
         #[cfg(target_arch = "nvptx64")]
         ::core::arch::global_asm!(

@@ -1,5 +1,5 @@
 //! `kprintln!`: printing from a kernel. The format string is read here, with Rust's syntax; the
-//! C format string is built at compile time by `kernel_runtime::print::Format` from its pieces,
+//! C format string is built at compile time by the runtime's `Format` from its pieces,
 //! the specs and the arguments' types, one per call site and instance.
 
 use proc_macro2::{Span, TokenStream};
@@ -175,9 +175,9 @@ pub fn kprintln(input: TokenStream) -> syn::Result<TokenStream> {
         }
         args.push(arg);
         bounds.push(match (hole.kind, hole.precision) {
-            (b'x' | b'X' | b'o', _) => quote!(::kernel_runtime::print::PrintInteger),
-            (b'e', _) | (_, Some(_)) => quote!(::kernel_runtime::print::PrintFloat),
-            _ => quote!(::kernel_runtime::print::KernelPrint),
+            (b'x' | b'X' | b'o', _) => quote!(::kernel_runtime::__rt::PrintInteger),
+            (b'e', _) | (_, Some(_)) => quote!(::kernel_runtime::__rt::PrintFloat),
+            _ => quote!(::kernel_runtime::__rt::KernelPrint),
         });
         specs.push(spec_tokens(&hole));
         merged.push(next);
@@ -191,7 +191,7 @@ pub fn kprintln(input: TokenStream) -> syn::Result<TokenStream> {
     Ok(expansion(&merged, &specs, &bounds, &args))
 }
 
-/// `kernel_runtime::print::Spec { .. }` of a hole.
+/// The runtime's `Spec { .. }` of a hole.
 fn spec_tokens(h: &Hole) -> TokenStream {
     let (left, zero, alternate, width, kind) = (h.left, h.zero, h.alternate, h.width, h.kind);
     let precision = match h.precision {
@@ -199,7 +199,7 @@ fn spec_tokens(h: &Hole) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
     quote! {
-        ::kernel_runtime::print::Spec {
+        ::kernel_runtime::__rt::Spec {
             left: #left, zero: #zero, alternate: #alternate, width: #width,
             precision: #precision, kind: #kind,
         }
@@ -219,7 +219,7 @@ fn expansion(
     let fields: Vec<_> = (0..n).map(|k| format_ident!("__B{}", k)).collect();
     let values: Vec<_> = (0..n).map(|k| format_ident!("__a{}", k)).collect();
     let passed: Vec<_> = (0..n).map(|k| format_ident!("__b{}", k)).collect();
-    let rt = quote!(::kernel_runtime::print);
+    let rt = quote!(::kernel_runtime::__rt);
     quote! {{
         #[inline(always)]
         #[allow(non_snake_case, clippy::too_many_arguments)]

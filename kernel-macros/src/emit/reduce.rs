@@ -111,7 +111,7 @@ fn pass(
     op: &syn::Ident,
     ty: &Type,
 ) -> TokenStream {
-    let rt = quote!(::kernel_runtime::prelude);
+    let rt = quote!(::kernel_runtime::__rt);
     quote! {
         #(#docs)*
         ///
@@ -119,7 +119,7 @@ fn pass(
         /// reduction of the elements of `x` that its threads visit in a grid-stride loop over
         /// the launch's threads by linear index (nothing where they visit none). `reduce` and `fold` run it for a
         /// whole array.
-        #[::kernel_runtime::kernel]
+        #[::kernel_runtime::__rt::kernel]
         #vis fn #name(x: &[#ty], partials: &mut [#ty]) {
             // Threads and blocks by linear index (x fastest), as warps are formed, so that a
             // launch of any shape folds each element once and each block into its own value.
@@ -191,8 +191,8 @@ fn host(name: &syn::Ident, op: &syn::Ident, ty: &Type) -> TokenStream {
             /// device; `None` for an empty array.
             pub fn reduce(
                 &self,
-                array: &::kernel_runtime::DeviceArray<#ty, ::kernel_runtime::ndarray::Ix1>,
-            ) -> ::core::result::Result<::core::option::Option<#ty>, ::kernel_runtime::Error> {
+                array: &::kernel_runtime::__rt::DeviceArray<#ty, ::kernel_runtime::__rt::Ix1>,
+            ) -> ::core::result::Result<::core::option::Option<#ty>, ::kernel_runtime::__rt::Error> {
                 let device = array.device().clone();
                 if array.is_empty() {
                     return Ok(None);
@@ -216,7 +216,7 @@ fn host(name: &syn::Ident, op: &syn::Ident, ty: &Type) -> TokenStream {
                     ::core::slice::from_raw_parts(::kernel_runtime::__rt::host_ptr(array), array.len())
                 };
                 ::kernel_runtime::__rt::reduce_host(xs, #op).map_err(|message| {
-                    ::kernel_runtime::Error::KernelFault {
+                    ::kernel_runtime::__rt::Error::KernelFault {
                         kernel: <Self as ::kernel_runtime::__rt::Kernel>::META.name,
                         message,
                     }
@@ -227,9 +227,9 @@ fn host(name: &syn::Ident, op: &syn::Ident, ty: &Type) -> TokenStream {
             /// `reduce(array, init=init)`.
             pub fn fold(
                 &self,
-                array: &::kernel_runtime::DeviceArray<#ty, ::kernel_runtime::ndarray::Ix1>,
+                array: &::kernel_runtime::__rt::DeviceArray<#ty, ::kernel_runtime::__rt::Ix1>,
                 init: #ty,
-            ) -> ::core::result::Result<#ty, ::kernel_runtime::Error> {
+            ) -> ::core::result::Result<#ty, ::kernel_runtime::__rt::Error> {
                 Ok(match self.reduce(array)? {
                     ::core::option::Option::Some(r) => #op(init, r),
                     ::core::option::Option::None => init,

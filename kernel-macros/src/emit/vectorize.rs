@@ -209,7 +209,7 @@ impl Vectorized {
         let arg_tys: Vec<_> = self
             .tys
             .iter()
-            .map(|t| quote!(&::kernel_runtime::DeviceArray<#t, D>))
+            .map(|t| quote!(&::kernel_runtime::__rt::DeviceArray<#t, D>))
             .collect();
         if args.len() == 1 {
             let t = &arg_tys[0];
@@ -232,7 +232,7 @@ impl Vectorized {
             #[unsafe(no_mangle)]
             #[allow(non_snake_case)]
             #vis unsafe extern "ptx-kernel" fn #name(#(#ptrs: *const #tys,)* __out_ptr: *mut #ret, n: usize) {
-                let ctx = ::kernel_runtime::Ctx;
+                let ctx = ::kernel_runtime::__rt::Ctx;
                 let mut i = ctx.grid_1d();
                 let step = ctx.gridsize_1d();
                 while i < n {
@@ -254,11 +254,11 @@ impl Vectorized {
         let (args_ty, destructure) = self.args_ty();
         quote! {
             /// `out[i] = f(args[i]..)` for arrays of one shape, on their device.
-            pub fn apply<D: ::kernel_runtime::Rank>(
+            pub fn apply<D: ::kernel_runtime::__rt::Rank>(
                 &self,
                 args: #args_ty,
-                out: &mut ::kernel_runtime::DeviceArray<#ret, D>,
-            ) -> ::core::result::Result<(), ::kernel_runtime::Error> {
+                out: &mut ::kernel_runtime::__rt::DeviceArray<#ret, D>,
+            ) -> ::core::result::Result<(), ::kernel_runtime::__rt::Error> {
                 #destructure
                 ::kernel_runtime::__rt::common_device(Self::NAME, &[#((#arg_strs, #args.device()),)* ("out", out.device())])?;
                 #(::kernel_runtime::__rt::same_shape(Self::NAME, #arg_strs, out.shape(), #args.shape())?;)*
@@ -268,8 +268,8 @@ impl Vectorized {
                     // A grid-stride loop: enough blocks of 256 threads for `n`, at most the
                     // device allows.
                     let blocks = n.div_ceil(256).clamp(1, __device.limits().max_grid.x as usize);
-                    let config = ::kernel_runtime::LaunchConfig::new(blocks, 256u32).map_err(|reason| {
-                        ::kernel_runtime::Error::InvalidLaunch { kernel: Self::NAME, reason }
+                    let config = ::kernel_runtime::__rt::LaunchConfig::new(blocks, 256u32).map_err(|reason| {
+                        ::kernel_runtime::__rt::Error::InvalidLaunch { kernel: Self::NAME, reason }
                     })?;
                     #(let #ptrs: u64 = ::kernel_runtime::__rt::device_addr(#args);)*
                     let __out_ptr: u64 = ::kernel_runtime::__rt::device_addr(out);
@@ -298,7 +298,7 @@ impl Vectorized {
                         out[k] = #scalar(#(#args[k]),*);
                     }
                 })
-                .map_err(|message| ::kernel_runtime::Error::KernelFault { kernel: Self::NAME, message })
+                .map_err(|message| ::kernel_runtime::__rt::Error::KernelFault { kernel: Self::NAME, message })
             }
         }
     }
@@ -310,10 +310,10 @@ impl Vectorized {
         let (args_ty, destructure) = self.args_ty();
         quote! {
             /// A new array `f(args)`, as calling a Numba ufunc.
-            pub fn call<D: ::kernel_runtime::Rank>(
+            pub fn call<D: ::kernel_runtime::__rt::Rank>(
                 &self,
                 args: #args_ty,
-            ) -> ::core::result::Result<::kernel_runtime::DeviceArray<#ret, D>, ::kernel_runtime::Error> {
+            ) -> ::core::result::Result<::kernel_runtime::__rt::DeviceArray<#ret, D>, ::kernel_runtime::__rt::Error> {
                 let mut out = {
                     #destructure
                     #first.device().zeros_like(#first)?

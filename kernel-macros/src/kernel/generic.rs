@@ -116,7 +116,7 @@ impl Generic {
         let own = names
             .iter()
             .zip(&bounds)
-            .map(|(n, b)| quote!(#n: #(#b +)* ::kernel_runtime::DeviceCopy));
+            .map(|(n, b)| quote!(#n: #(#b +)* ::kernel_runtime::__rt::DeviceCopy));
         (quote!(<#(#names),*>), quote!(#(#own,)* #(#others,)*))
     }
 

@@ -172,7 +172,7 @@ impl Pass {
                             self.visit_expr_mut(a);
                         }
                         return Some(syn::parse_quote_spanned!(call.span()=>
-                            <#ty as ::kernel_runtime::math::DeviceFloat>::#method(#args)
+                            <#ty as ::kernel_runtime::__rt::DeviceFloat>::#method(#args)
                         ));
                     }
                 }
@@ -297,7 +297,7 @@ impl Pass {
                     .take()
                     .unwrap_or_else(|| "dynamic shared".into());
                 Some(syn::parse_quote_spanned!(span=>
-                    unsafe { ::kernel_runtime::shared::dynamic::<#elem, _>(&__kctx, __launch, #layout.1, #name) }
+                    unsafe { ::kernel_runtime::__rt::dynamic_shared::<#elem, _>(&__kctx, __launch, #layout.1, #name) }
                 ))
             }
             _ => {
@@ -354,12 +354,12 @@ impl Pass {
         let expr: Expr = if args.dims.len() == 1 {
             let n = &args.dims[0];
             syn::parse_quote_spanned!(span=>
-                unsafe { ::kernel_runtime::shared::array1::<#elem, _>(&__kctx, __launch, #layout.0[#k], ::kernel_runtime::__rt::extent(#n), #name) }
+                unsafe { ::kernel_runtime::__rt::shared_array1::<#elem, _>(&__kctx, __launch, #layout.0[#k], ::kernel_runtime::__rt::extent(#n), #name) }
             )
         } else {
             let (r, c) = (&args.dims[0], &args.dims[1]);
             syn::parse_quote_spanned!(span=>
-                unsafe { ::kernel_runtime::shared::array2::<#elem, _>(&__kctx, __launch, #layout.0[#k], [::kernel_runtime::__rt::extent(#r), ::kernel_runtime::__rt::extent(#c)], #name) }
+                unsafe { ::kernel_runtime::__rt::shared_array2::<#elem, _>(&__kctx, __launch, #layout.0[#k], [::kernel_runtime::__rt::extent(#r), ::kernel_runtime::__rt::extent(#c)], #name) }
             )
         };
         self.out.shared.push(SharedDecl {
@@ -538,7 +538,7 @@ pub fn ctx_binding(kind: Scope) -> TokenStream {
     match kind {
         Scope::Device => quote! {
             #[allow(unused_variables)]
-            let __kctx = ::kernel_runtime::Ctx::current();
+            let __kctx = ::kernel_runtime::__rt::Ctx::current();
         },
         Scope::Kernel => quote_spanned! {Span::call_site()=>},
     }

@@ -521,8 +521,7 @@ impl Splitter {
 
     /// A call of the runtime's shared-array constructors or of `extent`, with pure arguments.
     fn pure_call(&self, c: &syn::ExprCall, deps: &mut Vec<usize>) -> bool {
-        runtime_fn(&c.func)
-            .is_some_and(|f| ["array1", "array2", "dynamic", "extent"].contains(&f.as_str()))
+        runtime_fn(&c.func).is_some_and(|f| SHARED_ARRAYS.contains(&f.as_str()) || f == "extent")
             && c.args.iter().all(|a| self.pure(a, deps))
     }
 
@@ -1054,14 +1053,17 @@ fn warp_lanes(run_thread: &TokenStream) -> TokenStream {
     }
 }
 
-/// `unsafe { ::kernel_runtime::shared::array1/array2/dynamic(..) }`, what `shared_array!` and
-/// `dynamic_shared!` become.
+/// The runtime's constructors of shared arrays, what `shared_array!` and `dynamic_shared!`
+/// become.
+const SHARED_ARRAYS: [&str; 3] = ["shared_array1", "shared_array2", "dynamic_shared"];
+
+/// `unsafe { ::kernel_runtime::__rt::shared_array1(..) }` (see [`SHARED_ARRAYS`]).
 fn shared_array_call(e: &Expr) -> bool {
     let Expr::Unsafe(u) = e else { return false };
     let [Stmt::Expr(Expr::Call(c), None)] = u.block.stmts.as_slice() else {
         return false;
     };
-    runtime_fn(&c.func).is_some_and(|f| ["array1", "array2", "dynamic"].contains(&f.as_str()))
+    runtime_fn(&c.func).is_some_and(|f| SHARED_ARRAYS.contains(&f.as_str()))
 }
 
 /// The name of the function `func` is when it is a path `::kernel_runtime::...::name`.
