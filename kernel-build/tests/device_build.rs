@@ -11,9 +11,16 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// Shared by the tests (and kept between runs), so that `core` is built for nvptx64 once.
+/// Shared by the tests (and kept between runs), so that `core` is built for nvptx64 once: the
+/// workspace's own device directory where the workspace's build made one, which has built it.
 fn device_root() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernel-device")
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let workspace = tmp.parent().unwrap().join("kernel-device");
+    if workspace.is_dir() {
+        workspace
+    } else {
+        tmp.join("kernel-device")
+    }
 }
 
 fn builder(fixture: &str) -> Builder {
