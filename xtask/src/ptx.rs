@@ -59,7 +59,7 @@ pub fn run(options: Args) -> Result {
         .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
     let mut failures = Vec::new();
     for (package, file) in &modules {
-        let ptx = match resolve_ptx(file) {
+        let ptx = match resolve_ptx(file).and_then(|ptx| own_module(&ptx, &scratch, package)) {
             Ok(ptx) => ptx,
             Err(message) => {
                 eprintln!("{package}: {message}");
@@ -68,7 +68,10 @@ pub fn run(options: Args) -> Result {
             }
         };
         println!();
-        println!("{package}: {}", ptx.display());
+        println!("{package}: {}", ptx.path.display());
+        if ptx.relocatable {
+            println!("  (the crate's own module, assembled with -c: the device code linked into it is not)");
+        }
         let mut reports = Vec::new();
         for arch in &options.archs {
             let output = scratch.join(format!("{package}-{arch}.cubin"));
@@ -150,6 +153,38 @@ fn resolve_ptx(file: &Path) -> Result<PathBuf> {
     ))
 }
 
+/// A PTX module to assemble: a file, and whether it calls device code linked in from elsewhere
+/// (then assembled with `-c`, its calls left for the link).
+struct Module {
+    path: PathBuf,
+    relocatable: bool,
+}
+
+/// The crate's own module in the PTX file `ptx`: the file itself, or, where the build appended
+/// the device code it links (`kernel_build::LINK_SECTION`) or cubins (`CUBIN_SECTION`), what
+/// precedes them, written to `scratch` as `<package>.ptx`.
+fn own_module(ptx: &Path, scratch: &Path, package: &str) -> Result<Module> {
+    let text =
+        std::fs::read_to_string(ptx).map_err(|e| format!("cannot read {}: {e}", ptx.display()))?;
+    let end = [kernel_build::LINK_SECTION, kernel_build::CUBIN_SECTION]
+        .iter()
+        .filter_map(|section| text.find(section))
+        .min();
+    let Some(end) = end else {
+        return Ok(Module {
+            path: ptx.to_path_buf(),
+            relocatable: false,
+        });
+    };
+    let path = scratch.join(format!("{package}.ptx"));
+    std::fs::write(&path, &text[..end])
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(Module {
+        path,
+        relocatable: text[end..].contains(kernel_build::LINK_SECTION),
+    })
+}
+
 /// Whether `text` is a PTX module (it has a `.version` or `.target` directive).
 fn looks_like_ptx(text: &str) -> bool {
     text.lines().any(|l| {
@@ -158,12 +193,14 @@ fn looks_like_ptx(text: &str) -> bool {
     })
 }
 
-/// Runs `ptxas -arch=ARCH -v PTX -o OUTPUT` and parses its report.
-fn assemble(ptxas: &Path, ptx: &Path, arch: &str, output: &Path) -> Result<Report> {
+/// Runs `ptxas -arch=ARCH -v [-c] PTX -o OUTPUT` and parses its report.
+fn assemble(ptxas: &Path, ptx: &Module, arch: &str, output: &Path) -> Result<Report> {
     let mut cmd = Command::new(ptxas);
-    cmd.arg(format!("-arch={arch}"))
-        .arg("-v")
-        .arg(ptx)
+    cmd.arg(format!("-arch={arch}")).arg("-v");
+    if ptx.relocatable {
+        cmd.arg("-c");
+    }
+    cmd.arg(&ptx.path)
         .arg("-o")
         .arg(output)
         .stdin(Stdio::null());
@@ -296,6 +333,32 @@ mod tests {
         assert_eq!(found.len(), 2);
         assert!(found["gpu-kernels"].ends_with("gpu-kernels-bbbb/out/kernel_ptx.txt"));
         assert!(found.contains_key("other"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_crates_own_module_leaves_the_linked_code_out() {
+        let dir = std::env::temp_dir().join(format!("xtask-ptx-own-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let own = ".version 6.3\n.target sm_70\n.extern .func add();\n";
+        let linked = dir.join("linked.txt");
+        let link = format!(
+            "{own}\n{}ptx add.ptx\n.version 6.3\n",
+            kernel_build::LINK_SECTION
+        );
+        std::fs::write(&linked, link).unwrap();
+        let module = own_module(&linked, &dir, "foreign").unwrap();
+        assert!(module.relocatable);
+        assert_eq!(
+            std::fs::read_to_string(&module.path).unwrap(),
+            format!("{own}\n")
+        );
+
+        let plain = dir.join("plain.txt");
+        std::fs::write(&plain, own).unwrap();
+        let module = own_module(&plain, &dir, "plain").unwrap();
+        assert!(!module.relocatable);
+        assert_eq!(module.path, plain);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
