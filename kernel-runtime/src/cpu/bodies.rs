@@ -32,36 +32,34 @@ use crate::host::args::Params;
 /// A kernel's fast body in one of the forms the CPU backend runs, for views of the parameters
 /// `S` with index checks on or off (`CHECK`).
 pub trait FastRun<S: Params, const CHECK: bool> {
-    /// Checked mode's run of a launch of `spec` in `shadows`, with the traced `views`:
-    /// `checked(ctx, views, false)` is one thread. Threads that meet at barriers or collectives
-    /// run as coroutines (this); others, one after another (see [`Blocks`]).
-    fn run_checked<G>(
-        shadows: &LaunchShadows,
-        spec: &LaunchSpec,
-        cooperative: bool,
-        views: S::Views<'_, CHECK>,
-        checked: G,
-    ) -> Result<(), KernelFault>
-    where
-        G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
-    {
-        let body = move |ctx| checked(ctx, views, false);
-        shadows.run(spec, cooperative, CheckedBlock::Meeting(&body))
-    }
+    /// Whether the kernel's threads may meet at barriers or collectives: checked mode then runs
+    /// them as coroutines, else one after another.
+    const MEET: bool = true;
 
     /// Runs every thread of a launch of `spec` with `views`; the first fault.
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault>;
 }
 
-/// Checked mode's run of a kernel whose threads do not meet: one after another, the body
+/// Checked mode's run of a launch of `spec` in `shadows` of a kernel of the form `F`, with the
+/// traced `views`: `checked(ctx, views, false)` is one thread. Threads that meet at barriers or
+/// collectives ([`FastRun::MEET`]) run as coroutines; others, one after another, the body
 /// inlined into the loop (checked mode's price is the records it keeps, not calls).
-fn run_checked_threads<V: LaunchViews, G: Fn(Ctx, V, bool) + Copy + Sync>(
+pub(crate) fn run_checked<S, F, G, const CHECK: bool>(
     shadows: &LaunchShadows,
     spec: &LaunchSpec,
     cooperative: bool,
-    views: V,
+    views: S::Views<'_, CHECK>,
     checked: G,
-) -> Result<(), KernelFault> {
+) -> Result<(), KernelFault>
+where
+    S: Params,
+    F: FastRun<S, CHECK>,
+    G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+{
+    if F::MEET {
+        let body = move |ctx| checked(ctx, views, false);
+        return shadows.run(spec, cooperative, CheckedBlock::Meeting(&body));
+    }
     let threads = |state: &BlockState, block| {
         serial::checked_block(state, block, move |ctx| checked(ctx, views, false))
     };
@@ -106,18 +104,7 @@ where
     F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
     P: for<'v> RowSpan<S::Views<'v, CHECK>> + Sync,
 {
-    fn run_checked<G>(
-        shadows: &LaunchShadows,
-        spec: &LaunchSpec,
-        cooperative: bool,
-        views: S::Views<'_, CHECK>,
-        checked: G,
-    ) -> Result<(), KernelFault>
-    where
-        G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
-    {
-        run_checked_threads(shadows, spec, cooperative, views, checked)
-    }
+    const MEET: bool = false;
 
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
         let span = self.1;
@@ -136,18 +123,7 @@ where
     S: Params,
     F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
 {
-    fn run_checked<G>(
-        shadows: &LaunchShadows,
-        spec: &LaunchSpec,
-        cooperative: bool,
-        views: S::Views<'_, CHECK>,
-        checked: G,
-    ) -> Result<(), KernelFault>
-    where
-        G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
-    {
-        run_checked_threads(shadows, spec, cooperative, views, checked)
-    }
+    const MEET: bool = false;
 
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
         exec::run_blocks(spec, views, self.0)

@@ -188,6 +188,7 @@ where
         },
     )
 }
+
 /// The shape of a launch as rows cut into segments of whole blocks along x.
 struct Rows {
     block: Dim3,

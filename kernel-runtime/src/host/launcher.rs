@@ -28,7 +28,7 @@ use super::device::Device;
 use super::error::{Error, LaunchError};
 use super::launch::{IntoDim3, LaunchConfig};
 use super::params::GpuParams;
-use crate::cpu::bodies::FastRun;
+use crate::cpu::bodies::{self, FastRun};
 use crate::cpu::check::LaunchShadows;
 use crate::cpu::context::Ctx;
 use crate::cpu::exec::LaunchSpec;
@@ -223,11 +223,13 @@ impl Sizing {
     }
 }
 
+/// The configuration of a `forall(tasks)` of the instance `entry` of `meta` on `device`, as
+/// [`Sizing::Tasks`] says; `None` for no task.
 fn cover(
     meta: &KernelMeta,
     entry: &'static str,
     tasks: usize,
-    device: Device,
+    device: &Device,
 ) -> Result<Option<LaunchConfig>, Error> {
     if tasks == 0 {
         return Ok(None);
@@ -240,7 +242,7 @@ fn cover(
         kernel: meta.name,
         reason,
     })?;
-    Ok(Some(config.on(&device)))
+    Ok(Some(config.on(device)))
 }
 
 /// Launches `instance` of `kernel` with `args`, sized as `sizing` says: the launch's device
@@ -314,7 +316,7 @@ where
     let mut shadows = LaunchShadows::new(spec)?;
     // SAFETY: the caller's contract; the views live in this frame, after `shadows`.
     let views = unsafe { S::traced_views::<CHECK>(args, meta.params, &mut shadows) };
-    F::run_checked(&shadows, spec, meta.cooperative, views, checked)
+    bodies::run_checked::<S, F, G, CHECK>(&shadows, spec, meta.cooperative, views, checked)
 }
 
 /// The configuration of a launch of the instance `entry` of `meta` on `device` that `sizing`
@@ -332,7 +334,7 @@ fn configure(
             kernel: meta.name,
             reason,
         })?,
-        Sizing::Tasks(tasks) => match cover(meta, entry, tasks, device.clone())? {
+        Sizing::Tasks(tasks) => match cover(meta, entry, tasks, device)? {
             Some(config) => config,
             None => return Ok(None),
         },
