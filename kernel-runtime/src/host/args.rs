@@ -141,7 +141,12 @@ macro_rules! kernel_args {
                 names: &[&'static str],
                 explicit: Option<&Device>,
             ) -> Result<Device, Error> {
-                pick_device(kernel, explicit, &[$((name(names, $i), $p::device(&args.$i))),*])
+                let arrays = [$((name(names, $i), $p::device(&args.$i))),*];
+                pick_device(
+                    kernel,
+                    explicit,
+                    &mut arrays.into_iter().filter_map(|(name, d)| Some((name, d?))),
+                )
             }
 
             fn push_gpu<'p>(args: &'p Self::Args<'_>, params: &mut GpuParams<'p>) {
@@ -181,26 +186,27 @@ macro_rules! kernel_args {
 }
 for_tuples!(kernel_args);
 
-/// The device of a launch of `kernel`: `explicit`, else the first array's of `args` (their
-/// names and devices, none for a value); every array must live there.
-pub(crate) fn pick_device(
+/// The device of a launch of `kernel`: `explicit`, else the first of `arrays` (the array
+/// arguments' names and devices); every array must live there.
+pub(crate) fn pick_device<'d>(
     kernel: &'static str,
-    explicit: Option<&Device>,
-    args: &[(&'static str, Option<&Device>)],
+    explicit: Option<&'d Device>,
+    arrays: &mut dyn Iterator<Item = (&'static str, &'d Device)>,
 ) -> Result<Device, Error> {
-    let mut arrays = args.iter().filter_map(|&(name, d)| Some((name, d?)));
-    let device = match (explicit, arrays.clone().next()) {
-        (Some(d), _) => d.clone(),
-        (None, Some((_, d))) => d.clone(),
-        (None, None) => return Err(Error::NoDevice { kernel }),
-    };
-    match arrays.find(|(_, d)| **d != device) {
-        Some((argument, found)) => Err(Error::DeviceMismatch {
-            kernel,
-            argument,
-            expected: device.name(),
-            found: found.name(),
-        }),
-        None => Ok(device),
+    let mut device = explicit;
+    for (argument, found) in arrays {
+        match device {
+            None => device = Some(found),
+            Some(expected) if expected != found => {
+                return Err(Error::DeviceMismatch {
+                    kernel,
+                    argument,
+                    expected: expected.name(),
+                    found: found.name(),
+                })
+            }
+            Some(_) => {}
+        }
     }
+    device.cloned().ok_or(Error::NoDevice { kernel })
 }

@@ -15,8 +15,7 @@ pub fn common_device(
     kernel: &'static str,
     arrays: &[(&'static str, &Device)],
 ) -> Result<Device, Error> {
-    let arrays: Vec<_> = arrays.iter().map(|&(name, d)| (name, Some(d))).collect();
-    pick_device(kernel, None, &arrays)
+    pick_device(kernel, None, &mut arrays.iter().copied())
 }
 
 /// The error of an argument `argument` of the element-wise function `function` whose
