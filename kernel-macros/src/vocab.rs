@@ -120,3 +120,7 @@ pub(crate) const ATOMIC_PREFIX: &str = "atomic_";
 /// What the names of the random-number functions (`xoroshiro128p_uniform_f32`, ...) begin
 /// with: they read only the states they are given, never the thread's coordinates.
 pub(crate) const RANDOM_PREFIX: &str = "xoroshiro128p_";
+
+/// The runtime's constructors of shared arrays (`__rt::shared_array1`, ...): what the body pass
+/// writes `shared_array!` and `dynamic_shared!` as.
+pub(crate) const SHARED_ARRAYS: &[&str] = &["shared_array1", "shared_array2", "dynamic_shared"];

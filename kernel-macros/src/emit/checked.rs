@@ -9,6 +9,7 @@
 use crate::emit::cpu::CpuPlan;
 use crate::kernel::validate::Kernel;
 use crate::syntax::assigns;
+use crate::vocab::SHARED_ARRAYS;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
@@ -103,10 +104,7 @@ fn is_shared_array(expr: &Expr) -> bool {
         && names.len() == 3
         && names[0] == "kernel_runtime"
         && names[1] == "__rt"
-        && matches!(
-            names[2].as_str(),
-            "shared_array1" | "shared_array2" | "dynamic_shared"
-        )
+        && SHARED_ARRAYS.contains(&names[2].as_str())
 }
 
 #[cfg(test)]

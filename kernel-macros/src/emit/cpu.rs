@@ -39,9 +39,8 @@ impl CpuPlan {
     /// coroutines.
     pub fn of(k: &Kernel) -> CpuPlan {
         let body = &k.body;
-        let barriers = k.options.barriers || body.barriers;
         let grid_level =
-            !body.block_local && !barriers && !body.thread_context && !body.warp_context;
+            !body.block_local && !k.has_barriers() && !body.thread_context && !body.warp_context;
         let split = (body.barriers && !k.options.barriers)
             .then(|| {
                 let read_only: Vec<String> = k
@@ -95,7 +94,7 @@ impl CpuPlan {
                 quote!(#rt::Split::<_, #wide>(#fast))
             }
             (None, true) => quote!(#rt::Cooperative(#fast)),
-            (None, false) if k.options.barriers || k.body.barriers => {
+            (None, false) if k.has_barriers() => {
                 quote!(#rt::Coroutines(#fast))
             }
             (None, false) if self.grid_level => match &self.guard {

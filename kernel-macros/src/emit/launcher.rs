@@ -154,9 +154,8 @@ fn meta(k: &Kernel, plan: &CpuPlan) -> TokenStream {
         None => name_str.clone(),
     };
     let ptx = embedded_ptx(&first);
-    let barriers = k.options.barriers || k.body.barriers;
     let flags = [
-        ("barriers", barriers),
+        ("barriers", k.has_barriers()),
         ("split", plan.split.is_some()),
         ("cooperative", k.body.cooperative),
         ("thread_context", plan.thread_context),

@@ -25,6 +25,12 @@ impl Kernel {
             .as_ref()
             .is_some_and(|g| g.mentions(p.data_ty()))
     }
+
+    /// Whether its threads may meet at barriers or warp collectives: its body has some, or its
+    /// `barriers` option says so.
+    pub fn has_barriers(&self) -> bool {
+        self.options.barriers || self.body.barriers
+    }
 }
 
 /// A device function that passed validation, body already rewritten.

@@ -30,6 +30,7 @@ use crate::syntax::{
     assigns, count_idents, mentions, mentions_sync, private, private_expr, pure_method, Changes,
     GRID,
 };
+use crate::vocab::SHARED_ARRAYS;
 use lockstep::{mentions_exchange, Exchange};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -1052,10 +1053,6 @@ fn warp_lanes(run_thread: &TokenStream) -> TokenStream {
                 }
     }
 }
-
-/// The runtime's constructors of shared arrays, what `shared_array!` and `dynamic_shared!`
-/// become.
-const SHARED_ARRAYS: [&str; 3] = ["shared_array1", "shared_array2", "dynamic_shared"];
 
 /// `unsafe { ::kernel_runtime::__rt::shared_array1(..) }` (see [`SHARED_ARRAYS`]).
 fn shared_array_call(e: &Expr) -> bool {
