@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::diagnostics;
 use crate::toolchain::{Toolchain, TARGET};
 use crate::Error;
 
@@ -75,8 +76,8 @@ fn nested_cargo(cargo: impl AsRef<std::ffi::OsStr>) -> Command {
     cmd
 }
 
-/// Runs a nested cargo; when it fails, `Ok(Err(..))` with its diagnostics: its stderr, then its
-/// stdout where it printed anything.
+/// Runs a nested cargo (with `--message-format=json`); when it fails, `Ok(Err(..))` with its
+/// errors as rustc rendered them ([`diagnostics::errors`]).
 fn run_nested(cmd: &mut Command) -> Result<Result<(), String>, Error> {
     let out = cmd.output().map_err(|e| Error::Spawn {
         program: cmd.get_program().to_string_lossy().into_owned(),
@@ -85,12 +86,9 @@ fn run_nested(cmd: &mut Command) -> Result<Result<(), String>, Error> {
     if out.status.success() {
         return Ok(Ok(()));
     }
-    let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    if !stdout.trim().is_empty() {
-        text.push_str(&stdout);
-    }
-    Ok(Err(text))
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Ok(Err(diagnostics::errors(&stdout, &stderr)))
 }
 
 /// The code generator's flag for `fma`: NVPTX contracts only when the level is given (level 2
@@ -147,7 +145,7 @@ impl DeviceBuild<'_> {
             .arg(self.manifest_path)
             .arg("--target-dir")
             .arg(self.target_dir)
-            .args(["--color", "never", "--"])
+            .args(["--color", "never", "--message-format=json", "--"])
             .args(["--emit=asm", "-C"])
             .arg(format!("target-cpu={}", self.arch));
         if let Some(isa) = isa_flag(self.arch) {
@@ -162,22 +160,81 @@ impl DeviceBuild<'_> {
         cmd
     }
 
-    /// Runs the build. On failure, the diagnostics are returned as they came (the caller
-    /// rewrites the paths), less the note on [`MIN_PTX_ISA`] that rustc adds where it is asked for.
+    /// Runs the build, unless [`up_to_date`](Self::up_to_date). On failure, its errors as
+    /// rustc rendered them (the caller rewrites the paths).
     pub(crate) fn run(&self) -> Result<Result<Built, String>, Error> {
-        if let Err(text) = run_nested(&mut self.command())? {
-            return Ok(Err(without_isa_note(&text)));
+        if let Some(built) = self.up_to_date() {
+            return Ok(Ok(built));
         }
-        let release = self.target_dir.join(TARGET).join("release");
-        let ptx = release.join("deps").join(format!("{}.s", self.crate_name));
+        let stamp = self.outputs().stamp;
+        let _ = std::fs::remove_file(&stamp);
+        if let Err(text) = run_nested(&mut self.command())? {
+            return Ok(Err(text));
+        }
+        let Outputs { ptx, dep_info, .. } = self.outputs();
         if !ptx.is_file() {
             return Err(Error::MissingPtx { path: ptx });
         }
-        let inputs = std::fs::read_to_string(release.join(format!("{}.d", self.crate_name)))
+        let inputs = std::fs::read_to_string(dep_info)
             .map(|d| parse_dep_info(&d))
             .unwrap_or_default();
+        std::fs::write(&stamp, self.stamp()).map_err(|e| Error::io(&stamp, e))?;
         Ok(Ok(Built { ptx, inputs }))
     }
+
+    /// What the nested build writes, and the stamp of the command that wrote it.
+    fn outputs(&self) -> Outputs {
+        let release = self.target_dir.join(TARGET).join("release");
+        Outputs {
+            ptx: release.join("deps").join(format!("{}.s", self.crate_name)),
+            dep_info: release.join(format!("{}.d", self.crate_name)),
+            stamp: release.join(format!("{}.kernel-build", self.crate_name)),
+        }
+    }
+
+    /// The compiler, the command and its flags: a build by another is not reused.
+    fn stamp(&self) -> String {
+        let cmd = self.command();
+        let args: Vec<_> = cmd.get_args().collect();
+        format!(
+            "{:?} {:?} {args:?}",
+            self.toolchain.rustc,
+            cmd.get_program()
+        )
+    }
+
+    /// The last build's PTX, where it was made by this same command and nothing it was built
+    /// from (the device crate's files and manifest, the runtime's and the macros' sources, as
+    /// its dep-info lists them) changed since: the nested cargo would find it fresh too, but
+    /// takes a few tenths of a second to say so, for every target with kernels.
+    fn up_to_date(&self) -> Option<Built> {
+        let Outputs {
+            ptx,
+            dep_info,
+            stamp,
+        } = self.outputs();
+        if std::fs::read_to_string(stamp).ok()? != self.stamp() {
+            return None;
+        }
+        let built = std::fs::metadata(&ptx).ok()?.modified().ok()?;
+        let inputs = parse_dep_info(&std::fs::read_to_string(dep_info).ok()?);
+        let newer = |path: &Path| {
+            std::fs::metadata(path)
+                .and_then(|m| m.modified())
+                .map_or(true, |t| t > built)
+        };
+        if inputs.is_empty() || newer(self.manifest_path) || inputs.iter().any(|p| newer(p)) {
+            return None;
+        }
+        Some(Built { ptx, inputs })
+    }
+}
+
+/// The files of one nested build.
+struct Outputs {
+    ptx: PathBuf,
+    dep_info: PathBuf,
+    stamp: PathBuf,
 }
 
 /// A check of the device crate for the host, where no toolchain can build it for the device:
@@ -212,7 +269,7 @@ impl HostCheck<'_> {
         .arg(self.manifest_path)
         .arg("--target-dir")
         .arg(self.target_dir.join("host-check"))
-        .args(["--color", "never"])
+        .args(["--color", "never", "--message-format=json"])
         // Tells `#[device(extern)]` that the CPU bodies it names stayed in the user's crate.
         .args(["--", "--cfg", "kernel_device_crate"]);
         if let Some(dir) = self.manifest_path.parent() {
@@ -225,27 +282,6 @@ impl HostCheck<'_> {
     pub(crate) fn run(&self) -> Result<Result<(), String>, Error> {
         run_nested(&mut self.command())
     }
-}
-
-/// `text` without rustc's warning that [`MIN_PTX_ISA`] names an unstable target feature (its
-/// line and the note lines under it, up to the blank line that ends it): the build asks for
-/// the feature, not the user.
-fn without_isa_note(text: &str) -> String {
-    let feature = MIN_PTX_ISA.trim_start_matches("target-feature=+");
-    let mut out = String::with_capacity(text.len());
-    let mut skipping = false;
-    for line in text.split_inclusive('\n') {
-        if line.starts_with("warning: unstable feature specified for `-Ctarget-feature`")
-            && line.contains(&format!("`{feature}`"))
-        {
-            skipping = true;
-        } else if skipping && line.trim().is_empty() {
-            skipping = false;
-        } else if !skipping {
-            out.push_str(line);
-        }
-    }
-    out
 }
 
 /// The prerequisites listed in a Makefile-style dep-info file (`target: dep dep...`).
@@ -283,43 +319,9 @@ pub(crate) fn parse_dep_info(text: &str) -> Vec<PathBuf> {
     paths
 }
 
-/// Replaces the paths of generated files in compiler output with the user's files they mirror.
-///
-/// `files` holds, for each generated file, its path relative to the device crate, its absolute
-/// path, and the original file. Line and column numbers need no change: the generated files
-/// keep them.
-pub(crate) fn rewrite_diagnostics(text: &str, files: &[(PathBuf, PathBuf, PathBuf)]) -> String {
-    let mut text = text.to_string();
-    // Longest first, so that `src/a/b.rs` is not half-replaced by a rule for `b.rs`.
-    let mut files: Vec<_> = files.iter().collect();
-    files.sort_by_key(|(rel, abs, _)| {
-        std::cmp::Reverse((abs.as_os_str().len(), rel.as_os_str().len()))
-    });
-    for (rel, abs, original) in files {
-        let original = original.display().to_string();
-        text = text.replace(&abs.display().to_string(), &original);
-        let rel = rel.display().to_string();
-        for lead in ["--> ", "::: "] {
-            text = text.replace(&format!("{lead}{rel}:"), &format!("{lead}{original}:"));
-        }
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn drops_the_note_on_the_ptx_isa_feature_only() {
-        let text = "warning: unstable feature specified for `-Ctarget-feature`: `ptx63`\n  |\n  \
-                    = note: this feature is not stably supported\n\nerror[E0425]: cannot find \
-                    value `x`\n --> src/lib.rs:3:5\n\nwarning: unused variable\n";
-        assert_eq!(
-            without_isa_note(text),
-            "error[E0425]: cannot find value `x`\n --> src/lib.rs:3:5\n\nwarning: unused variable\n"
-        );
-    }
 
     #[test]
     fn environment_hygiene() {
@@ -406,30 +408,5 @@ mod tests {
                 PathBuf::from("/rt/src/a b.rs")
             ]
         );
-    }
-
-    #[test]
-    fn diagnostics_name_the_original_files() {
-        let stderr = "error[E0433]: cannot find module or crate `std` in this scope\n \
-                      --> src/lib.rs:12:9\n   |\nnote: defined here\n   \
-                      ::: /dev/src/helpers.rs:3:1\n   \
-                      --> src/helpers.rs:4:2\n";
-        let files = [
-            (
-                PathBuf::from("src/lib.rs"),
-                PathBuf::from("/dev/src/lib.rs"),
-                PathBuf::from("/user/src/lib.rs"),
-            ),
-            (
-                PathBuf::from("src/helpers.rs"),
-                PathBuf::from("/dev/src/helpers.rs"),
-                PathBuf::from("/user/src/helpers.rs"),
-            ),
-        ];
-        let out = rewrite_diagnostics(stderr, &files);
-        assert!(out.contains(" --> /user/src/lib.rs:12:9"), "{out}");
-        assert!(out.contains("::: /user/src/helpers.rs:3:1"), "{out}");
-        assert!(out.contains("--> /user/src/helpers.rs:4:2"), "{out}");
-        assert!(!out.contains("/dev/"), "{out}");
     }
 }

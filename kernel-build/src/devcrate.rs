@@ -94,6 +94,11 @@ impl Manifest<'_> {
              version = \"0.0.0\"\n\
              edition = {edition}\n\
              publish = false\n\
+             # The crate is its library alone: the user's `src/main.rs` may be its root.\n\
+             autobins = false\n\
+             autoexamples = false\n\
+             autotests = false\n\
+             autobenches = false\n\
              \n\
              [lib]\n\
              crate-type = [\"cdylib\"]\n\

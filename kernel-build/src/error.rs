@@ -129,13 +129,10 @@ pub enum Error {
     },
 
     /// The device crate did not compile. The diagnostics name the user's own files and lines.
-    #[error(
-        "the device (nvptx64) build of the #[kernel]/#[device] code failed; the code must \
-         compile without `std` (use `core` and `kernel_runtime` only):\n{diagnostics}"
-    )]
+    #[error("{diagnostics}{}", device_compile_summary(diagnostics))]
     DeviceCompile {
-        /// The compiler's output, with the paths of generated files replaced by the
-        /// original ones.
+        /// The compiler's errors as rustc rendered them, with the paths of generated files
+        /// replaced by the original ones.
         diagnostics: String,
     },
 
@@ -177,6 +174,21 @@ pub enum Error {
         /// The rejected value.
         arch: String,
     },
+}
+
+/// What [`Error::DeviceCompile`] says above the compiler's errors: which build failed, and,
+/// where the errors come from reaching for `std`, what device code uses instead.
+pub(crate) fn device_compile_summary(diagnostics: &str) -> String {
+    let mut summary = String::from(
+        "the device (nvptx64) build of the #[kernel] and #[device] code failed with the \
+         errors above",
+    );
+    if crate::diagnostics::reaches_std(diagnostics) {
+        summary.push_str(
+            "; device code is `#![no_std]`: use `core` and `kernel_runtime` in place of `std`",
+        );
+    }
+    summary
 }
 
 impl Error {

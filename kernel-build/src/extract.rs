@@ -54,6 +54,24 @@ pub(crate) struct Extraction {
     pub files: Vec<GeneratedFile>,
     /// The names of the `#[kernel]`/`#[device]` functions found.
     pub functions: Vec<String>,
+    /// The names of the crate's free functions that are not device code: a kernel that calls
+    /// one is told to mark it `#[device]`.
+    pub host_functions: HashSet<String>,
+}
+
+/// The names of the free functions of `tree` that are not marked as device code.
+fn host_functions(tree: &SourceTree) -> HashSet<String> {
+    let mut names = HashSet::new();
+    for file in &tree.files {
+        walk(&file.ast.items, &mut |item| {
+            if let Item::Fn(f) = item {
+                if !is_marked(item) {
+                    names.insert(f.sig.ident.unraw().to_string());
+                }
+            }
+        });
+    }
+    names
 }
 
 /// Whether `item` is a function marked `#[kernel]` or `#[device]` (any path ending so, with or
@@ -73,6 +91,15 @@ pub(crate) fn is_marked(item: &Item) -> bool {
             .last()
             .is_some_and(|seg| MARKERS.iter().any(|m| seg.ident == m))
     })
+}
+
+/// Whether any file of `tree` holds device code: a function [`is_marked`].
+pub(crate) fn has_device_code(tree: &SourceTree) -> bool {
+    let mut found = false;
+    for file in &tree.files {
+        walk(&file.ast.items, &mut |item| found |= is_marked(item));
+    }
+    found
 }
 
 /// The name under which other items can refer to `item`, when it is an item kind the device
@@ -160,6 +187,8 @@ pub(crate) fn walk<'a>(items: &'a [Item], f: &mut dyn FnMut(&'a Item)) {
 
 /// What survives of the crate: the selected items and the modules that must exist.
 struct Selection {
+    /// The names `kernel_runtime` exports to the host alone: imports of them are left out.
+    host_only: HashSet<String>,
     items: HashSet<ItemKey>,
     item_names: HashSet<String>,
     module_names: HashSet<String>,
@@ -208,6 +237,7 @@ fn select(tree: &SourceTree) -> Selection {
     }
 
     let mut selection = Selection {
+        host_only: HashSet::new(),
         items,
         item_names,
         module_names: HashSet::new(),
@@ -287,7 +317,11 @@ impl Selection {
             return false;
         };
         if DEVICE_CRATES.contains(&first) {
-            return true;
+            // The name `kernel_runtime::` is followed by: `host` of `kernel_runtime::host::X`.
+            let exported = prefix.get(1).map(String::as_str).or(name);
+            let host_import =
+                first == "kernel_runtime" && exported.is_some_and(|n| self.host_only.contains(n));
+            return !host_import;
         }
         // Paths from the crate root or a module, or (edition 2018 and later) from a module
         // declared next to the `use`.
@@ -499,8 +533,17 @@ fn mirror_path(path: &Path, manifest_dir: &Path, index: usize) -> PathBuf {
 }
 
 /// Splits the device code out of `tree`, to be written into `device_dir`.
-pub(crate) fn extract(tree: &SourceTree, manifest_dir: &Path, device_dir: &Path) -> Extraction {
-    let selection = select(tree);
+///
+/// `host_only` names what `kernel_runtime` exports to the host alone
+/// ([`crate::host_only::runtime_host_names`]).
+pub(crate) fn extract(
+    tree: &SourceTree,
+    manifest_dir: &Path,
+    device_dir: &Path,
+    host_only: HashSet<String>,
+) -> Extraction {
+    let mut selection = select(tree);
+    selection.host_only = host_only;
     let mut rels: Vec<Option<PathBuf>> = vec![None; tree.files.len()];
     for (index, file) in tree.files.iter().enumerate() {
         if index == 0 || selection.file_kept[index] {
@@ -532,6 +575,7 @@ pub(crate) fn extract(tree: &SourceTree, manifest_dir: &Path, device_dir: &Path)
     Extraction {
         files,
         functions: selection.functions,
+        host_functions: host_functions(tree),
     }
 }
 
@@ -594,7 +638,7 @@ pub use host::Report as R;
             ],
         )
         .unwrap();
-        extract(&tree, Path::new("/c"), Path::new("/dev"))
+        extract(&tree, Path::new("/c"), Path::new("/dev"), HashSet::new())
     }
 
     fn line(text: &str, n: usize) -> &str {
@@ -696,7 +740,7 @@ pub use host::Report as R;
             ],
         )
         .unwrap();
-        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"));
+        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"), HashSet::new());
         assert_eq!(
             ex.files[0].text,
             format!(
@@ -726,7 +770,8 @@ pub use host::Report as R;
             kernel_runtime::global_array!(static UNREAD: [u32; 8]);\n\
             #[kernel] pub fn k(out: &mut [f32]) { out[0] = TAPS.read()[0]; }\n";
         let tree = load_map("/c/src/lib.rs", &[("/c/src/lib.rs", lib)]).unwrap();
-        let text = &extract(&tree, Path::new("/c"), Path::new("/dev")).files[0].text;
+        let text =
+            &extract(&tree, Path::new("/c"), Path::new("/dev"), HashSet::new()).files[0].text;
         assert_eq!(line(text, 2), "constant_array!(pub static TAPS: [f32; 3]);");
         assert_eq!(line(text, 3).trim(), "");
     }
@@ -753,10 +798,35 @@ pub use host::Report as R;
     #[test]
     fn a_crate_without_device_code_yields_just_the_prefix() {
         let tree = load_map("/c/src/main.rs", &[("/c/src/main.rs", "fn main() {}\n")]).unwrap();
-        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"));
+        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"), HashSet::new());
         assert_eq!(ex.files.len(), 1);
         assert_eq!(ex.files[0].rel, Path::new("src/main.rs"));
         assert_eq!(ex.files[0].text, format!("{ROOT_PREFIX}\n"));
+    }
+
+    #[test]
+    fn imports_of_the_runtimes_host_api_stay_on_the_host() {
+        let src = "use kernel_runtime::prelude::*;\n\
+            use kernel_runtime::{Device, DeviceNumber};\n\
+            use kernel_runtime::Finding;\n\
+            use kernel_runtime::ndarray::{s, Array2};\n\
+            #[kernel] fn k(x: &mut [f32]) { x[0] = 1.0; }\n\
+            fn host(dev: &Device) -> Option<Finding> { None }\n";
+        let tree = load_map("/c/tests/it.rs", &[("/c/tests/it.rs", src)]).unwrap();
+        let host_only = ["Device", "Finding", "ndarray"].map(String::from).into();
+        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"), host_only);
+        let text = &ex.files[0].text;
+        assert!(text.contains("use kernel_runtime::prelude::*;"), "{text}");
+        assert!(
+            text.contains("use kernel_runtime :: { DeviceNumber } ;"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("Device,") && !text.contains("Finding"),
+            "{text}"
+        );
+        assert!(!text.contains("ndarray"), "{text}");
+        assert_eq!(ex.host_functions, HashSet::from(["host".to_string()]));
     }
 
     #[test]
@@ -771,7 +841,7 @@ pub use host::Report as R;
             impl Mode { fn show(&self) { std::println!(\"mode\") } }\n\
             #[kernel] fn k(m: Mode, x: Real) -> Real { match m { A => sq!(x), B => x } }\n";
         let tree = load_map("/c/src/lib.rs", &[("/c/src/lib.rs", src)]).unwrap();
-        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"));
+        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"), HashSet::new());
         let text = &ex.files[0].text;
         for kept in [
             "macro_rules! sq",

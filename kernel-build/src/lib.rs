@@ -11,8 +11,9 @@
 //!
 //! What happens:
 //!
-//! 1. The crate's sources are parsed, from `src/lib.rs` (or `src/main.rs`) through every
-//!    module. The `#[kernel]` and `#[device]` functions are taken, with the `const`s,
+//! 1. The crate's sources are parsed, from each crate root cargo finds by its conventions
+//!    (`src/lib.rs`, `src/main.rs`, `src/bin/`, `examples/`, `tests/`, `benches/`) through
+//!    every module; each root with kernels gets a module of its own. The `#[kernel]` and `#[device]` functions are taken, with the `const`s,
 //!    `static`s, types (and their empty-bodied marker `impl`s) and `macro_rules!` macros they
 //!    mention, the `use` items that resolve on the device (`kernel_runtime::…`, `core::…`, and
 //!    `crate::`/`self::`/`super::`/sibling-module paths to items that are taken) and the
@@ -23,7 +24,12 @@
 //!    device code therefore point at the user's own file and line (the paths are rewritten).
 //! 3. The device crate is compiled for `nvptx64-nvidia-cuda` (fat LTO, `panic = "abort"`) by a
 //!    nested cargo with a clean environment, and the PTX is copied to
-//!    `$OUT_DIR/kernel_ptx.txt`, where `#[kernel]` finds it.
+//!    `$OUT_DIR/kernel_ptx.txt` (the library's; `kernel_ptx.test-<name>.txt` for a test, and so
+//!    on), where `#[kernel]` finds it. A device crate whose sources and dependencies did not
+//!    change since its last build is not built again.
+//!
+//! A device build that fails reports rustc's own errors, at the user's files and lines, as
+//! `cargo::error` lines, with a hint where a kernel calls a function that is not `#[device]`.
 //! 4. Foreign device code that the build script names ([`Builder::link_cuda`],
 //!    [`Builder::link_ptx`]) follows the PTX in that file: PTX as it is, CUDA C++ compiled by
 //!    `nvcc` where one is found, or else as source with the headers it includes, which the
@@ -61,11 +67,14 @@
 mod compile;
 mod cubin;
 mod devcrate;
+mod diagnostics;
 mod entries;
 mod error;
 mod extract;
+mod host_only;
 mod link;
 mod source;
+mod targets;
 mod toolchain;
 
 use std::fs;
@@ -99,20 +108,16 @@ pub const ENV_RUNTIME_DIR: &str = "DEP_KERNEL_RUNTIME_MANIFEST_DIR";
 /// Without a usable nvptx64 toolchain this prints one `cargo:warning` and the crate builds
 /// for the CPU backend only, unless `KERNEL_REQUIRE_PTX=1`, which makes it a build error.
 ///
-/// # Panics
-///
-/// On any [`Error`] (a device-side compile error of the crate's kernels among them): a
-/// panicking build script is how a build error is reported, with the error's message.
+/// Any [`Error`] (a device-side compile error of the crate's kernels among them) fails the
+/// build with `cargo::error` lines: rustc's own rendered errors at the user's files and lines,
+/// then what failed. The build script does not panic.
 pub fn build() {
     build_with(Builder::new())
 }
 
 /// Compiles the calling crate's kernels to PTX, from a build script, as [`build`] does, with the
-/// options of `builder` (foreign code to link, for one).
-///
-/// # Panics
-///
-/// On any [`Error`], as [`build`].
+/// options of `builder` (foreign code to link, for one). Errors fail the build as [`build`]'s
+/// do.
 pub fn build_with(builder: Builder) {
     match builder.run() {
         Ok(Outcome::Ptx(_)) => {}
@@ -123,7 +128,15 @@ pub fn build_with(builder: Builder) {
              to build PTX; set {ENV_REQUIRE}=1 to make this an error.",
             tried.join("; ")
         ),
-        Err(e) => panic!("{e}"),
+        Err(e) => {
+            // Cargo heads each line with `error: <package>:`; rustc's own heading would repeat it.
+            for line in e.to_string().lines() {
+                println!(
+                    "cargo::error={}",
+                    line.strip_prefix("error: ").unwrap_or(line)
+                );
+            }
+        }
     }
 }
 
@@ -417,20 +430,43 @@ impl Builder {
             },
         })?;
 
-        let tree = self.load_sources(&manifest_dir)?;
-        entries::check_unique(&tree)?;
-        let job = Job {
-            package: &package,
-            manifest_dir: &manifest_dir,
-            runtime: &runtime,
-            device_root: &device_root,
-            toolchain: toolchain.as_ref().ok(),
-            arch: &arch,
-            fma,
-            ptx_out: &ptx_out,
-            foreign: self.foreign_in(&manifest_dir),
-        };
-        self.compile(&job, &tree)?;
+        let targets =
+            targets::discover(&manifest_dir, &package).ok_or_else(|| Error::NoCrateRoot {
+                dir: manifest_dir.clone(),
+            })?;
+        remove_target_modules(&out_dir)?;
+        let build_rs = manifest_dir.join("build.rs");
+        if build_rs.is_file() {
+            self.directive(format!("rerun-if-changed={}", build_rs.display()));
+        }
+        for target in &targets {
+            let tree = self.load_sources(&target.root)?;
+            let primary = target.key.is_none();
+            if !primary && !extract::has_device_code(&tree) {
+                continue;
+            }
+            entries::check_unique(&tree)?;
+            let package = match &target.key {
+                None => package.clone(),
+                Some(key) => format!("{package}-{key}"),
+            };
+            let job = Job {
+                package: &package,
+                manifest_dir: &manifest_dir,
+                runtime: &runtime,
+                device_root: &device_root,
+                toolchain: toolchain.as_ref().ok(),
+                arch: &arch,
+                fma,
+                ptx_out: &out_dir.join(target.ptx_file()),
+                // Foreign code is linked into the library's module.
+                foreign: match primary {
+                    true => self.foreign_in(&manifest_dir),
+                    false => link::Foreign::default(),
+                },
+            };
+            self.compile(&job, &tree)?;
+        }
         match toolchain {
             Ok(_) => Ok(Outcome::Ptx(ptx_out)),
             Err(tried) => Ok(Outcome::NoToolchain(tried)),
@@ -480,25 +516,15 @@ impl Builder {
         foreign
     }
 
-    /// Parses the crate's module tree, announcing every file read to cargo.
-    fn load_sources(&self, manifest_dir: &Path) -> Result<source::SourceTree, Error> {
-        let root_file = ["src/lib.rs", "src/main.rs"]
-            .iter()
-            .map(|p| manifest_dir.join(p))
-            .find(|p| p.is_file())
-            .ok_or_else(|| Error::NoCrateRoot {
-                dir: manifest_dir.to_path_buf(),
-            })?;
-        let build_rs = manifest_dir.join("build.rs");
-        if build_rs.is_file() {
-            self.directive(format!("rerun-if-changed={}", build_rs.display()));
-        }
+    /// Parses the module tree of the crate root `root_file`, announcing every file read to
+    /// cargo.
+    fn load_sources(&self, root_file: &Path) -> Result<source::SourceTree, Error> {
         let mut read = |path: &Path| {
             let text = fs::read_to_string(path)?;
             self.directive(format!("rerun-if-changed={}", path.display()));
             Ok(text)
         };
-        source::load(&root_file, &mut read)
+        source::load(root_file, &mut read)
     }
 
     /// Generates the device crate, builds it and copies the PTX out, all under a lock:
@@ -512,7 +538,8 @@ impl Builder {
         let lock = fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
         lock.lock().map_err(|e| Error::io(&lock_path, e))?;
 
-        let extraction = extract::extract(tree, job.manifest_dir, &device_dir);
+        let host_only = host_only::runtime_host_names(job.runtime);
+        let extraction = extract::extract(tree, job.manifest_dir, &device_dir, host_only);
         let edition = match &self.edition {
             Some(e) => e.clone(),
             None => devcrate::detect_edition(job.manifest_dir),
@@ -543,8 +570,9 @@ impl Builder {
                 .iter()
                 .map(|f| (f.rel.clone(), device_dir.join(&f.rel), f.original.clone()))
                 .collect();
+            let text = diagnostics::rewrite_paths(&stderr, &files);
             Error::DeviceCompile {
-                diagnostics: compile::rewrite_diagnostics(&stderr, &files),
+                diagnostics: diagnostics::with_device_hints(&text, &extraction.host_functions),
             }
         };
         let Some(toolchain) = job.toolchain else {
@@ -595,6 +623,24 @@ struct Job<'a> {
     ptx_out: &'a Path,
     /// The foreign code linked into the module.
     foreign: link::Foreign,
+}
+
+/// Removes the modules an earlier build wrote for targets other than the library: a target
+/// whose kernels are gone, or whose build fails now, keeps none.
+fn remove_target_modules(out_dir: &Path) -> Result<(), Error> {
+    let Ok(entries) = fs::read_dir(out_dir) else {
+        return Ok(());
+    };
+    for entry in entries.filter_map(Result::ok) {
+        if entry
+            .file_name()
+            .to_str()
+            .is_some_and(targets::is_target_module)
+        {
+            fs::remove_file(entry.path()).map_err(|e| Error::io(entry.path(), e))?;
+        }
+    }
+    Ok(())
 }
 
 fn required_env(name: &'static str) -> Result<std::ffi::OsString, Error> {

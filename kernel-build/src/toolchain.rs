@@ -85,12 +85,23 @@ fn output(program: impl AsRef<OsStr>, args: &[&str]) -> Result<String, String> {
 /// Whether the sysroot of `rustc` holds the precompiled target library (else `core` must be
 /// built from source).
 fn has_target_libs(rustc: &Path) -> Result<bool, String> {
-    let sysroot = output(rustc, &["--print", "sysroot"])?;
-    let dir = Path::new(sysroot.trim())
-        .join("lib/rustlib")
-        .join(TARGET)
-        .join("lib");
+    let dir = sysroot(rustc)?.join("lib/rustlib").join(TARGET).join("lib");
     Ok(dir.is_dir())
+}
+
+fn sysroot(rustc: &Path) -> Result<PathBuf, String> {
+    Ok(PathBuf::from(
+        output(rustc, &["--print", "sysroot"])?.trim(),
+    ))
+}
+
+/// Whether `core` can be built from source when `rustc` lacks the target's precompiled
+/// library: `-Zbuild-std` takes the library source in its own sysroot (rustup's `rust-src`,
+/// Debian's `rust-web-src`).
+fn has_core_source(rustc: &Path) -> Result<bool, String> {
+    Ok(sysroot(rustc)?
+        .join("lib/rustlib/src/rust/library/core")
+        .is_dir())
 }
 
 fn from_override(rustc: &str) -> Result<Toolchain, Error> {
@@ -101,6 +112,17 @@ fn from_override(rustc: &str) -> Result<Toolchain, Error> {
     };
     let rustc_path = PathBuf::from(rustc);
     let installed = has_target_libs(&rustc_path).map_err(|r| bad(ENV_NVPTX_RUSTC, rustc, r))?;
+    if !installed && !has_core_source(&rustc_path).map_err(|r| bad(ENV_NVPTX_RUSTC, rustc, r))? {
+        return Err(bad(
+            ENV_NVPTX_RUSTC,
+            rustc,
+            format!(
+                "this rustc has neither the {TARGET} target's library nor the library source \
+                 to build `core` from; install one (`rustup target add {TARGET}`, or \
+                 `rustup component add rust-src` for a nightly rustc)"
+            ),
+        ));
+    }
     let cargo = match non_empty_env(ENV_NVPTX_CARGO) {
         Some(cargo) => {
             output(&cargo, &["--version"]).map_err(|r| bad(ENV_NVPTX_CARGO, &cargo, r))?;

@@ -381,10 +381,25 @@ pub fn ptx_holding(needle: &str) -> Option<String> {
     ptx_path().filter(|p| std::fs::read_to_string(p).is_ok_and(|ptx| ptx.contains(needle)))
 }
 
-/// The PTX module the crate's `build.rs` wrote (`OUT_DIR/kernel_ptx.txt`), if there is one.
+/// The PTX module the crate's `build.rs` wrote for the target being compiled, if there is one:
+/// `OUT_DIR/kernel_ptx.bin-<crate>.txt` for a binary or an example (cargo sets
+/// `CARGO_BIN_NAME`), `kernel_ptx.test-<crate>.txt` for a test or a bench (cargo sets
+/// `CARGO_TARGET_TMPDIR`), where that target has kernels of its own; else the library's,
+/// `OUT_DIR/kernel_ptx.txt` (kernel-build's `targets` names them alike).
 fn ptx_path() -> Option<String> {
-    let dir = std::env::var_os("OUT_DIR")?;
-    let path = std::path::Path::new(&dir).join("kernel_ptx.txt");
+    let dir = std::path::PathBuf::from(std::env::var_os("OUT_DIR")?);
+    let kind = if std::env::var_os("CARGO_BIN_NAME").is_some() {
+        Some("bin")
+    } else if std::env::var_os("CARGO_TARGET_TMPDIR").is_some() {
+        Some("test")
+    } else {
+        None
+    };
+    let own = kind.zip(std::env::var("CARGO_CRATE_NAME").ok());
+    let own = own.map(|(kind, krate)| dir.join(format!("kernel_ptx.{kind}-{krate}.txt")));
+    let path = own
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| dir.join("kernel_ptx.txt"));
     path.is_file().then(|| path.to_str().map(str::to_string))?
 }
 

@@ -153,8 +153,8 @@ fn no_ptx_reason_of_array() -> TokenStream {
     match ptx_holding("") {
         None => quote!(::kernel_runtime::__rt::NO_MODULE),
         Some(_) => quote! {
-            "the PTX module its crate's build.rs compiled from the library (src/) does not \
-             declare it: only arrays that a kernel of the library reads are there"
+            "the PTX module its crate's build.rs compiled for this target does not declare \
+             it: only arrays that a kernel of the target reads are there"
         },
     }
 }

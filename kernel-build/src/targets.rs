@@ -1,0 +1,156 @@
+//! The crate roots of a package whose kernels are built, each into a PTX module of its own: the
+//! library (or, without one, `src/main.rs`), and the binaries, examples, tests and benches that
+//! cargo finds by its conventions (`src/bin/`, `examples/`, `tests/`, `benches/`: a file, or a
+//! directory with a `main.rs`). A kernel written in a test or an example is then as much a GPU
+//! kernel as one in the library.
+//!
+//! `#[kernel]` finds a target's module by the names cargo gives the target's compilation:
+//! `kernel_ptx.bin-<crate>.txt` where `CARGO_BIN_NAME` is set (binaries and examples),
+//! `kernel_ptx.test-<crate>.txt` where `CARGO_TARGET_TMPDIR` is (tests and benches), with
+//! `<crate>` its `CARGO_CRATE_NAME`; and the library's module, [`crate::PTX_FILE_NAME`],
+//! everywhere else.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::PTX_FILE_NAME;
+
+/// One crate root whose kernels get a module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    /// The root source file.
+    pub root: PathBuf,
+    /// `None` for the library's (or the lone binary's) module; else `<kind>-<crate>`, which
+    /// names its module file and its device crate.
+    pub key: Option<String>,
+}
+
+impl Target {
+    /// The name of its module file in `OUT_DIR`.
+    pub(crate) fn ptx_file(&self) -> String {
+        match &self.key {
+            None => PTX_FILE_NAME.to_string(),
+            Some(key) => format!("kernel_ptx.{key}.txt"),
+        }
+    }
+}
+
+/// Whether `name` is a module file of a target other than the library's, as [`Target::ptx_file`]
+/// names them.
+pub(crate) fn is_target_module(name: &str) -> bool {
+    name.starts_with("kernel_ptx.") && name.ends_with(".txt") && name != PTX_FILE_NAME
+}
+
+/// The crate roots of the package in `manifest_dir`: the primary one first (`src/lib.rs`, else
+/// `src/main.rs`), or `None` where there is neither.
+pub(crate) fn discover(manifest_dir: &Path, package: &str) -> Option<Vec<Target>> {
+    let lib = manifest_dir.join("src/lib.rs");
+    let main = manifest_dir.join("src/main.rs");
+    let primary = [&lib, &main].into_iter().find(|p| p.is_file())?.clone();
+    let mut targets = vec![Target {
+        root: primary,
+        key: None,
+    }];
+    if lib.is_file() && main.is_file() {
+        targets.push(keyed(main, "bin", package));
+    }
+    for (dir, kind) in [
+        ("src/bin", "bin"),
+        ("examples", "bin"),
+        ("tests", "test"),
+        ("benches", "test"),
+    ] {
+        for (root, name) in roots_in(&manifest_dir.join(dir)) {
+            targets.push(keyed(root, kind, &name));
+        }
+    }
+    Some(targets)
+}
+
+fn keyed(root: PathBuf, kind: &str, name: &str) -> Target {
+    Target {
+        root,
+        key: Some(format!("{kind}-{}", name.replace('-', "_"))),
+    }
+}
+
+/// The crate roots cargo finds in `dir`, each with its target's name, in name order: `x.rs`,
+/// and `x/main.rs`.
+fn roots_in(dir: &Path) -> Vec<(PathBuf, String)> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut roots: Vec<(PathBuf, String)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let path = entry.path();
+            let name = path.file_stem()?.to_str()?.to_string();
+            if path.is_dir() {
+                let main = path.join("main.rs");
+                main.is_file().then_some((main, name))
+            } else {
+                (path.extension()? == "rs").then_some((path, name))
+            }
+        })
+        .collect();
+    roots.sort();
+    roots
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_every_target_cargo_would() {
+        let dir = std::env::temp_dir().join(format!("kernel-build-targets-{}", std::process::id()));
+        for file in [
+            "src/lib.rs",
+            "src/main.rs",
+            "src/bin/tool-a.rs",
+            "examples/demo.rs",
+            "examples/multi/main.rs",
+            "tests/it.rs",
+            "tests/common/mod.rs",
+            "benches/speed.rs",
+        ] {
+            let path = dir.join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "").unwrap();
+        }
+        let targets = discover(&dir, "my-crate").unwrap();
+        let found: Vec<(String, String)> = targets
+            .iter()
+            .map(|t| {
+                let rel = t.root.strip_prefix(&dir).unwrap().display().to_string();
+                (rel, t.ptx_file())
+            })
+            .collect();
+        let expected = [
+            ("src/lib.rs", "kernel_ptx.txt"),
+            ("src/main.rs", "kernel_ptx.bin-my_crate.txt"),
+            ("src/bin/tool-a.rs", "kernel_ptx.bin-tool_a.txt"),
+            ("examples/demo.rs", "kernel_ptx.bin-demo.txt"),
+            ("examples/multi/main.rs", "kernel_ptx.bin-multi.txt"),
+            ("tests/it.rs", "kernel_ptx.test-it.txt"),
+            ("benches/speed.rs", "kernel_ptx.test-speed.txt"),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(found, expected);
+        assert!(targets
+            .iter()
+            .skip(1)
+            .all(|t| is_target_module(&t.ptx_file())));
+        assert!(!is_target_module(PTX_FILE_NAME));
+
+        fs::remove_file(dir.join("src/lib.rs")).unwrap();
+        let targets = discover(&dir, "my-crate").unwrap();
+        assert_eq!(targets[0].root, dir.join("src/main.rs"));
+        assert_eq!(targets[0].key, None);
+        fs::remove_dir_all(&dir).unwrap();
+        assert!(discover(&dir, "my-crate").is_none());
+    }
+}
