@@ -26,6 +26,9 @@
 //! # }
 //! ```
 //!
+//! The [`guide`] has a chapter for each part: a crate of your own, the device API, porting from
+//! Numba, the backends, checked mode, MPI.
+//!
 //! # The safety contract of kernels
 //!
 //! Launching a kernel is safe for the host program, but kernels run as many threads at once, so
@@ -86,6 +89,8 @@ pub mod warp;
 #[cfg(not(target_arch = "nvptx64"))]
 pub(crate) mod cpu;
 #[cfg(not(target_arch = "nvptx64"))]
+pub mod guide;
+#[cfg(not(target_arch = "nvptx64"))]
 pub mod host;
 #[cfg(not(target_arch = "nvptx64"))]
 mod zeroed;
@@ -105,7 +110,7 @@ pub use kernel_macros::{
 pub use module_array::{ModuleArray, ModuleView};
 pub use number::DeviceNumber;
 pub use shared::{SharedArray1, SharedArray2};
-pub use view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
+pub use view::{ArrayIndex, View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use cpu::finding::{Access, AccessKind, Finding};

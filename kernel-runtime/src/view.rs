@@ -303,12 +303,12 @@ macro_rules! rank1 {
                 i
             }
         }
-        impl<'a, T, const CHECK: bool> Index<usize> for $name<'a, T, CHECK> {
+        impl<'a, T, I: ArrayIndex, const CHECK: bool> Index<I> for $name<'a, T, CHECK> {
             type Output = T;
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-            fn index(&self, i: usize) -> &T {
-                let o = self.offset(i, crate::fault::AccessKind::Read);
+            fn index(&self, i: I) -> &T {
+                let o = self.offset(i.index(), crate::fault::AccessKind::Read);
                 // SAFETY: `o` is within the view (checked, or promised by the kernel's author
                 // with `boundscheck = false`); the memory is valid per `from_raw`.
                 unsafe { &*self.ptr.add(o) }
@@ -402,6 +402,62 @@ macro_rules! rank3 {
         }
     };
 }
+/// An index into a 1-D kernel array (`x[i]`): a `usize`, as `grid(1)` gives, or a `u32`, as
+/// `thread_idx().x` and the other coordinates are, so that CUDA's `x[threadIdx.x]` reads
+/// `x[thread_idx().x]` with no cast; and an `i32`, which is what an integer literal of no other
+/// type is (`x[0]`). A negative `i32` is out of bounds.
+///
+/// ```
+/// use kernel_runtime::prelude::*;
+///
+/// #[kernel]
+/// fn first_of_each_block(x: &[f32], out: &mut [f32]) {
+///     if thread_idx().x == 0 {
+///         out[block_idx().x] = x[block_idx().x * block_dim().x];
+///     }
+///     let mut s = shared_array![f32; 32];
+///     s[thread_idx().x] = x[0];
+/// }
+/// # let dev = Device::cpu();
+/// # let x = dev.to_device(&(0..64).map(|v| v as f32).collect::<Vec<_>>())?;
+/// # let mut out = dev.zeros::<f32, _>(2)?;
+/// # first_of_each_block.launch(2, 32, (&x, &mut out))?;
+/// # assert_eq!(out.to_vec()?, [0.0, 32.0]);
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a kernel array cannot be indexed by `{Self}`",
+    label = "not a `usize` or `u32` index",
+    note = "index with a `usize` (`grid(1)` gives one) or a `u32` (`thread_idx().x`); convert \
+            others with `as usize`"
+)]
+pub trait ArrayIndex: Copy {
+    /// The index as a `usize`.
+    fn index(self) -> usize;
+}
+
+impl ArrayIndex for usize {
+    #[inline(always)]
+    fn index(self) -> usize {
+        self
+    }
+}
+
+impl ArrayIndex for u32 {
+    #[inline(always)]
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl ArrayIndex for i32 {
+    /// A negative index becomes one past any array's end, which the bounds check refuses.
+    #[inline(always)]
+    fn index(self) -> usize {
+        self as isize as usize
+    }
+}
+
 /// Views whose elements can be addressed for atomics: writable views and shared arrays.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be updated atomically at an index of type `{I}`",
@@ -419,6 +475,10 @@ pub trait ElementPtr<I> {
 /// the index's components.
 macro_rules! writable {
     ($name:ident, $idx:ty, |$pat:pat_param| ($($arg:ident),*)) => {
+        writable!(@index_mut $name, $idx, |$pat| ($($arg),*));
+        writable!(@element_ptr $name, $idx, |$pat| ($($arg),*));
+    };
+    (@index_mut $name:ident, $idx:ty, |$pat:pat_param| ($($arg:ident),*)) => {
         impl<'a, T, const CHECK: bool> IndexMut<$idx> for $name<'a, T, CHECK> {
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -430,6 +490,8 @@ macro_rules! writable {
                 unsafe { &mut *self.ptr.add(o) }
             }
         }
+    };
+    (@element_ptr $name:ident, $idx:ty, |$pat:pat_param| ($($arg:ident),*)) => {
         impl<'a, T, const CHECK: bool> ElementPtr<$idx> for $name<'a, T, CHECK> {
             type Elem = T;
             #[inline(always)]
@@ -452,7 +514,18 @@ rank2!(View2Mut);
 rank3!(View3);
 rank3!(View3Mut);
 writable!(View0Mut, (), |()| ());
-writable!(View1Mut, usize, |i| (i));
+// A 1-D view is written at any [`ArrayIndex`]; its atomics take a `usize`.
+impl<'a, T, I: ArrayIndex, const CHECK: bool> IndexMut<I> for View1Mut<'a, T, CHECK> {
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    fn index_mut(&mut self, i: I) -> &mut T {
+        let o = self.offset(i.index(), crate::fault::AccessKind::Write);
+        // SAFETY: as `writable!`'s `IndexMut`: `o` is within the view, valid for writes, and no
+        // other thread accesses the element concurrently (kernel safety contract).
+        unsafe { &mut *self.ptr.add(o) }
+    }
+}
+writable!(@element_ptr View1Mut, usize, |i| (i));
 writable!(View2Mut, [usize; 2], |[i, j]| (i, j));
 writable!(View2Mut, (usize, usize), |(i, j)| (i, j));
 writable!(View3Mut, [usize; 3], |[i, j, k]| (i, j, k));

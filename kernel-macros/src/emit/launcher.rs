@@ -338,8 +338,13 @@ pub fn launcher_struct(
     vis: &syn::Visibility,
     name: &syn::Ident,
 ) -> TokenStream {
+    let how = format!(
+        " A kernel: launch it with `{name}.launch(blocks, threads, (args..))`, Numba's \
+         `{name}[blocks, threads](args)`; it is not called as a function."
+    );
     quote! {
         #(#docs)*
+        #[doc = #how]
         #[cfg(not(target_arch = "nvptx64"))]
         #[allow(non_camel_case_types)]
         #[derive(Clone, Copy, Debug)]

@@ -2,7 +2,7 @@
 //! `Vec` and `ndarray`.
 
 use super::bytes::{bytes_of, bytes_of_mut, cast_vec};
-use super::device::outside_cpu_replay;
+use super::device::permitted;
 use super::device::Device;
 use super::error::Error;
 use super::order::{Access, Users};
@@ -181,7 +181,7 @@ pub(crate) fn checked_len(shape: &[usize], elem: usize) -> Result<usize, Error> 
 impl<T: AnyBitPattern, D: Rank> DeviceArray<T, D> {
     /// An array of `dim` on `device` whose memory a GPU does not clear; see [`Device::empty`].
     pub(crate) fn empty(device: &Device, dim: D) -> Result<Self, Error> {
-        outside_cpu_replay(device, "allocating an array")?;
+        permitted(device, "allocating an array")?;
         if !device.is_checked() {
             return Self::alloc(device, dim, false);
         }
@@ -207,7 +207,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// An array of `dim` on `device`; on a GPU its memory is cleared only when `zeroed` (the
     /// caller then overwrites all of it before anything reads it), on the host always.
     pub(crate) fn alloc(device: &Device, dim: D, zeroed: bool) -> Result<Self, Error> {
-        outside_cpu_replay(device, "allocating an array")?;
+        permitted(device, "allocating an array")?;
         let len = checked_len(dim.slice(), std::mem::size_of::<T>())?;
         let data = match device.gpu() {
             Some(gpu) => Storage::Gpu(gpu.alloc(len * std::mem::size_of::<T>(), zeroed)?),
@@ -228,7 +228,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         host: &H,
     ) -> Result<Self, Error> {
         let dim = host.host_dim();
-        outside_cpu_replay(device, "copying to the device")?;
+        permitted(device, "copying to the device")?;
         checked_len(dim.slice(), std::mem::size_of::<T>())?;
         if device.gpu().is_some() {
             // The copy overwrites every element.
@@ -405,7 +405,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
 
     /// Copies the array back to the host as a `Vec` in C order.
     pub fn to_vec(&self) -> Result<Vec<T>, Error> {
-        outside_cpu_replay(&self.device, "copying from the device")?;
+        permitted(&self.device, "copying from the device")?;
         match (&self.data, self.device.gpu()) {
             (Storage::Gpu(ptr), Some(gpu)) => {
                 let mut v = zeroed_vec(self.len(), the_host)?;
@@ -431,7 +431,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// # Errors
     /// [`Error::OutOfRange`] where `range` does not lie within the array.
     pub fn to_vec_range(&self, range: std::ops::Range<usize>) -> Result<Vec<T>, Error> {
-        outside_cpu_replay(&self.device, "copying from the device")?;
+        permitted(&self.device, "copying from the device")?;
         let (start, end) = within(range.clone(), self.len())?;
         match (&self.data, self.device.gpu()) {
             (Storage::Gpu(ptr), Some(gpu)) => {
@@ -460,7 +460,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// # Errors
     /// [`Error::OutOfRange`] where the elements do not lie within the array.
     pub fn copy_from_host_at(&mut self, start: usize, values: &[T]) -> Result<(), Error> {
-        outside_cpu_replay(&self.device, "copying to the device")?;
+        permitted(&self.device, "copying to the device")?;
         let (start, end) = within(start..start.saturating_add(values.len()), self.len())?;
         match (&mut self.data, self.device.gpu()) {
             (Storage::Gpu(ptr), Some(gpu)) => {
@@ -481,7 +481,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         &mut self,
         host: &H,
     ) -> Result<(), Error> {
-        outside_cpu_replay(&self.device, "copying to the device")?;
+        permitted(&self.device, "copying to the device")?;
         let dim = host.host_dim();
         if dim != self.dim {
             return Err(Error::ShapeMismatch {
@@ -510,7 +510,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// memory, or from another device's array (between two GPUs, straight over their link where
     /// they have one).
     pub fn copy_from_device(&mut self, src: &DeviceArray<T, D>) -> Result<(), Error> {
-        outside_cpu_replay(&self.device, "copying on the device")?;
+        permitted(&self.device, "copying on the device")?;
         if src.dim != self.dim {
             return Err(Error::ShapeMismatch {
                 what: "the source array of copy_from_device".into(),

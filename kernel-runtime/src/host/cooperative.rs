@@ -62,7 +62,7 @@ pub fn check_cooperative(
     static_shared: usize,
 ) -> Result<(), Error> {
     // A GPU's cooperative launch allocates its grid barrier's counter, which a capture refuses.
-    super::device::outside_cpu_replay(device, "a cooperative launch")?;
+    super::device::permitted(device, "a cooperative launch")?;
     let shared = config.block_shared_bytes(static_shared);
     let limit = limit(device, kernel, ptx, config.block, shared)?;
     let blocks = config.grid.volume();

@@ -13,17 +13,20 @@ thread_local! {
     static CPU_REPLAY: Cell<bool> = const { Cell::new(false) };
 }
 
-/// `Err` where this thread replays a graph of the CPU backend: `what` (an allocation, a copy,
-/// a wait) is refused there as a GPU refuses it in a capture, so that a program tested on the
-/// CPU backend does on a GPU what it did there.
-pub(crate) fn outside_cpu_replay(device: &Device, what: &str) -> Result<(), Error> {
+/// `Err` where `what` (an allocation, a copy, a wait, a launch) cannot be done on `device`:
+/// it stands for a device `KERNEL_DEVICE` named that could not be opened
+/// ([`Error::DeviceUnavailable`]), or this thread replays a graph of the CPU backend, which
+/// refuses it as a GPU refuses it in a capture, so that a program tested on the CPU backend does
+/// on a GPU what it did there.
+pub(crate) fn permitted(device: &Device, what: &str) -> Result<(), Error> {
+    device.usable()?;
     match device.gpu().is_none() && CPU_REPLAY.with(Cell::get) {
         true => Err(Error::InCapture { what: what.into() }),
         false => Ok(()),
     }
 }
 
-/// Runs `f` as a replay of a CPU backend's graph ([`outside_cpu_replay`] refuses in it).
+/// Runs `f` as a replay of a CPU backend's graph ([`permitted`] refuses in it).
 pub(crate) fn replaying_on_cpu<R>(f: impl FnOnce() -> R) -> R {
     let outer = CPU_REPLAY.with(|r| r.replace(true));
     let result = f();
@@ -49,6 +52,16 @@ struct Inner {
     limits: Limits,
     /// The GPU, for a CUDA device.
     cuda: Option<CudaDevice>,
+    /// Why the device `KERNEL_DEVICE` named could not be opened, for the stand-in that
+    /// [`Device::default`] returns then: everything done on it fails so.
+    unavailable: Option<Unavailable>,
+}
+
+/// A device that `KERNEL_DEVICE` named and that could not be opened.
+#[derive(Debug)]
+struct Unavailable {
+    asked: String,
+    reason: String,
 }
 
 /// A device kernels run on and arrays live on: a CUDA GPU or the CPU backend. Cheap to clone.
@@ -88,11 +101,27 @@ impl PartialEq for Device {
 impl Eq for Device {}
 
 impl Default for Device {
-    /// The device `KERNEL_DEVICE` names (`cpu`, `cpu-checked`, `cuda`, `cuda:N`), else a usable CUDA GPU, else
-    /// the CPU backend. When the device asked for cannot be used, says why once on stderr and
-    /// runs on the CPU; [`Device::from_env`] returns that error instead.
+    /// The device `KERNEL_DEVICE` names (`cpu`, `cpu-checked`, `cuda`, `cuda:N`), else a usable
+    /// CUDA GPU, else the CPU backend (saying once on stderr why it is not a GPU).
+    ///
+    /// A device that `KERNEL_DEVICE` names is not replaced by another: where it cannot be
+    /// opened (no driver, no such GPU, a value not understood), the device returned stands for
+    /// it, and every allocation, copy, wait and launch on it returns
+    /// [`Error::DeviceUnavailable`], which says why. [`Device::from_env`] returns that error at
+    /// once.
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// // With KERNEL_DEVICE=cuda where no GPU is usable:
+    /// # std::env::set_var("KERNEL_DEVICE", "cuda:9999");
+    /// let dev = Device::default();
+    /// let err = dev.to_device(&[1.0f32, 2.0][..]).unwrap_err();
+    /// assert!(err.to_string().starts_with("KERNEL_DEVICE=cuda:9999 names a device that cannot be used"));
+    /// # std::env::remove_var("KERNEL_DEVICE");
+    /// ```
     fn default() -> Self {
-        Self::from_env().unwrap_or_else(|e| cpu_because(&e))
+        let asked = std::env::var("KERNEL_DEVICE").unwrap_or_default();
+        Self::from_env().unwrap_or_else(|e| Device::unavailable(asked.trim(), &e))
     }
 }
 
@@ -110,6 +139,33 @@ impl Device {
         Self::host(&CPU, DeviceKind::Cpu)
     }
 
+    /// `Err` where this device stands for one `KERNEL_DEVICE` named that could not be opened.
+    pub(crate) fn usable(&self) -> Result<(), Error> {
+        match &self.inner.unavailable {
+            Some(why) => Err(Error::DeviceUnavailable {
+                asked: why.asked.clone(),
+                reason: why.reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The stand-in for the device `asked` names, which could not be opened because of
+    /// `reason`.
+    fn unavailable(asked: &str, reason: &Error) -> Device {
+        Device {
+            inner: Arc::new(Inner {
+                kind: DeviceKind::Cpu,
+                limits: Limits::CPU,
+                cuda: None,
+                unavailable: Some(Unavailable {
+                    asked: asked.to_string(),
+                    reason: reason.to_string(),
+                }),
+            }),
+        }
+    }
+
     /// The one CPU-backend device of `kind`, made at its first use.
     fn host(cell: &'static OnceLock<Device>, kind: DeviceKind) -> Device {
         cell.get_or_init(|| Device {
@@ -117,6 +173,7 @@ impl Device {
                 kind,
                 limits: Limits::CPU,
                 cuda: None,
+                unavailable: None,
             }),
         })
         .clone()
@@ -194,6 +251,7 @@ impl Device {
             kind: DeviceKind::Cuda(ordinal),
             limits: gpu.limits(),
             cuda: Some(gpu),
+            unavailable: None,
         });
         open.insert(ordinal, Arc::downgrade(&inner));
         Ok(Device { inner })
@@ -257,6 +315,9 @@ impl Device {
 
     /// A human-readable name: `CPU backend (8 threads)`, ...
     pub fn name(&self) -> String {
+        if let Some(why) = &self.inner.unavailable {
+            return format!("unavailable device (KERNEL_DEVICE={})", why.asked);
+        }
         match (&self.inner.cuda, self.inner.kind) {
             (Some(gpu), _) => format!("CUDA device {} ({})", gpu.ordinal, gpu.name),
             (None, DeviceKind::Cuda(n)) => format!("CUDA device {n}"),
@@ -273,7 +334,7 @@ impl Device {
     /// Waits until all work queued on this device, on every stream, has finished (immediate on
     /// the CPU); a kernel that failed on the GPU since the last wait is reported here.
     pub fn synchronize(&self) -> Result<(), Error> {
-        outside_cpu_replay(self, "waiting for the device")?;
+        permitted(self, "waiting for the device")?;
         match self.gpu() {
             Some(gpu) => gpu.synchronize(),
             None => Ok(()),
@@ -334,6 +395,24 @@ mod tests {
         if !Device::cuda_driver_present() {
             let msg = Device::cuda(0).unwrap_err().to_string();
             assert!(msg.contains("libcuda"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn a_named_device_that_cannot_open_refuses_all_work() {
+        let reason = Device::cuda(4096).unwrap_err();
+        let dev = Device::unavailable("cuda:4096", &reason);
+        assert_eq!(dev.name(), "unavailable device (KERNEL_DEVICE=cuda:4096)");
+        let refusals = [
+            dev.to_device(&[1.0f32][..]).map(drop),
+            dev.zeros::<f32, _>(4).map(drop),
+            dev.synchronize(),
+        ];
+        for err in refusals.map(Result::unwrap_err) {
+            assert!(matches!(err, Error::DeviceUnavailable { .. }), "{err}");
+            // What `main`'s `?` prints is the sentence, not a struct dump.
+            assert_eq!(format!("{err:?}"), err.to_string());
+            assert!(err.to_string().contains(&reason.to_string()), "{err}");
         }
     }
 }

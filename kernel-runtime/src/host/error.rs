@@ -3,7 +3,10 @@
 use crate::dim::Dim3;
 
 /// The error of every fallible host call.
-#[derive(Debug, thiserror::Error)]
+///
+/// Its `Debug` is its message, as `Display` writes it: what `fn main() -> Result<(), Error>`
+/// prints when it returns one.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The launch configuration is not valid for the kernel or the device.
@@ -148,7 +151,7 @@ pub enum Error {
         reason: &'static str,
     },
     /// No kernel of the program has PTX, so a GPU could not run any of them.
-    #[error("no kernel of this program has PTX, so it cannot run on a GPU: the crates that define them need a build.rs calling `kernel_build::build()` on a machine with the nvptx64 toolchain, and their kernels in their libraries (src/)")]
+    #[error("no kernel of this program has PTX, so it cannot run on a GPU: the crates that define them need a build.rs calling `kernel_build::build()` on a machine with the nvptx64 toolchain (with KERNEL_REQUIRE_PTX=1, a build without one fails and says why)")]
     NoPtxAnywhere,
     /// An MPI job could not do what was asked (`cluster`, behind the `mpi` feature).
     #[error("MPI: {message}")]
@@ -199,6 +202,26 @@ pub enum Error {
         /// The value found.
         value: String,
     },
+    /// The device `KERNEL_DEVICE` names could not be opened, so
+    /// [`Device::default`](crate::Device::default) stands in for it with a device that refuses
+    /// all work.
+    #[error(
+        "KERNEL_DEVICE={asked} names a device that cannot be used: {reason}. Unset \
+         KERNEL_DEVICE to run on a GPU where one is usable and on the CPU backend elsewhere, \
+         or set it to `cpu`"
+    )]
+    DeviceUnavailable {
+        /// The value of `KERNEL_DEVICE`.
+        asked: String,
+        /// Why the device could not be opened.
+        reason: String,
+    },
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 /// What is wrong with a launch configuration.

@@ -39,9 +39,10 @@ pub const NO_MODULE: &str = "its crate's build.rs wrote no PTX module: it must c
     `kernel_build::build()`, on a machine with the nvptx64 toolchain (see kernel-build)";
 
 /// Why a kernel has no PTX module: its crate's module does not hold it.
-pub const NOT_IN_MODULE: &str = "the PTX module its crate's build.rs compiled from the library \
-    (src/) does not hold it: a kernel in tests/, examples/ or benches/ gets none; define it in \
-    the library";
+pub const NOT_IN_MODULE: &str = "the PTX module its crate's build.rs compiled for this target \
+    does not hold it: kernel-build builds src/lib.rs, src/main.rs, src/bin/, examples/, tests/ \
+    and benches/ where cargo finds them by its conventions, and a target at another path gets \
+    none: define the kernel in the library";
 
 /// What `#[kernel]` records of a kernel: its name and parameters, its PTX entries, its shared
 /// memory, its PTX module, and how the CPU backend runs it.
@@ -275,6 +276,7 @@ where
         _ => None,
     };
     let device = S::device(&args, meta.name, meta.params, explicit)?;
+    device.usable()?;
     let Some(config) = configure(meta, instance.entry, sizing, &device)? else {
         return Ok(());
     };

@@ -10,7 +10,7 @@ use std::ops::RangeBounds;
 use ndarray::{ArrayView, ArrayViewMut, Dimension};
 
 use super::array::{checked_len, within, zeroed_vec, DeviceArray, Rank, ShapeArg};
-use super::device::outside_cpu_replay;
+use super::device::permitted;
 use super::device::Device;
 use super::error::Error;
 use super::order::{Access, Users};
@@ -78,7 +78,7 @@ impl Device {
                 Memory::Pinned(ptr, len)
             }
             _ => {
-                outside_cpu_replay(self, "allocating an array")?;
+                permitted(self, "allocating an array")?;
                 Memory::Host(zeroed_vec(len, || self.name())?)
             }
         };

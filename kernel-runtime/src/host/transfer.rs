@@ -11,7 +11,7 @@
 use std::marker::PhantomData;
 
 use super::array::{DeviceArray, Rank};
-use super::device::outside_cpu_replay;
+use super::device::permitted;
 use super::device::Device;
 use super::error::Error;
 use super::order::{Access, Users};
@@ -148,7 +148,7 @@ fn check(
     len: usize,
     array_len: usize,
 ) -> Result<(), Error> {
-    outside_cpu_replay(array, "copying between the host and the device")?;
+    permitted(array, "copying between the host and the device")?;
     let mismatch = |argument, found: &Device| Error::DeviceMismatch {
         kernel: op,
         argument,

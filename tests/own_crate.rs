@@ -1,0 +1,213 @@
+//! A new user's crate, made outside the workspace from the README's own snippets, built with its
+//! build script and run; and the mistakes a new user makes in device code, each of which must
+//! fail the build with rustc's error at the user's file and line, near the top, without a panic.
+//!
+//! The crates live in the system's temporary directory (a crate under this workspace would
+//! belong to it) and build in `<target>/own-crate`, sharing the workspace's device builds.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const README: &str = include_str!("../README.md");
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The README's fenced blocks: each one's info string (`rust src/main.rs`) and text.
+fn readme_blocks() -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(String, String)> = None;
+    for line in README.lines() {
+        match (&mut open, line.strip_prefix("```")) {
+            (None, Some(info)) => open = Some((info.trim().to_string(), String::new())),
+            (Some(_), Some("")) => blocks.extend(open.take()),
+            (Some((_, text)), _) => {
+                text.push_str(line);
+                text.push('\n');
+            }
+            (None, None) => {}
+        }
+    }
+    blocks
+}
+
+/// The text of the README's block whose info string is `info`.
+fn readme_block(info: &str) -> String {
+    readme_blocks()
+        .into_iter()
+        .find(|(i, _)| i == info)
+        .unwrap_or_else(|| panic!("the README has no ```{info} block"))
+        .1
+}
+
+/// A crate named `name` in the temporary directory, from the README's manifest and build script,
+/// with the workspace where the README says the repository is cloned.
+fn new_crate(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kernel-suite-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let manifest = readme_block("toml Cargo.toml")
+        .replace("../kernels/", &format!("{}/", workspace().display()))
+        .replace("name = \"saxpy\"", &format!("name = \"{name}\""));
+    write(&dir, "Cargo.toml", &manifest);
+    write(&dir, "build.rs", &readme_block("rust build.rs"));
+    // The workspace's lock: the same versions, resolved without the network.
+    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    dir
+}
+
+fn write(dir: &Path, file: &str, text: &str) {
+    let path = dir.join(file);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Cargo in `dir`, with none of the variables the test's own cargo set but the toolchain's.
+fn cargo(dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        let cargo_set = key.starts_with("CARGO_") && key != "CARGO_HOME";
+        if cargo_set || ["RUSTFLAGS", "RUSTDOCFLAGS", "KERNEL_DEVICE"].contains(&&*key) {
+            cmd.env_remove(&*key);
+        }
+    }
+    cmd.current_dir(dir)
+        .args(args)
+        .env("CARGO_TARGET_DIR", target_dir().join("own-crate"))
+        .env(
+            "KERNEL_DEVICE_TARGET_DIR",
+            target_dir().join("kernel-device"),
+        );
+    cmd.output().unwrap()
+}
+
+fn succeeded(out: &Output, what: &str) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// A kernel in the crate's tests: its own module, where the crate has PTX.
+const A_TEST: &str = r#"use kernel_runtime::prelude::*;
+
+#[kernel]
+fn fill(x: &mut [u32]) {
+    let i = grid(1);
+    if i < x.len() {
+        x[i] = i as u32;
+    }
+}
+
+#[test]
+fn a_kernel_in_a_test() {
+    let dev = Device::default();
+    let mut x = dev.zeros::<u32, _>(100).unwrap();
+    fill.launch(1, 128, &mut x).unwrap();
+    assert_eq!(x.to_vec().unwrap()[99], 99);
+    if std::env::var("KERNEL_REQUIRE_PTX").as_deref() == Ok("1") {
+        assert!(fill.ptx().unwrap().contains(".entry fill("));
+    }
+}
+"#;
+
+#[test]
+fn the_readme_quick_start_builds_and_runs() {
+    let dir = new_crate("quick-start");
+    write(&dir, "src/main.rs", &readme_block("rust src/main.rs"));
+    // The README's first program, as an example of the crate.
+    write(&dir, "examples/first.rs", &readme_block("rust"));
+    write(&dir, "tests/in_a_test.rs", A_TEST);
+
+    let stdout = succeeded(&cargo(&dir, &["run", "--quiet"]), "cargo run");
+    assert!(
+        stdout.starts_with("y[..4] = [2, 3, 4, 2] ("),
+        "the README says `cargo run` prints `y[..4] = [2, 3, 4, 2] (Cpu)`:\n{stdout}"
+    );
+    succeeded(
+        &cargo(&dir, &["run", "--quiet", "--example", "first"]),
+        "the README's first program",
+    );
+    succeeded(&cargo(&dir, &["test", "--quiet"]), "a kernel in tests/");
+}
+
+/// The program each mistake is made in: `MISTAKE` is replaced by one line.
+const KERNEL: &str = "use kernel_runtime::prelude::*;
+
+#[kernel]
+pub fn add(a: &[f32], c: &mut [f32]) {
+    let i = grid(1);
+    if i < c.len() {
+        c[i] = a[i];
+        MISTAKE
+    }
+}
+
+fn helper(x: f32) -> f32 {
+    x * 2.0
+}
+
+fn main() {
+    println!(\"{}\", helper(1.0));
+}
+";
+
+#[test]
+fn device_build_errors_read_as_compiler_errors() {
+    let dir = new_crate("mistakes");
+    let line = KERNEL.lines().position(|l| l.contains("MISTAKE")).unwrap() + 1;
+    let mistakes = [
+        (
+            "println!(\"{}\", c[i]);",
+            "`println!` is not available in kernels",
+        ),
+        ("let v: Vec<f32> = Vec::new();", "`Vec` needs a heap"),
+        (
+            "let s = std::fs::read_to_string(\"x\");",
+            "`std::` is not available",
+        ),
+        ("c[i] = helper(a[i]);", "mark it `#[device]`"),
+        ("let x: u32 = a[i];", "mismatched types"),
+    ];
+    for (mistake, says) in mistakes {
+        write(&dir, "src/main.rs", &KERNEL.replace("MISTAKE", mistake));
+        let out = cargo(&dir, &["build", "--quiet"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "`{mistake}` built:\n{stderr}");
+        let errors: Vec<&str> = stderr
+            .lines()
+            .skip_while(|l| !l.starts_with("error"))
+            .collect();
+        let location = format!("src/main.rs:{line}:");
+        assert!(
+            errors.iter().take(5).any(|l| l.contains(&location)),
+            "`{mistake}`: {location} is not within the first 5 lines of the errors:\n{stderr}"
+        );
+        assert!(
+            stderr.contains(says),
+            "`{mistake}` does not say {says:?}:\n{stderr}"
+        );
+        for noise in [
+            "panicked",
+            "stack backtrace",
+            "RUST_BACKTRACE",
+            "multiple build targets",
+        ] {
+            assert!(
+                !stderr.contains(noise),
+                "`{mistake}`: {noise:?} in\n{stderr}"
+            );
+        }
+    }
+}
