@@ -150,6 +150,10 @@ pub mod prelude {
     pub use crate::grid::GridGroup;
     pub use crate::math::{self, DeviceFloat};
     pub use crate::number::DeviceNumber;
+    pub use crate::random::{
+        xoroshiro128p_normal_f32, xoroshiro128p_normal_f64, xoroshiro128p_uniform_f32,
+        xoroshiro128p_uniform_f64, Xoroshiro128pState,
+    };
     pub use crate::sync::{
         sync_threads, sync_threads_and, sync_threads_count, sync_threads_or, threadfence,
         threadfence_block,
@@ -169,6 +173,8 @@ pub mod prelude {
         View3Mut,
     };
 
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub use crate::random::create_xoroshiro128p_states;
     #[cfg(not(target_arch = "nvptx64"))]
     pub use crate::{
         Device, DeviceArray, DeviceArray1, DeviceArray2, DeviceArray3, Error, Kernel, LaunchConfig,
