@@ -1,7 +1,7 @@
 //! Random numbers on the device, as in Numba's documentation of `numba.cuda.random`: a Monte
 //! Carlo estimate of π, and a 3-D array filled with uniform numbers through `grid(3)` and
 //! `gridsize(3)`. Each thread draws from its own generator, `states[thread]`, made on the host
-//! by [`create_xoroshiro128p_states`](kernel_runtime::random::create_xoroshiro128p_states).
+//! by [`create_xoroshiro128p_states`].
 
 use kernel_runtime::prelude::*;
 use kernel_runtime::random::{xoroshiro128p_uniform_f32, Xoroshiro128pState};
