@@ -116,7 +116,7 @@ impl Default for Device {
     /// # std::env::set_var("KERNEL_DEVICE", "cuda:9999");
     /// let dev = Device::default();
     /// let err = dev.to_device(&[1.0f32, 2.0][..]).unwrap_err();
-    /// assert!(err.to_string().starts_with("KERNEL_DEVICE=cuda:9999 names a device that cannot be used"));
+    /// assert!(err.to_string().starts_with("KERNEL_DEVICE=cuda:9999 cannot be used: CUDA device 9999"));
     /// # std::env::remove_var("KERNEL_DEVICE");
     /// ```
     fn default() -> Self {
@@ -153,6 +153,12 @@ impl Device {
     /// The stand-in for the device `asked` names, which could not be opened because of
     /// `reason`.
     fn unavailable(asked: &str, reason: &Error) -> Device {
+        let reason = match reason {
+            Error::BadDeviceSpec { .. } => {
+                "the value is none of `cpu`, `cpu-checked`, `cuda` and `cuda:N`".to_string()
+            }
+            other => other.to_string(),
+        };
         Device {
             inner: Arc::new(Inner {
                 kind: DeviceKind::Cpu,
@@ -160,7 +166,7 @@ impl Device {
                 cuda: None,
                 unavailable: Some(Unavailable {
                     asked: asked.to_string(),
-                    reason: reason.to_string(),
+                    reason,
                 }),
             }),
         }
@@ -414,5 +420,11 @@ mod tests {
             assert_eq!(format!("{err:?}"), err.to_string());
             assert!(err.to_string().contains(&reason.to_string()), "{err}");
         }
+        let bad = Device::unavailable("gpu2", &Device::parse_spec("gpu2").unwrap_err());
+        let err = bad.synchronize().unwrap_err().to_string();
+        assert!(
+            err.starts_with("KERNEL_DEVICE=gpu2 cannot be used: the value is none of"),
+            "{err}"
+        );
     }
 }

@@ -206,7 +206,7 @@ pub enum Error {
     /// [`Device::default`](crate::Device::default) stands in for it with a device that refuses
     /// all work.
     #[error(
-        "KERNEL_DEVICE={asked} names a device that cannot be used: {reason}. Unset \
+        "KERNEL_DEVICE={asked} cannot be used: {reason}. Unset \
          KERNEL_DEVICE to run on a GPU where one is usable and on the CPU backend elsewhere, \
          or set it to `cpu`"
     )]
