@@ -112,3 +112,30 @@ fn the_gpu_pass_takes_blocks_and_grids_of_any_shape_by_linear_index() {
         assert_eq!(partials.to_vec().unwrap(), want, "{:?}", dev.kind());
     }
 }
+
+/// A sum that overflows where Rust checks arithmetic (debug builds): a reduction's panic.
+#[kernel_runtime::reduce]
+fn sum_u32(a: u32, b: u32) -> u32 {
+    a + b
+}
+
+#[test]
+fn an_overflow_in_fold_is_an_error_as_in_reduce() {
+    for dev in backends() {
+        let x = dev.to_device(&[u32::MAX][..]).unwrap();
+        let folded = sum_u32.fold(&x, 1);
+        let two = dev.to_device(&[u32::MAX, 1][..]).unwrap();
+        let reduced = sum_u32.reduce(&two);
+        if cfg!(debug_assertions) {
+            for err in [folded.unwrap_err(), reduced.unwrap_err()] {
+                let kernel_runtime::Error::KernelFault { message, .. } = &err else {
+                    panic!("{err}");
+                };
+                assert!(message.contains("overflow"), "{err}");
+            }
+        } else {
+            assert_eq!(folded.unwrap(), 0);
+            assert_eq!(reduced.unwrap(), Some(0));
+        }
+    }
+}

@@ -215,12 +215,7 @@ fn host(name: &syn::Ident, op: &syn::Ident, ty: &Type) -> TokenStream {
                 let xs = unsafe {
                     ::core::slice::from_raw_parts(::kernel_runtime::__rt::host_ptr(array), array.len())
                 };
-                ::kernel_runtime::__rt::reduce_host(xs, #op).map_err(|message| {
-                    ::kernel_runtime::__rt::Error::KernelFault {
-                        kernel: <Self as ::kernel_runtime::__rt::Kernel>::META.name,
-                        message,
-                    }
-                })
+                self.on_host(xs)
             }
 
             /// `op(init, reduce(array))`, or `init` for an empty array: Numba's
@@ -230,9 +225,23 @@ fn host(name: &syn::Ident, op: &syn::Ident, ty: &Type) -> TokenStream {
                 array: &::kernel_runtime::__rt::DeviceArray<#ty, ::kernel_runtime::__rt::Ix1>,
                 init: #ty,
             ) -> ::core::result::Result<#ty, ::kernel_runtime::__rt::Error> {
-                Ok(match self.reduce(array)? {
-                    ::core::option::Option::Some(r) => #op(init, r),
-                    ::core::option::Option::None => init,
+                match self.reduce(array)? {
+                    ::core::option::Option::Some(r) => Ok(self.on_host(&[init, r])?.unwrap_or(init)),
+                    ::core::option::Option::None => Ok(init),
+                }
+            }
+
+            /// The reduction of `xs` on the host, where a panic of the operation (an overflow)
+            /// is an error, not a crash.
+            fn on_host(
+                &self,
+                xs: &[#ty],
+            ) -> ::core::result::Result<::core::option::Option<#ty>, ::kernel_runtime::__rt::Error> {
+                ::kernel_runtime::__rt::reduce_host(xs, #op).map_err(|message| {
+                    ::kernel_runtime::__rt::Error::KernelFault {
+                        kernel: <Self as ::kernel_runtime::__rt::Kernel>::META.name,
+                        message,
+                    }
                 })
             }
         }
