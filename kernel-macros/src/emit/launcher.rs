@@ -6,8 +6,9 @@
 use crate::emit::cpu::CpuPlan;
 use crate::kernel::params::Param;
 use crate::kernel::validate::Kernel;
-use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
 
 /// The launcher of `k`: its value, its PTX registration, its description, its launch methods
 /// and its CPU bodies.
@@ -136,7 +137,23 @@ fn instances(k: &Kernel) -> TokenStream {
             }
         }
     });
-    quote!(#(#impls)*)
+    // Each instance meets the type parameters' bounds, checked where it is listed, whether
+    // or not anything launches it.
+    let (params, predicates) = g.decl();
+    let checks = g.instances.iter().map(|i| {
+        let types = &i.types;
+        let span = types.first().map_or_else(Span::call_site, |t| t.span());
+        quote_spanned!(span=> __bounds::<#(#types),*>();)
+    });
+    quote! {
+        #(#impls)*
+        const _: () = {
+            #[allow(dead_code)]
+            fn __bounds #params () where #predicates {}
+            #[allow(dead_code)]
+            fn __instances() { #(#checks)* }
+        };
+    }
 }
 
 /// The kernel's description: its name, parameters, PTX entries, shared bytes, PTX module and

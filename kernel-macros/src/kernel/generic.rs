@@ -66,6 +66,14 @@ impl Generic {
                     example(&params)
                 ),
             )),
+            (false, Some(list)) if list.types.is_empty() => Err(syn::Error::new(
+                list.span,
+                format!(
+                    "`instances()` lists no types: name at least one, as \
+                     `instances({})`",
+                    example(&params)
+                ),
+            )),
             (false, Some(list)) => {
                 let instances = list
                     .types
