@@ -108,3 +108,17 @@ fn a_snapshot_keeps_its_values_when_the_array_is_set() {
     assert_eq!(HISTORY.read()[1], 4);
     assert_eq!(HISTORY.to_vec(&dev).unwrap(), vec![3, 4]);
 }
+
+// A terabyte: more than a host or a GPU holds.
+kernel_runtime::global_array!(static HUGE: [u8; 1usize << 40]);
+
+#[test]
+fn an_array_the_host_cannot_hold_is_an_error_not_an_abort() {
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let err = HUGE.to_vec(&dev).unwrap_err();
+        assert!(
+            matches!(err, Error::OutOfMemory { bytes, .. } if bytes == 1 << 40),
+            "{err}"
+        );
+    }
+}

@@ -96,7 +96,7 @@ fn close_f64(got: &[f64], want: &[f64]) -> bool {
 #[test]
 fn host_states_and_draws_are_numbas() {
     for case in cases() {
-        let states = xoroshiro128p_states(case.states.len(), case.seed, case.start);
+        let states = xoroshiro128p_states(case.states.len(), case.seed, case.start).unwrap();
         assert_eq!(
             states, case.states,
             "seed {} start {}",
@@ -179,7 +179,7 @@ fn kernels_draw_numbas_numbers_on_every_backend() {
 
 #[test]
 fn normal_draws_have_mean_zero_and_deviation_one() {
-    let mut states = xoroshiro128p_states(1, 2024, 0);
+    let mut states = xoroshiro128p_states(1, 2024, 0).unwrap();
     let n = 200_000;
     let xs: Vec<f64> = (0..n)
         .map(|_| xoroshiro128p_normal_f64(&mut states[..], 0))
@@ -189,4 +189,24 @@ fn normal_draws_have_mean_zero_and_deviation_one() {
     // Five standard errors: 5 / sqrt(n) for the mean, about 5 * sqrt(2 / n) for the variance.
     assert!(mean.abs() < 0.012, "mean {mean}");
     assert!((var - 1.0).abs() < 0.016, "variance {var}");
+}
+
+#[test]
+fn states_the_device_cannot_hold_are_typed_errors_and_any_start_is_quick() {
+    for dev in common::backends() {
+        let huge = create_xoroshiro128p_states(&dev, 1 << 40, 1, 0).map(drop);
+        assert!(
+            matches!(huge, Err(kernel_runtime::Error::OutOfMemory { .. })),
+            "{huge:?}"
+        );
+        let past = create_xoroshiro128p_states(&dev, usize::MAX, 1, 0).map(drop);
+        assert!(
+            matches!(past, Err(kernel_runtime::Error::TooLarge { .. })),
+            "{past:?}"
+        );
+        // u64::MAX · 2^64 steps ahead: 64 jumps by powers of two, not u64::MAX jumps.
+        let far = create_xoroshiro128p_states(&dev, 4, 1, u64::MAX).unwrap();
+        let host = xoroshiro128p_states(4, 1, u64::MAX).unwrap();
+        assert_eq!(far.to_vec().unwrap(), host);
+    }
 }

@@ -166,27 +166,53 @@ impl<T: AnyBitPattern, const N: usize> ModuleArray<T, N> {
             // First use: all zeros, as on a GPU. A concurrent first `set` or read wins.
             let _ = self
                 .cpu
-                .compare_and_swap(&None::<std::sync::Arc<_>>, Some(zeroed()));
+                .compare_and_swap(&None::<std::sync::Arc<_>>, Some(self.zeroed_in_kernel()));
             data = self.cpu.load_full();
         }
         ModuleView {
             name: self.name,
-            data: data.unwrap_or_else(zeroed),
+            data: data.unwrap_or_else(|| self.zeroed_in_kernel()),
         }
+    }
+
+    /// The zeros a kernel reads before any `set`; where the host cannot hold them, a panic,
+    /// which the launch returns as the kernel's fault.
+    #[cfg(not(target_arch = "nvptx64"))]
+    fn zeroed_in_kernel(&self) -> std::sync::Arc<[T; N]> {
+        zeroed().unwrap_or_else(|| {
+            panic!(
+                "module array `{}` ({} bytes) does not fit in the host's memory",
+                self.name,
+                core::mem::size_of::<[T; N]>()
+            )
+        })
     }
 }
 
-/// `N` zeros of `T`, made on the heap.
+/// `N` zeros of `T`, made on the heap; `None` where the host cannot give the bytes.
 #[cfg(not(target_arch = "nvptx64"))]
-fn zeroed<T: AnyBitPattern, const N: usize>() -> std::sync::Arc<[T; N]> {
+fn zeroed<T: AnyBitPattern, const N: usize>() -> Option<std::sync::Arc<[T; N]>> {
+    // An `Arc` aborts the process where its allocation fails: ask the allocator for the bytes
+    // first, so that a size it cannot give is an error.
+    let layout = std::alloc::Layout::new::<[T; N]>();
+    if layout.size() > 0 {
+        // SAFETY: the layout has a non-zero size; the memory is freed at once, unread.
+        unsafe {
+            let probe = std::alloc::alloc(layout);
+            if probe.is_null() {
+                return None;
+            }
+            std::alloc::dealloc(probe, layout);
+        }
+    }
     let mut fresh = std::sync::Arc::<[T; N]>::new_uninit();
     let slot = std::sync::Arc::get_mut(&mut fresh).expect("a new Arc is unique");
     // SAFETY: every byte of the slot is written; all-zero bytes are a value of `T`
     // (`AnyBitPattern`), so of `[T; N]`.
-    unsafe {
+    Some(unsafe {
         slot.as_mut_ptr().write_bytes(0, 1);
         fresh.assume_init()
-    }
+    })
 }
 
 /// What [`ModuleArray::read`] gives a kernel: the array's values, indexed as `view[i]`.
@@ -384,7 +410,7 @@ mod host {
                     gpu.upload(at, &Users::default(), values)
                 }
                 None => {
-                    let mut fresh = super::zeroed::<T, N>();
+                    let mut fresh = super::zeroed::<T, N>().ok_or_else(|| self.no_room())?;
                     std::sync::Arc::get_mut(&mut fresh)
                         .expect("a new Arc is unique")
                         .copy_from_slice(values);
@@ -400,17 +426,30 @@ mod host {
                 Some(gpu) => {
                     let at = self.symbol_on(gpu)?;
                     // SAFETY: all-zero bytes are a value of `T`; the download overwrites them.
-                    let mut out =
-                        unsafe { crate::zeroed::zeroed_vec::<T>(N) }.ok_or(Error::OutOfMemory {
-                            bytes: core::mem::size_of::<[T; N]>(),
-                            place: "the host".into(),
-                        })?;
+                    let mut out = unsafe { crate::zeroed::zeroed_vec::<T>(N) }
+                        .ok_or_else(|| self.no_room())?;
                     // Kernels on any stream may write the array: the copy waits for them all.
                     gpu.barrier()?;
                     gpu.download(&mut out, at, &Users::default())?;
                     Ok(out)
                 }
-                None => Ok(self.read().data.to_vec()),
+                None => {
+                    // SAFETY: all-zero bytes are a value of `T` (`AnyBitPattern`).
+                    let mut out = unsafe { crate::zeroed::zeroed_vec::<T>(N) }
+                        .ok_or_else(|| self.no_room())?;
+                    if let Some(data) = self.cpu.load_full() {
+                        out.copy_from_slice(&data[..]);
+                    }
+                    Ok(out)
+                }
+            }
+        }
+
+        /// The error of a copy of the array that the host cannot hold.
+        fn no_room(&self) -> Error {
+            Error::OutOfMemory {
+                bytes: core::mem::size_of::<[T; N]>(),
+                place: "the host".into(),
             }
         }
 

@@ -97,6 +97,79 @@ impl Xoroshiro128pState {
         }
         *self = Xoroshiro128pState { s0, s1 };
     }
+
+    /// Advances the state `times · 2^64` steps, as `times` calls of [`jump`](Self::jump) do, in
+    /// at most 64 steps of its own: a jump is a linear map of the state's 128 bits, and the
+    /// maps of 2^k jumps are made once, by squaring (Numba jumps `times` times, which
+    /// `subsequence_start = u64::MAX` would not finish).
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub fn jump_by(&mut self, times: u64) {
+        let powers = jump_powers();
+        let mut bits = self.bits();
+        for (k, map) in powers.iter().enumerate() {
+            if times >> k & 1 == 1 {
+                bits = map.apply(bits);
+            }
+        }
+        *self = Self::from_bits(bits);
+    }
+
+    fn bits(self) -> u128 {
+        u128::from(self.s0) | u128::from(self.s1) << 64
+    }
+
+    fn from_bits(bits: u128) -> Self {
+        Xoroshiro128pState {
+            s0: bits as u64,
+            s1: (bits >> 64) as u64,
+        }
+    }
+}
+
+/// A linear map of a state's 128 bits over GF(2): `columns[j]` is the image of bit `j` alone.
+#[cfg(not(target_arch = "nvptx64"))]
+struct BitMap {
+    columns: [u128; 128],
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl BitMap {
+    fn apply(&self, bits: u128) -> u128 {
+        let (mut image, mut rest) = (0, bits);
+        while rest != 0 {
+            image ^= self.columns[rest.trailing_zeros() as usize];
+            rest &= rest - 1;
+        }
+        image
+    }
+
+    /// The map applied twice.
+    fn squared(&self) -> BitMap {
+        BitMap {
+            columns: core::array::from_fn(|j| self.apply(self.columns[j])),
+        }
+    }
+}
+
+/// The maps of 2^k jumps, k = 0..64, made at the first use.
+#[cfg(not(target_arch = "nvptx64"))]
+fn jump_powers() -> &'static [BitMap] {
+    static POWERS: std::sync::OnceLock<Vec<BitMap>> = std::sync::OnceLock::new();
+    POWERS.get_or_init(|| {
+        let jump = BitMap {
+            columns: core::array::from_fn(|j| {
+                let mut state = Xoroshiro128pState::from_bits(1 << j);
+                state.jump();
+                state.bits()
+            }),
+        };
+        let mut powers = vec![jump];
+        while powers.len() < 64 {
+            let next = powers[powers.len() - 1].squared();
+            powers.push(next);
+        }
+        powers
+    })
 }
 
 /// The top 53 bits of `x` as an `f64` in `[0, 1)`.
@@ -170,30 +243,61 @@ where
 
 /// The `n` states Numba's `init_xoroshiro128p_states` makes of `seed`: state 0 from the seed,
 /// jumped `subsequence_start` times, each next one the one before jumped once.
+///
+/// `Error::TooLarge` or `Error::OutOfMemory` where the host cannot hold them.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn xoroshiro128p_states(
     n: usize,
     seed: u64,
     subsequence_start: u64,
-) -> Vec<Xoroshiro128pState> {
-    let mut state = Xoroshiro128pState::seeded(seed);
-    for _ in 0..subsequence_start {
-        state.jump();
+) -> Result<Vec<Xoroshiro128pState>, crate::Error> {
+    let mut states = Vec::new();
+    if states.try_reserve_exact(n).is_err() {
+        return Err(
+            match n.checked_mul(core::mem::size_of::<Xoroshiro128pState>()) {
+                Some(bytes) if bytes <= isize::MAX as usize => crate::Error::OutOfMemory {
+                    place: "the host".into(),
+                    bytes,
+                },
+                _ => crate::Error::TooLarge { shape: vec![n] },
+            },
+        );
     }
-    let mut states = Vec::with_capacity(n);
-    for i in 0..n {
-        if i > 0 {
-            state.jump();
-        }
-        states.push(state);
+    states.extend(StateStream::new(seed, subsequence_start).take(n));
+    Ok(states)
+}
+
+/// The states of [`xoroshiro128p_states`], one after another.
+#[cfg(not(target_arch = "nvptx64"))]
+struct StateStream {
+    next: Xoroshiro128pState,
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl StateStream {
+    fn new(seed: u64, subsequence_start: u64) -> Self {
+        let mut next = Xoroshiro128pState::seeded(seed);
+        next.jump_by(subsequence_start);
+        StateStream { next }
     }
-    states
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl Iterator for StateStream {
+    type Item = Xoroshiro128pState;
+
+    fn next(&mut self) -> Option<Xoroshiro128pState> {
+        let state = self.next;
+        self.next.jump();
+        Some(state)
+    }
 }
 
 /// A new array of `n` generator states on `device`, as Numba's
 /// `create_xoroshiro128p_states(n, seed, subsequence_start)`: see [`xoroshiro128p_states`].
-/// The states are made on the host (a jump is 128 steps, so a million states take about a
-/// second) and copied.
+/// The array is allocated first (an `n` the device cannot hold is its typed error), then the
+/// states are made on the host a slice at a time (a jump is 128 steps, so a million states take
+/// about a second) and copied.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn create_xoroshiro128p_states(
     device: &crate::Device,
@@ -201,7 +305,9 @@ pub fn create_xoroshiro128p_states(
     seed: u64,
     subsequence_start: u64,
 ) -> Result<crate::DeviceArray1<Xoroshiro128pState>, crate::Error> {
-    device.to_device(&xoroshiro128p_states(n, seed, subsequence_start))
+    let mut states = device.empty::<Xoroshiro128pState, _>(n)?;
+    init_xoroshiro128p_states(&mut states, seed, subsequence_start)?;
+    Ok(states)
 }
 
 /// Sets the states of `states` as [`create_xoroshiro128p_states`] makes them, as Numba's
@@ -212,8 +318,17 @@ pub fn init_xoroshiro128p_states(
     seed: u64,
     subsequence_start: u64,
 ) -> Result<(), crate::Error> {
-    let host = xoroshiro128p_states(states.len(), seed, subsequence_start);
-    states.copy_from_host(&host[..])
+    const SLICE: usize = 1 << 16;
+    let mut stream = StateStream::new(seed, subsequence_start);
+    let mut slice = Vec::with_capacity(SLICE.min(states.len()));
+    let mut at = 0;
+    while at < states.len() {
+        slice.clear();
+        slice.extend(stream.by_ref().take(SLICE.min(states.len() - at)));
+        states.copy_from_host_at(at, &slice)?;
+        at += slice.len();
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -234,8 +349,41 @@ mod tests {
     }
 
     #[test]
+    fn jumping_by_powers_is_jumping_one_at_a_time() {
+        for times in [0u64, 1, 2, 3, 5, 64, 77] {
+            let mut one_at_a_time = Xoroshiro128pState::seeded(times);
+            for _ in 0..times {
+                one_at_a_time.jump();
+            }
+            let mut at_once = Xoroshiro128pState::seeded(times);
+            at_once.jump_by(times);
+            assert_eq!(at_once, one_at_a_time, "{times}");
+        }
+        // 2^64 - 1 jumps, which a loop would not finish: then one more is 2^64 jumps, which
+        // (the state's period is 2^128 - 1) brings the state back where 2^128 steps would.
+        let mut far = Xoroshiro128pState::seeded(1);
+        far.jump_by(u64::MAX);
+        far.jump();
+        let mut back = Xoroshiro128pState::seeded(1);
+        back.next_u64();
+        assert_eq!(far, back);
+    }
+
+    #[test]
+    fn too_many_states_are_an_error() {
+        assert!(matches!(
+            xoroshiro128p_states(usize::MAX, 1, 0),
+            Err(crate::Error::TooLarge { .. })
+        ));
+        assert!(matches!(
+            xoroshiro128p_states(1 << 50, 1, 0),
+            Err(crate::Error::OutOfMemory { .. })
+        ));
+    }
+
+    #[test]
     fn uniform_draws_stay_in_the_unit_interval() {
-        let mut states = xoroshiro128p_states(3, 99, 0);
+        let mut states = xoroshiro128p_states(3, 99, 0).unwrap();
         for _ in 0..10_000 {
             let x = xoroshiro128p_uniform_f64(&mut states[..], 2);
             assert!((0.0..1.0).contains(&x));
