@@ -210,3 +210,46 @@ fn states_the_device_cannot_hold_are_typed_errors_and_any_start_is_quick() {
         assert_eq!(far.to_vec().unwrap(), host);
     }
 }
+
+/// Kernels that misuse the generators.
+mod misuse {
+    use kernel_runtime::prelude::*;
+
+    /// Every thread draws from state 0: a race on it.
+    #[kernel]
+    pub fn all_from_state_zero(states: &mut [Xoroshiro128pState], out: &mut [f32]) {
+        let i = grid(1);
+        if i < out.len() {
+            out[i] = xoroshiro128p_uniform_f32(&mut states, 0);
+        }
+    }
+
+    /// Thread `i` draws from state `i`, past the states' end for most.
+    #[kernel]
+    pub fn past_the_states(states: &mut [Xoroshiro128pState], out: &mut [f32]) {
+        let i = grid(1);
+        if i < out.len() {
+            out[i] = xoroshiro128p_uniform_f32(&mut states, i);
+        }
+    }
+}
+use misuse::{all_from_state_zero, past_the_states};
+
+#[test]
+fn checked_mode_names_the_kernels_line_not_the_generators() {
+    let dev = kernel_runtime::Device::cpu_checked();
+    let mut out = dev.zeros::<f32, _>(64).unwrap();
+    let mut states = create_xoroshiro128p_states(&dev, 4, 1, 0).unwrap();
+    let race = all_from_state_zero
+        .launch(2, 32, (&mut states, &mut out))
+        .unwrap_err()
+        .to_string();
+    let past = past_the_states
+        .launch(2, 32, (&mut states, &mut out))
+        .unwrap_err()
+        .to_string();
+    for err in [race, past] {
+        assert!(err.contains("tests/random.rs:"), "{err}");
+        assert!(!err.contains("src/random.rs"), "{err}");
+    }
+}

@@ -187,7 +187,7 @@ pub(crate) fn walk<'a>(items: &'a [Item], f: &mut dyn FnMut(&'a Item)) {
 
 /// What survives of the crate: the selected items and the modules that must exist.
 struct Selection {
-    /// The names `kernel_runtime` exports to the host alone: imports of them are left out.
+    /// The paths `kernel_runtime` exports to the host alone: imports of them are left out.
     host_only: HashSet<String>,
     items: HashSet<ItemKey>,
     item_names: HashSet<String>,
@@ -317,10 +317,15 @@ impl Selection {
             return false;
         };
         if DEVICE_CRATES.contains(&first) {
-            // The name `kernel_runtime::` is followed by: `host` of `kernel_runtime::host::X`.
-            let exported = prefix.get(1).map(String::as_str).or(name);
-            let host_import =
-                first == "kernel_runtime" && exported.is_some_and(|n| self.host_only.contains(n));
+            // The path below `kernel_runtime::`, and each path above it (`host` of `host::X`).
+            let below: Vec<&str> = prefix
+                .iter()
+                .skip(1)
+                .map(String::as_str)
+                .chain(name)
+                .collect();
+            let host_import = first == "kernel_runtime"
+                && (1..=below.len()).any(|n| self.host_only.contains(&below[..n].join("::")));
             return !host_import;
         }
         // Paths from the crate root or a module, or (edition 2018 and later) from a module
@@ -535,7 +540,7 @@ fn mirror_path(path: &Path, manifest_dir: &Path, index: usize) -> PathBuf {
 /// Splits the device code out of `tree`, to be written into `device_dir`.
 ///
 /// `host_only` names what `kernel_runtime` exports to the host alone
-/// ([`crate::host_only::runtime_host_names`]).
+/// ([`crate::host_only::runtime_host_paths`]).
 pub(crate) fn extract(
     tree: &SourceTree,
     manifest_dir: &Path,
@@ -810,10 +815,18 @@ pub use host::Report as R;
             use kernel_runtime::{Device, DeviceNumber};\n\
             use kernel_runtime::Finding;\n\
             use kernel_runtime::ndarray::{s, Array2};\n\
+            use kernel_runtime::random::{create_xoroshiro128p_states, Xoroshiro128pState};\n\
             #[kernel] fn k(x: &mut [f32]) { x[0] = 1.0; }\n\
             fn host(dev: &Device) -> Option<Finding> { None }\n";
         let tree = load_map("/c/tests/it.rs", &[("/c/tests/it.rs", src)]).unwrap();
-        let host_only = ["Device", "Finding", "ndarray"].map(String::from).into();
+        let host_only = [
+            "Device",
+            "Finding",
+            "ndarray",
+            "random::create_xoroshiro128p_states",
+        ]
+        .map(String::from)
+        .into();
         let ex = extract(&tree, Path::new("/c"), Path::new("/dev"), host_only);
         let text = &ex.files[0].text;
         assert!(text.contains("use kernel_runtime::prelude::*;"), "{text}");
@@ -826,6 +839,8 @@ pub use host::Report as R;
             "{text}"
         );
         assert!(!text.contains("ndarray"), "{text}");
+        assert!(text.contains("random :: { Xoroshiro128pState }"), "{text}");
+        assert!(!text.contains("create_"), "{text}");
         assert_eq!(ex.host_functions, HashSet::from(["host".to_string()]));
     }
 

@@ -1,7 +1,8 @@
-//! The names `kernel_runtime` exports to the host alone (`Device`, `Error`, `Finding`, its
-//! `host` module, `ndarray`, ...), read from its root file: a `use kernel_runtime::Device;` in
-//! a file that also holds kernels serves the host code there, and is left out of the device
-//! crate, where the name does not exist.
+//! The paths `kernel_runtime` exports to the host alone (`Device`, `Error`, `Finding`, its
+//! `host` module, `ndarray`, `random::create_xoroshiro128p_states`, ...), read from its root file
+//! and the files of its public modules: a `use kernel_runtime::Device;` in a file that also holds
+//! kernels serves the host code there, and is left out of the device crate, where the name does
+//! not exist.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -9,19 +10,48 @@ use std::path::Path;
 use syn::ext::IdentExt;
 use syn::{Item, UseTree};
 
-/// The names that `src/lib.rs` of the runtime at `runtime_dir` declares or re-exports only off
-/// the device (`#[cfg(not(target_arch = "nvptx64"))]`, alone or in an `all(..)`). Empty where
-/// the file cannot be read or parsed: every import is then kept, as before this check.
-pub(crate) fn runtime_host_names(runtime_dir: &Path) -> HashSet<String> {
-    let text = std::fs::read_to_string(runtime_dir.join("src/lib.rs")).unwrap_or_default();
-    host_names(&text)
+/// The paths, below `kernel_runtime::` (`Device`, `random::create_xoroshiro128p_states`), that
+/// the runtime at `runtime_dir` declares or re-exports only off the device
+/// (`#[cfg(not(target_arch = "nvptx64"))]`, alone or in an `all(..)`): in `src/lib.rs`, and one
+/// module down in the files of its public modules. Empty where the files cannot be read or
+/// parsed: every import is then kept.
+pub(crate) fn runtime_host_paths(runtime_dir: &Path) -> HashSet<String> {
+    let src = runtime_dir.join("src");
+    let Some(root) = parse(&src.join("lib.rs")) else {
+        return HashSet::new();
+    };
+    let mut paths = host_names(&root);
+    for item in &root.items {
+        let Item::Mod(m) = item else { continue };
+        let public = matches!(m.vis, syn::Visibility::Public(_));
+        if !public || m.content.is_some() || host_only(item) {
+            continue;
+        }
+        let name = m.ident.unraw().to_string();
+        let file = [
+            src.join(format!("{name}.rs")),
+            src.join(&name).join("mod.rs"),
+        ]
+        .into_iter()
+        .find_map(|f| parse(&f));
+        if let Some(file) = file {
+            paths.extend(
+                host_names(&file)
+                    .into_iter()
+                    .map(|n| format!("{name}::{n}")),
+            );
+        }
+    }
+    paths
 }
 
-fn host_names(text: &str) -> HashSet<String> {
+fn parse(path: &Path) -> Option<syn::File> {
+    syn::parse_file(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// The names `file` declares or re-exports off the device only.
+fn host_names(file: &syn::File) -> HashSet<String> {
     let mut names = HashSet::new();
-    let Ok(file) = syn::parse_file(text) else {
-        return names;
-    };
     for item in file.items.iter().filter(|item| host_only(item)) {
         match item {
             Item::Use(u) => leaf_names(&u.tree, &mut names),
@@ -84,7 +114,7 @@ mod tests {
             #[cfg(target_arch = "nvptx64")]
             pub use device::Only;
         "#;
-        let names = host_names(lib);
+        let names = host_names(&syn::parse_file(lib).unwrap());
         let mut sorted: Vec<_> = names.into_iter().collect();
         sorted.sort();
         assert_eq!(
@@ -96,7 +126,7 @@ mod tests {
     #[test]
     fn reads_the_runtime_of_this_workspace() {
         let runtime = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernel-runtime");
-        let names = runtime_host_names(&runtime);
+        let paths = runtime_host_paths(&runtime);
         for host in [
             "Device",
             "Error",
@@ -104,11 +134,19 @@ mod tests {
             "ndarray",
             "host",
             "DeviceArray",
+            "random::create_xoroshiro128p_states",
+            "random::xoroshiro128p_states",
         ] {
-            assert!(names.contains(host), "{host}: {names:?}");
+            assert!(paths.contains(host), "{host}: {paths:?}");
         }
-        for device in ["prelude", "Dim3", "DeviceNumber", "kernel"] {
-            assert!(!names.contains(device), "{device}");
+        for device in [
+            "prelude",
+            "Dim3",
+            "DeviceNumber",
+            "kernel",
+            "random::Xoroshiro128pState",
+        ] {
+            assert!(!paths.contains(device), "{device}");
         }
     }
 }

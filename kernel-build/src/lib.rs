@@ -538,7 +538,7 @@ impl Builder {
         let lock = fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
         lock.lock().map_err(|e| Error::io(&lock_path, e))?;
 
-        let host_only = host_only::runtime_host_names(job.runtime);
+        let host_only = host_only::runtime_host_paths(job.runtime);
         let extraction = extract::extract(tree, job.manifest_dir, &device_dir, host_only);
         let edition = match &self.edition {
             Some(e) => e.clone(),

@@ -180,6 +180,7 @@ fn unit_f64(x: u64) -> f64 {
 
 /// The next 64 random bits of `states[index]`, which advances one step.
 #[inline]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn xoroshiro128p_next<S>(states: &mut S, index: usize) -> u64
 where
     S: IndexMut<usize, Output = Xoroshiro128pState> + ?Sized,
@@ -188,6 +189,7 @@ where
 }
 
 /// Advances `states[index]` 2^64 steps.
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn xoroshiro128p_jump<S>(states: &mut S, index: usize)
 where
     S: IndexMut<usize, Output = Xoroshiro128pState> + ?Sized,
@@ -197,6 +199,7 @@ where
 
 /// A uniform `f64` in `[0, 1)` from `states[index]` (53 random bits), which advances one step.
 #[inline]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn xoroshiro128p_uniform_f64<S>(states: &mut S, index: usize) -> f64
 where
     S: IndexMut<usize, Output = Xoroshiro128pState> + ?Sized,
@@ -207,6 +210,7 @@ where
 /// A uniform `f32` from `states[index]`, which advances one step: the `f64` draw rounded to
 /// `f32`, as Numba does, so that it is in `[0, 1]` (1 when the `f64` rounds up to it).
 #[inline]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn xoroshiro128p_uniform_f32<S>(states: &mut S, index: usize) -> f32
 where
     S: IndexMut<usize, Output = Xoroshiro128pState> + ?Sized,
@@ -217,6 +221,7 @@ where
 /// A standard normal `f32` (mean 0, deviation 1) from `states[index]`, which advances two
 /// steps: `sqrt(-2 ln u1) cos(2π u2)` of two uniform `f32` draws, in `f32`.
 #[inline]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn xoroshiro128p_normal_f32<S>(states: &mut S, index: usize) -> f32
 where
     S: IndexMut<usize, Output = Xoroshiro128pState> + ?Sized,
@@ -231,6 +236,7 @@ where
 /// draws its two uniform numbers as `f32` and takes the logarithm of the first in `f32`; the
 /// rest is `f64`.
 #[inline]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn xoroshiro128p_normal_f64<S>(states: &mut S, index: usize) -> f64
 where
     S: IndexMut<usize, Output = Xoroshiro128pState> + ?Sized,
