@@ -1,8 +1,8 @@
 //! Graphs (`Device::capture`) on every backend: launches captured once run, in order, at each
 //! replay and not before; what a graph cannot hold is refused while capturing.
 
-use kernel_runtime::Error;
-use kernel_suite::test_kernels::times_three_plus;
+use kernel_runtime::{Error, LaunchConfig};
+use kernel_suite::test_kernels::{times_three_plus, NEVER_SET};
 
 mod common;
 use common::backends;
@@ -75,6 +75,15 @@ fn allocating_copying_or_waiting_in_a_graph_is_refused_on_every_backend() {
         refused(dev.capture(|| dev.zeros::<u32, _>(8).map(drop)));
         refused(dev.capture(|| x.to_vec().map(drop)));
         refused(dev.capture(|| dev.synchronize()));
+        // Module arrays are copied, and a stream of its own is not the capture's.
+        refused(dev.capture(|| NEVER_SET.to_vec(&dev).map(drop)));
+        refused(dev.capture(|| NEVER_SET.set(&dev, &[0.0; 3])));
+        let stream = dev.stream().unwrap();
+        let mut y = dev.zeros::<u32, _>(8).unwrap();
+        refused(dev.capture(|| {
+            let config = LaunchConfig::new(1, 8)?.on_stream(&stream);
+            times_three_plus.launch_with(config, (&mut y, 1))
+        }));
         // The capture ended: the device works as before.
         assert_eq!(x.to_vec().unwrap(), vec![0; 8], "{:?}", dev.kind());
     }

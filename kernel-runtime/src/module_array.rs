@@ -386,6 +386,7 @@ mod host {
     use super::{ModuleArray, Space};
     use crate::device_copy::AnyBitPattern;
     use crate::host::cuda::CudaDevice;
+    use crate::host::device::permitted;
     use crate::host::order::Users;
     use crate::{Device, Error};
 
@@ -402,6 +403,7 @@ mod host {
                     found: vec![values.len()],
                 });
             }
+            permitted(dev, "setting a module array")?;
             match dev.gpu() {
                 Some(gpu) => {
                     let at = self.symbol_on(gpu)?;
@@ -422,6 +424,7 @@ mod host {
 
         /// The values the array holds on `dev`, after the work queued there before.
         pub fn to_vec(&'static self, dev: &Device) -> Result<Vec<T>, Error> {
+            permitted(dev, "copying a module array to the host")?;
             match dev.gpu() {
                 Some(gpu) => {
                     let at = self.symbol_on(gpu)?;

@@ -26,6 +26,22 @@ pub(crate) fn permitted(device: &Device, what: &str) -> Result<(), Error> {
     }
 }
 
+/// `Err` where this thread replays a graph of the CPU backend and `kernel` is launched on a
+/// stream of its own, which a GPU's capture refuses.
+pub(crate) fn launch_permitted(
+    device: &Device,
+    kernel: &str,
+    on_stream: bool,
+) -> Result<(), Error> {
+    device.usable()?;
+    match on_stream && device.gpu().is_none() && CPU_REPLAY.with(Cell::get) {
+        true => Err(Error::InCapture {
+            what: format!("launching kernel `{kernel}` on a stream of its own"),
+        }),
+        false => Ok(()),
+    }
+}
+
 /// Runs `f` as a replay of a CPU backend's graph ([`permitted`] refuses in it).
 pub(crate) fn replaying_on_cpu<R>(f: impl FnOnce() -> R) -> R {
     let outer = CPU_REPLAY.with(|r| r.replace(true));

@@ -17,6 +17,10 @@ pub enum Error {
         /// What is wrong.
         reason: LaunchError,
     },
+    /// A launch configuration no kernel can run with
+    /// ([`LaunchConfig::new`](crate::LaunchConfig::new)), passed on by `?`.
+    #[error("invalid launch configuration: {0}")]
+    InvalidConfig(#[from] LaunchError),
     /// The kernel stopped on a fault: an index out of bounds, a divergent barrier, a panic.
     #[error("kernel `{kernel}` failed: {message}")]
     KernelFault {

@@ -276,7 +276,8 @@ where
         _ => None,
     };
     let device = S::device(&args, meta.name, meta.params, explicit)?;
-    device.usable()?;
+    let on_stream = matches!(&sizing, Sizing::Config(c) if c.stream.is_some());
+    super::device::launch_permitted(&device, meta.name, on_stream)?;
     let Some(config) = configure(meta, instance.entry, sizing, &device)? else {
         return Ok(());
     };
