@@ -122,3 +122,49 @@ fn an_array_the_host_cannot_hold_is_an_error_not_an_abort() {
         );
     }
 }
+
+mod snapshot {
+    use kernel_runtime::prelude::*;
+
+    // Set by `a_launch_reads_one_snapshot_while_another_thread_sets` alone.
+    kernel_runtime::constant_array!(pub static EPOCH: [u32; 1]);
+
+    /// Each thread spins a while, then records the epoch it reads.
+    #[kernel]
+    pub fn record_epoch(out: &mut [u32]) {
+        let i = grid(1);
+        if i < out.len() {
+            let mut x = i as u32;
+            for _ in 0..200 {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            }
+            out[i] = EPOCH.read()[0] + (x & 0);
+        }
+    }
+}
+
+#[test]
+fn a_launch_reads_one_snapshot_while_another_thread_sets() {
+    use snapshot::{record_epoch, EPOCH};
+    let dev = Device::cpu();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut epoch = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                epoch += 1;
+                EPOCH.set(&dev, &[epoch]).unwrap();
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        });
+        let mut out = dev.zeros::<u32, _>(1 << 16).unwrap();
+        let mut mixed = 0;
+        for _ in 0..20 {
+            record_epoch.launch(256, 256, &mut out).unwrap();
+            let seen = out.to_vec().unwrap();
+            mixed += usize::from(seen.iter().any(|&e| e != seen[0]));
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(mixed, 0, "launches that read several epochs, of 20");
+    });
+}

@@ -288,6 +288,8 @@ where
         return unsafe { gpu_launch(meta, instance.entry, &device, &config, &mut params) };
     }
     let spec = meta.spec(&config);
+    // Module arrays keep their values while the launch runs, as a GPU orders a `set` after it.
+    let _reading = crate::module_array::cpu_launch_running();
     let run = if device.is_checked() {
         // SAFETY: the launch runs on the CPU backend, where every array argument lives
         // (`device` checked); `CHECK` false is the caller's promise.
