@@ -75,7 +75,9 @@ fn cargo(dir: &Path, args: &[&str]) -> Output {
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();
         let cargo_set = key.starts_with("CARGO_") && key != "CARGO_HOME";
-        if cargo_set || ["RUSTFLAGS", "RUSTDOCFLAGS", "KERNEL_DEVICE"].contains(&&*key) {
+        if cargo_set
+            || ["RUSTFLAGS", "RUSTDOCFLAGS", "KERNEL_DEVICE", "KERNEL_BUILD"].contains(&&*key)
+        {
             cmd.env_remove(&*key);
         }
     }
@@ -210,4 +212,23 @@ fn device_build_errors_read_as_compiler_errors() {
             );
         }
     }
+}
+
+#[test]
+fn a_kernel_in_a_crate_without_the_build_step_is_refused() {
+    let dir = new_crate("no-build-script");
+    std::fs::remove_file(dir.join("build.rs")).unwrap();
+    write(&dir, "src/main.rs", &readme_block("rust src/main.rs"));
+    let out = cargo(&dir, &["build", "--quiet"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "built without a build script:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("`#[kernel]` needs the crate's build script")
+            && stderr.contains("kernel_build::build()")
+            && stderr.contains("src/main.rs:6:8"),
+        "{stderr}"
+    );
 }

@@ -130,7 +130,8 @@ impl DeviceBuild<'_> {
     /// The nested cargo command, with a clean environment.
     pub(crate) fn command(&self) -> Command {
         let mut cmd = nested_cargo(&self.toolchain.cargo);
-        cmd.env("RUSTC", &self.toolchain.rustc)
+        cmd.env(crate::MARKER, "1")
+            .env("RUSTC", &self.toolchain.rustc)
             .env("RUSTC_BOOTSTRAP", "1")
             .args(["rustc", "--release", "--lib", "--target", TARGET]);
         if self.toolchain.build_std {
@@ -252,6 +253,7 @@ impl HostCheck<'_> {
     pub(crate) fn command(&self) -> Command {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = nested_cargo(cargo);
+        cmd.env(crate::MARKER, "1");
         if let Some(rustc) = std::env::var_os("RUSTC") {
             cmd.env("RUSTC", rustc);
         }

@@ -85,6 +85,11 @@ pub use error::Error;
 pub use link::{ENV_NVCC, SECTION as LINK_SECTION};
 pub use toolchain::{Toolchain, ENV_NVPTX_CARGO, ENV_NVPTX_RUSTC, TARGET};
 
+/// The variable set for the compilation of a crate whose build script builds its kernels, and
+/// of the device crates: `#[kernel]` refuses to expand without it, as a kernel of a crate
+/// without this build step could never become PTX.
+pub const MARKER: &str = "KERNEL_BUILD";
+
 /// The file in `OUT_DIR` that receives the PTX; `#[kernel]` embeds it from there.
 pub const PTX_FILE_NAME: &str = "kernel_ptx.txt";
 
@@ -384,6 +389,8 @@ impl Builder {
         };
         validate_arch(&arch)?;
         self.directive(format!("rustc-env=KERNEL_PTX_ARCH={arch}"));
+        // Tells `#[kernel]` that this crate's kernels are built (see `MARKER`).
+        self.directive(format!("rustc-env={MARKER}=1"));
 
         let require = match self.require_ptx {
             Some(r) => r,

@@ -30,11 +30,40 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);
-    kernel::parse::kernel(attr.into(), item.clone())
-        .and_then(kernel::validate::kernel)
-        .map(emit::kernel)
-        .unwrap_or_else(|e| with_stand_in(e, &item, emit::launcher::stand_in))
-        .into()
+    let mut out = build_script_check(&item, "kernel");
+    out.extend(
+        kernel::parse::kernel(attr.into(), item.clone())
+            .and_then(kernel::validate::kernel)
+            .map(emit::kernel)
+            .unwrap_or_else(|e| with_stand_in(e, &item, emit::launcher::stand_in)),
+    );
+    out.into()
+}
+
+/// The variable kernel-build sets for the compilation of a crate whose build script builds its
+/// kernels (and for the device crates it builds); the runtime's build script sets it for its
+/// own documentation's examples.
+const BUILD_MARKER: &str = "KERNEL_BUILD";
+
+/// A compile error at a `#[attr]` function's name where the crate has no build script that
+/// builds its kernels: such a kernel could never become PTX, and would fail only the day the
+/// crate got one.
+fn build_script_check(item: &proc_macro2::TokenStream, attr: &str) -> proc_macro2::TokenStream {
+    if std::env::var_os(BUILD_MARKER).is_some() {
+        return proc_macro2::TokenStream::new();
+    }
+    let span = syn::parse2::<syn::ItemFn>(item.clone())
+        .map_or_else(|_| proc_macro2::Span::call_site(), |f| f.sig.ident.span());
+    syn::Error::new(
+        span,
+        format!(
+            "`#[{attr}]` needs the crate's build script to build its kernels for the GPU, and \
+             this crate has none that does: add `kernel-build` to `[build-dependencies]` and a \
+             `build.rs` with `fn main() {{ kernel_build::build(); }}` (the README's \"Your own \
+             crate\"); without an nvptx64 toolchain the crate still builds, for the CPU backend"
+        ),
+    )
+    .into_compile_error()
 }
 
 /// Marks a function callable from kernels (and from host code): the build-time compiler takes
@@ -86,9 +115,13 @@ fn with_stand_in(
 /// `add.call((&a, &b))` (a new array) and `add.scalar(x, y)`.
 #[proc_macro_attribute]
 pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
-    emit::vectorize::vectorize(attr.into(), item.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    let item = proc_macro2::TokenStream::from(item);
+    let mut out = build_script_check(&item, "vectorize");
+    out.extend(
+        emit::vectorize::vectorize(attr.into(), item)
+            .unwrap_or_else(syn::Error::into_compile_error),
+    );
+    out.into()
 }
 
 /// Makes a binary operation a reduction over whole arrays, as Numba's `cuda.reduce`:
@@ -97,9 +130,12 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// shuffles per block), for `i32`, `u32`, `i64`, `u64`, `f32` and `f64`.
 #[proc_macro_attribute]
 pub fn reduce(attr: TokenStream, item: TokenStream) -> TokenStream {
-    emit::reduce::reduce(attr.into(), item.into())
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    let item = proc_macro2::TokenStream::from(item);
+    let mut out = build_script_check(&item, "reduce");
+    out.extend(
+        emit::reduce::reduce(attr.into(), item).unwrap_or_else(syn::Error::into_compile_error),
+    );
+    out.into()
 }
 
 /// Implements `DeviceCopy` for a `#[repr(C)]` struct whose fields are all `DeviceCopy`.
