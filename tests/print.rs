@@ -122,3 +122,50 @@ fn a_split_kernel_prints_locals_it_keeps_across_a_barrier() {
         }
     }
 }
+
+mod formats {
+    use kernel_runtime::prelude::*;
+
+    /// One thread prints the forms where C's `printf` and Rust's `format!` part ways.
+    #[kernel]
+    pub fn print_formats(x: &[i8]) {
+        if grid(1) == 0 {
+            kprintln!(
+                "formats [{:#x}] [{:#X}] [{:#o}] [{:x}] [{:5}] [{:>5}] [{:#010x}] [{:<#6x}]",
+                0u32,
+                255u32,
+                8u32,
+                x[0],
+                true,
+                false,
+                255u32,
+                15u8
+            );
+        }
+    }
+}
+
+#[test]
+fn alternate_forms_bits_and_alignment_print_as_rust_formats_them() {
+    if let Ok(device) = std::env::var(CHILD) {
+        let dev = child_device(&device);
+        let x = dev.to_device(&[-1i8][..]).unwrap();
+        formats::print_formats.launch(1, 1, &x).unwrap();
+        dev.synchronize().unwrap();
+        return;
+    }
+    let want = format!(
+        "formats [{:#x}] [{:#X}] [{:#o}] [{:x}] [{:5}] [{:>5}] [{:#010x}] [{:<#6x}]",
+        0u32, 255u32, 8u32, -1i8, true, false, 255u32, 15u8
+    );
+    for device in devices() {
+        let lines = child_lines(
+            "alternate_forms_bits_and_alignment_print_as_rust_formats_them",
+            device,
+        );
+        assert!(
+            lines.iter().any(|l| l.ends_with(&want)),
+            "{device}: {want:?} in {lines:?}"
+        );
+    }
+}

@@ -19,8 +19,12 @@
 //! ```
 //!
 //! The macro reads the format string at compile time, with Rust's syntax (`{}`, `{name}`,
-//! `{:5}`, `{:<5}`, `{:05}`, `{:.3}`, `{:x}`, `{:#X}`, `{:o}`, `{:e}`, `{{`, `}}`), and turns it
-//! into one C format string per call site and argument types, built at compile time. Integers,
+//! `{:5}`, `{:<5}`, `{:>5}`, `{:05}`, `{:.3}`, `{:x}`, `{:#X}`, `{:o}`, `{:e}`, `{{`, `}}`), and
+//! turns it into one C format string per call site and argument types, built at compile time.
+//! Integers, `bool`s and the `#` forms print as `format!` prints them: `{:#x}` of 0 is `0x0`,
+//! `{:x}` of `-1i8` is `ff`, a `bool` is left-aligned in its width. What `printf` cannot print
+//! as Rust does is a compile error: `{:#8x}` (spaces before the `0x`), a NUL in the format,
+//! widths past 65535. Integers,
 //! floats, `bool`s and string literals print; anything else is a compile error at its argument.
 //! On a GPU the line goes through `vprintf`, CUDA's own `printf`, which the driver shows when the
 //! host next waits for the device; on the CPU backend through the C library's `snprintf` with the
@@ -48,12 +52,18 @@ pub unsafe trait KernelPrint: Copy {
     fn arg(self) -> Self::Arg;
 }
 
-/// The integers, which `{:x}`, `{:X}` and `{:o}` print.
+/// The integers, which `{:x}`, `{:X}` and `{:o}` print: as Rust does, the bits of the value in
+/// its own width (`{:x}` of `-1i8` is `ff`), where C would print the `int` it promotes to.
 #[diagnostic::on_unimplemented(
     message = "`{{:x}}`, `{{:X}}` and `{{:o}}` print integers, not `{Self}`",
     label = "not an integer"
 )]
-pub trait PrintInteger: KernelPrint {}
+pub trait PrintInteger: KernelPrint {
+    /// The unsigned integer of the same width.
+    type Bits: KernelPrint;
+    /// The value's bits, as that unsigned integer.
+    fn bits(self) -> Self::Bits;
+}
 
 /// The floats, which `{:.N}` and `{:e}` print.
 #[diagnostic::on_unimplemented(
@@ -62,16 +72,20 @@ pub trait PrintInteger: KernelPrint {}
 )]
 pub trait PrintFloat: KernelPrint {}
 
-impl PrintInteger for i8 {}
-impl PrintInteger for i16 {}
-impl PrintInteger for i32 {}
-impl PrintInteger for i64 {}
-impl PrintInteger for isize {}
-impl PrintInteger for u8 {}
-impl PrintInteger for u16 {}
-impl PrintInteger for u32 {}
-impl PrintInteger for u64 {}
-impl PrintInteger for usize {}
+macro_rules! print_bits {
+    ($($t:ty => $bits:ty),*) => {$(
+        impl PrintInteger for $t {
+            type Bits = $bits;
+            #[inline(always)]
+            fn bits(self) -> $bits {
+                self as $bits
+            }
+        }
+    )*};
+}
+
+print_bits!(i8 => u8, i16 => u16, i32 => u32, i64 => u64, isize => usize);
+print_bits!(u8 => u8, u16 => u16, u32 => u32, u64 => u64, usize => usize);
 impl PrintFloat for f32 {}
 impl PrintFloat for f64 {}
 
@@ -146,8 +160,9 @@ unsafe impl KernelPrint for bool {
 /// What a `{..}` asks for: flags, width, precision and the conversion.
 #[derive(Clone, Copy, Debug)]
 pub struct Spec {
-    /// `<`: left-aligned.
-    pub left: bool,
+    /// `<` (left), `>` (right), or `' '`: Rust's default, right for numbers and left for
+    /// `bool`s and strings.
+    pub align: u8,
     /// `0`: padded with zeros.
     pub zero: bool,
     /// `#`: the alternate form (`0x` before hex digits).
@@ -209,18 +224,33 @@ impl Format {
     }
 
     const fn conversion(&mut self, spec: Spec, class: Class) {
+        let left = spec.align == b'<' || (spec.align == b' ' && matches!(class, Class::Str));
+        let mut width = spec.width;
+        // Rust's `#` writes `0x` or `0o` before the digits, `0` included, where C's writes
+        // `0x` (`0X` for `%#X`) or a `0`, and none for zero: the prefix is written here.
+        let prefix: &[u8] = match (spec.alternate, spec.kind) {
+            (true, b'x' | b'X') => b"0x",
+            (true, b'o') => b"0o",
+            _ => b"",
+        };
+        if !prefix.is_empty() {
+            assert!(
+                width == 0 || left || spec.zero,
+                "kprintln!: `{{:#Nx}}` pads with spaces before its `0x`, which printf cannot: \
+                 write `{{:#0Nx}}` or `{{:<#Nx}}`"
+            );
+            self.push(prefix);
+            width = width.saturating_sub(2);
+        }
         self.push(b"%");
-        if spec.left {
+        if left && width > 0 {
             self.push(b"-");
         }
         if spec.zero {
             self.push(b"0");
         }
-        if spec.alternate {
-            self.push(b"#");
-        }
-        if spec.width > 0 {
-            self.number(spec.width);
+        if width > 0 {
+            self.number(width);
         }
         if let Some(p) = spec.precision {
             assert!(
@@ -323,7 +353,7 @@ mod tests {
 
     const fn spec(kind: u8) -> Spec {
         Spec {
-            left: false,
+            align: b' ',
             zero: false,
             alternate: false,
             width: 0,
@@ -341,13 +371,72 @@ mod tests {
         );
         assert_eq!(f.text(), "a %d b %llu c %llx d%% %g e %s\n");
         let wide = Spec {
-            left: true,
+            align: b'<',
             width: 12,
             precision: Some(3),
             ..spec(b' ')
         };
         let f = Format::build(&["[", "]"], &[wide], &[Class::F64]);
         assert_eq!(f.text(), "[%-12.3f]\n");
+    }
+
+    /// What `snprintf` makes of `format` with one argument.
+    fn printed(format: &Format, arg: impl Copy) -> String {
+        let mut buf = [0u8; 64];
+        // SAFETY: each call passes the class the format was built for.
+        let n = unsafe { snprintf(buf.as_mut_ptr(), buf.len(), format.as_ptr(), arg) };
+        String::from_utf8(buf[..n as usize].to_vec()).unwrap()
+    }
+
+    #[test]
+    fn alternate_forms_alignment_and_widths_print_as_rust_does() {
+        let one = |spec: Spec, class: Class| Format::build(&["[", "]"], &[spec], &[class]);
+        let alt = |kind: u8| Spec {
+            alternate: true,
+            ..spec(kind)
+        };
+        assert_eq!(
+            printed(&one(alt(b'x'), Class::U32), 0u32),
+            format!("[{:#x}]\n", 0)
+        );
+        assert_eq!(
+            printed(&one(alt(b'X'), Class::U32), 255u32),
+            format!("[{:#X}]\n", 255)
+        );
+        assert_eq!(
+            printed(&one(alt(b'o'), Class::U32), 8u32),
+            format!("[{:#o}]\n", 8)
+        );
+        let zero_padded = Spec {
+            zero: true,
+            width: 8,
+            ..alt(b'x')
+        };
+        assert_eq!(
+            printed(&one(zero_padded, Class::U32), 255u32),
+            format!("[{:#08x}]\n", 255)
+        );
+        let wide = Spec {
+            width: 6,
+            ..spec(b' ')
+        };
+        assert_eq!(
+            printed(&one(wide, Class::Str), true.arg()),
+            format!("[{:6}]\n", true)
+        );
+        assert_eq!(printed(&one(wide, Class::I32), 42), format!("[{:6}]\n", 42));
+        let right = Spec {
+            align: b'>',
+            ..wide
+        };
+        assert_eq!(
+            printed(&one(right, Class::Str), true.arg()),
+            format!("[{:>6}]\n", true)
+        );
+        assert_eq!(
+            printed(&one(spec(b'x'), Class::U32), (-1i8).bits().arg()),
+            format!("[{:x}]\n", -1i8)
+        );
     }
 
     #[test]

@@ -33,7 +33,8 @@ impl Parse for Call {
 struct Hole {
     /// The argument: `None` for the next one, or the name it captures.
     name: Option<String>,
-    left: bool,
+    /// `<`, `>`, or `' '` for the type's default.
+    align: u8,
     zero: bool,
     alternate: bool,
     width: u32,
@@ -41,8 +42,21 @@ struct Hole {
     kind: u8,
 }
 
+/// A NUL character ends a C format string: what follows it would not print.
+fn refuse_nul(text: &str, span: Span) -> syn::Result<()> {
+    match text.contains('\0') {
+        true => Err(syn::Error::new(
+            span,
+            "kprintln!: a NUL character (`\\0`) would end printf's format string there: the \
+             rest of the line would not print",
+        )),
+        false => Ok(()),
+    }
+}
+
 /// The format string's literal text between its holes (`%` doubled), and the holes.
 fn parse_format(text: &str, span: Span) -> syn::Result<(Vec<String>, Vec<Hole>)> {
+    refuse_nul(text, span)?;
     let err = |msg: String| syn::Error::new(span, msg);
     let (mut pieces, mut holes, mut piece) = (Vec::new(), Vec::new(), String::new());
     let mut chars = text.chars().peekable();
@@ -92,7 +106,7 @@ fn parse_hole(inner: &str) -> Result<Hole, String> {
     }
     let mut hole = Hole {
         name: (!name.is_empty()).then(|| name.to_string()),
-        left: false,
+        align: b' ',
         zero: false,
         alternate: false,
         width: 0,
@@ -107,7 +121,11 @@ fn parse_hole(inner: &str) -> Result<Hole, String> {
         }
         found
     };
-    hole.left = take('<');
+    if take('<') {
+        hole.align = b'<';
+    } else if take('>') {
+        hole.align = b'>';
+    }
     hole.alternate = take('#');
     hole.zero = take('0');
     let digits = |s: &str| s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -127,6 +145,13 @@ fn parse_hole(inner: &str) -> Result<Hole, String> {
         );
         rest = &after[n..];
     }
+    // Rust's own limit: `format!` refuses wider.
+    let limit = u32::from(u16::MAX);
+    if hole.width > limit || hole.precision.is_some_and(|p| p > limit) {
+        return Err(format!(
+            "kprintln!: `{{{inner}}}`: widths and precisions are at most {limit}, as in `format!`"
+        ));
+    }
     match rest {
         "" => {}
         "x" | "X" | "o" | "e" => hole.kind = rest.as_bytes()[0],
@@ -137,6 +162,15 @@ fn parse_hole(inner: &str) -> Result<Hole, String> {
                  `{{:o}}` and `{{:e}}`"
             ))
         }
+    }
+    let prefixed = hole.alternate && matches!(hole.kind, b'x' | b'X' | b'o');
+    if prefixed && hole.width > 0 && hole.align != b'<' && !hole.zero {
+        return Err(format!(
+            "kprintln!: `{{{inner}}}` pads with spaces before its `0x`, which printf cannot: \
+             write `{{:#0{w}{k}}}` (zeros after `0x`) or `{{:<#{w}{k}}}`",
+            w = hole.width,
+            k = hole.kind as char
+        ));
     }
     Ok(hole)
 }
@@ -151,6 +185,8 @@ pub fn kprintln(input: TokenStream) -> syn::Result<TokenStream> {
     let mut args: Vec<Expr> = Vec::new();
     let mut specs = Vec::new();
     let mut bounds = Vec::new();
+    // Whether each argument prints as its bits (`{:x}`, `{:X}`, `{:o}`).
+    let mut bits = Vec::new();
     let mut merged = vec![pieces.remove(0)];
     for (hole, next) in holes.into_iter().zip(pieces) {
         let arg: Expr = match &hole.name {
@@ -167,6 +203,7 @@ pub fn kprintln(input: TokenStream) -> syn::Result<TokenStream> {
         }) = &arg
         {
             if hole.kind == b' ' && hole.width == 0 && hole.precision.is_none() {
+                refuse_nul(&s.value(), s.span())?;
                 let last = merged.last_mut().expect("one piece at least");
                 last.push_str(&s.value().replace('%', "%%"));
                 last.push_str(&next);
@@ -174,6 +211,7 @@ pub fn kprintln(input: TokenStream) -> syn::Result<TokenStream> {
             }
         }
         args.push(arg);
+        bits.push(matches!(hole.kind, b'x' | b'X' | b'o'));
         bounds.push(match (hole.kind, hole.precision) {
             (b'x' | b'X' | b'o', _) => quote!(::kernel_runtime::__rt::PrintInteger),
             (b'e', _) | (_, Some(_)) => quote!(::kernel_runtime::__rt::PrintFloat),
@@ -188,19 +226,19 @@ pub fn kprintln(input: TokenStream) -> syn::Result<TokenStream> {
             "kprintln!: an argument that no `{}` prints",
         ));
     }
-    Ok(expansion(&merged, &specs, &bounds, &args))
+    Ok(expansion(&merged, &specs, &bounds, &bits, &args))
 }
 
 /// The runtime's `Spec { .. }` of a hole.
 fn spec_tokens(h: &Hole) -> TokenStream {
-    let (left, zero, alternate, width, kind) = (h.left, h.zero, h.alternate, h.width, h.kind);
+    let (align, zero, alternate, width, kind) = (h.align, h.zero, h.alternate, h.width, h.kind);
     let precision = match h.precision {
         Some(p) => quote!(::core::option::Option::Some(#p)),
         None => quote!(::core::option::Option::None),
     };
     quote! {
         ::kernel_runtime::__rt::Spec {
-            left: #left, zero: #zero, alternate: #alternate, width: #width,
+            align: #align, zero: #zero, alternate: #alternate, width: #width,
             precision: #precision, kind: #kind,
         }
     }
@@ -212,6 +250,7 @@ fn expansion(
     pieces: &[String],
     specs: &[TokenStream],
     bounds: &[TokenStream],
+    bits: &[bool],
     args: &[Expr],
 ) -> TokenStream {
     let n = args.len();
@@ -220,14 +259,27 @@ fn expansion(
     let values: Vec<_> = (0..n).map(|k| format_ident!("__a{}", k)).collect();
     let passed: Vec<_> = (0..n).map(|k| format_ident!("__b{}", k)).collect();
     let rt = quote!(::kernel_runtime::__rt);
+    // An argument printed as its bits passes its unsigned twin, of that type's class.
+    let (classes, printed): (Vec<_>, Vec<_>) = (0..n)
+        .map(|k| {
+            let (ty, value) = (&types[k], &values[k]);
+            match bits[k] {
+                true => (
+                    quote!(<<#ty as #rt::PrintInteger>::Bits as #rt::KernelPrint>::CLASS),
+                    quote!(#rt::PrintInteger::bits(#value)),
+                ),
+                false => (quote!(#ty::CLASS), quote!(#value)),
+            }
+        })
+        .unzip();
     quote! {{
         #[inline(always)]
         #[allow(non_snake_case, clippy::too_many_arguments)]
         fn __kprint<#(#types: #bounds),*>(#(#values: #types),*) {
             let format: &'static #rt::Format = const {
-                &#rt::Format::build(&[#(#pieces),*], &[#(#specs),*], &[#(#types::CLASS),*])
+                &#rt::Format::build(&[#(#pieces),*], &[#(#specs),*], &[#(#classes),*])
             };
-            #(let #passed = #rt::KernelPrint::arg(#values);)*
+            #(let #passed = #rt::KernelPrint::arg(#printed);)*
             #[cfg(target_arch = "nvptx64")]
             {
                 #[repr(C)]
