@@ -674,3 +674,28 @@ fn checked_mode_is_chosen_by_the_environment_and_its_arrays_stay_its_own() {
         .unwrap_err();
     assert!(matches!(err, Error::DeviceMismatch { .. }), "{err}");
 }
+
+/// Thread 0 resets the counter with a plain store while every thread counts atomically.
+#[kernel]
+fn reset_while_counting(count: &mut [u32]) {
+    if thread_idx().x == 0 {
+        count[0] = 0; // the plain store
+    }
+    atomic_add(&count, 0, 1);
+}
+
+#[test]
+fn an_atomic_beside_a_plain_store_is_a_race() {
+    let dev = Device::cpu_checked();
+    let mut count = dev.zeros::<u32, _>(1).unwrap();
+    let f = finding(reset_while_counting.launch(1, 32, &mut count));
+    let (array, index, first, second) = race(&f);
+    assert_eq!((array, index), ("count", &[0][..]), "{f}");
+    assert_eq!(first.kind, AccessKind::Write, "{f}");
+    assert_eq!(
+        line(first),
+        line_of("count[0] = 0; // the plain store"),
+        "{f}"
+    );
+    assert_eq!(second.kind, AccessKind::Atomic, "{f}");
+}

@@ -582,6 +582,15 @@ impl Lane {
         if self.any_reads.get() {
             self.check_reads(slot, me)?;
         }
+        // A thread's atomic after its own plain write of the interval keeps the plain write as
+        // the record: another thread's atomic is not ordered with that write, and races it.
+        let own_plain_write = !last.has(ATOMIC | MANY_THREADS)
+            && self.present(last, me)
+            && last.of_interval(me)
+            && last.thread() == me.thread;
+        if atomic && own_plain_write {
+            return Ok(());
+        }
         if me.epoch != 0 && both_atomic && self.joins_group(slot, Side::Write, last, me) {
             self.add_to_group(slot, Side::Write, last, me, at);
             w.set(last.with(MANY_THREADS, true).0);
@@ -907,6 +916,20 @@ mod tests {
         shared.reset_shared(4, 1).unwrap();
         assert!(!shared.plain_write(0, t(1, 0, 0), at()));
         assert!(!global(8).plain_write(1, t(1, 0, 0), at()));
+    }
+
+    #[test]
+    fn a_plain_write_then_the_same_threads_atomic_races_another_threads_atomic() {
+        let lane = global(8);
+        run(&lane, t(1, 0, 0), Write).unwrap();
+        run(&lane, t(1, 0, 0), Atomic).unwrap();
+        assert!(matches!(
+            run(&lane, t(1, 0, 1), Atomic),
+            Err(Conflict::Race(Earlier { kind: Write, .. }))
+        ));
+        // After a barrier the plain write is ordered, and atomics of many threads are not races.
+        run(&lane, t(1, 1, 1), Atomic).unwrap();
+        run(&lane, t(1, 1, 2), Atomic).unwrap();
     }
 
     #[test]
