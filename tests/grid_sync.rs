@@ -238,3 +238,35 @@ fn checked_mode_orders_accesses_across_grid_barriers_and_finds_races_within_a_ph
         .unwrap();
     assert_eq!(seen.to_vec().unwrap()[..32], [0; 32]);
 }
+
+mod reads_then_writes {
+    use kernel_runtime::prelude::*;
+
+    /// Each thread reads its element and the next, then, after the grid barrier, writes its own:
+    /// an element two blocks read in phase 0 is written in phase 1.
+    #[kernel]
+    pub fn shift_sum(x: &mut [i32], y: &mut [i32]) {
+        let i = grid(1);
+        let n = x.len();
+        let v = x[i] + if i + 1 < n { x[i + 1] } else { 0 };
+        y[i] = v;
+        grid_sync();
+        x[i] = v;
+    }
+}
+
+#[test]
+fn reads_of_two_blocks_then_a_write_after_the_grid_barrier_are_ordered() {
+    for dev in backends() {
+        let host: Vec<i32> = (0..64).collect();
+        let mut x = dev.to_device(&host).unwrap();
+        let mut y = dev.zeros::<i32, _>(64).unwrap();
+        reads_then_writes::shift_sum
+            .launch(2, 32, (&mut x, &mut y))
+            .unwrap_or_else(|e| panic!("{:?}: {e}", dev.kind()));
+        let want: Vec<i32> = (0..64)
+            .map(|i| i + if i < 63 { i + 1 } else { 0 })
+            .collect();
+        assert_eq!(x.to_vec().unwrap(), want, "{:?}", dev.kind());
+    }
+}

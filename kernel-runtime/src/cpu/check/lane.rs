@@ -774,8 +774,13 @@ impl Lane {
         match self.scope {
             // Another block's access in an earlier phase of a cooperative launch is ordered
             // before `me`'s by the grid barrier between them.
+            // So is every access of a record that several blocks share and whose latest access
+            // (the one it holds) came before the phase: blocks run phase after phase.
             Scope::Global => {
-                self.of_launch(rec) && (rec.block() == me.block || rec.interval() >= me.phase)
+                let earlier_phase = rec.interval() < me.phase;
+                self.of_launch(rec)
+                    && (rec.block() == me.block || !earlier_phase)
+                    && !(earlier_phase && rec.has(MANY_BLOCKS))
             }
             Scope::Shared => rec.block() == me.block,
         }
@@ -953,6 +958,12 @@ mod tests {
         let lane = global(8);
         run(&lane, t(1, 3, 0), Write).unwrap();
         run(&lane, t(2, 4, 0), Read).unwrap_err();
+        // Reads of two blocks in phase 0, then a write of one of them in phase 1: ordered.
+        let lane = global(8);
+        run(&lane, t(0, 0, 31), Read).unwrap();
+        run(&lane, t(1, 0, 0), Read).unwrap();
+        run(&lane, in_phase(1, 4, 0), Write).unwrap();
+        run(&lane, in_phase(0, 4, 1), Read).unwrap_err();
     }
 
     #[test]
