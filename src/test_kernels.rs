@@ -114,7 +114,8 @@ pub fn block_prefix_sum(data: &mut [u32]) {
     }
 }
 
-/// A barrier only the first half of the block reaches: an error, never a hang.
+/// A barrier only the first half of the block reaches; the second half skips it and leaves,
+/// and counts as arrived then, as on a GPU.
 #[kernel]
 pub fn divergent_barrier(out: &mut [u32]) {
     let t = thread_idx().x as usize;
@@ -341,8 +342,8 @@ pub fn rotate_with_device_barrier(data: &mut [u32]) {
     }
 }
 
-/// Threads of the upper half leave before a barrier the others reach: an error in split mode
-/// too.
+/// Threads of the upper half leave before a barrier the others reach, which they pass: the
+/// leavers count as arrived, in split mode too.
 #[kernel]
 pub fn early_exit_before_barrier(out: &mut [u32]) {
     let t = thread_idx().x as usize;
@@ -818,7 +819,8 @@ pub unsafe fn axpy_raw(n: usize, a: f32, x: *const f32, y: *mut f32) {
     }
 }
 
-/// Threads past `live` of each block return before the grid barrier the others wait at.
+/// Threads past `live` of each block return before the grid barrier the others wait at: they
+/// count as arrived.
 #[kernel]
 pub fn grid_sync_skipped_by_threads(live: u32, out: &mut [u32]) {
     let i = grid(1);

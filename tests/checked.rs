@@ -390,7 +390,8 @@ fn data_races_name_both_threads_the_element_and_which_came_first() {
 // ---------------------------------------------------------------------------------------------
 // Divergent barriers.
 
-/// The first half of the block waits at a barrier the second half never reaches.
+/// The first half of the block waits at a barrier the second half skips, then leaves: the
+/// second half counts as arrived once it has exited.
 #[kernel]
 fn half_barrier(out: &mut [u32]) {
     let t = thread_idx().x as usize;
@@ -412,7 +413,8 @@ fn two_barriers(out: &mut [u32]) {
     out[grid(1)] = 1;
 }
 
-/// A loop holding a barrier, run a number of times that depends on the thread.
+/// A loop holding a barrier, run a number of times that depends on the thread: the threads
+/// whose loop ends first leave, and count as arrived at the others' barriers.
 #[kernel]
 fn uneven_loop(out: &mut [u32]) {
     let t = thread_idx().x;
@@ -425,30 +427,14 @@ fn uneven_loop(out: &mut [u32]) {
 }
 
 #[test]
-fn divergent_barriers_name_the_block_the_barrier_and_a_thread_elsewhere() {
+fn divergent_barriers_name_the_barrier_and_a_live_thread_elsewhere() {
     let dev = Device::cpu_checked();
     let mut out = dev.zeros::<u32, _>(64).unwrap();
 
-    let f = finding(half_barrier.launch(2, 32, &mut out));
-    let Finding::DivergentBarrier {
-        block,
-        barrier,
-        waiting,
-        count,
-        other,
-    } = &f
-    else {
-        panic!("{f}")
-    };
-    // Both blocks diverge; blocks run in parallel, so either may be reported.
-    assert!(*block == d(0, 0, 0) || *block == d(1, 0, 0), "{f}");
-    assert_eq!((*waiting, *count), (d(0, 0, 0), (16, 32)));
-    assert_eq!(other.0, d(16, 0, 0));
-    assert!(other.1.contains("exited"), "{f}");
-    assert!(
-        barrier.contains(&format!("{THIS_FILE}:{}", line_of("// barrier: half"))),
-        "{f}"
-    );
+    // Threads that leave before a barrier count as arrived, as on a GPU.
+    half_barrier.launch(2, 32, &mut out).unwrap();
+    assert_eq!(out.to_vec().unwrap(), [1; 64]);
+    uneven_loop.launch(1, 32, &mut out).unwrap();
 
     let f = finding(two_barriers.launch(1, 32, &mut out));
     let Finding::DivergentBarrier {
@@ -474,17 +460,6 @@ fn divergent_barriers_name_the_block_the_barrier_and_a_thread_elsewhere() {
     // The fast backend lets barriers of one kind meet wherever they are, as older GPUs did.
     let mut fast = Device::cpu().zeros::<u32, _>(32).unwrap();
     two_barriers.launch(1, 32, &mut fast).unwrap();
-
-    let f = finding(uneven_loop.launch(1, 32, &mut out));
-    let Finding::DivergentBarrier { count, other, .. } = &f else {
-        panic!("{f}")
-    };
-    assert_eq!((*count, other.0), ((24, 32), d(0, 0, 0)));
-    assert!(
-        f.to_string()
-            .contains("divergent barrier in block (0, 0, 0)"),
-        "{f}"
-    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -46,8 +46,9 @@
 //! the last block's arrival flips its top bit (the counter's other bits come back to where they
 //! were, so one counter serves every launch on its stream). On the CPU backend, every block of
 //! a cooperative launch runs as a coroutine, the blocks spread over the cores; at a grid
-//! barrier each block stops until every block has stopped there. A grid barrier that part of
-//! the grid never reaches is reported as an error.
+//! barrier each block stops until every block has stopped there. Threads that have exited count
+//! as arrived; a grid barrier that a whole block never reaches, or whose block's first thread
+//! has left (on a GPU that thread arrives for its block), is reported as an error.
 
 use core::marker::PhantomData;
 

@@ -37,9 +37,10 @@
 //!   writes, between two barriers (block-level; for two lanes of one warp, a `syncwarp` of both
 //!   is one too) or within one launch (grid-level), unless every such access is an atomic
 //!   operation;
-//! - every thread of a block reaches each `sync_threads()` (the CPU backend reports a barrier
-//!   that only part of a block reaches as an error), and every thread of a cooperative launch
-//!   reaches each `grid_sync()` (see [`grid`]);
+//! - every thread of a block reaches each `sync_threads()` or has exited (the CPU backend
+//!   reports threads that wait at different barriers as an error), and every thread of a
+//!   cooperative launch reaches each `grid_sync()` or has exited, the first of each block
+//!   included (see [`grid`]);
 //! - every lane that a warp collective's mask names (`shfl_sync`, `ballot_sync`, ...) reaches it
 //!   with the same mask, and each caller names itself (see [`warp`]; the CPU backend reports a
 //!   collective that cannot complete);

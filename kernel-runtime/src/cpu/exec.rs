@@ -458,48 +458,29 @@ impl BlockRun<'_> {
         gone_here && all_exited(exited)
     }
 
-    /// The barrier at `location`, after a region: every thread must have reached it, or every
-    /// thread must have exited (`some_exited`: whether any has).
+    /// The barrier at `location`, after a region. A thread that has exited counts as arrived,
+    /// as on a GPU, where it no longer holds the block's barrier: the threads left go on.
     #[inline(always)]
-    pub fn barrier(&self, exited: &[bool], some_exited: bool, location: &'static str) {
-        if some_exited {
-            self.barrier_after_exits(exited, "sync_threads()", location)
-        }
-    }
+    pub fn barrier(&self, _exited: &[bool], _some_exited: bool, _location: &'static str) {}
 
-    /// The grid barrier at `location` of a cooperative launch, after a region: every thread of
-    /// the block must have reached it (as at [`barrier`](Self::barrier)); then the block waits
-    /// until every block of the grid has stopped at a grid barrier.
+    /// The grid barrier at `location` of a cooperative launch, after a region: the block waits
+    /// until every block of the grid has stopped at a grid barrier. Its exited threads count as
+    /// arrived ([`barrier`](Self::barrier)).
     ///
     /// A block whose threads have all exited does not arrive: it ends without reaching the
-    /// barrier, which the launch reports if other blocks wait there.
+    /// barrier, which the launch reports if other blocks wait there (a GPU would wait for it
+    /// forever).
     pub fn grid_barrier(&self, exited: &[bool], some_exited: bool, location: &'static str) {
-        if some_exited {
-            if all_exited(exited) {
-                return;
-            }
-            self.barrier_after_exits(exited, "grid_sync()", location)
+        if some_exited && all_exited(exited) {
+            return;
+        }
+        if some_exited && exited[0] {
+            first_thread_left(self.state, location);
         }
         cooperative::block_arrives(GridStop {
             interval: 0,
             location: At::Text(location),
         });
-    }
-
-    fn barrier_after_exits(&self, exited: &[bool], what: &str, location: &'static str) {
-        let gone = exited.iter().position(|&e| e);
-        let waiting = exited.iter().filter(|&&e| !e).count();
-        if let (Some(gone), true) = (gone, waiting > 0) {
-            let first = exited.iter().position(|&e| !e).unwrap_or(0);
-            raise(format!(
-                "divergent barrier in kernel `{}`, block {}: {waiting} of {} threads wait at {what} at {location} (first: thread {}), but thread {} exited without reaching it",
-                self.state.kernel,
-                self.state.block,
-                exited.len(),
-                self.coords[first],
-                self.coords[gone],
-            ));
-        }
     }
 
     /// Threads `a` and `b` disagree on whether or how often a loop holding a barrier runs.
@@ -509,6 +490,20 @@ impl BlockRun<'_> {
             self.state.kernel, self.state.block, self.coords[a], self.coords[b],
         ))
     }
+}
+
+/// Stops a block whose first thread has left while others wait at the grid barrier at
+/// `location`: on a GPU that thread arrives for its block (as CUDA's own grid barrier does), so
+/// the launch would hang there.
+#[cold]
+pub(crate) fn first_thread_left(state: &BlockState, location: &str) -> ! {
+    raise(format!(
+        "kernel `{}`, block {}: thread (0, 0, 0) has exited while other threads of the block wait \
+         at grid_sync() at {location}; on a GPU the block's first thread arrives at a grid barrier \
+         for its block, so the launch would never end: keep the first thread of each block to the \
+         last grid barrier",
+        state.kernel, state.block
+    ))
 }
 
 /// Runs `per_block` for every block, in parallel, with the block's shared memory and

@@ -246,7 +246,10 @@ pub(crate) fn run_fibers(
                 .iter()
                 .filter(|s| matches!(s, State::Wait(a) if same(a)))
                 .count();
-            if waiting < n {
+            // A thread that has exited counts as arrived, as on a GPU; a live thread that
+            // waits elsewhere does not.
+            let exited = threads.iter().filter(|s| matches!(s, State::Done)).count();
+            if waiting + exited < n {
                 let (other, what) = threads
                     .iter()
                     .enumerate()
@@ -254,7 +257,6 @@ pub(crate) fn run_fibers(
                         State::Wait(a) if !same(a) => {
                             Some((t, format!("waits at {}", a.describe())))
                         }
-                        State::Done => Some((t, "exited without reaching it".to_string())),
                         _ => None,
                     })
                     .expect("a thread not at the barrier");
@@ -275,6 +277,9 @@ pub(crate) fn run_fibers(
                     reduce(kind, &threads)
                 }
                 None => {
+                    if matches!(threads[0], State::Done) {
+                        super::exec::first_thread_left(state, &a0.location.to_string());
+                    }
                     phase = cooperative::block_arrives(GridStop {
                         interval,
                         location: At::Call(a0.location),
@@ -283,7 +288,11 @@ pub(crate) fn run_fibers(
                     0
                 }
             };
-            threads.fill(State::Run(result));
+            for thread in threads.iter_mut() {
+                if let State::Wait(_) = thread {
+                    *thread = State::Run(result);
+                }
+            }
             if checked.is_some() && interval > check::MAX_INTERVAL {
                 raise(format!(
                     "kernel `{}`, block {}: checked mode counts at most {} barriers per block",
@@ -298,12 +307,12 @@ pub(crate) fn run_fibers(
     STACKS.with(|s| *s.borrow_mut() = stacks);
 }
 
-/// The result of a barrier of `kind` at which every thread waits: the count or vote of their
-/// predicates.
+/// The result of a barrier of `kind` at which every live thread waits: the count or vote of
+/// their predicates (exited threads have none).
 fn reduce(kind: BarrierKind, threads: &[State]) -> u64 {
-    let mut preds = threads.iter().map(|s| match s {
-        State::Wait(a) => a.value != 0,
-        _ => false,
+    let mut preds = threads.iter().filter_map(|s| match s {
+        State::Wait(a) => Some(a.value != 0),
+        _ => None,
     });
     match kind {
         BarrierKind::Sync => 0,
