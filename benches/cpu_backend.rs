@@ -451,8 +451,71 @@ fn bench_warp(c: &mut Criterion) {
     g.finish();
 }
 
+/// saxpy, one element per thread: the form the grid-stride loop is measured against.
+#[kernel]
+fn saxpy_per_thread(a: f32, x: &[f32], y: &mut [f32]) {
+    let i = grid(1);
+    if i < y.len() {
+        y[i] += a * x[i];
+    }
+}
+
+/// saxpy as CUDA's and Numba's grid-stride loop, launched with fewer threads than elements.
+#[kernel]
+fn saxpy_grid_stride(a: f32, x: &[f32], y: &mut [f32]) {
+    let n = y.len();
+    let mut i = grid(1);
+    while i < n {
+        y[i] += a * x[i];
+        i += gridsize(1);
+    }
+}
+
+/// The grid-stride loop, the most common CUDA idiom, against the same saxpy one element per
+/// thread and a rayon loop: 10⁷ f32, 256 blocks of 256 threads.
+fn bench_grid_stride(c: &mut Criterion) {
+    let dev = Device::cpu();
+    let x: Vec<f32> = (0..ADD_N).map(|i| (i % 97) as f32).collect();
+    let dx = dev.to_device(&x).unwrap();
+    let mut dy = dev.zeros::<f32, _>(ADD_N).unwrap();
+    let mut hy = vec![0.0f32; ADD_N];
+    let per_thread = LaunchConfig::cover(ADD_N, 256).unwrap();
+
+    saxpy_grid_stride
+        .launch(256, 256, (2.0, &dx, &mut dy))
+        .unwrap();
+    hy.par_iter_mut().zip(&x).for_each(|(y, x)| *y += 2.0 * x);
+    assert_eq!(dy.to_vec().unwrap(), hy, "saxpy: kernel and rayon disagree");
+
+    let mut g = c.benchmark_group("grid_stride");
+    g.throughput(Throughput::Elements(ADD_N as u64));
+    g.bench_function("kernel", |bch| {
+        bch.iter(|| {
+            saxpy_grid_stride
+                .launch(256, 256, (2.0, &dx, &mut dy))
+                .unwrap()
+        })
+    });
+    g.bench_function("per_thread", |bch| {
+        bch.iter(|| {
+            saxpy_per_thread
+                .launch_with(per_thread.clone(), (2.0, &dx, &mut dy))
+                .unwrap()
+        })
+    });
+    g.bench_function("rayon", |bch| {
+        bch.iter(|| {
+            hy.par_iter_mut()
+                .zip(black_box(&x))
+                .for_each(|(y, x)| *y += 2.0 * x)
+        })
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
+    bench_grid_stride,
     bench_warp,
     bench_checked,
     bench_add,

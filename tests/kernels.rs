@@ -984,3 +984,66 @@ fn bad_launches_are_typed_errors() {
     assert_eq!(matmul_tiled::META.static_shared_bytes, 2 * 16 * 16 * 4);
     const { assert!(matmul_tiled::META.barriers && !add::META.barriers) };
 }
+
+mod strided {
+    use kernel_runtime::prelude::*;
+
+    /// A grid-stride copy whose output may be shorter than its input.
+    #[kernel]
+    pub fn copy_strided(x: &[f32], out: &mut [f32]) {
+        let n = x.len();
+        let mut i = grid(1);
+        while i < n {
+            out[i] = x[i] + 1.0;
+            i += gridsize(1);
+        }
+    }
+}
+
+#[test]
+fn grid_stride_loops_run_once_per_index_and_name_the_thread_of_a_fault() {
+    for dev in backends() {
+        let x: Vec<f32> = (0..10_000).map(|v| v as f32).collect();
+        let dx = dev.to_device(&x).unwrap();
+        let want: Vec<f32> = x.iter().map(|v| v + 1.0).collect();
+        // 1-D launches of every size against the array, and one along y too, whose rows of
+        // threads each walk the array (the same values again: a race checked mode reports).
+        let mut shapes = vec![((3, 1), (64, 1)), ((100, 1), (128, 1)), ((1, 1), (1, 1))];
+        if dev.kind() != DeviceKind::CpuChecked {
+            shapes.push(((2, 2), (32, 2)));
+        }
+        for (blocks, threads) in shapes {
+            let mut out = dev.zeros::<f32, _>(x.len()).unwrap();
+            strided::copy_strided
+                .launch(blocks, threads, (&dx, &mut out))
+                .unwrap();
+            assert_eq!(out.to_vec().unwrap(), want, "{:?} {blocks:?}", dev.kind());
+        }
+        if dev.kind() != DeviceKind::Cpu {
+            continue;
+        }
+        // Indices from 1000 on are past `out`; the cores run parts of the indices at once, so
+        // any of them may be the one reported, with the thread of 3 blocks of 64 that has it:
+        // index k, thread k % 192.
+        let mut short = dev.zeros::<f32, _>(1000).unwrap();
+        let err = strided::copy_strided
+            .launch(3, 64, (&dx, &mut short))
+            .unwrap_err()
+            .to_string();
+        let number_after = |what: &str| -> usize {
+            let at = err
+                .find(what)
+                .unwrap_or_else(|| panic!("{what:?} in {err}"))
+                + what.len();
+            let digits: String = err[at..].chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().unwrap()
+        };
+        let (k, block, thread) = (
+            number_after("index "),
+            number_after("(block ("),
+            number_after("thread ("),
+        );
+        assert!(k >= 1000, "{err}");
+        assert_eq!((block, thread), (k % 192 / 64, k % 64), "{err}");
+    }
+}

@@ -28,7 +28,7 @@ pub use crate::warp::{lane_id, shfl_down_sync};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::{
     cpu::bodies::{
-        Blocks, Cooperative, Coroutines, FastRun, Grid, Split, SplitCooperative, WholeRow,
+        Blocks, Cooperative, Coroutines, FastRun, Grid, Split, SplitCooperative, Strided, WholeRow,
     },
     cpu::elementwise::{elementwise, SharedPtr},
     cpu::exec::{all_exited, enter_thread, BlockRun},

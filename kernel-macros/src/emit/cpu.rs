@@ -7,6 +7,7 @@ use crate::kernel::params::Kind;
 use crate::kernel::rewrite::SharedDecl;
 use crate::kernel::validate::Kernel;
 use crate::split::guard::Guard;
+use crate::split::stride::{self, Stride};
 use crate::split::Hint;
 use crate::syntax::mentions;
 use crate::vocab::ATOMIC_PREFIX;
@@ -27,6 +28,9 @@ pub struct CpuPlan {
     /// threads inside its span without it. A checked body keeps its tests: what they tell the
     /// optimiser (`1 <= j`, `j + 1 < m`) is what lets it drop the index checks they guard.
     pub guard: Option<Guard>,
+    /// The grid-stride loop of a grid-level body, where it is one: the CPU backend runs its
+    /// body once per index instead (`__rt::Strided`).
+    pub stride: Option<Stride>,
     /// Whether a split body is compiled a second time for AVX-512 CPUs: only where no atomic
     /// operation orders its threads' work (tiles, reductions), which is where wide vectors pay
     /// for the second copy's compile time.
@@ -63,9 +67,13 @@ impl CpuPlan {
         let guard = (grid_level && !k.options.boundscheck)
             .then(|| crate::split::guard::guard(&k.func.block))
             .flatten();
+        let stride = (grid_level && !body.cooperative && guard.is_none())
+            .then(|| crate::split::stride::stride(&k.func.block))
+            .flatten();
         CpuPlan {
             thread_context: body.thread_context || body.warp_context && split.is_none(),
             guard,
+            stride,
             wide: split.is_some() && !atomics,
             split,
             grid_level,
@@ -97,9 +105,10 @@ impl CpuPlan {
             (None, false) if k.has_barriers() => {
                 quote!(#rt::Coroutines(#fast))
             }
-            (None, false) if self.grid_level => match &self.guard {
-                Some(_) => quote!(#rt::Grid(#fast, __span)),
-                None => quote!(#rt::Grid(#fast, #rt::WholeRow)),
+            (None, false) if self.grid_level => match (&self.guard, &self.stride) {
+                (Some(_), _) => quote!(#rt::Grid(#fast, __span)),
+                (None, Some(_)) => quote!(#rt::Strided(#fast, __index, __bound)),
+                (None, None) => quote!(#rt::Grid(#fast, #rt::WholeRow)),
             },
             (None, false) => quote!(#rt::Blocks(#fast)),
         }
@@ -130,7 +139,19 @@ pub fn bodies(k: &Kernel, plan: &CpuPlan) -> TokenStream {
         quote!(__fast),
         quote!(|__kctx: __rt::Ctx, #views, __inner: bool| { #prelude #grid #block }),
     );
-    quote!(#fast #span)
+    let stride = plan.stride.as_ref().map(|s| {
+        let (index, bound) = (stride::index_body(s), stride::bound_body(s));
+        let index = body_closure(
+            quote!(__index),
+            quote!(|__kctx: __rt::Ctx, #views, __index: usize| { #prelude #index }),
+        );
+        let bound = body_closure(
+            quote!(__bound),
+            quote!(|__kctx: __rt::Ctx, #views| -> usize { #prelude #bound }),
+        );
+        quote!(#index #bound)
+    });
+    quote!(#fast #span #stride)
 }
 
 /// `let name = closure;`: a body, as a closure that the runtime's thread loops inline (each

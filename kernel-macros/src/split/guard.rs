@@ -187,7 +187,7 @@ impl Varying {
 }
 
 /// Whether `e` is `__kctx.grid_1d()`, `grid_2d()` or `grid_3d()` (what `grid(n)` became).
-fn grid_call(e: &Expr) -> bool {
+pub(crate) fn grid_call(e: &Expr) -> bool {
     matches!(e, Expr::MethodCall(m)
         if is_name(&m.receiver, "__kctx")
             && ["grid_1d", "grid_2d", "grid_3d"].contains(&m.method.to_string().as_str()))
@@ -219,11 +219,11 @@ fn bound_names(p: &Pat) -> HashSet<String> {
     names.0
 }
 
-fn is_name(e: &Expr, name: &str) -> bool {
+pub(crate) fn is_name(e: &Expr, name: &str) -> bool {
     matches!(e, Expr::Path(p) if p.qself.is_none() && p.path.is_ident(name))
 }
 
-fn unparen(e: &Expr) -> &Expr {
+pub(crate) fn unparen(e: &Expr) -> &Expr {
     match e {
         Expr::Paren(p) => unparen(&p.expr),
         Expr::Group(g) => unparen(&g.expr),
@@ -247,7 +247,7 @@ fn terms(cond: &Expr) -> Vec<&Expr> {
 }
 
 /// Whether the `let` binds a value computed from names alone ([`computes_expr`]).
-fn computes(l: &Local) -> bool {
+pub(crate) fn computes(l: &Local) -> bool {
     l.init
         .as_ref()
         .is_some_and(|i| i.diverge.is_none() && computes_expr(&i.expr))
@@ -257,7 +257,7 @@ fn computes(l: &Local) -> bool {
 /// fields, tuples and the methods that read their receiver and change nothing (the context's,
 /// numbers', extents'); no call, index, borrow, block or macro. Evaluating it again gives the
 /// same value and changes nothing.
-fn computes_expr(e: &Expr) -> bool {
+pub(crate) fn computes_expr(e: &Expr) -> bool {
     struct Computes(bool);
     impl<'ast> Visit<'ast> for Computes {
         fn visit_expr(&mut self, e: &'ast Expr) {

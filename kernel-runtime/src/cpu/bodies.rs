@@ -8,6 +8,7 @@
 //! | form | the body | run as |
 //! | --- | --- | --- |
 //! | [`Grid`] | `fn(ctx, views, inside)`, with its guard's `fn(ctx, views, row) -> Span` | rows along x (`rows`) |
+//! | [`Strided`] | as [`Grid`], with its grid-stride loop's `fn(ctx, views, i)` and bound | once per index, in order (`strided`) |
 //! | [`Blocks`] | `fn(ctx, views, false)` | thread loops, block by block |
 //! | [`Coroutines`] | `fn(ctx, views, false)` | coroutines meeting at barriers and collectives (`fibers`) |
 //! | [`Split`] | `fn(&BlockRun, views)` | a block at a time, its thread loops its own |
@@ -26,6 +27,7 @@ use super::fault::KernelFault;
 use super::rows::{self, Span};
 use super::serial;
 use super::shapes::LaunchViews;
+use super::strided;
 use super::tls::BlockState;
 use crate::host::args::Params;
 
@@ -111,6 +113,31 @@ where
         rows::run_grid(spec, views, self.0, |ctx, views, row| {
             span.span(ctx, views, row)
         })
+    }
+}
+
+/// A grid-level 1-D kernel whose body is a grid-stride loop (see `strided`): the body
+/// `(ctx, views, inside)` of a thread, as [`Grid`]'s; the loop's body `(ctx, views, i)` of one
+/// index; and its bound `(ctx, views) -> n`. A launch whose grid or blocks extend along y or z
+/// (whose threads share grid-level indices) runs the thread body as [`Grid`] does.
+#[derive(Clone, Copy, Debug)]
+pub struct Strided<F, I, B>(pub F, pub I, pub B);
+
+impl<S, F, I, B, const CHECK: bool> FastRun<S, CHECK> for Strided<F, I, B>
+where
+    S: Params,
+    F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+    I: for<'v> Fn(Ctx, S::Views<'v, CHECK>, usize) + Copy + Sync,
+    B: for<'v> Fn(Ctx, S::Views<'v, CHECK>) -> usize + Sync,
+{
+    const MEET: bool = false;
+
+    fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
+        let (grid, block) = (spec.grid, spec.block);
+        if grid.y * grid.z * block.y * block.z != 1 {
+            return rows::run_grid(spec, views, self.0, |_, _, row| row);
+        }
+        strided::run::<S::Views<'_, CHECK>, _, _>(spec, views, self.1, self.2)
     }
 }
 

@@ -28,5 +28,6 @@ pub mod rows;
 pub(crate) mod serial;
 pub(crate) mod shapes;
 pub(crate) mod slots;
+pub(crate) mod strided;
 pub(crate) mod tls;
 pub(crate) mod warp;

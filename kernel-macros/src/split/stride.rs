@@ -1,0 +1,263 @@
+//! The grid-stride loop of a grid-level kernel, for the CPU backend's flat run
+//! (`__rt::Strided`).
+//!
+//! Where a 1-D kernel's body is `let`s that only compute, then
+//! `let mut i = grid(1); while i < n { ..; i += gridsize(1); }` and nothing after (CUDA's and
+//! Numba's grid-stride loop), its threads between them visit every index below `n` once. The CPU
+//! backend then runs the loop's body once per index, in index order, split over the cores,
+//! where the threads would each walk the array a grid's stride at a time. The body may not
+//! change `i`, nor anything `n` is computed from, nor leave the loop early.
+
+use crate::split::guard::{computes, computes_expr, grid_call, is_name, unparen};
+use crate::syntax::mentions;
+use quote::{quote, ToTokens};
+use std::collections::HashSet;
+use syn::visit::Visit;
+use syn::{BinOp, Block, Expr, Local, Pat, Stmt};
+
+/// A grid-stride loop, taken apart.
+pub struct Stride {
+    /// The loop's index (`i`).
+    pub index: syn::Ident,
+    /// The `let`s before it, which compute the same for every thread.
+    pub lets: Vec<Local>,
+    /// `n` of `while i < n`.
+    pub bound: Expr,
+    /// The loop's statements, but its last, the step.
+    pub body: Vec<Stmt>,
+}
+
+/// The grid-stride loop of a body of the shape the module describes.
+pub fn stride(block: &Block) -> Option<Stride> {
+    let (last, prefix) = block.stmts.split_last()?;
+    let (start, lets) = prefix.split_last()?;
+    let index = start_of(start)?;
+    let lets = lets
+        .iter()
+        .map(|s| match s {
+            Stmt::Local(l) if computes(l) && !mentions_grid(l) => Some(l.clone()),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let Stmt::Expr(Expr::While(w), _) = last else {
+        return None;
+    };
+    let Expr::Binary(cond) = unparen(&w.cond) else {
+        return None;
+    };
+    let name = index.to_string();
+    if !matches!(cond.op, BinOp::Lt(_)) || !is_name(unparen(&cond.left), &name) {
+        return None;
+    }
+    let bound = (*cond.right).clone();
+    let (step, body) = w.body.stmts.split_last()?;
+    if !is_step(step, &name) || !computes_expr(&bound) {
+        return None;
+    }
+    let assigned = Assigned::of(&body.iter().collect::<Vec<_>>())?;
+    let fixed = !mentions(bound.to_token_stream(), &|i| {
+        let i = i.to_string();
+        i == name || assigned.0.contains(&i)
+    });
+    (fixed && !assigned.0.contains(&name)).then(|| Stride {
+        index,
+        lets,
+        bound,
+        body: body.to_vec(),
+    })
+}
+
+/// `i` of `let mut i = grid(1);` (as the body pass writes it: `__kctx.grid_1d()`).
+fn start_of(s: &Stmt) -> Option<syn::Ident> {
+    let Stmt::Local(l) = s else { return None };
+    let init = l.init.as_ref()?;
+    let one_d = matches!(&*init.expr, Expr::MethodCall(m) if m.method == "grid_1d");
+    if !(one_d && grid_call(&init.expr)) || init.diverge.is_some() {
+        return None;
+    }
+    match &l.pat {
+        Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() => Some(p.ident.clone()),
+        _ => None,
+    }
+}
+
+/// Whether `s` is `i += gridsize(1);`.
+fn is_step(s: &Stmt, index: &str) -> bool {
+    let Stmt::Expr(Expr::Binary(b), Some(_)) = s else {
+        return false;
+    };
+    matches!(b.op, BinOp::AddAssign(_))
+        && is_name(unparen(&b.left), index)
+        && matches!(unparen(&b.right), Expr::MethodCall(m)
+            if m.method == "gridsize_1d" && is_name(&m.receiver, "__kctx"))
+}
+
+/// Whether a `let` reads the thread's grid index (its value would differ between threads).
+fn mentions_grid(l: &Local) -> bool {
+    mentions(l.to_token_stream(), &|i| {
+        let i = i.to_string();
+        i == "grid_1d" || i == "grid_2d" || i == "grid_3d"
+    })
+}
+
+/// The names the loop's statements assign (`x = ..`, `x += ..`, `&mut x`); `None` where they
+/// leave the loop early (`break`, `continue`, `return`, `?`), which the flat run cannot follow.
+struct Assigned(HashSet<String>);
+
+impl Assigned {
+    fn of(stmts: &[&Stmt]) -> Option<Assigned> {
+        let mut v = Visitor {
+            names: HashSet::new(),
+            leaves: false,
+        };
+        for s in stmts {
+            v.visit_stmt(s);
+        }
+        (!v.leaves).then_some(Assigned(v.names))
+    }
+}
+
+struct Visitor {
+    names: HashSet<String>,
+    leaves: bool,
+}
+
+impl Visitor {
+    fn target(&mut self, e: &Expr) {
+        if let Expr::Path(p) = unparen(e) {
+            if let Some(i) = p.path.get_ident() {
+                self.names.insert(i.to_string());
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Visitor {
+    fn visit_expr(&mut self, e: &'ast Expr) {
+        match e {
+            Expr::Assign(a) => self.target(&a.left),
+            Expr::Binary(b) if crate::syntax::assigns(&b.op) => self.target(&b.left),
+            Expr::Reference(r) if r.mutability.is_some() => self.target(&r.expr),
+            Expr::Break(_) | Expr::Continue(_) | Expr::Return(_) | Expr::Try(_) => {
+                self.leaves = true
+            }
+            // A closure's `return` leaves the closure, not the loop; what it assigns counts.
+            _ => {}
+        }
+        syn::visit::visit_expr(self, e);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        // A macro's tokens may assign or leave: count every name in them as assigned.
+        let mut names = HashSet::new();
+        collect(m.tokens.clone(), &mut names);
+        self.names.extend(names);
+        self.leaves |= mentions(m.tokens.clone(), &|i| {
+            matches!(i.to_string().as_str(), "break" | "continue" | "return")
+        });
+    }
+}
+
+fn collect(tokens: proc_macro2::TokenStream, out: &mut HashSet<String>) {
+    for t in tokens {
+        match t {
+            proc_macro2::TokenTree::Ident(i) => drop(out.insert(i.to_string())),
+            proc_macro2::TokenTree::Group(g) => collect(g.stream(), out),
+            _ => {}
+        }
+    }
+}
+
+/// The statements of the flat run's body of one index: the `let`s, the index, the loop's body.
+pub fn index_body(s: &Stride) -> proc_macro2::TokenStream {
+    let (lets, index, body) = (&s.lets, &s.index, &s.body);
+    quote! {
+        #(#lets)*
+        let #index: usize = __index;
+        #(#body)*
+    }
+}
+
+/// The statements of the flat run's bound: the `let`s, then `n`.
+pub fn bound_body(s: &Stride) -> proc_macro2::TokenStream {
+    let (lets, bound) = (&s.lets, &s.bound);
+    quote! {
+        #(#lets)*
+        #bound
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grid_stride_loop_is_found() {
+        let block: Block = syn::parse_quote!({
+            let n = y.len();
+            let mut i = __kctx.grid_1d();
+            while i < n {
+                y[i] = a * x[i] + y[i];
+                i += __kctx.gridsize_1d();
+            }
+        });
+        let s = stride(&block).unwrap();
+        assert_eq!(s.index, "i");
+        assert_eq!(s.bound.to_token_stream().to_string(), "n");
+        assert_eq!(s.body.len(), 1);
+    }
+
+    #[test]
+    fn loops_the_flat_run_cannot_follow_are_left_alone() {
+        let cases: [Block; 5] = [
+            // `n` changes in the loop.
+            syn::parse_quote!({
+                let mut n = y.len();
+                let mut i = __kctx.grid_1d();
+                while i < n {
+                    n -= 1;
+                    i += __kctx.gridsize_1d();
+                }
+            }),
+            // The loop leaves early.
+            syn::parse_quote!({
+                let mut i = __kctx.grid_1d();
+                while i < y.len() {
+                    if y[i] > 0.0 {
+                        break;
+                    }
+                    i += __kctx.gridsize_1d();
+                }
+            }),
+            // Another step.
+            syn::parse_quote!({
+                let mut i = __kctx.grid_1d();
+                while i < y.len() {
+                    y[i] = 0.0;
+                    i += 2;
+                }
+            }),
+            // A `let` that reads the thread's index.
+            syn::parse_quote!({
+                let t = __kctx.grid_1d();
+                let mut i = __kctx.grid_1d();
+                while i < y.len() {
+                    y[i] = t as f32;
+                    i += __kctx.gridsize_1d();
+                }
+            }),
+            // The index changed in the loop.
+            syn::parse_quote!({
+                let mut i = __kctx.grid_1d();
+                while i < y.len() {
+                    i += 1;
+                    y[i] = 0.0;
+                    i += __kctx.gridsize_1d();
+                }
+            }),
+        ];
+        for block in cases {
+            assert!(stride(&block).is_none(), "{}", block.to_token_stream());
+        }
+    }
+}
