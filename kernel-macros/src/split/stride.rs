@@ -168,13 +168,17 @@ fn collect(tokens: proc_macro2::TokenStream, out: &mut HashSet<String>) {
     }
 }
 
-/// The statements of the flat run's body of one index: the `let`s, the index, the loop's body.
+/// The statements of the flat run's body of one index: the `let`s, the index, the loop's body
+/// under the loop's own test, which always holds there and tells the optimiser that the index
+/// is below the bound (an array's length, as a rule: its index checks then go).
 pub fn index_body(s: &Stride) -> proc_macro2::TokenStream {
-    let (lets, index, body) = (&s.lets, &s.index, &s.body);
+    let (lets, index, bound, body) = (&s.lets, &s.index, &s.bound, &s.body);
     quote! {
         #(#lets)*
         let #index: usize = __index;
-        #(#body)*
+        if #index < #bound {
+            #(#body)*
+        }
     }
 }
 

@@ -28,9 +28,10 @@ const TASK_INDICES: u64 = 1 << 16;
 /// once, by thread 0), as the threads of a 1-D launch of `spec` would between them.
 ///
 /// Where the launch's 1-D arrays share one length, the indices below it run in a loop of their
-/// own with the views reshaped to it (see `shapes`), told that each index is below it, so that
-/// one known fact covers every array's check. (On 10⁷ f32 the loop is still scalar: 9.6 ms
-/// against 1.8 ms one element per thread, `cargo bench --bench cpu_backend -- grid_stride`.)
+/// own with the views reshaped to it (see `shapes`). The body of one index keeps the loop's own
+/// test (`i < n`, which holds): where `n` is an array's length, as a rule, that test is then every
+/// array's index check, which the optimiser drops, and the loop vectorizes as a hand-written
+/// one (saxpy on 10⁷ f32: 1.70 ms, the same one element per thread, 1.04× rayon).
 pub(crate) fn run<V, I, B>(
     spec: &LaunchSpec,
     views: V,
@@ -62,7 +63,7 @@ where
                     Some(common) => {
                         let fast = lo..hi.min(length).max(lo);
                         let common = common.with_length(length);
-                        run_indices::<V, I>(base, fast.clone(), length, views, common, index);
+                        run_indices::<V, I>(base, fast.clone(), views, common, index);
                         fast.end
                     }
                     None => lo,
@@ -102,22 +103,21 @@ fn replay<V: Copy, I: Fn(Ctx, V, usize)>(
 wide_variants!(
     /// The indices `range`, below the arrays' common length, in a loop of their own.
     run_indices [V: LaunchViews, I: Fn(Ctx, V, usize) + Copy] [V, I]
-    (ctx: Ctx, range: Range<usize>, length: usize, views: V, common: Common, index: I) => index_loop
+    (ctx: Ctx, range: Range<usize>, views: V, common: Common, index: I) => index_loop
 );
 
-/// The loop of [`run_indices`]: the views reshaped to `common`, whose 1-D length is `length`.
+/// The loop of [`run_indices`]: the views reshaped to `common`, the range below its 1-D
+/// length, which is what the views' index checks compare with.
 #[inline(always)]
 fn index_loop<V: LaunchViews, I: Fn(Ctx, V, usize) + Copy>(
     ctx: Ctx,
     range: Range<usize>,
-    length: usize,
     views: V,
     common: Common,
     index: I,
 ) {
-    for i in range {
-        // SAFETY: `run` cut the range below `length`.
-        unsafe { std::hint::assert_unchecked(i < length) };
+    let [length] = common.of::<1>();
+    for i in range.start..range.end.min(length) {
         // SAFETY: `common` holds the views' shapes (`run` found them).
         index(ctx, unsafe { views.fast::<true>(&common) }, i);
     }
