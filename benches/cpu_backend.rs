@@ -471,6 +471,14 @@ fn saxpy_grid_stride(a: f32, x: &[f32], y: &mut [f32]) {
     }
 }
 
+/// The grid-stride loop written with `step_by`.
+#[kernel]
+fn saxpy_step_by(a: f32, x: &[f32], y: &mut [f32]) {
+    for i in (grid(1)..y.len()).step_by(gridsize(1)) {
+        y[i] += a * x[i];
+    }
+}
+
 /// The grid-stride loop, the most common CUDA idiom, against the same saxpy one element per
 /// thread and a rayon loop: 10⁷ f32, 256 blocks of 256 threads.
 fn bench_grid_stride(c: &mut Criterion) {
@@ -495,6 +503,9 @@ fn bench_grid_stride(c: &mut Criterion) {
                 .launch(256, 256, (2.0, &dx, &mut dy))
                 .unwrap()
         })
+    });
+    g.bench_function("kernel_step_by", |bch| {
+        bch.iter(|| saxpy_step_by.launch(256, 256, (2.0, &dx, &mut dy)).unwrap())
     });
     g.bench_function("per_thread", |bch| {
         bch.iter(|| {

@@ -998,6 +998,14 @@ mod strided {
             i += gridsize(1);
         }
     }
+
+    /// The same loop written with `step_by`.
+    #[kernel]
+    pub fn copy_step_by(x: &[f32], out: &mut [f32]) {
+        for i in (grid(1)..x.len()).step_by(gridsize(1)) {
+            out[i] = x[i] + 1.0;
+        }
+    }
 }
 
 #[test]
@@ -1015,6 +1023,11 @@ fn grid_stride_loops_run_once_per_index_and_name_the_thread_of_a_fault() {
         for (blocks, threads) in shapes {
             let mut out = dev.zeros::<f32, _>(x.len()).unwrap();
             strided::copy_strided
+                .launch(blocks, threads, (&dx, &mut out))
+                .unwrap();
+            assert_eq!(out.to_vec().unwrap(), want, "{:?} {blocks:?}", dev.kind());
+            let mut out = dev.zeros::<f32, _>(x.len()).unwrap();
+            strided::copy_step_by
                 .launch(blocks, threads, (&dx, &mut out))
                 .unwrap();
             assert_eq!(out.to_vec().unwrap(), want, "{:?} {blocks:?}", dev.kind());

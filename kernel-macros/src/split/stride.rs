@@ -2,8 +2,9 @@
 //! (`__rt::Strided`).
 //!
 //! Where a 1-D kernel's body is `let`s that only compute, then
-//! `let mut i = grid(1); while i < n { ..; i += gridsize(1); }` and nothing after (CUDA's and
-//! Numba's grid-stride loop), its threads between them visit every index below `n` once. The CPU
+//! `let mut i = grid(1); while i < n { ..; i += gridsize(1); }`, or
+//! `for i in (grid(1)..n).step_by(gridsize(1)) { .. }`, and nothing after (CUDA's and Numba's
+//! grid-stride loop), its threads between them visit every index below `n` once. The CPU
 //! backend then runs the loop's body once per index, in index order, split over the cores,
 //! where the threads would each walk the array a grid's stride at a time. The body may not
 //! change `i`, nor anything `n` is computed from, nor leave the loop early.
@@ -27,18 +28,16 @@ pub struct Stride {
     pub body: Vec<Stmt>,
 }
 
-/// The grid-stride loop of a body of the shape the module describes.
+/// The grid-stride loop of a body of the shape the module describes, as a `while` loop or as
+/// `for i in (grid(1)..n).step_by(gridsize(1)) { .. }`.
 pub fn stride(block: &Block) -> Option<Stride> {
     let (last, prefix) = block.stmts.split_last()?;
+    if let Stmt::Expr(Expr::ForLoop(f), _) = last {
+        return stepped(f, lets_of(prefix)?);
+    }
     let (start, lets) = prefix.split_last()?;
     let index = start_of(start)?;
-    let lets = lets
-        .iter()
-        .map(|s| match s {
-            Stmt::Local(l) if computes(l) && !mentions_grid(l) => Some(l.clone()),
-            _ => None,
-        })
-        .collect::<Option<Vec<_>>>()?;
+    let lets = lets_of(lets)?;
     let Stmt::Expr(Expr::While(w), _) = last else {
         return None;
     };
@@ -64,6 +63,54 @@ pub fn stride(block: &Block) -> Option<Stride> {
         lets,
         bound,
         body: body.to_vec(),
+    })
+}
+
+/// The `let`s before the loop, where each computes the same for every thread.
+fn lets_of(stmts: &[Stmt]) -> Option<Vec<Local>> {
+    stmts
+        .iter()
+        .map(|s| match s {
+            Stmt::Local(l) if computes(l) && !mentions_grid(l) => Some(l.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `for i in (grid(1)..n).step_by(gridsize(1)) { .. }`.
+fn stepped(f: &syn::ExprForLoop, lets: Vec<Local>) -> Option<Stride> {
+    let Pat::Ident(p) = &*f.pat else { return None };
+    let Expr::MethodCall(step) = unparen(&f.expr) else {
+        return None;
+    };
+    let gridsize = matches!(step.args.first(), Some(Expr::MethodCall(m))
+        if m.method == "gridsize_1d" && is_name(&m.receiver, "__kctx"));
+    if step.method != "step_by" || step.args.len() != 1 || !gridsize {
+        return None;
+    }
+    let Expr::Range(r) = unparen(&step.receiver) else {
+        return None;
+    };
+    let from_grid = r.start.as_deref().is_some_and(|e| {
+        matches!(unparen(e), Expr::MethodCall(m) if m.method == "grid_1d") && grid_call(unparen(e))
+    });
+    let bound = r.end.as_deref()?.clone();
+    let half_open = matches!(r.limits, syn::RangeLimits::HalfOpen(_));
+    if !from_grid || !half_open || p.subpat.is_some() || !computes_expr(&bound) {
+        return None;
+    }
+    let body: Vec<&Stmt> = f.body.stmts.iter().collect();
+    let assigned = Assigned::of(&body)?;
+    let name = p.ident.to_string();
+    let fixed = !mentions(bound.to_token_stream(), &|i| {
+        let i = i.to_string();
+        i == name || assigned.0.contains(&i)
+    });
+    (fixed && !assigned.0.contains(&name)).then(|| Stride {
+        index: p.ident.clone(),
+        lets,
+        bound,
+        body: f.body.stmts.clone(),
     })
 }
 
@@ -209,6 +256,24 @@ mod tests {
         assert_eq!(s.index, "i");
         assert_eq!(s.bound.to_token_stream().to_string(), "n");
         assert_eq!(s.body.len(), 1);
+    }
+
+    #[test]
+    fn the_step_by_form_is_found_too() {
+        let block: Block = syn::parse_quote!({
+            for i in (__kctx.grid_1d()..y.len()).step_by(__kctx.gridsize_1d()) {
+                y[i] = 2.0 * y[i];
+            }
+        });
+        let s = stride(&block).unwrap();
+        assert_eq!(s.index, "i");
+        assert_eq!(s.bound.to_token_stream().to_string(), "y . len ()");
+        let other_step: Block = syn::parse_quote!({
+            for i in (__kctx.grid_1d()..y.len()).step_by(2) {
+                y[i] = 0.0;
+            }
+        });
+        assert!(stride(&other_step).is_none());
     }
 
     #[test]
