@@ -31,7 +31,8 @@ pub struct Program {
 }
 
 /// The programs, their sizes as `benches/cpu_backend.rs` runs them, and their goals: those of
-/// the CPU backend (smooth against Numba and its simulator, add and smooth against rayon) and
+/// the CPU backend (smooth against Numba and its simulator, add, the grid-stride loop and smooth
+/// against rayon) and
 /// the barrier kernels' bound (integrate2d and matmul within 3× rayon).
 pub const PROGRAMS: &[Program] = &[
     Program {
@@ -68,6 +69,13 @@ pub const PROGRAMS: &[Program] = &[
         size: "2^22 u32",
         elements: 4194304.0,
         goals: &[],
+    },
+    Program {
+        name: "grid-stride saxpy",
+        group: "grid_stride",
+        size: "10^7 f32, 256 × 256 threads",
+        elements: 1e7,
+        goals: &[Goal::Rayon(1.2)],
     },
 ];
 
