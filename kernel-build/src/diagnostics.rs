@@ -6,7 +6,7 @@
 //! warnings (which the host build reports itself) without parsing rustc's human output.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The errors of a failed nested build, each as rustc rendered it, in order. Where rustc
 /// reported none (cargo itself failed: a dependency that does not resolve, a missing library
@@ -91,6 +91,27 @@ fn push_hint(out: &mut String, name: Option<&str>) {
     }
 }
 
+/// The directory rustc's paths are relative to in the host build of the crate in
+/// `manifest_dir`: cargo runs it from the workspace's root, the nearest directory above (or
+/// at) the crate whose manifest has a `[workspace]` table, else the crate's own.
+pub(crate) fn workspace_root(manifest_dir: &Path) -> PathBuf {
+    manifest_dir
+        .ancestors()
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("Cargo.toml"))
+                .is_ok_and(|m| m.lines().any(|l| l.trim() == "[workspace]"))
+        })
+        .unwrap_or(manifest_dir)
+        .to_path_buf()
+}
+
+/// `file` as rustc names it in the host build: relative to the workspace's `root` where it
+/// lies under it, so that a device error reads as the host's own would.
+pub(crate) fn as_rustc_shows(file: &Path, root: &Path) -> PathBuf {
+    file.strip_prefix(root)
+        .map_or_else(|_| file.to_path_buf(), Path::to_path_buf)
+}
+
 /// Whether the errors come from code that reaches for `std`, which device code does not have.
 pub(crate) fn reaches_std(diagnostics: &str) -> bool {
     diagnostics.contains("`std`")
@@ -171,6 +192,21 @@ mod tests {
             .find("= help: `helper` is a host function: mark it `#[device]`")
             .unwrap();
         assert!(hint < out.find("nowhere").unwrap(), "{out}");
+    }
+
+    #[test]
+    fn paths_read_as_the_host_builds_do() {
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = workspace_root(here);
+        assert_eq!(root, here.parent().unwrap());
+        assert_eq!(
+            as_rustc_shows(&here.join("src/lib.rs"), &root),
+            Path::new("kernel-build/src/lib.rs")
+        );
+        assert_eq!(
+            as_rustc_shows(Path::new("/elsewhere/a.rs"), &root),
+            Path::new("/elsewhere/a.rs")
+        );
     }
 
     #[test]

@@ -572,10 +572,14 @@ impl Builder {
 
         let manifest_path = device_dir.join("Cargo.toml");
         let rewrite = |stderr: String| {
+            let root = diagnostics::workspace_root(job.manifest_dir);
             let files: Vec<_> = extraction
                 .files
                 .iter()
-                .map(|f| (f.rel.clone(), device_dir.join(&f.rel), f.original.clone()))
+                .map(|f| {
+                    let shown = diagnostics::as_rustc_shows(&f.original, &root);
+                    (f.rel.clone(), device_dir.join(&f.rel), shown)
+                })
                 .collect();
             let text = diagnostics::rewrite_paths(&stderr, &files);
             Error::DeviceCompile {

@@ -33,6 +33,12 @@ fn builder(fixture: &str) -> Builder {
         .cargo_directives(false)
 }
 
+/// `file` as the diagnostics name it: relative to the workspace's root, as rustc's own are.
+fn as_shown(file: &Path) -> &Path {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    file.strip_prefix(root).unwrap()
+}
+
 fn skip() {
     println!("skipped: no toolchain that can compile for nvptx64-nvidia-cuda was found");
 }
@@ -101,7 +107,7 @@ fn a_device_only_error_names_the_users_file_and_line() {
         Err(e) => panic!("unexpected error: {e}"),
     };
     println!("{diagnostics}");
-    let location = format!("{}:{line}:", fixture_lib.display());
+    let location = format!("{}:{line}:", as_shown(&fixture_lib).display());
     assert!(
         diagnostics.contains(&location),
         "diagnostics do not name {location}:\n{diagnostics}"
@@ -133,7 +139,7 @@ fn host_only_code_is_refused_without_a_toolchain() {
     ] {
         let location = format!(
             "{}:{}:",
-            fixture_lib.display(),
+            as_shown(&fixture_lib).display(),
             line_of(&fixture_lib, needle)
         );
         assert!(
