@@ -187,7 +187,7 @@ impl Varying {
 }
 
 /// Whether `e` is `__kctx.grid_1d()`, `grid_2d()` or `grid_3d()` (what `grid(n)` became).
-pub(crate) fn grid_call(e: &Expr) -> bool {
+fn grid_call(e: &Expr) -> bool {
     matches!(e, Expr::MethodCall(m)
         if is_name(&m.receiver, "__kctx")
             && ["grid_1d", "grid_2d", "grid_3d"].contains(&m.method.to_string().as_str()))

@@ -9,7 +9,7 @@
 //! where the threads would each walk the array a grid's stride at a time. The body may not
 //! change `i`, nor anything `n` is computed from, nor leave the loop early.
 
-use crate::split::guard::{computes, computes_expr, grid_call, is_name, unparen};
+use crate::split::guard::{computes, computes_expr, is_name, unparen};
 use crate::syntax::mentions;
 use quote::{quote, ToTokens};
 use std::collections::HashSet;
@@ -37,7 +37,6 @@ pub fn stride(block: &Block) -> Option<Stride> {
     }
     let (start, lets) = prefix.split_last()?;
     let index = start_of(start)?;
-    let lets = lets_of(lets)?;
     let Stmt::Expr(Expr::While(w), _) = last else {
         return None;
     };
@@ -48,12 +47,42 @@ pub fn stride(block: &Block) -> Option<Stride> {
     if !matches!(cond.op, BinOp::Lt(_)) || !is_name(unparen(&cond.left), &name) {
         return None;
     }
-    let bound = (*cond.right).clone();
     let (step, body) = w.body.stmts.split_last()?;
-    if !is_step(step, &name) || !computes_expr(&bound) {
+    if !is_step(step, &name) {
         return None;
     }
-    let assigned = Assigned::of(&body.iter().collect::<Vec<_>>())?;
+    following(index, lets_of(lets)?, &cond.right, body)
+}
+
+/// `for i in (grid(1)..n).step_by(gridsize(1)) { .. }`.
+fn stepped(f: &syn::ExprForLoop, lets: Vec<Local>) -> Option<Stride> {
+    let Pat::Ident(p) = &*f.pat else { return None };
+    let Expr::MethodCall(step) = unparen(&f.expr) else {
+        return None;
+    };
+    let by_gridsize = step.args.len() == 1 && ctx_call(&step.args[0], "gridsize_1d");
+    if step.method != "step_by" || !by_gridsize || p.subpat.is_some() {
+        return None;
+    }
+    let Expr::Range(r) = unparen(&step.receiver) else {
+        return None;
+    };
+    let from_grid = r.start.as_deref().is_some_and(|e| ctx_call(e, "grid_1d"));
+    if !from_grid || !matches!(r.limits, syn::RangeLimits::HalfOpen(_)) {
+        return None;
+    }
+    following(p.ident.clone(), lets, r.end.as_deref()?, &f.body.stmts)
+}
+
+/// The loop of index `index` up to `bound` with the statements `body`, where the flat run can
+/// follow it: `bound` only computes, and neither it nor the index changes in `body`, which
+/// does not leave the loop early.
+fn following(index: syn::Ident, lets: Vec<Local>, bound: &Expr, body: &[Stmt]) -> Option<Stride> {
+    if !computes_expr(bound) {
+        return None;
+    }
+    let assigned = Assigned::of(body)?;
+    let name = index.to_string();
     let fixed = !mentions(bound.to_token_stream(), &|i| {
         let i = i.to_string();
         i == name || assigned.0.contains(&i)
@@ -61,7 +90,7 @@ pub fn stride(block: &Block) -> Option<Stride> {
     (fixed && !assigned.0.contains(&name)).then(|| Stride {
         index,
         lets,
-        bound,
+        bound: bound.clone(),
         body: body.to_vec(),
     })
 }
@@ -77,49 +106,18 @@ fn lets_of(stmts: &[Stmt]) -> Option<Vec<Local>> {
         .collect()
 }
 
-/// `for i in (grid(1)..n).step_by(gridsize(1)) { .. }`.
-fn stepped(f: &syn::ExprForLoop, lets: Vec<Local>) -> Option<Stride> {
-    let Pat::Ident(p) = &*f.pat else { return None };
-    let Expr::MethodCall(step) = unparen(&f.expr) else {
-        return None;
-    };
-    let gridsize = matches!(step.args.first(), Some(Expr::MethodCall(m))
-        if m.method == "gridsize_1d" && is_name(&m.receiver, "__kctx"));
-    if step.method != "step_by" || step.args.len() != 1 || !gridsize {
-        return None;
-    }
-    let Expr::Range(r) = unparen(&step.receiver) else {
-        return None;
-    };
-    let from_grid = r.start.as_deref().is_some_and(|e| {
-        matches!(unparen(e), Expr::MethodCall(m) if m.method == "grid_1d") && grid_call(unparen(e))
-    });
-    let bound = r.end.as_deref()?.clone();
-    let half_open = matches!(r.limits, syn::RangeLimits::HalfOpen(_));
-    if !from_grid || !half_open || p.subpat.is_some() || !computes_expr(&bound) {
-        return None;
-    }
-    let body: Vec<&Stmt> = f.body.stmts.iter().collect();
-    let assigned = Assigned::of(&body)?;
-    let name = p.ident.to_string();
-    let fixed = !mentions(bound.to_token_stream(), &|i| {
-        let i = i.to_string();
-        i == name || assigned.0.contains(&i)
-    });
-    (fixed && !assigned.0.contains(&name)).then(|| Stride {
-        index: p.ident.clone(),
-        lets,
-        bound,
-        body: f.body.stmts.clone(),
-    })
+/// Whether `e` is `__kctx.method()`: what the body pass makes of `grid(1)` (`grid_1d`) and
+/// `gridsize(1)` (`gridsize_1d`).
+fn ctx_call(e: &Expr, method: &str) -> bool {
+    matches!(unparen(e), Expr::MethodCall(m)
+        if m.method == method && m.args.is_empty() && is_name(&m.receiver, "__kctx"))
 }
 
-/// `i` of `let mut i = grid(1);` (as the body pass writes it: `__kctx.grid_1d()`).
+/// `i` of `let mut i = grid(1);`.
 fn start_of(s: &Stmt) -> Option<syn::Ident> {
     let Stmt::Local(l) = s else { return None };
     let init = l.init.as_ref()?;
-    let one_d = matches!(&*init.expr, Expr::MethodCall(m) if m.method == "grid_1d");
-    if !(one_d && grid_call(&init.expr)) || init.diverge.is_some() {
+    if !ctx_call(&init.expr, "grid_1d") || init.diverge.is_some() {
         return None;
     }
     match &l.pat {
@@ -135,8 +133,7 @@ fn is_step(s: &Stmt, index: &str) -> bool {
     };
     matches!(b.op, BinOp::AddAssign(_))
         && is_name(unparen(&b.left), index)
-        && matches!(unparen(&b.right), Expr::MethodCall(m)
-            if m.method == "gridsize_1d" && is_name(&m.receiver, "__kctx"))
+        && ctx_call(&b.right, "gridsize_1d")
 }
 
 /// Whether a `let` reads the thread's grid index (its value would differ between threads).
@@ -152,7 +149,7 @@ fn mentions_grid(l: &Local) -> bool {
 struct Assigned(HashSet<String>);
 
 impl Assigned {
-    fn of(stmts: &[&Stmt]) -> Option<Assigned> {
+    fn of(stmts: &[Stmt]) -> Option<Assigned> {
         let mut v = Visitor {
             names: HashSet::new(),
             leaves: false,
@@ -196,22 +193,12 @@ impl<'ast> Visit<'ast> for Visitor {
 
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
         // A macro's tokens may assign or leave: count every name in them as assigned.
-        let mut names = HashSet::new();
-        collect(m.tokens.clone(), &mut names);
-        self.names.extend(names);
+        let mut names = std::collections::HashMap::new();
+        crate::syntax::count_idents(m.tokens.clone(), &mut names);
+        self.names.extend(names.into_keys());
         self.leaves |= mentions(m.tokens.clone(), &|i| {
             matches!(i.to_string().as_str(), "break" | "continue" | "return")
         });
-    }
-}
-
-fn collect(tokens: proc_macro2::TokenStream, out: &mut HashSet<String>) {
-    for t in tokens {
-        match t {
-            proc_macro2::TokenTree::Ident(i) => drop(out.insert(i.to_string())),
-            proc_macro2::TokenTree::Group(g) => collect(g.stream(), out),
-            _ => {}
-        }
     }
 }
 
