@@ -54,13 +54,11 @@ pub(crate) struct Extraction {
     pub files: Vec<GeneratedFile>,
     /// The names of the `#[kernel]`/`#[device]` functions found.
     pub functions: Vec<String>,
-    /// The names of the crate's free functions that are not device code: a kernel that calls
-    /// one is told to mark it `#[device]`.
-    pub host_functions: HashSet<String>,
 }
 
-/// The names of the free functions of `tree` that are not marked as device code.
-fn host_functions(tree: &SourceTree) -> HashSet<String> {
+/// The names of the free functions of `tree` that are not marked as device code: a kernel that
+/// calls one is told to mark it `#[device]`.
+pub(crate) fn host_functions(tree: &SourceTree) -> HashSet<String> {
     let mut names = HashSet::new();
     for file in &tree.files {
         walk(&file.ast.items, &mut |item| {
@@ -545,10 +543,10 @@ pub(crate) fn extract(
     tree: &SourceTree,
     manifest_dir: &Path,
     device_dir: &Path,
-    host_only: HashSet<String>,
+    host_only: &HashSet<String>,
 ) -> Extraction {
     let mut selection = select(tree);
-    selection.host_only = host_only;
+    selection.host_only = host_only.clone();
     let mut rels: Vec<Option<PathBuf>> = vec![None; tree.files.len()];
     for (index, file) in tree.files.iter().enumerate() {
         if index == 0 || selection.file_kept[index] {
@@ -580,7 +578,6 @@ pub(crate) fn extract(
     Extraction {
         files,
         functions: selection.functions,
-        host_functions: host_functions(tree),
     }
 }
 
@@ -643,7 +640,7 @@ pub use host::Report as R;
             ],
         )
         .unwrap();
-        extract(&tree, Path::new("/c"), Path::new("/dev"), HashSet::new())
+        extract(&tree, Path::new("/c"), Path::new("/dev"), &HashSet::new())
     }
 
     fn line(text: &str, n: usize) -> &str {
@@ -745,7 +742,7 @@ pub use host::Report as R;
             ],
         )
         .unwrap();
-        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"), HashSet::new());
+        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"), &HashSet::new());
         assert_eq!(
             ex.files[0].text,
             format!(
@@ -776,7 +773,7 @@ pub use host::Report as R;
             #[kernel] pub fn k(out: &mut [f32]) { out[0] = TAPS.read()[0]; }\n";
         let tree = load_map("/c/src/lib.rs", &[("/c/src/lib.rs", lib)]).unwrap();
         let text =
-            &extract(&tree, Path::new("/c"), Path::new("/dev"), HashSet::new()).files[0].text;
+            &extract(&tree, Path::new("/c"), Path::new("/dev"), &HashSet::new()).files[0].text;
         assert_eq!(line(text, 2), "constant_array!(pub static TAPS: [f32; 3]);");
         assert_eq!(line(text, 3).trim(), "");
     }
@@ -803,7 +800,7 @@ pub use host::Report as R;
     #[test]
     fn a_crate_without_device_code_yields_just_the_prefix() {
         let tree = load_map("/c/src/main.rs", &[("/c/src/main.rs", "fn main() {}\n")]).unwrap();
-        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"), HashSet::new());
+        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"), &HashSet::new());
         assert_eq!(ex.files.len(), 1);
         assert_eq!(ex.files[0].rel, Path::new("src/main.rs"));
         assert_eq!(ex.files[0].text, format!("{ROOT_PREFIX}\n"));
@@ -827,7 +824,7 @@ pub use host::Report as R;
         ]
         .map(String::from)
         .into();
-        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"), host_only);
+        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"), &host_only);
         let text = &ex.files[0].text;
         assert!(text.contains("use kernel_runtime::prelude::*;"), "{text}");
         assert!(
@@ -841,7 +838,7 @@ pub use host::Report as R;
         assert!(!text.contains("ndarray"), "{text}");
         assert!(text.contains("random :: { Xoroshiro128pState }"), "{text}");
         assert!(!text.contains("create_"), "{text}");
-        assert_eq!(ex.host_functions, HashSet::from(["host".to_string()]));
+        assert_eq!(host_functions(&tree), HashSet::from(["host".to_string()]));
     }
 
     #[test]
@@ -856,7 +853,7 @@ pub use host::Report as R;
             impl Mode { fn show(&self) { std::println!(\"mode\") } }\n\
             #[kernel] fn k(m: Mode, x: Real) -> Real { match m { A => sq!(x), B => x } }\n";
         let tree = load_map("/c/src/lib.rs", &[("/c/src/lib.rs", src)]).unwrap();
-        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"), HashSet::new());
+        let ex = extract(&tree, Path::new("/c"), Path::new("/dev"), &HashSet::new());
         let text = &ex.files[0].text;
         for kept in [
             "macro_rules! sq",

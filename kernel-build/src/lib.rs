@@ -13,7 +13,8 @@
 //!
 //! 1. The crate's sources are parsed, from each crate root cargo finds by its conventions
 //!    (`src/lib.rs`, `src/main.rs`, `src/bin/`, `examples/`, `tests/`, `benches/`) through
-//!    every module; each root with kernels gets a module of its own. The `#[kernel]` and `#[device]` functions are taken, with the `const`s,
+//!    every module; each root with kernels gets a module of its own. The `#[kernel]` and
+//!    `#[device]` functions are taken, with the `const`s,
 //!    `static`s, types (and their empty-bodied marker `impl`s) and `macro_rules!` macros they
 //!    mention, the `use` items that resolve on the device (`kernel_runtime::…`, `core::…`, and
 //!    `crate::`/`self::`/`super::`/sibling-module paths to items that are taken) and the
@@ -27,9 +28,7 @@
 //!    `$OUT_DIR/kernel_ptx.txt` (the library's; `kernel_ptx.test-<name>.txt` for a test, and so
 //!    on), where `#[kernel]` finds it. A device crate whose sources and dependencies did not
 //!    change since its last build is not built again.
-//!
-//! A device build that fails reports rustc's own errors, at the user's files and lines, as
-//! `cargo::error` lines, with a hint where a kernel calls a function that is not `#[device]`.
+
 //! 4. Foreign device code that the build script names ([`Builder::link_cuda`],
 //!    [`Builder::link_ptx`]) follows the PTX in that file: PTX as it is, CUDA C++ compiled by
 //!    `nvcc` where one is found, or else as source with the headers it includes, which the
@@ -37,6 +36,9 @@
 //! 5. Where `KERNEL_CUBIN_ARCHS` lists architectures and `ptxas` is found, the PTX is also
 //!    assembled for each, and the cubins follow it in the file (base64 comment lines): a GPU
 //!    of one of them loads its machine code, without the driver's JIT compilation.
+//!
+//! A device build that fails reports rustc's own errors, at the user's files and lines, as
+//! `cargo::error` lines, with a hint where a kernel calls a function that is not `#[device]`.
 //!
 //! Without a toolchain that can target nvptx64, the crate builds without PTX and the CPU
 //! backend runs the kernels; the build says so once with a cargo warning. Set
@@ -77,6 +79,7 @@ mod source;
 mod targets;
 mod toolchain;
 
+use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -442,6 +445,7 @@ impl Builder {
                 dir: manifest_dir.clone(),
             })?;
         remove_target_modules(&out_dir)?;
+        let host_only = host_only::runtime_host_paths(&runtime);
         let build_rs = manifest_dir.join("build.rs");
         if build_rs.is_file() {
             self.directive(format!("rerun-if-changed={}", build_rs.display()));
@@ -466,6 +470,7 @@ impl Builder {
                 arch: &arch,
                 fma,
                 ptx_out: &out_dir.join(target.ptx_file()),
+                host_only: &host_only,
                 // Foreign code is linked into the library's module.
                 foreign: match primary {
                     true => self.foreign_in(&manifest_dir),
@@ -545,8 +550,7 @@ impl Builder {
         let lock = fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
         lock.lock().map_err(|e| Error::io(&lock_path, e))?;
 
-        let host_only = host_only::runtime_host_paths(job.runtime);
-        let extraction = extract::extract(tree, job.manifest_dir, &device_dir, host_only);
+        let extraction = extract::extract(tree, job.manifest_dir, &device_dir, job.host_only);
         let edition = match &self.edition {
             Some(e) => e.clone(),
             None => devcrate::detect_edition(job.manifest_dir),
@@ -583,7 +587,7 @@ impl Builder {
                 .collect();
             let text = diagnostics::rewrite_paths(&stderr, &files);
             Error::DeviceCompile {
-                diagnostics: diagnostics::with_device_hints(&text, &extraction.host_functions),
+                diagnostics: diagnostics::with_device_hints(&text, &extract::host_functions(tree)),
             }
         };
         let Some(toolchain) = job.toolchain else {
@@ -634,6 +638,8 @@ struct Job<'a> {
     ptx_out: &'a Path,
     /// The foreign code linked into the module.
     foreign: link::Foreign,
+    /// What `kernel_runtime` exports to the host alone ([`host_only::runtime_host_paths`]).
+    host_only: &'a HashSet<String>,
 }
 
 /// Removes the modules an earlier build wrote for targets other than the library: a target
