@@ -24,8 +24,8 @@
 //! Integers, `bool`s and the `#` forms print as `format!` prints them: `{:#x}` of 0 is `0x0`,
 //! `{:x}` of `-1i8` is `ff`, a `bool` is left-aligned in its width. What `printf` cannot print
 //! as Rust does is a compile error: `{:#8x}` (spaces before the `0x`), a NUL in the format,
-//! widths past 65535. Integers,
-//! floats, `bool`s and string literals print; anything else is a compile error at its argument.
+//! widths past 65535. Integers, floats, `bool`s and string literals print; anything else is a
+//! compile error at its argument.
 //! On a GPU the line goes through `vprintf`, CUDA's own `printf`, which the driver shows when the
 //! host next waits for the device; on the CPU backend through the C library's `snprintf` with the
 //! same format string, written to stdout whole, so both print the same text and a thread's lines

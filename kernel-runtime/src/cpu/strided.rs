@@ -43,8 +43,7 @@ where
     I: Fn(Ctx, V, usize) + Copy + Sync,
     B: Fn(Ctx, V) -> usize,
 {
-    let shapes = views.shapes(true);
-    let (common, length) = (shapes.common(), shapes.length().unwrap_or(0));
+    let common = views.shapes(true).common();
     let state = block_state(spec, 0, std::ptr::null_mut());
     let base = ctx_of(&state, Dim3::ZERO);
     tls::BLOCK.with(|c| c.set(state));
@@ -61,10 +60,10 @@ where
                 let (lo, hi) = (range.start as usize, range.end as usize);
                 let split = match common {
                     Some(common) => {
-                        let fast = lo..hi.min(length).max(lo);
-                        let common = common.with_length(length);
-                        run_indices::<V, I>(base, fast.clone(), views, common, index);
-                        fast.end
+                        let [length] = common.of::<1>();
+                        let end = hi.min(length).max(lo);
+                        run_indices::<V, I>(base, lo..end, views, common, index);
+                        end
                     }
                     None => lo,
                 };

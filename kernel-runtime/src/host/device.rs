@@ -33,12 +33,12 @@ pub(crate) fn launch_permitted(
     kernel: &str,
     on_stream: bool,
 ) -> Result<(), Error> {
-    device.usable()?;
-    match on_stream && device.gpu().is_none() && CPU_REPLAY.with(Cell::get) {
-        true => Err(Error::InCapture {
-            what: format!("launching kernel `{kernel}` on a stream of its own"),
-        }),
-        false => Ok(()),
+    match on_stream {
+        true => permitted(
+            device,
+            &format!("launching kernel `{kernel}` on a stream of its own"),
+        ),
+        false => device.usable(),
     }
 }
 
