@@ -9,7 +9,7 @@
 use crate::dim::Dim3;
 
 #[cfg(not(target_arch = "nvptx64"))]
-pub use crate::cpu::context::Ctx;
+pub use crate::cpu::launch::context::Ctx;
 
 /// The context of one kernel thread: on the GPU a zero-sized handle on the special registers.
 #[cfg(target_arch = "nvptx64")]
@@ -147,7 +147,7 @@ impl Ctx {
     #[doc(hidden)]
     #[inline]
     pub fn current() -> Ctx {
-        crate::cpu::tls::current_ctx()
+        crate::cpu::launch::tls::current_ctx()
     }
     /// `threadIdx`.
     #[inline(always)]

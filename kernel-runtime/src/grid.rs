@@ -102,7 +102,7 @@ impl GridGroup {
             gpu_grid_barrier(self.barrier)
         }
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::cpu::cooperative::grid_barrier(core::panic::Location::caller());
+        crate::cpu::sched::rendezvous::grid_barrier(core::panic::Location::caller());
     }
 
     /// The threads of the grid (CUDA's `grid_group::size()`).

@@ -94,6 +94,8 @@ pub mod guide;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host;
 #[cfg(not(target_arch = "nvptx64"))]
+mod tuples;
+#[cfg(not(target_arch = "nvptx64"))]
 mod zeroed;
 
 #[doc(hidden)]

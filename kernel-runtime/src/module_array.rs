@@ -189,19 +189,6 @@ impl<T: AnyBitPattern, const N: usize> ModuleArray<T, N> {
     }
 }
 
-/// Held, shared, by each launch on the CPU backend while it runs, and alone by a `set` there:
-/// a `set` from another host thread waits for the launches running, so that every thread of a
-/// launch reads one snapshot, as on a GPU, where a `set` is ordered after the launches queued
-/// before it.
-#[cfg(not(target_arch = "nvptx64"))]
-static CPU_LAUNCHES: std::sync::RwLock<()> = std::sync::RwLock::new(());
-
-/// What a launch on the CPU backend holds while it runs ([`CPU_LAUNCHES`]).
-#[cfg(not(target_arch = "nvptx64"))]
-pub(crate) fn cpu_launch_running() -> std::sync::RwLockReadGuard<'static, ()> {
-    CPU_LAUNCHES.read().unwrap_or_else(|p| p.into_inner())
-}
-
 /// `N` zeros of `T`, made on the heap; `None` where the host cannot give the bytes.
 #[cfg(not(target_arch = "nvptx64"))]
 fn zeroed<T: AnyBitPattern, const N: usize>() -> Option<std::sync::Arc<[T; N]>> {
@@ -429,9 +416,8 @@ mod host {
                     std::sync::Arc::get_mut(&mut fresh)
                         .expect("a new Arc is unique")
                         .copy_from_slice(values);
-                    let _no_launch = super::CPU_LAUNCHES
-                        .write()
-                        .unwrap_or_else(|p| p.into_inner());
+                    // A `set` from another host thread waits for the CPU launches running.
+                    let _no_launch = crate::cpu::launch::alone();
                     self.cpu.store(Some(fresh));
                     Ok(())
                 }

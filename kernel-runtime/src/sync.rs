@@ -11,7 +11,7 @@
 //! across a warp hangs the block on an H200.
 
 #[cfg(not(target_arch = "nvptx64"))]
-use crate::cpu::fibers::{barrier, BarrierKind};
+use crate::cpu::sched::rendezvous::{barrier, BarrierKind};
 
 /// `__syncthreads()`: waits until every thread of the block has reached this point, and makes
 /// their shared and global memory writes visible to each other.

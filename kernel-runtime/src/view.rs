@@ -163,10 +163,10 @@ macro_rules! view_type {
             }
         }
         #[cfg(not(target_arch = "nvptx64"))]
-        impl<'a, T: Send + Sync, const CHECK: bool> crate::cpu::shapes::LaunchView for $name<'a, T, CHECK> {
+        impl<'a, T: Send + Sync, const CHECK: bool> crate::cpu::launch::shapes::LaunchView for $name<'a, T, CHECK> {
             #[inline(always)]
-            fn note(&self, shapes: &mut crate::cpu::shapes::Shapes, grid: bool) {
-                if crate::cpu::shapes::shares(CHECK, grid, $rank) {
+            fn note(&self, shapes: &mut crate::cpu::launch::shapes::Shapes, grid: bool) {
+                if crate::cpu::launch::shapes::shares(CHECK, grid, $rank) {
                     shapes.note(self.dims);
                 }
             }
@@ -178,8 +178,8 @@ macro_rules! view_type {
                 }
             }
             #[inline(always)]
-            unsafe fn fast<const GRID: bool>(self, common: &crate::cpu::shapes::Common) -> Self {
-                let dims = if crate::cpu::shapes::shares(CHECK, GRID, $rank) {
+            unsafe fn fast<const GRID: bool>(self, common: &crate::cpu::launch::shapes::Common) -> Self {
+                let dims = if crate::cpu::launch::shapes::shares(CHECK, GRID, $rank) {
                     debug_assert!(common.of::<$rank>() == self.dims);
                     common.of::<$rank>()
                 } else {

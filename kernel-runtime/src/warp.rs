@@ -59,7 +59,10 @@
 
 pub use crate::base::{WarpValue, WARP_SIZE};
 #[cfg(not(target_arch = "nvptx64"))]
-use crate::cpu::warp::{meet, ShflMode, WarpOp};
+use crate::cpu::sched::{
+    rendezvous::{ShflMode, WarpOp},
+    warp::meet,
+};
 
 /// The calling thread's lane in its warp, `0..32` (CUDA's `%laneid`, Numba's `cuda.laneid`).
 #[inline(always)]
@@ -74,7 +77,7 @@ pub fn lane_id() -> u32 {
         lane
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::cpu::warp::lane_id()
+    crate::cpu::sched::warp::lane_id()
 }
 
 /// The lanes below the caller's: `(1 << lane_id()) - 1` (CUDA's `%lanemask_lt`, Numba's
@@ -341,5 +344,5 @@ pub fn activemask() -> u32 {
         r
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::cpu::warp::activemask()
+    crate::cpu::sched::warp::activemask()
 }

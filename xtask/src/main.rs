@@ -7,6 +7,7 @@
 //! | `bench` | runs every benchmark in `benches/`, the Numba peers, and writes the CPU report |
 //! | `compile-time` | times a kernel's edit loop (and with `--fresh-clone` the test command), `benches/results/compile-DATE.md` |
 //! | `gpu-bundle DIR` | packs release examples and test binaries with a `run.sh` for a machine with a GPU |
+//! | `imports` | checks that no crate's files import each other in a circle |
 //! | `mutants` | mutation testing of the safety nets with cargo-mutants, a shard a day, and the score |
 //!
 //! The crate depends on pure Rust crates only, so it builds on a fresh clone before anything
@@ -16,6 +17,7 @@ mod bench;
 mod bundle;
 mod compile_time;
 mod cpu_report;
+mod imports;
 mod mpi;
 mod mutants;
 mod provision;
@@ -53,6 +55,7 @@ enum Command {
     GpuBundle(bundle::Args),
     Mutants(mutants::Args),
     Mpi(mpi::Args),
+    Imports(imports::Args),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Some(Command::GpuBundle(args)) => bundle::run(args),
         Some(Command::Mutants(args)) => mutants::run(args),
         Some(Command::Mpi(args)) => mpi::run(args),
+        Some(Command::Imports(args)) => imports::run(args),
         None => Cli::command()
             .print_help()
             .map_err(|e| format!("cannot print the help: {e}")),
@@ -101,7 +105,8 @@ mod tests {
                 "compile-time",
                 "gpu-bundle",
                 "mutants",
-                "mpi"
+                "mpi",
+                "imports"
             ]
         );
         assert!(Cli::try_parse_from(["xtask"]).unwrap().command.is_none());

@@ -7,13 +7,14 @@
 use std::ffi::OsString;
 
 use crate::util::{self, Context, Outcome, Result, Steps};
-use crate::{mpi, provision};
+use crate::{imports, mpi, provision};
 
 /// The project's test command (what CI runs)
 ///
 /// Provisions the nvptx64 device toolchain (Debian packages rustc-web, cargo-web, rust-web-src
 /// when no toolchain is usable) and ptxas (from the PyPI wheel nvidia-cuda-nvcc-cu12), then
 /// runs, stopping at the first failure:
+///   - cargo xtask imports (no crate's files or folders import each other in a circle)
 ///   - cargo fmt --all -- --check
 ///   - cargo clippy --workspace --all-targets -- -D warnings
 ///   - RUSTDOCFLAGS='-D warnings' cargo doc --workspace --no-deps
@@ -169,7 +170,10 @@ fn run_checks(ctx: &Context, options: &Args, mpi: bool, steps: &mut Steps) {
         }
     }
 
-    let mut failed = false;
+    // The import graph first: it reads the sources alone, in a second.
+    let mut failed = !steps.run_with("imports: no circle", Outcome::Fail, || {
+        imports::check(&ctx.root).map(|lines| lines.replace('\n', "; "))
+    });
     for (name, mut cmd) in plan {
         if failed {
             steps.skip(&name, "after an earlier failure");

@@ -16,24 +16,22 @@
 //!
 //! The runs compile the body into as few loops as give their speed: a fast loop (two copies,
 //! the second for AVX-512 CPUs) with the views reshaped to the launch's common shapes (see
-//! [`shapes`](super::shapes)), and one copy that every other path shares (a row's ends,
+//! [`shapes`](super::launch::shapes)), and one copy that every other path shares (a row's ends,
 //! launches whose arrays differ, tracked threads, the replay of a fault). Everything around
 //! the loops (tasks over cores, fault handling) is compiled once, in this crate.
 
-use super::check::LaunchShadows;
-use super::context::Ctx;
-use super::exec::{self, BlockRun, CheckedBlock, LaunchSpec};
+use super::check::{self, CheckedBlock, LaunchShadows};
+use super::exec::{self, BlockRun};
 use super::fault::KernelFault;
+use super::launch::context::Ctx;
+use super::launch::shapes::{LaunchViews, ViewTypes};
+use super::launch::{BlockState, LaunchSpec};
 use super::rows::{self, Span};
-use super::serial;
-use super::shapes::LaunchViews;
 use super::strided;
-use super::tls::BlockState;
-use crate::host::args::Params;
 
 /// A kernel's fast body in one of the forms the CPU backend runs, for views of the parameters
 /// `S` with index checks on or off (`CHECK`).
-pub trait FastRun<S: Params, const CHECK: bool> {
+pub trait FastRun<S: ViewTypes, const CHECK: bool> {
     /// Whether the kernel's threads may meet at barriers or collectives: checked mode then runs
     /// them as coroutines, else one after another.
     const MEET: bool = true;
@@ -54,7 +52,7 @@ pub(crate) fn run_checked<S, F, G, const CHECK: bool>(
     checked: G,
 ) -> Result<(), KernelFault>
 where
-    S: Params,
+    S: ViewTypes,
     F: FastRun<S, CHECK>,
     G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
 {
@@ -63,7 +61,7 @@ where
         return shadows.run(spec, cooperative, CheckedBlock::Meeting(&body));
     }
     let threads = |state: &BlockState, block| {
-        serial::checked_block(state, block, move |ctx| checked(ctx, views, false))
+        check::serial_block(state, block, move |ctx| checked(ctx, views, false))
     };
     shadows.run(spec, cooperative, CheckedBlock::Threads(&threads))
 }
@@ -102,7 +100,7 @@ impl<V> RowSpan<V> for WholeRow {
 
 impl<S, F, P, const CHECK: bool> FastRun<S, CHECK> for Grid<F, P>
 where
-    S: Params,
+    S: ViewTypes,
     F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
     P: for<'v> RowSpan<S::Views<'v, CHECK>> + Sync,
 {
@@ -125,7 +123,7 @@ pub struct Strided<F, I, B>(pub F, pub I, pub B);
 
 impl<S, F, I, B, const CHECK: bool> FastRun<S, CHECK> for Strided<F, I, B>
 where
-    S: Params,
+    S: ViewTypes,
     F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
     I: for<'v> Fn(Ctx, S::Views<'v, CHECK>, usize) + Copy + Sync,
     B: for<'v> Fn(Ctx, S::Views<'v, CHECK>) -> usize + Sync,
@@ -147,7 +145,7 @@ pub struct Blocks<F>(pub F);
 
 impl<S, F, const CHECK: bool> FastRun<S, CHECK> for Blocks<F>
 where
-    S: Params,
+    S: ViewTypes,
     F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
 {
     const MEET: bool = false;
@@ -164,7 +162,7 @@ pub struct Coroutines<F>(pub F);
 
 impl<S, F, const CHECK: bool> FastRun<S, CHECK> for Coroutines<F>
 where
-    S: Params,
+    S: ViewTypes,
     F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Sync,
 {
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
@@ -181,7 +179,7 @@ pub struct Split<F, const WIDE: bool>(pub F);
 
 impl<S, F, const CHECK: bool, const WIDE: bool> FastRun<S, CHECK> for Split<F, WIDE>
 where
-    S: Params,
+    S: ViewTypes,
     F: for<'v> Fn(&BlockRun<'_>, S::Views<'v, CHECK>) + Copy + Sync,
 {
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
@@ -196,7 +194,7 @@ pub struct Cooperative<F>(pub F);
 
 impl<S, F, const CHECK: bool> FastRun<S, CHECK> for Cooperative<F>
 where
-    S: Params,
+    S: ViewTypes,
     F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Sync,
 {
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
@@ -211,7 +209,7 @@ pub struct SplitCooperative<F>(pub F);
 
 impl<S, F, const CHECK: bool> FastRun<S, CHECK> for SplitCooperative<F>
 where
-    S: Params,
+    S: ViewTypes,
     F: for<'v> Fn(&BlockRun<'_>, S::Views<'v, CHECK>) + Copy + Sync,
 {
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {

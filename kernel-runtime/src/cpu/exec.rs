@@ -1,14 +1,16 @@
 //! Running a launch: blocks over rayon, threads as a loop or as coroutines meeting at barriers
 //! (see the `fibers` module).
 
-use super::check::{self, Lane, LaunchShadows, Who};
-use super::cooperative::{self, At, GridStop};
 use super::fault::{self, raise, KernelFault};
-use super::fibers::run_fibers;
+use super::launch::context::Ctx;
+use super::launch::shapes::{Common, LaunchViews};
+use super::launch::{block_state, ctx_of, enter_thread, thread_coords, tls};
+use super::launch::{BlockState, LaunchSpec};
+use super::observer::Unobserved;
+use super::sched::cooperative;
+use super::sched::fibers::run_fibers;
+use super::sched::rendezvous::{block_arrives, first_thread_left, At, GridStop, FIBER};
 use super::serial::{self, Track};
-use super::shapes::{Common, LaunchViews};
-use super::tls::{self, BlockState};
-use crate::cpu::context::Ctx;
 use crate::dim::Dim3;
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -17,34 +19,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-/// What the executor needs to know of a launch.
-#[derive(Clone, Copy, Debug)]
-pub struct LaunchSpec {
-    /// The kernel's name, for reports.
-    pub kernel: &'static str,
-    /// Blocks of the grid.
-    pub grid: Dim3,
-    /// Threads of a block.
-    pub block: Dim3,
-    /// Shared memory bytes of each block (static arrays and dynamic part).
-    pub shared_bytes: usize,
-    /// Whether threads of a block must run as coroutines that can meet at barriers.
-    pub barriers: bool,
-    /// Whether code outside the kernel's body (a function it calls) may ask for the running
-    /// thread's coordinates; if not, a barrier-free kernel runs its threads without recording
-    /// them, which lets the compiler vectorize the thread loop.
-    pub thread_context: bool,
-    /// Whether only grid-level indices (`grid(n)`, `gridsize(n)`, the launch's shape) tell the
-    /// kernel's threads apart: no `thread_idx()`, `block_idx()`, shared memory or barrier. Its
-    /// threads then run as rows along x (see [`run_grid`](super::rows::run_grid)).
-    pub grid_level: bool,
-}
-
 thread_local! {
     /// This worker's shared memory (reused by every block it runs; 16-byte aligned).
     static SHARED: RefCell<Vec<u128>> = const { RefCell::new(Vec::new()) };
-    /// This worker's lane of shared memory in checked mode (cleared for every block).
-    static SHARED_LANE: RefCell<Lane> = const { RefCell::new(Lane::shared()) };
 }
 
 /// Runs a block-level kernel without barriers (see `cpu::bodies::Blocks`): `body(ctx, views)`
@@ -92,7 +69,7 @@ pub(crate) fn run_coroutines(
     let fibers = spec.block.volume() > 1;
     run_blocks_each(spec, &|state| {
         if fibers {
-            run_fibers(state, &coords, body, None)
+            run_fibers(state, &coords, body, &mut Unobserved)
         } else {
             tls::set_thread(Dim3::ZERO);
             body(ctx_of(state, Dim3::ZERO))
@@ -175,50 +152,6 @@ unsafe fn split_wide<V: LaunchViews, F: Fn(&BlockRun<'_>, V)>(
     body(block, unsafe { views.fast::<false>(&common) })
 }
 
-/// Runs `body` for every thread of the launch in checked mode: every thread tracked, as
-/// coroutines that meet at barriers when the kernel has them, the running thread's block,
-/// barrier interval and thread given to the shadow memory (see [`check`]) that the kernel's
-/// views record their accesses in, in the lanes of `shadows` that each worker claims; returns
-/// the first fault or finding.
-///
-/// Block `b` (linear index) has the number `first + b` in the records, `first` being the
-/// launch's first block on the clock.
-pub(crate) fn run_checked(
-    spec: &LaunchSpec,
-    shadows: &LaunchShadows,
-    body: CheckedBlock<'_>,
-) -> Result<(), KernelFault> {
-    let coords = thread_coords(spec.block);
-    let first = shadows.first();
-    run_groups(spec, &|blocks, shared, stop| {
-        let _lanes = shadows.enter(blocks.start);
-        SHARED_LANE.with(|lane| {
-            let mut lane = lane.borrow_mut();
-            for b in blocks {
-                if stop.load(Ordering::Relaxed) {
-                    return;
-                }
-                let state = checked_block(spec, &mut lane, first, block_state(spec, b, shared));
-                let block = first.wrapping_add(b as u32);
-                match body {
-                    CheckedBlock::Meeting(body) => run_fibers(&state, &coords, body, Some(block)),
-                    CheckedBlock::Threads(threads) => threads(&state, block),
-                }
-                check::end_interval();
-            }
-        })
-    })
-}
-
-/// How checked mode runs a block's threads: as coroutines that meet at barriers and
-/// collectives (`Meeting`, one thread), or one after another (`Threads`, the block `(state,
-/// number)`: see the `serial` module).
-#[derive(Clone, Copy)]
-pub(crate) enum CheckedBlock<'a> {
-    Meeting(&'a (dyn Fn(Ctx) + Sync)),
-    Threads(&'a (dyn Fn(&BlockState, u32) + Sync)),
-}
-
 /// [`run_coroutines`] for a cooperative launch (a kernel with grid barriers): every block alive
 /// at once, its threads as coroutines, the blocks over one worker per core (see the CPU
 /// backend's `cooperative` module).
@@ -228,7 +161,7 @@ pub(crate) fn run_cooperative(
 ) -> Result<(), KernelFault> {
     let coords = thread_coords(spec.block);
     cooperative::launch(spec, rayon::current_num_threads(), false, &|_, state| {
-        run_fibers(state, &coords, body, None)
+        run_fibers(state, &coords, body, &mut Unobserved)
     })
 }
 
@@ -255,39 +188,6 @@ where
     })
 }
 
-/// [`run_checked`] for a cooperative launch: every block on the calling thread, each with a
-/// lane of its own for its shared memory, which lives as long as the block.
-pub(crate) fn run_checked_cooperative(
-    spec: &LaunchSpec,
-    shadows: &LaunchShadows,
-    body: &(dyn Fn(Ctx) + Sync),
-) -> Result<(), KernelFault> {
-    let coords = thread_coords(spec.block);
-    let first = shadows.first();
-    let _lanes = shadows.enter(0);
-    cooperative::launch(spec, 1, true, &|b, state| {
-        let mut lane = Lane::shared();
-        let state = checked_block(spec, &mut lane, first, *state);
-        run_fibers(&state, &coords, body, Some(first.wrapping_add(b as u32)));
-        check::end_interval();
-    })
-}
-
-/// Starts a block of a checked launch whose first block is `first`: its shared memory's `lane`
-/// cleared; returns its `state` with the lane, made the current block.
-fn checked_block(spec: &LaunchSpec, lane: &mut Lane, first: u32, state: BlockState) -> BlockState {
-    if let Err(e) = lane.reset_shared(spec.shared_bytes, first) {
-        raise(format!("{e} of the block's shared memory"));
-    }
-    check::begin_block();
-    let state = BlockState {
-        shared_shadow: &*lane,
-        ..state
-    };
-    tls::BLOCK.with(|c| c.set(state));
-    state
-}
-
 /// Runs `untracked`, which does not record which thread runs; if it faults, runs `tracked`, the
 /// same work recording each thread, so that the fault is reported with its thread, then
 /// reports the first fault if the replay did not (the launch has failed either way).
@@ -300,22 +200,6 @@ pub(crate) fn untracked_then_replay(untracked: &mut dyn FnMut(), tracked: &mut d
         tls::set_thread(tls::UNKNOWN_THREAD);
         std::panic::resume_unwind(first)
     }
-}
-
-/// The coordinates of every thread of a block, by linear index (x fastest).
-fn thread_coords(block: Dim3) -> Vec<Dim3> {
-    (0..block.volume()).map(|t| block.unflatten(t)).collect()
-}
-
-/// The context of thread `(x, y, z)` of the block whose context is `base`; with `track`, the
-/// thread is made the current one.
-#[inline(always)]
-pub fn enter_thread(base: Ctx, track: bool, x: u32, y: u32, z: u32) -> Ctx {
-    let thread = Dim3 { x, y, z };
-    if track {
-        tls::set_thread(thread);
-    }
-    Ctx { thread, ..base }
 }
 
 /// Whether this CPU has the AVX-512 subsets that the thread loops of kernels are compiled for
@@ -477,7 +361,7 @@ impl BlockRun<'_> {
         if some_exited && exited[0] {
             first_thread_left(self.state, location);
         }
-        cooperative::block_arrives(GridStop {
+        block_arrives(GridStop {
             interval: 0,
             location: At::Text(location),
         });
@@ -490,20 +374,6 @@ impl BlockRun<'_> {
             self.state.kernel, self.state.block, self.coords[a], self.coords[b],
         ))
     }
-}
-
-/// Stops a block whose first thread has left while others wait at the grid barrier at
-/// `location`: on a GPU that thread arrives for its block (as CUDA's own grid barrier does), so
-/// the launch would hang there.
-#[cold]
-pub(crate) fn first_thread_left(state: &BlockState, location: &str) -> ! {
-    raise(format!(
-        "kernel `{}`, block {}: thread (0, 0, 0) has exited while other threads of the block wait \
-         at grid_sync() at {location}; on a GPU the block's first thread arrives at a grid barrier \
-         for its block, so the launch would never end: keep the first thread of each block to the \
-         last grid barrier",
-        state.kernel, state.block
-    ))
 }
 
 /// Runs `per_block` for every block, in parallel, with the block's shared memory and
@@ -536,18 +406,6 @@ fn for_each_block(
     }
 }
 
-pub(crate) fn block_state(spec: &LaunchSpec, b: u64, shared: *mut u8) -> BlockState {
-    BlockState {
-        kernel: spec.kernel,
-        block: spec.grid.unflatten(b),
-        block_dim: spec.block,
-        grid_dim: spec.grid,
-        shared,
-        shared_bytes: spec.shared_bytes,
-        shared_shadow: std::ptr::null(),
-    }
-}
-
 /// What a task runs: a range of units, with its worker's shared memory and the flag that is set
 /// once a task has faulted. Through `dyn`, so that rayon's machinery is compiled once, in this
 /// crate, not once per kernel.
@@ -556,7 +414,7 @@ pub(crate) type Task<'a> = dyn Fn(Range<u64>, *mut u8, &AtomicBool) + Sync + 'a;
 /// Runs `per_group` for groups of consecutive blocks (by linear index), in parallel, each with
 /// its worker's shared memory and the flag that is set once a group has faulted; returns the
 /// first fault's message.
-fn run_groups(spec: &LaunchSpec, per_group: &Task) -> Result<(), KernelFault> {
+pub(crate) fn run_groups(spec: &LaunchSpec, per_group: &Task) -> Result<(), KernelFault> {
     // Small blocks are grouped so that each task has a few thousand threads: the per-task costs
     // (shared memory, fault handling) are paid once per group.
     run_tasks(
@@ -608,8 +466,7 @@ pub(crate) fn run_tasks(
                 first.get_or_insert(message);
             }
             tls::BLOCK.with(|c| c.set(BlockState::NONE));
-            tls::FIBER.with(|c| c.set(std::ptr::null()));
-            check::set_who(Who::default());
+            FIBER.with(|c| c.set(std::ptr::null()));
         });
     };
     let tasks = units.div_ceil(per_task);
@@ -621,19 +478,6 @@ pub(crate) fn run_tasks(
     match first_fault.into_inner().unwrap_or_else(|e| e.into_inner()) {
         Some(message) => Err(message),
         None => Ok(()),
-    }
-}
-
-#[inline(always)]
-pub(crate) fn ctx_of(state: &BlockState, thread: Dim3) -> Ctx {
-    Ctx {
-        thread,
-        block: state.block,
-        block_dim: state.block_dim,
-        grid_dim: state.grid_dim,
-        shared: state.shared,
-        shared_bytes: state.shared_bytes,
-        shared_shadow: state.shared_shadow,
     }
 }
 

@@ -2,7 +2,7 @@
 //! [`KernelFault`] payload (without the panic hook's noise); the launch turns it into an error.
 
 use super::finding::Finding;
-use super::tls;
+use super::launch::tls;
 use std::cell::{Cell, RefCell};
 use std::sync::Once;
 
@@ -96,6 +96,16 @@ pub fn raise(message: String) -> ! {
 #[inline(never)]
 pub fn raise_finding(finding: Finding) -> ! {
     std::panic::resume_unwind(Box::new(KernelFault::Finding(Box::new(finding))))
+}
+
+/// Stops the running block with `finding`: as a finding in checked mode, as a fault's message
+/// on the fast path.
+#[cold]
+pub(crate) fn stop(checked: bool, finding: Finding) -> ! {
+    if checked {
+        raise_finding(finding)
+    }
+    raise(finding.to_string())
 }
 
 /// The text a panic payload carries: `panic!`'s message, when it is a string.

@@ -5,13 +5,13 @@
 //! The `#[kernel]` macro turns each collective of a body it splits into two steps: in a thread
 //! loop, each lane evaluates the collective's operands with the function of the same name and
 //! signature in [`operands`]; then [`BlockRun::exchange`] gives every lane its result, from
-//! the operands of the lanes of its mask, after the checks [`complete`](super::warp::complete)
+//! the operands of the lanes of its mask, after the checks [`complete`](super::sched::warp::complete)
 //! makes for coroutines.
 
 use super::exec::BlockRun;
-use super::fibers::{self, Arrival, Meet};
-use super::warp::{
-    each_lane, existing, leaves_out, meet_at, past_the_block, results, Problem, WarpOp,
+use super::sched::rendezvous::{Arrival, Meet, WarpOp};
+use super::sched::warp::{
+    self, each_lane, existing, leaves_out, meet_at, past_the_block, results, Problem,
 };
 use crate::base::WARP_SIZE;
 use crate::cpu::slots::Slots;
@@ -58,7 +58,7 @@ impl<T> Operands<T> {
 pub mod operands {
     use super::Operands;
     use crate::base::WarpValue;
-    use crate::cpu::warp::{ShflMode, WarpOp};
+    use crate::cpu::sched::rendezvous::{ShflMode, WarpOp};
     use std::panic::Location;
 
     type Results<T> = fn([u64; 32]) -> [T; 32];
@@ -284,7 +284,7 @@ impl BlockRun<'_> {
             arrival,
             what,
         };
-        fibers::warp_diverged(self.state, false, self.coords, problem)
+        warp::diverged(self.state, false, self.coords, problem)
     }
 }
 
@@ -293,7 +293,7 @@ mod tests {
     use super::operands::{ballot_sync, shfl_xor_sync};
     use super::*;
     use crate::cpu::fault::{self, KernelFault};
-    use crate::cpu::tls::BlockState;
+    use crate::cpu::launch::BlockState;
     use crate::dim::Dim3;
     use std::panic::{catch_unwind, AssertUnwindSafe};
 

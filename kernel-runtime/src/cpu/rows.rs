@@ -12,13 +12,12 @@
 //! vectorize (a guarded store of a byte cannot be, without AVX-512's masks); those outside it,
 //! at the row's ends, run the body as written.
 
-use super::exec::LaunchSpec;
-use super::exec::{block_state, ctx_of, run_tasks, untracked_then_replay, wide_variants};
+use super::exec::{run_tasks, untracked_then_replay, wide_variants};
 use super::fault::KernelFault;
+use super::launch::context::Ctx;
+use super::launch::shapes::{Common, LaunchViews};
+use super::launch::{block_state, ctx_of, tls, BlockState, LaunchSpec};
 use super::serial::{self, Track};
-use super::shapes::{Common, LaunchViews};
-use super::tls;
-use crate::cpu::context::Ctx;
 use crate::dim::Dim3;
 use std::ops::Range;
 
@@ -287,7 +286,7 @@ fn replay<V: LaunchViews, F: Fn(Ctx, V, bool) + Copy>(
         let (ctx, first, threads) = rows.segment(base, s);
         for x in 0..threads as usize {
             let g = first + x;
-            let state = tls::BlockState {
+            let state = BlockState {
                 block: Dim3 {
                     x: (g / d) as u32,
                     ..ctx.block

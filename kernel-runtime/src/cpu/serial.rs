@@ -2,13 +2,10 @@
 //! that every run but the fast loops shares: a grid-level kernel's row ends, a launch whose
 //! arrays differ in shape, a kernel that asks for its coordinates from outside its body, the
 //! replay of a fault, so that the body is compiled into one more loop, not one per path.
-//! Checked mode's block ([`checked_block`]) gives each thread to the shadow memory.
 
-use super::check::{self, Who};
-use super::context::Ctx;
-use super::exec::ctx_of;
-use super::shapes::LaunchViews;
-use super::tls::{self, BlockState};
+use super::launch::context::Ctx;
+use super::launch::shapes::LaunchViews;
+use super::launch::{ctx_of, tls, BlockState};
 use crate::dim::Dim3;
 use std::ops::Range;
 
@@ -58,31 +55,6 @@ pub(crate) fn block<V: LaunchViews, F: Fn(Ctx, V, bool) + Copy>(
                 body,
                 track,
             );
-        }
-    }
-}
-
-/// Checked mode's run of the threads of the block `state`, which is the launch's block number
-/// `block`, one after another, each given to the shadow memory.
-#[inline(always)]
-pub(crate) fn checked_block(state: &BlockState, block: u32, body: impl Fn(Ctx)) {
-    let d = state.block_dim;
-    let mut t = 0;
-    for z in 0..d.z {
-        for y in 0..d.y {
-            for x in 0..d.x {
-                check::set_who(Who {
-                    block,
-                    interval: 0,
-                    thread: t,
-                    epoch: 0,
-                    phase: 0,
-                });
-                let thread = Dim3::new(x, y, z);
-                tls::set_thread(thread);
-                body(ctx_of(state, thread));
-                t += 1;
-            }
         }
     }
 }

@@ -10,13 +10,11 @@
 //! what they do. A fault is replayed index by index with the thread that would have run it,
 //! `i % gridsize(1)`, as the current one, and named so.
 
-use super::context::Ctx;
-use super::exec::{
-    block_state, ctx_of, run_tasks, untracked_then_replay, wide_variants, LaunchSpec,
-};
+use super::exec::{run_tasks, untracked_then_replay, wide_variants};
 use super::fault::{self, KernelFault};
-use super::shapes::{Common, LaunchViews};
-use super::tls;
+use super::launch::context::Ctx;
+use super::launch::shapes::{Common, LaunchViews};
+use super::launch::{block_state, ctx_of, tls, BlockState, LaunchSpec};
 use crate::dim::Dim3;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -50,7 +48,7 @@ where
     tls::set_thread(Dim3::ZERO);
     let n = catch_unwind(AssertUnwindSafe(|| bound(base, views)));
     tls::set_thread(tls::UNKNOWN_THREAD);
-    tls::BLOCK.with(|c| c.set(tls::BlockState::NONE));
+    tls::BLOCK.with(|c| c.set(BlockState::NONE));
     let n = n.map_err(fault::describe)?;
     let threads = spec.grid.x as u64 * spec.block.x as u64;
     run_tasks(spec, n as u64, 1, TASK_INDICES, &|range, shared, _| {
@@ -88,7 +86,7 @@ fn replay<V: Copy, I: Fn(Ctx, V, usize)>(
     let width = spec.block.x.max(1) as u64;
     for i in range {
         let t = i % threads.max(1);
-        let state = tls::BlockState {
+        let state = BlockState {
             block: Dim3::new((t / width) as u32, 0, 0),
             ..block_state(spec, 0, std::ptr::null_mut())
         };

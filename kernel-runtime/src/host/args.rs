@@ -10,16 +10,13 @@ use super::error::Error;
 use super::kernel::{KernelArg, Param};
 use super::params::GpuParams;
 use crate::cpu::check::LaunchShadows;
-use crate::cpu::shapes::LaunchViews;
+use crate::cpu::launch::shapes::ViewTypes;
 
 /// The types of a kernel's parameters, as a tuple of [`Param`]s: what a launch holds of its
 /// arguments, and how it passes them to a GPU and views them on the CPU backend.
-pub trait Params {
+pub trait Params: ViewTypes {
     /// What a launch holds of its arguments: one [`Param::Arg`] per parameter.
     type Args<'a>;
-
-    /// What the kernel's bodies see: one view per parameter, with index checks on or off.
-    type Views<'v, const CHECK: bool>: LaunchViews;
 
     /// The device a launch of `kernel` with `args` (named `names`) runs on: `explicit` where
     /// the configuration names one, else the first array's; every array must live there.
@@ -55,7 +52,7 @@ pub trait Params {
 }
 
 /// The views a kernel of the parameters `S` takes, with index checks on or off.
-pub type Views<'v, S, const CHECK: bool> = <S as Params>::Views<'v, CHECK>;
+pub type Views<'v, S, const CHECK: bool> = <S as ViewTypes>::Views<'v, CHECK>;
 
 /// The arguments of a launch of a kernel whose parameters are `S`: a tuple with one argument
 /// per parameter, each a [`KernelArg`] of it.
@@ -104,23 +101,6 @@ impl<'a, S: Params> Args<'a, S> {
     }
 }
 
-/// Calls `$m!` with each tuple arity up to 16, as `(A0 P0 0), (A1 P1 1), ..`.
-macro_rules! for_tuples {
-    ($m:ident) => {
-        $crate::host::args::for_tuples!(@ $m [] [
-            (A0 P0 0) (A1 P1 1) (A2 P2 2) (A3 P3 3) (A4 P4 4) (A5 P5 5) (A6 P6 6) (A7 P7 7)
-            (A8 P8 8) (A9 P9 9) (A10 P10 10) (A11 P11 11) (A12 P12 12) (A13 P13 13)
-            (A14 P14 14) (A15 P15 15)
-        ]);
-    };
-    (@ $m:ident [$($done:tt)*] []) => {};
-    (@ $m:ident [$($done:tt)*] [$next:tt $($rest:tt)*]) => {
-        $m!($($done,)* $next);
-        $crate::host::args::for_tuples!(@ $m [$($done)* $next] [$($rest)*]);
-    };
-}
-pub(crate) use for_tuples;
-
 /// The most parameters a kernel takes (the tuples' arity).
 pub const MAX_PARAMS: usize = 16;
 
@@ -131,9 +111,12 @@ fn name(names: &[&'static str], i: usize) -> &'static str {
 
 macro_rules! kernel_args {
     ($(($a:ident $p:ident $i:tt)),*) => {
+        impl<$($p: Param),*> ViewTypes for ($($p,)*) {
+            type Views<'v, const CHECK: bool> = ($($p::View<'v, CHECK>,)*);
+        }
+
         impl<$($p: Param),*> Params for ($($p,)*) {
             type Args<'a> = ($($p::Arg<'a>,)*);
-            type Views<'v, const CHECK: bool> = ($($p::View<'v, CHECK>,)*);
 
             fn device(
                 args: &Self::Args<'_>,
@@ -184,7 +167,7 @@ macro_rules! kernel_args {
         }
     };
 }
-for_tuples!(kernel_args);
+crate::tuples::for_tuples!(kernel_args);
 
 /// The device of a launch of `kernel`: `explicit`, else the first of `arrays` (the array
 /// arguments' names and devices); every array must live there.

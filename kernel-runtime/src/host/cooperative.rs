@@ -25,7 +25,7 @@ fn limit(
             let threads = u32::try_from(block.volume()).unwrap_or(u32::MAX);
             gpu.cooperative_blocks(kernel, ptx, threads, shared)
         }
-        None => Ok(crate::cpu::cooperative::max_blocks(block.volume())),
+        None => Ok(crate::cpu::sched::cooperative::max_blocks(block.volume())),
     }
 }
 

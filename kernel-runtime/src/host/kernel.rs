@@ -16,7 +16,7 @@ use super::order::Access;
 use super::params::GpuParams;
 use super::ptr::{DevicePtr, SyncPtr};
 use crate::cpu::check::LaunchShadows;
-use crate::cpu::shapes::LaunchView;
+use crate::cpu::launch::shapes::LaunchView;
 use crate::device_copy::DeviceCopy;
 use crate::view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
 use ndarray::{Array0, Array2, Array3, Ix0, Ix1, Ix2, Ix3};

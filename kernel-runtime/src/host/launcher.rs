@@ -30,9 +30,9 @@ use super::launch::{IntoDim3, LaunchConfig};
 use super::params::GpuParams;
 use crate::cpu::bodies::{self, FastRun};
 use crate::cpu::check::LaunchShadows;
-use crate::cpu::context::Ctx;
-use crate::cpu::exec::LaunchSpec;
 use crate::cpu::fault::KernelFault;
+use crate::cpu::launch::context::Ctx;
+use crate::cpu::launch::LaunchSpec;
 
 /// Why a kernel has no PTX module: its crate's `build.rs` wrote none.
 pub const NO_MODULE: &str = "its crate's build.rs wrote no PTX module: it must call \
@@ -289,7 +289,7 @@ where
     }
     let spec = meta.spec(&config);
     // Module arrays keep their values while the launch runs, as a GPU orders a `set` after it.
-    let _reading = crate::module_array::cpu_launch_running();
+    let _reading = crate::cpu::launch::running();
     let run = if device.is_checked() {
         // SAFETY: the launch runs on the CPU backend, where every array argument lives
         // (`device` checked); `CHECK` false is the caller's promise.

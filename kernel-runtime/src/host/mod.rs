@@ -30,6 +30,8 @@ pub(crate) mod params;
 pub mod peers;
 pub mod pinned;
 pub mod ptr;
+#[cfg(feature = "mpi")]
+pub(crate) mod reduce_op;
 pub mod shape;
 pub mod stream;
 pub mod to_device;

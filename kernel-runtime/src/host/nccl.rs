@@ -16,11 +16,11 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 
 use super::array::{DeviceArray, Rank};
-use super::cluster::op::ReduceOp;
 use super::cuda::CudaDevice;
 use super::device::Device;
 use super::error::Error;
 use super::order::{Access, Use};
+use super::reduce_op::ReduceOp;
 use crate::device_copy::DeviceCopy;
 
 /// `KERNEL_NCCL`: `0` keeps every collective on MPI, `1` requires NCCL.

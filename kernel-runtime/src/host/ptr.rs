@@ -108,6 +108,8 @@ impl<T> Copy for SyncPtr<T> {}
 // SAFETY: the pointer is only dereferenced by the kernel's `unsafe` code, under the contract of
 // its `unsafe` launch, which covers the threads sharing it.
 unsafe impl<T> Sync for SyncPtr<T> {}
+
+impl<T> crate::cpu::launch::shapes::LaunchView for SyncPtr<T> {}
 // SAFETY: as above.
 unsafe impl<T> Send for SyncPtr<T> {}
 

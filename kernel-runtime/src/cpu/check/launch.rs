@@ -10,11 +10,12 @@
 //! element stand for all of that worker's accesses to it.
 
 use super::lane::{Held, Lane, Rec, Scope, PAGE_BITS};
+use super::run::{run_checked, run_checked_cooperative, CheckedBlock};
 use super::Trace;
 use crate::base::AccessKind;
-use crate::cpu::exec::LaunchSpec;
 use crate::cpu::fault::{raise, KernelFault};
 use crate::cpu::finding::Finding;
+use crate::cpu::launch::LaunchSpec;
 use std::cell::Cell;
 use std::ops::Range;
 use std::panic::Location;
@@ -204,19 +205,19 @@ impl LaunchShadows {
         ptr
     }
 
-    /// Runs the launch in checked mode (see `cpu::exec::run_checked`), then compares what the
+    /// Runs the launch in checked mode (see `run::run_checked`), then compares what the
     /// workers recorded; a `cooperative` launch's blocks run on one worker (see
-    /// `cpu::exec::run_checked_cooperative`), so there is no other worker's lane to compare.
+    /// `run::run_checked_cooperative`), so there is no other worker's lane to compare.
     pub(crate) fn run(
         &self,
         spec: &LaunchSpec,
         cooperative: bool,
-        body: crate::cpu::exec::CheckedBlock<'_>,
+        body: CheckedBlock<'_>,
     ) -> Result<(), KernelFault> {
-        if let (true, crate::cpu::exec::CheckedBlock::Meeting(body)) = (cooperative, body) {
-            return crate::cpu::exec::run_checked_cooperative(spec, self, body);
+        if let (true, CheckedBlock::Meeting(body)) = (cooperative, body) {
+            return run_checked_cooperative(spec, self, body);
         }
-        crate::cpu::exec::run_checked(spec, self, body)?;
+        run_checked(spec, self, body)?;
         match self.compare_workers(spec) {
             Some(finding) => Err(KernelFault::Finding(Box::new(finding))),
             None => Ok(()),

@@ -39,13 +39,16 @@
 pub(crate) mod clock;
 mod lane;
 mod launch;
+mod run;
 
 pub(crate) use lane::{Lane, MAX_INTERVAL};
 pub use launch::LaunchShadows;
+pub(crate) use run::{serial_block, CheckedBlock};
 
 use super::fault::raise_finding;
 use super::finding::{Access, AccessKind, Finding};
-use super::tls;
+use super::launch::context::Shadow;
+use super::launch::tls;
 use lane::Conflict;
 use std::cell::Cell as StdCell;
 use std::panic::Location;
@@ -140,12 +143,13 @@ impl Trace {
     /// The trace of a shared array `offset` bytes into the block's shared memory, whose lane is
     /// `lane` (null outside checked mode).
     #[inline(always)]
-    pub(crate) fn shared(lane: *const Lane, offset: usize, elem: usize) -> Trace {
+    pub(crate) fn shared(shadow: Shadow, offset: usize, elem: usize) -> Trace {
         Trace {
-            target: if lane.is_null() {
-                Target::Off
+            // Only `run::checked_block` makes a shadow: it points at the block's lane.
+            target: if shadow.is_some() {
+                Target::Shared(shadow.0 as *const Lane)
             } else {
-                Target::Shared(lane)
+                Target::Off
             },
             base: offset,
             stride: elem.max(1),

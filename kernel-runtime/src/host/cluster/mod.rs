@@ -35,11 +35,10 @@ use super::nccl::Nccl;
 use crate::device_copy::DeviceCopy;
 
 mod halo;
-pub(crate) mod op;
 mod p2p;
 mod parts;
 
-pub use op::ReduceOp;
+pub use super::reduce_op::ReduceOp;
 
 /// This process's place in an MPI job, and its device (see the module doc).
 ///

@@ -110,7 +110,13 @@ pub trait LaunchView: Copy + Send + Sync {
 }
 
 impl<T: crate::device_copy::DeviceCopy> LaunchView for T {}
-impl<T> LaunchView for crate::host::ptr::SyncPtr<T> {}
+
+/// A kernel's parameter types as the CPU backend views them: what its bodies take, with index
+/// checks on or off. The launch's parameters ([`Params`](crate::host::args::Params)) name it.
+pub trait ViewTypes {
+    /// One view per parameter.
+    type Views<'v, const CHECK: bool>: LaunchViews;
+}
 
 /// A kernel's views, one per parameter, as a tuple: what its bodies take.
 pub trait LaunchViews: Copy + Send + Sync {
@@ -148,7 +154,7 @@ macro_rules! launch_views {
         }
     };
 }
-crate::host::args::for_tuples!(launch_views);
+crate::tuples::for_tuples!(launch_views);
 
 #[cfg(test)]
 mod tests {

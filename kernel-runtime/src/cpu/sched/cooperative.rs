@@ -2,7 +2,7 @@
 //! grid's threads can meet at grid barriers (`grid_sync()`).
 //!
 //! Each block runs as a coroutine on a stack of its own, its threads as coroutines inside it
-//! (see [`fibers`]). The blocks are split into one run of consecutive blocks per worker, each
+//! (see [`fibers`](super::fibers)). The blocks are split into one run of consecutive blocks per worker, each
 //! worker an OS thread. In a phase, a worker resumes each of its blocks until the block returns
 //! or stops with every thread at a grid barrier; then the workers meet, and the last to arrive
 //! decides: the next phase (every block stopped), the end (every block returned), or an error
@@ -11,20 +11,18 @@
 //!
 //! Checked mode runs the blocks on one worker, so that its shadow sees every access in the
 //! order they ran; a grid barrier starts a phase whose accesses are ordered after every access
-//! of the phases before it (see [`check`](super::check)).
+//! of the phases before it (see [`check`](crate::cpu::check)).
 
-use super::exec::{block_state, LaunchSpec};
-use super::fault::{self, raise, KernelFault};
-use super::fibers::{self, Arrival, Meet};
-use super::finding::Finding;
-use super::overflow::{self, Guarded};
-use super::tls::{self, BlockState};
+use super::overflow::{self, guard_at, stack_size, Guarded};
+use super::rendezvous::{BlockYielder, GridStop, BLOCK, FIBER};
+use crate::cpu::fault::{self, KernelFault};
+use crate::cpu::finding::Finding;
+use crate::cpu::launch::{block_state, tls, BlockState, LaunchSpec};
 use crate::dim::Dim3;
 use corosensei::stack::{DefaultStack, Stack};
-use corosensei::{Coroutine, CoroutineResult, Yielder};
-use std::cell::Cell;
+use corosensei::{Coroutine, CoroutineResult};
 use std::ops::Range;
-use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// The most threads a cooperative launch may have on the CPU backend: every thread of the grid
@@ -36,79 +34,8 @@ pub(crate) fn max_blocks(threads: u64) -> u64 {
     MAX_THREADS / threads.max(1)
 }
 
-/// A block stopped at a grid barrier: its barrier interval, and the barrier's line.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct GridStop {
-    pub(crate) interval: u32,
-    pub(crate) location: At,
-}
-
-/// A line of the kernel: as a thread's call gives it, or as the `#[kernel]` macro wrote it (in
-/// a kernel split at its barriers).
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum At {
-    Call(&'static Location<'static>),
-    Text(&'static str),
-}
-
-impl std::fmt::Display for At {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            At::Call(location) => location.fmt(f),
-            At::Text(text) => f.write_str(text),
-        }
-    }
-}
-
-/// A block's coroutine: resumed with the barrier interval its next phase starts at.
-type BlockYielder = Yielder<u32, GridStop>;
 /// A block's coroutine, and the guard page below its stack.
 type BlockCoroutine = (Coroutine<u32, GridStop, (), DefaultStack>, (usize, usize));
-
-thread_local! {
-    /// The yielder of the block coroutine running on this OS thread, or null.
-    static BLOCK: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
-}
-
-/// A grid barrier reached by the calling kernel thread (`GridGroup::sync`): the thread waits
-/// until its block's scheduler resumes it, once every block has stopped at a grid barrier.
-pub(crate) fn grid_barrier(location: &'static Location<'static>) {
-    let arrival = Arrival {
-        meet: Meet::Grid,
-        value: 0,
-        mask: 0,
-        arg: 0,
-        location,
-    };
-    if fibers::suspend(arrival).is_none() {
-        fault::raise_with_coordinates(format!(
-            "kernel `{}` reached grid_sync() at {location} in a launch that is not cooperative",
-            tls::block().kernel
-        ))
-    }
-}
-
-/// Called by a block's scheduler once every thread of the block waits at the grid barrier of
-/// `stop`: suspends the block until every block of the grid has stopped at one; returns the
-/// barrier interval the block's next phase starts at (checked mode orders every access of an
-/// interval at or after it after those of the phases before).
-pub(crate) fn block_arrives(stop: GridStop) -> u32 {
-    let yielder = BLOCK.with(Cell::get);
-    if yielder.is_null() {
-        raise(format!(
-            "kernel `{}` reached grid_sync() at {} in a launch that is not cooperative",
-            tls::block().kernel,
-            stop.location
-        ))
-    }
-    let state = tls::block();
-    // SAFETY: BLOCK points at the yielder of the block coroutine running on this OS thread; it
-    // is set when the coroutine starts and restored below after every suspension.
-    let next = unsafe { &*(yielder as *const BlockYielder) }.suspend(stop);
-    BLOCK.with(|c| c.set(yielder));
-    tls::BLOCK.with(|c| c.set(state));
-    next
-}
 
 /// Runs a cooperative launch: `per_block(b, state)` runs block `b` (linear index) to its end,
 /// its threads meeting at grid barriers through [`block_arrives`]; `workers` OS threads share
@@ -171,9 +98,9 @@ fn work(
     for (b, buf) in range.zip(shared.iter_mut()) {
         let state = block_state(spec, b, buf.as_mut_ptr() as *mut u8);
         // A split kernel's thread loops run on the block's stack: as large as a thread's.
-        match DefaultStack::new(fibers::stack_size()) {
+        match DefaultStack::new(stack_size()) {
             Ok(stack) => {
-                let guard = fibers::guard_at(stack.limit().get());
+                let guard = guard_at(stack.limit().get());
                 let co = Coroutine::with_stack(stack, move |y: &BlockYielder, _: u32| {
                     BLOCK.with(|c| c.set(y as *const BlockYielder as *const ()));
                     tls::BLOCK.with(|c| c.set(state));
@@ -205,9 +132,8 @@ fn work(
     drop(live);
     drop(panics);
     tls::BLOCK.with(|c| c.set(BlockState::NONE));
-    tls::FIBER.with(|c| c.set(std::ptr::null()));
+    FIBER.with(|c| c.set(std::ptr::null()));
     BLOCK.with(|c| c.set(std::ptr::null()));
-    super::check::set_who(super::check::Who::default());
 }
 
 /// Resumes each live block with `next` until it stops at a grid barrier or returns; a block

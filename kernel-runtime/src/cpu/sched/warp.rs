@@ -7,64 +7,14 @@
 //! barrier or another collective, or does not exist (the warp is the block's last and partial)
 //! would hang or be undefined on a GPU, and is reported instead.
 
-use super::check::clock::{self, WarpClock};
-use super::fibers::{self, Arrival, Meet, State};
-use super::tls;
+use super::rendezvous::{suspend, wait, Arrival, Meet, ShflMode, State, WarpOp};
 use crate::base::WARP_SIZE;
+use crate::cpu::fault;
+use crate::cpu::finding::Finding;
+use crate::cpu::launch::{tls, BlockState};
+use crate::cpu::observer::{Observer, Unobserved};
 use crate::dim::Dim3;
 use std::panic::Location;
-
-/// The kinds of shuffle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ShflMode {
-    /// From lane `arg % 32`.
-    Idx,
-    /// From lane `lane - arg`.
-    Up,
-    /// From lane `lane + arg`.
-    Down,
-    /// From lane `lane ^ arg`.
-    Xor,
-}
-
-/// The warp collectives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WarpOp {
-    /// `shfl_sync` and its kinds.
-    Shfl(ShflMode),
-    /// `ballot_sync`.
-    Ballot,
-    /// `all_sync`.
-    All,
-    /// `any_sync`.
-    Any,
-    /// `eq_sync`.
-    Eq,
-    /// `match_any_sync`.
-    MatchAny,
-    /// `match_all_sync`.
-    MatchAll,
-    /// `syncwarp`.
-    Sync,
-}
-
-impl WarpOp {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            WarpOp::Shfl(ShflMode::Idx) => "shfl_sync",
-            WarpOp::Shfl(ShflMode::Up) => "shfl_up_sync",
-            WarpOp::Shfl(ShflMode::Down) => "shfl_down_sync",
-            WarpOp::Shfl(ShflMode::Xor) => "shfl_xor_sync",
-            WarpOp::Ballot => "ballot_sync",
-            WarpOp::All => "all_sync",
-            WarpOp::Any => "any_sync",
-            WarpOp::Eq => "eq_sync",
-            WarpOp::MatchAny => "match_any_sync",
-            WarpOp::MatchAll => "match_all_sync",
-            WarpOp::Sync => "syncwarp",
-        }
-    }
-}
 
 /// The running thread's linear index in its block and the block's thread count.
 fn linear() -> (u32, u32) {
@@ -109,7 +59,7 @@ pub(crate) fn activemask() -> u32 {
         arg: 0,
         location: Location::caller(),
     };
-    match fibers::suspend(arrival) {
+    match suspend(arrival) {
         Some(mask) => mask as u32,
         None => {
             let (t, n) = linear();
@@ -140,17 +90,16 @@ pub(crate) fn meet_at(
         arg,
         location,
     };
-    if let Some(result) = fibers::wait(arrival) {
+    if let Some(result) = wait(arrival) {
         return result;
     }
     // A thread alone in its block: a warp of one lane.
     let mut threads = [State::Wait(arrival)];
     let coords = [tls::thread()];
-    if let Err(p) = complete(&mut threads, &coords, &mut []) {
+    if let Err(p) = complete(&mut threads, &coords, &mut Unobserved) {
         let state = tls::block();
         // Checked mode gives the block's shared memory a shadow.
-        let checked = !state.shared_shadow.is_null();
-        fibers::warp_diverged(&state, checked, &coords, p);
+        diverged(&state, state.shared_shadow.is_some(), &coords, p);
     }
     match threads[0] {
         State::Run(result) => result,
@@ -169,8 +118,8 @@ pub(crate) struct Problem {
 
 /// Completes every collective that the block's threads (`threads`, by linear index, with their
 /// coordinates in `coords`) have all stopped at: each lane of it becomes `State::Run` with its
-/// result, as does each lane that asked `activemask()`, and a `syncwarp` joins the warp clocks
-/// of its lanes (`clocks`, by linear index, in checked mode; else empty). Threads waiting at
+/// result, as does each lane that asked `activemask()`, and a completed `syncwarp` is told to
+/// `observer` (checked mode orders its lanes' accesses by it). Threads waiting at
 /// barriers are left as they are. Returns whether any thread was resumed.
 ///
 /// A collective is reported when it can never complete: its mask leaves out the caller or names
@@ -180,7 +129,7 @@ pub(crate) struct Problem {
 pub(crate) fn complete(
     threads: &mut [State],
     coords: &[Dim3],
-    clocks: &mut [WarpClock],
+    observer: &mut impl Observer,
 ) -> Result<bool, Problem> {
     let n = threads.len();
     let size = WARP_SIZE as usize;
@@ -253,8 +202,8 @@ pub(crate) fn complete(
                     *s = State::Run(results[l]);
                 }
             }
-            if op == WarpOp::Sync && !clocks.is_empty() {
-                clock::join(&mut clocks[first..first + warp.len()], a.mask);
+            if op == WarpOp::Sync {
+                observer.syncwarp(first, warp.len(), a.mask);
             }
             resumed = true;
         }
@@ -263,6 +212,18 @@ pub(crate) fn complete(
         Some(p) if !resumed => Err(p),
         _ => Ok(resumed),
     }
+}
+
+/// Stops the block with a collective that cannot complete.
+#[cold]
+pub(crate) fn diverged(state: &BlockState, checked: bool, coords: &[Dim3], p: Problem) -> ! {
+    let finding = Finding::DivergentWarp {
+        block: state.block,
+        collective: p.arrival.describe(),
+        waiting: coords[p.thread],
+        problem: p.what,
+    };
+    fault::stop(checked, finding)
 }
 
 /// Why a collective whose `mask` leaves out the caller's `lane` cannot complete.

@@ -1,34 +1,10 @@
 //! The simulated thread's coordinates, kept per OS thread for code outside the kernel body
 //! (`#[device]` functions, fault reports).
 
-use crate::cpu::context::Ctx;
+use super::context::Ctx;
+use super::BlockState;
 use crate::dim::Dim3;
 use std::cell::Cell;
-
-/// What the executor sets once per block.
-#[derive(Clone, Copy)]
-pub(crate) struct BlockState {
-    pub(crate) kernel: &'static str,
-    pub(crate) block: Dim3,
-    pub(crate) block_dim: Dim3,
-    pub(crate) grid_dim: Dim3,
-    pub(crate) shared: *mut u8,
-    pub(crate) shared_bytes: usize,
-    /// The lane of the block's shared memory in checked mode, else null.
-    pub(crate) shared_shadow: *const super::check::Lane,
-}
-
-impl BlockState {
-    pub(crate) const NONE: BlockState = BlockState {
-        kernel: "",
-        block: Dim3::ZERO,
-        block_dim: Dim3::ZERO,
-        grid_dim: Dim3::ZERO,
-        shared: std::ptr::null_mut(),
-        shared_bytes: 0,
-        shared_shadow: std::ptr::null(),
-    };
-}
 
 /// The thread coordinate recorded while the running thread is not tracked.
 pub(crate) const UNKNOWN_THREAD: Dim3 = Dim3::new(u32::MAX, u32::MAX, u32::MAX);
@@ -73,9 +49,4 @@ pub(crate) fn current_ctx() -> Ctx {
         shared_bytes: b.shared_bytes,
         shared_shadow: b.shared_shadow,
     }
-}
-
-thread_local! {
-    /// The yielder of the coroutine running on this OS thread (barrier mode), or null.
-    pub(crate) static FIBER: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
 }

@@ -1,4 +1,5 @@
-//! Coroutine stack overflow: a kernel fault naming `KERNEL_CPU_STACK_KIB`, never a silent crash.
+//! Coroutine stacks: their size ([`stack_size`]), their guard page ([`guard_at`]), and an
+//! overflow as a kernel fault naming `KERNEL_CPU_STACK_KIB`, never a silent crash.
 //!
 //! Threads that run as coroutines ([`fibers`](super::fibers)) each have a stack of their own
 //! with a guard page below it, so a thread whose frames outgrow its stack faults on the guard
@@ -17,6 +18,37 @@
 
 use corosensei::trap::CoroutineTrapHandler;
 use std::cell::Cell;
+
+/// The default stack of a simulated thread: CUDA's limit of a thread's local memory (512 KiB),
+/// and as much again for the frames around it (debug builds copy large locals). Only the pages
+/// a thread touches take memory.
+const DEFAULT_STACK_KIB: usize = 1024;
+
+/// The bytes of each simulated thread's stack: `KERNEL_CPU_STACK_KIB`, or the default.
+pub(crate) fn stack_size() -> usize {
+    static SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *SIZE.get_or_init(|| {
+        std::env::var("KERNEL_CPU_STACK_KIB")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(DEFAULT_STACK_KIB)
+            .saturating_mul(1024)
+    })
+}
+
+/// The guard page of a stack whose mapping starts at `limit` (corosensei's limit includes it).
+pub(crate) fn guard_at(limit: usize) -> (usize, usize) {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let page = *PAGE.get_or_init(|| {
+        #[cfg(target_os = "linux")]
+        // SAFETY: `sysconf` only reads a system setting.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        #[cfg(not(target_os = "linux"))]
+        let page = 4096;
+        usize::try_from(page).unwrap_or(4096)
+    });
+    (limit, limit.saturating_add(page))
+}
 
 /// The coroutine the worker is running, and its guard page (`[low, high)`).
 #[derive(Clone, Copy)]
@@ -65,8 +97,8 @@ pub(crate) fn install() {
 /// Stops the thread whose stack overflowed; runs on that thread's coroutine stack, restarted.
 #[cold]
 fn overflowed() {
-    let kib = super::fibers::stack_size() / 1024;
-    super::fault::raise_with_coordinates(format!(
+    let kib = stack_size() / 1024;
+    super::super::fault::raise_with_coordinates(format!(
         "a simulated thread overflowed its {kib} KiB stack: kernels whose barriers or warp \
          collectives run as coroutines give each thread a stack of its own; run with \
          KERNEL_CPU_STACK_KIB={} or more",

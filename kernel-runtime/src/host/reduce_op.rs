@@ -1,6 +1,6 @@
 //! [`ReduceOp`]: how an all-reduce combines the ranks' elements.
 
-/// How [`Cluster::all_reduce`](super::Cluster::all_reduce) combines the ranks' elements (MPI's `MPI_SUM`, `MPI_PROD`,
+/// How [`Cluster::all_reduce`](super::cluster::Cluster::all_reduce) combines the ranks' elements (MPI's `MPI_SUM`, `MPI_PROD`,
 /// `MPI_MAX`, `MPI_MIN`; NCCL's likewise).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReduceOp {
