@@ -28,6 +28,10 @@ const MATMUL_N: usize = 512;
 const SORT_N: usize = 1 << 22;
 /// The image side of checked mode's cost: the debugger's price on the stencil.
 const CHECKED_SMOOTH_N: usize = 1024;
+/// The length of add in checked mode beside the fast backend.
+const CHECKED_ADD_N: usize = 1 << 20;
+/// The `n` of integrate2d in checked mode beside the fast backend (shared memory, barriers).
+const CHECKED_INTEGRATE_N: usize = 1024;
 /// The values summed per warp in the price of warp collectives.
 const WARP_N: usize = 1 << 20;
 
@@ -320,26 +324,53 @@ fn bench_quicksort(c: &mut Criterion) {
 /// Checked mode against the fast CPU backend on one launch of the smooth stencil: the price of
 /// recording every write and checking every index.
 fn bench_checked(c: &mut Criterion) {
+    let mut g = c.benchmark_group("checked");
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    let modes = [("fast", Device::cpu()), ("checked", Device::cpu_checked())];
+
     let n = CHECKED_SMOOTH_N;
     let mut rng = SplitMix64(5);
     let x = ndarray::Array2::from_shape_fn((n, n), |_| rng.next_u64() as i8);
     let blocks = (n.div_ceil(16), n.div_ceil(16));
-    let mut g = c.benchmark_group("checked");
-    g.throughput(Throughput::Elements((n * n) as u64));
-    g.sampling_mode(SamplingMode::Flat)
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(5));
     let mut results = Vec::new();
-    for (name, dev) in [("fast", Device::cpu()), ("checked", Device::cpu_checked())] {
+    for (mode, dev) in &modes {
         let dx = dev.to_device(&x).unwrap();
         let mut dout = dev.zeros_like::<i8, _, _>(&dx).unwrap();
         smooth.launch(blocks, (16, 16), (&dx, &mut dout)).unwrap();
         results.push(dout.to_vec().unwrap());
-        g.bench_function(name, |bch| {
+        g.bench_function(format!("smooth_{mode}"), |bch| {
             bch.iter(|| smooth.launch(blocks, (16, 16), (&dx, &mut dout)).unwrap())
         });
     }
-    assert!(results[0] == results[1], "checked: the two modes disagree");
+    assert!(
+        results[0] == results[1],
+        "checked: smooth's two modes disagree"
+    );
+
+    let (a, b) = (random_f32(CHECKED_ADD_N, 1), random_f32(CHECKED_ADD_N, 2));
+    let cfg = LaunchConfig::cover(CHECKED_ADD_N, 256).unwrap();
+    for (mode, dev) in &modes {
+        let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+        let mut dc = dev.zeros::<f32, _>(CHECKED_ADD_N).unwrap();
+        g.bench_function(format!("add_{mode}"), |bch| {
+            bch.iter(|| add.launch_with(cfg.clone(), (&da, &db, &mut dc)).unwrap())
+        });
+    }
+
+    let n = CHECKED_INTEGRATE_N;
+    let blocks = n.div_ceil(INTEGRATE_TPB);
+    for (mode, dev) in &modes {
+        let mut sums = dev.zeros::<f64, _>(blocks).unwrap();
+        g.bench_function(format!("integrate2d_{mode}"), |bch| {
+            bch.iter(|| {
+                integrate2d_shared
+                    .launch(blocks, INTEGRATE_TPB, (n, &mut sums))
+                    .unwrap()
+            })
+        });
+    }
     g.finish();
 }
 

@@ -120,10 +120,20 @@ fn cpu_peers_and_report(ctx: &Context, steps: &mut Steps) {
         };
         let md = dir.join(format!("cpu-{date}.md"));
         let mut text = cpu_report::markdown(&date, &machine, &peers_note, &rows);
-        text.push_str(&cpu_report::checked_section(
-            cpu_report::criterion_median_ms(&criterion, "checked", "fast"),
-            cpu_report::criterion_median_ms(&criterion, "checked", "checked"),
-        ));
+        let checked: Vec<_> = cpu_report::CHECKED_PROGRAMS
+            .iter()
+            .map(|&(name, size)| {
+                let time = |mode: &str| {
+                    cpu_report::criterion_median_ms(
+                        &criterion,
+                        "checked",
+                        &format!("{name}_{mode}"),
+                    )
+                };
+                (name, size, time("fast"), time("checked"))
+            })
+            .collect();
+        text.push_str(&cpu_report::checked_section(&checked));
         std::fs::write(&md, &text).map_err(|e| format!("writing {}: {e}", md.display()))?;
         print!("{text}");
         let json = util::target_dir(&ctx.root).join(format!("cpu-ratios-{date}.json"));

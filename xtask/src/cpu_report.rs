@@ -234,25 +234,40 @@ pub fn markdown(date: &str, machine: &str, peers_note: &str, rows: &[(&Program, 
     out
 }
 
-/// The most checked mode may cost, in times the fast backend's time on smooth 1024².
-pub const CHECKED_GOAL: f64 = 30.0;
+/// The most checked mode may cost, in times the fast backend's time on the same program.
+pub const CHECKED_GOAL: f64 = 5.0;
 
-/// The report's paragraph on checked mode: its time on smooth 1024² against the fast backend's
-/// (criterion's `checked` group), and the goal.
-pub fn checked_section(fast_ms: Option<f64>, checked_ms: Option<f64>) -> String {
-    let ratio_v = checked_ms.zip(fast_ms).map(|(c, f)| c / f);
-    let verdict = match ratio_v {
-        Some(r) if r <= CHECKED_GOAL => "met",
-        Some(_) => "not met",
-        None => "not measured",
-    };
-    format!(
-        "\nChecked mode (`Device::cpu_checked()`) on smooth 1024² i8: {} against the fast \
-         backend's {}: {} (goal ≤ {CHECKED_GOAL}×: {verdict}).\n",
-        ms(checked_ms),
-        ms(fast_ms),
-        ratio(ratio_v)
-    )
+/// The programs checked mode is timed on beside the fast backend (criterion's `checked` group,
+/// functions `NAME_fast` and `NAME_checked`), with their sizes.
+pub const CHECKED_PROGRAMS: &[(&str, &str)] = &[
+    ("smooth", "1024² i8"),
+    ("add", "2²⁰ f32"),
+    ("integrate2d", "n = 1024, shared memory and barriers"),
+];
+
+/// The report's table on checked mode: each program's time in checked mode against the fast
+/// backend's, `(name, size, fast, checked)`, and the goal.
+pub fn checked_section(rows: &[(&str, &str, Option<f64>, Option<f64>)]) -> String {
+    let mut out = format!(
+        "\nChecked mode (`Device::cpu_checked()`) against the fast backend, same program and \
+         size (goal ≤ {CHECKED_GOAL}×):\n\n| program | size | fast | checked | × fast | goal |\n\
+         | --- | --- | --- | --- | --- | --- |\n"
+    );
+    for (name, size, fast_ms, checked_ms) in rows {
+        let ratio_v = checked_ms.zip(*fast_ms).map(|(c, f)| c / f);
+        let verdict = match ratio_v {
+            Some(r) if r <= CHECKED_GOAL => "met",
+            Some(_) => "not met",
+            None => "not measured",
+        };
+        out += &format!(
+            "| {name} | {size} | {} | {} | {} | {verdict} |\n",
+            ms(*fast_ms),
+            ms(*checked_ms),
+            ratio(ratio_v)
+        );
+    }
+    out
 }
 
 /// One program's ratios, as the chart reads them.
@@ -306,10 +321,17 @@ mod tests {
 
     #[test]
     fn checked_mode_is_judged_against_its_goal() {
-        assert!(checked_section(Some(0.25), Some(5.0)).contains("20.00×"));
-        assert!(checked_section(Some(0.25), Some(5.0)).contains(": met"));
-        assert!(checked_section(Some(0.25), Some(10.0)).contains("not met"));
-        assert!(checked_section(None, Some(10.0)).contains("not measured"));
+        let table = checked_section(&[
+            ("smooth", "1024²", Some(0.25), Some(1.0)),
+            ("add", "2²⁰", Some(0.25), Some(5.0)),
+            ("integrate2d", "1024", None, Some(10.0)),
+        ]);
+        assert!(
+            table.contains("| smooth | 1024² | 0.25 ms | 1.00 ms | 4.00× | met |"),
+            "{table}"
+        );
+        assert!(table.contains("| 20.00× | not met |"), "{table}");
+        assert!(table.contains("| — | not measured |"), "{table}");
     }
 
     #[test]
