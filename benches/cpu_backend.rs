@@ -118,24 +118,42 @@ fn add_unchecked(a: &[f32], b: &[f32], c: &mut [f32]) {
     }
 }
 
-/// `gpu_kernels::smooth` without index checks.
-#[kernel(boundscheck = false)]
-fn smooth_unchecked(x: &Array2<i8>, out: &mut Array2<i8>) {
-    let (j, i) = grid(2);
-    let (n, m) = x.dim();
-    if 1 <= i && i + 1 < n && 1 <= j && j + 1 < m {
-        let s = x[[i - 1, j - 1]] as i32
-            + x[[i - 1, j]] as i32
-            + x[[i - 1, j + 1]] as i32
-            + x[[i, j - 1]] as i32
-            + x[[i, j]] as i32
-            + x[[i, j + 1]] as i32
-            + x[[i + 1, j - 1]] as i32
-            + x[[i + 1, j]] as i32
-            + x[[i + 1, j + 1]] as i32;
-        out[[i, j]] = s.div_euclid(9) as i8;
-    }
+/// `gpu_kernels::smooth`'s body under the `#[kernel]` attribute given, its guard spelled as given.
+macro_rules! smooth_with {
+    ($(#[$attr:meta])* $name:ident, |$i:ident, $j:ident, $n:ident, $m:ident| $guard:expr) => {
+        $(#[$attr])*
+        fn $name(x: &Array2<i8>, out: &mut Array2<i8>) {
+            let ($j, $i) = grid(2);
+            let ($n, $m) = x.dim();
+            if $guard {
+                let s = x[[$i - 1, $j - 1]] as i32
+                    + x[[$i - 1, $j]] as i32
+                    + x[[$i - 1, $j + 1]] as i32
+                    + x[[$i, $j - 1]] as i32
+                    + x[[$i, $j]] as i32
+                    + x[[$i, $j + 1]] as i32
+                    + x[[$i + 1, $j - 1]] as i32
+                    + x[[$i + 1, $j]] as i32
+                    + x[[$i + 1, $j + 1]] as i32;
+                out[[$i, $j]] = s.div_euclid(9) as i8;
+            }
+        }
+    };
 }
+
+smooth_with!(
+    /// `gpu_kernels::smooth` without index checks.
+    #[kernel(boundscheck = false)]
+    smooth_unchecked,
+    |i, j, n, m| 1 <= i && i + 1 < n && 1 <= j && j + 1 < m
+);
+smooth_with!(
+    /// `gpu_kernels::smooth` with its guard written as the Numba original writes it
+    /// (`1 <= i < n - 1`), index checks on.
+    #[kernel]
+    smooth_numba_guard,
+    |i, j, n, m| 1 <= i && i < n - 1 && 1 <= j && j < m - 1
+);
 
 fn bench_add(c: &mut Criterion) {
     let dev = Device::cpu();
@@ -196,6 +214,13 @@ fn bench_smooth(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(5));
     g.bench_function("kernel", |bch| {
         bch.iter(|| smooth.launch(blocks, (16, 16), (&dx, &mut dout)).unwrap())
+    });
+    g.bench_function("kernel_numba_guard", |bch| {
+        bch.iter(|| {
+            smooth_numba_guard
+                .launch(blocks, (16, 16), (&dx, &mut dout))
+                .unwrap()
+        })
     });
     g.bench_function("kernel_unchecked", |bch| {
         bch.iter(|| {

@@ -726,6 +726,78 @@ fn guarded_grid_level_kernels_run_exactly_the_threads_their_guard_lets_through()
 }
 
 #[test]
+fn every_spelling_of_a_stencils_guard_runs_the_same_threads_with_index_checks() {
+    type Args<'a> = (
+        &'a DeviceArray<u32, ndarray::Ix2>,
+        &'a mut DeviceArray<u32, ndarray::Ix2>,
+    );
+    type RowSums = fn((u32, u32), Args<'_>);
+    // Each spelling, and the least row length for which it does not overflow.
+    let kernels: [(&str, usize, RowSums); 4] = [
+        ("plus", 0, |b, a| {
+            row_sums_plus.launch(b, (32, 4), a).unwrap()
+        }),
+        ("minus", 1, |b, a| {
+            row_sums_minus.launch(b, (32, 4), a).unwrap()
+        }),
+        ("mirrored", 1, |b, a| {
+            row_sums_mirrored.launch(b, (32, 4), a).unwrap()
+        }),
+        ("le", 2, |b, a| row_sums_le.launch(b, (32, 4), a).unwrap()),
+    ];
+    let mut rng = SplitMix64(11);
+    for dev in backends() {
+        // Rows shorter than a block, across blocks; a grid wider than the rows.
+        for (n, m) in [(3, 0), (5, 1), (4, 2), (9, 3), (12, 40), (7, 255), (3, 300)] {
+            let x = Array2::from_shape_fn((n, m), |_| rng.next_u64() as u32 % 1000);
+            let want = Array2::from_shape_fn((n, m), |(i, j)| {
+                if 1 <= j && j + 1 < m {
+                    x[[i, j - 1]] + x[[i, j]] + x[[i, j + 1]]
+                } else {
+                    0
+                }
+            });
+            let blocks = (m.div_ceil(32) as u32 + 1, n.div_ceil(4) as u32);
+            for (name, least, kernel) in kernels {
+                if m < least {
+                    continue;
+                }
+                let dx = dev.to_device(&x).unwrap();
+                let mut out = dev.zeros::<u32, _>((n, m)).unwrap();
+                kernel(blocks, (&dx, &mut out));
+                assert_eq!(out.to_host().unwrap(), want, "{name}, {n}x{m}, {dev:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn an_access_past_a_guarded_span_faults_at_its_thread() {
+    for dev in backends()
+        .into_iter()
+        .filter(|d| d.kind() == DeviceKind::Cpu)
+    {
+        let x = dev.zeros::<u32, _>((3, 40)).unwrap();
+        let mut out = dev.zeros::<u32, _>((3, 40)).unwrap();
+        let msg = row_sums_overreach
+            .launch((2, 1), (32, 4), (&x, &mut out))
+            .unwrap_err()
+            .to_string();
+        // Thread x 38 of some row, which reads column 40; block 1 holds x 32..64.
+        assert_mentions(
+            &msg,
+            &[
+                "`row_sums_overreach`",
+                "array `x`",
+                ", 40]",
+                "block (1, 0, 0)",
+                "thread (6, ",
+            ],
+        );
+    }
+}
+
+#[test]
 fn a_fault_in_a_row_of_a_2d_grid_names_its_block_and_thread() {
     for dev in backends()
         .into_iter()

@@ -199,6 +199,20 @@ pub fn assigns(op: &syn::BinOp) -> bool {
     )
 }
 
+/// Whether `e` is the plain name `name`.
+pub(crate) fn is_name(e: &Expr, name: &str) -> bool {
+    matches!(e, Expr::Path(p) if p.qself.is_none() && p.path.is_ident(name))
+}
+
+/// `e` without the parentheses and invisible groups around it.
+pub(crate) fn unparen(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => unparen(&p.expr),
+        Expr::Group(g) => unparen(&g.expr),
+        _ => e,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,7 +62,7 @@ pub use crate::ctx::Ctx;
 pub use crate::device_copy::{AnyBitPattern, DeviceCopy};
 pub use crate::math::DeviceFloat;
 pub use crate::module_array::{ModuleArray, Space};
-pub use crate::view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
+pub use crate::view::{Proven, View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
 pub use kernel_macros::kernel;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use linkme;

@@ -531,6 +531,86 @@ writable!(View2Mut, (usize, usize), |(i, j)| (i, j));
 writable!(View3Mut, [usize; 3], |[i, j, k]| (i, j, k));
 writable!(View3Mut, (usize, usize, usize), |(i, j, k)| (i, j, k));
 
+/// An index that the CPU backend's rows checked once for a whole span of threads (the
+/// `#[kernel]` macro's proofs of a guarded grid-level kernel): where `proven`, the view does not
+/// check it again. Generated code makes one; a kernel never names it.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct Proven<I> {
+    index: I,
+    proven: bool,
+}
+
+impl<I> Proven<I> {
+    /// `index`, within the view it indexes where `proven`.
+    ///
+    /// # Safety
+    /// Where `proven` is true, `index` must be within the shape of the view it indexes.
+    #[inline(always)]
+    pub unsafe fn new(index: I, proven: bool) -> Self {
+        Proven { index, proven }
+    }
+}
+
+/// `Index` and `IndexMut` of a view at a [`Proven`] index: its own at the plain index, told
+/// that the index is within the view where it is proven, so that the check folds away.
+macro_rules! proven {
+    ($name:ident, $idx:ty, |$pat:pat_param, $dims:ident| $within:expr) => {
+        impl<'a, T, const CHECK: bool> Index<Proven<$idx>> for $name<'a, T, CHECK> {
+            type Output = T;
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn index(&self, p: Proven<$idx>) -> &T {
+                if p.proven {
+                    let ($pat, $dims) = (p.index, self.dims);
+                    // SAFETY: a proven index is within the view (`Proven::new`).
+                    unsafe { core::hint::assert_unchecked($within) }
+                }
+                &self[p.index]
+            }
+        }
+    };
+    (mut $name:ident, $idx:ty, |$pat:pat_param, $dims:ident| $within:expr) => {
+        proven!($name, $idx, |$pat, $dims| $within);
+        impl<'a, T, const CHECK: bool> IndexMut<Proven<$idx>> for $name<'a, T, CHECK> {
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn index_mut(&mut self, p: Proven<$idx>) -> &mut T {
+                if p.proven {
+                    let ($pat, $dims) = (p.index, self.dims);
+                    // SAFETY: as in `Index`.
+                    unsafe { core::hint::assert_unchecked($within) }
+                }
+                &mut self[p.index]
+            }
+        }
+    };
+}
+
+proven!(View1, usize, |i, d| i < d[0]);
+proven!(View1, u32, |i, d| (i as usize) < d[0]);
+proven!(View1, i32, |i, d| (i as isize as usize) < d[0]);
+proven!(mut View1Mut, usize, |i, d| i < d[0]);
+proven!(mut View1Mut, u32, |i, d| (i as usize) < d[0]);
+proven!(mut View1Mut, i32, |i, d| (i as isize as usize) < d[0]);
+proven!(View2, [usize; 2], |[i, j], d| i < d[0] && j < d[1]);
+proven!(View2, (usize, usize), |(i, j), d| i < d[0] && j < d[1]);
+proven!(mut View2Mut, [usize; 2], |[i, j], d| i < d[0] && j < d[1]);
+proven!(mut View2Mut, (usize, usize), |(i, j), d| i < d[0]
+    && j < d[1]);
+proven!(View3, [usize; 3], |[i, j, k], d| i < d[0]
+    && j < d[1]
+    && k < d[2]);
+proven!(View3, (usize, usize, usize), |(i, j, k), d| i < d[0]
+    && j < d[1]
+    && k < d[2]);
+proven!(mut View3Mut, [usize; 3], |[i, j, k], d| i < d[0]
+    && j < d[1]
+    && k < d[2]);
+proven!(mut View3Mut, (usize, usize, usize), |(i, j, k), d| i < d[0]
+    && j < d[1]
+    && k < d[2]);
+
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;

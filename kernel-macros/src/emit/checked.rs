@@ -19,7 +19,8 @@ use syn::Expr;
 /// Checked mode's body, `__checked`: one thread of the kernel, its views traced by the
 /// runtime; `None` where the fast body (`__fast`) is the same one thread, which then serves.
 pub fn body(k: &Kernel, plan: &CpuPlan) -> Option<TokenStream> {
-    let block = checked_block(&k.func.block, plan.split.is_some());
+    // A guarded body serves: its rows' decisions (`__inner`) are false for every thread there.
+    let block = checked_block(plan.fast_block(k), plan.split.is_some());
     let same = plan.split.is_none()
         && block.to_token_stream().to_string() == plan.fast_block(k).to_token_stream().to_string();
     if same {

@@ -6,7 +6,7 @@
 use crate::kernel::params::Kind;
 use crate::kernel::rewrite::SharedDecl;
 use crate::kernel::validate::Kernel;
-use crate::split::guard::Guard;
+use crate::split::guard::{Checks, Guard};
 use crate::split::stride::{self, Stride};
 use crate::split::Hint;
 use crate::syntax::mentions;
@@ -24,9 +24,10 @@ pub struct CpuPlan {
     /// Whether only grid-level indices tell the kernel's threads apart: the CPU backend may
     /// then run a run of 1-D blocks as one loop.
     pub grid_level: bool,
-    /// The guard of a grid-level `boundscheck = false` body, where it has one: its rows run the
-    /// threads inside its span without it. A checked body keeps its tests: what they tell the
-    /// optimiser (`1 <= j`, `j + 1 < m`) is what lets it drop the index checks they guard.
+    /// The guard of a grid-level body, where it has one: its rows run the threads inside its
+    /// span without it. A body with index checks has one only where the span also proves every
+    /// access of the guarded statement (see `split::proof`): elsewhere it keeps its tests, for
+    /// what they tell the optimiser (`1 <= j`, `j + 1 < m`) about the indices they guard.
     pub guard: Option<Guard>,
     /// The grid-stride loop of a grid-level body, where it is one: the CPU backend runs its
     /// body once per index instead (`__rt::Strided`).
@@ -64,8 +65,9 @@ impl CpuPlan {
         let atomics = mentions(k.func.block.to_token_stream(), &|i| {
             i.to_string().starts_with(ATOMIC_PREFIX)
         });
-        let guard = (grid_level && !k.options.boundscheck)
-            .then(|| crate::split::guard::guard(&k.func.block))
+        let checks = k.options.boundscheck.then(|| guard_checks(k));
+        let guard = grid_level
+            .then(|| crate::split::guard::guard(&k.func.block, checks.as_ref()))
             .flatten();
         let stride = (grid_level && !body.cooperative && guard.is_none())
             .then(|| crate::split::stride::stride(&k.func.block))
@@ -112,6 +114,26 @@ impl CpuPlan {
             },
             (None, false) => quote!(#rt::Blocks(#fast)),
         }
+    }
+}
+
+/// What the guard's proofs need of a kernel with index checks: its arrays and `mut` parameters.
+fn guard_checks(k: &Kernel) -> Checks {
+    Checks {
+        arrays: k
+            .params
+            .iter()
+            .filter_map(|p| match p.kind {
+                Kind::Array { rank, .. } => Some((p.name.to_string(), rank)),
+                _ => None,
+            })
+            .collect(),
+        mutable: k
+            .params
+            .iter()
+            .filter(|p| p.declared_mut)
+            .map(|p| p.name.to_string())
+            .collect(),
     }
 }
 

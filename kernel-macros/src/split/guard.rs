@@ -13,10 +13,11 @@
 //! thread of the row still passes the tests before it, so a test that would fail or panic in
 //! the span fails or panics in the kernel too.
 
-use crate::syntax::{mentions, pure_method};
+use super::proof;
+use crate::syntax::{is_name, mentions, pure_method, unparen};
 use proc_macro2::TokenStream;
 use quote::quote;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use syn::visit::Visit;
 use syn::{BinOp, Block, Expr, Local, Pat, Stmt};
 
@@ -29,8 +30,18 @@ pub struct Guard {
     pub body: Block,
 }
 
+/// What a kernel with index checks gives the guard, for the proofs of its accesses (see
+/// [`proof`](super::proof)): its array parameters with their ranks, and the parameters it
+/// declares `mut`.
+pub struct Checks {
+    pub arrays: HashMap<String, usize>,
+    pub mutable: HashSet<String>,
+}
+
 /// The guard of a body of the shape the module describes, if it has a test on the thread's x.
-pub fn guard(block: &Block) -> Option<Guard> {
+/// With `checks` (a kernel with index checks), only where every access to an array parameter
+/// in the guarded statement is proven for the span: the span then checks them, once per row.
+pub fn guard(block: &Block, checks: Option<&Checks>) -> Option<Guard> {
     let (last, prefix) = block.stmts.split_last()?;
     let Stmt::Expr(Expr::If(branch), _) = last else {
         return None;
@@ -61,6 +72,10 @@ pub fn guard(block: &Block) -> Option<Guard> {
     if let Some(Stmt::Expr(Expr::If(branch), _)) = body.stmts.last_mut() {
         *branch.cond = cond;
     }
+    let proofs = match checks {
+        Some(checks) => vec![prove(&mut body, &lets, &names, checks)?],
+        None => Vec::new(),
+    };
     let narrow = tests.iter().map(Test::narrow);
     Some(Guard {
         span: quote! {
@@ -71,10 +86,50 @@ pub fn guard(block: &Block) -> Option<Guard> {
                 }
                 #narrow
             )*
+            #(
+                if __span.is_empty() {
+                    return __span;
+                }
+                #proofs
+            )*
             __span
         },
         body,
     })
+}
+
+/// The proofs of the accesses of `body`'s guarded statement, which it rewrites to index them
+/// as proven in the span (see [`proof`](super::proof)); `None` where one cannot be proven.
+fn prove(
+    body: &mut Block,
+    lets: &[&Local],
+    names: &Varying,
+    checks: &Checks,
+) -> Option<TokenStream> {
+    let mut before = HashSet::new();
+    let mut unfixed: HashSet<String> = names.names.union(&checks.mutable).cloned().collect();
+    for l in lets {
+        for (name, mutable) in bound_names_mut(&l.pat) {
+            if mutable {
+                unfixed.insert(name.clone());
+            }
+            before.insert(name);
+        }
+    }
+    let names = proof::Names {
+        arrays: &checks.arrays,
+        x: &names.x,
+        unfixed,
+        bound_before: before,
+    };
+    let last = body.stmts.pop()?;
+    let guarded = Block {
+        brace_token: body.brace_token,
+        stmts: vec![last],
+    };
+    let (span, mut proven) = proof::prove(&guarded, &names)?;
+    body.stmts.append(&mut proven.stmts);
+    Some(span)
 }
 
 /// One test the span decides.
@@ -207,28 +262,21 @@ fn x_name(p: &Pat) -> Option<String> {
 }
 
 fn bound_names(p: &Pat) -> HashSet<String> {
-    struct Names(HashSet<String>);
+    bound_names_mut(p).into_iter().map(|(n, _)| n).collect()
+}
+
+/// The names `p` binds, each with whether it is bound `mut`.
+fn bound_names_mut(p: &Pat) -> Vec<(String, bool)> {
+    struct Names(Vec<(String, bool)>);
     impl<'ast> Visit<'ast> for Names {
         fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
-            self.0.insert(p.ident.to_string());
+            self.0.push((p.ident.to_string(), p.mutability.is_some()));
             syn::visit::visit_pat_ident(self, p);
         }
     }
-    let mut names = Names(HashSet::new());
+    let mut names = Names(Vec::new());
     names.visit_pat(p);
     names.0
-}
-
-pub(crate) fn is_name(e: &Expr, name: &str) -> bool {
-    matches!(e, Expr::Path(p) if p.qself.is_none() && p.path.is_ident(name))
-}
-
-pub(crate) fn unparen(e: &Expr) -> &Expr {
-    match e {
-        Expr::Paren(p) => unparen(&p.expr),
-        Expr::Group(g) => unparen(&g.expr),
-        _ => e,
-    }
 }
 
 /// The `&&` terms of `cond`, in order, each as written.
@@ -291,7 +339,7 @@ mod tests {
     use super::*;
 
     fn span_of(block: Block) -> Option<String> {
-        guard(&block).map(|g| g.span.to_string())
+        guard(&block, None).map(|g| g.span.to_string())
     }
 
     #[test]
@@ -303,7 +351,7 @@ mod tests {
                 out[[i, j]] = 1;
             }
         });
-        let g = guard(&block).expect("a guard");
+        let g = guard(&block, None).expect("a guard");
         let span = g.span.to_string();
         assert!(span.contains("if ! (1 <= i)"), "{span}");
         assert!(span.contains("__span . ge (0 , 1)"), "{span}");

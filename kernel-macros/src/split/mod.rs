@@ -24,6 +24,7 @@
 
 pub mod guard;
 pub mod lockstep;
+pub mod proof;
 pub mod stride;
 pub mod uniform;
 

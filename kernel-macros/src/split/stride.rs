@@ -9,8 +9,9 @@
 //! where the threads would each walk the array a grid's stride at a time. The body may not
 //! change `i`, nor anything `n` is computed from, nor leave the loop early.
 
-use crate::split::guard::{computes, computes_expr, is_name, unparen};
+use crate::split::guard::{computes, computes_expr};
 use crate::syntax::mentions;
+use crate::syntax::{is_name, unparen};
 use quote::{quote, ToTokens};
 use std::collections::HashSet;
 use syn::visit::Visit;

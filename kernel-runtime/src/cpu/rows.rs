@@ -87,6 +87,15 @@ impl Span {
         self.fits(c).from(e.saturating_sub(c))
     }
 
+    /// Whether an index of an array of `shape`, whose components are `first` at a span's first
+    /// thread and `last` at its last and grow by one per thread or not at all (the
+    /// `#[kernel]` macro's proofs), lies within the array for every thread of the span: each
+    /// component grows without wrapping (`first <= last`) and ends within its extent.
+    #[inline(always)]
+    pub fn within<const R: usize>(shape: [usize; R], first: [usize; R], last: [usize; R]) -> bool {
+        (0..R).all(|k| first[k] <= last[k] && last[k] < shape[k])
+    }
+
     /// The indices of both spans.
     #[inline(always)]
     pub fn and(self, other: Span) -> Span {
