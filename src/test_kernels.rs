@@ -571,6 +571,34 @@ row_sums!(
     row_sums_le, |j, m| 0 < j && j <= m - 2
 );
 
+/// [`row_sums_plus`] with its guard split over nested `if`s.
+#[kernel]
+pub fn row_sums_nested(x: &Array2<u32>, out: &mut Array2<u32>) {
+    let (j, i) = grid(2);
+    let (n, m) = x.dim();
+    if i < n {
+        if 1 <= j {
+            if j + 1 < m {
+                out[[i, j]] = x[[i, j - 1]] + x[[i, j]] + x[[i, j + 1]];
+            }
+        }
+    }
+}
+
+/// [`row_sums_plus`] with its guard as early returns.
+#[kernel]
+pub fn row_sums_early(x: &Array2<u32>, out: &mut Array2<u32>) {
+    let (j, i) = grid(2);
+    let (n, m) = x.dim();
+    if i >= n || j == 0 {
+        return;
+    }
+    if j + 1 >= m {
+        return;
+    }
+    out[[i, j]] = x[[i, j - 1]] + x[[i, j]] + x[[i, j + 1]];
+}
+
 /// [`row_sums_plus`] reading one column too far right: the thread at `j = m - 2` of each row
 /// faults.
 #[kernel]

@@ -733,9 +733,15 @@ fn every_spelling_of_a_stencils_guard_runs_the_same_threads_with_index_checks() 
     );
     type RowSums = fn((u32, u32), Args<'_>);
     // Each spelling, and the least row length for which it does not overflow.
-    let kernels: [(&str, usize, RowSums); 4] = [
+    let kernels: [(&str, usize, RowSums); 6] = [
         ("plus", 0, |b, a| {
             row_sums_plus.launch(b, (32, 4), a).unwrap()
+        }),
+        ("nested", 0, |b, a| {
+            row_sums_nested.launch(b, (32, 4), a).unwrap()
+        }),
+        ("early", 0, |b, a| {
+            row_sums_early.launch(b, (32, 4), a).unwrap()
         }),
         ("minus", 1, |b, a| {
             row_sums_minus.launch(b, (32, 4), a).unwrap()

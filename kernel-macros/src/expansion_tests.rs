@@ -195,3 +195,26 @@ fn a_foreign_declaration() {
     .unwrap_or_else(|e| panic!("the declaration does not expand: {e}"));
     insta::assert_snapshot!(pretty(out));
 }
+
+#[test]
+fn a_stencil_with_index_checks_checks_them_once_per_span() {
+    // Numba's spelling of the guard, as early returns.
+    let expanded = kernel(
+        quote!(),
+        quote! {
+            pub fn mean3(x: &Array2<f32>, out: &mut Array2<f32>) {
+                let (j, i) = grid(2);
+                let (n, m) = x.dim();
+                if i >= n || j < 1 || j >= m - 1 {
+                    return;
+                }
+                out[[i, j]] = (x[[i, j - 1]] + x[[i, j]] + x[[i, j + 1]]) / 3.0;
+            }
+        },
+    );
+    assert!(expanded.contains("__rt::Grid(__fast, __span)"), "{expanded}");
+    assert_eq!(expanded.matches("__rt::Span::within").count(), 4, "{expanded}");
+    assert_eq!(expanded.matches("__rt::Proven::new").count(), 4, "{expanded}");
+    // The checked body is the fast one, its rows' decisions false there.
+    assert!(!expanded.contains("let __checked"), "{expanded}");
+}

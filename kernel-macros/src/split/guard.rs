@@ -42,6 +42,7 @@ pub struct Checks {
 /// With `checks` (a kernel with index checks), only where every access to an array parameter
 /// in the guarded statement is proven for the span: the span then checks them, once per row.
 pub fn guard(block: &Block, checks: Option<&Checks>) -> Option<Guard> {
+    let block = &normal_form(block)?;
     let (last, prefix) = block.stmts.split_last()?;
     let Stmt::Expr(Expr::If(branch), _) = last else {
         return None;
@@ -96,6 +97,93 @@ pub fn guard(block: &Block, checks: Option<&Checks>) -> Option<Guard> {
         },
         body,
     })
+}
+
+/// `block` as the guard takes it, `let`s that compute and then one `if` without `else`: the
+/// block itself, or what its nested `if`s (`if a { if b { .. } }`, as `if a && b { .. }`) or
+/// its early returns (`if c { return; } ..`, as `if !c { .. }`) mean.
+fn normal_form(block: &Block) -> Option<Block> {
+    let lets = block
+        .stmts
+        .iter()
+        .take_while(|s| matches!(s, Stmt::Local(l) if computes(l)))
+        .count();
+    let (prefix, rest) = block.stmts.split_at(lets);
+    let locals: Vec<&Local> = prefix
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Local(l) => Some(l),
+            _ => None,
+        })
+        .collect();
+    let names = Varying::of(&locals)?;
+    let (cond, then) = match rest {
+        [Stmt::Expr(Expr::If(b), _)] if b.else_branch.is_none() => nested(b),
+        _ => early_returns(rest, &names)?,
+    };
+    let mut stmts = prefix.to_vec();
+    stmts.push(Stmt::Expr(syn::parse_quote!(if #cond #then), None));
+    Some(Block {
+        brace_token: block.brace_token,
+        stmts,
+    })
+}
+
+/// `e` as an operand of `&&`: in parentheses where it binds more loosely (`a || b`).
+fn operand(e: &Expr) -> TokenStream {
+    match e {
+        Expr::Binary(b) if !matches!(b.op, BinOp::Or(_)) => quote!(#e),
+        Expr::Binary(_) | Expr::Let(_) | Expr::Closure(_) | Expr::Range(_) | Expr::Assign(_) => {
+            quote!((#e))
+        }
+        _ => quote!(#e),
+    }
+}
+
+/// The condition and body of `if a { if b { .. } }` as one `if`: `a && b`.
+fn nested(branch: &syn::ExprIf) -> (Expr, Block) {
+    let (mut cond, mut then) = ((*branch.cond).clone(), branch.then_branch.clone());
+    while let [Stmt::Expr(Expr::If(inner), _)] = then.stmts.as_slice() {
+        if inner.else_branch.is_some() {
+            break;
+        }
+        let (a, b) = (operand(&cond), operand(&inner.cond));
+        cond = syn::parse_quote!(#a && #b);
+        then = inner.then_branch.clone();
+    }
+    (cond, then)
+}
+
+/// The condition and body that the statements `if c1 { return; } if c2 { return; } ..` mean:
+/// `!c1 && !c2`, and the statements after them.
+fn early_returns(stmts: &[Stmt], names: &Varying) -> Option<(Expr, Block)> {
+    let returns = stmts
+        .iter()
+        .take_while(|s| early_return(s).is_some())
+        .count();
+    if returns == 0 || returns == stmts.len() {
+        return None;
+    }
+    let negated = stmts[..returns]
+        .iter()
+        .filter_map(early_return)
+        .map(|c| names.not(c));
+    let negated = negated.map(|n| operand(&n));
+    let cond: Expr = syn::parse_quote!(#(#negated)&&*);
+    let body = &stmts[returns..];
+    Some((cond, syn::parse_quote!({ #(#body)* })))
+}
+
+/// The condition of `if c { return; }` (no `else`, no value).
+fn early_return(s: &Stmt) -> Option<&Expr> {
+    let Stmt::Expr(Expr::If(b), _) = s else {
+        return None;
+    };
+    let only_return = match b.then_branch.stmts.as_slice() {
+        [Stmt::Expr(Expr::Return(r), _)] => r.expr.is_none(),
+        _ => false,
+    };
+    (only_return && b.else_branch.is_none()).then_some(&*b.cond)
 }
 
 /// The proofs of the accesses of `body`'s guarded statement, which it rewrites to index them
@@ -218,6 +306,37 @@ impl Varying {
         None
     }
 
+    /// `!e`, pushed through `||` and into comparisons of the thread's x plus a value with
+    /// another (unsigned, so that `!(j < m)` is `j >= m` and `!(j == 0)` is `j > 0`); other
+    /// terms as `!(term)`.
+    fn not(&self, e: &Expr) -> Expr {
+        let e = unparen(e);
+        let x_side = |a: &Expr, b: &Expr| self.offset(a).is_some() || self.offset(b).is_some();
+        match e {
+            Expr::Binary(b) if matches!(b.op, BinOp::Or(_)) => {
+                let (l, r) = (self.not(&b.left), self.not(&b.right));
+                let (l, r) = (operand(&l), operand(&r));
+                syn::parse_quote!(#l && #r)
+            }
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => (*u.expr).clone(),
+            Expr::Binary(b) if x_side(&b.left, &b.right) => {
+                let (l, r) = (&b.left, &b.right);
+                let zero =
+                    |e: &Expr| matches!(unparen(e), Expr::Lit(l) if quote!(#l).to_string() == "0");
+                match b.op {
+                    BinOp::Lt(_) => syn::parse_quote!(#l >= #r),
+                    BinOp::Le(_) => syn::parse_quote!(#l > #r),
+                    BinOp::Gt(_) => syn::parse_quote!(#l <= #r),
+                    BinOp::Ge(_) => syn::parse_quote!(#l < #r),
+                    BinOp::Eq(_) if zero(r) => syn::parse_quote!(#l > #r),
+                    BinOp::Eq(_) if zero(l) => syn::parse_quote!(#l < #r),
+                    _ => syn::parse_quote!(!(#e)),
+                }
+            }
+            _ => syn::parse_quote!(!(#e)),
+        }
+    }
+
     /// `c` where `e` is the thread's x plus `c` (`j`, `j + c`, `c + j`), `c` the same for a row.
     fn offset(&self, e: &Expr) -> Option<TokenStream> {
         let e = unparen(e);
@@ -290,6 +409,8 @@ fn terms(cond: &Expr) -> Vec<&Expr> {
         Expr::Paren(p) if matches!(&*p.expr, Expr::Binary(b) if matches!(b.op, BinOp::And(_))) => {
             terms(&p.expr)
         }
+        // A condition that `macro_rules!` passed as an `expr` fragment.
+        Expr::Group(g) => terms(&g.expr),
         _ => vec![cond],
     }
 }
@@ -367,6 +488,74 @@ mod tests {
         let cond = quote!(#cond).to_string();
         assert_eq!(cond.matches("__inner ||").count(), 4, "{cond}");
         assert!(cond.ends_with("&& x [[i , j]] > 0"), "{cond}");
+    }
+
+    #[test]
+    fn a_condition_from_a_macro_fragment_is_seen_through() {
+        // `macro_rules!` hands an `expr` fragment over in an invisible group.
+        let cond: Expr = syn::parse_quote!(1 <= j && j < m - 1);
+        let group = proc_macro2::Group::new(proc_macro2::Delimiter::None, quote!(#cond));
+        let block: Block = syn::parse_quote!({
+            let (j, i) = __kctx.grid_2d();
+            let (n, m) = x.dim();
+            if #group {
+                out[[i, j]] = x[[i, (j).wrapping_sub(1)]];
+            }
+        });
+        let checks = Checks {
+            arrays: [("x".to_string(), 2), ("out".to_string(), 2)].into(),
+            mutable: HashSet::new(),
+        };
+        let span = guard(&block, Some(&checks))
+            .expect("a guard")
+            .span
+            .to_string();
+        assert!(span.contains("__span . lt (0 , m - 1)"), "{span}");
+        assert_eq!(span.matches("Span :: within").count(), 2, "{span}");
+    }
+
+    #[test]
+    fn nested_ifs_and_early_returns_are_one_guard() {
+        let nested = span_of(syn::parse_quote!({
+            let (j, i) = __kctx.grid_2d();
+            let (n, m) = x.dim();
+            if i < n {
+                if 1 <= j && j < m - 1 {
+                    out[[i, j]] = 1;
+                }
+            }
+        }))
+        .expect("a guard");
+        assert!(nested.contains("if ! (i < n)"), "{nested}");
+        assert!(nested.contains("__span . lt (0 , m - 1)"), "{nested}");
+        let early: Block = syn::parse_quote!({
+            let (j, i) = __kctx.grid_2d();
+            let (n, m) = x.dim();
+            if i >= n || j == 0 || !(j + 1 < m) {
+                return;
+            }
+            let s = x[[i, j]];
+            out[[i, j]] = s;
+        });
+        let g = guard(&early, None).expect("a guard");
+        let span = g.span.to_string();
+        assert!(span.contains("if ! (! (i >= n))"), "{span}");
+        assert!(span.contains("__span . gt (0 , 0)"), "{span}");
+        assert!(span.contains("__span . lt (1 , m)"), "{span}");
+        let stmts = &g.body.stmts;
+        let body = quote!(#(#stmts)*).to_string();
+        assert!(body.contains("let s = x [[i , j]]"), "{body}");
+        assert!(!body.contains("return"), "{body}");
+        // A test on a float keeps its negation whole.
+        let float = span_of(syn::parse_quote!({
+            let i = __kctx.grid_1d();
+            if t < 0.5 || i >= n {
+                return;
+            }
+            c[i] = 0.0;
+        }))
+        .expect("a guard");
+        assert!(float.contains("if ! (! (t < 0.5))"), "{float}");
     }
 
     #[test]
