@@ -101,7 +101,7 @@ fn cpu_peers_and_report(ctx: &Context, steps: &mut Steps) {
                         .cloned()
                 };
                 let row = Row {
-                    ours_ms: cpu_report::criterion_median_ms(&criterion, p.group, "kernel"),
+                    ours_ms: cpu_report::criterion_median_ms(&criterion, p.group, p.function),
                     rayon_ms: cpu_report::criterion_median_ms(&criterion, p.group, "rayon"),
                     numba: peer("numba.njit"),
                     simulator: peer("numba CUDA simulator"),
