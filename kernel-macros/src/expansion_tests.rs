@@ -212,9 +212,20 @@ fn a_stencil_with_index_checks_checks_them_once_per_span() {
             }
         },
     );
-    assert!(expanded.contains("__rt::Grid(__fast, __span)"), "{expanded}");
-    assert_eq!(expanded.matches("__rt::Span::within").count(), 4, "{expanded}");
-    assert_eq!(expanded.matches("__rt::Proven::new").count(), 4, "{expanded}");
+    assert!(
+        expanded.contains("__rt::Grid(__fast, __span)"),
+        "{expanded}"
+    );
+    assert_eq!(
+        expanded.matches("__rt::Span::within").count(),
+        4,
+        "{expanded}"
+    );
+    assert_eq!(
+        expanded.matches("__rt::Proven::new").count(),
+        4,
+        "{expanded}"
+    );
     // The checked body is the fast one, its rows' decisions false there.
     assert!(!expanded.contains("let __checked"), "{expanded}");
 }

@@ -202,9 +202,36 @@ pub(crate) fn untracked_then_replay(untracked: &mut dyn FnMut(), tracked: &mut d
     }
 }
 
-/// Whether this CPU has the AVX-512 subsets that the thread loops of kernels are compiled for
-/// (`avx512f`, `avx512bw`, `avx512vl`), besides the baseline.
+/// Whether the thread loops of kernels run their copies compiled for AVX-512 CPUs: where this
+/// CPU has the subsets they are compiled for (`avx512f`, `avx512bw`, `avx512vl`), unless
+/// `KERNEL_CPU_VECTORS=baseline` asks for the baseline copies, which CPUs without AVX-512 run
+/// (to test those on a CPU with it).
 pub fn wide_vectors() -> bool {
+    static WIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WIDE.get_or_init(|| {
+        let setting = std::env::var("KERNEL_CPU_VECTORS").ok();
+        !baseline_asked(setting.as_deref()) && avx512()
+    })
+}
+
+/// Whether `KERNEL_CPU_VECTORS` (its value, if set) asks for the baseline copies; a value other
+/// than `baseline` and `auto` is said once on stderr and ignored.
+fn baseline_asked(setting: Option<&str>) -> bool {
+    match setting {
+        Some("baseline") => true,
+        None | Some("" | "auto") => false,
+        Some(v) => {
+            eprintln!(
+                "kernel-runtime: KERNEL_CPU_VECTORS={v:?} is not `baseline` or `auto`: ignored, \
+                 the CPU's own vectors are used"
+            );
+            false
+        }
+    }
+}
+
+/// Whether this CPU has the AVX-512 subsets the wide copies are compiled for.
+fn avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx512f")
@@ -554,6 +581,19 @@ fn fast_blocks<V: LaunchViews, F: Fn(Ctx, V, bool) + Copy>(
                 b.y = 0;
                 b.z += 1;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::baseline_asked;
+
+    #[test]
+    fn kernel_cpu_vectors_asks_for_the_baseline_by_name_only() {
+        assert!(baseline_asked(Some("baseline")));
+        for other in [None, Some(""), Some("auto"), Some("avx2")] {
+            assert!(!baseline_asked(other), "{other:?}");
         }
     }
 }
