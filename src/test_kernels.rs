@@ -173,6 +173,53 @@ pub fn atomics(
     atomic_min(&doubles, 1, -(i as f64));
 }
 
+/// [`atomics`] on shared arrays, per block of 64 threads, from the same starting values: thread
+/// 0 copies the block's results to `ints[4b..]`, `uints[7b..]`, `floats[2b..]`, and each
+/// thread's `ranks[i]` is the old value its `atomic_add` on a shared counter returned.
+#[kernel]
+pub fn shared_atomics(ints: &mut [i32], uints: &mut [u32], floats: &mut [f32], ranks: &mut [u32]) {
+    let mut si = shared_array![i32; 4];
+    let mut su = shared_array![u32; 8];
+    let mut sf = shared_array![f32; 2];
+    let t = thread_idx().x as usize;
+    if t == 0 {
+        (si[0], si[1], si[2], si[3]) = (0, 0, i32::MIN, i32::MAX);
+        for k in 0..8 {
+            su[k] = if k == 1 { u32::MAX } else { 0 };
+        }
+        (sf[0], sf[1]) = (0.0, f32::MIN);
+    }
+    sync_threads();
+    let i = t as i32;
+    atomic_add(&si, 0, 1);
+    atomic_sub(&si, 1, 1);
+    atomic_max(&si, 2, i);
+    atomic_min(&si, 3, i);
+    atomic_or(&su, 0, 1u32 << (i % 32));
+    atomic_and(&su, 1, !(1u32 << (i % 32)));
+    atomic_xor(&su, 2, 1);
+    atomic_inc(&su, 3, 9);
+    atomic_dec(&su, 4, 9);
+    atomic_exch(&su, 5, 7);
+    atomic_cas(&su, 6, 0, i as u32 + 1);
+    ranks[grid(1)] = atomic_add(&su, 7, 1);
+    atomic_add(&sf, 0, 0.5);
+    atomic_max(&sf, 1, i as f32);
+    sync_threads();
+    if t == 0 {
+        let b = block_idx().x as usize;
+        for k in 0..4 {
+            ints[4 * b + k] = si[k];
+        }
+        for k in 0..7 {
+            uints[7 * b + k] = su[k];
+        }
+        for k in 0..2 {
+            floats[2 * b + k] = sf[k];
+        }
+    }
+}
+
 /// Per block, counts with an atomic in shared memory, then one thread adds it to the total.
 #[kernel]
 pub fn shared_atomic_count(flags: &[u8], total: &mut [u32]) {

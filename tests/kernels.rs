@@ -403,6 +403,44 @@ fn barrier_reductions_count_and_or() {
 }
 
 #[test]
+fn atomics_on_shared_arrays_return_old_values_and_combine() {
+    // The fast CPU backend updates shared memory without atomic instructions (only the block's
+    // threads touch it, on one OS thread); checked mode and a GPU use atomics.
+    for dev in backends() {
+        let (blocks, threads) = (3, 64);
+        let mut ints = dev.zeros::<i32, _>(4 * blocks).unwrap();
+        let mut uints = dev.zeros::<u32, _>(7 * blocks).unwrap();
+        let mut floats = dev.zeros::<f32, _>(2 * blocks).unwrap();
+        let mut ranks = dev.zeros::<u32, _>(blocks * threads).unwrap();
+        shared_atomics
+            .launch(
+                blocks,
+                threads,
+                (&mut ints, &mut uints, &mut floats, &mut ranks),
+            )
+            .unwrap();
+        let (ints, uints) = (ints.to_vec().unwrap(), uints.to_vec().unwrap());
+        let (floats, ranks) = (floats.to_vec().unwrap(), ranks.to_vec().unwrap());
+        let n = threads as i32;
+        for b in 0..blocks {
+            assert_eq!(ints[4 * b..4 * b + 4], [n, -n, n - 1, 0], "{dev:?}");
+            let u = &uints[7 * b..7 * b + 7];
+            assert_eq!(
+                u[..6],
+                // inc wraps at 9 (64 % 10), dec from 0 to 9 and down (10 - 64 % 10)
+                [u32::MAX, 0, 0, 4, 6, 7],
+                "{dev:?}"
+            );
+            assert!((1..=64).contains(&u[6]), "{dev:?}: {}", u[6]);
+            assert_eq!(floats[2 * b..2 * b + 2], [32.0, 63.0], "{dev:?}");
+            let mut r = ranks[threads * b..threads * (b + 1)].to_vec();
+            r.sort_unstable();
+            assert_eq!(r, (0..64).collect::<Vec<u32>>(), "{dev:?}");
+        }
+    }
+}
+
+#[test]
 fn atomics_return_old_values_and_combine() {
     for dev in backends() {
         let threads = 8 * 64;

@@ -58,6 +58,34 @@ pub trait AtomicNum: Copy + sealed::Sealed {
     /// # Safety
     /// As [`AtomicNum::atomic_add`].
     unsafe fn atomic_cas(p: *mut Self, current: Self, new: Self) -> Self;
+    /// The value `op` leaves in an element that held `old`, given `v`, as the atomic does.
+    #[doc(hidden)]
+    fn apply(op: NumOp, old: Self, v: Self) -> Self;
+    /// Whether `a` and `b` have the same bits (what a compare-and-swap compares).
+    #[doc(hidden)]
+    fn same_bits(a: Self, b: Self) -> bool;
+}
+
+/// The operations of [`AtomicNum`], for a plain update (see [`plain`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub enum NumOp {
+    Add,
+    Sub,
+    Min,
+    Max,
+    Exch,
+}
+
+/// The operations of [`AtomicInt`], for a plain update (see [`plain`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub enum IntOp {
+    And,
+    Or,
+    Xor,
+    Inc,
+    Dec,
 }
 
 /// Integer element types with atomic bitwise operations and CUDA's wrapping inc/dec.
@@ -88,6 +116,9 @@ pub trait AtomicInt: AtomicNum {
     /// # Safety
     /// As [`AtomicNum::atomic_add`].
     unsafe fn atomic_dec(p: *mut Self, v: Self) -> Self;
+    /// The value `op` leaves in an element that held `old`, given `v`, as the atomic does.
+    #[doc(hidden)]
+    fn apply_int(op: IntOp, old: Self, v: Self) -> Self;
 }
 
 mod sealed {
@@ -138,6 +169,20 @@ macro_rules! atomic_int {
                     Ok(old) | Err(old) => old,
                 }
             }
+            #[inline(always)]
+            fn apply(op: NumOp, old: Self, v: Self) -> Self {
+                match op {
+                    NumOp::Add => old.wrapping_add(v),
+                    NumOp::Sub => old.wrapping_sub(v),
+                    NumOp::Min => old.min(v),
+                    NumOp::Max => old.max(v),
+                    NumOp::Exch => v,
+                }
+            }
+            #[inline(always)]
+            fn same_bits(a: Self, b: Self) -> bool {
+                a == b
+            }
         }
         impl AtomicInt for $t {
             #[inline(always)]
@@ -173,6 +218,28 @@ macro_rules! atomic_int {
                     Some(if old == 0 || old > v { v } else { old - 1 })
                 }) {
                     Ok(old) | Err(old) => old,
+                }
+            }
+            #[inline(always)]
+            fn apply_int(op: IntOp, old: Self, v: Self) -> Self {
+                match op {
+                    IntOp::And => old & v,
+                    IntOp::Or => old | v,
+                    IntOp::Xor => old ^ v,
+                    IntOp::Inc => {
+                        if old >= v {
+                            0
+                        } else {
+                            old + 1
+                        }
+                    }
+                    IntOp::Dec => {
+                        if old == 0 || old > v {
+                            v
+                        } else {
+                            old - 1
+                        }
+                    }
                 }
             }
         }
@@ -266,6 +333,20 @@ macro_rules! atomic_float {
                     Ok(old) | Err(old) => <$t>::from_bits(old),
                 }
             }
+            #[inline(always)]
+            fn apply(op: NumOp, old: Self, v: Self) -> Self {
+                match op {
+                    NumOp::Add => old + v,
+                    NumOp::Sub => old + -v,
+                    NumOp::Min => old.min(v),
+                    NumOp::Max => old.max(v),
+                    NumOp::Exch => v,
+                }
+            }
+            #[inline(always)]
+            fn same_bits(a: Self, b: Self) -> bool {
+                a.to_bits() == b.to_bits()
+            }
         }
         impl Update for $t {
             #[inline(always)]
@@ -297,7 +378,7 @@ atomic_float!(half::f16, u16, AtomicU16, cas);
 atomic_float!(half::bf16, u16, AtomicU16, cas);
 
 macro_rules! atomic_fn {
-    ($(#[$doc:meta])* $name:ident, $bound:ident) => {
+    ($(#[$doc:meta])* $name:ident, $bound:ident, $apply:ident($op:expr)) => {
         $(#[$doc])*
         #[inline(always)]
         #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -307,6 +388,11 @@ macro_rules! atomic_fn {
             A::Elem: $bound,
         {
             let p = array.element_ptr(index);
+            if array.block_private() {
+                // SAFETY: `element_ptr` checked the index; no access to a block-private element
+                // is concurrent with another.
+                return unsafe { plain(p, |old| <A::Elem as $bound>::$apply($op, old, value)) };
+            }
             // SAFETY: `element_ptr` checked the index; the element lives in a writable array;
             // concurrent accesses to it are atomic by the kernel safety contract.
             unsafe { <A::Elem as $bound>::$name(p, value) }
@@ -314,46 +400,62 @@ macro_rules! atomic_fn {
     };
 }
 
+/// `*p = f(*p)` without an atomic instruction, returning the old value: an atomic on an element
+/// of the block's shared memory on the CPU backend ([`ElementPtr::block_private`]), where the
+/// block's threads run one after another on one OS thread.
+///
+/// # Safety
+/// `p` must be valid and aligned, and no access to `*p` concurrent with this one.
+#[inline(always)]
+unsafe fn plain<T: Copy>(p: *mut T, f: impl FnOnce(T) -> T) -> T {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let old = p.read();
+        p.write(f(old));
+        old
+    }
+}
+
 atomic_fn!(
     /// `array[index] += value` atomically; returns the old value.
-    atomic_add, AtomicNum
+    atomic_add, AtomicNum, apply(NumOp::Add)
 );
 atomic_fn!(
     /// `array[index] -= value` atomically; returns the old value.
-    atomic_sub, AtomicNum
+    atomic_sub, AtomicNum, apply(NumOp::Sub)
 );
 atomic_fn!(
     /// `array[index] = min(array[index], value)` atomically; returns the old value.
-    atomic_min, AtomicNum
+    atomic_min, AtomicNum, apply(NumOp::Min)
 );
 atomic_fn!(
     /// `array[index] = max(array[index], value)` atomically; returns the old value.
-    atomic_max, AtomicNum
+    atomic_max, AtomicNum, apply(NumOp::Max)
 );
 atomic_fn!(
     /// `array[index] = value` atomically; returns the old value.
-    atomic_exch, AtomicNum
+    atomic_exch, AtomicNum, apply(NumOp::Exch)
 );
 atomic_fn!(
     /// `array[index] &= value` atomically; returns the old value.
-    atomic_and, AtomicInt
+    atomic_and, AtomicInt, apply_int(IntOp::And)
 );
 atomic_fn!(
     /// `array[index] |= value` atomically; returns the old value.
-    atomic_or, AtomicInt
+    atomic_or, AtomicInt, apply_int(IntOp::Or)
 );
 atomic_fn!(
     /// `array[index] ^= value` atomically; returns the old value.
-    atomic_xor, AtomicInt
+    atomic_xor, AtomicInt, apply_int(IntOp::Xor)
 );
 atomic_fn!(
     /// CUDA's `atomicInc`: `array[index] = if old >= value { 0 } else { old + 1 }`; returns old.
-    atomic_inc, AtomicInt
+    atomic_inc, AtomicInt, apply_int(IntOp::Inc)
 );
 atomic_fn!(
     /// CUDA's `atomicDec`: `array[index] = if old == 0 || old > value { value } else { old - 1 }`;
     /// returns old.
-    atomic_dec, AtomicInt
+    atomic_dec, AtomicInt, apply_int(IntOp::Dec)
 );
 
 /// `if array[index] == current { array[index] = new }` atomically; returns the old value.
@@ -365,6 +467,15 @@ where
     A::Elem: AtomicNum,
 {
     let p = array.element_ptr(index);
+    if array.block_private() {
+        // SAFETY: as `atomic_add`'s plain update.
+        return unsafe {
+            plain(p, |old| match A::Elem::same_bits(old, current) {
+                true => new,
+                false => old,
+            })
+        };
+    }
     // SAFETY: as `atomic_add`.
     unsafe { <A::Elem as AtomicNum>::atomic_cas(p, current, new) }
 }

@@ -129,7 +129,9 @@ pub unsafe fn dynamic<'l, T: AnyBitPattern, L: ?Sized>(
     let len = bytes / core::mem::size_of::<T>().max(1);
     // SAFETY: the block's shared memory has `shared_bytes()` bytes, of which `start..` are the
     // dynamic part; alignment 16 suits every primitive element type.
-    unsafe { View1Mut::from_raw(ctx.shared_ptr().add(start) as *mut T, [len], name) }.within(launch)
+    let view = unsafe { View1Mut::from_raw(ctx.shared_ptr().add(start) as *mut T, [len], name) };
+    // SAFETY: the view is in the block's shared memory.
+    unsafe { block_private(view) }.within(launch)
 }
 
 /// A static shared array of a kernel at `offset` (computed by [`layout`]).
@@ -145,8 +147,9 @@ pub unsafe fn array1<'l, T: AnyBitPattern, L: ?Sized>(
     name: &'static str,
 ) -> View1Mut<'l, T> {
     // SAFETY: the layout reserves this range of the block's shared memory for the array.
-    unsafe { View1Mut::from_raw(ctx.shared_ptr().add(offset) as *mut T, [len], name) }
-        .within(launch)
+    let view = unsafe { View1Mut::from_raw(ctx.shared_ptr().add(offset) as *mut T, [len], name) };
+    // SAFETY: as above.
+    unsafe { block_private(view) }.within(launch)
 }
 
 /// A static 2-D shared array of a kernel at `offset` (computed by [`layout`]).
@@ -162,7 +165,32 @@ pub unsafe fn array2<'l, T: AnyBitPattern, L: ?Sized>(
     name: &'static str,
 ) -> View2Mut<'l, T> {
     // SAFETY: the layout reserves this range of the block's shared memory for the array.
-    unsafe { View2Mut::from_raw(ctx.shared_ptr().add(offset) as *mut T, dims, name) }.within(launch)
+    let view = unsafe { View2Mut::from_raw(ctx.shared_ptr().add(offset) as *mut T, dims, name) };
+    // SAFETY: as above.
+    unsafe { block_private(view) }.within(launch)
+}
+
+/// A view of the block's shared memory, marked as such on the CPU backend, where only the
+/// block's threads access it, one after another on one OS thread: its atomics are plain
+/// updates there (checked mode traces the view again, and keeps them atomic).
+///
+/// # Safety
+/// `view` must lie in the block's shared memory.
+#[cfg(not(target_arch = "nvptx64"))]
+#[inline(always)]
+unsafe fn block_private<V: SharedView>(view: V) -> V {
+    // SAFETY: the caller's contract; a `BLOCK` trace records nothing.
+    unsafe { view.with_trace(crate::cpu::check::Trace::BLOCK) }
+}
+
+/// On the GPU, the view as it is.
+///
+/// # Safety
+/// None: the CPU backend's contract.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn block_private<V>(view: V) -> V {
+    view
 }
 
 /// A shared array (from [`array1`], [`array2`] or [`dynamic`]) in checked mode: its accesses

@@ -469,6 +469,14 @@ pub trait ElementPtr<I> {
     type Elem;
     /// A checked pointer to the element at `index`.
     fn element_ptr(&self, index: I) -> *mut Self::Elem;
+    /// Whether the array is in the block's shared memory on the fast CPU backend, where only
+    /// the block's threads access it, one after another on one OS thread: its atomics may then
+    /// be plain updates.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn block_private(&self) -> bool {
+        false
+    }
 }
 
 /// `IndexMut` (a write) and [`ElementPtr`] (an atomic) for a writable view, at the offset of
@@ -500,6 +508,17 @@ macro_rules! writable {
                 let o = self.offset($($arg,)* crate::fault::AccessKind::Atomic);
                 // SAFETY: `o` is within the view (see `IndexMut`).
                 unsafe { self.ptr.add(o) }
+            }
+            #[inline(always)]
+            fn block_private(&self) -> bool {
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    self.trace.block_private()
+                }
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    false
+                }
             }
         }
     };

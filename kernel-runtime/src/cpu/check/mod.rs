@@ -94,6 +94,10 @@ pub(crate) fn who() -> Who {
 enum Target {
     /// Nothing: the fast CPU backend.
     Off,
+    /// Nothing, on the fast CPU backend, for an array in the block's shared memory: only the
+    /// block's threads access it, one after another on one OS thread, so its atomics need no
+    /// atomic instruction.
+    Block,
     /// Nothing, but indices are checked: a read-only array in checked mode.
     ReadOnly,
     /// The running worker's lane of the launch's writable array of this index.
@@ -134,10 +138,23 @@ impl Trace {
         }
     }
 
+    /// A shared array on the fast CPU backend: not checked, its elements the block's alone.
+    pub(crate) const BLOCK: Trace = Trace {
+        target: Target::Block,
+        ..Trace::OFF
+    };
+
     /// Whether accesses are checked.
     #[inline(always)]
     pub fn on(&self) -> bool {
-        self.target != Target::Off
+        !matches!(self.target, Target::Off | Target::Block)
+    }
+
+    /// Whether the view is a shared array on the fast CPU backend, which only its block's
+    /// threads access, one after another on one OS thread.
+    #[inline(always)]
+    pub(crate) fn block_private(&self) -> bool {
+        self.target == Target::Block
     }
 
     /// The trace of a shared array `offset` bytes into the block's shared memory, whose lane is
@@ -201,7 +218,7 @@ fn record_slot(target: Target, slot: usize, kind: AccessKind) -> bool {
                 None => return false,
             }
         }
-        Target::Off | Target::ReadOnly => return false,
+        Target::Off | Target::Block | Target::ReadOnly => return false,
     };
     match lane.access(slot, kind, who(), Location::caller()) {
         Ok(()) => false,
