@@ -30,8 +30,17 @@ use crate::util::{self, Result};
 #[derive(Debug, Default, clap::Args)]
 pub struct Args {}
 
-/// The crates whose files are checked, by folder.
-pub const CRATES: &[&str] = &["kernel-runtime", "kernel-build", "kernel-macros", "xtask"];
+/// The crates whose files are checked, by folder (`.`: the root package, `src/`).
+pub const CRATES: &[&str] = &[
+    "kernel-runtime",
+    "kernel-build",
+    "kernel-macros",
+    "gpu-kernels",
+    "foreign-kernels",
+    "fake-cuda",
+    ".",
+    "xtask",
+];
 
 /// Runs `cargo xtask imports`.
 pub fn run(_: Args) -> Result {
@@ -52,6 +61,11 @@ pub fn check(root: &Path) -> Result<String> {
             .map(|c| graph.describe(c, root))
             .collect();
         found.extend(graph.folder_circles(root));
+        let name = if *name == "." {
+            "the root package"
+        } else {
+            name
+        };
         lines.push(format!(
             "{name}: {} files, {} imports, {}",
             graph.files.len(),
