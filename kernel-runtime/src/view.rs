@@ -293,10 +293,15 @@ macro_rules! rank1 {
             pub fn dim(&self) -> usize {
                 self.dims[0]
             }
+            /// Whether index `i` lies within the view.
+            #[inline(always)]
+            fn holds(&self, i: usize) -> bool {
+                i < self.dims[0]
+            }
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn offset(&self, i: usize, kind: crate::fault::AccessKind) -> usize {
-                if self.checks() && i >= self.dims[0] {
+                if self.checks() && !self.holds(i) {
                     self.out_of_bounds(&[i], kind)
                 }
                 self.record(i, kind);
@@ -324,10 +329,15 @@ macro_rules! rank2 {
             pub fn dim(&self) -> (usize, usize) {
                 (self.dims[0], self.dims[1])
             }
+            /// Whether index `[i, j]` lies within the view.
+            #[inline(always)]
+            fn holds(&self, i: usize, j: usize) -> bool {
+                i < self.dims[0] && j < self.dims[1]
+            }
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn offset(&self, i: usize, j: usize, kind: crate::fault::AccessKind) -> usize {
-                if self.checks() && (i >= self.dims[0] || j >= self.dims[1]) {
+                if self.checks() && !self.holds(i, j) {
                     self.out_of_bounds(&[i, j], kind)
                 }
                 let o = i * self.dims[1] + j;
@@ -364,6 +374,11 @@ macro_rules! rank3 {
             pub fn dim(&self) -> (usize, usize, usize) {
                 (self.dims[0], self.dims[1], self.dims[2])
             }
+            /// Whether index `[i, j, k]` lies within the view.
+            #[inline(always)]
+            fn holds(&self, i: usize, j: usize, k: usize) -> bool {
+                i < self.dims[0] && j < self.dims[1] && k < self.dims[2]
+            }
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn offset(
@@ -373,7 +388,7 @@ macro_rules! rank3 {
                 k: usize,
                 kind: crate::fault::AccessKind,
             ) -> usize {
-                if self.checks() && (i >= self.dims[0] || j >= self.dims[1] || k >= self.dims[2]) {
+                if self.checks() && !self.holds(i, j, k) {
                     self.out_of_bounds(&[i, j, k], kind)
                 }
                 let o = (i * self.dims[1] + j) * self.dims[2] + k;
@@ -572,33 +587,34 @@ impl<I> Proven<I> {
 }
 
 /// `Index` and `IndexMut` of a view at a [`Proven`] index: its own at the plain index, told
-/// that the index is within the view where it is proven, so that the check folds away.
+/// that the index is within the view (the test its check makes) where it is proven, so
+/// that the check folds away. `|pattern| (args)` takes the index apart as `writable!` does.
 macro_rules! proven {
-    ($name:ident, $idx:ty, |$pat:pat_param, $dims:ident| $within:expr) => {
+    ($name:ident, $idx:ty, |$pat:pat_param| ($($arg:expr),*)) => {
         impl<'a, T, const CHECK: bool> Index<Proven<$idx>> for $name<'a, T, CHECK> {
             type Output = T;
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn index(&self, p: Proven<$idx>) -> &T {
                 if p.proven {
-                    let ($pat, $dims) = (p.index, self.dims);
+                    let $pat = p.index;
                     // SAFETY: a proven index is within the view (`Proven::new`).
-                    unsafe { core::hint::assert_unchecked($within) }
+                    unsafe { core::hint::assert_unchecked(self.holds($($arg),*)) }
                 }
                 &self[p.index]
             }
         }
     };
-    (mut $name:ident, $idx:ty, |$pat:pat_param, $dims:ident| $within:expr) => {
-        proven!($name, $idx, |$pat, $dims| $within);
+    (mut $name:ident, $idx:ty, |$pat:pat_param| ($($arg:expr),*)) => {
+        proven!($name, $idx, |$pat| ($($arg),*));
         impl<'a, T, const CHECK: bool> IndexMut<Proven<$idx>> for $name<'a, T, CHECK> {
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn index_mut(&mut self, p: Proven<$idx>) -> &mut T {
                 if p.proven {
-                    let ($pat, $dims) = (p.index, self.dims);
+                    let $pat = p.index;
                     // SAFETY: as in `Index`.
-                    unsafe { core::hint::assert_unchecked($within) }
+                    unsafe { core::hint::assert_unchecked(self.holds($($arg),*)) }
                 }
                 &mut self[p.index]
             }
@@ -606,29 +622,20 @@ macro_rules! proven {
     };
 }
 
-proven!(View1, usize, |i, d| i < d[0]);
-proven!(View1, u32, |i, d| (i as usize) < d[0]);
-proven!(View1, i32, |i, d| (i as isize as usize) < d[0]);
-proven!(mut View1Mut, usize, |i, d| i < d[0]);
-proven!(mut View1Mut, u32, |i, d| (i as usize) < d[0]);
-proven!(mut View1Mut, i32, |i, d| (i as isize as usize) < d[0]);
-proven!(View2, [usize; 2], |[i, j], d| i < d[0] && j < d[1]);
-proven!(View2, (usize, usize), |(i, j), d| i < d[0] && j < d[1]);
-proven!(mut View2Mut, [usize; 2], |[i, j], d| i < d[0] && j < d[1]);
-proven!(mut View2Mut, (usize, usize), |(i, j), d| i < d[0]
-    && j < d[1]);
-proven!(View3, [usize; 3], |[i, j, k], d| i < d[0]
-    && j < d[1]
-    && k < d[2]);
-proven!(View3, (usize, usize, usize), |(i, j, k), d| i < d[0]
-    && j < d[1]
-    && k < d[2]);
-proven!(mut View3Mut, [usize; 3], |[i, j, k], d| i < d[0]
-    && j < d[1]
-    && k < d[2]);
-proven!(mut View3Mut, (usize, usize, usize), |(i, j, k), d| i < d[0]
-    && j < d[1]
-    && k < d[2]);
+proven!(View1, usize, |i| (i));
+proven!(View1, u32, |i| (i.index()));
+proven!(View1, i32, |i| (i.index()));
+proven!(mut View1Mut, usize, |i| (i));
+proven!(mut View1Mut, u32, |i| (i.index()));
+proven!(mut View1Mut, i32, |i| (i.index()));
+proven!(View2, [usize; 2], |[i, j]| (i, j));
+proven!(View2, (usize, usize), |(i, j)| (i, j));
+proven!(mut View2Mut, [usize; 2], |[i, j]| (i, j));
+proven!(mut View2Mut, (usize, usize), |(i, j)| (i, j));
+proven!(View3, [usize; 3], |[i, j, k]| (i, j, k));
+proven!(View3, (usize, usize, usize), |(i, j, k)| (i, j, k));
+proven!(mut View3Mut, [usize; 3], |[i, j, k]| (i, j, k));
+proven!(mut View3Mut, (usize, usize, usize), |(i, j, k)| (i, j, k));
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
