@@ -473,13 +473,19 @@ impl ArrayIndex for i32 {
     }
 }
 
+/// Only the views implement [`ElementPtr`]: the atomics write through the pointer it gives and
+/// trust its `block_private`, so a type of a user's could make them reach any address.
+mod element_ptr {
+    pub trait Sealed<I> {}
+}
+
 /// Views whose elements can be addressed for atomics: writable views and shared arrays.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be updated atomically at an index of type `{I}`",
     label = "atomics need a writable array",
     note = "declare the kernel parameter `&mut [T]` (or `&mut Array2<T>`, ...) to update it, or use a shared array; indices are `usize`, `[usize; N]` for N-D arrays, `()` for a 0-D one"
 )]
-pub trait ElementPtr<I> {
+pub trait ElementPtr<I>: element_ptr::Sealed<I> {
     /// The element type.
     type Elem;
     /// A checked pointer to the element at `index`.
@@ -515,6 +521,7 @@ macro_rules! writable {
         }
     };
     (@element_ptr $name:ident, $idx:ty, |$pat:pat_param| ($($arg:ident),*)) => {
+        impl<'a, T, const CHECK: bool> element_ptr::Sealed<$idx> for $name<'a, T, CHECK> {}
         impl<'a, T, const CHECK: bool> ElementPtr<$idx> for $name<'a, T, CHECK> {
             type Elem = T;
             #[inline(always)]
