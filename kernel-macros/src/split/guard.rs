@@ -42,22 +42,13 @@ pub struct Checks {
 /// With `checks` (a kernel with index checks), only where every access to an array parameter
 /// in the guarded statement is proven for the span: the span then checks them, once per row.
 pub fn guard(block: &Block, checks: Option<&Checks>) -> Option<Guard> {
-    let block = &normal_form(block)?;
+    let (block, names) = normal_form(block)?;
+    let block = &block;
     let (last, prefix) = block.stmts.split_last()?;
     let Stmt::Expr(Expr::If(branch), _) = last else {
         return None;
     };
-    if branch.else_branch.is_some() {
-        return None;
-    }
-    let lets = prefix
-        .iter()
-        .map(|s| match s {
-            Stmt::Local(l) if computes(l) => Some(l),
-            _ => None,
-        })
-        .collect::<Option<Vec<_>>>()?;
-    let names = Varying::of(&lets)?;
+    let lets = locals(prefix);
     let terms = terms(&branch.cond);
     let tests: Vec<Test> = terms.iter().map_while(|t| names.test(t)).collect();
     if !tests.iter().any(|t| matches!(t, Test::Span(..))) {
@@ -101,32 +92,38 @@ pub fn guard(block: &Block, checks: Option<&Checks>) -> Option<Guard> {
 
 /// `block` as the guard takes it, `let`s that compute and then one `if` without `else`: the
 /// block itself, or what its nested `if`s (`if a { if b { .. } }`, as `if a && b { .. }`) or
-/// its early returns (`if c { return; } ..`, as `if !c { .. }`) mean.
-fn normal_form(block: &Block) -> Option<Block> {
+/// its early returns (`if c { return; } ..`, as `if !c { .. }`) mean; with the names of its
+/// `let`s that vary with the thread's x.
+fn normal_form(block: &Block) -> Option<(Block, Varying)> {
     let lets = block
         .stmts
         .iter()
         .take_while(|s| matches!(s, Stmt::Local(l) if computes(l)))
         .count();
     let (prefix, rest) = block.stmts.split_at(lets);
-    let locals: Vec<&Local> = prefix
-        .iter()
-        .filter_map(|s| match s {
-            Stmt::Local(l) => Some(l),
-            _ => None,
-        })
-        .collect();
-    let names = Varying::of(&locals)?;
+    let names = Varying::of(&locals(prefix))?;
     let (cond, then) = match rest {
         [Stmt::Expr(Expr::If(b), _)] if b.else_branch.is_none() => nested(b),
         _ => early_returns(rest, &names)?,
     };
     let mut stmts = prefix.to_vec();
     stmts.push(Stmt::Expr(syn::parse_quote!(if #cond #then), None));
-    Some(Block {
+    let block = Block {
         brace_token: block.brace_token,
         stmts,
-    })
+    };
+    Some((block, names))
+}
+
+/// The `let`s of `stmts`.
+fn locals(stmts: &[Stmt]) -> Vec<&Local> {
+    stmts
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Local(l) => Some(l),
+            _ => None,
+        })
+        .collect()
 }
 
 /// `e` as an operand of `&&`: in parentheses where it binds more loosely (`a || b`).

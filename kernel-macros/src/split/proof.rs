@@ -66,10 +66,13 @@ pub fn prove(body: &Block, names: &Names<'_>) -> Option<(TokenStream, Block)> {
         bound: &bound.0,
     }
     .visit_block_mut(&mut rewritten);
+    if tokens.is_empty() {
+        return Some((TokenStream::new(), rewritten));
+    }
     let span = quote! {
         let __first = __span.lo;
         let __last = __span.hi - 1;
-        if !(true #(&& #tokens)*) {
+        if !(#(#tokens)&&*) {
             return __rt::Span::EMPTY;
         }
     };
