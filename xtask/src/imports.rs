@@ -90,6 +90,8 @@ struct Graph {
     /// Module path (without `crate`) → the file that holds it. Inline modules map to their file.
     modules: BTreeMap<Vec<String>, usize>,
     files: Vec<PathBuf>,
+    /// Each file's own (outermost) module, by file index.
+    file_modules: Vec<Vec<String>>,
     /// (from, to) → the names that `from` takes from `to`.
     edges: BTreeMap<(usize, usize), BTreeSet<String>>,
 }
@@ -104,12 +106,20 @@ impl Graph {
         let mut graph = Graph::default();
         let mut parsed = Vec::new();
         graph.load(&root, dir.join("src"), Vec::new(), &mut parsed)?;
+        // Each module's children, looked up once for all the paths written in it.
+        let children: BTreeMap<Vec<String>, BTreeSet<String>> = graph
+            .modules
+            .keys()
+            .map(|m| (m.clone(), graph.children(m)))
+            .collect();
         for (file, ast, module) in &parsed {
             let mut refs = References::new(module.clone());
             refs.visit_file(ast);
             for (path, inner) in refs.paths {
-                let children = graph.children(&inner);
-                if let Some(abs) = resolve(&path, &inner, &refs.aliases, &children) {
+                let Some(children) = children.get(&inner) else {
+                    continue;
+                };
+                if let Some(abs) = resolve(&path, &inner, &refs.aliases, children) {
                     graph.add_edge(*file, &abs);
                 }
             }
@@ -130,6 +140,7 @@ impl Graph {
         let ast = syn::parse_file(&text).map_err(|e| format!("{}: {e}", file.display()))?;
         let index = self.files.len();
         self.files.push(file.to_path_buf());
+        self.file_modules.push(module.clone());
         self.modules.insert(module.clone(), index);
         let mut children = Vec::new();
         collect_mods(&ast.items, &dir, &module, &mut children, &mut |m| {
@@ -174,12 +185,7 @@ impl Graph {
 
     /// The module path of a file's own (outermost) module.
     fn module_of(&self, file: usize) -> &[String] {
-        self.modules
-            .iter()
-            .filter(|(_, f)| **f == file)
-            .map(|(m, _)| m.as_slice())
-            .min_by_key(|m| m.len())
-            .unwrap_or(&[])
+        &self.file_modules[file]
     }
 
     /// The strongly connected sets of two files or more.
