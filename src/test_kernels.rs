@@ -584,39 +584,50 @@ pub fn guarded_marks(lo: usize, pad: usize, out: &mut Array3<u32>) {
     }
 }
 
-/// A kernel that writes `out[[i, j]]` = the sum of `x[[i, j - 1]]`, `x[[i, j]]`, `x[[i, j + 1]]`
-/// for the interior of each row, its guard on `j` spelled as given, index checks on: the CPU
-/// backend checks the indices once per row's span, whichever the spelling.
-macro_rules! row_sums {
-    ($(#[$attr:meta])* $name:ident, |$j:ident, $m:ident| $guard:expr) => {
-        $(#[$attr])*
-        #[kernel]
-        pub fn $name(x: &Array2<u32>, out: &mut Array2<u32>) {
-            let ($j, i) = grid(2);
-            let (n, $m) = x.dim();
-            if i < n && $guard {
-                out[[i, $j]] = x[[i, $j - 1]] + x[[i, $j]] + x[[i, $j + 1]];
-            }
-        }
-    };
+/// `out[[i, j]]` = the sum of `x[[i, j - 1]]`, `x[[i, j]]`, `x[[i, j + 1]]` for the interior of
+/// each row, its guard on `j` spelled `1 <= j && j + 1 < m`, index checks on: the CPU backend
+/// checks the indices once per row's span, whichever the spelling of the guard (the kernels
+/// below). Written out each, not by a `macro_rules!` macro, whose kernels the build step cannot
+/// see.
+#[kernel]
+pub fn row_sums_plus(x: &Array2<u32>, out: &mut Array2<u32>) {
+    let (j, i) = grid(2);
+    let (n, m) = x.dim();
+    if i < n && 1 <= j && j + 1 < m {
+        out[[i, j]] = x[[i, j - 1]] + x[[i, j]] + x[[i, j + 1]];
+    }
 }
 
-row_sums!(
-    /// `1 <= j && j + 1 < m`.
-    row_sums_plus, |j, m| 1 <= j && j + 1 < m
-);
-row_sums!(
-    /// `1 <= j && j < m - 1`, Numba's `1 <= j < m - 1` (for `m` at least 1).
-    row_sums_minus, |j, m| 1 <= j && j < m - 1
-);
-row_sums!(
-    /// `j >= 1 && m - 1 > j`, mirrored (for `m` at least 1).
-    row_sums_mirrored, |j, m| j >= 1 && m - 1 > j
-);
-row_sums!(
-    /// `0 < j && j <= m - 2` (for `m` at least 2).
-    row_sums_le, |j, m| 0 < j && j <= m - 2
-);
+/// [`row_sums_plus`] guarded by `1 <= j && j < m - 1`, Numba's `1 <= j < m - 1` (for `m` at
+/// least 1).
+#[kernel]
+pub fn row_sums_minus(x: &Array2<u32>, out: &mut Array2<u32>) {
+    let (j, i) = grid(2);
+    let (n, m) = x.dim();
+    if i < n && 1 <= j && j < m - 1 {
+        out[[i, j]] = x[[i, j - 1]] + x[[i, j]] + x[[i, j + 1]];
+    }
+}
+
+/// [`row_sums_plus`] guarded by `j >= 1 && m - 1 > j`, mirrored (for `m` at least 1).
+#[kernel]
+pub fn row_sums_mirrored(x: &Array2<u32>, out: &mut Array2<u32>) {
+    let (j, i) = grid(2);
+    let (n, m) = x.dim();
+    if i < n && j >= 1 && m - 1 > j {
+        out[[i, j]] = x[[i, j - 1]] + x[[i, j]] + x[[i, j + 1]];
+    }
+}
+
+/// [`row_sums_plus`] guarded by `0 < j && j <= m - 2` (for `m` at least 2).
+#[kernel]
+pub fn row_sums_le(x: &Array2<u32>, out: &mut Array2<u32>) {
+    let (j, i) = grid(2);
+    let (n, m) = x.dim();
+    if i < n && 0 < j && j <= m - 2 {
+        out[[i, j]] = x[[i, j - 1]] + x[[i, j]] + x[[i, j + 1]];
+    }
+}
 
 /// [`row_sums_plus`] with its guard split over nested `if`s.
 #[kernel]

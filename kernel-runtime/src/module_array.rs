@@ -195,6 +195,9 @@ fn zeroed<T: AnyBitPattern, const N: usize>() -> Option<std::sync::Arc<[T; N]>> 
     // An `Arc` aborts the process where its allocation fails: ask the allocator for the bytes
     // first, so that a size it cannot give is an error.
     let layout = std::alloc::Layout::new::<[T; N]>();
+    if !crate::zeroed::host_can_hold(layout.size()) {
+        return None;
+    }
     if layout.size() > 0 {
         // SAFETY: the layout has a non-zero size; the memory is freed at once, unread.
         unsafe {

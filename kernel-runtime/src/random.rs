@@ -258,7 +258,8 @@ pub fn xoroshiro128p_states(
     subsequence_start: u64,
 ) -> Result<Vec<Xoroshiro128pState>, crate::Error> {
     let mut states = Vec::new();
-    if states.try_reserve_exact(n).is_err() {
+    let bytes = n.saturating_mul(core::mem::size_of::<Xoroshiro128pState>());
+    if !crate::zeroed::host_can_hold(bytes) || states.try_reserve_exact(n).is_err() {
         return Err(
             match n.checked_mul(core::mem::size_of::<Xoroshiro128pState>()) {
                 Some(bytes) if bytes <= isize::MAX as usize => crate::Error::OutOfMemory {

@@ -32,15 +32,16 @@ const MAX_BUNDLE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Targets always left out: the automation itself has no business on a GPU machine; the fake
 /// CUDA driver and its tests stand in for a GPU where there is none; and the tests that need
-/// cargo, the sources or the nvptx64 toolchain (`compile_fail`, `device_build`), or that check
+/// cargo, the sources or the nvptx64 toolchain (`compile_fail`, `device_build`, `own_crate`), or that check
 /// host-side logic and PTX text only (`kernel_macros`, `kernel_build`, `ptx`), prove nothing
 /// more there, and would take the bundle past its 64 MiB.
-const DEFAULT_EXCLUDES: [&str; 8] = [
+const DEFAULT_EXCLUDES: [&str; 9] = [
     "xtask",
     "fake_cuda",
     "fake_driver",
     "compile_fail",
     "device_build",
+    "own_crate",
     "kernel_macros",
     "kernel_build",
     "ptx",

@@ -73,11 +73,14 @@ impl<T: DeviceCopy, D: Rank> Drop for DeviceArray<T, D> {
 /// Room for `len` elements of host memory, for an array of `place` (a device's name, or the
 /// host): an allocation the host cannot make is [`Error::OutOfMemory`], never an abort.
 fn reserve<T>(len: usize, place: impl FnOnce() -> String) -> Result<Vec<T>, Error> {
+    let bytes = len.saturating_mul(std::mem::size_of::<T>());
     let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
-        place: place(),
-        bytes: len.saturating_mul(std::mem::size_of::<T>()),
-    })?;
+    if !crate::zeroed::host_can_hold(bytes) || v.try_reserve_exact(len).is_err() {
+        return Err(Error::OutOfMemory {
+            place: place(),
+            bytes,
+        });
+    }
     Ok(v)
 }
 

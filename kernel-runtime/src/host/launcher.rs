@@ -41,8 +41,9 @@ pub const NO_MODULE: &str = "its crate's build.rs wrote no PTX module: it must c
 /// Why a kernel has no PTX module: its crate's module does not hold it.
 pub const NOT_IN_MODULE: &str = "the PTX module its crate's build.rs compiled for this target \
     does not hold it: kernel-build builds src/lib.rs, src/main.rs, src/bin/, examples/, tests/ \
-    and benches/ where cargo finds them by its conventions, and a target at another path gets \
-    none: define the kernel in the library";
+    and benches/ where cargo finds them by its conventions, as written: a target at another path \
+    gets none, nor does a kernel that a `macro_rules!` macro writes: define the kernel, written \
+    out, in the library";
 
 /// What `#[kernel]` records of a kernel: its name and parameters, its PTX entries, its shared
 /// memory, its PTX module, and how the CPU backend runs it.
