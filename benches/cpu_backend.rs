@@ -13,7 +13,8 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use gpu_kernels::{
-    add, add_vectorized, integrate2d_shared, matmul_tiled, smooth, INTEGRATE_TPB, TPB,
+    add, add_vectorized, integrate2d_shared, matmul_tiled, smooth, smooth_stencil, INTEGRATE_TPB,
+    TPB,
 };
 use kernel_runtime::prelude::*;
 use kernel_suite::reference::{self, SplitMix64};
@@ -228,6 +229,14 @@ fn bench_smooth(c: &mut Criterion) {
                 .launch(blocks, (16, 16), (&dx, &mut dout))
                 .unwrap()
         })
+    });
+    smooth_stencil.apply(&dx, &mut dout).unwrap();
+    assert!(
+        dout.to_vec().unwrap() == hout,
+        "smooth: the stencil and rayon disagree"
+    );
+    g.bench_function("stencil", |bch| {
+        bch.iter(|| smooth_stencil.apply(&dx, &mut dout).unwrap())
     });
     g.bench_function("rayon", |bch| {
         bch.iter(|| smooth_rayon(black_box(&x), &mut hout, n, n))

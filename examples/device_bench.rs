@@ -21,8 +21,8 @@ mod common;
 use common::{report, Result};
 use gpu_kernels::{
     add, add_chunked, add_wide, empty3, integrate2d_shared, matmul_tiled, quicksort, smooth,
-    smooth_strips, smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS,
-    STRIP_THREADS, TPB, WORD_THREADS,
+    smooth_stencil, smooth_strips, smooth_words, strips_blocks, words_blocks, ADD_WIDE,
+    INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TPB, WORD_THREADS,
 };
 use kernel_runtime::ndarray::Ix1;
 use kernel_runtime::prelude::*;
@@ -354,9 +354,9 @@ fn bench_add_pinned(dev: &Device, reps: usize, n: usize) -> Result<Vec<Line>> {
     ])
 }
 
-/// smooth one pixel per thread (the original program), in strips of rows, and in strips of
-/// words of four pixels (`n` a multiple of 4).
-fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<[Line; 4]> {
+/// smooth one pixel per thread (the original program), in strips of rows, in strips of words of
+/// four pixels (`n` a multiple of 4), and as a `#[stencil]`.
+fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<[Line; 5]> {
     let x = Array2::from_shape_fn((n, n), |(i, j)| {
         (((i * 31 + j * 17) % 251) as i32 - 125) as i8
     });
@@ -443,7 +443,21 @@ fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<[Line; 4]> {
         bytes: Some(2.0 * (n * n) as f64),
         check: check(&dout.reinterpret::<i8>()?.to_host()?),
     };
-    Ok([per_pixel, pinned, strips, words])
+
+    // As a `#[stencil]`, the macro's mapping of threads to pixels.
+    let mut dout = dev.zeros::<i8, _>((n, n))?;
+    let dx = dx.reinterpret::<i8>()?;
+    let kernel = kernel_ms(dev, reps, || Ok(smooth_stencil.apply(&dx, &mut dout)?))?;
+    let stencil = Line {
+        imp: "rust",
+        program: "smooth-stencil",
+        size: format!("{n}x{n} i8, `#[stencil]`"),
+        kernel_ms: kernel,
+        e2e_ms: None,
+        bytes: Some(2.0 * (n * n) as f64),
+        check: check(&dout.to_host()?),
+    };
+    Ok([per_pixel, pinned, strips, words, stencil])
 }
 
 fn bench_integrate2d(dev: &Device, reps: usize, n: usize) -> Result<Line> {

@@ -15,7 +15,8 @@ mod happens_before;
 
 use foreign_kernels::{add_foreign, saxpy_foreign};
 use gpu_kernels::{
-    add, add_chunked, matmul_tiled, quicksort, smooth, smooth_words, words_blocks, WORD_THREADS,
+    add, add_chunked, matmul_tiled, quicksort, smooth, smooth_stencil, smooth_words, words_blocks,
+    WORD_THREADS,
 };
 use happens_before::Trace;
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
@@ -490,6 +491,44 @@ fn launches_pass_each_parameter_as_the_ptx_entry_declares_it() {
             let launch = &log.launches("reverse_dynamic")[0];
             assert!(launch.contains(" shared=1024 "), "{launch}");
             gpu.synchronize().unwrap();
+        },
+    );
+}
+
+#[test]
+fn a_stencil_launches_tiles_over_its_array_with_the_three_axes() {
+    on_fake_driver(
+        "a_stencil_launches_tiles_over_its_array_with_the_three_axes",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let img = gpu.zeros::<i8, _>((1000, 3000)).unwrap();
+            let mut out = gpu.zeros::<i8, _>((1000, 3000)).unwrap();
+            let done = smooth_stencil.apply(&img, &mut out);
+            if !has_ptx(smooth_stencil.ptx()) {
+                assert!(matches!(done, Err(Error::NoPtx { .. })), "{done:?}");
+                return;
+            }
+            done.unwrap();
+            let launch = &log.launches("smooth_stencil")[0];
+            // Tiles of 8 rows × 4 pixels: 750 columns of tiles in blocks of 128, 125 strips.
+            assert!(
+                launch.starts_with("grid=6,125,1 block=128,1,1 shared=0 "),
+                "{launch}"
+            );
+            let want = format!(
+                "params={},{},{},{},{}",
+                hex(kernel_runtime::__rt::device_addr(&img)),
+                hex(kernel_runtime::__rt::device_addr(&out)),
+                hex(1),
+                hex(1000),
+                hex(3000)
+            );
+            assert!(launch.ends_with(&want), "{launch} vs {want}");
+            // A new array is zeros first, then the launch.
+            let fresh = smooth_stencil.run(&img).unwrap();
+            assert_eq!(fresh.shape(), [1000, 3000]);
+            assert_eq!(log.launches("smooth_stencil").len(), 2);
         },
     );
 }

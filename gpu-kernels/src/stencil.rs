@@ -222,3 +222,32 @@ pub fn smooth_words(x: &Array2<u32>, out: &mut Array2<u32>) {
 pub fn words_blocks(n: usize, w: usize) -> (usize, usize) {
     (w.div_ceil(WORD_THREADS), strips(n))
 }
+
+/// [`smooth`] as Numba's `@stencil` writes it, relative indices from the pixel, the border left
+/// as it is in `out` (or zero, from `smooth_stencil.run(&x)`); the macro picks how threads map
+/// to pixels, on a GPU tiles of 8 rows × 4 pixels per thread.
+///
+/// ```
+/// use gpu_kernels::smooth_stencil;
+/// use kernel_runtime::prelude::*;
+///
+/// let dev = Device::default();
+/// let image = Array2::from_shape_fn((3, 4), |(i, j)| (i * 4 + j) as i8);
+/// let out = smooth_stencil.run(&dev.to_device(&image)?)?.to_host()?;
+/// assert_eq!(out[[1, 1]], 5); // (0 + 1 + 2 + 4 + 5 + 6 + 8 + 9 + 10) / 9
+/// assert_eq!(out[[0, 1]], 0); // the border
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+#[stencil]
+pub fn smooth_stencil(x: &Array2<i8>) -> i8 {
+    let s = x[[-1, -1]] as i32
+        + x[[-1, 0]] as i32
+        + x[[-1, 1]] as i32
+        + x[[0, -1]] as i32
+        + x[[0, 0]] as i32
+        + x[[0, 1]] as i32
+        + x[[1, -1]] as i32
+        + x[[1, 0]] as i32
+        + x[[1, 1]] as i32;
+    s.div_euclid(9) as i8
+}

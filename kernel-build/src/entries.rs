@@ -1,4 +1,4 @@
-//! PTX entry points: each `#[kernel]`, `#[vectorize]` and `#[reduce]` function becomes one named
+//! PTX entry points: each `#[kernel]`, `#[vectorize]`, `#[reduce]` and `#[stencil]` function becomes one named
 //! like it, so two of one name anywhere in a crate would clash in its PTX module. The clash is
 //! refused here, on every build (with or without the nvptx toolchain), naming both places.
 
@@ -13,7 +13,7 @@ use crate::extract::walk;
 use crate::source::SourceTree;
 
 /// Attribute names whose functions become PTX entry points.
-const ENTRY_MARKERS: [&str; 3] = ["kernel", "vectorize", "reduce"];
+const ENTRY_MARKERS: [&str; 4] = ["kernel", "vectorize", "reduce", "stencil"];
 
 /// `Ok` where every entry point of the crate has a name of its own.
 pub(crate) fn check_unique(tree: &SourceTree) -> Result<(), Error> {

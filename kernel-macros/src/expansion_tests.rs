@@ -157,6 +157,22 @@ fn a_vectorized_function() {
 }
 
 #[test]
+fn a_stencil_function() {
+    let out = crate::stencil::stencil(
+        quote!(cval = 0.0),
+        quote! {
+            /// The mean of a point's row neighbours.
+            pub fn mean3(x: &Array2<f32>) -> f32 {
+                (x[[0, -1]] + x[[0, 0]] + x[[0, 1]]) / 3.0
+            }
+        },
+    )
+    .unwrap_or_else(|e| panic!("the stencil does not expand: {e}"));
+    let expanded = pretty(out);
+    insta::assert_snapshot!(expanded);
+}
+
+#[test]
 fn only_split_kernels_without_atomics_get_a_wide_copy() {
     let with_atomics = kernel(
         quote!(),

@@ -10,6 +10,7 @@
 mod emit;
 mod kernel;
 mod split;
+mod stencil;
 mod syntax;
 mod vocab;
 
@@ -121,6 +122,21 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
         emit::vectorize::vectorize(attr.into(), item)
             .unwrap_or_else(syn::Error::into_compile_error),
     );
+    out.into()
+}
+
+/// Applies a function of one point and its neighbours to whole arrays, as Numba's `@stencil`:
+/// `#[stencil] fn smooth(x: &Array2<i8>) -> i8 { .. x[[-1, 0]] .. }` reads `x` through relative
+/// indices and gives `smooth.apply(&x, &mut out)` and `smooth.run(&x)` (a new array), on the
+/// arrays' device. The value is written at each point whose neighbourhood lies in the arrays;
+/// the others get `cval` (`#[stencil(cval = -1)]`), or keep their values where none is given
+/// (zero in a new array). `neighborhood = ((-2, 2), ..)` bounds relative indices computed at run
+/// time.
+#[proc_macro_attribute]
+pub fn stencil(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
+    let mut out = build_script_check(&item, "stencil");
+    out.extend(stencil::stencil(attr.into(), item).unwrap_or_else(syn::Error::into_compile_error));
     out.into()
 }
 

@@ -15,6 +15,13 @@ pub use crate::{
     shared::traced as traced_shared,
 };
 
+#[cfg(target_arch = "nvptx64")]
+pub use crate::stencil::gpu_walk as stencil_gpu_walk;
+pub use crate::stencil::{
+    tile_cols as stencil_tile_cols, tile_rows as stencil_tile_rows, within as stencil_within,
+    Geometry as StencilGeometry, Point as StencilPoint, Reach as StencilReach,
+};
+
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::grid::hooks::cpu_grid;
 #[cfg(target_arch = "nvptx64")]
@@ -54,6 +61,8 @@ pub use crate::{
         body, launch, Instance, Kernel, KernelMeta, Sizing, NOT_IN_MODULE, NO_MODULE,
     },
     host::ptr::SyncPtr,
+    host::stencil::{geometry as stencil_geometry, gpu_config as stencil_config},
+    stencil::rows::rows as stencil_rows,
 };
 #[cfg(not(target_arch = "nvptx64"))]
 pub use ndarray::{Array0, Array2, Array3, Ix1};

@@ -83,6 +83,7 @@ pub mod number;
 pub(crate) mod print;
 pub mod random;
 pub(crate) mod shared;
+pub mod stencil;
 pub mod sync;
 pub mod view;
 pub mod warp;
@@ -108,7 +109,7 @@ pub use grid::GridGroup;
 /// Half-precision floats (the `half` crate's), as kernel scalars and array elements.
 pub use half::{bf16, f16};
 pub use kernel_macros::{
-    constant_array, device, global_array, kernel, kprintln, reduce, vectorize, DeviceCopy,
+    constant_array, device, global_array, kernel, kprintln, reduce, stencil, vectorize, DeviceCopy,
 };
 pub use module_array::{ModuleArray, ModuleView};
 pub use number::DeviceNumber;
@@ -168,7 +169,8 @@ pub mod prelude {
     };
     pub use crate::{bf16, f16};
     pub use crate::{
-        constant_array, device, global_array, kernel, kprintln, reduce, vectorize, DeviceCopy, Dim3,
+        constant_array, device, global_array, kernel, kprintln, reduce, stencil, vectorize,
+        DeviceCopy, Dim3,
     };
     pub use crate::{dynamic_shared, shared_array};
     pub use crate::{

@@ -97,7 +97,7 @@ fn cpu_peers_and_report(ctx: &Context, steps: &mut Steps) {
                 let peer = |name: &str| {
                     peers
                         .iter()
-                        .find(|t| t.program == p.name && t.peer.starts_with(name))
+                        .find(|t| p.peer == Some(t.program.as_str()) && t.peer.starts_with(name))
                         .cloned()
                 };
                 let row = Row {

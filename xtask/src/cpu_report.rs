@@ -18,8 +18,10 @@ pub enum Goal {
 
 /// One reference program of `benches/cpu_backend.rs`.
 pub struct Program {
-    /// The name the Numba peers use.
+    /// The row's name.
     pub name: &'static str,
+    /// The program of the Numba peers' lines that it is measured against, where there is one.
+    pub peer: Option<&'static str>,
     /// The criterion group (its `rayon` function, and the kernel's).
     pub group: &'static str,
     /// The kernel's function in the group.
@@ -34,11 +36,13 @@ pub struct Program {
 
 /// The programs, their sizes as `benches/cpu_backend.rs` runs them, and their goals: those of
 /// the CPU backend (smooth against Numba and its simulator; add, matmul, quicksort, the
-/// grid-stride loop and smooth with index checks, its guard spelled either way, against rayon)
+/// grid-stride loop and smooth with index checks, its guard spelled either way, against rayon;
+/// smooth as a `#[stencil]` against rayon and Numba's `@stencil`)
 /// and the barrier kernels' bound (integrate2d within 3× rayon).
 pub const PROGRAMS: &[Program] = &[
     Program {
         name: "add",
+        peer: Some("add"),
         group: "add",
         function: "kernel",
         size: "10^7 f32",
@@ -47,6 +51,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "smooth",
+        peer: Some("smooth"),
         group: "smooth",
         function: "kernel",
         size: "10000^2 i8",
@@ -55,6 +60,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "smooth, guard `j < m - 1`",
+        peer: None,
         group: "smooth",
         function: "kernel_numba_guard",
         size: "10000^2 i8",
@@ -62,7 +68,17 @@ pub const PROGRAMS: &[Program] = &[
         goals: &[Goal::Rayon(1.5)],
     },
     Program {
+        name: "smooth, `#[stencil]`",
+        peer: Some("smooth"),
+        group: "smooth",
+        function: "stencil",
+        size: "10000^2 i8",
+        elements: 1e8,
+        goals: &[Goal::Rayon(1.0), Goal::Numba(0.5)],
+    },
+    Program {
         name: "integrate2d",
+        peer: Some("integrate2d"),
         group: "integrate2d_shared",
         function: "kernel",
         size: "n = 2048, shared",
@@ -71,6 +87,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "matmul",
+        peer: Some("matmul"),
         group: "matmul",
         function: "kernel",
         size: "512^2 f32, tiled",
@@ -79,6 +96,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "quicksort",
+        peer: Some("quicksort"),
         group: "quicksort",
         function: "kernel",
         size: "2^22 u32",
@@ -87,6 +105,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "grid-stride saxpy",
+        peer: None,
         group: "grid_stride",
         function: "kernel",
         size: "10^7 f32, 256 × 256 threads",

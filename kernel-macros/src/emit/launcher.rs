@@ -359,6 +359,17 @@ pub fn launcher_struct(
         " A kernel: launch it with `{name}.launch(blocks, threads, (args..))`, Numba's \
          `{name}[blocks, threads](args)`; it is not called as a function."
     );
+    value_struct(docs, &how, vis, name)
+}
+
+/// The unit struct `name`, the value host code calls a kernel's (or a `#[vectorize]`,
+/// `#[stencil]` function's) methods on, with the function's `docs` and `how` it is called.
+pub fn value_struct(
+    docs: &[impl quote::ToTokens],
+    how: &str,
+    vis: &syn::Visibility,
+    name: &syn::Ident,
+) -> TokenStream {
     quote! {
         #(#docs)*
         #[doc = #how]
@@ -366,6 +377,27 @@ pub fn launcher_struct(
         #[allow(non_camel_case_types)]
         #[derive(Clone, Copy, Debug)]
         #vis struct #name;
+    }
+}
+
+/// The `Kernel` record of a function with one PTX entry `name` of parameters `params` (their
+/// names) and `abi` (their PTX types), without shared memory or barriers, whose threads need
+/// only their grid-level indices: a `#[vectorize]` or `#[stencil]` function's.
+pub fn grid_level_meta(name: &str, params: &[String], abi: &[String]) -> TokenStream {
+    let ptx = embedded_ptx(&name);
+    quote! {
+        const META: ::kernel_runtime::__rt::KernelMeta = ::kernel_runtime::__rt::KernelMeta {
+            name: #name,
+            params: &[#(#params),*],
+            instances: &[(#name, &[#(#abi),*])],
+            static_shared_bytes: 0,
+            ptx: #ptx,
+            barriers: false,
+            split: false,
+            cooperative: false,
+            thread_context: false,
+            grid_level: true,
+        };
     }
 }
 

@@ -33,14 +33,21 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
     let name_str = name.to_string();
     let (args, tys, ret, scalar) = (&v.args, &v.tys, &v.ret, &v.scalar);
     let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    let abi: Vec<&str> = std::iter::repeat_n("ptr", args.len() + 1)
+    // One pointer per input, the output pointer, the element count.
+    let abi: Vec<String> = std::iter::repeat_n("ptr", args.len() + 1)
         .chain(["usize"])
+        .map(String::from)
         .collect();
+    let params: Vec<String> = arg_strs
+        .iter()
+        .cloned()
+        .chain(["out".into(), "n".into()])
+        .collect();
+    let meta = crate::emit::launcher::grid_level_meta(&name_str, &params, &abi);
     let checks = v.type_checks();
     let entry = v.entry();
     let launcher = crate::emit::launcher::launcher_struct(&v.docs, &v.vis, name);
     let registration = crate::emit::launcher::register_ptx(name);
-    let ptx = crate::emit::launcher::embedded_ptx(name);
     let apply = v.apply();
     let call = v.call();
     Ok(quote! {
@@ -58,19 +65,7 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
 
         #[cfg(not(target_arch = "nvptx64"))]
         impl ::kernel_runtime::__rt::Kernel for #name {
-            const META: ::kernel_runtime::__rt::KernelMeta = ::kernel_runtime::__rt::KernelMeta {
-                name: #name_str,
-                params: &[#(#arg_strs,)* "out", "n"],
-                // One pointer per input, the output pointer, the element count.
-                instances: &[(#name_str, &[#(#abi),*])],
-                static_shared_bytes: 0,
-                ptx: #ptx,
-                barriers: false,
-                split: false,
-                cooperative: false,
-                thread_context: false,
-                grid_level: true,
-            };
+            #meta
         }
 
         #[cfg(not(target_arch = "nvptx64"))]

@@ -33,6 +33,7 @@ pub mod ptr;
 #[cfg(feature = "mpi")]
 pub(crate) mod reduce_op;
 pub mod shape;
+pub(crate) mod stencil;
 pub mod stream;
 pub mod to_device;
 pub mod transfer;

@@ -1,0 +1,361 @@
+//! A stencil's expansion: the function of one point (its arrays become neighbour readers), its
+//! PTX entry (the runtime's walk over tiles), and the value that applies it on a device.
+
+use crate::kernel::params::{Kind, Param};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{ItemFn, Type};
+
+/// A validated stencil.
+pub struct Stencil {
+    /// The function, its indices rewritten.
+    pub func: ItemFn,
+    pub params: Vec<Param>,
+    pub ret: Type,
+    /// The input arrays' rank.
+    pub rank: usize,
+    /// The neighbourhood, `(lo, hi)` per axis.
+    pub bounds: Vec<(i64, i64)>,
+    /// Its reach below and above the centre per axis.
+    pub below: Vec<usize>,
+    pub above: Vec<usize>,
+    /// The border's value, where given.
+    pub cval: Option<syn::Expr>,
+}
+
+/// The name of parameter `p` in the generated functions, apart from theirs.
+fn local(p: &Param) -> syn::Ident {
+    format_ident!("__arg_{}", p.name)
+}
+
+/// The name of the pointer to the elements of input array `p`.
+fn ptr(p: &Param) -> syn::Ident {
+    format_ident!("__{}_ptr", p.name)
+}
+
+/// The runtime's door for generated code.
+fn rt() -> TokenStream {
+    quote!(::kernel_runtime::__rt)
+}
+
+impl Stencil {
+    pub fn expand(mut self) -> TokenStream {
+        let crate::emit::Scalar {
+            name,
+            vis,
+            docs,
+            scalar,
+        } = crate::emit::Scalar::take(&mut self.func, "__stencil_");
+        let point = self.point_fn();
+        let checks = self.type_checks();
+        let entry = self.entry(&name, &vis, &scalar);
+        let host = self.host(&name, &scalar);
+        let registration = crate::emit::launcher::register_ptx(&name);
+        let how = format!(
+            " A stencil: `{name}.apply(args, &mut out)` writes its value at each point of `out` \
+             whose neighbourhood lies in the arrays, `{name}.run(args)` returns a new array."
+        );
+        let value = crate::emit::launcher::value_struct(&docs, &how, &vis, &name);
+        quote! {
+            #checks
+            #point
+            #entry
+            #value
+            #registration
+            #host
+        }
+    }
+
+    /// The function of one point: each input array a reader of relative indices.
+    fn point_fn(&mut self) -> TokenStream {
+        let rt = rt();
+        let rank = self.rank;
+        for (arg, p) in self.func.sig.inputs.iter_mut().zip(&self.params) {
+            if let (syn::FnArg::Typed(pt), Kind::Array { elem, .. }) = (arg, &p.kind) {
+                let name = &p.name;
+                *pt.pat = syn::parse_quote!(#name);
+                *pt.ty = syn::parse_quote!(impl Fn([isize; #rank]) -> #elem);
+            }
+        }
+        let reach = self.reach_of_rank();
+        let body = &self.func.block;
+        self.func.block = syn::parse_quote!({
+            #[allow(dead_code)]
+            const __REACH: #rt::StencilReach<#rank> = #reach;
+            #body
+        });
+        let func = &self.func;
+        quote! {
+            #[doc(hidden)]
+            #[inline(always)]
+            #[allow(non_snake_case, clippy::too_many_arguments)]
+            #func
+        }
+    }
+
+    /// The input arrays.
+    fn arrays(&self) -> Vec<&Param> {
+        self.params
+            .iter()
+            .filter(|p| matches!(p.kind, Kind::Array { .. }))
+            .collect()
+    }
+
+    /// The type `apply` takes for parameter `p`: a device array of the inputs' rank, or the
+    /// value.
+    fn arg_ty(&self, p: &Param) -> TokenStream {
+        let ix = format_ident!("Ix{}", self.rank);
+        match &p.kind {
+            Kind::Array { elem, .. } => {
+                quote!(&::kernel_runtime::__rt::DeviceArray<#elem, ::kernel_runtime::ndarray::#ix>)
+            }
+            Kind::Scalar(t) | Kind::Struct(t) | Kind::Pointer { elem: t, .. } => quote!(#t),
+        }
+    }
+
+    /// The neighbourhood's reach as the runtime's `Reach` of the arrays' rank.
+    fn reach_of_rank(&self) -> TokenStream {
+        let (below, above) = (&self.below, &self.above);
+        quote!(::kernel_runtime::__rt::StencilReach { below: [#(#below),*], above: [#(#above),*] })
+    }
+
+    /// The reach padded to three axes, as the geometry holds it.
+    fn reach3(&self) -> (TokenStream, TokenStream) {
+        let pad = |v: &[usize]| {
+            let mut out = vec![0usize; 3 - v.len()];
+            out.extend_from_slice(v);
+            quote!([#(#out),*])
+        };
+        (pad(&self.below), pad(&self.above))
+    }
+
+    /// Each element, value and result type must be plain device data; the error points at it.
+    fn type_checks(&self) -> TokenStream {
+        let rt = rt();
+        let tys = self.params.iter().map(|p| match &p.kind {
+            Kind::Array { elem, .. } => (p.ty_span, elem.clone()),
+            Kind::Scalar(t) | Kind::Struct(t) | Kind::Pointer { elem: t, .. } => {
+                (p.ty_span, t.clone())
+            }
+        });
+        let ret = &self.ret;
+        let checks = tys.map(|(span, t)| {
+            quote_spanned! {span=> const _: () = #rt::assert_device_copy::<#t>(); }
+        });
+        quote! {
+            #(#checks)*
+            const _: () = #rt::assert_device_copy::<#ret>();
+        }
+    }
+
+    /// The border's value as an `Option` of the result type.
+    fn border(&self) -> TokenStream {
+        let ret = &self.ret;
+        match &self.cval {
+            Some(c) => quote_spanned!(c.span()=> ::core::option::Option::<#ret>::Some(#c)),
+            None => quote!(::core::option::Option::<#ret>::None),
+        }
+    }
+
+    /// The tile of one GPU thread: rows, columns.
+    fn tile(&self) -> (TokenStream, TokenStream) {
+        let (rt, rank, ret) = (rt(), self.rank, &self.ret);
+        (
+            quote!({ #rt::stencil_tile_rows(#rank) }),
+            quote!({ #rt::stencil_tile_cols(::core::mem::size_of::<#ret>()) }),
+        )
+    }
+
+    /// The call of the point function at flat index `p`, each array read through `read(ptr)`.
+    fn call_point(
+        &self,
+        scalar: &syn::Ident,
+        read: impl Fn(&syn::Ident) -> TokenStream,
+    ) -> TokenStream {
+        let (rt, rank) = (rt(), self.rank);
+        let args = self.params.iter().map(|p| {
+            match &p.kind {
+                Kind::Array { .. } => {
+                    let ptr = read(&ptr(p));
+                    // SAFETY: `__p` is an interior point and every relative index lies in the
+                    // neighbourhood (a constant the macro checked, or one `stencil_within`
+                    // checks), so the element read is in the array, which has `__g`'s shape.
+                    quote!(|__d: [isize; #rank]| unsafe { *#ptr.offset(__p.neighbour(&__g, __d)) })
+                }
+                _ => {
+                    let local = local(p);
+                    quote!(#local)
+                }
+            }
+        });
+        quote!(move |__p: #rt::StencilPoint| #scalar(#(#args),*))
+    }
+
+    /// The PTX entry: the runtime's walk over the thread's tiles.
+    fn entry(&self, name: &syn::Ident, vis: &syn::Visibility, scalar: &syn::Ident) -> TokenStream {
+        let (rt, ret) = (rt(), &self.ret);
+        let params = self.params.iter().map(|p| match &p.kind {
+            Kind::Array { elem, .. } => {
+                let ptr = ptr(p);
+                quote!(#ptr: *const #elem)
+            }
+            Kind::Scalar(t) | Kind::Struct(t) | Kind::Pointer { elem: t, .. } => {
+                let local = local(p);
+                quote!(#local: #t)
+            }
+        });
+        let (below, above) = self.reach3();
+        let (rows, cols) = self.tile();
+        let f = self.call_point(scalar, |ptr| quote!(#ptr));
+        let border = self.border();
+        quote! {
+            #[cfg(target_arch = "nvptx64")]
+            #[unsafe(no_mangle)]
+            #[allow(non_snake_case)]
+            #vis unsafe extern "ptx-kernel" fn #name(#(#params,)* __out: *mut #ret, __d0: usize, __d1: usize, __d2: usize) {
+                let __g = #rt::StencilGeometry { shape: [__d0, __d1, __d2], below: #below, above: #above };
+                // SAFETY: the launcher passed arrays of `g`'s shape and a launch of the walk's
+                // blocks.
+                unsafe { #rt::stencil_gpu_walk::<#ret, #rows, #cols>(&__g, #f, __out, #border) }
+            }
+        }
+    }
+
+    /// `apply`, `run` and the launch on a GPU or the CPU backend.
+    fn host(&self, name: &syn::Ident, scalar: &syn::Ident) -> TokenStream {
+        let (rt, ret, rank) = (rt(), &self.ret, self.rank);
+        let name_str = name.to_string();
+        let ix = format_ident!("Ix{}", rank);
+        let out_ty = quote!(#rt::DeviceArray<#ret, ::kernel_runtime::ndarray::#ix>);
+        let names: Vec<syn::Ident> = self.params.iter().map(local).collect();
+        let tys: Vec<TokenStream> = self.params.iter().map(|p| self.arg_ty(p)).collect();
+        let (args_ty, destructure) = if names.len() == 1 {
+            let (t, n) = (&tys[0], &names[0]);
+            (quote!(#t), quote!(let #n = args;))
+        } else {
+            (quote!((#(#tys,)*)), quote!(let (#(#names,)*) = args;))
+        };
+        let inputs = self.arrays();
+        let array_strs: Vec<String> = inputs.iter().map(|p| p.name.to_string()).collect();
+        let arrays: Vec<syn::Ident> = inputs.into_iter().map(local).collect();
+        let first = &arrays[0];
+        let meta = self.meta(&name_str);
+        let launch = self.launch(scalar);
+        let bounds = self
+            .bounds
+            .iter()
+            .map(|&(lo, hi)| (lo as isize, hi as isize))
+            .map(|(lo, hi)| quote!((#lo, #hi)));
+        quote! {
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl #rt::Kernel for #name {
+                #meta
+            }
+
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl #name {
+                const NAME: &'static str = #name_str;
+
+                /// The neighbourhood, Numba's `neighborhood`: `(lo, hi)` relative indices per
+                /// axis.
+                pub const NEIGHBORHOOD: [(isize, isize); #rank] = [#(#bounds),*];
+
+                /// Writes the stencil's value at each point of `out` whose neighbourhood lies in
+                /// the arrays, and the `cval` given at the others (without one, they keep their
+                /// values), on the arrays' device; `out` has the input arrays' shape.
+                pub fn apply(&self, args: #args_ty, out: &mut #out_ty) -> ::core::result::Result<(), #rt::Error> {
+                    #destructure
+                    #rt::common_device(Self::NAME, &[#((#array_strs, #arrays.device()),)* ("out", out.device())])?;
+                    #(#rt::same_shape(Self::NAME, #array_strs, out.shape(), #arrays.shape())?;)*
+                    self.__launch(#(#names,)* out)
+                }
+
+                /// A new array of the stencil's value at each point whose neighbourhood lies in
+                /// the arrays, and the `cval` (without one, zero) at the others.
+                pub fn run(&self, args: #args_ty) -> ::core::result::Result<#out_ty, #rt::Error> {
+                    let mut out = {
+                        #[allow(unused_variables)]
+                        #destructure
+                        #first.device().zeros::<#ret, _>(#first.dim())?
+                    };
+                    self.apply(args, &mut out)?;
+                    ::core::result::Result::Ok(out)
+                }
+
+                #launch
+            }
+        }
+    }
+
+    /// What the runtime records of the stencil's PTX entry.
+    fn meta(&self, name_str: &str) -> TokenStream {
+        let mut params: Vec<String> = self.params.iter().map(|p| p.name.to_string()).collect();
+        let mut abi: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| match &p.kind {
+                Kind::Array { .. } | Kind::Pointer { .. } => "ptr".to_string(),
+                Kind::Scalar(t) | Kind::Struct(t) => quote!(#t).to_string().replace(' ', ""),
+            })
+            .collect();
+        params.extend(["out", "d0", "d1", "d2"].map(String::from));
+        abi.extend(["ptr", "usize", "usize", "usize"].map(String::from));
+        crate::emit::launcher::grid_level_meta(name_str, &params, &abi)
+    }
+
+    /// The launch after the checks: the PTX entry on a GPU, the rows on the CPU backend.
+    fn launch(&self, scalar: &syn::Ident) -> TokenStream {
+        let (rt, ret) = (rt(), &self.ret);
+        let params = self.params.iter().map(|p| {
+            let (n, t) = (local(p), self.arg_ty(p));
+            quote!(#n: #t)
+        });
+        let ix = format_ident!("Ix{}", self.rank);
+        let inputs = self.arrays();
+        let ptrs: Vec<syn::Ident> = inputs.iter().map(|p| ptr(p)).collect();
+        let arrays: Vec<syn::Ident> = inputs.into_iter().map(local).collect();
+        let pushed = self.params.iter().map(|p| match &p.kind {
+            Kind::Array { .. } => ptr(p),
+            _ => local(p),
+        });
+        let count = self.params.len() + 4;
+        let (below, above) = self.reach3();
+        let (rows, cols) = self.tile();
+        let f = self.call_point(scalar, |ptr| quote!(#ptr.get()));
+        let border = self.border();
+        quote! {
+            #[allow(clippy::too_many_arguments)]
+            fn __launch(&self, #(#params,)* __out: &mut #rt::DeviceArray<#ret, ::kernel_runtime::ndarray::#ix>) -> ::core::result::Result<(), #rt::Error> {
+                let __g = #rt::stencil_geometry(__out.shape(), #below, #above);
+                let __device = __out.device().clone();
+                if #rt::on_gpu(&__device) {
+                    let __config = #rt::stencil_config::<#rows, #cols>(Self::NAME, &__g)?;
+                    #(let #ptrs: u64 = #rt::device_addr(#arrays);)*
+                    let __out_ptr: u64 = #rt::device_addr(__out);
+                    let mut __params = #rt::gpu_params(#count);
+                    #(__params.push(&#pushed);)*
+                    __params.push(&__out_ptr);
+                    __params.push(&__g.shape[0]);
+                    __params.push(&__g.shape[1]);
+                    __params.push(&__g.shape[2]);
+                    #(#rt::reads(&mut __params, #arrays);)*
+                    #rt::writes(&mut __params, &*__out);
+                    // SAFETY: the entry's parameters: each input's pointer or value, the
+                    // output's pointer, the three axes; every array lives on the device and has
+                    // `g`'s shape (checked by the caller).
+                    return unsafe {
+                        #rt::cuda_launch(&__device, Self::NAME, <Self as #rt::Kernel>::META.ptx, &__config, &mut __params)
+                    };
+                }
+                #(let #ptrs = #rt::SharedPtr(#rt::host_ptr(#arrays));)*
+                let __len = __out.len();
+                // SAFETY: `out` holds `len` elements, and no other reference to them lives
+                // while the rows run.
+                let __out = unsafe { ::core::slice::from_raw_parts_mut(#rt::host_ptr_mut(__out), __len) };
+                #rt::stencil_rows(&__g, #f, __out, #border)
+                    .map_err(|message| #rt::Error::KernelFault { kernel: Self::NAME, message })
+            }
+        }
+    }
+}

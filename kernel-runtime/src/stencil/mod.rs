@@ -1,0 +1,430 @@
+//! What `#[stencil]` functions run on: an array's shape and a neighbourhood's reach
+//! ([`Geometry`]), and the GPU's walk over tiles of outputs ([`tile`], [`gpu_walk`]).
+//!
+//! A stencil's output at a point is its function of the neighbourhood there, for every point
+//! whose whole neighbourhood lies in the array: its *interior*. The other points, the border,
+//! get the stencil's `cval`, or keep their value (Numba's `@stencil` with `out=` and no `cval`).
+//!
+//! On a GPU each thread computes a tile of [`tile_rows`] rows × [`tile_cols`] columns. A tile in
+//! the interior, almost all of them, runs with no test per point, and computes all its outputs
+//! before it stores one, so that each input element its outputs share is loaded once; a tile
+//! that touches the border tests each point.
+//!
+//! On the CPU backend the rows of the array run in parallel, each row's interior a plain loop
+//! (`rows`).
+//!
+//! ```
+//! use kernel_runtime::stencil::{Geometry, Reach};
+//!
+//! // A 3 × 3 neighbourhood over a 4 × 5 array: the interior is rows 1..3, columns 1..4.
+//! let g = Geometry::new([4, 5], Reach { below: [1, 1], above: [1, 1] });
+//! assert!(g.interior([1, 1]) && g.interior([2, 3]));
+//! assert!(!g.interior([0, 2]) && !g.interior([2, 4]));
+//! assert_eq!(g.offset([-1, 1]), -4); // a row up, a column right
+//! ```
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub(crate) mod rows;
+
+/// How far a neighbourhood reaches from its centre on each axis of a rank-`R` array: `below`
+/// to lower indices, `above` to higher ones (Numba's `neighborhood = ((-below, above), ..)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reach<const R: usize> {
+    /// The reach to lower indices, per axis.
+    pub below: [usize; R],
+    /// The reach to higher indices, per axis.
+    pub above: [usize; R],
+}
+
+/// A rank-`R` array's shape (`R` of 1, 2 or 3) and a neighbourhood's reach in it, as three axes:
+/// a rank below 3 is padded in front with axes of one element and no reach.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// The extent of each axis, the last the fastest.
+    pub shape: [usize; 3],
+    /// The reach to lower indices on each axis.
+    pub below: [usize; 3],
+    /// The reach to higher indices on each axis.
+    pub above: [usize; 3],
+}
+
+impl Geometry {
+    /// The geometry of an array of `shape` (of rank 1, 2 or 3) under a neighbourhood of
+    /// `reach`.
+    #[inline(always)]
+    pub fn new<const R: usize>(shape: [usize; R], reach: Reach<R>) -> Geometry {
+        let mut g = Geometry {
+            shape: [1; 3],
+            below: [0; 3],
+            above: [0; 3],
+        };
+        let first = 3 - R;
+        g.shape[first..].copy_from_slice(&shape);
+        g.below[first..].copy_from_slice(&reach.below);
+        g.above[first..].copy_from_slice(&reach.above);
+        g
+    }
+
+    /// The number of elements.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.shape[0] * self.shape[1] * self.shape[2]
+    }
+
+    /// Whether the array has no elements.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether index `i` of `axis` (of the three) has the neighbourhood in the array.
+    #[inline(always)]
+    pub fn inside(&self, axis: usize, i: usize) -> bool {
+        i >= self.below[axis] && i + self.above[axis] < self.shape[axis]
+    }
+
+    /// Whether the point at `index` (of the array's rank) is in the interior.
+    #[inline(always)]
+    pub fn interior<const R: usize>(&self, index: [usize; R]) -> bool {
+        (0..R.min(3)).all(|k| self.inside(3 - R + k, index[k]))
+    }
+
+    /// The flat offset of the relative index `d` (of the array's rank) in the row-major array.
+    #[inline(always)]
+    pub fn offset<const R: usize>(&self, d: [isize; R]) -> isize {
+        let (n, m) = (self.shape[1] as isize, self.shape[2] as isize);
+        match R {
+            1 => d[0],
+            2 => d[0] * m + d[1],
+            _ => (d[0] * n + d[1]) * m + d[2],
+        }
+    }
+}
+
+/// A point of a stencil's array: `row` rows and `col` columns past the flat index `base`. Tiles
+/// and rows name their points so, with `row` and `col` constants where the loops are unrolled,
+/// so that the reads of neighbours that two points share have one address, and load once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Point {
+    /// A flat index in the array.
+    pub base: usize,
+    /// Rows past it.
+    pub row: usize,
+    /// Columns past it.
+    pub col: usize,
+}
+
+impl Point {
+    /// The point's flat index.
+    #[inline(always)]
+    pub fn flat(self, g: &Geometry) -> usize {
+        self.base + self.row * g.shape[2] + self.col
+    }
+
+    /// The flat index of the neighbour at the relative index `d` (of the array's rank, each of
+    /// its components summed with the point's row or column before it is scaled).
+    #[inline(always)]
+    pub fn neighbour<const R: usize>(self, g: &Geometry, d: [isize; R]) -> isize {
+        let (n, m) = (g.shape[1] as isize, g.shape[2] as isize);
+        let (r, c) = (self.row as isize, self.col as isize);
+        let rest = match R {
+            1 => c + d[0],
+            2 => (r + d[0]) * m + (c + d[1]),
+            _ => d[0] * (n * m) + (r + d[1]) * m + (c + d[2]),
+        };
+        self.base as isize + rest
+    }
+}
+
+/// `d`, a relative index computed at run time, where it lies in the declared neighbourhood
+/// `below..=above`; else the stencil stops: a trap on a GPU, a panic naming the index on the CPU
+/// backend.
+#[inline(always)]
+#[track_caller]
+pub fn within<const R: usize>(d: [isize; R], reach: Reach<R>) -> [isize; R] {
+    for k in 0..R {
+        if d[k] < -(reach.below[k] as isize) || d[k] > reach.above[k] as isize {
+            outside(&d, reach);
+        }
+    }
+    d
+}
+
+/// Stops a stencil whose relative index `d` left its neighbourhood.
+#[cold]
+#[track_caller]
+#[cfg(not(target_arch = "nvptx64"))]
+fn outside<const R: usize>(d: &[isize; R], reach: Reach<R>) -> ! {
+    let bounds: Vec<String> = (0..R)
+        .map(|k| format!("({}, {})", -(reach.below[k] as isize), reach.above[k]))
+        .collect();
+    panic!(
+        "relative index {d:?} is outside the stencil's neighbourhood ({})",
+        bounds.join(", ")
+    )
+}
+
+/// Stops a stencil whose relative index left its neighbourhood: a trap.
+#[cold]
+#[cfg(target_arch = "nvptx64")]
+fn outside<const R: usize>(_: &[isize; R], _: Reach<R>) -> ! {
+    crate::fault::trap()
+}
+
+/// Output columns per GPU thread for an output element of `bytes` bytes: four bytes' worth, at
+/// least one.
+pub const fn tile_cols(bytes: usize) -> usize {
+    if bytes == 0 || bytes >= 4 {
+        1
+    } else {
+        4 / bytes
+    }
+}
+
+/// Output rows per GPU thread for an array of rank `rank`: a strip of 8 rows, whose inner rows
+/// share the loads of their neighbours, or 1 for a single row.
+pub const fn tile_rows(rank: usize) -> usize {
+    if rank >= 2 {
+        8
+    } else {
+        1
+    }
+}
+
+/// Threads per block of a stencil's GPU launch, all along a row.
+pub const BLOCK_THREADS: u32 = 128;
+
+/// Writes the tile of `S` rows from `row` and `K` columns from `col` of plane `z`: `f(p)` at each
+/// interior point `p`, `border` (where given) at the others. An interior tile
+/// computes all its `S × K` outputs before it stores one, with no test per point.
+///
+/// # Safety
+/// `out` must be valid for writes of `g.len()` elements, none of which another thread writes
+/// at once, and `f` must be safe to call at every interior point.
+#[inline(always)]
+pub unsafe fn tile<T: Copy, const S: usize, const K: usize>(
+    g: &Geometry,
+    [z, row, col]: [usize; 3],
+    f: impl Fn(Point) -> T,
+    out: *mut T,
+    border: Option<T>,
+) {
+    let [_, n, m] = g.shape;
+    let base = (z * n + row) * m + col;
+    if g.inside(0, z)
+        && row >= g.below[1]
+        && row + S + g.above[1] <= n
+        && col >= g.below[2]
+        && col + K + g.above[2] <= m
+    {
+        let mut values = [[core::mem::MaybeUninit::<T>::uninit(); K]; S];
+        unrolled::<S>(|r| {
+            unrolled::<K>(|k| {
+                values[r][k] = core::mem::MaybeUninit::new(f(Point {
+                    base,
+                    row: r,
+                    col: k,
+                }))
+            })
+        });
+        unrolled::<S>(|r| {
+            unrolled::<K>(|k| {
+                // SAFETY: every value was written above; the point is in the array (the test
+                // above); the caller's contract.
+                unsafe { out.add(base + r * m + k).write(values[r][k].assume_init()) }
+            })
+        });
+        return;
+    }
+    for r in 0..S.min(n.saturating_sub(row)) {
+        for k in 0..K.min(m.saturating_sub(col)) {
+            let p = base + r * m + k;
+            let value = if g.inside(0, z) && g.inside(1, row + r) && g.inside(2, col + k) {
+                f(Point {
+                    base,
+                    row: r,
+                    col: k,
+                })
+            } else if let Some(c) = border {
+                c
+            } else {
+                continue;
+            };
+            // SAFETY: the point is in the array (the bounds of the loops); the caller's contract.
+            unsafe { out.add(p).write(value) };
+        }
+    }
+}
+
+/// Calls `f(0)`, .., `f(N - 1)` in order, as straight-line code for the first 16 (tests of a
+/// constant), so that a tile's loads and sums are all in registers, each load once, whatever
+/// the compiler's limits on unrolling loops.
+#[inline(always)]
+fn unrolled<const N: usize>(mut f: impl FnMut(usize)) {
+    macro_rules! upto {
+        ($($i:literal)*) => { $( if $i < N { f($i) } )* };
+    }
+    upto!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+    for i in 16..N {
+        f(i)
+    }
+}
+
+/// The grid of a GPU launch of a stencil over `g` with tiles of `S × K`: blocks of
+/// [`BLOCK_THREADS`] threads along the rows, a tile each; planes and strips past the grid's
+/// limit of 65535 are walked by [`gpu_walk`].
+pub const fn gpu_blocks<const S: usize, const K: usize>(g: &Geometry) -> [usize; 3] {
+    let cols = g.shape[2].div_ceil(K);
+    let strips = g.shape[1].div_ceil(S);
+    [
+        max1(cols.div_ceil(BLOCK_THREADS as usize)),
+        max1(min(strips, 65535)),
+        max1(min(g.shape[0], 65535)),
+    ]
+}
+
+const fn max1(x: usize) -> usize {
+    if x == 0 {
+        1
+    } else {
+        x
+    }
+}
+
+const fn min(a: usize, b: usize) -> usize {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The running GPU thread's tiles of a launch of [`gpu_blocks`]: each of its strips of `S` rows
+/// in each of its planes, at its `K` columns.
+///
+/// # Safety
+/// As [`tile`]'s, for a launch of [`gpu_blocks`] blocks of [`BLOCK_THREADS`] threads.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn gpu_walk<T: Copy, const S: usize, const K: usize>(
+    g: &Geometry,
+    f: impl Fn(Point) -> T,
+    out: *mut T,
+    border: Option<T>,
+) {
+    let (b, t, d, grid) = (
+        crate::ctx::block_idx(),
+        crate::ctx::thread_idx(),
+        crate::ctx::block_dim(),
+        crate::ctx::grid_dim(),
+    );
+    let col = (b.x as usize * d.x as usize + t.x as usize) * K;
+    if col >= g.shape[2] {
+        return;
+    }
+    let mut z = b.z as usize;
+    while z < g.shape[0] {
+        let mut strip = b.y as usize;
+        while strip * S < g.shape[1] {
+            // SAFETY: the caller's contract; tiles of distinct threads are disjoint.
+            unsafe { tile::<T, S, K>(g, [z, strip * S, col], &f, out, border) };
+            strip += grid.y as usize;
+        }
+        z += grid.z as usize;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every tile of a launch, as the GPU's threads would take them, over a 3-D array: each
+    /// interior point gets `f`, each border point `cval`, and no point is written twice.
+    #[test]
+    fn tiles_cover_the_array_once_with_the_interior_computed() {
+        for shape in [[3, 10, 13], [1, 1, 7], [2, 17, 1], [4, 2, 2], [1, 9, 8]] {
+            let g = Geometry::new(
+                shape,
+                Reach {
+                    below: [1, 2, 1],
+                    above: [0, 1, 1],
+                },
+            );
+            let mut out = vec![(0u32, 0usize); g.len()];
+            let f = |p: Point| p.flat(&g) as u32 + 1;
+            let [cols, _, _] = gpu_blocks::<8, 4>(&g);
+            for z in 0..shape[0] {
+                for strip in 0..shape[1].div_ceil(8) {
+                    for t in 0..cols * BLOCK_THREADS as usize {
+                        let col = t * 4;
+                        if col < shape[2] {
+                            let mut tile_out = vec![u32::MAX; g.len()];
+                            // SAFETY: `tile_out` has `g.len()` elements.
+                            unsafe {
+                                tile::<u32, 8, 4>(
+                                    &g,
+                                    [z, strip * 8, col],
+                                    f,
+                                    tile_out.as_mut_ptr(),
+                                    Some(0),
+                                )
+                            };
+                            for (p, v) in tile_out.into_iter().enumerate() {
+                                if v != u32::MAX {
+                                    out[p].0 = v;
+                                    out[p].1 += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            for (p, &(v, writes)) in out.iter().enumerate() {
+                let (z, y, x) = (
+                    p / (shape[1] * shape[2]),
+                    p / shape[2] % shape[1],
+                    p % shape[2],
+                );
+                let expect = if g.interior([z, y, x]) {
+                    p as u32 + 1
+                } else {
+                    0
+                };
+                assert_eq!((v, writes), (expect, 1), "{shape:?} at {:?}", (z, y, x));
+            }
+        }
+    }
+
+    #[test]
+    fn offsets_follow_the_row_major_layout() {
+        let r3 = Reach {
+            below: [1; 3],
+            above: [1; 3],
+        };
+        let g = Geometry::new([4, 5, 6], r3);
+        assert_eq!(g.offset([1, -1, 2]), 30 - 6 + 2);
+        let p = Point {
+            base: 40,
+            row: 2,
+            col: 1,
+        };
+        assert_eq!(p.flat(&g), 40 + 12 + 1);
+        assert_eq!(p.neighbour(&g, [1, -1, 2]), 53 + 30 - 6 + 2);
+        let g = Geometry::new(
+            [9],
+            Reach {
+                below: [2],
+                above: [0],
+            },
+        );
+        assert_eq!((g.shape, g.below, g.above), ([1, 1, 9], [0, 0, 2], [0; 3]));
+        assert!(!g.interior([1]) && g.interior([2]) && g.interior([8]));
+        assert_eq!(within([-1, 1, 0], r3), [-1, 1, 0]);
+        let err = std::panic::catch_unwind(|| within([0, 2, 0], r3)).unwrap_err();
+        let text = err.downcast_ref::<String>().unwrap();
+        assert!(
+            text.contains("[0, 2, 0]") && text.contains("(-1, 1)"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,144 @@
+//! `#[stencil]` functions on the CPU backend: the array's rows in parallel, each row's interior
+//! a plain loop with no test per point, which the compiler vectorizes.
+
+use super::{Geometry, Point};
+use crate::cpu::fault::{describe_panic, KernelPanics};
+use rayon::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Columns per task of a long row (a 1-D array is one row).
+const CHUNK: usize = 1 << 14;
+
+/// Writes `out[p] = f(p)` at each interior point `p` of `g`, and `border`, where
+/// given, at the others; rows in parallel. A panic in `f` becomes the returned message, with its
+/// source line.
+///
+/// `f` must be safe to call at every interior point: the caller guarantees it.
+pub fn rows<T: Copy + Send + Sync>(
+    g: &Geometry,
+    f: impl Fn(Point) -> T + Sync,
+    out: &mut [T],
+    border: Option<T>,
+) -> Result<(), String> {
+    let m = g.shape[2];
+    if out.is_empty() || m == 0 {
+        return Ok(());
+    }
+    out.par_chunks_mut(m)
+        .enumerate()
+        .with_min_len((CHUNK / m).max(1))
+        .try_for_each(|(r, row)| {
+            if m <= CHUNK {
+                guarded(|| segment_wide(g, r, 0, row, &f, border))
+            } else {
+                row.par_chunks_mut(CHUNK)
+                    .enumerate()
+                    .try_for_each(|(c, seg)| {
+                        guarded(|| segment_wide(g, r, c * CHUNK, seg, &f, border))
+                    })
+            }
+        })
+}
+
+/// Runs `work`, a panic in it becoming its message.
+fn guarded(work: impl FnOnce()) -> Result<(), String> {
+    let _panics = KernelPanics::begin();
+    catch_unwind(AssertUnwindSafe(work)).map_err(describe_panic)
+}
+
+crate::cpu::exec::wide_variants!(
+    /// [`segment`], its loop compiled for the baseline CPU and for AVX-512 CPUs (where a
+    /// stencil of narrow elements widened for its sums vectorizes).
+    segment_wide [T: Copy, F: Fn(Point) -> T] [T, F]
+    (g: &Geometry, r: usize, from: usize, seg: &mut [T], f: F, border: Option<T>) => segment
+);
+
+/// The columns `from..` of row `r` (a flat row of the three axes' first two), in `seg`.
+#[inline(always)]
+fn segment<T: Copy, F: Fn(Point) -> T>(
+    g: &Geometry,
+    r: usize,
+    from: usize,
+    seg: &mut [T],
+    f: F,
+    border: Option<T>,
+) {
+    let (m, to) = (g.shape[2], from + seg.len());
+    let inside = g.inside(0, r / g.shape[1]) && g.inside(1, r % g.shape[1]);
+    // The interior columns of the row, within the segment.
+    let (lo, hi) = if inside {
+        let hi = m.saturating_sub(g.above[2]).clamp(from, to);
+        (g.below[2].clamp(from, hi), hi)
+    } else {
+        (from, from)
+    };
+    if let Some(c) = border {
+        seg[..lo - from].fill(c);
+        seg[hi - from..].fill(c);
+    }
+    for (k, o) in seg[lo - from..hi - from].iter_mut().enumerate() {
+        *o = f(Point {
+            base: r * m,
+            row: 0,
+            col: lo + k,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stencil::Reach;
+
+    #[test]
+    fn rows_compute_the_interior_and_fill_the_border() {
+        for (shape, chunked) in [
+            ([2, 5, 7], false),
+            ([1, 1, 3 * CHUNK + 5], true),
+            ([3, 4, 1], false),
+        ] {
+            let g = Geometry::new(
+                shape,
+                Reach {
+                    below: [0, 1, 2],
+                    above: [1, 0, 1],
+                },
+            );
+            let mut out = vec![7u64; g.len()];
+            rows(&g, |p| p.flat(&g) as u64 * 10, &mut out, Some(1)).unwrap();
+            for (p, v) in out.iter().enumerate() {
+                let (z, y, x) = (
+                    p / (shape[1] * shape[2]),
+                    p / shape[2] % shape[1],
+                    p % shape[2],
+                );
+                let expect = if g.interior([z, y, x]) {
+                    p as u64 * 10
+                } else {
+                    1
+                };
+                assert_eq!(*v, expect, "{shape:?} {chunked} at {:?}", (z, y, x));
+            }
+            let mut kept = vec![7u64; g.len()];
+            rows(&g, |p| p.flat(&g) as u64, &mut kept, None).unwrap();
+            assert!(kept
+                .iter()
+                .enumerate()
+                .all(|(p, &v)| v == 7 || v == p as u64));
+        }
+    }
+
+    #[test]
+    fn a_panic_in_the_function_is_the_error() {
+        let g = Geometry::new(
+            [3, 3],
+            Reach {
+                below: [1, 1],
+                above: [1, 1],
+            },
+        );
+        let mut out = vec![0u8; 9];
+        let err = rows(&g, |_| -> u8 { panic!("no value here") }, &mut out, None).unwrap_err();
+        assert!(err.contains("no value here"), "{err}");
+    }
+}

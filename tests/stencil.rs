@@ -1,0 +1,212 @@
+//! `#[stencil]` on every backend: the values of a plain host loop, bit for bit, at sizes that
+//! leave no interior, one row or one column, and sizes that are no multiple of a GPU tile.
+
+mod common;
+
+use common::{assert_mentions, backends};
+use gpu_kernels::smooth_stencil;
+use kernel_runtime::prelude::*;
+use kernel_suite::reference::{self, SplitMix64};
+
+/// A blend of two arrays at different neighbours, the weight `g` given at the call, `-1` on the
+/// border. (Its names are those the generated code uses for its own values, which must not
+/// hide them.)
+#[stencil(cval = -1.0)]
+fn blend(a: &Array2<f32>, out: &Array2<f32>, g: f32) -> f32 {
+    g * a[[0, -1]] + (1.0 - g) * out[[1, 0]]
+}
+
+/// A central difference over a vector.
+#[stencil]
+fn central(x: &[f64]) -> f64 {
+    (x[1] - x[-1]) * 0.5
+}
+
+/// The 7-point Laplacian.
+#[stencil]
+fn laplace(u: &Array3<f32>) -> f32 {
+    u[[-1, 0, 0]] + u[[1, 0, 0]] + u[[0, -1, 0]] + u[[0, 1, 0]] + u[[0, 0, -1]] + u[[0, 0, 1]]
+        - 6.0 * u[[0, 0, 0]]
+}
+
+/// The sum of the `2 r + 1` elements around each, `r` given at the call: its indices are
+/// computed, so its neighbourhood is declared.
+#[stencil(neighborhood = ((-2, 2),), cval = 0)]
+fn window(x: &[i32], r: i32) -> i32 {
+    let mut s = 0;
+    let mut k = -r;
+    while k <= r {
+        s += x[k];
+        k += 1;
+    }
+    s
+}
+
+fn image(n: usize, m: usize) -> Array2<i8> {
+    let mut rng = SplitMix64((n * 7919 + m) as u64);
+    Array2::from_shape_fn((n, m), |_| rng.next_u64() as i8)
+}
+
+#[test]
+fn smooth_is_the_host_loop_bit_for_bit_at_every_shape() {
+    for dev in backends() {
+        for (n, m) in [
+            (257, 131),
+            (1, 300),
+            (300, 1),
+            (2, 2),
+            (3, 3),
+            (9, 5),
+            (17, 64),
+            (64, 17),
+        ] {
+            let x = image(n, m);
+            let dx = dev.to_device(&x).unwrap();
+            let new = smooth_stencil.run(&dx).unwrap().to_host().unwrap();
+            assert_eq!(
+                new,
+                reference::smooth(&x, &Array2::zeros((n, m))),
+                "{n}×{m} {dev:?}"
+            );
+            // Without a `cval`, `apply` leaves the border as it was.
+            let sevens = Array2::from_elem((n, m), 7i8);
+            let mut out = dev.to_device(&sevens).unwrap();
+            smooth_stencil.apply(&dx, &mut out).unwrap();
+            assert_eq!(
+                out.to_host().unwrap(),
+                reference::smooth(&x, &sevens),
+                "{n}×{m}"
+            );
+        }
+    }
+    assert_eq!(smooth_stencil::NEIGHBORHOOD, [(-1, 1), (-1, 1)]);
+}
+
+#[test]
+fn several_arrays_and_a_value_combine_and_cval_fills_the_border() {
+    assert_eq!(blend::NEIGHBORHOOD, [(0, 1), (-1, 0)]);
+    for dev in backends() {
+        for (n, m) in [(13, 70), (1, 5), (2, 1), (40, 3)] {
+            let a = Array2::from_shape_fn((n, m), |(i, j)| (i * m + j) as f32);
+            let b = Array2::from_shape_fn((n, m), |(i, j)| (i as f32) - (j as f32) * 0.5);
+            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+            let w = 0.25f32;
+            let expect = Array2::from_shape_fn((n, m), |(i, j)| {
+                if i + 1 < n && j >= 1 {
+                    w * a[[i, j - 1]] + (1.0 - w) * b[[i + 1, j]]
+                } else {
+                    -1.0
+                }
+            });
+            let got = blend.run((&da, &db, w)).unwrap().to_host().unwrap();
+            assert_eq!(got, expect, "{n}×{m} {dev:?}");
+            let mut out = dev.zeros::<f32, _>((n, m)).unwrap();
+            blend.apply((&da, &db, w), &mut out).unwrap();
+            assert_eq!(out.to_host().unwrap(), expect, "{n}×{m} {dev:?}");
+        }
+    }
+}
+
+#[test]
+fn one_axis_and_three_axes() {
+    for dev in backends() {
+        for n in [1, 2, 3, 1000, 50_001] {
+            let x: Vec<f64> = (0..n).map(|i| ((i * i) % 97) as f64).collect();
+            let got = central
+                .run(&dev.to_device(&x[..]).unwrap())
+                .unwrap()
+                .to_vec()
+                .unwrap();
+            let expect: Vec<f64> = (0..n)
+                .map(|i| {
+                    if i >= 1 && i + 1 < n {
+                        (x[i + 1] - x[i - 1]) * 0.5
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            assert_eq!(got, expect, "n={n} {dev:?}");
+        }
+        for (d, n, m) in [(5, 7, 9), (1, 3, 3), (3, 3, 3), (12, 33, 65)] {
+            let u =
+                Array3::from_shape_fn((d, n, m), |(z, y, x)| ((z * 31 + y * 7 + x) % 13) as f32);
+            let got = laplace
+                .run(&dev.to_device(&u).unwrap())
+                .unwrap()
+                .to_host()
+                .unwrap();
+            let expect = Array3::from_shape_fn((d, n, m), |(z, y, x)| {
+                let inside =
+                    (1..d - 1).contains(&z) && (1..n - 1).contains(&y) && (1..m - 1).contains(&x);
+                if !inside {
+                    return 0.0;
+                }
+                u[[z - 1, y, x]]
+                    + u[[z + 1, y, x]]
+                    + u[[z, y - 1, x]]
+                    + u[[z, y + 1, x]]
+                    + u[[z, y, x - 1]]
+                    + u[[z, y, x + 1]]
+                    - 6.0 * u[[z, y, x]]
+            });
+            assert_eq!(got, expect, "{d}×{n}×{m} {dev:?}");
+        }
+    }
+}
+
+#[test]
+fn computed_indices_stay_in_the_declared_neighbourhood() {
+    assert_eq!(window::NEIGHBORHOOD, [(-2, 2)]);
+    let x: Vec<i32> = (0..40).map(|i| i * 3 - 20).collect();
+    for dev in backends() {
+        let dx = dev.to_device(&x[..]).unwrap();
+        let got = window.run((&dx, 2)).unwrap().to_vec().unwrap();
+        let expect: Vec<i32> = (0..40)
+            .map(|i| {
+                if (2..38).contains(&i) {
+                    x[i - 2..=i + 2].iter().sum()
+                } else {
+                    0
+                }
+            })
+            .collect();
+        assert_eq!(got, expect, "{dev:?}");
+    }
+    // A GPU traps, and its context is lost: the CPU backends alone show the message.
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let dx = dev.to_device(&x[..]).unwrap();
+        let err = window.run((&dx, 3)).unwrap_err();
+        assert!(
+            matches!(err, kernel_runtime::Error::KernelFault { .. }),
+            "{err:?}"
+        );
+        assert_mentions(
+            &err.to_string(),
+            &[
+                "window",
+                "relative index [-3] is outside the stencil's neighbourhood ((-2, 2))",
+                "stencil.rs",
+            ],
+        );
+    }
+}
+
+#[test]
+fn arrays_of_other_shapes_or_devices_are_refused() {
+    let dev = Device::cpu();
+    let x = dev.to_device(&image(4, 5)).unwrap();
+    let mut out = dev.zeros::<i8, _>((5, 4)).unwrap();
+    let err = smooth_stencil.apply(&x, &mut out).unwrap_err();
+    assert!(
+        matches!(err, kernel_runtime::Error::ShapeMismatch { .. }),
+        "{err:?}"
+    );
+    assert_mentions(
+        &err.to_string(),
+        &["argument `x` of `smooth_stencil`", "[4, 5]", "[5, 4]"],
+    );
+    let other = Device::cpu_checked();
+    let mut elsewhere = other.zeros::<i8, _>((4, 5)).unwrap();
+    assert!(smooth_stencil.apply(&x, &mut elsewhere).is_err());
+}
