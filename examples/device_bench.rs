@@ -20,8 +20,8 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::{
-    add, add_chunked, add_wide, empty3, integrate2d_shared, matmul_tiled, quicksort, smooth,
-    smooth_stencil, smooth_strips, smooth_words, strips_blocks, words_blocks, ADD_WIDE,
+    add, add_chunked, add_wide, empty3, integrate2d_shared, laplace3d, matmul_tiled, quicksort,
+    smooth, smooth_stencil, smooth_strips, smooth_words, strips_blocks, words_blocks, ADD_WIDE,
     INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TPB, WORD_THREADS,
 };
 use kernel_runtime::ndarray::Ix1;
@@ -140,6 +140,7 @@ fn run(args: Args) -> Result {
     for line in bench_smooth(&dev, reps, pick(10_000, 1_000))? {
         line.print();
     }
+    bench_laplace3d(&dev, reps, pick(512, 64))?.print();
     bench_integrate2d(&dev, reps, pick(102_400, 1_024))?.print();
     let keys = sort_keys(pick(1 << 26, 1 << 18))?;
     let (sorted, passes) = bench_quicksort(&dev, reps.min(5), &keys)?;
@@ -458,6 +459,29 @@ fn bench_smooth(dev: &Device, reps: usize, n: usize) -> Result<[Line; 5]> {
         check: check(&dout.to_host()?),
     };
     Ok([per_pixel, pinned, strips, words, stencil])
+}
+
+/// The 7-point Laplacian of an `n³` grid of `f32`, a `#[stencil]`.
+fn bench_laplace3d(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+    let u = Array3::from_shape_fn((n, n, n), |(z, y, x)| ((z * 31 + y * 7 + x) % 13) as f32);
+    let du = dev.to_device(&u)?;
+    let mut dout = dev.zeros::<f32, _>((n, n, n))?;
+    let kernel = kernel_ms(dev, reps, || Ok(laplace3d.apply(&du, &mut dout)?))?;
+    let out = dout.to_host()?;
+    // Small integers throughout: every backend's sum is exact.
+    let check: f64 = out
+        .indexed_iter()
+        .map(|((z, y, x), &v)| v as f64 * ((z + 2 * y + 3 * x) % 5) as f64)
+        .sum();
+    Ok(Line {
+        imp: "rust",
+        program: "laplace3d",
+        size: format!("{n}^3 f32, `#[stencil]`"),
+        kernel_ms: kernel,
+        e2e_ms: None,
+        bytes: Some(2.0 * 4.0 * (n * n * n) as f64),
+        check: check.to_string(),
+    })
 }
 
 fn bench_integrate2d(dev: &Device, reps: usize, n: usize) -> Result<Line> {

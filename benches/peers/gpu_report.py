@@ -44,6 +44,7 @@ GOALS = [
     # And as a `#[stencil]`, the mapping to threads the macro's: it must beat the words by hand.
     ("smooth-stencil", "bandwidth", 0.85),
     ("smooth-stencil", "ours smooth-words", 0.8),
+    ("laplace3d", "bandwidth", 0.80),
     ("integrate2d", "cuda", 1.1),
     ("integrate2d", "numba", 1.0),
     ("quicksort", "cupy", 3.0),
@@ -51,7 +52,7 @@ GOALS = [
     ("matmul", "cuda", 1.0),
     ("matmul", "numba", 1.0),
 ]
-PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "integrate2d", "quicksort", "matmul"]
+PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "laplace3d", "integrate2d", "quicksort", "matmul"]
 PEERS = ["numba", "numba @vectorize", "cupy", "cuda", "rayon"]
 # Peers whose one form of a program stands for our variants of it too: CuPy's `a + b` and
 # Numba's @vectorize are all they have of add-list, however ours spreads it over threads.

@@ -251,3 +251,23 @@ pub fn smooth_stencil(x: &Array2<i8>) -> i8 {
         + x[[1, 1]] as i32;
     s.div_euclid(9) as i8
 }
+
+/// The 7-point Laplacian of a 3-D grid, `u[z±1] + u[y±1] + u[x±1] - 6u`, zero on the border of
+/// a new array (`laplace3d.run(&u)`).
+///
+/// ```
+/// use gpu_kernels::laplace3d;
+/// use kernel_runtime::prelude::*;
+///
+/// let dev = Device::default();
+/// let u = Array3::from_shape_fn((3, 3, 3), |(z, y, x)| (z * z + y + x) as f32);
+/// let lap = laplace3d.run(&dev.to_device(&u)?)?.to_host()?;
+/// assert_eq!(lap[[1, 1, 1]], 2.0); // the second difference of z² along z
+/// assert_eq!(lap[[0, 1, 1]], 0.0); // the border
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+#[stencil]
+pub fn laplace3d(u: &Array3<f32>) -> f32 {
+    u[[-1, 0, 0]] + u[[1, 0, 0]] + u[[0, -1, 0]] + u[[0, 1, 0]] + u[[0, 0, -1]] + u[[0, 0, 1]]
+        - 6.0 * u[[0, 0, 0]]
+}
