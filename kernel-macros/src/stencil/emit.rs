@@ -29,9 +29,10 @@ fn local(p: &Param) -> syn::Ident {
     format_ident!("__arg_{}", p.name)
 }
 
-/// The name of the pointer to the elements of input array `p`.
+/// The name of the pointer to the elements of input array `p` (apart from the output's,
+/// `__out_ptr`, whatever the input's name).
 fn ptr(p: &Param) -> syn::Ident {
-    format_ident!("__{}_ptr", p.name)
+    format_ident!("__in_{}", p.name)
 }
 
 /// The runtime's door for generated code.
