@@ -22,6 +22,8 @@ pub struct Stencil {
     pub above: Vec<usize>,
     /// The border's value, where given.
     pub cval: Option<syn::Expr>,
+    /// The GPU tile, rows × columns, where given.
+    pub tile: Option<(usize, usize)>,
 }
 
 /// The name of parameter `p` in the generated functions, apart from theirs.
@@ -161,6 +163,10 @@ impl Stencil {
 
     /// The tile of one GPU thread: rows, columns.
     fn tile(&self) -> (TokenStream, TokenStream) {
+        if let Some((rows, cols)) = self.tile {
+            let rows = if self.rank == 1 { 1 } else { rows };
+            return (quote!(#rows), quote!(#cols));
+        }
         let (rt, rank, ret) = (rt(), self.rank, &self.ret);
         (
             quote!({ #rt::stencil_tile_rows(#rank) }),

@@ -59,6 +59,7 @@ pub fn stencil(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream>
         below,
         above,
         cval: options.cval,
+        tile: options.tile,
     }
     .expand())
 }

@@ -1,5 +1,7 @@
 //! `#[stencil(..)]`'s options, Numba's names: `cval = expr`, the value of the border's points;
-//! `neighborhood = ((lo, hi), ..)`, the reach of relative indices computed at run time.
+//! `neighborhood = ((lo, hi), ..)`, the reach of relative indices computed at run time. And one
+//! of this project: `tile = (rows, cols)`, the outputs of one GPU thread, in place of the tile
+//! the element type picks (for tuning).
 
 use super::offsets::constant;
 use syn::parse::Parser;
@@ -14,6 +16,8 @@ pub struct Options {
     pub cval: Option<Expr>,
     /// The declared neighbourhood: `(lo, hi)` per axis, and where it was written.
     pub neighborhood: Option<(Vec<(i64, i64)>, Expr)>,
+    /// The GPU tile, rows × columns, where given.
+    pub tile: Option<(usize, usize)>,
 }
 
 /// Parses the attribute's tokens.
@@ -31,7 +35,8 @@ pub fn parse(attr: proc_macro2::TokenStream) -> syn::Result<Options> {
             "neighborhood" if options.neighborhood.is_none() => {
                 options.neighborhood = Some((bounds(&pair.value)?, pair.value));
             }
-            "cval" | "neighborhood" => {
+            "tile" if options.tile.is_none() => options.tile = Some(tile(&pair.value)?),
+            "cval" | "neighborhood" | "tile" => {
                 return Err(syn::Error::new_spanned(
                     &pair.path,
                     format!("`{name}` is given twice"),
@@ -42,12 +47,28 @@ pub fn parse(attr: proc_macro2::TokenStream) -> syn::Result<Options> {
                     &pair.path,
                     "`#[stencil]` takes `cval = value` (the border's value) and \
                      `neighborhood = ((lo, hi), ..)` (the reach of relative indices computed at \
-                     run time), as Numba's `@stencil`",
+                     run time), as Numba's `@stencil`, and `tile = (rows, cols)` (the outputs \
+                     of one GPU thread)",
                 ))
             }
         }
     }
     Ok(options)
+}
+
+/// `(rows, cols)`: positive integers, at most 16 each.
+fn tile(value: &Expr) -> syn::Result<(usize, usize)> {
+    let dims = match value {
+        Expr::Tuple(t) if t.elems.len() == 2 => (constant(&t.elems[0]), constant(&t.elems[1])),
+        _ => (None, None),
+    };
+    match dims {
+        (Some(r @ 1..=16), Some(c @ 1..=16)) => Ok((r as usize, c as usize)),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            "a tile is `(rows, cols)`, the outputs of one GPU thread: 1 to 16 each",
+        )),
+    }
 }
 
 /// `((lo, hi), ..)`, or `(lo, hi)` alone for one axis: integer bounds, `lo <= hi`.
