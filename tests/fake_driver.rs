@@ -511,9 +511,9 @@ fn a_stencil_launches_tiles_over_its_array_with_the_three_axes() {
             }
             done.unwrap();
             let launch = &log.launches("smooth_stencil")[0];
-            // Tiles of 8 rows × 4 pixels: 750 columns of tiles in blocks of 128, 125 strips.
+            // Tiles of 4 rows × 4 pixels: 750 columns of tiles in blocks of 128, 250 strips.
             assert!(
-                launch.starts_with("grid=6,125,1 block=128,1,1 shared=0 "),
+                launch.starts_with("grid=6,250,1 block=128,1,1 shared=0 "),
                 "{launch}"
             );
             let want = format!(

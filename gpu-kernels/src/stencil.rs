@@ -225,7 +225,7 @@ pub fn words_blocks(n: usize, w: usize) -> (usize, usize) {
 
 /// [`smooth`] as Numba's `@stencil` writes it, relative indices from the pixel, the border left
 /// as it is in `out` (or zero, from `smooth_stencil.run(&x)`); the macro picks how threads map
-/// to pixels, on a GPU tiles of 8 rows × 4 pixels per thread.
+/// to pixels, on a GPU tiles of 4 rows × 4 pixels per thread.
 ///
 /// ```
 /// use gpu_kernels::smooth_stencil;
