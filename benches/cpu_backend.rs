@@ -13,8 +13,8 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use gpu_kernels::{
-    add, add_vectorized, integrate2d_shared, matmul_tiled, smooth, smooth_stencil, INTEGRATE_TPB,
-    TPB,
+    add, add_vectorized, gaussian5x5, integrate2d_shared, matmul_tiled, smooth, smooth_stencil,
+    GAUSS5, INTEGRATE_TPB, TPB,
 };
 use kernel_runtime::prelude::*;
 use kernel_suite::reference::{self, SplitMix64};
@@ -240,6 +240,61 @@ fn bench_smooth(c: &mut Criterion) {
     });
     g.bench_function("rayon", |bch| {
         bch.iter(|| smooth_rayon(black_box(&x), &mut hout, n, n))
+    });
+    g.finish();
+}
+
+/// The 5 × 5 Gaussian blur over an `n × m` image in C order, in parallel over the interior
+/// output rows, each reading the five input rows around it; the border is left as it is.
+fn gaussian_rayon(x: &[u8], out: &mut [u8], n: usize, m: usize) {
+    if n < 5 || m < 5 {
+        return;
+    }
+    out[2 * m..(n - 2) * m]
+        .par_chunks_mut(m)
+        .enumerate()
+        .for_each(|(r, row)| {
+            for (j, o) in row[2..m - 2].iter_mut().enumerate() {
+                let mut s = 128u32;
+                for (a, weights) in GAUSS5.iter().enumerate() {
+                    let above = &x[(r + a) * m + j..(r + a) * m + j + 5];
+                    for (w, v) in weights.iter().zip(above) {
+                        s += w * *v as u32;
+                    }
+                }
+                *o = (s >> 8) as u8;
+            }
+        });
+}
+
+/// The 5 × 5 Gaussian blur, a `#[stencil]` whose neighbourhood is walked by loops, against
+/// rayon.
+fn bench_gaussian(c: &mut Criterion) {
+    let dev = Device::cpu();
+    let n = SMOOTH_N;
+    let mut rng = SplitMix64(5);
+    let x: Vec<u8> = (0..n * n).map(|_| rng.next_u64() as u8).collect();
+    let dx = dev
+        .to_device(&ndarray::Array2::from_shape_vec((n, n), x.clone()).unwrap())
+        .unwrap();
+    let mut dout = dev.zeros_like::<u8, _, _>(&dx).unwrap();
+    let mut hout = vec![0u8; n * n];
+    gaussian5x5.apply(&dx, &mut dout).unwrap();
+    gaussian_rayon(&x, &mut hout, n, n);
+    assert!(
+        dout.to_vec().unwrap() == hout,
+        "gaussian: the stencil and rayon disagree"
+    );
+    let mut g = c.benchmark_group("gaussian");
+    g.throughput(Throughput::Elements((n * n) as u64));
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    g.bench_function("stencil", |bch| {
+        bch.iter(|| gaussian5x5.apply(&dx, &mut dout).unwrap())
+    });
+    g.bench_function("rayon", |bch| {
+        bch.iter(|| gaussian_rayon(black_box(&x), &mut hout, n, n))
     });
     g.finish();
 }
@@ -596,6 +651,7 @@ criterion_group!(
     bench_checked,
     bench_add,
     bench_smooth,
+    bench_gaussian,
     bench_integrate2d,
     bench_matmul,
     bench_quicksort

@@ -20,9 +20,9 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::{
-    add, add_chunked, add_wide, empty3, integrate2d_shared, laplace3d, matmul_tiled, quicksort,
-    smooth, smooth_stencil, smooth_strips, smooth_words, strips_blocks, words_blocks, ADD_WIDE,
-    INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TPB, WORD_THREADS,
+    add, add_chunked, add_wide, empty3, gaussian5x5, integrate2d_shared, laplace3d, matmul_tiled,
+    quicksort, smooth, smooth_stencil, smooth_strips, smooth_words, strips_blocks, words_blocks,
+    ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TPB, WORD_THREADS,
 };
 use kernel_runtime::ndarray::Ix1;
 use kernel_runtime::prelude::*;
@@ -141,6 +141,7 @@ fn run(args: Args) -> Result {
         line.print();
     }
     bench_laplace3d(&dev, reps, pick(512, 64))?.print();
+    bench_gaussian(&dev, reps, pick(10_000, 1_000))?.print();
     bench_integrate2d(&dev, reps, pick(102_400, 1_024))?.print();
     let keys = sort_keys(pick(1 << 26, 1 << 18))?;
     let (sorted, passes) = bench_quicksort(&dev, reps.min(5), &keys)?;
@@ -480,6 +481,29 @@ fn bench_laplace3d(dev: &Device, reps: usize, n: usize) -> Result<Line> {
         kernel_ms: kernel,
         e2e_ms: None,
         bytes: Some(2.0 * 4.0 * (n * n * n) as f64),
+        check: check.to_string(),
+    })
+}
+
+/// The 5 × 5 Gaussian blur of an `n × n` `u8` image, a `#[stencil]` whose neighbourhood is
+/// walked by loops.
+fn bench_gaussian(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+    let x = Array2::from_shape_fn((n, n), |(i, j)| ((i * 31 + j * 17) % 251) as u8);
+    let dx = dev.to_device(&x)?;
+    let mut dout = dev.zeros::<u8, _>((n, n))?;
+    let kernel = kernel_ms(dev, reps, || Ok(gaussian5x5.apply(&dx, &mut dout)?))?;
+    let check: u64 = dout
+        .to_host()?
+        .indexed_iter()
+        .map(|((i, j), &v)| v as u64 * ((i + 2 * j) % 7 + 1) as u64)
+        .sum();
+    Ok(Line {
+        imp: "rust",
+        program: "gaussian",
+        size: format!("{n}x{n} u8, 5x5, `#[stencil]`"),
+        kernel_ms: kernel,
+        e2e_ms: None,
+        bytes: Some(2.0 * (n * n) as f64),
         check: check.to_string(),
     })
 }

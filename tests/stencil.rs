@@ -4,7 +4,7 @@
 mod common;
 
 use common::{assert_mentions, backends};
-use gpu_kernels::smooth_stencil;
+use gpu_kernels::{gaussian5x5, smooth_stencil, GAUSS5};
 use kernel_runtime::prelude::*;
 use kernel_suite::reference::{self, SplitMix64};
 
@@ -80,6 +80,43 @@ fn smooth_is_the_host_loop_bit_for_bit_at_every_shape() {
         }
     }
     assert_eq!(smooth_stencil::NEIGHBORHOOD, [(-1, 1), (-1, 1)]);
+}
+
+#[test]
+fn a_neighbourhood_walked_by_loops_is_the_host_loop() {
+    assert_eq!(gaussian5x5::NEIGHBORHOOD, [(-2, 2), (-2, 2)]);
+    for dev in backends() {
+        for (n, m) in [
+            (131, 257),
+            (4, 9),
+            (5, 5),
+            (9, 4),
+            (1, 40),
+            (40, 1),
+            (23, 70),
+        ] {
+            let x = image(n, m).mapv(|v| v as u8);
+            let got = gaussian5x5
+                .run(&dev.to_device(&x).unwrap())
+                .unwrap()
+                .to_host()
+                .unwrap();
+            let expect = Array2::from_shape_fn((n, m), |(i, j)| {
+                if !((2..n.saturating_sub(2)).contains(&i) && (2..m.saturating_sub(2)).contains(&j))
+                {
+                    return 0;
+                }
+                let mut s = 128u32;
+                for (a, row) in GAUSS5.iter().enumerate() {
+                    for (b, w) in row.iter().enumerate() {
+                        s += w * x[[i + a - 2, j + b - 2]] as u32;
+                    }
+                }
+                (s >> 8) as u8
+            });
+            assert_eq!(got, expect, "{n}×{m} {dev:?}");
+        }
+    }
 }
 
 #[test]

@@ -4,7 +4,8 @@
 Two peers, written from the programs' descriptions:
 
 - `numba.njit(parallel=True)` at the sizes of the Rust benchmarks: add-list over 10^7 float32, the
-  3x3 mean stencil (`@numba.stencil`) on a 10000 x 10000 int8 image, integrate2d with n = 2048,
+  3x3 mean stencil (`@numba.stencil`) on a 10000 x 10000 int8 image, the 5x5 Gaussian blur
+  (`@numba.stencil` with loops and a neighborhood) on a 10000 x 10000 uint8 image, integrate2d with n = 2048,
   matmul 512 x 512 float32 (a `prange` over rows), quicksort of 2^22 uint32 (`np.sort` in `njit`:
   Numba has no parallel sort);
 - Numba's CUDA simulator (`NUMBA_ENABLE_CUDASIM=1`), which runs `cuda.jit` kernels thread by
@@ -39,7 +40,7 @@ except ImportError as e:  # numba (and numpy, its dependency) are optional here
 
 from peer_common import matmul_inputs, smooth_input, smooth_reference, wall_ms
 
-PROGRAMS = ("add", "smooth", "integrate2d", "matmul", "quicksort")
+PROGRAMS = ("add", "smooth", "gaussian", "integrate2d", "matmul", "quicksort")
 
 def report(peer, program, size, elements, ms):
     line = {"peer": peer, "program": program, "size": size, "elements": elements, "ms": ms}
@@ -109,6 +110,36 @@ def sort_njit(keys):
     return np.sort(keys)
 
 
+# The weights of the 5x5 Gaussian blur: the outer product of the binomial row, summing to 256.
+GAUSS5 = np.outer([1, 4, 6, 4, 1], [1, 4, 6, 4, 1]).astype(np.uint32)
+
+
+@numba.stencil(neighborhood=((-2, 2), (-2, 2)))
+def gauss5x5(a):
+    s = np.uint32(128)
+    for i in range(-2, 3):
+        for j in range(-2, 3):
+            s += GAUSS5[i + 2, j + 2] * np.uint32(a[i, j])
+    return np.uint8(s >> 8)
+
+
+@numba.njit(parallel=True)
+def gaussian_njit(a):
+    return gauss5x5(a)
+
+
+def gaussian_reference(x):
+    """The blur with numpy, the border zero."""
+    n, m = x.shape
+    s = np.full((n - 4, m - 4), 128, dtype=np.uint32)
+    for i in range(5):
+        for j in range(5):
+            s += GAUSS5[i, j] * x[i : n - 4 + i, j : m - 4 + j].astype(np.uint32)
+    out = np.zeros_like(x)
+    out[2 : n - 2, 2 : m - 2] = (s >> 8).astype(np.uint8)
+    return out
+
+
 def njit_peers(only, reps):
     rng = np.random.default_rng(1)
     peer = "numba.njit(parallel)"
@@ -124,6 +155,11 @@ def njit_peers(only, reps):
         x = rng.integers(-128, 128, size=(n, n), dtype=np.int8)
         assert np.array_equal(smooth_njit(x), smooth_reference(x)), "smooth: numba and numpy disagree"
         report(peer, "smooth", "10000^2 i8", n * n, wall_ms(lambda: smooth_njit(x), reps))
+    if "gaussian" in only:
+        n = 10_000
+        x = rng.integers(0, 256, size=(n, n), dtype=np.uint8)
+        assert np.array_equal(gaussian_njit(x), gaussian_reference(x)), "gaussian: numba and numpy disagree"
+        report(peer, "gaussian", "10000^2 u8", n * n, wall_ms(lambda: gaussian_njit(x), reps))
     if "integrate2d" in only:
         n = 2048
         v = integrate2d_njit(n)

@@ -24,8 +24,8 @@ pub use monte_carlo::{fill_uniform_3d, pi_hits};
 pub use overhead::empty3;
 pub use quicksort::{qs_copy, qs_count, qs_file, qs_pivots, qs_scatter, qs_sort_small};
 pub use stencil::{
-    laplace3d, smooth, smooth_stencil, smooth_strips, smooth_words, STRIP_ROWS, STRIP_THREADS,
-    WORD_THREADS,
+    gaussian5x5, laplace3d, smooth, smooth_stencil, smooth_strips, smooth_words, GAUSS5,
+    STRIP_ROWS, STRIP_THREADS, WORD_THREADS,
 };
 #[cfg(not(target_arch = "nvptx64"))]
 pub use stencil::{strips_blocks, words_blocks};

@@ -271,3 +271,39 @@ pub fn laplace3d(u: &Array3<f32>) -> f32 {
     u[[-1, 0, 0]] + u[[1, 0, 0]] + u[[0, -1, 0]] + u[[0, 1, 0]] + u[[0, 0, -1]] + u[[0, 0, 1]]
         - 6.0 * u[[0, 0, 0]]
 }
+
+/// The weights of [`gaussian5x5`]: the outer product of the binomial row `1 4 6 4 1`, summing to
+/// 256.
+pub const GAUSS5: [[u32; 5]; 5] = [
+    [1, 4, 6, 4, 1],
+    [4, 16, 24, 16, 4],
+    [6, 24, 36, 24, 6],
+    [4, 16, 24, 16, 4],
+    [1, 4, 6, 4, 1],
+];
+
+/// A 5 × 5 Gaussian blur of a `u8` image, the binomial weights [`GAUSS5`], rounded to nearest.
+/// Its relative indices are loop counters: the macro writes out loops over constant ranges, so
+/// that every index is a constant, and the neighbourhood is what they reach.
+///
+/// ```
+/// use gpu_kernels::gaussian5x5;
+/// use kernel_runtime::prelude::*;
+///
+/// let dev = Device::default();
+/// let flat = Array2::from_elem((6, 7), 200u8);
+/// let out = gaussian5x5.run(&dev.to_device(&flat)?)?.to_host()?;
+/// assert_eq!(out[[2, 3]], 200); // a flat image stays flat
+/// assert_eq!(out[[1, 3]], 0); // the border
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+#[stencil]
+pub fn gaussian5x5(x: &Array2<u8>) -> u8 {
+    let mut s = 128u32;
+    for i in -2..=2isize {
+        for j in -2..=2isize {
+            s += GAUSS5[(i + 2) as usize][(j + 2) as usize] * x[[i, j]] as u32;
+        }
+    }
+    (s >> 8) as u8
+}

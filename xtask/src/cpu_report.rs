@@ -77,6 +77,15 @@ pub const PROGRAMS: &[Program] = &[
         goals: &[Goal::Rayon(1.0), Goal::Numba(0.5)],
     },
     Program {
+        name: "gaussian 5×5, `#[stencil]`",
+        peer: Some("gaussian"),
+        group: "gaussian",
+        function: "stencil",
+        size: "10000^2 u8",
+        elements: 1e8,
+        goals: &[Goal::Rayon(1.0), Goal::Numba(0.5)],
+    },
+    Program {
         name: "integrate2d",
         peer: Some("integrate2d"),
         group: "integrate2d_shared",

@@ -174,13 +174,13 @@ impl Stencil {
         )
     }
 
-    /// The call of the point function at flat index `p`, each array read through `read(ptr)`.
+    /// The call of the point function at the point `__p`, each array read through `read(ptr)`.
     fn call_point(
         &self,
         scalar: &syn::Ident,
         read: impl Fn(&syn::Ident) -> TokenStream,
     ) -> TokenStream {
-        let (rt, rank) = (rt(), self.rank);
+        let rank = self.rank;
         let args = self.params.iter().map(|p| {
             match &p.kind {
                 Kind::Array { .. } => {
@@ -196,7 +196,7 @@ impl Stencil {
                 }
             }
         });
-        quote!(move |__p: #rt::StencilPoint| #scalar(#(#args),*))
+        quote!(#scalar(#(#args),*))
     }
 
     /// The PTX entry: the runtime's walk over the thread's tiles.
@@ -214,7 +214,8 @@ impl Stencil {
         });
         let (below, above) = self.reach3();
         let (rows, cols) = self.tile();
-        let f = self.call_point(scalar, |ptr| quote!(#ptr));
+        let call = self.call_point(scalar, |ptr| quote!(#ptr));
+        let f = quote!(move |__p: #rt::StencilPoint| #call);
         let border = self.border();
         quote! {
             #[cfg(target_arch = "nvptx64")]
@@ -329,7 +330,21 @@ impl Stencil {
         let count = self.params.len() + 4;
         let (below, above) = self.reach3();
         let (rows, cols) = self.tile();
-        let f = self.call_point(scalar, |ptr| quote!(#ptr.get()));
+        let call = self.call_point(scalar, |ptr| quote!(#ptr.get()));
+        // What the point function takes in place of a closure's captures: the inputs' pointers
+        // and the values, then the geometry.
+        let captures: Vec<syn::Ident> = self
+            .params
+            .iter()
+            .map(|p| match &p.kind {
+                Kind::Array { .. } => ptr(p),
+                _ => local(p),
+            })
+            .collect();
+        let capture_tys = self.params.iter().map(|p| match &p.kind {
+            Kind::Array { elem, .. } => quote!(#rt::SharedPtr<#elem>),
+            Kind::Scalar(t) | Kind::Struct(t) | Kind::Pointer { elem: t, .. } => quote!(#t),
+        });
         let border = self.border();
         quote! {
             #[allow(clippy::too_many_arguments)]
@@ -360,7 +375,12 @@ impl Stencil {
                 // SAFETY: `out` holds `len` elements, and no other reference to them lives
                 // while the rows run.
                 let __out = unsafe { ::core::slice::from_raw_parts_mut(#rt::host_ptr_mut(__out), __len) };
-                #rt::stencil_rows(&__g, #f, __out, #border)
+                #[inline(always)]
+                fn __point(__args: &(#(#capture_tys,)* #rt::StencilGeometry), __p: #rt::StencilPoint) -> #ret {
+                    let (#(#captures,)* __g) = *__args;
+                    #call
+                }
+                #rt::stencil_rows(&__g, &(#(#captures,)* __g), __point, __out, #border)
                     .map_err(|message| #rt::Error::KernelFault { kernel: Self::NAME, message })
             }
         }

@@ -9,6 +9,7 @@
 mod emit;
 mod offsets;
 mod options;
+mod unroll;
 
 use crate::kernel::params::{self, Kind, Param};
 use proc_macro2::TokenStream;

@@ -38,6 +38,7 @@ pub fn rewrite(
 ) -> syn::Result<Found> {
     let mut pass = Pass {
         arrays,
+        known: Vec::new(),
         rank,
         declared,
         reach: vec![(0, 0); rank],
@@ -54,6 +55,8 @@ pub fn rewrite(
 
 struct Pass<'a> {
     arrays: &'a [String],
+    /// The counters of the unrolled loops around the code being rewritten, with their values.
+    known: Vec<(String, i64)>,
     rank: usize,
     declared: Option<&'a [(i64, i64)]>,
     reach: Vec<(i64, i64)>,
@@ -101,7 +104,7 @@ impl Pass<'_> {
         let mut computed = false;
         let mut out = Vec::new();
         for (axis, part) in parts.into_iter().enumerate() {
-            match constant(part) {
+            match super::unroll::value(part, &self.known) {
                 Some(v) => {
                     self.check(axis, v, part.span())?;
                     let (lo, hi) = &mut self.reach[axis];
@@ -189,6 +192,20 @@ impl VisitMut for Pass<'_> {
                     return;
                 }
             }
+            Expr::ForLoop(f) => {
+                if let Some((counter, copies)) = super::unroll::copies(f) {
+                    let mut blocks = Vec::new();
+                    for (v, mut block) in copies {
+                        self.known.push((counter.clone(), v));
+                        self.visit_block_mut(&mut block);
+                        self.known.pop();
+                        blocks.push(block);
+                    }
+                    *e = syn::parse_quote!({ #(#blocks)* });
+                    return;
+                }
+                half_open(&mut f.expr);
+            }
             Expr::Assign(a) => self.refuse_write(&a.left),
             Expr::Binary(b) if is_compound(&b.op) => self.refuse_write(&b.left),
             Expr::Reference(r) if r.mutability.is_some() => self.refuse_write(&r.expr),
@@ -207,6 +224,23 @@ impl VisitMut for Pass<'_> {
             _ => {}
         }
         syn::visit_mut::visit_expr_mut(self, e);
+    }
+}
+
+/// Rewrites a loop's `a..=b` of constants as `a..(b + 1)`: the same values, in a range the
+/// compiler unrolls fully (an inclusive range's iterator keeps a flag that stops it), so that
+/// relative indices made of loop counters become constants.
+fn half_open(range: &mut Expr) {
+    let Expr::Range(r) = range else { return };
+    let (Some(start), Some(end)) = (&r.start, &r.end) else {
+        return;
+    };
+    if matches!(r.limits, syn::RangeLimits::Closed(_))
+        && constant(start).is_some()
+        && constant(end).is_some()
+    {
+        let (start, end) = (start.clone(), end.clone());
+        *range = syn::parse_quote!(#start..(#end + 1));
     }
 }
 

@@ -9,14 +9,16 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// Columns per task of a long row (a 1-D array is one row).
 const CHUNK: usize = 1 << 14;
 
-/// Writes `out[p] = f(p)` at each interior point `p` of `g`, and `border`, where
-/// given, at the others; rows in parallel. A panic in `f` becomes the returned message, with its
-/// source line.
+/// Writes `out[p] = f(args, p)` at each interior point `p` of `g`, and `border`, where given, at
+/// the others; rows in parallel. A panic in `f` becomes the returned message, with its source
+/// line. `f` is a function, not a closure, so that the compiler inlines it into each row's loop
+/// however large the stencil (it takes the values a closure would capture as `args`).
 ///
 /// `f` must be safe to call at every interior point: the caller guarantees it.
-pub fn rows<T: Copy + Send + Sync>(
+pub fn rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync + Copy>(
     g: &Geometry,
-    f: impl Fn(Point) -> T + Sync,
+    args: &A,
+    f: F,
     out: &mut [T],
     border: Option<T>,
 ) -> Result<(), String> {
@@ -29,12 +31,12 @@ pub fn rows<T: Copy + Send + Sync>(
         .with_min_len((CHUNK / m).max(1))
         .try_for_each(|(r, row)| {
             if m <= CHUNK {
-                guarded(|| segment_wide(g, r, 0, row, &f, border))
+                guarded(|| segment_wide(g, r, 0, row, args, f, border))
             } else {
                 row.par_chunks_mut(CHUNK)
                     .enumerate()
                     .try_for_each(|(c, seg)| {
-                        guarded(|| segment_wide(g, r, c * CHUNK, seg, &f, border))
+                        guarded(|| segment_wide(g, r, c * CHUNK, seg, args, f, border))
                     })
             }
         })
@@ -49,17 +51,18 @@ fn guarded(work: impl FnOnce()) -> Result<(), String> {
 crate::cpu::exec::wide_variants!(
     /// [`segment`], its loop compiled for the baseline CPU and for AVX-512 CPUs (where a
     /// stencil of narrow elements widened for its sums vectorizes).
-    segment_wide [T: Copy, F: Fn(Point) -> T] [T, F]
-    (g: &Geometry, r: usize, from: usize, seg: &mut [T], f: F, border: Option<T>) => segment
+    segment_wide [T: Copy, A, F: Fn(&A, Point) -> T] [T, A, F]
+    (g: &Geometry, r: usize, from: usize, seg: &mut [T], args: &A, f: F, border: Option<T>) => segment
 );
 
 /// The columns `from..` of row `r` (a flat row of the three axes' first two), in `seg`.
 #[inline(always)]
-fn segment<T: Copy, F: Fn(Point) -> T>(
+fn segment<T: Copy, A, F: Fn(&A, Point) -> T>(
     g: &Geometry,
     r: usize,
     from: usize,
     seg: &mut [T],
+    args: &A,
     f: F,
     border: Option<T>,
 ) {
@@ -77,11 +80,14 @@ fn segment<T: Copy, F: Fn(Point) -> T>(
         seg[hi - from..].fill(c);
     }
     for (k, o) in seg[lo - from..hi - from].iter_mut().enumerate() {
-        *o = f(Point {
-            base: r * m,
-            row: 0,
-            col: lo + k,
-        });
+        *o = f(
+            args,
+            Point {
+                base: r * m,
+                row: 0,
+                col: lo + k,
+            },
+        );
     }
 }
 
@@ -105,7 +111,7 @@ mod tests {
                 },
             );
             let mut out = vec![7u64; g.len()];
-            rows(&g, |p| p.flat(&g) as u64 * 10, &mut out, Some(1)).unwrap();
+            rows(&g, &g, |g, p| p.flat(g) as u64 * 10, &mut out, Some(1)).unwrap();
             for (p, v) in out.iter().enumerate() {
                 let (z, y, x) = (
                     p / (shape[1] * shape[2]),
@@ -120,7 +126,7 @@ mod tests {
                 assert_eq!(*v, expect, "{shape:?} {chunked} at {:?}", (z, y, x));
             }
             let mut kept = vec![7u64; g.len()];
-            rows(&g, |p| p.flat(&g) as u64, &mut kept, None).unwrap();
+            rows(&g, &g, |g, p| p.flat(g) as u64, &mut kept, None).unwrap();
             assert!(kept
                 .iter()
                 .enumerate()
@@ -138,7 +144,14 @@ mod tests {
             },
         );
         let mut out = vec![0u8; 9];
-        let err = rows(&g, |_| -> u8 { panic!("no value here") }, &mut out, None).unwrap_err();
+        let err = rows(
+            &g,
+            &(),
+            |_, _| -> u8 { panic!("no value here") },
+            &mut out,
+            None,
+        )
+        .unwrap_err();
         assert!(err.contains("no value here"), "{err}");
     }
 }
