@@ -42,6 +42,18 @@ fn window(x: &[i32], r: i32) -> i32 {
     s
 }
 
+/// A 1-D convolution whose taps are an array indexed as usual, Numba's `standard_indexing`.
+#[stencil(standard_indexing = (taps), cval = -1.0)]
+fn convolve(x: &[f32], taps: &[f32]) -> f32 {
+    taps[0] * x[-1] + taps[1] * x[0] + taps[2] * x[1]
+}
+
+/// A tap past the end of the taps: an index fault, as in a kernel.
+#[stencil(standard_indexing = ("taps"))]
+fn convolve_past(x: &[f32], taps: &[f32]) -> f32 {
+    taps[3] * x[0]
+}
+
 fn image(n: usize, m: usize) -> Array2<i8> {
     let mut rng = SplitMix64((n * 7919 + m) as u64);
     Array2::from_shape_fn((n, m), |_| rng.next_u64() as i8)
@@ -225,6 +237,41 @@ fn computed_indices_stay_in_the_declared_neighbourhood() {
                 "relative index [-3] is outside the stencil's neighbourhood ((-2, 2))",
                 "stencil.rs",
             ],
+        );
+    }
+}
+
+#[test]
+fn an_array_indexed_as_usual_has_a_shape_of_its_own() {
+    let x: Vec<f32> = (0..50).map(|i| (i * i % 17) as f32).collect();
+    let taps = [0.25f32, 0.5, 0.25];
+    let expect: Vec<f32> = (0..50)
+        .map(|i| {
+            if (1..49).contains(&i) {
+                taps[0] * x[i - 1] + taps[1] * x[i] + taps[2] * x[i + 1]
+            } else {
+                -1.0
+            }
+        })
+        .collect();
+    for dev in backends() {
+        let (dx, dt) = (
+            dev.to_device(&x[..]).unwrap(),
+            dev.to_device(&taps[..]).unwrap(),
+        );
+        let got = convolve.run((&dx, &dt)).unwrap().to_vec().unwrap();
+        assert_eq!(got, expect, "{dev:?}");
+    }
+    assert_eq!(convolve::NEIGHBORHOOD, [(-1, 1)]);
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let (dx, dt) = (
+            dev.to_device(&x[..]).unwrap(),
+            dev.to_device(&taps[..]).unwrap(),
+        );
+        let err = convolve_past.run((&dx, &dt)).unwrap_err();
+        assert_mentions(
+            &err.to_string(),
+            &["index 3 is out of bounds of array `taps`", "[3]"],
         );
     }
 }

@@ -131,8 +131,10 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// arrays' device. The value is written at each point whose neighbourhood lies in the arrays;
 /// the others get `cval` (`#[stencil(cval = -1)]`), or keep their values where none is given
 /// (zero in a new array). `neighborhood = ((-2, 2), ..)` bounds relative indices computed at run
-/// time. `tile = (rows, cols)` sets the outputs of one GPU thread, for tuning (the default comes
-/// from the element size; one row for one axis).
+/// time; `standard_indexing = (w, ..)` names arrays indexed as usual, of any shape. Loops over
+/// constant ranges are written out, so relative indices made of their counters are constants.
+/// `tile = (rows, cols)` sets the outputs of one GPU thread, for tuning (the default comes from
+/// the element size and the rank; one row for one axis).
 #[proc_macro_attribute]
 pub fn stencil(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);

@@ -24,6 +24,18 @@ pub struct Stencil {
     pub cval: Option<syn::Expr>,
     /// The GPU tile, rows × columns, where given.
     pub tile: Option<(usize, usize)>,
+    /// The arrays indexed as usual (`standard_indexing`), by name.
+    pub standard: Vec<String>,
+}
+
+/// What a parameter is to the stencil.
+enum Role<'p> {
+    /// An input array read at relative indices, of this element type.
+    Relative(&'p Type),
+    /// An array indexed as usual, of this rank and element type.
+    Standard(usize, &'p Type),
+    /// A value, of this type.
+    Value(&'p Type),
 }
 
 /// The name of parameter `p` in the generated functions, apart from theirs.
@@ -37,12 +49,37 @@ fn ptr(p: &Param) -> syn::Ident {
     format_ident!("__in_{}", p.name)
 }
 
+/// The view type of a read-only array of `rank` axes of `elem`, as the point function takes a
+/// `standard_indexing` array.
+fn view_ty(rank: usize, elem: &Type) -> TokenStream {
+    let view = format_ident!("View{}", rank);
+    quote!(::kernel_runtime::__rt::#view<'_, #elem>)
+}
+
+/// The names of the extents of standard array `p`, one per axis.
+fn dims(p: &Param, rank: usize) -> Vec<syn::Ident> {
+    (0..rank)
+        .map(|k| format_ident!("__{}_d{}", p.name, k))
+        .collect()
+}
+
 /// The runtime's door for generated code.
 fn rt() -> TokenStream {
     quote!(::kernel_runtime::__rt)
 }
 
 impl Stencil {
+    /// What parameter `p` is to the stencil.
+    fn role<'p>(&self, p: &'p Param) -> Role<'p> {
+        match &p.kind {
+            Kind::Array { rank, elem, .. } if self.standard.contains(&p.name.to_string()) => {
+                Role::Standard(*rank, elem)
+            }
+            Kind::Array { elem, .. } => Role::Relative(elem),
+            Kind::Scalar(t) | Kind::Struct(t) | Kind::Pointer { elem: t, .. } => Role::Value(t),
+        }
+    }
+
     pub fn expand(mut self) -> TokenStream {
         let crate::emit::Scalar {
             name,
@@ -74,11 +111,20 @@ impl Stencil {
     fn point_fn(&mut self) -> TokenStream {
         let rt = rt();
         let rank = self.rank;
-        for (arg, p) in self.func.sig.inputs.iter_mut().zip(&self.params) {
-            if let (syn::FnArg::Typed(pt), Kind::Array { elem, .. }) = (arg, &p.kind) {
+        let tys: Vec<Option<TokenStream>> = self
+            .params
+            .iter()
+            .map(|p| match self.role(p) {
+                Role::Relative(elem) => Some(quote!(impl Fn([isize; #rank]) -> #elem)),
+                Role::Standard(r, elem) => Some(view_ty(r, elem)),
+                Role::Value(_) => None,
+            })
+            .collect();
+        for ((arg, p), ty) in self.func.sig.inputs.iter_mut().zip(&self.params).zip(tys) {
+            if let (syn::FnArg::Typed(pt), Some(ty)) = (arg, ty) {
                 let name = &p.name;
                 *pt.pat = syn::parse_quote!(#name);
-                *pt.ty = syn::parse_quote!(impl Fn([isize; #rank]) -> #elem);
+                *pt.ty = syn::parse_quote!(#ty);
             }
         }
         let reach = self.reach_of_rank();
@@ -97,23 +143,33 @@ impl Stencil {
         }
     }
 
-    /// The input arrays.
+    /// The input arrays read at relative indices.
     fn arrays(&self) -> Vec<&Param> {
         self.params
             .iter()
-            .filter(|p| matches!(p.kind, Kind::Array { .. }))
+            .filter(|p| matches!(self.role(p), Role::Relative(_)))
             .collect()
     }
 
-    /// The type `apply` takes for parameter `p`: a device array of the inputs' rank, or the
-    /// value.
+    /// The arrays indexed as usual.
+    fn standard_arrays(&self) -> Vec<&Param> {
+        self.params
+            .iter()
+            .filter(|p| matches!(self.role(p), Role::Standard(..)))
+            .collect()
+    }
+
+    /// The type `apply` takes for parameter `p`: a device array (of the inputs' rank, or its
+    /// own for a standard one), or the value.
     fn arg_ty(&self, p: &Param) -> TokenStream {
-        let ix = format_ident!("Ix{}", self.rank);
-        match &p.kind {
-            Kind::Array { elem, .. } => {
-                quote!(&::kernel_runtime::__rt::DeviceArray<#elem, ::kernel_runtime::ndarray::#ix>)
-            }
-            Kind::Scalar(t) | Kind::Struct(t) | Kind::Pointer { elem: t, .. } => quote!(#t),
+        let array = |rank: usize, elem: &Type| {
+            let ix = format_ident!("Ix{}", rank);
+            quote!(&::kernel_runtime::__rt::DeviceArray<#elem, ::kernel_runtime::ndarray::#ix>)
+        };
+        match self.role(p) {
+            Role::Relative(elem) => array(self.rank, elem),
+            Role::Standard(rank, elem) => array(rank, elem),
+            Role::Value(t) => quote!(#t),
         }
     }
 
@@ -136,11 +192,8 @@ impl Stencil {
     /// Each element, value and result type must be plain device data; the error points at it.
     fn type_checks(&self) -> TokenStream {
         let rt = rt();
-        let tys = self.params.iter().map(|p| match &p.kind {
-            Kind::Array { elem, .. } => (p.ty_span, elem.clone()),
-            Kind::Scalar(t) | Kind::Struct(t) | Kind::Pointer { elem: t, .. } => {
-                (p.ty_span, t.clone())
-            }
+        let tys = self.params.iter().map(|p| match self.role(p) {
+            Role::Relative(t) | Role::Standard(_, t) | Role::Value(t) => (p.ty_span, t.clone()),
         });
         let ret = &self.ret;
         let checks = tys.map(|(span, t)| {
@@ -182,8 +235,8 @@ impl Stencil {
     ) -> TokenStream {
         let rank = self.rank;
         let args = self.params.iter().map(|p| {
-            match &p.kind {
-                Kind::Array { .. } => {
+            match self.role(p) {
+                Role::Relative(_) => {
                     let ptr = read(&ptr(p));
                     // SAFETY: `__p` is an interior point and every relative index lies in the
                     // neighbourhood (a constant the macro checked, or one `stencil_within`
@@ -202,15 +255,29 @@ impl Stencil {
     /// The PTX entry: the runtime's walk over the thread's tiles.
     fn entry(&self, name: &syn::Ident, vis: &syn::Visibility, scalar: &syn::Ident) -> TokenStream {
         let (rt, ret) = (rt(), &self.ret);
-        let params = self.params.iter().map(|p| match &p.kind {
-            Kind::Array { elem, .. } => {
+        let params = self.params.iter().map(|p| match self.role(p) {
+            Role::Relative(elem) => {
                 let ptr = ptr(p);
                 quote!(#ptr: *const #elem)
             }
-            Kind::Scalar(t) | Kind::Struct(t) | Kind::Pointer { elem: t, .. } => {
+            Role::Standard(rank, elem) => {
+                let (ptr, dims) = (ptr(p), dims(p, rank));
+                quote!(#ptr: *const #elem, #(#dims: usize),*)
+            }
+            Role::Value(t) => {
                 let local = local(p);
                 quote!(#local: #t)
             }
+        });
+        let views = self.standard_arrays().into_iter().map(|p| {
+            let Role::Standard(rank, elem) = self.role(p) else {
+                unreachable!("standard arrays only")
+            };
+            let (local, ptr, dims, name) = (local(p), ptr(p), dims(p, rank), p.name.to_string());
+            let view = format_ident!("View{}", rank);
+            // SAFETY: the launcher passed the array's pointer and extents; it outlives the
+            // launch.
+            quote!(let #local = unsafe { #rt::#view::<#elem>::from_raw(#ptr as *mut #elem, [#(#dims),*], #name) };)
         });
         let (below, above) = self.reach3();
         let (rows, cols) = self.tile();
@@ -223,6 +290,7 @@ impl Stencil {
             #[allow(non_snake_case)]
             #vis unsafe extern "ptx-kernel" fn #name(#(#params,)* __out: *mut #ret, __d0: usize, __d1: usize, __d2: usize) {
                 let __g = #rt::StencilGeometry { shape: [__d0, __d1, __d2], below: #below, above: #above };
+                #(#views)*
                 // SAFETY: the launcher passed arrays of `g`'s shape and a launch of the walk's
                 // blocks.
                 unsafe { #rt::stencil_gpu_walk::<#ret, #rows, #cols>(&__g, #f, __out, #border) }
@@ -248,6 +316,9 @@ impl Stencil {
         let array_strs: Vec<String> = inputs.iter().map(|p| p.name.to_string()).collect();
         let arrays: Vec<syn::Ident> = inputs.into_iter().map(local).collect();
         let first = &arrays[0];
+        let standard = self.standard_arrays();
+        let std_strs: Vec<String> = standard.iter().map(|p| p.name.to_string()).collect();
+        let std_locals: Vec<syn::Ident> = standard.into_iter().map(local).collect();
         let meta = self.meta(&name_str);
         let launch = self.launch(scalar);
         let bounds = self
@@ -274,7 +345,7 @@ impl Stencil {
                 /// values), on the arrays' device; `out` has the input arrays' shape.
                 pub fn apply(&self, args: #args_ty, out: &mut #out_ty) -> ::core::result::Result<(), #rt::Error> {
                     #destructure
-                    #rt::common_device(Self::NAME, &[#((#array_strs, #arrays.device()),)* ("out", out.device())])?;
+                    #rt::common_device(Self::NAME, &[#((#array_strs, #arrays.device()),)* #((#std_strs, #std_locals.device()),)* ("out", out.device())])?;
                     #(#rt::same_shape(Self::NAME, #array_strs, out.shape(), #arrays.shape())?;)*
                     self.__launch(#(#names,)* out)
                 }
@@ -302,9 +373,12 @@ impl Stencil {
         let mut abi: Vec<String> = self
             .params
             .iter()
-            .map(|p| match &p.kind {
-                Kind::Array { .. } | Kind::Pointer { .. } => "ptr".to_string(),
-                Kind::Scalar(t) | Kind::Struct(t) => quote!(#t).to_string().replace(' ', ""),
+            .flat_map(|p| match self.role(p) {
+                Role::Relative(_) => vec!["ptr".to_string()],
+                Role::Standard(rank, _) => std::iter::once("ptr".to_string())
+                    .chain((0..rank).map(|_| "usize".to_string()))
+                    .collect(),
+                Role::Value(t) => vec![quote!(#t).to_string().replace(' ', "")],
             })
             .collect();
         params.extend(["out", "d0", "d1", "d2"].map(String::from));
@@ -323,11 +397,37 @@ impl Stencil {
         let inputs = self.arrays();
         let ptrs: Vec<syn::Ident> = inputs.iter().map(|p| ptr(p)).collect();
         let arrays: Vec<syn::Ident> = inputs.into_iter().map(local).collect();
-        let pushed = self.params.iter().map(|p| match &p.kind {
-            Kind::Array { .. } => ptr(p),
-            _ => local(p),
+        let pushed: Vec<syn::Ident> = self
+            .params
+            .iter()
+            .flat_map(|p| match self.role(p) {
+                Role::Relative(_) => vec![ptr(p)],
+                Role::Standard(rank, _) => std::iter::once(ptr(p)).chain(dims(p, rank)).collect(),
+                Role::Value(_) => vec![local(p)],
+            })
+            .collect();
+        let count = pushed.len() + 4;
+        let standard = self.standard_arrays();
+        let std_locals: Vec<syn::Ident> = standard.iter().map(|p| local(p)).collect();
+        let std_ptrs: Vec<syn::Ident> = standard.iter().map(|p| ptr(p)).collect();
+        let std_dims = standard.iter().map(|p| {
+            let Role::Standard(rank, _) = self.role(p) else {
+                unreachable!("standard arrays only")
+            };
+            let (local, dims) = (local(p), dims(p, rank));
+            let k = 0..rank;
+            quote!(#(let #dims = #local.shape()[#k];)*)
         });
-        let count = self.params.len() + 4;
+        let std_views = standard.iter().map(|p| {
+            let Role::Standard(rank, elem) = self.role(p) else {
+                unreachable!("standard arrays only")
+            };
+            let (local, name) = (local(p), p.name.to_string());
+            let view = format_ident!("View{}", rank);
+            let k = 0..rank;
+            // SAFETY: the array holds the elements of its shape and outlives the launch.
+            quote!(let #local = unsafe { #rt::#view::<#elem>::from_raw(#rt::host_ptr(#local), [#(#local.shape()[#k]),*], #name) };)
+        });
         let (below, above) = self.reach3();
         let (rows, cols) = self.tile();
         let call = self.call_point(scalar, |ptr| quote!(#ptr.get()));
@@ -336,14 +436,15 @@ impl Stencil {
         let captures: Vec<syn::Ident> = self
             .params
             .iter()
-            .map(|p| match &p.kind {
-                Kind::Array { .. } => ptr(p),
+            .map(|p| match self.role(p) {
+                Role::Relative(_) => ptr(p),
                 _ => local(p),
             })
             .collect();
-        let capture_tys = self.params.iter().map(|p| match &p.kind {
-            Kind::Array { elem, .. } => quote!(#rt::SharedPtr<#elem>),
-            Kind::Scalar(t) | Kind::Struct(t) | Kind::Pointer { elem: t, .. } => quote!(#t),
+        let capture_tys = self.params.iter().map(|p| match self.role(p) {
+            Role::Relative(elem) => quote!(#rt::SharedPtr<#elem>),
+            Role::Standard(rank, elem) => view_ty(rank, elem),
+            Role::Value(t) => quote!(#t),
         });
         let border = self.border();
         quote! {
@@ -354,6 +455,8 @@ impl Stencil {
                 if #rt::on_gpu(&__device) {
                     let __config = #rt::stencil_config::<#rows, #cols>(Self::NAME, &__g)?;
                     #(let #ptrs: u64 = #rt::device_addr(#arrays);)*
+                    #(let #std_ptrs: u64 = #rt::device_addr(#std_locals);)*
+                    #(#std_dims)*
                     let __out_ptr: u64 = #rt::device_addr(__out);
                     let mut __params = #rt::gpu_params(#count);
                     #(__params.push(&#pushed);)*
@@ -362,6 +465,7 @@ impl Stencil {
                     __params.push(&__g.shape[1]);
                     __params.push(&__g.shape[2]);
                     #(#rt::reads(&mut __params, #arrays);)*
+                    #(#rt::reads(&mut __params, #std_locals);)*
                     #rt::writes(&mut __params, &*__out);
                     // SAFETY: the entry's parameters: each input's pointer or value, the
                     // output's pointer, the three axes; every array lives on the device and has
@@ -371,6 +475,7 @@ impl Stencil {
                     };
                 }
                 #(let #ptrs = #rt::SharedPtr(#rt::host_ptr(#arrays));)*
+                #(#std_views)*
                 let __len = __out.len();
                 // SAFETY: `out` holds `len` elements, and no other reference to them lives
                 // while the rows run.
@@ -381,7 +486,7 @@ impl Stencil {
                     #call
                 }
                 #rt::stencil_rows(&__g, &(#(#captures,)* __g), __point, __out, #border)
-                    .map_err(|message| #rt::Error::KernelFault { kernel: Self::NAME, message })
+                    .map_err(|fault| fault.into_error(Self::NAME))
             }
         }
     }

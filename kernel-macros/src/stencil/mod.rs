@@ -26,8 +26,14 @@ pub fn stencil(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream>
         .iter()
         .map(params::parse)
         .collect::<syn::Result<Vec<Param>>>()?;
-    let rank = inputs_rank(&func.sig.ident, &params)?;
-    let arrays: Vec<String> = params
+    let standard = standard_arrays(&options.standard, &params)?;
+    let relative: Vec<Param> = params
+        .iter()
+        .filter(|p| !standard.contains(&p.name.to_string()))
+        .cloned()
+        .collect();
+    let rank = inputs_rank(&func.sig.ident, &relative)?;
+    let arrays: Vec<String> = relative
         .iter()
         .filter(|p| matches!(p.kind, Kind::Array { .. }))
         .map(|p| p.name.to_string())
@@ -61,8 +67,27 @@ pub fn stencil(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream>
         above,
         cval: options.cval,
         tile: options.tile,
+        standard,
     }
     .expand())
+}
+
+/// The names of the arrays `named` in `standard_indexing`, or the error: each must be a
+/// read-only array parameter.
+fn standard_arrays(named: &[syn::Ident], params: &[Param]) -> syn::Result<Vec<String>> {
+    named
+        .iter()
+        .map(|n| match params.iter().find(|p| p.name == *n) {
+            Some(Param {
+                kind: Kind::Array { mutable: false, .. },
+                ..
+            }) => Ok(n.to_string()),
+            _ => Err(syn::Error::new_spanned(
+                n,
+                format!("`{n}` in `standard_indexing` is not a read-only array parameter (`&[T]`, `&Array2<T>`, ..)"),
+            )),
+        })
+        .collect()
 }
 
 /// The function's result type, or the error that refuses its signature.

@@ -18,6 +18,8 @@ pub struct Options {
     pub neighborhood: Option<(Vec<(i64, i64)>, Expr)>,
     /// The GPU tile, rows × columns, where given.
     pub tile: Option<(usize, usize)>,
+    /// The arrays indexed as usual, not relative to the point (Numba's `standard_indexing`).
+    pub standard: Vec<syn::Ident>,
 }
 
 /// Parses the attribute's tokens.
@@ -36,7 +38,10 @@ pub fn parse(attr: proc_macro2::TokenStream) -> syn::Result<Options> {
                 options.neighborhood = Some((bounds(&pair.value)?, pair.value));
             }
             "tile" if options.tile.is_none() => options.tile = Some(tile(&pair.value)?),
-            "cval" | "neighborhood" | "tile" => {
+            "standard_indexing" if options.standard.is_empty() => {
+                options.standard = names(&pair.value)?;
+            }
+            "cval" | "neighborhood" | "tile" | "standard_indexing" => {
                 return Err(syn::Error::new_spanned(
                     &pair.path,
                     format!("`{name}` is given twice"),
@@ -47,13 +52,38 @@ pub fn parse(attr: proc_macro2::TokenStream) -> syn::Result<Options> {
                     &pair.path,
                     "`#[stencil]` takes `cval = value` (the border's value) and \
                      `neighborhood = ((lo, hi), ..)` (the reach of relative indices computed at \
-                     run time), as Numba's `@stencil`, and `tile = (rows, cols)` (the outputs \
-                     of one GPU thread)",
+                     run time) and `standard_indexing = (w, ..)` (arrays indexed as usual), as \
+                     Numba's `@stencil`, and `tile = (rows, cols)` (the outputs of one GPU \
+                     thread)",
                 ))
             }
         }
     }
     Ok(options)
+}
+
+/// `(a, b)`, `a` or `("a", "b")`: the names of parameters.
+fn names(value: &Expr) -> syn::Result<Vec<syn::Ident>> {
+    let one = |e: &Expr| match e {
+        Expr::Path(p) => p.path.get_ident().cloned(),
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        }) => s.parse().ok(),
+        _ => None,
+    };
+    let all: Option<Vec<syn::Ident>> = match value {
+        Expr::Tuple(t) => t.elems.iter().map(one).collect(),
+        Expr::Paren(p) => one(&p.expr).map(|n| vec![n]),
+        other => one(other).map(|n| vec![n]),
+    };
+    all.filter(|n| !n.is_empty()).ok_or_else(|| {
+        syn::Error::new_spanned(
+            value,
+            "`standard_indexing` names the array parameters indexed as usual: \
+             `standard_indexing = (weights, ..)`",
+        )
+    })
 }
 
 /// `(rows, cols)`: positive integers, at most 16 each.

@@ -2,7 +2,7 @@
 //! a plain loop with no test per point, which the compiler vectorizes.
 
 use super::{Geometry, Point};
-use crate::cpu::fault::{describe_panic, KernelPanics};
+use crate::cpu::fault::{describe_panic, KernelFault, KernelPanics};
 use rayon::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -10,8 +10,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 const CHUNK: usize = 1 << 14;
 
 /// Writes `out[p] = f(args, p)` at each interior point `p` of `g`, and `border`, where given, at
-/// the others; rows in parallel. A panic in `f` becomes the returned message, with its source
-/// line. `f` is a function, not a closure, so that the compiler inlines it into each row's loop
+/// the others; rows in parallel. A fault in `f` (an index out of an array's bounds) is the
+/// returned error, and a panic its message, with its source line. `f` is a function, not a closure, so that the compiler inlines it into each row's loop
 /// however large the stencil (it takes the values a closure would capture as `args`).
 ///
 /// `f` must be safe to call at every interior point: the caller guarantees it.
@@ -21,7 +21,7 @@ pub fn rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync + Copy>
     f: F,
     out: &mut [T],
     border: Option<T>,
-) -> Result<(), String> {
+) -> Result<(), KernelFault> {
     let m = g.shape[2];
     if out.is_empty() || m == 0 {
         return Ok(());
@@ -42,10 +42,15 @@ pub fn rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync + Copy>
         })
 }
 
-/// Runs `work`, a panic in it becoming its message.
-fn guarded(work: impl FnOnce()) -> Result<(), String> {
+/// Runs `work`, a fault in it its error, a panic its message.
+fn guarded(work: impl FnOnce()) -> Result<(), KernelFault> {
     let _panics = KernelPanics::begin();
-    catch_unwind(AssertUnwindSafe(work)).map_err(describe_panic)
+    catch_unwind(AssertUnwindSafe(work)).map_err(|payload| {
+        match payload.downcast::<KernelFault>() {
+            Ok(fault) => *fault,
+            Err(payload) => KernelFault::Message(describe_panic(payload)),
+        }
+    })
 }
 
 crate::cpu::exec::wide_variants!(
@@ -150,8 +155,10 @@ mod tests {
             |_, _| -> u8 { panic!("no value here") },
             &mut out,
             None,
-        )
-        .unwrap_err();
-        assert!(err.contains("no value here"), "{err}");
+        );
+        assert!(
+            matches!(&err, Err(KernelFault::Message(m)) if m.contains("no value here")),
+            "{err:?}"
+        );
     }
 }
