@@ -1,5 +1,7 @@
 //! smooth: the 3×3 mean stencil (sum widened to `i32`, floor division by 9 as Python's `// 9`)
-//! over a 10000 × 10000 `i8` image, one thread per pixel on `(16, 16)` blocks, as the `cuda.grid(2)` original.
+//! over a 10000 × 10000 `i8` image, one thread per pixel on `(16, 16)` blocks, as the `cuda.grid(2)` original;
+//! then the same stencil written as Numba's `@stencil` writes it, a `#[stencil]`
+//! (`gpu_kernels::smooth_stencil`), which maps threads to pixels itself.
 //!
 //! The input is a checkerboard of eight squares a side with pseudo-random noise; `--png`
 //! writes it and the smoothed output as `smooth_in.png` and `smooth_out.png` (grayscale, the
@@ -12,7 +14,7 @@
 mod common;
 
 use common::{report, Result};
-use gpu_kernels::smooth;
+use gpu_kernels::{smooth, smooth_stencil};
 use kernel_runtime::prelude::*;
 use kernel_suite::{cli::Args, reference};
 use ndarray::Array2;
@@ -73,6 +75,25 @@ fn run(args: Args) -> Result {
     report(
         "check",
         "OK, bit-identical to the plain-Rust reference".to_string(),
+    );
+
+    // The `#[stencil]` form, into a fresh output.
+    let mut out = dev.zeros_like::<i8, _, _>(&dx)?;
+    let timing = common::measure(args.reps, 3, || {
+        let ((), t) = common::time(|| {
+            smooth_stencil.apply(&dx, &mut out)?;
+            Ok(dev.synchronize()?)
+        })?;
+        Ok(t)
+    })?;
+    let per_pixel = timing.median().as_secs_f64() * 1e9 / (n * n) as f64;
+    let same = out.to_host()? == y;
+    if !same {
+        common::mismatch(NAME, "the #[stencil] form differs from the kernel's output");
+    }
+    report(
+        "#[stencil]",
+        timing.describe(&format!("{per_pixel:.2} ns per pixel, the same image")),
     );
 
     if args.png {
