@@ -1,5 +1,5 @@
 //! What `#[stencil]` functions run on: an array's shape and a neighbourhood's reach
-//! ([`Geometry`]), and the GPU's walk over tiles of outputs ([`tile`], [`gpu_walk`]).
+//! ([`Geometry`]), and the GPU's walk over tiles of outputs ([`tile`], `gpu_walk`).
 //!
 //! A stencil's output at a point is its function of the neighbourhood there, for every point
 //! whose whole neighbourhood lies in the array: its *interior*. The other points, the border,
@@ -276,7 +276,7 @@ fn unrolled<const N: usize>(mut f: impl FnMut(usize)) {
 
 /// The grid of a GPU launch of a stencil over `g` with tiles of `S × K`: blocks of
 /// [`BLOCK_THREADS`] threads along the rows, a tile each; planes and strips past the grid's
-/// limit of 65535 are walked by [`gpu_walk`].
+/// limit of 65535 are walked by `gpu_walk`.
 pub const fn gpu_blocks<const S: usize, const K: usize>(g: &Geometry) -> [usize; 3] {
     let cols = g.shape[2].div_ceil(K);
     let strips = g.shape[1].div_ceil(S);
