@@ -13,8 +13,8 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use gpu_kernels::{
-    add, add_vectorized, gaussian5x5, integrate2d_shared, matmul_tiled, smooth, smooth_stencil,
-    GAUSS5, INTEGRATE_TPB, TPB,
+    add, add_vectorized, gaussian5x5, integrate2d_shared, laplace3d, matmul_tiled, smooth,
+    smooth_stencil, GAUSS5, INTEGRATE_TPB, TPB,
 };
 use kernel_runtime::prelude::*;
 use kernel_suite::reference::{self, SplitMix64};
@@ -24,6 +24,8 @@ use std::time::Duration;
 
 const ADD_N: usize = 10_000_000;
 const SMOOTH_N: usize = 10_000;
+/// The Laplacian's grid: 256³ `f32`, 64 MiB.
+const LAPLACE_N: usize = 256;
 const INTEGRATE_N: usize = 2048;
 const MATMUL_N: usize = 512;
 const SORT_N: usize = 1 << 22;
@@ -240,6 +242,60 @@ fn bench_smooth(c: &mut Criterion) {
     });
     g.bench_function("rayon", |bch| {
         bch.iter(|| smooth_rayon(black_box(&x), &mut hout, n, n))
+    });
+    g.finish();
+}
+
+/// The 7-point Laplacian of an `n³` grid in C order, in parallel over the interior planes; the
+/// border is left as it is.
+fn laplace_rayon(u: &[f32], out: &mut [f32], n: usize) {
+    if n < 3 {
+        return;
+    }
+    let plane = n * n;
+    out[plane..(n - 1) * plane]
+        .par_chunks_mut(plane)
+        .enumerate()
+        .for_each(|(z, slab)| {
+            let c = (z + 1) * plane;
+            for y in 1..n - 1 {
+                let row = c + y * n;
+                for x in 1..n - 1 {
+                    let i = row + x;
+                    slab[y * n + x] =
+                        u[i - plane] + u[i + plane] + u[i - n] + u[i + n] + u[i - 1] + u[i + 1]
+                            - 6.0 * u[i];
+                }
+            }
+        });
+}
+
+/// The 7-point Laplacian, a 3-D `#[stencil]`, against rayon.
+fn bench_laplace(c: &mut Criterion) {
+    let dev = Device::cpu();
+    let n = LAPLACE_N;
+    let u: Vec<f32> = (0..n * n * n).map(|i| (i % 13) as f32).collect();
+    let du = dev
+        .to_device(&ndarray::Array3::from_shape_vec((n, n, n), u.clone()).unwrap())
+        .unwrap();
+    let mut dout = dev.zeros_like::<f32, _, _>(&du).unwrap();
+    let mut hout = vec![0f32; n * n * n];
+    laplace3d.apply(&du, &mut dout).unwrap();
+    laplace_rayon(&u, &mut hout, n);
+    assert!(
+        dout.to_vec().unwrap() == hout,
+        "laplace3d: the stencil and rayon disagree"
+    );
+    let mut g = c.benchmark_group("laplace3d");
+    g.throughput(Throughput::Elements((n * n * n) as u64));
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    g.bench_function("stencil", |bch| {
+        bch.iter(|| laplace3d.apply(&du, &mut dout).unwrap())
+    });
+    g.bench_function("rayon", |bch| {
+        bch.iter(|| laplace_rayon(black_box(&u), &mut hout, n))
     });
     g.finish();
 }
@@ -652,6 +708,7 @@ criterion_group!(
     bench_add,
     bench_smooth,
     bench_gaussian,
+    bench_laplace,
     bench_integrate2d,
     bench_matmul,
     bench_quicksort

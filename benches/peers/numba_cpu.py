@@ -5,7 +5,8 @@ Two peers, written from the programs' descriptions:
 
 - `numba.njit(parallel=True)` at the sizes of the Rust benchmarks: add-list over 10^7 float32, the
   3x3 mean stencil (`@numba.stencil`) on a 10000 x 10000 int8 image, the 5x5 Gaussian blur
-  (`@numba.stencil` with loops and a neighborhood) on a 10000 x 10000 uint8 image, integrate2d with n = 2048,
+  (`@numba.stencil` with loops and a neighborhood) on a 10000 x 10000 uint8 image, the 7-point
+  Laplacian (`@numba.stencil`) on a 256^3 float32 grid, integrate2d with n = 2048,
   matmul 512 x 512 float32 (a `prange` over rows), quicksort of 2^22 uint32 (`np.sort` in `njit`:
   Numba has no parallel sort);
 - Numba's CUDA simulator (`NUMBA_ENABLE_CUDASIM=1`), which runs `cuda.jit` kernels thread by
@@ -40,7 +41,7 @@ except ImportError as e:  # numba (and numpy, its dependency) are optional here
 
 from peer_common import matmul_inputs, smooth_input, smooth_reference, wall_ms
 
-PROGRAMS = ("add", "smooth", "gaussian", "integrate2d", "matmul", "quicksort")
+PROGRAMS = ("add", "smooth", "gaussian", "laplace3d", "integrate2d", "matmul", "quicksort")
 
 def report(peer, program, size, elements, ms):
     line = {"peer": peer, "program": program, "size": size, "elements": elements, "ms": ms}
@@ -128,6 +129,27 @@ def gaussian_njit(a):
     return gauss5x5(a)
 
 
+@numba.stencil
+def laplace7(u):
+    return u[-1, 0, 0] + u[1, 0, 0] + u[0, -1, 0] + u[0, 1, 0] + u[0, 0, -1] + u[0, 0, 1] - 6.0 * u[0, 0, 0]
+
+
+@numba.njit(parallel=True)
+def laplace_njit(u):
+    return laplace7(u)
+
+
+def laplace_reference(u):
+    """The Laplacian with numpy, the border zero."""
+    out = np.zeros_like(u)
+    c = u[1:-1, 1:-1, 1:-1]
+    out[1:-1, 1:-1, 1:-1] = (
+        u[:-2, 1:-1, 1:-1] + u[2:, 1:-1, 1:-1] + u[1:-1, :-2, 1:-1] + u[1:-1, 2:, 1:-1]
+        + u[1:-1, 1:-1, :-2] + u[1:-1, 1:-1, 2:] - np.float32(6.0) * c
+    )
+    return out
+
+
 def gaussian_reference(x):
     """The blur with numpy, the border zero."""
     n, m = x.shape
@@ -160,6 +182,11 @@ def njit_peers(only, reps):
         x = rng.integers(0, 256, size=(n, n), dtype=np.uint8)
         assert np.array_equal(gaussian_njit(x), gaussian_reference(x)), "gaussian: numba and numpy disagree"
         report(peer, "gaussian", "10000^2 u8", n * n, wall_ms(lambda: gaussian_njit(x), reps))
+    if "laplace3d" in only:
+        n = 256
+        u = (np.arange(n * n * n) % 13).astype(np.float32).reshape(n, n, n)
+        assert np.allclose(laplace_njit(u), laplace_reference(u)), "laplace3d: numba and numpy disagree"
+        report(peer, "laplace3d", "256^3 f32", n * n * n, wall_ms(lambda: laplace_njit(u), reps))
     if "integrate2d" in only:
         n = 2048
         v = integrate2d_njit(n)

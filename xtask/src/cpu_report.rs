@@ -86,6 +86,15 @@ pub const PROGRAMS: &[Program] = &[
         goals: &[Goal::Rayon(1.0), Goal::Numba(0.5)],
     },
     Program {
+        name: "Laplacian 7-point, `#[stencil]`",
+        peer: Some("laplace3d"),
+        group: "laplace3d",
+        function: "stencil",
+        size: "256^3 f32",
+        elements: 16_777_216.0,
+        goals: &[Goal::Rayon(1.0), Goal::Numba(0.5)],
+    },
+    Program {
         name: "integrate2d",
         peer: Some("integrate2d"),
         group: "integrate2d_shared",
