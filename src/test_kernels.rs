@@ -1176,3 +1176,12 @@ pub fn times_three_plus(x: &mut [u32], by: u32) {
         x[i] = x[i].wrapping_mul(3).wrapping_add(by);
     }
 }
+
+/// A stencil of every kind of parameter, in an order that mixes them: an input read at relative
+/// indices named as the generated code names the output, a value, an array indexed as usual,
+/// another relative input. Its PTX entry takes them in that order, then the output and the
+/// three axes.
+#[stencil(standard_indexing = (weights), cval = -1.0)]
+pub fn mixed_stencil(out: &Array2<f32>, g: f32, weights: &[f32], b: &Array2<f32>) -> f32 {
+    g * out[[0, 1]] + weights[0] * b[[-1, 0]]
+}

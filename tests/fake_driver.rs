@@ -24,9 +24,9 @@ use kernel_runtime::{
     Device, DeviceArray, DeviceArray1, DeviceKind, Error, Kernel, LaunchConfig, LaunchError,
 };
 use kernel_suite::test_kernels::{
-    axpy_generic, axpy_raw, convolve_taps, grid_rotate, haxpy, off_by_one, reverse_dynamic,
-    saxpy_params, scale3, shared_window_sums, sum_f64, times_three_plus, total_into_scalar, Affine,
-    LOOKUP, TAPS,
+    axpy_generic, axpy_raw, convolve_taps, grid_rotate, haxpy, mixed_stencil, off_by_one,
+    reverse_dynamic, saxpy_params, scale3, shared_window_sums, sum_f64, times_three_plus,
+    total_into_scalar, Affine, LOOKUP, TAPS,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -529,6 +529,28 @@ fn a_stencil_launches_tiles_over_its_array_with_the_three_axes() {
             let fresh = smooth_stencil.run(&img).unwrap();
             assert_eq!(fresh.shape(), [1000, 3000]);
             assert_eq!(log.launches("smooth_stencil").len(), 2);
+
+            // Each kind of parameter in its place: an input named `out` is not the output.
+            let a = gpu.zeros::<f32, _>((5, 7)).unwrap();
+            let b = gpu.zeros::<f32, _>((5, 7)).unwrap();
+            let w = gpu.zeros::<f32, _>(3).unwrap();
+            let mut res = gpu.zeros::<f32, _>((5, 7)).unwrap();
+            mixed_stencil.apply((&a, 0.5, &w, &b), &mut res).unwrap();
+            let launch = &log.launches("mixed_stencil")[0];
+            let addr = |x: u64| hex(x);
+            let want = format!(
+                "params={},{},{},{},{},{},{},{},{}",
+                addr(kernel_runtime::__rt::device_addr(&a)),
+                hex(0.5f32.to_bits() as u64),
+                addr(kernel_runtime::__rt::device_addr(&w)),
+                hex(3),
+                addr(kernel_runtime::__rt::device_addr(&b)),
+                addr(kernel_runtime::__rt::device_addr(&res)),
+                hex(1),
+                hex(5),
+                hex(7)
+            );
+            assert!(launch.ends_with(&want), "{launch} vs {want}");
         },
     );
 }

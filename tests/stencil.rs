@@ -277,6 +277,32 @@ fn an_array_indexed_as_usual_has_a_shape_of_its_own() {
 }
 
 #[test]
+fn every_kind_of_parameter_in_any_order() {
+    use kernel_suite::test_kernels::mixed_stencil;
+    let (n, m) = (6, 9);
+    let a = Array2::from_shape_fn((n, m), |(i, j)| (i * m + j) as f32);
+    let b = Array2::from_shape_fn((n, m), |(i, j)| (i as f32) * 0.5 - j as f32);
+    let w = [3.0f32, 0.0, 0.0];
+    let expect = Array2::from_shape_fn((n, m), |(i, j)| {
+        if i >= 1 && j + 1 < m {
+            0.5 * a[[i, j + 1]] + w[0] * b[[i - 1, j]]
+        } else {
+            -1.0
+        }
+    });
+    for dev in backends() {
+        let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+        let dw = dev.to_device(&w[..]).unwrap();
+        let got = mixed_stencil
+            .run((&da, 0.5, &dw, &db))
+            .unwrap()
+            .to_host()
+            .unwrap();
+        assert_eq!(got, expect, "{dev:?}");
+    }
+}
+
+#[test]
 fn arrays_of_other_shapes_or_devices_are_refused() {
     let dev = Device::cpu();
     let x = dev.to_device(&image(4, 5)).unwrap();
