@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::{report, Result};
+use common::{kernel_ms, median, report, Result};
 use gpu_kernels::{
     add, add_chunked, add_wide, empty3, gaussian5x5, integrate2d_shared, laplace3d, matmul_tiled,
     quicksort, smooth, smooth_stencil, smooth_strips, smooth_words, strips_blocks, words_blocks,
@@ -74,30 +74,6 @@ impl Line {
             self.check
         );
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let k = v.len();
-    if k % 2 == 1 {
-        v[k / 2]
-    } else {
-        (v[k / 2 - 1] + v[k / 2]) / 2.0
-    }
-}
-
-/// The median time between events around `f`, over `reps` runs after one warm-up.
-fn kernel_ms(dev: &Device, reps: usize, mut f: impl FnMut() -> Result) -> Result<f64> {
-    f()?;
-    dev.synchronize()?;
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = dev.event()?;
-        f()?;
-        let end = dev.event()?;
-        times.push(start.elapsed_ms(&end)? as f64);
-    }
-    Ok(median(times))
 }
 
 /// The median wall time of `f`, over `reps` runs after one warm-up.

@@ -272,7 +272,7 @@ fn run(args: Args) -> Result {
     ];
     for (tile, apply) in smooth {
         let mut out = dev.zeros::<i8, _>((n, n))?;
-        let ms = time(&dev, reps, || apply(&x, &mut out))?;
+        let ms = common::kernel_ms(&dev, reps, || Ok(apply(&x, &mut out)?))?;
         line(
             "smooth",
             tile,
@@ -298,7 +298,7 @@ fn run(args: Args) -> Result {
     ];
     for (tile, apply) in laplace {
         let mut out = dev.zeros::<f32, _>((n, n, n))?;
-        let ms = time(&dev, reps, || apply(&u, &mut out))?;
+        let ms = common::kernel_ms(&dev, reps, || Ok(apply(&u, &mut out)?))?;
         line(
             "laplace3d",
             tile,
@@ -308,25 +308,6 @@ fn run(args: Args) -> Result {
         );
     }
     Ok(())
-}
-
-/// The median time of `f` between events, over `reps` runs after a warm-up.
-fn time(
-    dev: &Device,
-    reps: usize,
-    mut f: impl FnMut() -> std::result::Result<(), kernel_runtime::Error>,
-) -> Result<f64> {
-    f()?;
-    dev.synchronize()?;
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = dev.event()?;
-        f()?;
-        let end = dev.event()?;
-        times.push(start.elapsed_ms(&end)? as f64);
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
 }
 
 /// One variant's figures, as a line and as JSON.

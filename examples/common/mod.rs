@@ -185,3 +185,29 @@ pub fn ms(d: Duration) -> String {
 pub fn report(label: &str, value: impl std::fmt::Display) {
     println!("{:<10} {value}", format!("{label}:"));
 }
+
+/// The median of `v`: its middle value, or the mean of its two middle ones.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let k = v.len();
+    if k % 2 == 1 {
+        v[k / 2]
+    } else {
+        (v[k / 2 - 1] + v[k / 2]) / 2.0
+    }
+}
+
+/// The median time in ms between events around `f` on `dev`, over `reps` runs after one
+/// warm-up.
+pub fn kernel_ms(dev: &Device, reps: usize, mut f: impl FnMut() -> Result) -> Result<f64> {
+    f()?;
+    dev.synchronize()?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = dev.event()?;
+        f()?;
+        let end = dev.event()?;
+        times.push(start.elapsed_ms(&end)? as f64);
+    }
+    Ok(median(times))
+}
