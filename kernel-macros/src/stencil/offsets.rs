@@ -3,8 +3,8 @@
 //! the one declared, which every constant index must lie in. An index computed at run time is
 //! checked against the declared neighbourhood where it is read; without one it is refused.
 
-use proc_macro2::{Literal, Span, TokenStream};
-use quote::{quote, quote_spanned};
+use proc_macro2::{Span, TokenStream};
+use quote::quote_spanned;
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{BinOp, Block, Expr, ExprIndex, UnOp};
@@ -109,8 +109,7 @@ impl Pass<'_> {
                     self.check(axis, v, part.span())?;
                     let (lo, hi) = &mut self.reach[axis];
                     (*lo, *hi) = ((*lo).min(v), (*hi).max(v));
-                    let abs = Literal::u64_unsuffixed(v.unsigned_abs());
-                    out.push(if v < 0 { quote!(-#abs) } else { quote!(#abs) });
+                    out.push(super::unroll::literal(v, ""));
                 }
                 None => {
                     computed = true;

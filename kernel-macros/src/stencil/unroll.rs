@@ -96,8 +96,8 @@ fn suffix_of(e: &Expr) -> Option<String> {
     }
 }
 
-/// The literal `v`, with the type suffix `suffix`.
-fn literal(v: i64, suffix: &str) -> TokenStream {
+/// The literal `v`, with the type suffix `suffix` (none where it is empty).
+pub fn literal(v: i64, suffix: &str) -> TokenStream {
     let abs: Literal = format!("{}{suffix}", v.unsigned_abs())
         .parse()
         .expect("digits and a type suffix make a literal");
