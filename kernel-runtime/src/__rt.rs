@@ -61,7 +61,7 @@ pub use crate::{
         body, launch, Instance, Kernel, KernelMeta, Sizing, NOT_IN_MODULE, NO_MODULE,
     },
     host::ptr::SyncPtr,
-    host::stencil::{geometry as stencil_geometry, gpu_config as stencil_config},
+    host::stencil::gpu_config as stencil_config,
     stencil::rows::rows as stencil_rows,
 };
 #[cfg(not(target_arch = "nvptx64"))]

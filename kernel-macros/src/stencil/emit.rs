@@ -450,7 +450,7 @@ impl Stencil {
         quote! {
             #[allow(clippy::too_many_arguments)]
             fn __launch(&self, #(#params,)* __out: &mut #rt::DeviceArray<#ret, ::kernel_runtime::ndarray::#ix>) -> ::core::result::Result<(), #rt::Error> {
-                let __g = #rt::stencil_geometry(__out.shape(), #below, #above);
+                let __g = #rt::StencilGeometry::padded(__out.shape(), #below, #above);
                 let __device = __out.device().clone();
                 if #rt::on_gpu(&__device) {
                     let __config = #rt::stencil_config::<#rows, #cols>(Self::NAME, &__g)?;

@@ -1,5 +1,4 @@
-//! What a `#[stencil]` function's call takes from the host API: its arrays' shapes checked
-//! against the output's, and its GPU launch's shape.
+//! What a `#[stencil]` function's call takes from the host API: its GPU launch's shape.
 
 use super::error::Error;
 use super::launch::LaunchConfig;
@@ -18,16 +17,4 @@ pub fn gpu_config<const S: usize, const K: usize>(
             reason,
         }
     })
-}
-
-/// `shape` (of rank 1 to 3) as the three axes of a [`Geometry`], with the reach `below` and
-/// `above` of the stencil padded the same way.
-pub fn geometry(shape: &[usize], below: [usize; 3], above: [usize; 3]) -> Geometry {
-    let mut padded = [1; 3];
-    padded[3 - shape.len()..].copy_from_slice(shape);
-    Geometry {
-        shape: padded,
-        below,
-        above,
-    }
 }

@@ -53,16 +53,25 @@ impl Geometry {
     /// `reach`.
     #[inline(always)]
     pub fn new<const R: usize>(shape: [usize; R], reach: Reach<R>) -> Geometry {
-        let mut g = Geometry {
-            shape: [1; 3],
-            below: [0; 3],
-            above: [0; 3],
+        let pad = |v: [usize; R]| {
+            let mut out = [0; 3];
+            out[3 - R..].copy_from_slice(&v);
+            out
         };
-        let first = 3 - R;
-        g.shape[first..].copy_from_slice(&shape);
-        g.below[first..].copy_from_slice(&reach.below);
-        g.above[first..].copy_from_slice(&reach.above);
-        g
+        Geometry::padded(&shape, pad(reach.below), pad(reach.above))
+    }
+
+    /// The geometry of an array of `shape` (of rank 1 to 3), given the reach `below` and
+    /// `above` already on three axes: how a stencil's launch makes it of its output's shape.
+    #[inline(always)]
+    pub fn padded(shape: &[usize], below: [usize; 3], above: [usize; 3]) -> Geometry {
+        let mut padded = [1; 3];
+        padded[3 - shape.len()..].copy_from_slice(shape);
+        Geometry {
+            shape: padded,
+            below,
+            above,
+        }
     }
 
     /// The number of elements.
