@@ -26,19 +26,26 @@ pub fn rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync + Copy>
     if out.is_empty() || m == 0 {
         return Ok(());
     }
-    out.par_chunks_mut(m)
+    if m > CHUNK {
+        // Long rows: each in segments of its own.
+        return out.par_chunks_mut(m).enumerate().try_for_each(|(r, row)| {
+            row.par_chunks_mut(CHUNK)
+                .enumerate()
+                .try_for_each(|(c, seg)| {
+                    guarded(|| segment_wide(g, r, c * CHUNK, seg, args, f, border))
+                })
+        });
+    }
+    // Short rows: as many to a task as make a segment's worth, their faults caught once.
+    let per_task = CHUNK / m;
+    out.par_chunks_mut(m * per_task)
         .enumerate()
-        .with_min_len((CHUNK / m).max(1))
-        .try_for_each(|(r, row)| {
-            if m <= CHUNK {
-                guarded(|| segment_wide(g, r, 0, row, args, f, border))
-            } else {
-                row.par_chunks_mut(CHUNK)
-                    .enumerate()
-                    .try_for_each(|(c, seg)| {
-                        guarded(|| segment_wide(g, r, c * CHUNK, seg, args, f, border))
-                    })
-            }
+        .try_for_each(|(t, rows)| {
+            guarded(|| {
+                for (k, row) in rows.chunks_mut(m).enumerate() {
+                    segment_wide(g, t * per_task + k, 0, row, args, f, border);
+                }
+            })
         })
 }
 
