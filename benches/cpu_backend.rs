@@ -655,8 +655,22 @@ fn saxpy_step_by(a: f32, x: &[f32], y: &mut [f32]) {
     }
 }
 
+/// saxpy on a 2-D array as a 2-D grid-stride nest, rows outer.
+#[kernel]
+fn saxpy_grid_stride_2d(a: f32, x: &Array2<f32>, y: &mut Array2<f32>) {
+    let (x0, y0) = grid(2);
+    let (sx, sy) = gridsize(2);
+    let (h, w) = y.dim();
+    for r in (y0..h).step_by(sy) {
+        for c in (x0..w).step_by(sx) {
+            y[[r, c]] += a * x[[r, c]];
+        }
+    }
+}
+
 /// The grid-stride loop, the most common CUDA idiom, against the same saxpy one element per
-/// thread and a rayon loop: 10⁷ f32, 256 blocks of 256 threads.
+/// thread and a rayon loop: 10⁷ f32, 256 blocks of 256 threads; and the 2-D nest on 10⁷ f32 as
+/// 2500 rows of 4000, 16 × 16 blocks of 16 × 16 threads.
 fn bench_grid_stride(c: &mut Criterion) {
     let dev = Device::cpu();
     let x: Vec<f32> = (0..ADD_N).map(|i| (i % 97) as f32).collect();
@@ -682,6 +696,21 @@ fn bench_grid_stride(c: &mut Criterion) {
     });
     g.bench_function("kernel_step_by", |bch| {
         bch.iter(|| saxpy_step_by.launch(256, 256, (2.0, &dx, &mut dy)).unwrap())
+    });
+    let x2 = ndarray::Array2::from_shape_vec((2500, ADD_N / 2500), x.clone()).unwrap();
+    let dx2 = dev.to_device(&x2).unwrap();
+    let mut dy2 = dev.zeros::<f32, _>(x2.dim()).unwrap();
+    saxpy_grid_stride_2d
+        .launch((16, 16), (16, 16), (2.0, &dx2, &mut dy2))
+        .unwrap();
+    let flat: Vec<f32> = dy2.to_host().unwrap().into_iter().collect();
+    assert_eq!(flat, hy, "saxpy 2-D: kernel and rayon disagree");
+    g.bench_function("kernel_2d", |bch| {
+        bch.iter(|| {
+            saxpy_grid_stride_2d
+                .launch((16, 16), (16, 16), (2.0, &dx2, &mut dy2))
+                .unwrap()
+        })
     });
     g.bench_function("per_thread", |bch| {
         bch.iter(|| {

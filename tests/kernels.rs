@@ -1122,6 +1122,115 @@ mod strided {
             out[i] = x[i] + 1.0;
         }
     }
+
+    /// A 2-D grid-stride nest, rows outer, bounded by the input (the output may be smaller).
+    #[kernel]
+    pub fn scale_rows(a: &Array2<f32>, out: &mut Array2<f32>) {
+        let (x0, y0) = grid(2);
+        let (sx, sy) = gridsize(2);
+        let (h, w) = a.dim();
+        for y in (y0..h).step_by(sy) {
+            let shift = y as f32;
+            for x in (x0..w).step_by(sx) {
+                out[[y, x]] = a[[y, x]] * 2.0 + shift;
+            }
+        }
+    }
+
+    /// The same in Numba's order, as `while` loops: the outer loop along x over the first axis.
+    #[kernel]
+    pub fn scale_numba_order(a: &Array2<f32>, out: &mut Array2<f32>) {
+        let (x, y) = grid(2);
+        let (gx, gy) = gridsize(2);
+        let mut i = x;
+        while i < a.dim().0 {
+            let mut j = y;
+            while j < a.dim().1 {
+                out[[i, j]] = a[[i, j]] * 2.0 + i as f32;
+                j += gy;
+            }
+            i += gx;
+        }
+    }
+
+    /// A nest whose inner bound follows the outer index: the lower triangle, diagonal included.
+    #[kernel]
+    pub fn lower_triangle(out: &mut Array2<u32>) {
+        for y in (grid(2).1..out.dim().0).step_by(gridsize(2).1) {
+            for x in (grid(2).0..(y + 1).min(out.dim().1)).step_by(gridsize(2).0) {
+                out[[y, x]] += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn two_axis_grid_stride_nests_run_once_per_index_and_name_the_thread_of_a_fault() {
+    for dev in backends() {
+        let (h, w) = (37, 301);
+        let a = Array2::from_shape_fn((h, w), |(y, x)| (y * w + x) as f32);
+        let da = dev.to_device(&a).unwrap();
+        let want = Array2::from_shape_fn((h, w), |(y, x)| a[[y, x]] * 2.0 + y as f32);
+        let triangle = Array2::from_shape_fn((h, w), |(y, x)| u32::from(x <= y));
+        // Grids smaller and larger than the array along each axis; one extends along z, whose
+        // threads all walk the array (the same values again: a race checked mode reports).
+        let mut shapes = vec![
+            ((2, 3, 1), (32, 4, 1)),
+            ((20, 20, 1), (16, 2, 1)),
+            ((1, 1, 1), (1, 1, 1)),
+            ((1, 50, 1), (64, 1, 1)),
+        ];
+        if dev.kind() != DeviceKind::CpuChecked {
+            shapes.push(((2, 2, 2), (8, 4, 1)));
+        }
+        for (blocks, threads) in shapes {
+            let at = format!("{:?} {blocks:?} {threads:?}", dev.kind());
+            let mut out = dev.zeros::<f32, _>((h, w)).unwrap();
+            strided::scale_rows
+                .launch(blocks, threads, (&da, &mut out))
+                .unwrap();
+            assert_eq!(out.to_host().unwrap(), want, "{at}");
+            let mut out = dev.zeros::<f32, _>((h, w)).unwrap();
+            strided::scale_numba_order
+                .launch((blocks.1, blocks.0, 1), (threads.1, threads.0, 1), (&da, &mut out))
+                .unwrap();
+            let numba = Array2::from_shape_fn((h, w), |(i, j)| a[[i, j]] * 2.0 + i as f32);
+            assert_eq!(out.to_host().unwrap(), numba, "{at}");
+            if blocks.2 == 1 {
+                let mut out = dev.zeros::<u32, _>((h, w)).unwrap();
+                strided::lower_triangle
+                    .launch(blocks, threads, &mut out)
+                    .unwrap();
+                assert_eq!(out.to_host().unwrap(), triangle, "{at}");
+            }
+        }
+        if dev.kind() != DeviceKind::Cpu {
+            continue;
+        }
+        // Rows from 30 on are past `out`: the fault names the thread of 2 x 3 blocks of
+        // 32 x 4 that has the first failing index its core reached, (x % 64, y % 12).
+        let mut short = dev.zeros::<f32, _>((30, w)).unwrap();
+        let err = strided::scale_rows
+            .launch((2, 3), (32, 4), (&da, &mut short))
+            .unwrap_err()
+            .to_string();
+        let numbers_after = |what: &str| -> Vec<usize> {
+            let at = err.find(what).unwrap_or_else(|| panic!("{what:?} in {err}")) + what.len();
+            err[at..]
+                .split([')', ']'])
+                .next()
+                .unwrap()
+                .split(", ")
+                .map(|n| n.trim().parse().unwrap())
+                .collect()
+        };
+        let index = numbers_after("index [");
+        let (block, thread) = (numbers_after("(block ("), numbers_after("thread ("));
+        let (y, x) = (index[0], index[1]);
+        assert!(y >= 30 && x < w, "{err}");
+        assert_eq!(block[..2], [x % 64 / 32, y % 12 / 4], "{err}");
+        assert_eq!(thread[..2], [x % 32, y % 4], "{err}");
+    }
 }
 
 #[test]

@@ -35,7 +35,8 @@ pub use crate::warp::{lane_id, shfl_down_sync};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::{
     cpu::bodies::{
-        Blocks, Cooperative, Coroutines, FastRun, Grid, Split, SplitCooperative, Strided, WholeRow,
+        Blocks, Cooperative, Coroutines, FastRun, Grid, Split, SplitCooperative, Strided, Strided2,
+        WholeRow,
     },
     cpu::elementwise::{elementwise, SharedPtr},
     cpu::exec::{all_exited, BlockRun},

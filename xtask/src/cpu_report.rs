@@ -130,6 +130,15 @@ pub const PROGRAMS: &[Program] = &[
         elements: 1e7,
         goals: &[Goal::Rayon(1.2)],
     },
+    Program {
+        name: "grid-stride saxpy, 2-D nest",
+        peer: None,
+        group: "grid_stride",
+        function: "kernel_2d",
+        size: "2500 × 4000 f32, 16² × 16² threads",
+        elements: 1e7,
+        goals: &[Goal::Rayon(1.2)],
+    },
 ];
 
 /// A peer's time for a program, from a line of `benches/peers/numba_cpu.py`.

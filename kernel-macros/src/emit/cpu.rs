@@ -29,8 +29,8 @@ pub struct CpuPlan {
     /// access of the guarded statement (see `split::proof`): elsewhere it keeps its tests, for
     /// what they tell the optimiser (`1 <= j`, `j + 1 < m`) about the indices they guard.
     pub guard: Option<Guard>,
-    /// The grid-stride loop of a grid-level body, where it is one: the CPU backend runs its
-    /// body once per index instead (`__rt::Strided`).
+    /// The grid-stride loop (or 2-D nest) of a grid-level body, where it is one: the CPU
+    /// backend runs its body once per index instead (`__rt::Strided`, `__rt::Strided2`).
     pub stride: Option<Stride>,
     /// Whether a split body is compiled a second time for AVX-512 CPUs: only where no atomic
     /// operation orders its threads' work (tiles, reductions), which is where wide vectors pay
@@ -109,7 +109,13 @@ impl CpuPlan {
             }
             (None, false) if self.grid_level => match (&self.guard, &self.stride) {
                 (Some(_), _) => quote!(#rt::Grid(#fast, __span)),
-                (None, Some(_)) => quote!(#rt::Strided(#fast, __index, __bound)),
+                (None, Some(s)) => match &s.inner {
+                    None => quote!(#rt::Strided(#fast, __index, __bound)),
+                    Some(_) => {
+                        let outer_y = s.outer.axis == stride::Axis::Y;
+                        quote!(#rt::Strided2(#fast, __index, __bound, __inner_bound, #outer_y))
+                    }
+                },
                 (None, None) => quote!(#rt::Grid(#fast, #rt::WholeRow)),
             },
             (None, false) => quote!(#rt::Blocks(#fast)),
@@ -163,15 +169,22 @@ pub fn bodies(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     );
     let stride = plan.stride.as_ref().map(|s| {
         let (index, bound) = (stride::index_body(s), stride::bound_body(s));
+        let inner = s.inner.as_ref().map(|_| quote!(__inner: usize));
         let index = body_closure(
             quote!(__index),
-            quote!(|__kctx: __rt::Ctx, #views, __index: usize| { #prelude #index }),
+            quote!(|__kctx: __rt::Ctx, #views, __index: usize, #inner| { #prelude #index }),
         );
         let bound = body_closure(
             quote!(__bound),
             quote!(|__kctx: __rt::Ctx, #views| -> usize { #prelude #bound }),
         );
-        quote!(#index #bound)
+        let inner_bound = stride::inner_bound_body(s).map(|b| {
+            body_closure(
+                quote!(__inner_bound),
+                quote!(|__kctx: __rt::Ctx, #views, __index: usize| -> usize { #prelude #b }),
+            )
+        });
+        quote!(#index #bound #inner_bound)
     });
     quote!(#fast #span #stride)
 }

@@ -9,6 +9,7 @@
 //! | --- | --- | --- |
 //! | [`Grid`] | `fn(ctx, views, inside)`, with its guard's `fn(ctx, views, row) -> Span` | rows along x (`rows`) |
 //! | [`Strided`] | as [`Grid`], with its grid-stride loop's `fn(ctx, views, i)` and bound | once per index, in order (`strided`) |
+//! | [`Strided2`] | as [`Strided`], for a 2-D nest: `fn(ctx, views, o, i)` and both bounds | once per pair, row by row (`strided`) |
 //! | [`Blocks`] | `fn(ctx, views, false)` | thread loops, block by block |
 //! | [`Coroutines`] | `fn(ctx, views, false)` | coroutines meeting at barriers and collectives (`fibers`) |
 //! | [`Split`] | `fn(&BlockRun, views)` | a block at a time, its thread loops its own |
@@ -136,6 +137,39 @@ where
             return rows::run_grid(spec, views, self.0, |_, _, row| row);
         }
         strided::run::<S::Views<'_, CHECK>, _, _>(spec, views, self.1, self.2)
+    }
+}
+
+/// A grid-level kernel whose body is a 2-D grid-stride nest (see `strided`): the body
+/// `(ctx, views, inside)` of a thread, as [`Grid`]'s; the nest's body `(ctx, views, o, i)` of
+/// one pair of indices, outer and inner; the outer loop's bound `(ctx, views) -> n`; the inner
+/// loop's `(ctx, views, o) -> m`; and whether the outer loop walks the grid's y (else its x). A
+/// launch that extends along z (whose threads share grid-level indices) runs the thread body as
+/// [`Grid`] does.
+#[derive(Clone, Copy, Debug)]
+pub struct Strided2<F, I, B, C>(pub F, pub I, pub B, pub C, pub bool);
+
+impl<S, F, I, B, C, const CHECK: bool> FastRun<S, CHECK> for Strided2<F, I, B, C>
+where
+    S: ViewTypes,
+    F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+    I: for<'v> Fn(Ctx, S::Views<'v, CHECK>, usize, usize) + Copy + Sync,
+    B: for<'v> Fn(Ctx, S::Views<'v, CHECK>) -> usize + Sync,
+    C: for<'v> Fn(Ctx, S::Views<'v, CHECK>, usize) -> usize + Copy + Sync,
+{
+    const MEET: bool = false;
+
+    fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
+        if spec.grid.z * spec.block.z != 1 {
+            return rows::run_grid(spec, views, self.0, |_, _, row| row);
+        }
+        let nest = strided::Nest {
+            index: self.1,
+            bound: self.2,
+            inner: self.3,
+            outer_y: self.4,
+        };
+        strided::run_nest::<S::Views<'_, CHECK>, _, _, _>(spec, views, nest)
     }
 }
 

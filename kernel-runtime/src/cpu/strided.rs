@@ -1,6 +1,8 @@
 //! Grid-stride loops on the CPU backend: a 1-D grid-level kernel whose body is
 //! `let mut i = grid(1); while i < n { ..; i += gridsize(1); }` runs its loop's body once per
-//! index below `n`, in index order, the indices split over the cores.
+//! index below `n`, in index order, the indices split over the cores; a 2-D nest of such loops
+//! (`for y in (y0..h).step_by(sy) { for x in (x0..w).step_by(sx) { .. } }`) runs its body once
+//! per pair of indices, row after row, the rows split over the cores.
 //!
 //! On a GPU the grid's threads walk the array together, a grid's stride apart, each step of
 //! the grid one contiguous sweep. Thread by thread, as the CPU runs them, each would walk the
@@ -8,7 +10,7 @@
 //! The `#[kernel]` macro recognises the loop (see its `split::stride`) and gives its body of one
 //! index; the threads between them visit each index once, so running the indices in order does
 //! what they do. A fault is replayed index by index with the thread that would have run it,
-//! `i % gridsize(1)`, as the current one, and named so.
+//! `i % gridsize(1)` (along each axis of a nest), as the current one, and named so.
 
 use super::exec::{run_tasks, untracked_then_replay, wide_variants};
 use super::fault::{self, KernelFault};
@@ -42,15 +44,7 @@ where
     B: Fn(Ctx, V) -> usize,
 {
     let common = views.shapes(true).common();
-    let state = block_state(spec, 0, std::ptr::null_mut());
-    let base = ctx_of(&state, Dim3::ZERO);
-    tls::BLOCK.with(|c| c.set(state));
-    tls::set_thread(Dim3::ZERO);
-    let n = catch_unwind(AssertUnwindSafe(|| bound(base, views)));
-    tls::set_thread(tls::UNKNOWN_THREAD);
-    tls::BLOCK.with(|c| c.set(BlockState::NONE));
-    let n = n.map_err(fault::describe)?;
-    let threads = spec.grid.x as u64 * spec.block.x as u64;
+    let n = as_thread_zero(spec, |base| bound(base, views))?;
     run_tasks(spec, n as u64, 1, TASK_INDICES, &|range, shared, _| {
         let base = ctx_of(&block_state(spec, 0, shared), Dim3::ZERO);
         untracked_then_replay(
@@ -69,32 +63,49 @@ where
                     index(base, views, i);
                 }
             },
-            &mut || replay(spec, range.clone(), threads, views, index),
+            &mut || replay(spec, range.clone(), views, index),
         )
     })
 }
 
+/// `f` of the context of the launch's first thread, as that thread: a bound, which every
+/// thread computes alike; its fault, named so.
+fn as_thread_zero<T>(spec: &LaunchSpec, f: impl FnOnce(Ctx) -> T) -> Result<T, KernelFault> {
+    let state = block_state(spec, 0, std::ptr::null_mut());
+    tls::BLOCK.with(|c| c.set(state));
+    tls::set_thread(Dim3::ZERO);
+    let value = catch_unwind(AssertUnwindSafe(|| f(ctx_of(&state, Dim3::ZERO))));
+    tls::set_thread(tls::UNKNOWN_THREAD);
+    tls::BLOCK.with(|c| c.set(BlockState::NONE));
+    value.map_err(fault::describe)
+}
+
 /// The indices `range` again, each with the thread that would have run it as the current one:
 /// a fault then names it.
-fn replay<V: Copy, I: Fn(Ctx, V, usize)>(
-    spec: &LaunchSpec,
-    range: Range<u64>,
-    threads: u64,
-    views: V,
-    index: I,
-) {
-    let width = spec.block.x.max(1) as u64;
+fn replay<V: Copy, I: Fn(Ctx, V, usize)>(spec: &LaunchSpec, range: Range<u64>, views: V, index: I) {
     for i in range {
-        let t = i % threads.max(1);
-        let state = BlockState {
-            block: Dim3::new((t / width) as u32, 0, 0),
-            ..block_state(spec, 0, std::ptr::null_mut())
-        };
-        let thread = Dim3::new((t % width) as u32, 0, 0);
-        tls::BLOCK.with(|c| c.set(state));
-        tls::set_thread(thread);
-        index(ctx_of(&state, thread), views, i as usize);
+        index(become_thread_of(spec, i as usize, 0), views, i as usize);
     }
+}
+
+/// Makes the thread that visits the grid indices `(x, y)` in a grid-stride loop the current
+/// one; its context.
+fn become_thread_of(spec: &LaunchSpec, x: usize, y: usize) -> Ctx {
+    let (grid, width) = (spec.grid, spec.block);
+    let along = |i: usize, blocks: u32, width: u32| {
+        let t = i % (blocks as usize * width as usize).max(1);
+        let width = width.max(1) as usize;
+        ((t / width) as u32, (t % width) as u32)
+    };
+    let ((bx, tx), (by, ty)) = (along(x, grid.x, width.x), along(y, grid.y, width.y));
+    let state = BlockState {
+        block: Dim3::new(bx, by, 0),
+        ..block_state(spec, 0, std::ptr::null_mut())
+    };
+    let thread = Dim3::new(tx, ty, 0);
+    tls::BLOCK.with(|c| c.set(state));
+    tls::set_thread(thread);
+    ctx_of(&state, thread)
 }
 
 wide_variants!(
@@ -117,5 +128,95 @@ fn index_loop<V: LaunchViews, I: Fn(Ctx, V, usize) + Copy>(
     for i in range.start..range.end.min(length) {
         // SAFETY: `common` holds the views' shapes (`run` found them).
         index(ctx, unsafe { views.fast::<true>(&common) }, i);
+    }
+}
+
+/// A 2-D grid-stride nest: the body `(ctx, views, outer, inner)` of one pair of indices, the
+/// outer loop's bound `(ctx, views) -> n` and the inner's for an outer index
+/// `(ctx, views, outer) -> m`; whether the outer loop walks the grid's y (else its x).
+pub(crate) struct Nest<I, B, C> {
+    pub index: I,
+    pub bound: B,
+    pub inner: C,
+    pub outer_y: bool,
+}
+
+/// Runs `nest.index(ctx, views, o, i)` for every `o` below `nest.bound` and `i` below
+/// `nest.inner` of `o`, as the threads of a 2-D launch of `spec` would between them: rows of
+/// the outer index split over the cores, each row's inner indices in order.
+pub(crate) fn run_nest<V, I, B, C>(
+    spec: &LaunchSpec,
+    views: V,
+    nest: Nest<I, B, C>,
+) -> Result<(), KernelFault>
+where
+    V: LaunchViews,
+    I: Fn(Ctx, V, usize, usize) + Copy + Sync,
+    B: Fn(Ctx, V) -> usize,
+    C: Fn(Ctx, V, usize) -> usize + Copy + Sync,
+{
+    let Nest { index, inner, .. } = nest;
+    let common = views.shapes(true).common();
+    let n = as_thread_zero(spec, |base| (nest.bound)(base, views))?;
+    let width = match n {
+        0 => 0,
+        _ => as_thread_zero(spec, |base| inner(base, views, 0))?,
+    };
+    run_tasks(
+        spec,
+        n as u64,
+        width.max(1) as u64,
+        TASK_INDICES,
+        &|range, shared, _| {
+            let base = ctx_of(&block_state(spec, 0, shared), Dim3::ZERO);
+            let rows = range.start as usize..range.end as usize;
+            untracked_then_replay(
+                &mut || match common {
+                    Some(common) => {
+                        run_rows::<V, I, C>(base, rows.clone(), views, common, index, inner)
+                    }
+                    None => {
+                        for o in rows.clone() {
+                            for i in 0..inner(base, views, o) {
+                                index(base, views, o, i);
+                            }
+                        }
+                    }
+                },
+                &mut || {
+                    for o in rows.clone() {
+                        for i in 0..inner(base, views, o) {
+                            let (x, y) = if nest.outer_y { (i, o) } else { (o, i) };
+                            index(become_thread_of(spec, x, y), views, o, i);
+                        }
+                    }
+                },
+            )
+        },
+    )
+}
+
+wide_variants!(
+    /// The rows `rows` of a nest, in a loop of their own.
+    run_rows [V: LaunchViews, I: Fn(Ctx, V, usize, usize) + Copy, C: Fn(Ctx, V, usize) -> usize + Copy] [V, I, C]
+    (ctx: Ctx, rows: Range<usize>, views: V, common: Common, index: I, inner: C) => rows_loop
+);
+
+/// The loop of [`run_rows`]: the views reshaped to `common`, each row's inner indices below its
+/// bound, which the body's own test compares with.
+#[inline(always)]
+fn rows_loop<V, I, C>(ctx: Ctx, rows: Range<usize>, views: V, common: Common, index: I, inner: C)
+where
+    V: LaunchViews,
+    I: Fn(Ctx, V, usize, usize) + Copy,
+    C: Fn(Ctx, V, usize) -> usize + Copy,
+{
+    // SAFETY: `common` holds the views' shapes (`run_nest` found them).
+    let fast = unsafe { views.fast::<true>(&common) };
+    for o in rows {
+        for i in 0..inner(ctx, fast, o) {
+            // SAFETY: as above.
+            index(ctx, unsafe { views.fast::<true>(&common) }, o, i);
+        }
     }
 }
