@@ -1192,7 +1192,11 @@ fn two_axis_grid_stride_nests_run_once_per_index_and_name_the_thread_of_a_fault(
             assert_eq!(out.to_host().unwrap(), want, "{at}");
             let mut out = dev.zeros::<f32, _>((h, w)).unwrap();
             strided::scale_numba_order
-                .launch((blocks.1, blocks.0, 1), (threads.1, threads.0, 1), (&da, &mut out))
+                .launch(
+                    (blocks.1, blocks.0, 1),
+                    (threads.1, threads.0, 1),
+                    (&da, &mut out),
+                )
                 .unwrap();
             let numba = Array2::from_shape_fn((h, w), |(i, j)| a[[i, j]] * 2.0 + i as f32);
             assert_eq!(out.to_host().unwrap(), numba, "{at}");
@@ -1215,7 +1219,10 @@ fn two_axis_grid_stride_nests_run_once_per_index_and_name_the_thread_of_a_fault(
             .unwrap_err()
             .to_string();
         let numbers_after = |what: &str| -> Vec<usize> {
-            let at = err.find(what).unwrap_or_else(|| panic!("{what:?} in {err}")) + what.len();
+            let at = err
+                .find(what)
+                .unwrap_or_else(|| panic!("{what:?} in {err}"))
+                + what.len();
             err[at..]
                 .split([')', ']'])
                 .next()

@@ -102,6 +102,8 @@ where
             // SAFETY: the CPU has the features `split_wide` is compiled for.
             Some(c) if WIDE && wide_vectors() => unsafe { split_wide(block, views, c, body) },
             Some(c) => split_plain(block, views, c, body),
+            // SAFETY: as above.
+            None if WIDE && wide_vectors() => unsafe { split_wide_once(block, views, body) },
             None => split_once(block, views, body),
         };
         // A kernel that asks for its coordinates from outside its body runs tracked.
@@ -150,6 +152,23 @@ unsafe fn split_wide<V: LaunchViews, F: Fn(&BlockRun<'_>, V)>(
 ) {
     // SAFETY: as in `split_plain`.
     body(block, unsafe { views.fast::<false>(&common) })
+}
+
+/// [`split_once`] compiled for AVX-512 CPUs, for launches whose arrays differ in shape.
+///
+/// # Safety
+/// The CPU must have the features it is compiled for ([`wide_vectors`]).
+#[inline(never)]
+#[cfg_attr(
+    target_arch = "x86_64",
+    target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")
+)]
+unsafe fn split_wide_once<V: LaunchViews, F: Fn(&BlockRun<'_>, V)>(
+    block: &BlockRun<'_>,
+    views: V,
+    body: F,
+) {
+    body(block, views.untraced())
 }
 
 /// [`run_coroutines`] for a cooperative launch (a kernel with grid barriers): every block alive
