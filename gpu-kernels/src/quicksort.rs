@@ -25,8 +25,10 @@ use kernel_runtime::prelude::*;
 
 /// Segments of at most this many keys are sorted in one block, in shared memory.
 pub const SMALL: usize = 1024;
-/// Threads per block of the copying and small-sort kernels.
+/// Threads per block of the copying and small-sort kernels: a quarter of [`SMALL`], so that
+/// each thread of a small sort's network has four keys, one group of a pass, at most.
 pub const QS_THREADS: usize = 256;
+const _: () = assert!(SMALL == 4 * QS_THREADS);
 /// Threads per block of the counting and scattering kernels.
 pub const SPLIT_THREADS: usize = 512;
 /// Keys each thread of a counting or scattering block reads: few enough that the compiler
@@ -367,8 +369,10 @@ pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
         let mut stride = size / 2;
         while stride > 0 {
             let two = stride.trailing_zeros() % 2 == 1;
-            let mut group = t;
-            while group < padded / 4 {
+            // Each thread has one group at most (`padded / 4 <= SMALL / 4 = QS_THREADS`): an
+            // `if`, not a loop, which leaves the CPU backend's thread loop the innermost.
+            let group = t;
+            if group < padded / 4 {
                 if two {
                     // Four keys `half` apart in pairs `stride` apart: `group` with two zero
                     // bits put in at `half` and `stride`.
@@ -390,7 +394,6 @@ pub fn qs_sort_small(keys: &mut [u32], scratch: &[u32], table: &[u32]) {
                         (s[a], s[b]) = ordered(s[a], s[b], a as u32 & size == 0);
                     }
                 }
-                group += QS_THREADS as u32;
             }
             sync_threads();
             stride /= if two { 4 } else { 2 };
