@@ -220,6 +220,74 @@ pub fn shared_atomics(ints: &mut [i32], uints: &mut [u32], floats: &mut [f32], r
     }
 }
 
+/// CUDA's integer intrinsics under their names, per element: `out[5i..5i + 5]` holds
+/// `popc`, `brev`, `clz`, `ffs` of `x[i]` and `selp` of its parity, and `wide[2i..2i + 2]`
+/// `popc` and `ffs` of `x[i]` as an `i64` shifted up 20 bits.
+#[kernel]
+pub fn cuda_intrinsics(x: &[u32], out: &mut [u32], wide: &mut [u32]) {
+    let i = grid(1);
+    if i < x.len() {
+        let v = x[i];
+        out[5 * i] = popc(v);
+        out[5 * i + 1] = brev(v);
+        out[5 * i + 2] = clz(v);
+        out[5 * i + 3] = ffs(v);
+        out[5 * i + 4] = selp(v % 2 == 0, 10, 20);
+        threadfence_system();
+        let w = (v as i64) << 20;
+        wide[2 * i] = popc(w);
+        wide[2 * i + 1] = ffs(w);
+    }
+}
+
+/// Numba's NaN rules of the float atomics: each thread applies `values[i]` to eight cells with
+/// `atomic_max`, `atomic_min`, `atomic_nanmax` and `atomic_nanmin`, twice over (cells `0..4` and
+/// `4..8`, which the host starts at different values).
+#[kernel]
+pub fn nan_atomics(cells: &mut [f32], values: &[f32]) {
+    let i = grid(1);
+    if i < values.len() {
+        let v = values[i];
+        for base in [0, 4] {
+            atomic_max(&cells, base, v);
+            atomic_min(&cells, base + 1, v);
+            atomic_nanmax(&cells, base + 2, v);
+            atomic_nanmin(&cells, base + 3, v);
+        }
+    }
+}
+
+/// [`nan_atomics`] on `f64` cells of shared memory, per block, which thread 0 starts at
+/// `start[..8]` and copies to `cells[8b..]` at the end.
+#[kernel]
+pub fn shared_nan_atomics(cells: &mut [f64], start: &[f64], values: &[f64]) {
+    let mut s = shared_array![f64; 8];
+    let t = thread_idx().x as usize;
+    if t == 0 {
+        for k in 0..8 {
+            s[k] = start[k];
+        }
+    }
+    sync_threads();
+    let i = grid(1);
+    if i < values.len() {
+        let v = values[i];
+        for base in [0, 4] {
+            atomic_max(&s, base, v);
+            atomic_min(&s, base + 1, v);
+            atomic_nanmax(&s, base + 2, v);
+            atomic_nanmin(&s, base + 3, v);
+        }
+    }
+    sync_threads();
+    if t == 0 {
+        let b = block_idx().x as usize;
+        for k in 0..8 {
+            cells[8 * b + k] = s[k];
+        }
+    }
+}
+
 /// Per block, counts with an atomic in shared memory, then one thread adds it to the total.
 #[kernel]
 pub fn shared_atomic_count(flags: &[u8], total: &mut [u32]) {
@@ -1128,6 +1196,25 @@ pub fn haxpy(a: f16, x: &[f16], y: &mut [f16]) {
     let i = grid(1);
     if i < y.len() {
         y[i] = a * x[i] + y[i];
+    }
+}
+
+/// Half-precision math per element, `out[8i..8i + 8]`: `sqrt |x|`, `|x|`, `x·x + 0.25` (one
+/// rounding), `sin x`, `exp x`, `hrint`, `hrcp` and `hmax(x, 0)` of `x[i]`.
+#[kernel]
+pub fn half_math(x: &[f16], out: &mut [f16]) {
+    let i = grid(1);
+    if i < x.len() {
+        let v = x[i];
+        let quarter = f16::from_f32(0.25);
+        out[8 * i] = v.abs().sqrt();
+        out[8 * i + 1] = fp16::habs(v);
+        out[8 * i + 2] = fp16::hfma(v, v, quarter);
+        out[8 * i + 3] = v.sin();
+        out[8 * i + 4] = fp16::hexp(v);
+        out[8 * i + 5] = fp16::hrint(v);
+        out[8 * i + 6] = fp16::hrcp(v);
+        out[8 * i + 7] = fp16::hmax(v, f16::ZERO);
     }
 }
 

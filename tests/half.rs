@@ -3,7 +3,7 @@
 //! accumulation, within the bound of f32 summation.
 
 use kernel_runtime::{bf16, f16};
-use kernel_suite::test_kernels::{axpy_generic, bf16_dot, half_atomic_sums, haxpy};
+use kernel_suite::test_kernels::{axpy_generic, bf16_dot, half_atomic_sums, half_math, haxpy};
 
 mod common;
 use common::backends;
@@ -39,6 +39,88 @@ fn a_half_precision_axpy_rounds_each_operation_as_the_host_does() {
             "{:?}",
             dev.kind()
         );
+    }
+}
+
+#[test]
+fn half_math_rounds_as_cuda_fp16_does_on_every_backend() {
+    let x: Vec<f16> = (0..2000)
+        .map(|i| f16::from_f32((i as f32 - 1000.0) * 0.0137))
+        .chain([
+            f16::ZERO,
+            f16::NEG_ZERO,
+            f16::from_f32(2.5),
+            f16::from_f32(-3.5),
+        ])
+        .collect();
+    // Independent references in f64, rounded once to f16: the nearest of the f16s around the
+    // value, ties to the even one (`half`'s own `from_f64` goes through f32 on some CPUs).
+    let once = |v: f64| -> f16 {
+        let c = f16::from_f32(v as f32);
+        if !c.is_finite() || v.is_nan() {
+            return c;
+        }
+        let around = [
+            c.to_bits().wrapping_sub(1),
+            c.to_bits(),
+            c.to_bits().wrapping_add(1),
+        ];
+        let distance = |b: u16| (f16::from_bits(b).to_f64() - v).abs();
+        around
+            .into_iter()
+            .filter(|&b| f16::from_bits(b).is_finite() && (b & 0x7fff) != 0x7c00)
+            .min_by(|&a, &b| {
+                distance(a)
+                    .total_cmp(&distance(b))
+                    .then((a & 1).cmp(&(b & 1)))
+            })
+            .map(f16::from_bits)
+            .unwrap_or(c)
+    };
+    let exact: Vec<[f16; 5]> = x
+        .iter()
+        .map(|&h| {
+            let v = h.to_f64();
+            let rcp = 1.0 / v;
+            [
+                once(v.abs().sqrt()),
+                once(v.abs()),
+                once(v * v + 0.25),
+                once(v.round_ties_even()),
+                once(rcp),
+            ]
+        })
+        .collect();
+    let ulps = |a: f16, b: f16| (a.to_bits() as i32 - b.to_bits() as i32).unsigned_abs();
+    for dev in backends() {
+        let at = format!("{:?}", dev.kind());
+        let dx = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<f16, _>(8 * x.len()).unwrap();
+        half_math
+            .launch(x.len().div_ceil(128), 128, (&dx, &mut out))
+            .unwrap();
+        let out = out.to_vec().unwrap();
+        for (i, (&h, want)) in x.iter().zip(&exact).enumerate() {
+            let got = &out[8 * i..8 * i + 8];
+            let v = h.to_f64();
+            let correctly_rounded = [got[0], got[1], got[2], got[5], got[6]];
+            assert_eq!(
+                correctly_rounded.map(|g| g.to_bits()),
+                want.map(|w| w.to_bits()),
+                "{at}: x = {h}"
+            );
+            assert!(
+                ulps(got[3], once(v.sin())) <= 1,
+                "{at}: sin {h}: {}",
+                got[3]
+            );
+            assert!(
+                ulps(got[4], once(v.exp())) <= 1,
+                "{at}: exp {h}: {}",
+                got[4]
+            );
+            assert_eq!(got[7], h.max(f16::ZERO), "{at}: hmax {h}");
+        }
     }
 }
 

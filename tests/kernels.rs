@@ -441,6 +441,95 @@ fn atomics_on_shared_arrays_return_old_values_and_combine() {
 }
 
 #[test]
+fn cudas_integer_intrinsics_run_under_their_names() {
+    let x: Vec<u32> = (0..1000u32)
+        .map(|i| i.wrapping_mul(2_654_435_761) >> (i % 32))
+        .chain([0, 1, u32::MAX, 1 << 31])
+        .collect();
+    let ffs = |v: u64| if v == 0 { 0 } else { v.trailing_zeros() + 1 };
+    let want: Vec<u32> = x
+        .iter()
+        .flat_map(|&v| {
+            let parity = if v % 2 == 0 { 10 } else { 20 };
+            [
+                v.count_ones(),
+                v.reverse_bits(),
+                v.leading_zeros(),
+                ffs(v as u64),
+                parity,
+            ]
+        })
+        .collect();
+    let want_wide: Vec<u32> = x
+        .iter()
+        .flat_map(|&v| {
+            let w = (v as u64) << 20;
+            [w.count_ones(), ffs(w)]
+        })
+        .collect();
+    for dev in backends() {
+        let dx = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<u32, _>(5 * x.len()).unwrap();
+        let mut wide = dev.zeros::<u32, _>(2 * x.len()).unwrap();
+        cuda_intrinsics
+            .launch(8, 128, (&dx, &mut out, &mut wide))
+            .unwrap();
+        assert_eq!(out.to_vec().unwrap(), want, "{:?}", dev.kind());
+        assert_eq!(wide.to_vec().unwrap(), want_wide, "{:?}", dev.kind());
+    }
+}
+
+#[test]
+fn float_atomics_follow_numbas_nan_rules() {
+    // Thread i applies values[i]; the NaNs fall among the numbers.
+    let values: Vec<f64> = (0..300)
+        .map(|i| {
+            if i % 7 == 3 {
+                f64::NAN
+            } else {
+                (i as f64 - 150.0) * 0.5
+            }
+        })
+        .collect();
+    let (lo, hi) = (-75.0, 74.5);
+    let nan = f64::NAN;
+    // Cells 0..4 start NaN, 4..8 at 0.
+    let start = [nan, nan, nan, nan, 0.0, 0.0, 0.0, 0.0];
+    // max and min keep a NaN element and ignore a NaN value; nanmax and nanmin replace a NaN
+    // element and ignore a NaN value.
+    let want = [nan, nan, hi, lo, hi, lo, hi, lo];
+    let same = |got: &[f64], at: &str| {
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                g == w || g.is_nan() && w.is_nan(),
+                "{at}: cell {k}: {g} for {w}"
+            );
+        }
+    };
+    for dev in backends() {
+        let at = format!("{:?}", dev.kind());
+        let start32: Vec<f32> = start.iter().map(|&v| v as f32).collect();
+        let mut cells = dev.to_device(&start32).unwrap();
+        let dv = dev
+            .to_device(&values.iter().map(|&v| v as f32).collect::<Vec<_>>())
+            .unwrap();
+        nan_atomics.launch(3, 128, (&mut cells, &dv)).unwrap();
+        let got: Vec<f64> = cells.to_vec().unwrap().iter().map(|&v| v as f64).collect();
+        same(&got, &at);
+
+        let (ds, dv) = (
+            dev.to_device(&start).unwrap(),
+            dev.to_device(&values).unwrap(),
+        );
+        let mut cells = dev.zeros::<f64, _>(8).unwrap();
+        shared_nan_atomics
+            .launch(1, 320, (&mut cells, &ds, &dv))
+            .unwrap();
+        same(&cells.to_vec().unwrap(), &format!("{at}, shared"));
+    }
+}
+
+#[test]
 fn atomics_return_old_values_and_combine() {
     for dev in backends() {
         let threads = 8 * 64;

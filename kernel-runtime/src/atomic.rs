@@ -48,6 +48,16 @@ pub trait AtomicNum: Copy + sealed::Sealed {
     /// # Safety
     /// As [`AtomicNum::atomic_add`].
     unsafe fn atomic_max(p: *mut Self, v: Self) -> Self;
+    /// Atomic `*p = nanmin(*p, v)` (NaN operands ignored), returning the old value.
+    ///
+    /// # Safety
+    /// As [`AtomicNum::atomic_add`].
+    unsafe fn atomic_nanmin(p: *mut Self, v: Self) -> Self;
+    /// Atomic `*p = nanmax(*p, v)` (NaN operands ignored), returning the old value.
+    ///
+    /// # Safety
+    /// As [`AtomicNum::atomic_add`].
+    unsafe fn atomic_nanmax(p: *mut Self, v: Self) -> Self;
     /// Atomic `*p = v`, returning the old value.
     ///
     /// # Safety
@@ -74,6 +84,8 @@ pub enum NumOp {
     Sub,
     Min,
     Max,
+    NanMin,
+    NanMax,
     Exch,
 }
 
@@ -157,6 +169,16 @@ macro_rules! atomic_int {
                 unsafe { <$a>::from_ptr(p).fetch_max(v, Relaxed) }
             }
             #[inline(always)]
+            unsafe fn atomic_nanmin(p: *mut Self, v: Self) -> Self {
+                // SAFETY: as above; integers have no NaN.
+                unsafe { Self::atomic_min(p, v) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_nanmax(p: *mut Self, v: Self) -> Self {
+                // SAFETY: as above; integers have no NaN.
+                unsafe { Self::atomic_max(p, v) }
+            }
+            #[inline(always)]
             unsafe fn atomic_exch(p: *mut Self, v: Self) -> Self {
                 // SAFETY: as above.
                 unsafe { <$a>::from_ptr(p).swap(v, Relaxed) }
@@ -174,8 +196,8 @@ macro_rules! atomic_int {
                 match op {
                     NumOp::Add => old.wrapping_add(v),
                     NumOp::Sub => old.wrapping_sub(v),
-                    NumOp::Min => old.min(v),
-                    NumOp::Max => old.max(v),
+                    NumOp::Min | NumOp::NanMin => old.min(v),
+                    NumOp::Max | NumOp::NanMax => old.max(v),
                     NumOp::Exch => v,
                 }
             }
@@ -312,12 +334,22 @@ macro_rules! atomic_float {
             #[inline(always)]
             unsafe fn atomic_min(p: *mut Self, v: Self) -> Self {
                 // SAFETY: caller's contract.
-                unsafe { update(p, |old| old.min(v)) }
+                unsafe { update(p, |old| Self::apply(NumOp::Min, old, v)) }
             }
             #[inline(always)]
             unsafe fn atomic_max(p: *mut Self, v: Self) -> Self {
                 // SAFETY: caller's contract.
-                unsafe { update(p, |old| old.max(v)) }
+                unsafe { update(p, |old| Self::apply(NumOp::Max, old, v)) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_nanmin(p: *mut Self, v: Self) -> Self {
+                // SAFETY: caller's contract.
+                unsafe { update(p, |old| Self::apply(NumOp::NanMin, old, v)) }
+            }
+            #[inline(always)]
+            unsafe fn atomic_nanmax(p: *mut Self, v: Self) -> Self {
+                // SAFETY: caller's contract.
+                unsafe { update(p, |old| Self::apply(NumOp::NanMax, old, v)) }
             }
             #[inline(always)]
             unsafe fn atomic_exch(p: *mut Self, v: Self) -> Self {
@@ -338,9 +370,15 @@ macro_rules! atomic_float {
                 match op {
                     NumOp::Add => old + v,
                     NumOp::Sub => old + -v,
-                    NumOp::Min => old.min(v),
-                    NumOp::Max => old.max(v),
                     NumOp::Exch => v,
+                    // Numba's rules: `min` and `max` leave the element as it is where either
+                    // operand is NaN; `nanmin` and `nanmax` ignore a NaN operand, and replace a
+                    // NaN element.
+                    _ if v.is_nan() => old,
+                    NumOp::Min | NumOp::Max if old.is_nan() => old,
+                    _ if old.is_nan() => v,
+                    NumOp::Min | NumOp::NanMin => if v < old { v } else { old },
+                    NumOp::Max | NumOp::NanMax => if v > old { v } else { old },
                 }
             }
             #[inline(always)]
@@ -425,12 +463,28 @@ atomic_fn!(
     atomic_sub, AtomicNum, apply(NumOp::Sub)
 );
 atomic_fn!(
-    /// `array[index] = min(array[index], value)` atomically; returns the old value.
+    /// `array[index] = min(array[index], value)` atomically; returns the old value. For floats,
+    /// as Numba's `cuda.atomic.min`: where either is NaN the element keeps its value (see
+    /// [`atomic_nanmin`] to ignore NaN operands).
     atomic_min, AtomicNum, apply(NumOp::Min)
 );
 atomic_fn!(
-    /// `array[index] = max(array[index], value)` atomically; returns the old value.
+    /// `array[index] = max(array[index], value)` atomically; returns the old value. For floats,
+    /// as Numba's `cuda.atomic.max`: where either is NaN the element keeps its value (see
+    /// [`atomic_nanmax`] to ignore NaN operands).
     atomic_max, AtomicNum, apply(NumOp::Max)
+);
+atomic_fn!(
+    /// `array[index] = min(array[index], value)` atomically, a NaN operand ignored (Numba's
+    /// `cuda.atomic.nanmin`): a NaN element takes `value`, a NaN `value` changes nothing; returns
+    /// the old value.
+    atomic_nanmin, AtomicNum, apply(NumOp::NanMin)
+);
+atomic_fn!(
+    /// `array[index] = max(array[index], value)` atomically, a NaN operand ignored (Numba's
+    /// `cuda.atomic.nanmax`): a NaN element takes `value`, a NaN `value` changes nothing; returns
+    /// the old value.
+    atomic_nanmax, AtomicNum, apply(NumOp::NanMax)
 );
 atomic_fn!(
     /// `array[index] = value` atomically; returns the old value.

@@ -76,7 +76,9 @@ pub mod ctx;
 pub mod device_copy;
 pub mod dim;
 pub mod fault;
+pub mod fp16;
 pub mod grid;
+pub mod intrinsics;
 pub mod math;
 pub mod module_array;
 pub mod number;
@@ -148,10 +150,12 @@ pub use ndarray;
 pub mod prelude {
     pub use crate::atomic::{
         atomic_add, atomic_and, atomic_cas, atomic_dec, atomic_exch, atomic_inc, atomic_max,
-        atomic_min, atomic_or, atomic_sub, atomic_xor,
+        atomic_min, atomic_nanmax, atomic_nanmin, atomic_or, atomic_sub, atomic_xor,
     };
     pub use crate::ctx::{block_dim, block_idx, grid_dim, thread_idx};
+    pub use crate::fp16;
     pub use crate::grid::GridGroup;
+    pub use crate::intrinsics::{brev, cbrt, clz, ffs, fma, popc, selp};
     pub use crate::math::{self, DeviceFloat};
     pub use crate::number::DeviceNumber;
     pub use crate::random::{
@@ -160,7 +164,7 @@ pub mod prelude {
     };
     pub use crate::sync::{
         sync_threads, sync_threads_and, sync_threads_count, sync_threads_or, threadfence,
-        threadfence_block,
+        threadfence_block, threadfence_system,
     };
     pub use crate::warp::{
         activemask, all_sync, any_sync, ballot_sync, eq_sync, lane_id, lanemask_lt, match_all_sync,

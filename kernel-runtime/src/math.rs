@@ -16,6 +16,24 @@
 //! assert_eq!(math::pow(2.0f64, 10.0), 1024.0);
 //! assert!((1.0f32.erf() - 0.842_700_8).abs() < 1e-6);
 //! ```
+//!
+//! # Half precision
+//!
+//! `f16` and `bf16` have every method too, as CUDA's `cuda_fp16` functions compute them: in
+//! `f32`, rounded once to the type. `sqrt`, `floor`, `ceil`, `round`, `trunc`, `abs`, `min`,
+//! `max` and `copysign` are then correctly rounded (`f32` holds the exact result of one such
+//! operation on halves, or one rounding of it that a second rounding to the half cannot move);
+//! `mul_add` is computed in `f64`, exactly for `f16` (see `half_method`); the transcendental
+//! ones are within one unit of the half's last place.
+//! The same code runs on both backends, so they agree wherever their `f32` functions do.
+//!
+//! ```
+//! use kernel_runtime::prelude::*;
+//! let x = f16::from_f32(2.0);
+//! assert_eq!(x.sqrt(), f16::from_f32(2.0f32.sqrt()));
+//! assert_eq!((-x).abs(), x);
+//! assert_eq!(bf16::from_f32(0.5).exp2(), bf16::from_f32(2.0f32.powf(0.5)));
+//! ```
 
 #[cfg(any(target_arch = "nvptx64", test))]
 mod trig;
@@ -23,12 +41,26 @@ mod trig;
 macro_rules! device_float {
     ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $at:ty),*) -> $ret:ty
         => host $host:expr, device $dev32:expr, $dev64:expr;)*) => {
-        /// The float methods kernels use, for `f32` and `f64`, on the host and on the device.
+        /// The float methods kernels use, for `f32` and `f64`, on the host and on the device;
+        /// and for `f16` and `bf16`, computed in `f32` and rounded to the type (see
+        /// [Half precision](self#half-precision)).
         pub trait DeviceFloat: Copy + PartialOrd {
             $($(#[$doc])* fn $name(self $(, $arg: $at)*) -> $ret;)*
         }
         device_float!(@impl f32, [$($name ($($arg: $at),*) -> $ret, $host, $dev32;)*]);
         device_float!(@impl f64, [$($name ($($arg: $at),*) -> $ret, $host, $dev64;)*]);
+        device_float!(@half half::f16, [$($name ($($arg: $at),*);)*]);
+        device_float!(@half half::bf16, [$($name ($($arg: $at),*);)*]);
+    };
+    (@half $t:ty, [$($name:ident ($($arg:ident: $at:ty),*);)*]) => {
+        impl DeviceFloat for $t {
+            $(
+                #[inline(always)]
+                fn $name(self $(, $arg: $at)*) -> Self {
+                    half_method!($t, $name, self $(, $arg)*)
+                }
+            )*
+        }
     };
     (@impl $t:ident, [$($name:ident ($($arg:ident: $at:ty),*) -> $ret:ty, $host:expr, $dev:expr;)*]) => {
         impl DeviceFloat for $t {
@@ -123,6 +155,73 @@ device_float! {
     fn erf() -> Self => host libm::Libm::<F>::erf, device erff, erf;
     /// The complementary error function `1 - erf(self)`.
     fn erfc() -> Self => host libm::Libm::<F>::erfc, device erfcf, erfc;
+}
+
+/// A half-precision method: in `f32`, rounded to the half; `mul_add` in `f64`, which holds a
+/// half's `a * b + c` exactly (an `f16`'s, always; a `bf16`'s, unless `c` and `a * b` differ by
+/// more than 2⁴⁵ in magnitude), then rounded to `f32` to odd (see [`to_odd_f32`]) and from
+/// there to the half: rounded once, as PTX's `fma.rn.f16` rounds.
+macro_rules! half_method {
+    ($t:ty, mul_add, $x:expr, $a:expr, $b:expr) => {
+        <$t>::from_f32(to_odd_f32(DeviceFloat::mul_add(
+            $x.to_f64(),
+            $a.to_f64(),
+            $b.to_f64(),
+        )))
+    };
+    ($t:ty, $name:ident, $x:expr $(, $arg:expr)*) => {
+        <$t>::from_f32(DeviceFloat::$name($x.to_f32() $(, Widen::widen($arg))*))
+    };
+}
+use half_method;
+
+/// `x` rounded to `f32` to odd: where it is not exact, the neighbour whose last bit is 1. A
+/// value so rounded to 24 bits rounds to 11 (`f16`) or 8 (`bf16`) as `x` itself would, where
+/// rounding to nearest twice could land on the other side of a tie.
+#[inline(always)]
+fn to_odd_f32(x: f64) -> f32 {
+    let r = x as f32;
+    let bits = r.to_bits();
+    if r as f64 == x || x.is_nan() || bits & 1 == 1 {
+        return r;
+    }
+    // Inexact and even: one step towards `x`, in magnitude.
+    if (r as f64).abs() < x.abs() {
+        f32::from_bits(bits + 1)
+    } else {
+        f32::from_bits(bits - 1)
+    }
+}
+
+/// An argument of a half-precision method as its `f32` computation takes it: a half widened,
+/// an exponent as it is.
+trait Widen {
+    type Wide;
+    fn widen(self) -> Self::Wide;
+}
+
+impl Widen for half::f16 {
+    type Wide = f32;
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+impl Widen for half::bf16 {
+    type Wide = f32;
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+impl Widen for i32 {
+    type Wide = i32;
+    #[inline(always)]
+    fn widen(self) -> i32 {
+        self
+    }
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -236,6 +335,23 @@ pub fn powi<F: DeviceFloat>(x: F, n: i32) -> F {
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounding_to_odd_keeps_what_a_second_rounding_needs() {
+        assert_eq!(to_odd_f32(1.5), 1.5);
+        // 1 + 2⁻³⁰ lies between 1 and its next f32: to odd, that next one.
+        assert_eq!(
+            to_odd_f32(1.0 + 2f64.powi(-30)),
+            f32::from_bits(1f32.to_bits() + 1)
+        );
+        assert_eq!(
+            to_odd_f32(-(1.0 + 2f64.powi(-30))),
+            -f32::from_bits(1f32.to_bits() + 1)
+        );
+        assert_eq!(to_odd_f32(1e-300), f32::from_bits(1));
+        assert!(to_odd_f32(f64::NAN).is_nan());
+        assert_eq!(to_odd_f32(f64::INFINITY), f32::INFINITY);
+    }
 
     #[test]
     fn trait_and_free_functions_agree_with_std() {

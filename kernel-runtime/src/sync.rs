@@ -92,26 +92,31 @@ pub fn sync_threads_or(pred: bool) -> bool {
     }
 }
 
-/// `__threadfence()`: orders this thread's memory accesses as seen by every thread of the grid.
-#[inline(always)]
-pub fn threadfence() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a memory fence has no preconditions.
-    unsafe {
-        core::arch::asm!("membar.gl;")
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+/// The memory fences: PTX's `membar` of a scope on the GPU; on the CPU backend, whose blocks
+/// share one memory, a sequentially consistent fence for every scope.
+macro_rules! fences {
+    ($($(#[$doc:meta])* $name:ident => $ptx:literal;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name() {
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: a memory fence has no preconditions.
+            unsafe {
+                core::arch::asm!($ptx)
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+        }
+    )*};
 }
 
-/// `__threadfence_block()`: orders this thread's memory accesses as seen by its block.
-#[inline(always)]
-pub fn threadfence_block() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a memory fence has no preconditions.
-    unsafe {
-        core::arch::asm!("membar.cta;")
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+fences! {
+    /// `__threadfence()`: orders this thread's memory accesses as seen by every thread of the
+    /// grid.
+    threadfence => "membar.gl;";
+    /// `__threadfence_block()`: orders this thread's memory accesses as seen by its block.
+    threadfence_block => "membar.cta;";
+    /// `__threadfence_system()`: orders this thread's memory accesses as seen by every thread
+    /// of the grid, the host and other devices (mapped and pinned memory).
+    threadfence_system => "membar.sys;";
 }
