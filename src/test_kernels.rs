@@ -1091,6 +1091,20 @@ global_array!(
     pub static NEVER_SET: [f64; 3]
 );
 
+constant_array!(
+    /// Empty, as Numba allows: `convolve_empty` reads only its length.
+    pub static NO_TAPS: [f32; 0]
+);
+
+/// `out[i] = x[i] + NO_TAPS.len()`: a kernel with an empty constant array.
+#[kernel]
+pub fn convolve_empty(x: &[f32], out: &mut [f32]) {
+    let i = grid(1);
+    if i < x.len() {
+        out[i] = x[i] + NO_TAPS.read().len() as f32;
+    }
+}
+
 /// `out[i] = Σ_k TAPS[k] · x[i + k]` where the taps fit, read through the constant cache.
 #[kernel]
 pub fn convolve_taps(x: &[f32], out: &mut [f32]) {

@@ -440,6 +440,32 @@ fn atomics_on_shared_arrays_return_old_values_and_combine() {
     }
 }
 
+/// A kernel that a `macro_rules!` macro writes, its element type a `$t:ty` fragment (which
+/// reaches `#[kernel]` as an invisible group). Such kernels run on the CPU backends; the device
+/// build reads kernels as the source writes them, so they have no PTX.
+macro_rules! scale_by {
+    ($name:ident, $t:ty) => {
+        #[kernel]
+        pub fn $name(x: &[$t], out: &mut Array1<$t>, k: $t) {
+            let i = grid(1);
+            if i < x.len() {
+                out[i] = x[i] * k;
+            }
+        }
+    };
+}
+scale_by!(scale_by_f64, f64);
+
+#[test]
+fn a_kernel_written_by_a_macro_takes_its_types_from_ty_fragments() {
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let dx = dev.to_device(&[1.0f64, 2.0, 3.0]).unwrap();
+        let mut out = dev.zeros::<f64, _>(3).unwrap();
+        scale_by_f64.launch(1, 32, (&dx, &mut out, 0.5)).unwrap();
+        assert_eq!(out.to_vec().unwrap(), [0.5, 1.0, 1.5]);
+    }
+}
+
 #[test]
 fn cudas_integer_intrinsics_run_under_their_names() {
     let x: Vec<u32> = (0..1000u32)

@@ -6,7 +6,8 @@
 
 use kernel_runtime::{Device, Error};
 use kernel_suite::test_kernels::{
-    convolve_taps, gather_lookup, scale_pairs, Pair, BLOCK_PAIRS, LOOKUP, NEVER_SET, TAPS,
+    convolve_empty, convolve_taps, gather_lookup, scale_pairs, Pair, BLOCK_PAIRS, LOOKUP,
+    NEVER_SET, NO_TAPS, TAPS,
 };
 
 mod common;
@@ -27,6 +28,23 @@ fn kernels_read_the_constant_taps_the_host_set() {
             *e = (0..5).fold(0.0, |acc, k| acc + taps[k] * x[i + k]);
         }
         assert_eq!(out.to_vec().unwrap(), expected, "{:?}", dev.kind());
+    }
+}
+
+#[test]
+fn an_empty_constant_array_is_declared_set_and_read_as_numba_allows() {
+    let x: Vec<f32> = (0..100).map(|i| i as f32).collect();
+    for dev in backends() {
+        NO_TAPS.set(&dev, &[]).unwrap();
+        assert_eq!(NO_TAPS.to_vec(&dev).unwrap(), Vec::<f32>::new());
+        assert!(
+            NO_TAPS.set(&dev, &[1.0]).is_err(),
+            "a value for an empty array"
+        );
+        let xs = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<f32, _>(x.len()).unwrap();
+        convolve_empty.launch(1, 128, (&xs, &mut out)).unwrap();
+        assert_eq!(out.to_vec().unwrap(), x, "{:?}", dev.kind());
     }
 }
 

@@ -408,6 +408,8 @@ mod host {
             }
             permitted(dev, "setting a module array")?;
             match dev.gpu() {
+                // An empty array has nothing to copy (and its symbol a byte of padding).
+                Some(_) if core::mem::size_of::<[T; N]>() == 0 => Ok(()),
                 Some(gpu) => {
                     let at = self.symbol_on(gpu)?;
                     // Kernels on any stream may read the array: the copy waits for them all.
@@ -432,13 +434,16 @@ mod host {
             permitted(dev, "copying a module array to the host")?;
             match dev.gpu() {
                 Some(gpu) => {
-                    let at = self.symbol_on(gpu)?;
                     // SAFETY: all-zero bytes are a value of `T`; the download overwrites them.
                     let mut out = unsafe { crate::zeroed::zeroed_vec::<T>(N) }
                         .ok_or_else(|| self.no_room())?;
-                    // Kernels on any stream may write the array: the copy waits for them all.
-                    gpu.barrier()?;
-                    gpu.download(&mut out, at, &Users::default())?;
+                    // An empty array has nothing to copy (and its symbol a byte of padding).
+                    if core::mem::size_of::<[T; N]>() > 0 {
+                        let at = self.symbol_on(gpu)?;
+                        // Kernels on any stream may write the array: the copy waits for them all.
+                        gpu.barrier()?;
+                        gpu.download(&mut out, at, &Users::default())?;
+                    }
                     Ok(out)
                 }
                 None => {

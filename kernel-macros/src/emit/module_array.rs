@@ -117,7 +117,6 @@ pub fn module_array(input: TokenStream, space: Space) -> syn::Result<TokenStream
         #(#attrs)*
         #vis static #name: ::kernel_runtime::__rt::ModuleArray<#elem, { #len }> = {
             const _: () = {
-                ::core::assert!(#len > 0, "a module array holds at least one element");
                 #limit
             };
             #[cfg(target_arch = "nvptx64")]
@@ -143,7 +142,11 @@ pub fn module_array(input: TokenStream, space: Space) -> syn::Result<TokenStream
         ::core::arch::global_asm!(
             #declare,
             a = const ::core::mem::align_of::<#elem>(),
-            b = const ::core::mem::size_of::<[#elem; #len]>(),
+            // PTX has no empty arrays: an empty module array's symbol holds one byte, unread.
+            b = const {
+                let bytes = ::core::mem::size_of::<[#elem; #len]>();
+                if bytes == 0 { 1 } else { bytes }
+            },
         );
     })
 }

@@ -282,8 +282,18 @@ pub fn parse(arg: &FnArg) -> syn::Result<Param> {
     })
 }
 
-fn last_ident(ty: &Type) -> Option<(String, &syn::PathSegment)> {
+/// `ty` without the parentheses and the invisible groups around it (a `macro_rules!` macro's
+/// `$t:ty` reaches the attribute as a group).
+fn plain(ty: &Type) -> &Type {
     match ty {
+        Type::Paren(p) => plain(&p.elem),
+        Type::Group(g) => plain(&g.elem),
+        ty => ty,
+    }
+}
+
+fn last_ident(ty: &Type) -> Option<(String, &syn::PathSegment)> {
+    match plain(ty) {
         Type::Path(tp) if tp.qself.is_none() => {
             let seg = tp.path.segments.last()?;
             Some((seg.ident.to_string(), seg))
@@ -303,12 +313,11 @@ fn single_type_arg(seg: &syn::PathSegment) -> Option<Type> {
 }
 
 fn classify(ty: &Type) -> syn::Result<Kind> {
+    let ty = plain(ty);
     match ty {
-        Type::Paren(p) => classify(&p.elem),
-        Type::Group(g) => classify(&g.elem),
         Type::Reference(r) => {
             let mutable = r.mutability.is_some();
-            match &*r.elem {
+            match plain(&r.elem) {
                 Type::Slice(s) => Ok(Kind::Array {
                     rank: 1,
                     mutable,
@@ -391,6 +400,7 @@ fn classify(ty: &Type) -> syn::Result<Kind> {
 }
 
 fn element(ty: &Type) -> syn::Result<Type> {
+    let ty = plain(ty);
     match ty {
         Type::Path(_) => {
             if let Some((name, _)) = last_ident(ty) {
