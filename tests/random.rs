@@ -3,8 +3,8 @@
 //! in kernels on every backend. The values come from `tests/data/xoroshiro128p_numba.py`.
 
 use kernel_runtime::random::{
-    create_xoroshiro128p_states, init_xoroshiro128p_states, xoroshiro128p_next,
-    xoroshiro128p_normal_f32, xoroshiro128p_normal_f64, xoroshiro128p_states,
+    create_xoroshiro128p_states, create_xoroshiro128p_states_on, init_xoroshiro128p_states,
+    xoroshiro128p_next, xoroshiro128p_normal_f32, xoroshiro128p_normal_f64, xoroshiro128p_states,
     xoroshiro128p_uniform_f32, xoroshiro128p_uniform_f64, Xoroshiro128pState,
 };
 use kernel_suite::test_kernels::{random_bits, random_draws_f32, random_draws_f64};
@@ -173,6 +173,29 @@ fn kernels_draw_numbas_numbers_on_every_backend() {
             assert_ne!(states.to_vec().unwrap(), case.states);
             init_xoroshiro128p_states(&mut states, case.seed, case.start).unwrap();
             assert_eq!(states.to_vec().unwrap(), case.states, "{what}");
+        }
+    }
+}
+
+#[test]
+fn states_made_on_a_stream_are_numbas_and_kernels_on_it_read_them() {
+    for dev in backends() {
+        let s = dev.stream().unwrap();
+        for case in cases() {
+            let (n, draws) = (case.states.len(), case.draws[0].next.len());
+            let mut states = create_xoroshiro128p_states_on(&s, n, case.seed, case.start).unwrap();
+            let mut bits = dev.zeros::<u64, _>((n, draws)).unwrap();
+            let config = kernel_runtime::LaunchConfig::new(1, 32)
+                .unwrap()
+                .on_stream(&s);
+            random_bits
+                .launch_with(config, (&mut states, &mut bits))
+                .unwrap();
+            s.synchronize().unwrap();
+            let bits = bits.to_host().unwrap();
+            for d in &case.draws {
+                assert_eq!(bits.row(d.index).to_vec(), d.next, "{:?}", dev.kind());
+            }
         }
     }
 }

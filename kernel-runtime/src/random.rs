@@ -317,6 +317,41 @@ pub fn create_xoroshiro128p_states(
     Ok(states)
 }
 
+/// [`create_xoroshiro128p_states`] queued on `stream`, as Numba's
+/// `create_xoroshiro128p_states(n, seed, subsequence_start, stream)`: the states are made on the
+/// host into page-locked memory, and their copy to the device is queued on `stream`, after the
+/// work queued there before, so that kernels on `stream` read them in order. The call returns
+/// once the copy has been made (the page-locked memory is given back then).
+///
+/// ```
+/// use kernel_runtime::prelude::*;
+/// use kernel_runtime::random::create_xoroshiro128p_states_on;
+/// let dev = Device::cpu();
+/// let s = dev.stream()?;
+/// let states = create_xoroshiro128p_states_on(&s, 100, 42, 0)?;
+/// assert_eq!(states.to_vec()?, create_xoroshiro128p_states(&dev, 100, 42, 0)?.to_vec()?);
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn create_xoroshiro128p_states_on(
+    stream: &crate::Stream,
+    n: usize,
+    seed: u64,
+    subsequence_start: u64,
+) -> Result<crate::DeviceArray1<Xoroshiro128pState>, crate::Error> {
+    let device = stream.device();
+    let mut states = device.empty::<Xoroshiro128pState, _>(n)?;
+    let mut host = device.pinned::<Xoroshiro128pState, _>(n)?;
+    for (slot, state) in host
+        .iter_mut()
+        .zip(StateStream::new(seed, subsequence_start))
+    {
+        *slot = state;
+    }
+    stream.upload(host.slice(..)?, &mut states)?;
+    Ok(states)
+}
+
 /// Sets the states of `states` as [`create_xoroshiro128p_states`] makes them, as Numba's
 /// `init_xoroshiro128p_states(states, seed, subsequence_start)`.
 #[cfg(not(target_arch = "nvptx64"))]
