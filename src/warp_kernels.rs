@@ -152,6 +152,26 @@ pub fn partial_warps(stay: u32, active: &mut [u32], votes: &mut [u32], halves: &
     }
 }
 
+/// Collectives with a full mask, whose results are defined in a partial warp too: per thread,
+/// `out[4i..4i + 4]` = the ballot of lanes divisible by 3, whether any lane is above 20, the
+/// lanes with the same `lane % 4`, and lane 0's `10 * lane` (0), after a `syncwarp`.
+#[kernel]
+pub fn full_mask_votes(out: &mut [u32]) {
+    let i = grid(1);
+    let lane = lane_id();
+    syncwarp(FULL);
+    let votes = ballot_sync(FULL, lane % 3 == 0);
+    let any = any_sync(FULL, lane > 20);
+    let same = match_any_sync(FULL, lane % 4);
+    let first = shfl_sync(FULL, 10 * lane + 1, 0);
+    if 4 * i + 3 < out.len() {
+        out[4 * i] = votes;
+        out[4 * i + 1] = any as u32;
+        out[4 * i + 2] = same;
+        out[4 * i + 3] = first;
+    }
+}
+
 /// A full-warp shuffle that only the lanes below `reach` call: the others return.
 #[kernel]
 pub fn shuffle_from_half(reach: u32, out: &mut [u32]) {

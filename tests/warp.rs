@@ -258,24 +258,33 @@ fn warps_that_do_not_meet_are_reported_not_hung() {
     const { assert!(shuffle_from_half::META.split && !vote_beside_barrier::META.split) };
     for dev in cpu_backends() {
         let mut out = dev.zeros::<u32, _>(64).unwrap();
-        let msg = failure(&dev, shuffle_from_half.launch(1, 64, (16, &mut out)));
-        // The split kernel runs lane 16 past the branch after the others; the coroutines
-        // run it to its end first.
-        let absent = if dev.kind() == DeviceKind::Cpu {
-            "lane 16 (thread (16, 0, 0)) is not there: it left a `while` loop, or took the other \
-             branch of an `if`, around it"
+        let result = shuffle_from_half.launch(1, 64, (16, &mut out));
+        if dev.kind() == DeviceKind::Cpu {
+            // The split kernel runs the lanes past the branch after the shuffle, so it cannot
+            // tell that they return without another collective: it reports them.
+            assert_mentions(
+                &failure(&dev, result),
+                &[
+                    "divergent warp in block (0, 0, 0)",
+                    "shfl_down_sync(0xffffffff) at",
+                    "warp_kernels.rs",
+                    "lane 16 (thread (16, 0, 0)) is not there: it left a `while` loop, or took \
+                     the other branch of an `if`, around it",
+                ],
+            );
         } else {
-            "lane 16 (thread (16, 0, 0)) exited without reaching it"
-        };
-        assert_mentions(
-            &msg,
-            &[
-                "divergent warp in block (0, 0, 0)",
-                "shfl_down_sync(0xffffffff) at",
-                "warp_kernels.rs",
-                absent,
-            ],
-        );
+            // The coroutines run lanes 16.. to their end first: returned, they take no part, as
+            // on a GPU; lane 15's source, lane 16, is then not in the shuffle.
+            result.unwrap();
+            let expect: Vec<u32> = (0..64)
+                .map(|i| match i % 32 {
+                    l if l < 15 => i + 1,
+                    15 => i,
+                    _ => 0,
+                })
+                .collect();
+            assert_eq!(out.to_vec().unwrap(), expect);
+        }
         let msg = failure(&dev, vote_beside_barrier.launch(1, 32, &mut out));
         assert_mentions(
             &msg,
@@ -283,36 +292,45 @@ fn warps_that_do_not_meet_are_reported_not_hung() {
         );
         let msg = failure(&dev, vote_without_self.launch(1, 32, &mut out));
         assert_mentions(&msg, &["leaves out its own lane 0"]);
-        // A full mask in the last warp of a 48-thread block names lanes that do not exist.
-        let x = dev.zeros::<f32, _>(48).unwrap();
-        let (mut sums, mut wide) = (
-            dev.zeros::<f32, _>(48).unwrap(),
-            dev.zeros::<f64, _>(2).unwrap(),
-        );
-        let msg = failure(&dev, warp_sums.launch(1, 48, (&x, &mut sums, &mut wide)));
-        assert_mentions(
-            &msg,
-            &[
-                "thread (32, 0, 0)",
-                "lane 16 of its mask does not exist",
-                "48 threads",
-            ],
-        );
-        // So does a full mask in a block of one thread.
-        let msg = failure(&dev, warp_sums.launch(1, 1, (&x, &mut sums, &mut wide)));
-        assert_mentions(
-            &msg,
-            &[
-                "divergent warp in block (0, 0, 0): thread (0, 0, 0) waits at shfl_xor_sync",
-                "lane 1 of its mask does not exist: the warp has 1 lane (the block has 1 thread)",
-            ],
-        );
         // The device still works afterwards.
         shuffle_from_half.launch(1, 64, (32, &mut out)).unwrap();
         let expect: Vec<u32> = (0..64)
             .map(|i| if i % 32 == 31 { i } else { i + 1 })
             .collect();
         assert_eq!(out.to_vec().unwrap(), expect);
+    }
+}
+
+#[test]
+fn a_full_mask_serves_a_partial_warp_as_on_a_gpu() {
+    // The last warp of a 48-thread block has 16 lanes, a 10-thread block's only warp 10, a
+    // 1-thread block's 1: a full mask names lanes that do not exist, which take no part.
+    for threads in [48usize, 10, 1] {
+        let want: Vec<u32> = (0..threads)
+            .flat_map(|i| {
+                let lanes = (threads - i / 32 * 32).min(32) as u32;
+                let lane = i as u32 % 32;
+                let of = |f: &dyn Fn(u32) -> bool| {
+                    (0..lanes).filter(|&l| f(l)).fold(0, |m, l| m | 1 << l)
+                };
+                [
+                    of(&|l| l % 3 == 0),
+                    u32::from(lanes > 21),
+                    of(&|l| l % 4 == lane % 4),
+                    1,
+                ]
+            })
+            .collect();
+        for dev in backends() {
+            let mut out = dev.zeros::<u32, _>(4 * threads).unwrap();
+            full_mask_votes.launch(1, threads as u32, &mut out).unwrap();
+            assert_eq!(
+                out.to_vec().unwrap(),
+                want,
+                "{:?}, {threads} threads",
+                dev.kind()
+            );
+        }
     }
 }
 
@@ -400,30 +418,44 @@ fn collectives_in_branches_run_with_the_lanes_that_took_them() {
 }
 
 #[test]
-fn split_collectives_report_lanes_that_do_not_come() {
+fn lanes_that_returned_take_no_part_and_lanes_elsewhere_are_reported() {
     for dev in cpu_backends() {
         let mut out = dev.zeros::<u32, _>(64).unwrap();
-        // The same report from the split kernel (fast) and the coroutines (checked).
-        let msg = failure(&dev, vote_after_return.launch(1, 64, (3, &mut out)));
-        assert_mentions(
-            &msg,
-            &[
-                "divergent warp in block (0, 0, 0): thread (0, 0, 0) waits at \
-                 ballot_sync(0xffffffff) at",
-                "warp_kernels.rs",
-                "lane 3 (thread (3, 0, 0)) exited without reaching it",
-            ],
-        );
-        let msg = failure(&dev, early_leavers.launch(1, 32, &mut out));
-        assert_mentions(
-            &msg,
-            &[
-                "thread (1, 0, 0) waits at shfl_xor_sync(0xffffffff)",
-                "lane 0 (thread (0, 0, 0))",
-            ],
-        );
+        // Lane 3 of each warp returns before a full-warp vote: the others vote without it.
+        vote_after_return.launch(1, 64, (3, &mut out)).unwrap();
+        let expect: Vec<u32> = (0..64)
+            .map(|i| if i % 32 == 3 { 0 } else { !(1 << 3) })
+            .collect();
+        assert_eq!(out.to_vec().unwrap(), expect, "{:?}", dev.kind());
+        // Even lanes leave the loop after one round, yet the second round's shuffle names the
+        // whole warp.
+        let result = early_leavers.launch(1, 32, &mut out);
         if dev.kind() == DeviceKind::Cpu {
-            assert_mentions(&msg, &["is not there: it left a `while` loop"]);
+            // The split kernel meets the even lanes after the loop, not returned: reported.
+            let msg = failure(&dev, result);
+            assert_mentions(
+                &msg,
+                &[
+                    "thread (1, 0, 0) waits at shfl_xor_sync(0xffffffff)",
+                    "lane 0 (thread (0, 0, 0))",
+                    "is not there: it left a `while` loop",
+                ],
+            );
+        } else {
+            // The coroutines run the even lanes to their end first: the odd lanes' second
+            // shuffle is among themselves, and each lane's source (even) keeps it its own.
+            result.unwrap();
+            let expect: Vec<u32> = (0..32u32)
+                .map(|i| {
+                    let first = i + (i ^ 1);
+                    if i % 2 == 0 {
+                        first
+                    } else {
+                        2 * first
+                    }
+                })
+                .collect();
+            assert_eq!(out.to_vec().unwrap()[..32], expect[..]);
         }
     }
     // Every lane there: no report.

@@ -110,8 +110,8 @@ pub enum Finding {
         exited: Dim3,
     },
     /// A warp collective (`shfl_sync`, `ballot_sync`, `syncwarp`, ...) that cannot complete: a
-    /// lane of its mask exited, waits elsewhere or does not exist, or the caller's mask leaves
-    /// the caller out.
+    /// lane of its mask waits elsewhere (lanes that returned or do not exist take no part), or
+    /// the caller's mask leaves the caller out.
     DivergentWarp {
         /// The block.
         block: Dim3,

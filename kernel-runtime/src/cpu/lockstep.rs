@@ -10,9 +10,7 @@
 
 use super::exec::BlockRun;
 use super::sched::rendezvous::{Arrival, Meet, WarpOp};
-use super::sched::warp::{
-    self, each_lane, existing, leaves_out, meet_at, past_the_block, results, Problem,
-};
+use super::sched::warp::{self, each_lane, existing, leaves_out, meet_at, results, Problem};
 use crate::base::WARP_SIZE;
 use crate::cpu::slots::Slots;
 use std::panic::Location;
@@ -180,8 +178,9 @@ impl BlockRun<'_> {
     /// (an inactive lane's is meaningless), or `None` when no lane is active. `exited` says
     /// which threads have returned.
     ///
-    /// Every lane of an active lane's mask must be active, with the same mask; the mask must
-    /// name the caller and only lanes that exist. Otherwise the kernel stops with the report a
+    /// The lanes of a mask that do not exist or have returned take no part, as on a GPU. Every
+    /// other lane of an active lane's mask must be active, with the same mask (up to those
+    /// lanes), and the mask must name the caller. Otherwise the kernel stops with the report a
     /// coroutine gets.
     pub fn exchange<T>(
         &self,
@@ -209,7 +208,10 @@ impl BlockRun<'_> {
         if mask == active && (0..32).all(|k| masks[k] == mask || active & 1 << k == 0) {
             return Some((one.results)(results(one.op, mask, &lanes)));
         }
-        let present = existing(0, (self.threads() - first) as u32);
+        // The lanes that can take part: those that exist and have not returned.
+        let live = each_lane(existing(0, (self.threads() - first) as u32))
+            .filter(|&l| !exited[first + l])
+            .fold(0u32, |m, l| m | 1 << l);
         let mut out = [0u64; 32];
         // Lanes whose result is known: a mask's group at a time.
         let mut done = 0u32;
@@ -217,19 +219,19 @@ impl BlockRun<'_> {
             if done & 1 << l != 0 {
                 continue;
             }
-            let mask = masks[l];
+            let mask = masks[l] & live;
             let same = (0..32)
-                .filter(|&k| masks[k] == mask)
+                .filter(|&k| masks[k] & live == mask)
                 .fold(0u32, |m, k| m | 1 << k);
-            if mask & 1 << l == 0 || mask & !present != 0 || mask & !(active & same) != 0 {
+            if masks[l] & 1 << l == 0 || mask & !(active & same) != 0 {
                 let arrival = Arrival {
                     meet: Meet::Warp(one.op),
                     value: lanes[l].0,
-                    mask,
+                    mask: masks[l],
                     arg: lanes[l].1,
                     location: one.location,
                 };
-                self.warp_diverged(first, l, arrival, exited, active, &masks);
+                self.warp_diverged(first, l, arrival, live, active, &masks);
             }
             let group = results(one.op, mask, &lanes);
             for k in each_lane(mask) {
@@ -241,25 +243,24 @@ impl BlockRun<'_> {
     }
 
     /// Stops the kernel: lane `l` of the warp whose first thread is `first` waits at `arrival`,
-    /// which cannot complete; `active` and `masks` are the warp's lanes at the collective and
-    /// their masks.
+    /// which cannot complete; `live` are the warp's lanes that exist and have not returned,
+    /// `active` and `masks` its lanes at the collective and their masks.
     #[cold]
     fn warp_diverged(
         &self,
         first: usize,
         l: usize,
         arrival: Arrival,
-        exited: &[bool],
+        live: u32,
         active: u32,
         masks: &[u32; 32],
     ) -> ! {
-        let (mask, n) = (arrival.mask, self.threads());
-        let lanes = (n - first).min(WARP_SIZE as usize);
-        let stray =
-            (0..lanes).find(|&k| mask & 1 << k != 0 && (active & 1 << k == 0 || masks[k] != mask));
+        let mask = arrival.mask & live;
+        let lanes = (self.threads() - first).min(WARP_SIZE as usize);
+        let stray = (0..lanes)
+            .find(|&k| mask & 1 << k != 0 && (active & 1 << k == 0 || masks[k] & live != mask));
         let what = match stray {
-            _ if mask & 1 << l == 0 => leaves_out(mask, l),
-            _ if lanes < 32 && mask >> lanes != 0 => past_the_block(mask, lanes, n),
+            _ if arrival.mask & 1 << l == 0 => leaves_out(arrival.mask, l),
             Some(k) => {
                 let other = self.coords[first + k];
                 if active & 1 << k != 0 {
@@ -268,8 +269,6 @@ impl BlockRun<'_> {
                         ..arrival
                     };
                     format!("lane {k} (thread {other}) waits at {}", theirs.describe())
-                } else if exited[first + k] {
-                    format!("lane {k} (thread {other}) exited without reaching it")
                 } else {
                     format!(
                         "lane {k} (thread {other}) is not there: it left a `while` loop, or took \
@@ -347,7 +346,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lane_that_does_not_come_is_reported() {
+    fn lanes_that_returned_or_do_not_exist_take_no_part() {
         let (state, coords) = block(48);
         let run = BlockRun {
             state: &state,
@@ -357,30 +356,31 @@ mod tests {
         let full = slots(48, |l| ballot_sync(u32::MAX, l > 2));
         let mut exited = [false; 48];
         exited[5] = true;
+        let got = run.exchange(0, !(1 << 5), &exited, &full).unwrap();
+        assert_eq!(got[0], !0b111 & !(1 << 5));
+        // The block's last warp has 16 lanes: a full mask names 16 that do not exist.
+        let got = run.exchange(32, 0xffff, &[false; 48], &full).unwrap();
+        assert_eq!(got[0], 0xffff & !0b111);
+    }
+
+    #[test]
+    fn a_lane_that_does_not_come_is_reported() {
+        let (state, coords) = block(48);
+        let run = BlockRun {
+            state: &state,
+            coords: &coords,
+            track: false,
+        };
+        let full = slots(48, |l| ballot_sync(u32::MAX, l > 2));
         let msg = report(|| {
-            run.exchange(0, !(1 << 5), &exited, &full);
+            run.exchange(0, !(1 << 6), &[false; 48], &full);
         });
         assert!(
             msg.contains("thread (0, 0, 0) waits at ballot_sync(0xffffffff) at"),
             "{msg}"
         );
         assert!(
-            msg.contains("lane 5 (thread (5, 0, 0)) exited without reaching it"),
-            "{msg}"
-        );
-        let msg = report(|| {
-            run.exchange(0, !(1 << 6), &[false; 48], &full);
-        });
-        assert!(
             msg.contains("lane 6 (thread (6, 0, 0)) is not there: it left a `while`"),
-            "{msg}"
-        );
-        let msg = report(|| {
-            run.exchange(32, 0xffff, &[false; 48], &full);
-        });
-        assert!(msg.contains("thread (32, 0, 0) waits"), "{msg}");
-        assert!(
-            msg.contains("lane 16 of its mask does not exist: the warp has 16 lanes"),
             "{msg}"
         );
         let mixed = slots(48, |l| {

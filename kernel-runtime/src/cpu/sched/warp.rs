@@ -3,9 +3,10 @@
 //! A thread that calls a collective stops there (see [`fibers`](super::fibers)). Once every
 //! thread of the block has stopped, [`complete`] looks at each warp: a collective completes
 //! when every lane of its mask waits at the same collective with the same mask, and each of
-//! those lanes is resumed with its result. A lane of the mask that has returned, waits at a
-//! barrier or another collective, or does not exist (the warp is the block's last and partial)
-//! would hang or be undefined on a GPU, and is reported instead.
+//! those lanes is resumed with its result. As on a GPU, lanes that do not exist (the warp is the
+//! block's last and partial) or have returned take no part: they count as arrived, so
+//! `syncwarp(0xffffffff)` serves a block of 10 threads. A lane of the mask that waits at a
+//! barrier or another collective would hang or be undefined on a GPU, and is reported instead.
 
 use super::rendezvous::{suspend, wait, Arrival, Meet, ShflMode, State, WarpOp};
 use crate::base::WARP_SIZE;
@@ -122,9 +123,9 @@ pub(crate) struct Problem {
 /// `observer` (checked mode orders its lanes' accesses by it). Threads waiting at
 /// barriers are left as they are. Returns whether any thread was resumed.
 ///
-/// A collective is reported when it can never complete: its mask leaves out the caller or names
-/// a lane that does not exist or has returned, or a lane of its mask waits at a barrier (which
-/// the lanes waiting here keep closed). One whose lanes wait at another collective can complete
+/// A collective is reported when it can never complete: its mask leaves out the caller, or a lane
+/// of its mask waits at a barrier (which the lanes waiting here keep closed). Lanes of the mask
+/// that do not exist or have returned take no part. One whose lanes wait at another collective can complete
 /// after that one does; it is reported only when no collective of the block can complete.
 pub(crate) fn complete(
     threads: &mut [State],
@@ -137,7 +138,6 @@ pub(crate) fn complete(
     let mut stuck = None;
     for first in (0..n).step_by(size) {
         let warp = &mut threads[first..n.min(first + size)];
-        let present = existing(0, warp.len() as u32);
         let live = warp
             .iter()
             .enumerate()
@@ -164,17 +164,16 @@ pub(crate) fn complete(
             if a.mask & 1 << lane == 0 {
                 return Err(problem(leaves_out(a.mask, lane)));
             }
-            if a.mask & !present != 0 {
-                return Err(problem(past_the_block(a.mask, warp.len(), n)));
-            }
+            // The lanes that take part: those of the mask that exist and have not returned.
+            let mask = a.mask & live;
             let mut lanes = [(0u64, 0u32); 32];
             for (l, slot) in lanes.iter_mut().enumerate().take(warp.len()) {
-                if a.mask & 1 << l == 0 {
+                if mask & 1 << l == 0 {
                     continue;
                 }
                 let other = coords[first + l];
                 match warp[l] {
-                    State::Wait(b) if b.meet == a.meet && b.mask == a.mask => {
+                    State::Wait(b) if b.meet == a.meet && b.mask & live == mask => {
                         *slot = (b.value, b.arg)
                     }
                     State::Wait(b) => {
@@ -187,23 +186,19 @@ pub(crate) fn complete(
                         }
                         return Err(problem(what));
                     }
-                    State::Done => {
-                        return Err(problem(format!(
-                            "lane {l} (thread {other}) exited without reaching it"
-                        )))
-                    }
-                    // Resumed by this call: it may come next round.
-                    State::Run(_) => continue 'lanes,
+                    // Resumed by this call: it may come next round. (A lane that returned is
+                    // not in `mask`.)
+                    State::Run(_) | State::Done => continue 'lanes,
                 }
             }
-            let results = results(op, a.mask, &lanes);
+            let results = results(op, mask, &lanes);
             for (l, s) in warp.iter_mut().enumerate() {
-                if a.mask & 1 << l != 0 {
+                if mask & 1 << l != 0 {
                     *s = State::Run(results[l]);
                 }
             }
             if op == WarpOp::Sync {
-                observer.syncwarp(first, warp.len(), a.mask);
+                observer.syncwarp(first, warp.len(), mask);
             }
             resumed = true;
         }
@@ -229,21 +224,6 @@ pub(crate) fn diverged(state: &BlockState, checked: bool, coords: &[Dim3], p: Pr
 /// Why a collective whose `mask` leaves out the caller's `lane` cannot complete.
 pub(crate) fn leaves_out(mask: u32, lane: usize) -> String {
     format!("its mask {mask:#010x} leaves out its own lane {lane}")
-}
-
-/// Why a collective whose `mask` names lanes past the `lanes` of a warp of a block of `threads`
-/// cannot complete.
-pub(crate) fn past_the_block(mask: u32, lanes: usize, threads: usize) -> String {
-    let count = |k: usize, what: &str| match k {
-        1 => format!("1 {what}"),
-        k => format!("{k} {what}s"),
-    };
-    format!(
-        "lane {} of its mask does not exist: the warp has {} (the block has {})",
-        (mask & !existing(0, lanes as u32)).trailing_zeros(),
-        count(lanes, "lane"),
-        count(threads, "thread")
-    )
 }
 
 /// Each lane's result of collective `op` over the lanes of `mask`, from each lane's value and
