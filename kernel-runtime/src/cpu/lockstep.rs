@@ -346,7 +346,7 @@ mod tests {
     }
 
     #[test]
-    fn lanes_that_returned_or_do_not_exist_take_no_part() {
+    fn a_lane_that_does_not_come_is_reported_one_returned_or_absent_takes_no_part() {
         let (state, coords) = block(48);
         let run = BlockRun {
             state: &state,
@@ -361,17 +361,6 @@ mod tests {
         // The block's last warp has 16 lanes: a full mask names 16 that do not exist.
         let got = run.exchange(32, 0xffff, &[false; 48], &full).unwrap();
         assert_eq!(got[0], 0xffff & !0b111);
-    }
-
-    #[test]
-    fn a_lane_that_does_not_come_is_reported() {
-        let (state, coords) = block(48);
-        let run = BlockRun {
-            state: &state,
-            coords: &coords,
-            track: false,
-        };
-        let full = slots(48, |l| ballot_sync(u32::MAX, l > 2));
         let msg = report(|| {
             run.exchange(0, !(1 << 6), &[false; 48], &full);
         });
