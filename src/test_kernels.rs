@@ -240,6 +240,20 @@ pub fn cuda_intrinsics(x: &[u32], out: &mut [u32], wide: &mut [u32]) {
     }
 }
 
+/// A 3-D shared array: each thread of a `(8, 4, 2)` block stores its linear index at
+/// `[z, y, x]`, then reads the element mirrored along every axis, `[1 - z, 3 - y, 7 - x]`, into
+/// `out[[b, z, y, x]]`.
+#[kernel]
+pub fn shared_mirror3(out: &mut Array2<u32>) {
+    let mut s = shared_array![u32; [2, 4, 8]];
+    let t = thread_idx();
+    let (x, y, z) = (t.x as usize, t.y as usize, t.z as usize);
+    s[[z, y, x]] = (z * 32 + y * 8 + x) as u32;
+    sync_threads();
+    let b = block_idx().x as usize;
+    out[[b, z * 32 + y * 8 + x]] = s[[1 - z, 3 - y, 7 - x]];
+}
+
 /// Numba's NaN rules of the float atomics: each thread applies `values[i]` to eight cells with
 /// `atomic_max`, `atomic_min`, `atomic_nanmax` and `atomic_nanmin`, twice over (cells `0..4` and
 /// `4..8`, which the host starts at different values).

@@ -467,6 +467,20 @@ fn a_kernel_written_by_a_macro_takes_its_types_from_ty_fragments() {
 }
 
 #[test]
+fn a_three_axis_shared_array_is_laid_out_and_indexed_as_declared() {
+    let want = Array2::from_shape_fn((3, 64), |(_, t)| {
+        let (z, y, x) = (t / 32, t / 8 % 4, t % 8);
+        ((1 - z) * 32 + (3 - y) * 8 + (7 - x)) as u32
+    });
+    for dev in backends() {
+        let mut out = dev.zeros::<u32, _>((3, 64)).unwrap();
+        shared_mirror3.launch(3, (8, 4, 2), &mut out).unwrap();
+        assert_eq!(out.to_host().unwrap(), want, "{:?}", dev.kind());
+    }
+    const { assert!(shared_mirror3::META.static_shared_bytes == 2 * 4 * 8 * 4) };
+}
+
+#[test]
 fn cudas_integer_intrinsics_run_under_their_names() {
     let x: Vec<u32> = (0..1000u32)
         .map(|i| i.wrapping_mul(2_654_435_761) >> (i % 32))

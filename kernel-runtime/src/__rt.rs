@@ -6,8 +6,8 @@ pub use crate::device_copy::{assert_device_copy, Holds, NoPadding};
 pub use crate::print::gpu_print;
 pub use crate::print::{Format, KernelPrint, PrintFloat, PrintInteger, Spec};
 pub use crate::shared::{
-    array1 as shared_array1, array2 as shared_array2, array_bytes, dynamic as dynamic_shared,
-    extent, hint_extent, layout, ConstMessage, STATIC_LIMIT,
+    array1 as shared_array1, array2 as shared_array2, array3 as shared_array3, array_bytes,
+    dynamic as dynamic_shared, extent, hint_extent, layout, ConstMessage, STATIC_LIMIT,
 };
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::{

@@ -115,7 +115,7 @@ pub use kernel_macros::{
 };
 pub use module_array::{ModuleArray, ModuleView};
 pub use number::DeviceNumber;
-pub use shared::{SharedArray1, SharedArray2};
+pub use shared::{SharedArray1, SharedArray2, SharedArray3};
 pub use view::{ArrayIndex, View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -178,8 +178,8 @@ pub mod prelude {
     };
     pub use crate::{dynamic_shared, shared_array};
     pub use crate::{
-        SharedArray1, SharedArray2, View0, View0Mut, View1, View1Mut, View2, View2Mut, View3,
-        View3Mut,
+        SharedArray1, SharedArray2, SharedArray3, View0, View0Mut, View1, View1Mut, View2,
+        View2Mut, View3, View3Mut,
     };
 
     #[cfg(not(target_arch = "nvptx64"))]
@@ -192,8 +192,9 @@ pub mod prelude {
     pub use ndarray::{Array0, Array1, Array2, Array3};
 }
 
-/// A static shared-memory array of the block: `shared_array![f32; 256]` or
-/// `shared_array![f32; [TPB, TPB]]`, sizes known at compile time.
+/// A static shared-memory array of the block: `shared_array![f32; 256]`,
+/// `shared_array![f32; [TPB, TPB]]` or `shared_array![f32; [D, TPB, TPB]]`, sizes known at
+/// compile time.
 ///
 /// Only meaningful directly inside a `#[kernel]` function, whose macro lays every shared array
 /// out at a fixed offset of the block's shared memory; anywhere else it is a compile error.

@@ -7,12 +7,14 @@
 
 use crate::ctx::Ctx;
 use crate::device_copy::AnyBitPattern;
-use crate::view::{View1Mut, View2Mut};
+use crate::view::{View1Mut, View2Mut, View3Mut};
 
 /// A 1-D array in the block's shared memory (writable by every thread of the block).
 pub type SharedArray1<'a, T, const CHECK: bool = true> = View1Mut<'a, T, CHECK>;
 /// A 2-D array in the block's shared memory (writable by every thread of the block).
 pub type SharedArray2<'a, T, const CHECK: bool = true> = View2Mut<'a, T, CHECK>;
+/// A 3-D array in the block's shared memory (writable by every thread of the block).
+pub type SharedArray3<'a, T, const CHECK: bool = true> = View3Mut<'a, T, CHECK>;
 
 /// The most static shared memory a kernel may declare: 48 KiB, as CUDA guarantees.
 pub const STATIC_LIMIT: usize = 48 * 1024;
@@ -152,22 +154,35 @@ pub unsafe fn array1<'l, T: AnyBitPattern, L: ?Sized>(
     unsafe { block_private(view) }.within(launch)
 }
 
-/// A static 2-D shared array of a kernel at `offset` (computed by [`layout`]).
-///
-/// # Safety
-/// Must be called from inside a kernel whose shared layout reserves the array's bytes there.
-#[inline(always)]
-pub unsafe fn array2<'l, T: AnyBitPattern, L: ?Sized>(
-    ctx: &Ctx,
-    launch: &'l L,
-    offset: usize,
-    dims: [usize; 2],
-    name: &'static str,
-) -> View2Mut<'l, T> {
-    // SAFETY: the layout reserves this range of the block's shared memory for the array.
-    let view = unsafe { View2Mut::from_raw(ctx.shared_ptr().add(offset) as *mut T, dims, name) };
-    // SAFETY: as above.
-    unsafe { block_private(view) }.within(launch)
+/// The static 2-D and 3-D shared arrays of a kernel, at an `offset` computed by [`layout`].
+macro_rules! static_arrays {
+    ($($(#[$doc:meta])* $name:ident => $view:ident, $rank:literal;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Must be called from inside a kernel whose shared layout reserves the array's bytes
+        /// there.
+        #[inline(always)]
+        pub unsafe fn $name<'l, T: AnyBitPattern, L: ?Sized>(
+            ctx: &Ctx,
+            launch: &'l L,
+            offset: usize,
+            dims: [usize; $rank],
+            name: &'static str,
+        ) -> $view<'l, T> {
+            // SAFETY: the layout reserves this range of the block's shared memory for the array.
+            let view = unsafe { $view::from_raw(ctx.shared_ptr().add(offset) as *mut T, dims, name) };
+            // SAFETY: as above.
+            unsafe { block_private(view) }.within(launch)
+        }
+    )*};
+}
+
+static_arrays! {
+    /// A static 2-D shared array of a kernel.
+    array2 => View2Mut, 2;
+    /// A static 3-D shared array of a kernel.
+    array3 => View3Mut, 3;
 }
 
 /// A view of the block's shared memory, marked as such on the CPU backend, where only the
@@ -193,7 +208,7 @@ unsafe fn block_private<V>(view: V) -> V {
     view
 }
 
-/// A shared array (from [`array1`], [`array2`] or [`dynamic`]) in checked mode: its accesses
+/// A shared array (from [`array1`], [`array2`], [`array3`] or [`dynamic`]) in checked mode: its accesses
 /// recorded in the block's shadow of shared memory. Checked mode's body wraps each shared
 /// array of the kernel's in this, so that a mistake in the array's type is reported once, at
 /// the one function both bodies call.
@@ -242,7 +257,7 @@ macro_rules! shared_view {
         }
     )*};
 }
-shared_view!(View1Mut, View2Mut);
+shared_view!(View1Mut, View2Mut, View3Mut);
 
 /// A shared array extent: sizes are `usize` constants.
 #[inline(always)]

@@ -324,10 +324,10 @@ impl Pass {
                 return None;
             }
         };
-        if args.dims.is_empty() || args.dims.len() > 2 {
+        if args.dims.is_empty() || args.dims.len() > 3 {
             self.error(
                 mac.tokens.span(),
-                "shared arrays have one or two dimensions: `shared_array![T; N]` or `shared_array![T; [R, C]]`",
+                "shared arrays have one to three dimensions: `shared_array![T; N]`, `shared_array![T; [R, C]]` or `shared_array![T; [D, R, C]]`",
             );
             return None;
         }
@@ -357,9 +357,13 @@ impl Pass {
                 unsafe { ::kernel_runtime::__rt::shared_array1::<#elem, _>(&__kctx, __launch, #layout.0[#k], ::kernel_runtime::__rt::extent(#n), #name) }
             )
         } else {
-            let (r, c) = (&args.dims[0], &args.dims[1]);
+            let dims = &args.dims;
+            let make = match dims.len() {
+                2 => quote!(shared_array2),
+                _ => quote!(shared_array3),
+            };
             syn::parse_quote_spanned!(span=>
-                unsafe { ::kernel_runtime::__rt::shared_array2::<#elem, _>(&__kctx, __launch, #layout.0[#k], [::kernel_runtime::__rt::extent(#r), ::kernel_runtime::__rt::extent(#c)], #name) }
+                unsafe { ::kernel_runtime::__rt::#make::<#elem, _>(&__kctx, __launch, #layout.0[#k], [#(::kernel_runtime::__rt::extent(#dims)),*], #name) }
             )
         };
         self.out.shared.push(SharedDecl {
