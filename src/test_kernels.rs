@@ -254,6 +254,36 @@ pub fn shared_mirror3(out: &mut Array2<u32>) {
     out[[b, z * 32 + y * 8 + x]] = s[[1 - z, 3 - y, 7 - x]];
 }
 
+/// Three arrays carved from one dynamic shared allocation of `12 n` bytes for a block of `n`
+/// threads: `f32`s `0..n` and `n..2n`, as Numba's `dyn[0:n]` and `dyn[n:2*n]`, then `u32`s from
+/// byte `8n`, as CUDA's `(unsigned *)(s + 8 * n)`. Thread `t` writes `t`, `2t` and `3t`; after
+/// the barrier `out[[b, 3t..3t + 3]]` reads them back at the mirrored thread `n - 1 - t`.
+#[kernel]
+pub fn carved_shared(out: &mut Array2<u32>) {
+    let t = thread_idx().x as usize;
+    let n = block_dim().x as usize;
+    let all = dynamic_shared![f32];
+    let (mut a, mut b) = (all.slice(0..n), all.slice(n..2 * n));
+    let mut c = dynamic_shared![u32; at 8 * n];
+    a[t] = t as f32;
+    b[t] = 2.0 * t as f32;
+    c[t] = 3 * t as u32;
+    sync_threads();
+    let (m, row) = (n - 1 - t, block_idx().x as usize);
+    out[[row, 3 * t]] = a[m] as u32;
+    out[[row, 3 * t + 1]] = b[m] as u32;
+    out[[row, 3 * t + 2]] = c[m];
+}
+
+/// A `u32` view of the dynamic shared memory at byte `at`, and a slice `0..len` of it.
+#[kernel]
+pub fn shared_view_at(at: u32, len: u32, out: &mut [u32]) {
+    let v = dynamic_shared![u32; at at as usize].slice(0..len as usize);
+    if thread_idx().x == 0 {
+        out[0] = v.len() as u32;
+    }
+}
+
 /// Numba's NaN rules of the float atomics: each thread applies `values[i]` to eight cells with
 /// `atomic_max`, `atomic_min`, `atomic_nanmax` and `atomic_nanmin`, twice over (cells `0..4` and
 /// `4..8`, which the host starts at different values).

@@ -481,6 +481,47 @@ fn a_three_axis_shared_array_is_laid_out_and_indexed_as_declared() {
 }
 
 #[test]
+fn one_dynamic_shared_allocation_is_carved_into_arrays_of_several_types() {
+    let n = 96usize;
+    let want = Array2::from_shape_fn((2, 3 * n), |(_, k)| {
+        let m = (n - 1 - k / 3) as u32;
+        m * (k % 3 + 1) as u32
+    });
+    for dev in backends() {
+        let at = format!("{:?}", dev.kind());
+        let mut out = dev.zeros::<u32, _>((2, 3 * n)).unwrap();
+        let config = LaunchConfig::new(2, n as u32).unwrap().shared_bytes(12 * n);
+        carved_shared.launch_with(config, &mut out).unwrap();
+        assert_eq!(out.to_host().unwrap(), want, "{at}");
+        let mut len = dev.zeros::<u32, _>(1).unwrap();
+        let config = LaunchConfig::new(1, 32).unwrap().shared_bytes(64);
+        shared_view_at
+            .launch_with(config.clone(), (8, 14, &mut len))
+            .unwrap();
+        assert_eq!(len.to_vec().unwrap(), [14], "{at}");
+        if matches!(dev.kind(), DeviceKind::Cuda(_)) {
+            continue;
+        }
+        // Misaligned, past the end, or a slice past the view: stopped, named.
+        for (offset, count, says) in [
+            (2, 1, "at byte 2 of the dynamic shared memory"),
+            (
+                68,
+                0,
+                "at byte 68 of the dynamic shared memory does not lie in its 64 bytes",
+            ),
+            (8, 15, "slice 0..15 does not lie in array"),
+        ] {
+            let err = shared_view_at
+                .launch_with(config.clone(), (offset, count, &mut len))
+                .unwrap_err()
+                .to_string();
+            assert_mentions(&err, &[says, "shared_view_at"]);
+        }
+    }
+}
+
+#[test]
 fn cudas_integer_intrinsics_run_under_their_names() {
     let x: Vec<u32> = (0..1000u32)
         .map(|i| i.wrapping_mul(2_654_435_761) >> (i % 32))

@@ -41,6 +41,43 @@ pub fn out_of_bounds(
     trap()
 }
 
+/// Reports a slice `start..end` of an array of `len` elements that does not lie in it, and
+/// stops the thread: on the GPU, a trap.
+#[cold]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+pub fn bad_slice(array: &'static str, start: usize, end: usize, len: usize) -> ! {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::fault::raise_with_coordinates(format!(
+        "slice {start}..{end} does not lie in array `{array}` of {len} elements at {}",
+        core::panic::Location::caller()
+    ));
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = (array, start, end, len);
+        trap()
+    }
+}
+
+/// Reports a view of dynamic shared memory at byte `at` that does not lie in its `bytes` or is
+/// not aligned to `align`, and stops the thread: on the GPU, a trap.
+#[cold]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+pub fn bad_shared_offset(array: &'static str, at: usize, bytes: usize, align: usize) -> ! {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::fault::raise_with_coordinates(format!(
+        "`{array}` at byte {at} of the dynamic shared memory does not lie in its {bytes} bytes \
+         at a multiple of its elements' alignment, {align}, at {}",
+        core::panic::Location::caller()
+    ));
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = (array, at, bytes, align);
+        trap()
+    }
+}
+
 /// Aborts the kernel: `trap` on the GPU, an error from the launch on the CPU backend.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]

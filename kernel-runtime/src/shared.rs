@@ -115,23 +115,35 @@ pub const fn layout<const K: usize>(arrays: [(usize, usize); K]) -> ([usize; K],
     (offsets, end)
 }
 
-/// The dynamic shared memory of the block as a slice of `T`, placed after `static_bytes`.
+/// The dynamic shared memory of the block from its byte `at` on, as `T`s (`dynamic_shared![T]`,
+/// `dynamic_shared![T; at BYTES]`), placed after `static_bytes`: CUDA's
+/// `extern __shared__ char s[]` viewed at an offset, as `(T*)(s + at)`. An `at` past the dynamic
+/// part, or not a multiple of `T`'s alignment, stops the kernel (a trap on a GPU).
 ///
 /// # Safety
 /// Must be called from inside a kernel whose static shared arrays take `static_bytes`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn dynamic<'l, T: AnyBitPattern, L: ?Sized>(
     ctx: &Ctx,
     launch: &'l L,
     static_bytes: usize,
+    at: usize,
     name: &'static str,
 ) -> View1Mut<'l, T> {
     let start = align_up(static_bytes, 16);
     let bytes = ctx.shared_bytes().saturating_sub(start);
-    let len = bytes / core::mem::size_of::<T>().max(1);
+    let align = core::mem::align_of::<T>();
+    if at > bytes || at & (align - 1) != 0 {
+        crate::fault::bad_shared_offset(name, at, bytes, align)
+    }
+    let len = (bytes - at) / core::mem::size_of::<T>().max(1);
     // SAFETY: the block's shared memory has `shared_bytes()` bytes, of which `start..` are the
-    // dynamic part; alignment 16 suits every primitive element type.
-    let view = unsafe { View1Mut::from_raw(ctx.shared_ptr().add(start) as *mut T, [len], name) };
+    // dynamic part, and `at` lies in it (checked above); `start` is a multiple of 16, `at` of
+    // `T`'s alignment, so the view is aligned.
+    let ptr = unsafe { ctx.shared_ptr().add(start + at) } as *mut T;
+    // SAFETY: as above: `len` elements of `T` fit in `bytes - at`.
+    let view = unsafe { View1Mut::from_raw(ptr, [len], name) };
     // SAFETY: the view is in the block's shared memory.
     unsafe { block_private(view) }.within(launch)
 }

@@ -293,6 +293,27 @@ macro_rules! rank1 {
             pub fn dim(&self) -> usize {
                 self.dims[0]
             }
+            /// The elements `range` as an array of their own, indexed from 0: Numba's `a[i:j]`
+            /// in a kernel. `dynamic_shared![f32].slice(0..n)` and `.slice(n..2 * n)` carve one
+            /// dynamic shared allocation into two arrays, as Numba's `dyn[0:n]` and
+            /// `dyn[n:2*n]` do. A range outside the view stops the kernel, whatever its index
+            /// checks (a trap on a GPU).
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            pub fn slice(self, range: core::ops::Range<usize>) -> Self {
+                let (start, end) = (range.start, range.end);
+                if start > end || end > self.dims[0] {
+                    crate::fault::bad_slice(self.name(), start, end, self.dims[0])
+                }
+                $name {
+                    // In the view's memory: `start <= end <= len` (checked above).
+                    ptr: self.ptr.wrapping_add(start),
+                    dims: [end - start],
+                    #[cfg(not(target_arch = "nvptx64"))]
+                    trace: self.trace.skip(start),
+                    ..self
+                }
+            }
             /// Whether index `i` lies within the view.
             #[inline(always)]
             fn holds(&self, i: usize) -> bool {

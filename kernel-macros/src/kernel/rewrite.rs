@@ -139,6 +139,34 @@ impl Parse for SharedArgs {
     }
 }
 
+/// `dynamic_shared![T]`, or `dynamic_shared![T; at BYTES]`: the dynamic shared memory as `T`s,
+/// from its byte `BYTES` on.
+struct DynamicArgs {
+    elem: Type,
+    at: Option<Expr>,
+}
+impl Parse for DynamicArgs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let elem: Type = input.parse()?;
+        if input.is_empty() {
+            return Ok(DynamicArgs { elem, at: None });
+        }
+        input.parse::<Token![;]>()?;
+        let word: syn::Ident = input.parse()?;
+        if word != "at" {
+            return Err(syn::Error::new(
+                word.span(),
+                "`dynamic_shared!` takes an element type, and a byte offset after `at`: \
+                 `dynamic_shared![f32]`, `dynamic_shared![u32; at 1024]`",
+            ));
+        }
+        Ok(DynamicArgs {
+            elem,
+            at: Some(input.parse()?),
+        })
+    }
+}
+
 impl Pass {
     fn error(&mut self, span: Span, msg: impl Into<String>) {
         self.errors.push(syn::Error::new(span, msg.into()));
@@ -282,13 +310,15 @@ impl Pass {
             }
             "shared_array" => self.shared_array(mac),
             "dynamic_shared" => {
-                let elem: Type = match mac.parse_body() {
-                    Ok(t) => t,
+                let DynamicArgs { elem, at } = match mac.parse_body() {
+                    Ok(a) => a,
                     Err(e) => {
                         self.errors.push(e);
                         return None;
                     }
                 };
+                let mut at = at.unwrap_or_else(|| syn::parse_quote!(0usize));
+                self.visit_expr_mut(&mut at);
                 self.out.uses_ctx = true;
                 self.out.block_local = true;
                 let layout = &self.layout;
@@ -297,7 +327,7 @@ impl Pass {
                     .take()
                     .unwrap_or_else(|| "dynamic shared".into());
                 Some(syn::parse_quote_spanned!(span=>
-                    unsafe { ::kernel_runtime::__rt::dynamic_shared::<#elem, _>(&__kctx, __launch, #layout.1, #name) }
+                    unsafe { ::kernel_runtime::__rt::dynamic_shared::<#elem, _>(&__kctx, __launch, #layout.1, #at, #name) }
                 ))
             }
             _ => {

@@ -144,6 +144,15 @@ impl Trace {
         ..Trace::OFF
     };
 
+    /// The trace of the view's elements from `elements` on (a slice of it).
+    #[inline(always)]
+    pub(crate) fn skip(self, elements: usize) -> Trace {
+        Trace {
+            base: self.base.wrapping_add(elements.wrapping_mul(self.stride)),
+            ..self
+        }
+    }
+
     /// Whether accesses are checked.
     #[inline(always)]
     pub fn on(&self) -> bool {
