@@ -124,6 +124,22 @@ pub fn block_scan(data: &mut [u32]) {
     }
 }
 
+/// `activemask()` in the two branches of an `if` and after it: `out[3i]` in the branch lanes
+/// divisible by 3 take, `out[3i + 1]` in the other, `out[3i + 2]` after both (the branch a lane
+/// did not take leaves its slot 0).
+#[kernel]
+pub fn branch_activemask(out: &mut [u32]) {
+    let i = grid(1);
+    if 3 * i + 2 < out.len() {
+        if lane_id() % 3 == 0 {
+            out[3 * i] = activemask();
+        } else {
+            out[3 * i + 1] = activemask();
+        }
+        out[3 * i + 2] = activemask();
+    }
+}
+
 /// Lanes at or past `stay` return at once; the others write `activemask()`, their ballot, and
 /// the sum of their lanes in their half of the warp (`0..16`, `16..stay`), each with a mask of
 /// the lanes that take part. `stay` is 16, 24 or 32, so each half's lanes pair up by `xor`.

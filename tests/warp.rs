@@ -335,6 +335,32 @@ fn a_full_mask_serves_a_partial_warp_as_on_a_gpu() {
 }
 
 #[test]
+fn activemask_in_a_branch_gives_the_lanes_that_took_it() {
+    // 40 threads: a full warp, then one of 8 lanes.
+    let n = 40usize;
+    let want: Vec<u32> = (0..n)
+        .flat_map(|i| {
+            let lanes = (n - i / 32 * 32).min(32) as u32;
+            let of = |f: &dyn Fn(u32) -> bool| {
+                (0..lanes).filter(|&l| f(l)).fold(0u32, |m, l| m | 1 << l)
+            };
+            let lane = i as u32 % 32;
+            let taken = of(&|l| l % 3 == 0);
+            let all = of(&|_| true);
+            match lane % 3 {
+                0 => [taken, 0, all],
+                _ => [0, all & !taken, all],
+            }
+        })
+        .collect();
+    for dev in cpu_backends() {
+        let mut out = dev.zeros::<u32, _>(3 * n).unwrap();
+        branch_activemask.launch(1, n as u32, &mut out).unwrap();
+        assert_eq!(out.to_vec().unwrap(), want, "{:?}", dev.kind());
+    }
+}
+
+#[test]
 fn lanes_leave_a_loop_of_collectives_at_different_rounds() {
     const { assert!(uneven_rounds::META.split) };
     let n = 200usize;

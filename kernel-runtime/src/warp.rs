@@ -331,8 +331,11 @@ pub fn syncwarp(mask: u32) {
 }
 
 /// `__activemask()`: the lanes of the caller's warp that run with it now. On the CPU backend,
-/// the lanes of the warp that have not returned.
+/// whose warps run as coroutines where a kernel calls it, the lanes that have not returned and
+/// call it at the same place together: in a branch, the lanes that took it, as a warp that runs
+/// the branch in lockstep gives.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn activemask() -> u32 {
     #[cfg(target_arch = "nvptx64")]
     {

@@ -49,9 +49,10 @@ pub fn each_lane(mask: u32) -> impl Iterator<Item = usize> {
     })
 }
 
-/// `activemask()`: in a coroutine, the lanes of the warp that have not returned once every
-/// thread of the block has stopped; elsewhere (threads run one after another), the lanes of the
-/// warp that exist.
+/// `activemask()`: in a coroutine, once every thread of the block has stopped, the lanes of the
+/// warp that stopped at the same `activemask()` call (see [`complete`]); elsewhere (threads run
+/// one after another), the lanes of the warp that exist.
+#[track_caller]
 pub(crate) fn activemask() -> u32 {
     let arrival = Arrival {
         meet: Meet::ActiveMask,
@@ -143,11 +144,26 @@ pub(crate) fn complete(
             .enumerate()
             .filter(|(_, s)| !matches!(s, State::Done))
             .fold(0u32, |m, (l, _)| m | 1 << l);
-        for s in warp.iter_mut() {
-            if matches!(s, State::Wait(a) if a.meet == Meet::ActiveMask) {
-                *s = State::Run(live as u64);
-                resumed = true;
-            }
+        // `activemask()`: the lanes that asked at the same place. A GPU answers with the lanes
+        // that run the call together, so those of a branch give the branch's lanes (and every
+        // live lane, outside branches).
+        let asking = |at: &Location| {
+            warp.iter()
+                .enumerate()
+                .filter(|(_, s)| matches!(s, State::Wait(b) if b.meet == Meet::ActiveMask && *b.location == *at))
+                .fold(0u32, |m, (l, _)| m | 1 << l)
+        };
+        let masks: Vec<(usize, u32)> = warp
+            .iter()
+            .enumerate()
+            .filter_map(|(l, s)| match s {
+                State::Wait(a) if a.meet == Meet::ActiveMask => Some((l, asking(a.location))),
+                _ => None,
+            })
+            .collect();
+        for (l, mask) in masks {
+            warp[l] = State::Run(mask as u64);
+            resumed = true;
         }
         'lanes: for lane in 0..warp.len() {
             let State::Wait(a) = warp[lane] else {
