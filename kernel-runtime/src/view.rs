@@ -117,17 +117,26 @@ macro_rules! view_type {
                     CHECK
                 }
             }
-            /// Reports an index outside the shape. Takes the view by value, as the report of a
-            /// race does: the view's address then never escapes the thread loop, where the
-            /// view stays in registers. On the GPU it is a `trap` in place, so that a kernel
-            /// with index checks has no call in it (and no call sequence around its checks).
+            /// Reports an index outside the shape. Takes the name, index and shape by value, in
+            /// registers: neither the view's address nor a copy of it in memory then escapes
+            /// the thread loop, where the view stays in registers and its extents stay the
+            /// values the loop's bounds compare with (a copy in memory, whose address the call
+            /// took, would be read back after every store, and an index checked against one
+            /// array no longer proven in range for another of the same shape). On the GPU it
+            /// is a `trap` in place, so that a kernel with index checks has no call in it (and
+            /// no call sequence around its checks).
             #[cold]
             #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             #[allow(dead_code)] // unused by 0-D views, which have no index to check
-            fn out_of_bounds(self, index: &[usize], kind: crate::fault::AccessKind) -> ! {
-                crate::fault::out_of_bounds(self.name(), index, &self.dims, kind)
+            fn out_of_bounds(
+                name: &'static str,
+                index: [usize; $rank],
+                dims: [usize; $rank],
+                kind: crate::fault::AccessKind,
+            ) -> ! {
+                crate::fault::out_of_bounds(name, &index, &dims, kind)
             }
             /// The number of elements.
             #[inline(always)]
@@ -323,7 +332,7 @@ macro_rules! rank1 {
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn offset(&self, i: usize, kind: crate::fault::AccessKind) -> usize {
                 if self.checks() && !self.holds(i) {
-                    self.out_of_bounds(&[i], kind)
+                    Self::out_of_bounds(self.name(), [i], self.dims, kind)
                 }
                 self.record(i, kind);
                 i
@@ -359,7 +368,7 @@ macro_rules! rank2 {
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn offset(&self, i: usize, j: usize, kind: crate::fault::AccessKind) -> usize {
                 if self.checks() && !self.holds(i, j) {
-                    self.out_of_bounds(&[i, j], kind)
+                    Self::out_of_bounds(self.name(), [i, j], self.dims, kind)
                 }
                 let o = i * self.dims[1] + j;
                 self.record(o, kind);
@@ -410,7 +419,7 @@ macro_rules! rank3 {
                 kind: crate::fault::AccessKind,
             ) -> usize {
                 if self.checks() && !self.holds(i, j, k) {
-                    self.out_of_bounds(&[i, j, k], kind)
+                    Self::out_of_bounds(self.name(), [i, j, k], self.dims, kind)
                 }
                 let o = (i * self.dims[1] + j) * self.dims[2] + k;
                 self.record(o, kind);

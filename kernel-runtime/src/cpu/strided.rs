@@ -215,8 +215,7 @@ where
     let fast = unsafe { views.fast::<true>(&common) };
     for o in rows {
         for i in 0..inner(ctx, fast, o) {
-            // SAFETY: as above.
-            index(ctx, unsafe { views.fast::<true>(&common) }, o, i);
+            index(ctx, fast, o, i);
         }
     }
 }
