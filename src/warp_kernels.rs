@@ -200,6 +200,22 @@ pub fn shuffle_from_half(reach: u32, out: &mut [u32]) {
     }
 }
 
+/// Lanes below 16 shuffle with a full mask in a branch, then every lane shuffles again: lanes
+/// 16.. are elsewhere (at the second shuffle) when the first one waits for them, which would
+/// hang a GPU.
+#[kernel]
+pub fn branch_then_all(out: &mut [u32]) {
+    let i = grid(1);
+    let mut v = i as u32;
+    if lane_id() < 16 {
+        v = shfl_down_sync(FULL, v, 1);
+    }
+    v = shfl_xor_sync(FULL, v, 1);
+    if i < out.len() {
+        out[i] = v;
+    }
+}
+
 /// Lanes below 16 vote while the others wait at a barrier.
 #[kernel]
 pub fn vote_beside_barrier(out: &mut [u32]) {

@@ -105,6 +105,7 @@ pub fn split(
         items: Vec::new(),
         hint,
         warp: false,
+        tail_meets: false,
     };
     let code = s.sequence(&block.stmts)?;
     let (storage, items) = (&s.storage, &s.items);
@@ -178,6 +179,27 @@ enum Piece<'a> {
         then: &'a Block,
         other: Option<&'a Block>,
     },
+}
+
+impl Piece<'_> {
+    /// Whether running the piece may meet at a collective or barrier.
+    fn meets(&self) -> bool {
+        match self {
+            Piece::Exchange(_) | Piece::Barrier(..) => true,
+            Piece::Region(stmts) => stmts.iter().any(|s| meets_in(std::slice::from_ref(*s))),
+            Piece::Warp(stmts) => meets_in(stmts),
+            Piece::For { body, .. } | Piece::While { body, .. } => meets_in(&body.stmts),
+            Piece::If { then, other, .. } => {
+                meets_in(&then.stmts) || other.is_some_and(|b| meets_in(&b.stmts))
+            }
+        }
+    }
+}
+
+/// Whether `stmts` hold a collective's exchange or a barrier.
+fn meets_in(stmts: &[Stmt]) -> bool {
+    let tokens = quote!(#(#stmts)*);
+    mentions_exchange(tokens.clone()) || mentions_sync(tokens)
 }
 
 /// The pieces of `stmts`: in a block's statements (`warp` false) split at barriers, the
@@ -375,6 +397,11 @@ struct Splitter {
     /// Whether the code being generated runs for one warp (`__lo` its first thread, `__active`
     /// its lanes that run) rather than for the whole block.
     warp: bool,
+    /// Whether the code after the piece being generated, up to the kernel's end (a loop's body
+    /// counting again after itself), may meet at a collective or barrier. Where it cannot, the
+    /// lanes of a warp that took the other way around a collective return without meeting
+    /// again: they take no part in it (`__gone`), as lanes that returned do.
+    tail_meets: bool,
 }
 
 /// Where a region finds a binding declared in an earlier one.
@@ -580,7 +607,10 @@ impl Splitter {
     fn pieces_code(&mut self, stmts: &[Stmt]) -> Option<TokenStream> {
         let pieces = pieces(stmts, self.warp)?;
         let mut out = TokenStream::new();
-        for piece in pieces {
+        let tail = self.tail_meets;
+        let meets: Vec<bool> = pieces.iter().map(Piece::meets).collect();
+        for (k, piece) in pieces.into_iter().enumerate() {
+            self.tail_meets = tail || meets[k + 1..].iter().any(|&m| m);
             let code = match piece {
                 Piece::Region(stmts) => {
                     out.extend(self.segments(&stmts)?);
@@ -599,6 +629,8 @@ impl Splitter {
                             if __active == 0 {
                                 continue;
                             }
+                            // The lanes that will return without meeting again.
+                            let __gone = 0u32;
                             #inner
                         }
                     }
@@ -623,6 +655,7 @@ impl Splitter {
                     let once = self.uniform.expr(start) && self.uniform.expr(end);
                     let check = self.uniform(header, span, once);
                     self.scopes.push(vec![(var.clone(), Bind::Uniform)]);
+                    self.tail_meets |= meets_in(&body.stmts);
                     let inner = self.sequence(&body.stmts);
                     self.scopes.pop();
                     let inner = inner?;
@@ -637,6 +670,9 @@ impl Splitter {
                 }
                 Piece::While { cond, body, .. } if self.warp => {
                     let holds = self.holds(quote!((#cond)));
+                    // Lanes that left the loop, where nothing after it meets.
+                    let left = (!self.tail_meets).then(|| quote!(| (__outer & !__active)));
+                    self.tail_meets |= meets_in(&body.stmts);
                     let inner = self.sequence(&body.stmts)?;
                     quote! {
                         let __outer = __active;
@@ -647,6 +683,7 @@ impl Splitter {
                             if __active == 0 {
                                 break;
                             }
+                            let __gone = __gone #left;
                             #inner
                         }
                         // Lanes that returned in the loop stay out.
@@ -655,6 +692,15 @@ impl Splitter {
                 }
                 Piece::If { cond, then, other } => {
                     let holds = self.holds(quote!((#cond)));
+                    // Where nothing after the `if` meets, the lanes of the other branch return
+                    // without meeting the collectives of this one.
+                    let (gone_then, gone_other) = match self.tail_meets {
+                        false => (
+                            quote!(| (__outer & !__holds)),
+                            quote!(| (__outer & __holds)),
+                        ),
+                        true => (TokenStream::new(), TokenStream::new()),
+                    };
                     let then = self.sequence(&then.stmts)?;
                     let other = match other {
                         Some(b) => {
@@ -663,6 +709,7 @@ impl Splitter {
                                 __active = __outer & !__holds
                                     & __blk.live_lanes(&__exited, __some_exited, __lo);
                                 if __active != 0 {
+                                    let __gone = __gone #gone_other;
                                     #other
                                 }
                             }
@@ -676,6 +723,7 @@ impl Splitter {
                         let __holds = #holds;
                         __active = __holds;
                         if __active != 0 {
+                            let __gone = __gone #gone_then;
                             #then
                         }
                         #other
@@ -684,6 +732,7 @@ impl Splitter {
                 }
                 Piece::While { cond, body, span } => {
                     let check = self.uniform(quote!((#cond)), span, self.uniform.expr(cond));
+                    self.tail_meets |= meets_in(&body.stmts);
                     let inner = self.sequence(&body.stmts)?;
                     quote! {
                         loop {
@@ -698,6 +747,7 @@ impl Splitter {
             };
             out.extend(quote!({ #code }));
         }
+        self.tail_meets = tail;
         Some(out)
     }
 
@@ -708,7 +758,7 @@ impl Splitter {
             return None;
         };
         let exchange =
-            quote_spanned!(x.span=> __blk.exchange(__lo, __active, &__exited, &#operands));
+            quote_spanned!(x.span=> __blk.exchange(__lo, __active, __gone, &__exited, &#operands));
         let result = &x.result;
         if self.counts.get(&result.to_string()).copied().unwrap_or(0) < 2 {
             return Some(quote!(#exchange;));

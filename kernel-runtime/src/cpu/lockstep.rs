@@ -178,14 +178,16 @@ impl BlockRun<'_> {
     /// (an inactive lane's is meaningless), or `None` when no lane is active. `exited` says
     /// which threads have returned.
     ///
-    /// The lanes of a mask that do not exist or have returned take no part, as on a GPU. Every
-    /// other lane of an active lane's mask must be active, with the same mask (up to those
-    /// lanes), and the mask must name the caller. Otherwise the kernel stops with the report a
-    /// coroutine gets.
+    /// The lanes of a mask that do not exist or have returned take no part, as on a GPU, nor
+    /// do the lanes `gone`, which will return without meeting again (they took the other way
+    /// around the collective, and nothing after it meets). Every other lane of an active lane's
+    /// mask must be active, with the same mask (up to those lanes), and the mask must name the
+    /// caller. Otherwise the kernel stops with the report a coroutine gets.
     pub fn exchange<T>(
         &self,
         first: usize,
         active: u32,
+        gone: u32,
         exited: &[bool],
         operands: &Slots<Operands<T>>,
     ) -> Option<[T; 32]> {
@@ -209,7 +211,7 @@ impl BlockRun<'_> {
             return Some((one.results)(results(one.op, mask, &lanes)));
         }
         // The lanes that can take part: those that exist and have not returned.
-        let live = each_lane(existing(0, (self.threads() - first) as u32))
+        let live = each_lane(existing(0, (self.threads() - first) as u32) & !gone)
             .filter(|&l| !exited[first + l])
             .fold(0u32, |m, l| m | 1 << l);
         let mut out = [0u64; 32];
@@ -336,13 +338,13 @@ mod tests {
         // Each half of the second warp sums its own lanes' values.
         let half = |l: u32| if l < 16 { 0x0000_ffff } else { 0xffff_0000 };
         let ops = slots(64, |l| shfl_xor_sync(half(l), 100 + l, 1));
-        let got = run.exchange(32, u32::MAX, &[false; 64], &ops).unwrap();
+        let got = run.exchange(32, u32::MAX, 0, &[false; 64], &ops).unwrap();
         assert_eq!((got[0], got[1], got[15], got[16]), (101, 100, 114, 117));
         // Only the active lanes vote, and only they get a result.
         let ops = slots(64, |l| ballot_sync(0x0000_00f0, l % 2 == 1));
-        let got = run.exchange(0, 0x0000_00f0, &[false; 64], &ops).unwrap();
+        let got = run.exchange(0, 0x0000_00f0, 0, &[false; 64], &ops).unwrap();
         assert_eq!((got[4], got[7], got[8]), (0xa0, 0xa0, 0));
-        assert!(run.exchange(0, 0, &[false; 64], &ops).is_none());
+        assert!(run.exchange(0, 0, 0, &[false; 64], &ops).is_none());
     }
 
     #[test]
@@ -356,13 +358,13 @@ mod tests {
         let full = slots(48, |l| ballot_sync(u32::MAX, l > 2));
         let mut exited = [false; 48];
         exited[5] = true;
-        let got = run.exchange(0, !(1 << 5), &exited, &full).unwrap();
+        let got = run.exchange(0, !(1 << 5), 0, &exited, &full).unwrap();
         assert_eq!(got[0], !0b111 & !(1 << 5));
         // The block's last warp has 16 lanes: a full mask names 16 that do not exist.
-        let got = run.exchange(32, 0xffff, &[false; 48], &full).unwrap();
+        let got = run.exchange(32, 0xffff, 0, &[false; 48], &full).unwrap();
         assert_eq!(got[0], 0xffff & !0b111);
         let msg = report(|| {
-            run.exchange(0, !(1 << 6), &[false; 48], &full);
+            run.exchange(0, !(1 << 6), 0, &[false; 48], &full);
         });
         assert!(
             msg.contains("thread (0, 0, 0) waits at ballot_sync(0xffffffff) at"),
@@ -376,7 +378,7 @@ mod tests {
             ballot_sync(if l == 9 { 0x3ff } else { u32::MAX }, true)
         });
         let msg = report(|| {
-            run.exchange(0, u32::MAX, &[false; 48], &mixed);
+            run.exchange(0, u32::MAX, 0, &[false; 48], &mixed);
         });
         assert!(
             msg.contains("lane 9 (thread (9, 0, 0)) waits at ballot_sync(0x000003ff)"),
@@ -384,7 +386,7 @@ mod tests {
         );
         let selfless = slots(48, |l| ballot_sync(if l == 0 { 2 } else { u32::MAX }, true));
         let msg = report(|| {
-            run.exchange(0, 1, &[false; 48], &selfless);
+            run.exchange(0, 1, 0, &[false; 48], &selfless);
         });
         assert!(msg.contains("leaves out its own lane 0"), "{msg}");
     }
