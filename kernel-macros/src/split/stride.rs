@@ -520,6 +520,22 @@ mod tests {
     }
 
     #[test]
+    fn a_start_and_stride_bound_by_name_read_as_numbas_range() {
+        // Numba's `start = cuda.grid(1); stride = cuda.gridsize(1)` and
+        // `for i in range(start, n, stride)`.
+        let block: Block = syn::parse_quote!({
+            let start = __kctx.grid_1d();
+            let stride = __kctx.gridsize_1d();
+            for i in (start..y.len()).step_by(stride) {
+                y[i] = 2.0 * y[i];
+            }
+        });
+        let s = stride(&block).unwrap();
+        assert_eq!((s.outer.index.to_string(), s.lets.len()), ("i".into(), 1));
+        assert!(s.inner.is_none());
+    }
+
+    #[test]
     fn two_axis_nests_are_found_in_every_spelling() {
         let cases: [Block; 4] = [
             syn::parse_quote!({
