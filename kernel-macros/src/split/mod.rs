@@ -616,25 +616,7 @@ impl Splitter {
                     out.extend(self.segments(&stmts)?);
                     continue;
                 }
-                Piece::Warp(stmts) => {
-                    self.warp = true;
-                    let inner = self.pieces_code(&stmts);
-                    self.warp = false;
-                    let inner = inner?;
-                    quote! {
-                        for __w in 0..__n.div_ceil(32) {
-                            let __lo = __w * 32;
-                            // The warp's lanes that run the next statement.
-                            let mut __active = __blk.live_lanes(&__exited, __some_exited, __lo);
-                            if __active == 0 {
-                                continue;
-                            }
-                            // The lanes that will return without meeting again.
-                            let __gone = 0u32;
-                            #inner
-                        }
-                    }
-                }
+                Piece::Warp(stmts) => self.warp_code(&stmts)?,
                 Piece::Exchange(x) => self.exchange(&x)?,
                 Piece::Barrier(span, Wait::Block) => {
                     let loc = location(span);
@@ -668,68 +650,8 @@ impl Splitter {
                         }
                     }
                 }
-                Piece::While { cond, body, .. } if self.warp => {
-                    let holds = self.holds(quote!((#cond)));
-                    // Lanes that left the loop, where nothing after it meets.
-                    let left = (!self.tail_meets).then(|| quote!(| (__outer & !__active)));
-                    self.tail_meets |= meets_in(&body.stmts);
-                    let inner = self.sequence(&body.stmts)?;
-                    quote! {
-                        let __outer = __active;
-                        // The lanes whose condition holds run the body; the others wait until
-                        // every lane has left the loop.
-                        loop {
-                            __active = #holds;
-                            if __active == 0 {
-                                break;
-                            }
-                            let __gone = __gone #left;
-                            #inner
-                        }
-                        // Lanes that returned in the loop stay out.
-                        __active = __outer & __blk.live_lanes(&__exited, __some_exited, __lo);
-                    }
-                }
-                Piece::If { cond, then, other } => {
-                    let holds = self.holds(quote!((#cond)));
-                    // Where nothing after the `if` meets, the lanes of the other branch return
-                    // without meeting the collectives of this one.
-                    let (gone_then, gone_other) = match self.tail_meets {
-                        false => (
-                            quote!(| (__outer & !__holds)),
-                            quote!(| (__outer & __holds)),
-                        ),
-                        true => (TokenStream::new(), TokenStream::new()),
-                    };
-                    let then = self.sequence(&then.stmts)?;
-                    let other = match other {
-                        Some(b) => {
-                            let other = self.sequence(&b.stmts)?;
-                            quote! {
-                                __active = __outer & !__holds
-                                    & __blk.live_lanes(&__exited, __some_exited, __lo);
-                                if __active != 0 {
-                                    let __gone = __gone #gone_other;
-                                    #other
-                                }
-                            }
-                        }
-                        None => TokenStream::new(),
-                    };
-                    quote! {
-                        // The lanes whose condition holds run the first branch, then the others
-                        // the second.
-                        let __outer = __active;
-                        let __holds = #holds;
-                        __active = __holds;
-                        if __active != 0 {
-                            let __gone = __gone #gone_then;
-                            #then
-                        }
-                        #other
-                        __active = __outer & __blk.live_lanes(&__exited, __some_exited, __lo);
-                    }
-                }
+                Piece::While { cond, body, .. } if self.warp => self.warp_while_code(cond, body)?,
+                Piece::If { cond, then, other } => self.if_code(cond, then, other)?,
                 Piece::While { cond, body, span } => {
                     let check = self.uniform(quote!((#cond)), span, self.uniform.expr(cond));
                     self.tail_meets |= meets_in(&body.stmts);
@@ -749,6 +671,93 @@ impl Splitter {
         }
         self.tail_meets = tail;
         Some(out)
+    }
+
+    /// A block-level piece of statements that hold warp collectives: run warp by warp.
+    fn warp_code(&mut self, stmts: &[Stmt]) -> Option<TokenStream> {
+        self.warp = true;
+        let inner = self.pieces_code(stmts);
+        self.warp = false;
+        let inner = inner?;
+        Some(quote! {
+            for __w in 0..__n.div_ceil(32) {
+                let __lo = __w * 32;
+                // The warp's lanes that run the next statement.
+                let mut __active = __blk.live_lanes(&__exited, __some_exited, __lo);
+                if __active == 0 {
+                    continue;
+                }
+                // The lanes that will return without meeting again.
+                let __gone = 0u32;
+                #inner
+            }
+        })
+    }
+
+    /// A `while` loop around warp collectives: its lanes loop until every lane has left.
+    fn warp_while_code(&mut self, cond: &Expr, body: &Block) -> Option<TokenStream> {
+        let holds = self.holds(quote!((#cond)));
+        // Lanes that left the loop, where nothing after it meets.
+        let left = (!self.tail_meets).then(|| quote!(| (__outer & !__active)));
+        self.tail_meets |= meets_in(&body.stmts);
+        let inner = self.sequence(&body.stmts)?;
+        Some(quote! {
+            let __outer = __active;
+            // The lanes whose condition holds run the body; the others wait until
+            // every lane has left the loop.
+            loop {
+                __active = #holds;
+                if __active == 0 {
+                    break;
+                }
+                let __gone = __gone #left;
+                #inner
+            }
+            // Lanes that returned in the loop stay out.
+            __active = __outer & __blk.live_lanes(&__exited, __some_exited, __lo);
+        })
+    }
+
+    /// An `if` whose branches hold warp collectives: the lanes of each branch in turn.
+    fn if_code(&mut self, cond: &Expr, then: &Block, other: Option<&Block>) -> Option<TokenStream> {
+        let holds = self.holds(quote!((#cond)));
+        // Where nothing after the `if` meets, the lanes of the other branch return
+        // without meeting the collectives of this one.
+        let (gone_then, gone_other) = match self.tail_meets {
+            false => (
+                quote!(| (__outer & !__holds)),
+                quote!(| (__outer & __holds)),
+            ),
+            true => (TokenStream::new(), TokenStream::new()),
+        };
+        let then = self.sequence(&then.stmts)?;
+        let other = match other {
+            Some(b) => {
+                let other = self.sequence(&b.stmts)?;
+                quote! {
+                    __active = __outer & !__holds
+                        & __blk.live_lanes(&__exited, __some_exited, __lo);
+                    if __active != 0 {
+                        let __gone = __gone #gone_other;
+                        #other
+                    }
+                }
+            }
+            None => TokenStream::new(),
+        };
+        Some(quote! {
+            // The lanes whose condition holds run the first branch, then the others
+            // the second.
+            let __outer = __active;
+            let __holds = #holds;
+            __active = __holds;
+            if __active != 0 {
+                let __gone = __gone #gone_then;
+                #then
+            }
+            #other
+            __active = __outer & __blk.live_lanes(&__exited, __some_exited, __lo);
+        })
     }
 
     /// The exchange of a warp collective: each active lane's result, from the operands the
