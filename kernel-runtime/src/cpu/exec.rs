@@ -100,10 +100,8 @@ where
         };
         let run = |block: &BlockRun<'_>| match common {
             // SAFETY: the CPU has the features `split_wide` is compiled for.
-            Some(c) if WIDE && wide_vectors() => unsafe { split_wide(block, views, c, body) },
+            _ if WIDE && wide_vectors() => unsafe { split_wide(block, views, common, body) },
             Some(c) => split_plain(block, views, c, body),
-            // SAFETY: as above.
-            None if WIDE && wide_vectors() => unsafe { split_wide_once(block, views, body) },
             None => split_once(block, views, body),
         };
         // A kernel that asks for its coordinates from outside its body runs tracked.
@@ -135,7 +133,8 @@ fn split_plain<V: LaunchViews, F: Fn(&BlockRun<'_>, V)>(
     body(block, unsafe { views.fast::<false>(&common) })
 }
 
-/// [`split_plain`] compiled for AVX-512 CPUs.
+/// [`split_plain`] compiled for AVX-512 CPUs, and [`split_once`] where the launch's arrays
+/// differ in shape (`common` is `None`).
 ///
 /// # Safety
 /// The CPU must have the features it is compiled for ([`wide_vectors`]).
@@ -147,28 +146,14 @@ fn split_plain<V: LaunchViews, F: Fn(&BlockRun<'_>, V)>(
 unsafe fn split_wide<V: LaunchViews, F: Fn(&BlockRun<'_>, V)>(
     block: &BlockRun<'_>,
     views: V,
-    common: Common,
+    common: Option<Common>,
     body: F,
 ) {
-    // SAFETY: as in `split_plain`.
-    body(block, unsafe { views.fast::<false>(&common) })
-}
-
-/// [`split_once`] compiled for AVX-512 CPUs, for launches whose arrays differ in shape.
-///
-/// # Safety
-/// The CPU must have the features it is compiled for ([`wide_vectors`]).
-#[inline(never)]
-#[cfg_attr(
-    target_arch = "x86_64",
-    target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")
-)]
-unsafe fn split_wide_once<V: LaunchViews, F: Fn(&BlockRun<'_>, V)>(
-    block: &BlockRun<'_>,
-    views: V,
-    body: F,
-) {
-    body(block, views.untraced())
+    match common {
+        // SAFETY: as in `split_plain`.
+        Some(c) => body(block, unsafe { views.fast::<false>(&c) }),
+        None => body(block, views.untraced()),
+    }
 }
 
 /// [`run_coroutines`] for a cooperative launch (a kernel with grid barriers): every block alive
