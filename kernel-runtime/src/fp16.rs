@@ -13,7 +13,7 @@
 //! assert_eq!(fp16::hrint(f16::from_f32(2.5)), f16::from_f32(2.0));
 //! ```
 
-use crate::math::DeviceFloat;
+use crate::math::{free_fns, DeviceFloat};
 use core::ops::{Add, Div, Mul, Neg, Sub};
 
 /// The half-precision types: `f16` and `bf16`.
@@ -102,18 +102,8 @@ compare! {
     hge => |a, b| a >= b;
 }
 
-/// Functions of the [`DeviceFloat`] methods: `$name(x, ..) = x.$method(..)`.
-macro_rules! method {
-    ($($(#[$doc:meta])* $name:ident => $method:ident($($arg:ident),*);)*) => {$(
-        $(#[$doc])*
-        #[inline(always)]
-        pub fn $name<H: Half>(x: H $(, $arg: H)*) -> H {
-            x.$method($($arg),*)
-        }
-    )*};
-}
-
-method! {
+free_fns! {
+    Half;
     /// `__hfma(a, b, c)`: `a * b + c`, rounded once.
     hfma => mul_add(b, c);
     /// `__habs(x)`: `|x|`.

@@ -200,19 +200,11 @@ trait Widen {
     fn widen(self) -> Self::Wide;
 }
 
-impl Widen for half::f16 {
+impl<H: crate::fp16::Half> Widen for H {
     type Wide = f32;
     #[inline(always)]
     fn widen(self) -> f32 {
-        self.to_f32()
-    }
-}
-
-impl Widen for half::bf16 {
-    type Wide = f32;
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self.to_f32()
+        self.wide()
     }
 }
 
@@ -249,17 +241,21 @@ fn powi_by_squaring<
     }
 }
 
+/// Free functions of the [`DeviceFloat`] methods for the floats of a bound:
+/// `$name(x, ..) = x.$method(..)` (here, and `fp16`'s for the halves).
 macro_rules! free_fns {
-    ($($(#[$doc:meta])* $name:ident => $method:ident($($arg:ident),*);)*) => {$(
+    ($bound:path; $($(#[$doc:meta])* $name:ident => $method:ident($($arg:ident),*);)*) => {$(
         $(#[$doc])*
         #[inline(always)]
-        pub fn $name<F: DeviceFloat>(x: F $(, $arg: F)*) -> F {
+        pub fn $name<F: $bound>(x: F $(, $arg: F)*) -> F {
             x.$method($($arg),*)
         }
     )*};
 }
+pub(crate) use free_fns;
 
 free_fns! {
+    DeviceFloat;
     /// Square root.
     sqrt => sqrt();
     /// Cube root.
