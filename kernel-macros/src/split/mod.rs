@@ -186,7 +186,7 @@ impl Piece<'_> {
     fn meets(&self) -> bool {
         match self {
             Piece::Exchange(_) | Piece::Barrier(..) => true,
-            Piece::Region(stmts) => stmts.iter().any(|s| meets_in(std::slice::from_ref(*s))),
+            Piece::Region(stmts) => meets_in(stmts.iter().copied()),
             Piece::Warp(stmts) => meets_in(stmts),
             Piece::For { body, .. } | Piece::While { body, .. } => meets_in(&body.stmts),
             Piece::If { then, other, .. } => {
@@ -197,8 +197,11 @@ impl Piece<'_> {
 }
 
 /// Whether `stmts` hold a collective's exchange or a barrier.
-fn meets_in(stmts: &[Stmt]) -> bool {
-    let tokens = quote!(#(#stmts)*);
+fn meets_in<'a>(stmts: impl IntoIterator<Item = &'a Stmt>) -> bool {
+    let tokens: TokenStream = stmts
+        .into_iter()
+        .map(quote::ToTokens::to_token_stream)
+        .collect();
     mentions_exchange(tokens.clone()) || mentions_sync(tokens)
 }
 
