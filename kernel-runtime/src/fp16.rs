@@ -13,46 +13,9 @@
 //! assert_eq!(fp16::hrint(f16::from_f32(2.5)), f16::from_f32(2.0));
 //! ```
 
+pub use crate::math::Half;
+
 use crate::math::{free_fns, DeviceFloat};
-use core::ops::{Add, Div, Mul, Neg, Sub};
-
-/// The half-precision types: `f16` and `bf16`.
-pub trait Half:
-    DeviceFloat
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + Div<Output = Self>
-    + Neg<Output = Self>
-    + sealed::Sealed
-{
-    /// The value as an `f32` (exact).
-    fn wide(self) -> f32;
-    /// `v` rounded to the type.
-    fn narrow(v: f32) -> Self;
-}
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for half::f16 {}
-    impl Sealed for half::bf16 {}
-}
-
-macro_rules! half_type {
-    ($($t:ty),*) => {$(
-        impl Half for $t {
-            #[inline(always)]
-            fn wide(self) -> f32 {
-                self.to_f32()
-            }
-            #[inline(always)]
-            fn narrow(v: f32) -> Self {
-                <$t>::from_f32(v)
-            }
-        }
-    )*};
-}
-half_type!(half::f16, half::bf16);
 
 /// Functions of the operators: `$name(a, b) = a $op b`.
 macro_rules! binary {
@@ -151,7 +114,7 @@ pub fn hexp10<H: Half>(x: H) -> H {
 /// `hrsqrt(x)`: `1 / sqrt(x)`, in `f32`.
 #[inline(always)]
 pub fn hrsqrt<H: Half>(x: H) -> H {
-    H::narrow(1.0 / x.wide().sqrt())
+    H::narrow(1.0 / DeviceFloat::sqrt(x.wide()))
 }
 
 /// `hrcp(x)`: `1 / x`, correctly rounded.

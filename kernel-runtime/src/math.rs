@@ -193,6 +193,44 @@ fn to_odd_f32(x: f64) -> f32 {
     }
 }
 
+/// The half-precision types: `f16` and `bf16` (the bound of [`fp16`](crate::fp16)'s functions).
+pub trait Half:
+    DeviceFloat
+    + core::ops::Add<Output = Self>
+    + core::ops::Sub<Output = Self>
+    + core::ops::Mul<Output = Self>
+    + core::ops::Div<Output = Self>
+    + core::ops::Neg<Output = Self>
+    + sealed::Sealed
+{
+    /// The value as an `f32` (exact).
+    fn wide(self) -> f32;
+    /// `v` rounded to the type.
+    fn narrow(v: f32) -> Self;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
+}
+
+macro_rules! half_type {
+    ($($t:ty),*) => {$(
+        impl Half for $t {
+            #[inline(always)]
+            fn wide(self) -> f32 {
+                self.to_f32()
+            }
+            #[inline(always)]
+            fn narrow(v: f32) -> Self {
+                <$t>::from_f32(v)
+            }
+        }
+    )*};
+}
+half_type!(half::f16, half::bf16);
+
 /// An argument of a half-precision method as its `f32` computation takes it: a half widened,
 /// an exponent as it is.
 trait Widen {
@@ -200,7 +238,7 @@ trait Widen {
     fn widen(self) -> Self::Wide;
 }
 
-impl<H: crate::fp16::Half> Widen for H {
+impl<H: Half> Widen for H {
     type Wide = f32;
     #[inline(always)]
     fn widen(self) -> f32 {
