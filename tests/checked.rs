@@ -245,6 +245,48 @@ fn shift_in_place(a: &mut [i32]) {
     }
 }
 
+/// Every row of the grid writes row 0 of `out`: threads of different rows race. The guarded
+/// statement writes at an index the span proves, so checked mode records the write for a whole
+/// span of each row at once.
+#[kernel]
+fn every_row_writes_row_zero(x: &Array2<f32>, out: &mut Array2<f32>) {
+    let (j, i) = grid(2);
+    let (n, m) = x.dim();
+    if i < n && j < m {
+        out[[0, j]] = x[[i, j]]; // race: row zero
+    }
+}
+
+/// Every thread writes the same element.
+#[kernel]
+fn one_element_for_all(x: &[f32], total: &mut [f32]) {
+    let i = grid(1);
+    if i < x.len() {
+        total[0] = x[i]; // race: one element
+    }
+}
+
+/// Each thread writes its own element, then its right neighbour's.
+#[kernel]
+fn neighbours_overlap(out: &mut [f32]) {
+    let j = grid(1);
+    if j + 1 < out.len() {
+        out[j] = 1.0; // race: own element
+        out[j + 1] = 2.0; // race: neighbour's element
+    }
+}
+
+/// A write that only the threads of positive elements make: checked thread by thread.
+#[kernel]
+fn positive_ones_write_first(x: &[f32], out: &mut [f32]) {
+    let j = grid(1);
+    if j < x.len() {
+        if x[j] > 0.0 {
+            out[0] = x[j]; // race: some threads
+        }
+    }
+}
+
 /// A pairwise sum in shared memory with the barrier between reading the partner and writing
 /// one's own slot left out.
 #[kernel]
@@ -355,6 +397,55 @@ fn data_races_name_both_threads_the_element_and_which_came_first() {
             line_of("// race: shift write")
         )
     );
+
+    // Grid-level kernels whose spans checked mode records at once: rows, one element, an
+    // access of a neighbour; and a conditional write, checked thread by thread.
+    let x = dev
+        .to_device(&ndarray::Array2::<f32>::ones((4, 8)))
+        .unwrap();
+    let mut out = dev.zeros::<f32, _>((4, 8)).unwrap();
+    let f = finding(every_row_writes_row_zero.launch(1, (8, 4), (&x, &mut out)));
+    let (array, index, first, second) = race(&f);
+    assert_eq!((array, index[0]), ("out", 0));
+    assert_eq!(first.thread.x, index[1] as u32);
+    assert_eq!(second.thread.x, index[1] as u32);
+    assert_ne!(first.thread.y, second.thread.y);
+    assert_eq!(
+        (first.kind, second.kind),
+        (AccessKind::Write, AccessKind::Write)
+    );
+    assert_eq!(
+        (line(first), line(second)),
+        (line_of("// race: row zero"), line_of("// race: row zero"))
+    );
+
+    let x = dev.to_device(&[1.0f32; 64][..]).unwrap();
+    let mut total = dev.zeros::<f32, _>(1).unwrap();
+    let f = finding(one_element_for_all.launch(1, 64, (&x, &mut total)));
+    let (array, index, first, second) = race(&f);
+    assert_eq!((array, index), ("total", &[0][..]));
+    assert_eq!((first.thread, second.thread), (d(0, 0, 0), d(1, 0, 0)));
+    assert_eq!(line(second), line_of("// race: one element"));
+
+    let mut out = dev.zeros::<f32, _>(64).unwrap();
+    let f = finding(neighbours_overlap.launch(1, 64, &mut out));
+    let (array, index, first, second) = race(&f);
+    assert_eq!((array, index), ("out", &[1][..]));
+    assert_eq!((first.thread, second.thread), (d(1, 0, 0), d(0, 0, 0)));
+    assert_eq!(
+        (line(first), line(second)),
+        (
+            line_of("// race: own element"),
+            line_of("// race: neighbour's element")
+        )
+    );
+
+    let mut out = dev.zeros::<f32, _>(1).unwrap();
+    let f = finding(positive_ones_write_first.launch(1, 64, (&x, &mut out)));
+    let (array, index, first, second) = race(&f);
+    assert_eq!((array, index), ("out", &[0][..]));
+    assert_eq!((first.thread, second.thread), (d(0, 0, 0), d(1, 0, 0)));
+    assert_eq!(line(second), line_of("// race: some threads"));
 
     // Shared memory: thread 0 rewrites its slot before thread 1 has read it.
     let x = dev.to_device(&[1.0f32; 64][..]).unwrap();

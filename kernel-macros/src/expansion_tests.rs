@@ -229,7 +229,7 @@ fn a_stencil_with_index_checks_checks_them_once_per_span() {
         },
     );
     assert!(
-        expanded.contains("__rt::Grid(__fast, __span)"),
+        expanded.contains("__rt::Grid(__fast, __span, __record)"),
         "{expanded}"
     );
     assert_eq!(

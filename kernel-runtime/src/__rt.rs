@@ -38,6 +38,7 @@ pub use crate::{
         Blocks, Cooperative, Coroutines, FastRun, Grid, Split, SplitCooperative, Strided, Strided2,
         WholeRow,
     },
+    cpu::check::{NoRecord, SpanRecord},
     cpu::elementwise::{elementwise, SharedPtr},
     cpu::exec::{all_exited, BlockRun},
     cpu::fault::KernelFault,

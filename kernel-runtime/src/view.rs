@@ -187,6 +187,13 @@ macro_rules! view_type {
                 }
             }
             #[inline(always)]
+            fn named(self, block: u32, thread: u32) -> Self {
+                $name {
+                    trace: self.trace.named(block, thread),
+                    ..self
+                }
+            }
+            #[inline(always)]
             unsafe fn fast<const GRID: bool>(self, common: &crate::cpu::launch::shapes::Common) -> Self {
                 let dims = if crate::cpu::launch::shapes::shares(CHECK, GRID, $rank) {
                     debug_assert!(common.of::<$rank>() == self.dims);
@@ -201,9 +208,9 @@ macro_rules! view_type {
                 }
             }
         }
-        view_type!(@mutable $name, $mutable);
+        view_type!(@mutable $name, $rank, $mutable);
     };
-    (@mutable $name:ident, true) => {
+    (@mutable $name:ident, $rank:tt, true) => {
         impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
             /// Records the access to element `o` in checked mode.
             #[inline(always)]
@@ -223,9 +230,16 @@ macro_rules! view_type {
             pub fn as_mut_ptr(&self) -> *mut T {
                 self.ptr
             }
+            /// The view as checked mode's span records take it (`#[kernel]` writes the calls).
+            #[doc(hidden)]
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[inline(always)]
+            pub fn __traced(&self) -> crate::cpu::check::Traced<$rank> {
+                crate::cpu::check::Traced::new(self.trace, self.dims, self.name)
+            }
         }
     };
-    (@mutable $name:ident, false) => {
+    (@mutable $name:ident, $rank:tt, false) => {
         impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
             /// Read-only arrays need no records: no thread of the launch writes them.
             #[inline(always)]

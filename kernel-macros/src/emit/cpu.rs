@@ -108,7 +108,10 @@ impl CpuPlan {
                 quote!(#rt::Coroutines(#fast))
             }
             (None, false) if self.grid_level => match (&self.guard, &self.stride) {
-                (Some(_), _) => quote!(#rt::Grid(#fast, __span)),
+                (Some(g), _) => match &g.record {
+                    Some(_) => quote!(#rt::Grid(#fast, __span, __record)),
+                    None => quote!(#rt::Grid(#fast, __span, #rt::NoRecord)),
+                },
                 (None, Some(s)) => match &s.inner {
                     None => quote!(#rt::Strided(#fast, __index, __bound)),
                     Some(_) => {
@@ -116,7 +119,7 @@ impl CpuPlan {
                         quote!(#rt::Strided2(#fast, __index, __bound, __inner_bound, #outer_y))
                     }
                 },
-                (None, None) => quote!(#rt::Grid(#fast, #rt::WholeRow)),
+                (None, None) => quote!(#rt::Grid(#fast, #rt::WholeRow, #rt::NoRecord)),
             },
             (None, false) => quote!(#rt::Blocks(#fast)),
         }
@@ -140,11 +143,17 @@ fn guard_checks(k: &Kernel) -> Checks {
             .filter(|p| p.declared_mut)
             .map(|p| p.name.to_string())
             .collect(),
+        writable: k
+            .params
+            .iter()
+            .filter(|p| matches!(p.kind, Kind::Array { mutable: true, .. }))
+            .map(|p| p.name.to_string())
+            .collect(),
     }
 }
 
 /// The fast body of `k` as the runtime's form of it takes it (see [`CpuPlan::form`]): `__fast`,
-/// and a guarded grid-level kernel's `__span`.
+/// and a guarded grid-level kernel's `__span` and, where it has one, checked mode's `__record`.
 pub fn bodies(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     let views = views(k);
     let prelude = prelude(k);
@@ -161,6 +170,14 @@ pub fn bodies(k: &Kernel, plan: &CpuPlan) -> TokenStream {
         body_closure(
             quote!(__span),
             quote!(|__kctx: __rt::Ctx, #views, __span: __rt::Span| -> __rt::Span { #prelude #narrow }),
+        )
+    });
+    let record = plan.guard.as_ref().and_then(|g| g.record.as_ref()).map(|record| {
+        body_closure(
+            quote!(__record),
+            quote!(|__kctx: __rt::Ctx, #views, __span: __rt::Span, __rec: &mut __rt::SpanRecord<'_>| {
+                #prelude #record
+            }),
         )
     });
     let fast = body_closure(
@@ -186,7 +203,7 @@ pub fn bodies(k: &Kernel, plan: &CpuPlan) -> TokenStream {
         });
         quote!(#index #bound #inner_bound)
     });
-    quote!(#fast #span #stride)
+    quote!(#fast #span #record #stride)
 }
 
 /// `let name = closure;`: a body, as a closure that the runtime's thread loops inline (each

@@ -13,7 +13,7 @@
 //! thread of the row still passes the tests before it, so a test that would fail or panic in
 //! the span fails or panics in the kernel too.
 
-use super::proof;
+use super::{proof, record};
 use crate::syntax::{is_name, mentions, pure_method, unparen};
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -28,14 +28,21 @@ pub struct Guard {
     pub span: TokenStream,
     /// The kernel's body with each test the span decides made `(__inner || test)`.
     pub body: Block,
+    /// The body of checked mode's record of a span (`__kctx` and `__span`, a span of a row in
+    /// which the guard holds, in scope; the views bound before it): the kernel's `let`s, then
+    /// each access of the guarded statement to a writable array given to `__rec` (see
+    /// [`record`](super::record)); `None` where the accesses cannot be recorded for a span at
+    /// once.
+    pub record: Option<TokenStream>,
 }
 
 /// What a kernel with index checks gives the guard, for the proofs of its accesses (see
-/// [`proof`](super::proof)): its array parameters with their ranks, and the parameters it
-/// declares `mut`.
+/// [`proof`](super::proof)): its array parameters with their ranks, the parameters it
+/// declares `mut`, and its writable arrays.
 pub struct Checks {
     pub arrays: HashMap<String, usize>,
     pub mutable: HashSet<String>,
+    pub writable: HashSet<String>,
 }
 
 /// The guard of a body of the shape the module describes, if it has a test on the thread's x.
@@ -64,12 +71,24 @@ pub fn guard(block: &Block, checks: Option<&Checks>) -> Option<Guard> {
     if let Some(Stmt::Expr(Expr::If(branch), _)) = body.stmts.last_mut() {
         *branch.cond = cond;
     }
-    let proofs = match checks {
-        Some(checks) => vec![prove(&mut body, &lets, &names, checks)?],
-        None => Vec::new(),
+    let (proofs, records) = match checks {
+        Some(checks) => {
+            let (proof, records) = prove(&mut body, &lets, &names, checks)?;
+            (vec![proof], records.filter(|_| tests.len() == terms.len()))
+        }
+        None => (Vec::new(), None),
     };
+    let record = records.map(|records| {
+        quote! {
+            #(#lets)*
+            let __first = __span.lo;
+            let __last = __span.hi - 1;
+            #(#records)*
+        }
+    });
     let narrow = tests.iter().map(Test::narrow);
     Some(Guard {
+        record,
         span: quote! {
             #(#lets)*
             #(
@@ -184,13 +203,15 @@ fn early_return(s: &Stmt) -> Option<&Expr> {
 }
 
 /// The proofs of the accesses of `body`'s guarded statement, which it rewrites to index them
-/// as proven in the span (see [`proof`](super::proof)); `None` where one cannot be proven.
+/// as proven in the span (see [`proof`](super::proof)), and the record of its accesses to
+/// writable arrays where they can be recorded for a span at once (see
+/// [`record`](super::record)); `None` where an access cannot be proven.
 fn prove(
     body: &mut Block,
     lets: &[&Local],
     names: &Varying,
     checks: &Checks,
-) -> Option<TokenStream> {
+) -> Option<(TokenStream, Option<Vec<TokenStream>>)> {
     let mut before = HashSet::new();
     let mut unfixed: HashSet<String> = names.names.union(&checks.mutable).cloned().collect();
     for l in lets {
@@ -213,8 +234,9 @@ fn prove(
         stmts: vec![last],
     };
     let (span, mut proven) = proof::prove(&guarded, &names)?;
+    let records = record::record(&guarded, &names, &checks.writable);
     body.stmts.append(&mut proven.stmts);
-    Some(span)
+    Some((span, records))
 }
 
 /// One test the span decides.
@@ -502,13 +524,22 @@ mod tests {
         let checks = Checks {
             arrays: [("x".to_string(), 2), ("out".to_string(), 2)].into(),
             mutable: HashSet::new(),
+            writable: ["out".to_string()].into(),
         };
-        let span = guard(&block, Some(&checks))
-            .expect("a guard")
-            .span
-            .to_string();
+        let guard = guard(&block, Some(&checks)).expect("a guard");
+        let span = guard.span.to_string();
         assert!(span.contains("__span . lt (0 , m - 1)"), "{span}");
         assert_eq!(span.matches("Span :: within").count(), 2, "{span}");
+        let record = guard.record.expect("a record").to_string();
+        assert_eq!(
+            record.matches("__rec . write (out . __traced ()").count(),
+            1,
+            "{record}"
+        );
+        assert!(
+            !record.contains("x . __traced"),
+            "read-only arrays need no record: {record}"
+        );
     }
 
     #[test]

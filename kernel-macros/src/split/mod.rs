@@ -25,6 +25,7 @@
 pub mod guard;
 pub mod lockstep;
 pub mod proof;
+pub mod record;
 pub mod stride;
 pub mod uniform;
 

@@ -80,7 +80,7 @@ pub fn prove(body: &Block, names: &Names<'_>) -> Option<(TokenStream, Block)> {
 }
 
 /// Every name a pattern of the body binds.
-struct Bound(HashSet<String>);
+pub(super) struct Bound(pub(super) HashSet<String>);
 
 impl<'ast> Visit<'ast> for Bound {
     fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
@@ -112,7 +112,7 @@ impl<'ast> Visit<'ast> for Accesses<'_, '_> {
 
 /// The rank of the array parameter that `base` names, where it is one the body does not bind
 /// again.
-fn array(base: &Expr, names: &Names<'_>, bound: &HashSet<String>) -> Option<usize> {
+pub(super) fn array(base: &Expr, names: &Names<'_>, bound: &HashSet<String>) -> Option<usize> {
     let Expr::Path(p) = unparen(base) else {
         return None;
     };
@@ -142,6 +142,21 @@ fn proof(
     names: &Names<'_>,
     bound: &HashSet<String>,
 ) -> Option<TokenStream> {
+    let (first, last) = ends(index, rank, names, bound)?;
+    Some(quote! {
+        __rt::Span::within(#base.shape(), #first, #last)
+    })
+}
+
+/// The index `index` of an array of `rank` at the span's first and last thread (`__first`,
+/// `__last` in scope), as arrays; `None` where a component is not the thread's x plus a value
+/// the same for the whole row, nor such a value.
+pub(super) fn ends(
+    index: &Expr,
+    rank: usize,
+    names: &Names<'_>,
+    bound: &HashSet<String>,
+) -> Option<(TokenStream, TokenStream)> {
     let parts = components(index, rank)?;
     let value = |x: TokenStream| -> Option<Vec<TokenStream>> {
         let mut eval = Eval {
@@ -153,9 +168,7 @@ fn proof(
     };
     let first = value(quote!(__first))?;
     let last = value(quote!(__last))?;
-    Some(quote! {
-        __rt::Span::within(#base.shape(), [#(#first),*], [#(#last),*])
-    })
+    Some((quote!([#(#first),*]), quote!([#(#last),*])))
 }
 
 /// A component's value for the thread whose x is `x`, in wrapping arithmetic.

@@ -21,7 +21,7 @@
 //! launches whose arrays differ, tracked threads, the replay of a fault). Everything around
 //! the loops (tasks over cores, fault handling) is compiled once, in this crate.
 
-use super::check::{self, CheckedBlock, LaunchShadows};
+use super::check::{self, CheckedBlock, LaunchShadows, NoRecord, RecordSpan, RowBodies};
 use super::exec::{self, BlockRun};
 use super::fault::KernelFault;
 use super::launch::context::Ctx;
@@ -39,13 +39,31 @@ pub trait FastRun<S: ViewTypes, const CHECK: bool> {
 
     /// Runs every thread of a launch of `spec` with `views`; the first fault.
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault>;
+
+    /// Checked mode's run of a launch of `spec` in `shadows`, with the traced `views`:
+    /// `checked(ctx, views, false)` is one thread. Threads that meet at barriers or
+    /// collectives ([`FastRun::MEET`]) run as coroutines; others, one after another, the body
+    /// inlined into the loop (checked mode's price is the records it keeps, not calls).
+    /// Grid-level forms run rows instead (`check::run_rows`).
+    fn run_checked<G>(
+        self,
+        shadows: &LaunchShadows,
+        spec: &LaunchSpec,
+        cooperative: bool,
+        views: S::Views<'_, CHECK>,
+        checked: G,
+    ) -> Result<(), KernelFault>
+    where
+        Self: Sized,
+        G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+    {
+        threads_checked::<S, G, CHECK>(Self::MEET, shadows, spec, cooperative, views, checked)
+    }
 }
 
-/// Checked mode's run of a launch of `spec` in `shadows` of a kernel of the form `F`, with the
-/// traced `views`: `checked(ctx, views, false)` is one thread. Threads that meet at barriers or
-/// collectives ([`FastRun::MEET`]) run as coroutines; others, one after another, the body
-/// inlined into the loop (checked mode's price is the records it keeps, not calls).
-pub(crate) fn run_checked<S, F, G, const CHECK: bool>(
+/// [`FastRun::run_checked`] thread by thread: as coroutines where they `meet`.
+fn threads_checked<S, G, const CHECK: bool>(
+    meet: bool,
     shadows: &LaunchShadows,
     spec: &LaunchSpec,
     cooperative: bool,
@@ -54,10 +72,9 @@ pub(crate) fn run_checked<S, F, G, const CHECK: bool>(
 ) -> Result<(), KernelFault>
 where
     S: ViewTypes,
-    F: FastRun<S, CHECK>,
     G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
 {
-    if F::MEET {
+    if meet {
         let body = move |ctx| checked(ctx, views, false);
         return shadows.run(spec, cooperative, CheckedBlock::Meeting(&body));
     }
@@ -68,11 +85,12 @@ where
 }
 
 /// A grid-level kernel (only `grid(n)` and the launch's shape tell its threads apart): the body
-/// `(ctx, views, inside)`, `inside` telling it that its guard holds, and the `RowSpan` in
-/// which it does: the guard's `(ctx, views, row) -> Span`, or [`WholeRow`] where the kernel has
-/// none.
+/// `(ctx, views, inside)`, `inside` telling it that its guard holds; the `RowSpan` in which it
+/// does: the guard's `(ctx, views, row) -> Span`, or [`WholeRow`] where the kernel has none; and
+/// checked mode's record of a span's accesses (`(ctx, views, span, record)`, see
+/// `RecordSpan`), or [`NoRecord`].
 #[derive(Clone, Copy, Debug)]
-pub struct Grid<F, P>(pub F, pub P);
+pub struct Grid<F, P, R>(pub F, pub P, pub R);
 
 /// Where along a row of threads a grid-level kernel's guard holds (see `rows`): the span of
 /// `row` for the row's first thread `ctx`.
@@ -99,11 +117,12 @@ impl<V> RowSpan<V> for WholeRow {
     }
 }
 
-impl<S, F, P, const CHECK: bool> FastRun<S, CHECK> for Grid<F, P>
+impl<S, F, P, R, const CHECK: bool> FastRun<S, CHECK> for Grid<F, P, R>
 where
     S: ViewTypes,
     F: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
     P: for<'v> RowSpan<S::Views<'v, CHECK>> + Sync,
+    R: for<'v> RecordSpan<S::Views<'v, CHECK>> + Sync,
 {
     const MEET: bool = false;
 
@@ -112,6 +131,27 @@ where
         rows::run_grid(spec, views, self.0, |ctx, views, row| {
             span.span(ctx, views, row)
         })
+    }
+
+    fn run_checked<G>(
+        self,
+        shadows: &LaunchShadows,
+        spec: &LaunchSpec,
+        _: bool,
+        views: S::Views<'_, CHECK>,
+        checked: G,
+    ) -> Result<(), KernelFault>
+    where
+        G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+    {
+        let (span, record) = (self.1, self.2);
+        let bodies = RowBodies {
+            fast: self.0,
+            checked,
+            span: |ctx, views, row| span.span(ctx, views, row),
+            record,
+        };
+        check::run_rows(spec, shadows, views, bodies)
     }
 }
 
@@ -137,6 +177,20 @@ where
             return rows::run_grid(spec, views, self.0, |_, _, row| row);
         }
         strided::run::<S::Views<'_, CHECK>, _, _>(spec, views, self.1, self.2)
+    }
+
+    fn run_checked<G>(
+        self,
+        shadows: &LaunchShadows,
+        spec: &LaunchSpec,
+        _: bool,
+        views: S::Views<'_, CHECK>,
+        checked: G,
+    ) -> Result<(), KernelFault>
+    where
+        G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+    {
+        thread_rows_checked(spec, shadows, views, self.0, checked)
     }
 }
 
@@ -171,6 +225,43 @@ where
         };
         strided::run_nest::<S::Views<'_, CHECK>, _, _, _>(spec, views, nest)
     }
+
+    fn run_checked<G>(
+        self,
+        shadows: &LaunchShadows,
+        spec: &LaunchSpec,
+        _: bool,
+        views: S::Views<'_, CHECK>,
+        checked: G,
+    ) -> Result<(), KernelFault>
+    where
+        G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+    {
+        thread_rows_checked(spec, shadows, views, self.0, checked)
+    }
+}
+
+/// Checked mode's run of a grid-level kernel whose thread body (`fast`, and checked mode's
+/// `checked`) runs as a whole, one thread at a time along the rows.
+fn thread_rows_checked<V, F, G>(
+    spec: &LaunchSpec,
+    shadows: &LaunchShadows,
+    views: V,
+    fast: F,
+    checked: G,
+) -> Result<(), KernelFault>
+where
+    V: LaunchViews,
+    F: Fn(Ctx, V, bool) + Copy + Sync,
+    G: Fn(Ctx, V, bool) + Copy + Sync,
+{
+    let bodies = RowBodies {
+        fast,
+        checked,
+        span: |_: Ctx, _: V, row: Span| row,
+        record: NoRecord,
+    };
+    check::run_rows(spec, shadows, views, bodies)
 }
 
 /// A block-level kernel without barriers: the body `(ctx, views, false)` of one thread.

@@ -519,10 +519,10 @@ pub(crate) fn run_tasks(
 /// kernel's body into each loop with a full budget. `[$gen]` declares the generic parameters,
 /// `[$args]` names them.
 macro_rules! wide_variants {
-    ($(#[$attr:meta])* $name:ident [$($gen:tt)*] [$($args:tt)*] ($($arg:ident: $ty:ty),*) => $loops:ident) => {
+    ($(#[$attr:meta])* $vis:vis $name:ident [$($gen:tt)*] [$($args:tt)*] ($($arg:ident: $ty:ty),*) => $loops:ident) => {
         $(#[$attr])*
         #[inline(always)]
-        fn $name<$($gen)*>($($arg: $ty),*) {
+        $vis fn $name<$($gen)*>($($arg: $ty),*) {
             #[inline(never)]
             fn plain<$($gen)*>($($arg: $ty),*) {
                 $loops::<$($args)*>($($arg),*)

@@ -10,9 +10,10 @@
 //! block as a coroutine too, all of them alive at once, so that they can meet at grid barriers
 //! ([`sched::cooperative`]).
 //!
-//! Checked mode ([`Device::cpu_checked`](crate::Device::cpu_checked)) runs every thread tracked
-//! and records each access to writable and shared arrays in shadow memory ([`check`]), to report
-//! data races and reads of shared memory never written ([`finding`]).
+//! Checked mode ([`Device::cpu_checked`](crate::Device::cpu_checked)) records each access to
+//! writable and shared arrays in shadow memory ([`check`]), to report data races and reads of
+//! shared memory never written ([`finding`]): every thread tracked, but for grid-level kernels,
+//! which run by rows as on the fast path, their spans' accesses recorded a span at once.
 //!
 //! # Layers
 //!

@@ -22,7 +22,7 @@ use crate::dim::Dim3;
 use std::ops::Range;
 
 /// Threads per task (a run of rows or chunks): enough for the per-task costs to vanish.
-const TASK_THREADS: u64 = 1 << 16;
+pub(crate) const TASK_THREADS: u64 = 1 << 16;
 
 /// The grid x-indices `lo..hi` of the threads of a row in which a kernel's guard holds: the
 /// threads there run the kernel without it. The `#[kernel]` macro narrows a row's span by each
@@ -198,7 +198,7 @@ where
 }
 
 /// The shape of a launch as rows cut into segments of whole blocks along x.
-struct Rows {
+pub(crate) struct Rows {
     block: Dim3,
     grid_x: u32,
     /// Blocks along x in a segment (the last of a row may have fewer).
@@ -207,11 +207,12 @@ struct Rows {
     chunks: u64,
     /// Rows per z-slice of the grid: its threads along y.
     height: u64,
-    segments: u64,
+    /// Segments of the launch.
+    pub(crate) segments: u64,
 }
 
 impl Rows {
-    fn of(spec: &LaunchSpec) -> Rows {
+    pub(crate) fn of(spec: &LaunchSpec) -> Rows {
         let (grid, block) = (spec.grid, spec.block);
         let chunk = (TASK_THREADS / block.x.max(1) as u64).clamp(1, grid.x.max(1) as u64) as u32;
         let chunks = grid.x.div_ceil(chunk) as u64;
@@ -227,7 +228,7 @@ impl Rows {
     }
 
     /// Threads per segment (the last of a row may have fewer).
-    fn segment_threads(&self) -> u64 {
+    pub(crate) fn segment_threads(&self) -> u64 {
         self.chunk as u64 * self.block.x as u64
     }
 
@@ -235,7 +236,7 @@ impl Rows {
     /// thread's x 0; the loop then counts thread x past the block's width), the grid x-index
     /// of that thread, and the number of threads.
     #[inline(always)]
-    fn segment(&self, base: Ctx, s: u64) -> (Ctx, usize, u32) {
+    pub(crate) fn segment(&self, base: Ctx, s: u64) -> (Ctx, usize, u32) {
         let (row, c) = (s / self.chunks, s % self.chunks);
         let (gy, gz) = (row % self.height, row / self.height);
         let b = self.block;
@@ -253,7 +254,7 @@ impl Rows {
 wide_variants!(
     /// The threads `inside` a segment's span, in a loop of its own, apart from the segment's
     /// ends, which the optimiser can vectorize.
-    run_inside [V: LaunchViews, F: Fn(Ctx, V, bool) + Copy] [V, F]
+    pub(crate) run_inside [V: LaunchViews, F: Fn(Ctx, V, bool) + Copy] [V, F]
     (ctx: Ctx, inside: Range<u32>, bound: usize, views: V, common: Common, body: F) => inside_loop
 );
 

@@ -28,7 +28,7 @@ use super::device::Device;
 use super::error::{Error, LaunchError};
 use super::launch::{IntoDim3, LaunchConfig};
 use super::params::GpuParams;
-use crate::cpu::bodies::{self, FastRun};
+use crate::cpu::bodies::FastRun;
 use crate::cpu::check::LaunchShadows;
 use crate::cpu::fault::KernelFault;
 use crate::cpu::launch::context::Ctx;
@@ -294,7 +294,7 @@ where
     let run = if device.is_checked() {
         // SAFETY: the launch runs on the CPU backend, where every array argument lives
         // (`device` checked); `CHECK` false is the caller's promise.
-        unsafe { run_checked::<S, F, G, CHECK>(&spec, meta, &mut args, instance.checked) }
+        unsafe { run_checked::<S, F, G, CHECK>(&spec, meta, &mut args, instance) }
     } else {
         // SAFETY: as above.
         let views = unsafe { S::views::<CHECK>(&mut args, meta.params) };
@@ -304,7 +304,8 @@ where
 }
 
 /// Checked mode's run of a launch of `spec`: the launch's shadows, the views traced in them,
-/// then `checked` one thread at a time, in the way the kernel's form `F` says.
+/// then the kernel's threads, as its form `F` runs them in checked mode
+/// ([`FastRun::run_checked`]).
 ///
 /// # Safety
 /// As [`launch`], on the CPU backend, where every array argument lives.
@@ -312,7 +313,7 @@ unsafe fn run_checked<S, F, G, const CHECK: bool>(
     spec: &LaunchSpec,
     meta: &KernelMeta,
     args: &mut S::Args<'_>,
-    checked: G,
+    instance: Instance<F, G>,
 ) -> Result<(), KernelFault>
 where
     S: Params,
@@ -322,7 +323,8 @@ where
     let mut shadows = LaunchShadows::new(spec)?;
     // SAFETY: the caller's contract; the views live in this frame, after `shadows`.
     let views = unsafe { S::traced_views::<CHECK>(args, meta.params, &mut shadows) };
-    bodies::run_checked::<S, F, G, CHECK>(&shadows, spec, meta.cooperative, views, checked)
+    let (fast, checked) = (instance.fast, instance.checked);
+    fast.run_checked(&shadows, spec, meta.cooperative, views, checked)
 }
 
 /// The configuration of a launch of the instance `entry` of `meta` on `device` that `sizing`

@@ -19,6 +19,8 @@ pub(crate) const MAX_INTERVAL: u32 = (1 << INTERVAL_BITS) - 1;
 
 const INTERVAL_BITS: u32 = 19;
 const THREAD_BITS: u32 = 10;
+/// Where a record's thread index starts.
+const THREAD_SHIFT: u32 = 32 + INTERVAL_BITS;
 /// A write record: the write was an atomic operation.
 const ATOMIC: u64 = 1 << 61;
 /// Several threads of the record's block and interval did this (atomics, or reads).
@@ -505,6 +507,119 @@ impl Lane {
         true
     }
 
+    /// Records the plain writes of a run of `n` threads along x, thread `k` of the run
+    /// writing slot `start + k * step`: the first thread is `first`, thread x `t0` of its
+    /// block, whose rows are `width` threads wide (thread `k` is thread x `(t0 + k) % width` of
+    /// the `(t0 + k) / width`-th block after `first`'s); the first that conflicts, with its
+    /// `k`. Where neither a write of another thread of this launch nor a read on this worker
+    /// stands in the way (the common case), the run is checked and recorded in plain loops
+    /// the optimiser vectorises; else one access at a time.
+    pub(crate) fn write_run(
+        &self,
+        (start, step, n): (usize, usize, usize),
+        (first, t0, width): (Who, u32, u32),
+        at: &'static Location<'static>,
+    ) -> Result<(), (usize, Conflict)> {
+        let end = start + step * n.saturating_sub(1);
+        let plain = self.scope == Scope::Global && !self.any_reads.get() && first.epoch == 0;
+        let distinct = step > 0 || n < 2;
+        let runs = Runs::new(first, t0, width, n);
+        if n == 0 || end >= self.writes.len() || !plain || !distinct {
+            return (0..n).try_for_each(|k| {
+                let me = runs.who(k);
+                let kind = AccessKind::Write;
+                self.access(start + k * step, kind, me, at)
+                    .map_err(|c| (k, c))
+            });
+        }
+        let line = encode(at);
+        if step == 1 {
+            if let Some(numbers) = Numbering::of(runs) {
+                // SAFETY: a lane is its worker's alone while the launch runs: no other
+                // reference reads or writes these cells meanwhile; `start..=end` lies in both
+                // arrays (checked above).
+                let cells = unsafe {
+                    (
+                        cells_mut(&self.writes, start, n),
+                        cells_mut(&self.write_at, start, n),
+                    )
+                };
+                let (first, blocks) = (self.first, self.blocks);
+                let tiles = Tiles {
+                    numbers,
+                    line,
+                    first,
+                    blocks,
+                };
+                if let Some(k0) = tiles.record(cells) {
+                    self.stamp_pages(start, step, k0);
+                    return (k0..n).try_for_each(|k| {
+                        let me = runs.who(k);
+                        let kind = AccessKind::Write;
+                        self.access(start + k * step, kind, me, at)
+                            .map_err(|c| (k, c))
+                    });
+                }
+                self.stamp_pages(start, step, n);
+                return Ok(());
+            }
+        }
+        if self.clashes(start, step, runs) {
+            return (0..n).try_for_each(|k| {
+                let me = runs.who(k);
+                let kind = AccessKind::Write;
+                self.access(start + k * step, kind, me, at)
+                    .map_err(|c| (k, c))
+            });
+        }
+        runs.each(|ks, base| {
+            for (j, k) in ks.enumerate() {
+                self.writes[start + k * step].set(base + ((j as u64) << THREAD_SHIFT));
+                self.write_at[start + k * step].set(line);
+            }
+        });
+        self.stamp_pages(start, step, n);
+        Ok(())
+    }
+
+    /// Stamps the pages of the slots `start + k * step` (`k < n`) with this launch.
+    fn stamp_pages(&self, start: usize, step: usize, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let end = start + step * (n - 1);
+        if step < 1 << PAGE_BITS {
+            let pages = &self.pages[start >> PAGE_BITS..=end >> PAGE_BITS];
+            pages.iter().for_each(|p| p.set(self.first));
+        } else {
+            (0..n).for_each(|k| self.pages[(start + k * step) >> PAGE_BITS].set(self.first));
+        }
+    }
+
+    /// Whether a slot of the run of [`Lane::write_run`] holds a write of this launch other
+    /// than its own thread's plain write.
+    fn clashes(&self, start: usize, step: usize, runs: Runs) -> bool {
+        let (first, blocks) = (self.first, self.blocks);
+        let clash = |mine: u64, old: u64| old != mine && (old as u32).wrapping_sub(first) < blocks;
+        let mut any = false;
+        runs.each(|ks, base| {
+            any |= if step == 1 {
+                let ws = &self.writes[start + ks.start..start + ks.end];
+                ws.iter().enumerate().fold(false, |c, (j, w)| {
+                    c | clash(base + ((j as u64) << THREAD_SHIFT), w.get())
+                })
+            } else {
+                ks.enumerate().fold(false, |c, (j, k)| {
+                    c | clash(
+                        base + ((j as u64) << THREAD_SHIFT),
+                        self.writes[start + k * step].get(),
+                    )
+                })
+            }
+        });
+        any
+    }
+
     /// Records an access of `me` to slot `slot`; says what is wrong with it.
     #[inline]
     pub(crate) fn access(
@@ -843,6 +958,153 @@ impl Lane {
     }
 }
 
+/// The records of the threads of a run (see [`Lane::write_run`]) whose blocks' rows are a
+/// power of two threads wide, as arithmetic on the thread's place in the run that the
+/// optimiser vectorises.
+#[derive(Clone, Copy)]
+struct Numbering {
+    /// The run's first thread's block number, its thread x and the index of its row's thread
+    /// x 0 in the block.
+    block: u64,
+    t0: usize,
+    row: u64,
+    shift: u32,
+    mask: usize,
+}
+
+impl Numbering {
+    fn of(runs: Runs) -> Option<Numbering> {
+        runs.width.is_power_of_two().then(|| Numbering {
+            block: runs.first.block as u64,
+            t0: runs.t0 as usize,
+            row: (runs.first.thread - runs.t0) as u64,
+            shift: runs.width.trailing_zeros(),
+            mask: runs.width as usize - 1,
+        })
+    }
+
+    /// The record of thread `k` of the run, as [`Rec::of`] makes it.
+    #[inline(always)]
+    fn rec(&self, k: usize) -> u64 {
+        let t = self.t0 + k;
+        let block = (self.block + (t >> self.shift) as u64) & u32::MAX as u64;
+        block | (self.row + (t & self.mask) as u64) << THREAD_SHIFT
+    }
+}
+
+/// Records a run of plain writes to consecutive slots tile by tile: each tile's last writes
+/// checked, then written while they are in the cache.
+struct Tiles {
+    numbers: Numbering,
+    line: u32,
+    /// The launch's blocks: records of other launches do not stand in the way.
+    first: u32,
+    blocks: u32,
+}
+
+/// Slots per tile.
+const TILE: usize = 512;
+
+impl Tiles {
+    /// Records the run in `writes` and `lines` (its slots' last writes and their lines) up to
+    /// the first tile in which a write of another thread of this launch stands: that tile's
+    /// first `k`, or `None` once all are recorded.
+    fn record(&self, cells: (&mut [u64], &mut [u32])) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::exec::wide_vectors() {
+            // SAFETY: the CPU has every feature `record_wide` is compiled for (checked above).
+            return unsafe { self.record_wide(cells) };
+        }
+        self.record_tiles(cells)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+    unsafe fn record_wide(&self, cells: (&mut [u64], &mut [u32])) -> Option<usize> {
+        self.record_tiles(cells)
+    }
+
+    #[inline(always)]
+    fn record_tiles(&self, (writes, lines): (&mut [u64], &mut [u32])) -> Option<usize> {
+        let (first, blocks) = (self.first, self.blocks);
+        let tiles = writes.chunks_mut(TILE).zip(lines.chunks_mut(TILE));
+        for (t, (ws, ls)) in tiles.enumerate() {
+            let k0 = t * TILE;
+            let clash = ws.iter().enumerate().fold(false, |c, (j, &old)| {
+                let mine = self.numbers.rec(k0 + j);
+                c | (old != mine && (old as u32).wrapping_sub(first) < blocks)
+            });
+            if clash {
+                return Some(k0);
+            }
+            for (j, w) in ws.iter_mut().enumerate() {
+                *w = self.numbers.rec(k0 + j);
+            }
+            ls.fill(self.line);
+        }
+        None
+    }
+}
+
+/// The threads of a run along x, as [`Lane::write_run`] takes them: `n` threads from `first`,
+/// thread x `t0` of its block, whose rows are `width` threads wide.
+#[derive(Clone, Copy)]
+struct Runs {
+    first: Who,
+    t0: u32,
+    width: u32,
+    n: usize,
+}
+
+impl Runs {
+    fn new(first: Who, t0: u32, width: u32, n: usize) -> Runs {
+        Runs {
+            first,
+            t0,
+            width: width.max(1),
+            n,
+        }
+    }
+
+    /// Thread `k` of the run.
+    fn who(&self, k: usize) -> Who {
+        let t = self.t0 as usize + k;
+        let w = self.width as usize;
+        Who {
+            block: self.first.block.wrapping_add((t / w) as u32),
+            thread: self.first.thread - self.t0 + (t % w) as u32,
+            ..self.first
+        }
+    }
+
+    /// Calls `f` with each block's part of the run (the `k`s of its threads) and the record of
+    /// its first thread, to which each next thread adds one to the thread index.
+    #[inline(always)]
+    fn each(&self, mut f: impl FnMut(std::ops::Range<usize>, u64)) {
+        let mut k = 0;
+        while k < self.n {
+            let me = self.who(k);
+            let t = (self.t0 as usize + k) % self.width as usize;
+            let len = (self.width as usize - t).min(self.n - k);
+            f(k..k + len, Rec::of(me).0);
+            k += len;
+        }
+    }
+}
+
+/// The cells `start..start + n` of `cells` as plain memory.
+///
+/// # Safety
+/// The range must lie in `cells`, and no other reference may read or write those cells while
+/// the slice lives.
+#[allow(clippy::mut_from_ref)]
+unsafe fn cells_mut<T: Copy>(cells: &[Cell<T>], start: usize, n: usize) -> &mut [T] {
+    debug_assert!(start + n <= cells.len());
+    // SAFETY: `Cell<T>` has `T`'s layout and allows writes through a shared reference; the
+    // range and its exclusive use are the caller's contract.
+    unsafe { std::slice::from_raw_parts_mut(cells.as_ptr().add(start) as *mut T, n) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -893,6 +1155,63 @@ mod tests {
         assert!(!lane.touched(0) && lane.held(0).write.is_none());
         run(&lane, t(9, 0, 1), Write).unwrap();
         run(&lane, t(10, 0, 0), Read).unwrap_err();
+    }
+
+    /// A lane of `len` elements for a launch of `blocks` blocks numbered from 1.
+    fn global_of(len: usize, blocks: u32) -> Lane {
+        let mut lane = Lane::new(Scope::Global);
+        lane.for_launch(len, 1, 1, blocks).unwrap();
+        lane
+    }
+
+    #[test]
+    fn a_run_of_writes_records_each_thread_as_one_write_would() {
+        // Rows of 16 threads (a power of two: the vectorised tiles) and of 12 (block by block),
+        // a run of 1100 threads from thread x 5 of block 3, whose row's thread x 0 is thread 32.
+        for width in [16, 12] {
+            let lane = global_of(4096, 200);
+            let first = t(3, 0, 32 + 5);
+            lane.write_run((100, 1, 1100), (first, 5, width), at())
+                .unwrap();
+            let runs = Runs::new(first, 5, width, 1100);
+            for k in [0, 1, 10, 11, 599, 1099] {
+                let held = lane.held(100 + k).write.expect("recorded").0;
+                assert_eq!(held, Rec::of(runs.who(k)), "width {width}, k {k}");
+                assert!(lane.touched((100 + k) >> PAGE_BITS));
+            }
+            // Thread x 16 of the row lies in the next block for either width.
+            assert_eq!(runs.who(11).block, 4);
+            assert_eq!(lane.held(99).write, None);
+            assert_eq!(lane.held(1200).write, None);
+            // The same threads again: their own writes.
+            lane.write_run((100, 1, 1100), (first, 5, width), at())
+                .unwrap();
+            // Other threads over the same slots: the first slot written by another names it.
+            let other = t(150, 0, 0);
+            let Err((k, Conflict::Race(earlier))) =
+                lane.write_run((700, 1, 10), (other, 0, width), at())
+            else {
+                panic!("no race")
+            };
+            assert_eq!((k, earlier.rec), (0, Rec::of(runs.who(600))));
+        }
+    }
+
+    #[test]
+    fn a_run_that_writes_one_slot_from_two_threads_races() {
+        let lane = global_of(8, 4);
+        let Err((k, Conflict::Race(earlier))) =
+            lane.write_run((3, 0, 2), (t(1, 0, 0), 0, 32), at())
+        else {
+            panic!("no race")
+        };
+        assert_eq!((k, earlier.rec), (1, Rec::of(t(1, 0, 0))));
+        // Strided runs (a column) are recorded slot by slot.
+        let lane = global_of(64, 4);
+        lane.write_run((2, 8, 6), (t(1, 0, 0), 0, 32), at())
+            .unwrap();
+        assert_eq!(lane.held(2 + 8 * 5).write.unwrap().0, Rec::of(t(1, 0, 5)));
+        assert_eq!(lane.held(3).write, None);
     }
 
     #[test]

@@ -218,6 +218,12 @@ impl LaunchShadows {
             return run_checked_cooperative(spec, self, body);
         }
         run_checked(spec, self, body)?;
+        self.compare(spec)
+    }
+
+    /// Compares what the workers recorded once every block has run: the first race between
+    /// blocks of different workers.
+    pub(crate) fn compare(&self, spec: &LaunchSpec) -> Result<(), KernelFault> {
         match self.compare_workers(spec) {
             Some(finding) => Err(KernelFault::Finding(Box::new(finding))),
             None => Ok(()),
@@ -234,14 +240,11 @@ impl LaunchShadows {
         for (k, array) in self.arrays.iter().enumerate() {
             let len: usize = array.dims.iter().product();
             for page in 0..len.div_ceil(1 << PAGE_BITS) {
-                let touched: Vec<&LaneSet> = sets
-                    .iter()
-                    .filter(|s| s.lanes[k].touched(page))
-                    .map(|s| &**s)
-                    .collect();
-                if touched.len() < 2 {
+                let touched = || sets.iter().filter(|s| s.lanes[k].touched(page));
+                if touched().nth(1).is_none() {
                     continue;
                 }
+                let touched: Vec<&LaneSet> = touched().map(|s| &**s).collect();
                 let slots = page << PAGE_BITS..((page + 1) << PAGE_BITS).min(len);
                 if let Some(f) = self.compare_page(spec, array, k, &touched, slots) {
                     return Some(f);

@@ -39,17 +39,20 @@
 pub(crate) mod clock;
 mod lane;
 mod launch;
+mod rows;
 mod run;
 
 pub(crate) use lane::{Lane, MAX_INTERVAL};
 pub use launch::LaunchShadows;
+pub(crate) use rows::{run_rows, RowBodies};
+pub use rows::{NoRecord, RecordSpan, SpanRecord};
 pub(crate) use run::{serial_block, CheckedBlock};
 
 use super::fault::raise_finding;
 use super::finding::{Access, AccessKind, Finding};
 use super::launch::context::Shadow;
 use super::launch::tls;
-use lane::Conflict;
+use lane::{Conflict, Rec};
 use std::cell::Cell as StdCell;
 use std::panic::Location;
 
@@ -108,12 +111,23 @@ enum Target {
 
 /// How a view's accesses are checked: the lane they are recorded in, the slot of the view's
 /// first element and the slots between consecutive elements (1 for an array, the element's
-/// size for shared memory, whose lane has a slot per byte).
+/// size for shared memory, whose lane has a slot per byte), and the thread that accesses it
+/// where the run names it in the view (see [`Trace::named`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Trace {
     target: Target,
     base: usize,
     stride: usize,
+    thread: Named,
+}
+
+/// The thread whose accesses a trace records, where the run names it in the views (checked
+/// rows: see the `rows` module): its block's number on the block clock (0: not named, the
+/// running thread is [`who`]) and its linear index in the block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Named {
+    block: u32,
+    thread: u32,
 }
 
 impl Trace {
@@ -122,6 +136,10 @@ impl Trace {
         target: Target::Off,
         base: 0,
         stride: 1,
+        thread: Named {
+            block: 0,
+            thread: 0,
+        },
     };
 
     /// A read-only array in checked mode: its indices are checked, its accesses not recorded.
@@ -153,6 +171,29 @@ impl Trace {
         }
     }
 
+    /// The trace of the same view, its accesses made by thread `thread` (linear index) of the
+    /// block numbered `block` on the block clock (not 0), not by the running thread.
+    #[inline(always)]
+    pub(crate) fn named(self, block: u32, thread: u32) -> Trace {
+        Trace {
+            thread: Named { block, thread },
+            ..self
+        }
+    }
+
+    /// The thread whose access the trace records.
+    #[inline(always)]
+    fn who(&self) -> Who {
+        match self.thread {
+            Named { block: 0, .. } => who(),
+            Named { block, thread } => Who {
+                block,
+                thread,
+                ..Who::default()
+            },
+        }
+    }
+
     /// Whether accesses are checked.
     #[inline(always)]
     pub fn on(&self) -> bool {
@@ -179,7 +220,24 @@ impl Trace {
             },
             base: offset,
             stride: elem.max(1),
+            ..Trace::OFF
         }
+    }
+}
+
+/// A writable view as checked mode's span records take it (see [`SpanRecord`]): its trace,
+/// shape and name.
+#[derive(Clone, Copy, Debug)]
+pub struct Traced<const R: usize> {
+    trace: Trace,
+    dims: [usize; R],
+    name: &'static str,
+}
+
+impl<const R: usize> Traced<R> {
+    /// The view of array `name` of shape `dims` whose accesses `trace` records.
+    pub(crate) fn new(trace: Trace, dims: [usize; R], name: &'static str) -> Traced<R> {
+        Traced { trace, dims, name }
     }
 }
 
@@ -199,20 +257,20 @@ pub fn record(trace: &Trace, offset: usize, kind: AccessKind) -> bool {
         let set = launch::current();
         // SAFETY: a current lane set lives until its launch has run every block.
         if let Some(lane) = unsafe { set.as_ref() }.and_then(|set| set.lane(index)) {
-            if lane.plain_write(slot, who(), Location::caller()) {
+            if lane.plain_write(slot, trace.who(), Location::caller()) {
                 return false;
             }
         }
     }
-    record_slot(trace.target, slot, kind)
+    record_slot(trace.target, slot, kind, trace.thread)
 }
 
-/// [`record`] of the access to `slot` of the lane `target` names: an out-of-line call whose
-/// arguments all travel in registers, so that the view need not be kept in memory around it.
-/// What only a report needs (the array's name and shape) is passed to [`report`].
+/// [`record`] of the access of `thread` to `slot` of the lane `target` names: an out-of-line
+/// call whose arguments all travel in registers, so that the view need not be kept in memory
+/// around it. What only a report needs (the array's name and shape) is passed to [`report`].
 #[inline(never)]
 #[track_caller]
-fn record_slot(target: Target, slot: usize, kind: AccessKind) -> bool {
+fn record_slot(target: Target, slot: usize, kind: AccessKind, thread: Named) -> bool {
     let lane = match target {
         // SAFETY: the lane of a shared trace is the running worker's, alive while its block runs.
         Target::Shared(lane) => unsafe { &*lane },
@@ -229,7 +287,12 @@ fn record_slot(target: Target, slot: usize, kind: AccessKind) -> bool {
         }
         Target::Off | Target::Block | Target::ReadOnly => return false,
     };
-    match lane.access(slot, kind, who(), Location::caller()) {
+    let me = Trace {
+        thread,
+        ..Trace::OFF
+    }
+    .who();
+    match lane.access(slot, kind, me, Location::caller()) {
         Ok(()) => false,
         Err(conflict) => {
             PENDING.with(|p| p.set(Some((conflict, lane.first(), slot))));
@@ -282,7 +345,17 @@ pub fn report(trace: Trace, kind: AccessKind, array: &'static str, dims: &[usize
     };
     let offset = (slot - trace.base) / trace.stride;
     let index = launch::unflatten(offset, dims);
-    let access = current_access(kind, Some(at));
+    let state = tls::block();
+    let access = match trace.thread {
+        Named { block: 0, .. } => current_access(kind, Some(at)),
+        _ => Rec::of(trace.who()).access(
+            kind,
+            Some(at),
+            first_block,
+            state.grid_dim,
+            state.block_dim,
+        ),
+    };
     raise_finding(match conflict {
         Conflict::Uninitialized => {
             let first = Finding::UninitializedSharedRead {
@@ -296,20 +369,17 @@ pub fn report(trace: Trace, kind: AccessKind, array: &'static str, dims: &[usize
             });
             return;
         }
-        Conflict::Race(earlier) => {
-            let state = tls::block();
-            Finding::DataRace {
-                array,
-                index,
-                first: earlier.rec.access(
-                    earlier.kind,
-                    earlier.at,
-                    first_block,
-                    state.grid_dim,
-                    state.block_dim,
-                ),
-                second: access,
-            }
-        }
+        Conflict::Race(earlier) => Finding::DataRace {
+            array,
+            index,
+            first: earlier.rec.access(
+                earlier.kind,
+                earlier.at,
+                first_block,
+                state.grid_dim,
+                state.block_dim,
+            ),
+            second: access,
+        },
     })
 }

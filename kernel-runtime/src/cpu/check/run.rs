@@ -25,7 +25,7 @@ thread_local! {
 
 /// Forgets the running checked thread when dropped (at a task's end, or as its fault unwinds),
 /// so that nothing later on this worker is recorded as its.
-struct Forget;
+pub(super) struct Forget;
 
 impl Drop for Forget {
     fn drop(&mut self) {

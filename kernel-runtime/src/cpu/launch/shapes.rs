@@ -96,6 +96,14 @@ pub trait LaunchView: Copy + Send + Sync {
         self
     }
 
+    /// The same view, its accesses recorded as those of thread `thread` (linear index) of the
+    /// block numbered `block` in checked mode, not of the running thread: checked mode's rows
+    /// name each thread in the views instead of making it the running one.
+    #[inline(always)]
+    fn named(self, _block: u32, _thread: u32) -> Self {
+        self
+    }
+
     /// [`untraced`](Self::untraced), with the shape `common` gives its rank where the run gives
     /// it the common shape (see [`shares`]): views built from one such value share their
     /// extents, so the optimiser can prove an index checked against one array valid for the
@@ -126,6 +134,9 @@ pub trait LaunchViews: Copy + Send + Sync {
     /// Each view [`untraced`](LaunchView::untraced).
     fn untraced(self) -> Self;
 
+    /// Each view [`named`](LaunchView::named).
+    fn named(self, block: u32, thread: u32) -> Self;
+
     /// Each view rebound by [`LaunchView::fast`].
     ///
     /// # Safety
@@ -145,6 +156,10 @@ macro_rules! launch_views {
             #[inline(always)]
             fn untraced(self) -> Self {
                 ($(self.$i.untraced(),)*)
+            }
+            #[inline(always)]
+            fn named(self, block: u32, thread: u32) -> Self {
+                ($(self.$i.named(block, thread),)*)
             }
             #[inline(always)]
             unsafe fn fast<const GRID: bool>(self, common: &Common) -> Self {
