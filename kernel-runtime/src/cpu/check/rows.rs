@@ -21,9 +21,9 @@
 //!
 //! [`Trace::named`]: super::Trace::named
 
-use super::lane::{Conflict, Lane, Rec};
+use super::lane::{Conflict, Rec};
 use super::run::Forget;
-use super::{launch, set_who, LaunchShadows, Target, Traced, Who};
+use super::{launch, set_who, LaunchShadows, Target, Trace, Traced, Who};
 use crate::base::AccessKind;
 use crate::cpu::exec::{run_tasks, untracked_then_replay};
 use crate::cpu::fault::{raise_finding, KernelFault};
@@ -87,35 +87,75 @@ where
             let (first, _, _) = rows.segment(base, segments.start);
             let _lanes = shadows.enter(numbers.linear(first.block));
             let _who = Forget;
-            let run = |track: bool| {
-                for s in segments.clone() {
-                    let (ctx, x0, threads) = rows.segment(base, s);
-                    let row = Span {
-                        lo: x0,
-                        hi: x0 + threads as usize,
-                    };
-                    let inside = (bodies.span)(ctx, views, row).and(row);
-                    let segment = Segment {
-                        ctx,
-                        threads,
-                        inside,
-                    };
-                    let ends = match bulk.filter(|_| !track) {
-                        Some(common) => {
-                            let inside = inside.and(Span { lo: 0, hi: bound });
-                            segment.bulk(&numbers, views, &bodies, common, bound, inside)
-                        }
-                        None => [0..threads, 0..0],
-                    };
-                    for xs in ends {
-                        segment.run(&numbers, &launch, views, bodies.checked, track, xs);
-                    }
-                }
+            let task = Task {
+                rows: &rows,
+                numbers: &numbers,
+                launch: &launch,
+                bulk,
+                bound,
             };
+            let run = |track: bool| task.run(segments.clone(), views, &bodies, track);
             untracked_then_replay(&mut || run(false), &mut || run(true))
         },
     )?;
     shadows.compare(spec)
+}
+
+/// What each task of [`run_rows`] runs its segments with: the launch's rows, numbers and
+/// state, and where its spans are recorded at once, the views' common shapes and 1-D length.
+struct Task<'a> {
+    rows: &'a Rows,
+    numbers: &'a Numbers,
+    launch: &'a BlockState,
+    bulk: Option<Common>,
+    bound: usize,
+}
+
+impl Task<'_> {
+    /// Runs the `segments`, each thread tracked where `track` says (the replay of a task that
+    /// faulted). Not inlined: the run and its replay share one copy of the kernel's loops.
+    #[inline(never)]
+    fn run<V, F, G, S, R>(
+        &self,
+        segments: Range<u64>,
+        views: V,
+        bodies: &RowBodies<F, G, S, R>,
+        track: bool,
+    ) where
+        V: LaunchViews,
+        F: Fn(Ctx, V, bool) + Copy,
+        G: Fn(Ctx, V, bool) + Copy,
+        S: Fn(Ctx, V, Span) -> Span,
+        R: RecordSpan<V>,
+    {
+        let base = ctx_of(self.launch, Dim3::ZERO);
+        for s in segments {
+            let (ctx, x0, threads) = self.rows.segment(base, s);
+            let row = Span {
+                lo: x0,
+                hi: x0 + threads as usize,
+            };
+            let inside = (bodies.span)(ctx, views, row).and(row);
+            let segment = Segment {
+                ctx,
+                threads,
+                inside,
+            };
+            let ends = match self.bulk.filter(|_| !track) {
+                Some(common) => {
+                    let inside = inside.and(Span {
+                        lo: 0,
+                        hi: self.bound,
+                    });
+                    segment.bulk(self.numbers, views, bodies, common, self.bound, inside)
+                }
+                None => [0..threads, 0..0],
+            };
+            for xs in ends {
+                segment.run(self.numbers, self.launch, views, bodies.checked, track, xs);
+            }
+        }
+    }
 }
 
 /// How the records number a launch's blocks and threads: a block by its linear index from the
@@ -302,74 +342,76 @@ impl SpanRecord<'_> {
     /// Each thread of the span writes `view` at its index (`first` at the span's first thread,
     /// `last` at its last).
     #[track_caller]
+    #[inline(always)]
     pub fn write<const R: usize>(&mut self, view: Traced<R>, first: [usize; R], last: [usize; R]) {
+        let ends = (offset(first, view.dims), offset(last, view.dims));
         let at = Location::caller();
-        let Some((lane, from, step)) = self.run(&view, first, last) else {
-            return;
-        };
-        let (n, d) = (self.span.hi - self.span.lo, self.numbers.block.x as usize);
-        let x = self.span.lo - self.x0;
-        let first = self.numbers.who(self.first_block, self.row_thread, x);
-        let slot = view.trace.base + from * view.trace.stride;
-        let run = (slot, step * view.trace.stride, n);
-        let threads = (first, (x % d) as u32, d as u32);
-        if let Err((k, conflict)) = lane.write_run(run, threads, at) {
-            let me = self.numbers.who(self.first_block, self.row_thread, x + k);
-            self.race(
-                &view,
-                from + k * step,
-                conflict,
-                (me, AccessKind::Write, at),
-            )
-        }
+        self.record(
+            view.trace,
+            (view.name, &view.dims),
+            ends,
+            (AccessKind::Write, at),
+        )
     }
 
     /// Each thread of the span reads `view` at its index (as [`write`](Self::write)).
     #[track_caller]
+    #[inline(always)]
     pub fn read<const R: usize>(&mut self, view: Traced<R>, first: [usize; R], last: [usize; R]) {
+        let ends = (offset(first, view.dims), offset(last, view.dims));
         let at = Location::caller();
-        let Some((lane, from, step)) = self.run(&view, first, last) else {
+        self.record(
+            view.trace,
+            (view.name, &view.dims),
+            ends,
+            (AccessKind::Read, at),
+        )
+    }
+
+    /// Records the access `(kind, at)` of each thread of the span to the array `(name, dims)`
+    /// whose accesses `trace` records, at the elements `from..=to` (offsets at the span's first
+    /// and last thread), one step apart; the kernel stops at the first race. Not generic, so
+    /// that it is compiled once, in this crate.
+    #[inline(never)]
+    fn record(
+        &self,
+        trace: Trace,
+        array: (&'static str, &[usize]),
+        (from, to): (usize, usize),
+        (kind, at): (AccessKind, &'static Location<'static>),
+    ) {
+        let Target::Global(index) = trace.target else {
             return;
         };
-        for k in 0..self.span.hi - self.span.lo {
-            let me = self.numbers.who(
-                self.first_block,
-                self.row_thread,
-                self.span.lo + k - self.x0,
-            );
-            let slot = view.trace.base + (from + k * step) * view.trace.stride;
-            if let Err(conflict) = lane.access(slot, AccessKind::Read, me, at) {
-                self.race(&view, from + k * step, conflict, (me, AccessKind::Read, at))
+        // SAFETY: a current lane set lives until its launch has run every block.
+        let Some(lane) = unsafe { launch::current().as_ref() }.and_then(|set| set.lane(index))
+        else {
+            return;
+        };
+        let (n, d) = (self.span.hi - self.span.lo, self.numbers.block.x as usize);
+        let step = if n > 1 { (to - from) / (n - 1) } else { 0 };
+        let x = self.span.lo - self.x0;
+        let who = |k: usize| self.numbers.who(self.first_block, self.row_thread, x + k);
+        let slot = |k: usize| trace.base + (from + k * step) * trace.stride;
+        let found = match kind {
+            AccessKind::Write => {
+                let run = (slot(0), step * trace.stride, n);
+                let threads = (who(0), (x % d) as u32, d as u32);
+                lane.write_run(run, threads, at).err()
             }
+            _ => (0..n).find_map(|k| lane.access(slot(k), kind, who(k), at).err().map(|c| (k, c))),
+        };
+        if let Some((k, conflict)) = found {
+            self.race(array, from + k * step, conflict, (who(k), kind, at))
         }
     }
 
-    /// The running worker's lane of `view`, the offset of the element of the span's first
-    /// thread and the elements between those of consecutive threads; `None` where the view is
-    /// not traced.
-    fn run<const R: usize>(
-        &self,
-        view: &Traced<R>,
-        first: [usize; R],
-        last: [usize; R],
-    ) -> Option<(&Lane, usize, usize)> {
-        let Target::Global(index) = view.trace.target else {
-            return None;
-        };
-        // SAFETY: a current lane set lives until its launch has run every block.
-        let lane = unsafe { launch::current().as_ref() }?.lane(index)?;
-        let (from, to) = (offset(first, view.dims), offset(last, view.dims));
-        let n = self.span.hi - self.span.lo;
-        let step = if n > 1 { (to - from) / (n - 1) } else { 0 };
-        Some((lane, from, step))
-    }
-
     /// Stops the kernel with the race that the access `(me, kind, at)` to element `offset` of
-    /// `view` found.
+    /// the array `(name, dims)` found.
     #[cold]
-    fn race<const R: usize>(
+    fn race(
         &self,
-        view: &Traced<R>,
+        (name, dims): (&'static str, &[usize]),
         offset: usize,
         conflict: Conflict,
         (me, kind, at): (Who, AccessKind, &'static Location<'static>),
@@ -381,8 +423,8 @@ impl SpanRecord<'_> {
         let access =
             |rec: Rec, kind, at| rec.access(kind, at, first, state.grid_dim, state.block_dim);
         raise_finding(Finding::DataRace {
-            array: view.name,
-            index: launch::unflatten(offset, &view.dims),
+            array: name,
+            index: launch::unflatten(offset, dims),
             first: access(earlier.rec, earlier.kind, earlier.at),
             second: access(Rec::of(me), kind, Some(at)),
         })
