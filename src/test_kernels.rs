@@ -254,6 +254,33 @@ pub fn shared_mirror3(out: &mut Array2<u32>) {
     out[[b, z * 32 + y * 8 + x]] = s[[1 - z, 3 - y, 7 - x]];
 }
 
+/// Shared arrays of `bool`s, 1-D and 2-D: thread `t` of a block of 256 marks whether `t` is a
+/// prime, in `prime[t]` and in `table[[t % 16, t / 16]]`; after the barrier,
+/// `counts[[b, t]]` is `1000 ×` the primes up to `t` plus the primes congruent to `t` mod 16.
+#[kernel]
+pub fn shared_primes(counts: &mut Array2<u32>) {
+    let t = thread_idx().x as usize;
+    let mut prime = shared_array![bool; 256];
+    let mut table = shared_array![bool; [16, 16]];
+    prime[t] = t >= 2;
+    let mut d = 2;
+    while d * d <= t {
+        prime[t] &= t % d != 0;
+        d += 1;
+    }
+    table[[t % 16, t / 16]] = prime[t];
+    sync_threads();
+    let mut below = 0;
+    for k in 0..=t {
+        below += prime[k] as u32;
+    }
+    let mut row = 0;
+    for c in 0..table.dim().1 {
+        row += table[[t % 16, c]] as u32;
+    }
+    counts[[block_idx().x as usize, t]] = 1000 * below + row;
+}
+
 /// Three arrays carved from one dynamic shared allocation of `12 n` bytes for a block of `n`
 /// threads: `f32`s `0..n` and `n..2n`, as Numba's `dyn[0:n]` and `dyn[n:2*n]`, then `u32`s from
 /// byte `8n`, as CUDA's `(unsigned *)(s + 8 * n)`. Thread `t` writes `t`, `2t` and `3t`; after

@@ -700,6 +700,17 @@ fn a_shared_read_before_another_threads_write_is_a_race() {
     );
 }
 
+/// A shared `bool` read before any thread wrote it.
+#[kernel]
+fn unset_flag(out: &mut [u32]) {
+    let t = thread_idx().x as usize;
+    let flags = shared_array![bool; 32];
+    let set = flags[t]; // uninit: flag
+    if set {
+        out[t] = 1;
+    }
+}
+
 #[test]
 fn reads_of_shared_memory_never_written_name_the_element_and_thread() {
     let dev = Device::cpu_checked();
@@ -734,6 +745,16 @@ fn reads_of_shared_memory_never_written_name_the_element_and_thread() {
         ("c", AccessKind::Atomic, d(0, 0, 0))
     );
     assert_eq!(line(access), line_of("// uninit: counter"));
+
+    // A shared `bool` reads as one of its two values whatever its byte holds; checked mode
+    // reports the read all the same.
+    let f = finding(unset_flag.launch(1, 32, &mut out));
+    let (array, index, access) = uninit(&f);
+    assert_eq!(
+        (array, index, access.thread),
+        ("flags", &[0][..], d(0, 0, 0))
+    );
+    assert_eq!(line(access), line_of("// uninit: flag"));
 }
 
 #[test]

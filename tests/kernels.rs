@@ -481,6 +481,22 @@ fn a_three_axis_shared_array_is_laid_out_and_indexed_as_declared() {
 }
 
 #[test]
+fn shared_arrays_of_bools_hold_what_the_threads_wrote() {
+    let prime = |t: usize| t >= 2 && (2..t).all(|d| !t.is_multiple_of(d));
+    let want = Array2::from_shape_fn((2, 256), |(_, t)| {
+        let below = (0..=t).filter(|&k| prime(k)).count();
+        let row = (0..256).filter(|&k| k % 16 == t % 16 && prime(k)).count();
+        (1000 * below + row) as u32
+    });
+    for dev in backends() {
+        let mut counts = dev.zeros::<u32, _>((2, 256)).unwrap();
+        shared_primes.launch(2, 256, &mut counts).unwrap();
+        assert_eq!(counts.to_host().unwrap(), want, "{:?}", dev.kind());
+    }
+    const { assert!(shared_primes::META.static_shared_bytes == 256 + 256) };
+}
+
+#[test]
 fn one_dynamic_shared_allocation_is_carved_into_arrays_of_several_types() {
     let n = 96usize;
     let want = Array2::from_shape_fn((2, 3 * n), |(_, k)| {

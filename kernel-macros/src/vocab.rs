@@ -123,4 +123,12 @@ pub(crate) const RANDOM_PREFIX: &str = "xoroshiro128p_";
 
 /// The runtime's constructors of shared arrays (`__rt::shared_array1`, ...): what the body pass
 /// writes `shared_array!` and `dynamic_shared!` as.
-pub(crate) const SHARED_ARRAYS: &[&str] = &["shared_array1", "shared_array2", "dynamic_shared"];
+pub(crate) const SHARED_ARRAYS: &[&str] = &[
+    "shared_array1",
+    "shared_array2",
+    "shared_array3",
+    "shared_bools1",
+    "shared_bools2",
+    "shared_bools3",
+    "dynamic_shared",
+];

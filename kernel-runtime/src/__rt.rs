@@ -7,6 +7,7 @@ pub use crate::print::gpu_print;
 pub use crate::print::{Format, KernelPrint, PrintFloat, PrintInteger, Spec};
 pub use crate::shared::{
     array1 as shared_array1, array2 as shared_array2, array3 as shared_array3, array_bytes,
+    bools1 as shared_bools1, bools2 as shared_bools2, bools3 as shared_bools3,
     dynamic as dynamic_shared, extent, hint_extent, layout, ConstMessage, STATIC_LIMIT,
 };
 #[cfg(not(target_arch = "nvptx64"))]

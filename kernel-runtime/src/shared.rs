@@ -8,6 +8,7 @@
 use crate::ctx::Ctx;
 use crate::device_copy::AnyBitPattern;
 use crate::view::{View1Mut, View2Mut, View3Mut};
+use core::ops::{Index, IndexMut};
 
 /// A 1-D array in the block's shared memory (writable by every thread of the block).
 pub type SharedArray1<'a, T, const CHECK: bool = true> = View1Mut<'a, T, CHECK>;
@@ -195,6 +196,158 @@ static_arrays! {
     array2 => View2Mut, 2;
     /// A static 3-D shared array of a kernel.
     array3 => View3Mut, 3;
+}
+
+/// A static shared array of `bool`s of a kernel (`shared_array![bool; N]`): the bytes of
+/// [`array1`] as [`Bools`].
+///
+/// # Safety
+/// As [`array1`].
+#[inline(always)]
+pub unsafe fn bools1<'l, L: ?Sized>(
+    ctx: &Ctx,
+    launch: &'l L,
+    offset: usize,
+    len: usize,
+    name: &'static str,
+) -> Bools<View1Mut<'l, u8>> {
+    // SAFETY: the caller's contract.
+    Bools(unsafe { array1(ctx, launch, offset, len, name) })
+}
+
+/// A static 2-D shared array of `bool`s of a kernel: the bytes of [`array2`] as [`Bools`].
+///
+/// # Safety
+/// As [`array2`].
+#[inline(always)]
+pub unsafe fn bools2<'l, L: ?Sized>(
+    ctx: &Ctx,
+    launch: &'l L,
+    offset: usize,
+    dims: [usize; 2],
+    name: &'static str,
+) -> Bools<View2Mut<'l, u8>> {
+    // SAFETY: the caller's contract.
+    Bools(unsafe { array2(ctx, launch, offset, dims, name) })
+}
+
+/// A static 3-D shared array of `bool`s of a kernel: the bytes of [`array3`] as [`Bools`].
+///
+/// # Safety
+/// As [`array3`].
+#[inline(always)]
+pub unsafe fn bools3<'l, L: ?Sized>(
+    ctx: &Ctx,
+    launch: &'l L,
+    offset: usize,
+    dims: [usize; 3],
+    name: &'static str,
+) -> Bools<View3Mut<'l, u8>> {
+    // SAFETY: the caller's contract.
+    Bools(unsafe { array3(ctx, launch, offset, dims, name) })
+}
+
+/// A shared array of `bool`s (`shared_array![bool; N]`, 2-D and 3-D alike), kept in bytes: the
+/// block's shared memory is not cleared, and a byte of it need not be a `bool`'s 0 or 1. Its
+/// elements read as `true` where their byte is not 0; a write first makes the byte the `bool`
+/// it read as, then writes through it. An element read before any thread of the block wrote it
+/// holds an unspecified value, as in CUDA, and checked mode reports the read.
+///
+/// ```
+/// use kernel_runtime::prelude::*;
+///
+/// /// Marks the values seen, then each thread counts the marks of its group of eight.
+/// #[kernel]
+/// fn marks(values: &[u32], counts: &mut [u32]) {
+///     let t = thread_idx().x as usize;
+///     let mut seen = shared_array![bool; 64];
+///     seen[t] = false;
+///     sync_threads();
+///     seen[values[t] as usize % 64] = true;
+///     sync_threads();
+///     if t < 8 {
+///         counts[t] = (0..8).filter(|&k| seen[8 * t + k]).count() as u32;
+///     }
+/// }
+///
+/// let dev = Device::cpu();
+/// let values = dev.to_device(&(0..64).map(|v| 2 * v).collect::<Vec<u32>>()).unwrap();
+/// let mut counts = dev.zeros::<u32, _>(8).unwrap();
+/// marks.launch(1, 64, (&values, &mut counts)).unwrap();
+/// assert_eq!(counts.to_vec().unwrap(), [4; 8]);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Bools<V>(V);
+
+impl<V, I> Index<I> for Bools<V>
+where
+    V: Index<I, Output = u8>,
+{
+    type Output = bool;
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    fn index(&self, index: I) -> &bool {
+        if self.0[index] != 0 {
+            &true
+        } else {
+            &false
+        }
+    }
+}
+
+impl<V, I> IndexMut<I> for Bools<V>
+where
+    V: IndexMut<I, Output = u8>,
+{
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    fn index_mut(&mut self, index: I) -> &mut bool {
+        let byte = &mut self.0[index];
+        *byte = (*byte != 0) as u8;
+        // SAFETY: the byte holds 0 or 1 (just written), a `bool` of the same size and
+        // alignment; every write through the `&mut bool` keeps it one.
+        unsafe { &mut *(byte as *mut u8 as *mut bool) }
+    }
+}
+
+macro_rules! bools_shape {
+    ($($view:ident => $shape:ty;)*) => {$(
+        impl<'a, const CHECK: bool> Bools<$view<'a, u8, CHECK>> {
+            /// The shape, as the array of numbers' `dim()`.
+            #[inline(always)]
+            pub fn dim(&self) -> $shape {
+                self.0.dim()
+            }
+            /// The number of elements.
+            #[inline(always)]
+            pub fn len(&self) -> usize {
+                self.0.len()
+            }
+            /// Whether the array has no elements.
+            #[inline(always)]
+            pub fn is_empty(&self) -> bool {
+                self.0.is_empty()
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl SharedView for Bools<$view<'_, u8>> {
+            fn start(&self) -> *const u8 {
+                self.0.start()
+            }
+            fn elem_bytes(&self) -> usize {
+                1
+            }
+            unsafe fn with_trace(self, trace: crate::cpu::check::Trace) -> Self {
+                // SAFETY: the caller's contract.
+                Bools(unsafe { self.0.with_trace(trace) })
+            }
+        }
+    )*};
+}
+bools_shape! {
+    View1Mut => usize;
+    View2Mut => (usize, usize);
+    View3Mut => (usize, usize, usize);
 }
 
 /// A view of the block's shared memory, marked as such on the CPU backend, where only the

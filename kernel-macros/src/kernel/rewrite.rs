@@ -381,19 +381,26 @@ impl Pass {
         let layout = &self.layout;
         let elem = &args.elem;
         let name = self.pending_name.take().unwrap_or_else(|| "shared".into());
+        // `bool`s are kept in bytes (`__rt::Bools`), every other element type as it is.
+        let bools =
+            matches!(elem, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("bool"));
+        let (make, elem) = match (args.dims.len(), bools) {
+            (1, false) => (quote!(shared_array1), quote!(#elem,)),
+            (2, false) => (quote!(shared_array2), quote!(#elem,)),
+            (_, false) => (quote!(shared_array3), quote!(#elem,)),
+            (1, true) => (quote!(shared_bools1), quote!()),
+            (2, true) => (quote!(shared_bools2), quote!()),
+            (_, true) => (quote!(shared_bools3), quote!()),
+        };
         let expr: Expr = if args.dims.len() == 1 {
             let n = &args.dims[0];
             syn::parse_quote_spanned!(span=>
-                unsafe { ::kernel_runtime::__rt::shared_array1::<#elem, _>(&__kctx, __launch, #layout.0[#k], ::kernel_runtime::__rt::extent(#n), #name) }
+                unsafe { ::kernel_runtime::__rt::#make::<#elem _>(&__kctx, __launch, #layout.0[#k], ::kernel_runtime::__rt::extent(#n), #name) }
             )
         } else {
             let dims = &args.dims;
-            let make = match dims.len() {
-                2 => quote!(shared_array2),
-                _ => quote!(shared_array3),
-            };
             syn::parse_quote_spanned!(span=>
-                unsafe { ::kernel_runtime::__rt::#make::<#elem, _>(&__kctx, __launch, #layout.0[#k], [#(::kernel_runtime::__rt::extent(#dims)),*], #name) }
+                unsafe { ::kernel_runtime::__rt::#make::<#elem _>(&__kctx, __launch, #layout.0[#k], [#(::kernel_runtime::__rt::extent(#dims)),*], #name) }
             )
         };
         self.out.shared.push(SharedDecl {
