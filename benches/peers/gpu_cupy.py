@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """CuPy where it has the operation: add-list (`a + b`), quicksort (`cupy.sort`), matmul (`a @ b`,
-cuBLAS, not the tiled algorithm). Peers of `examples/device_bench.rs`, on the same inputs, with
-the same check values and JSON lines (see gpu_numba.py).
+cuBLAS, not the tiled algorithm), smooth (`cupyx.scipy.ndimage.correlate` with the 3x3 ones,
+then the floor division by 9 and the border cleared, as a CuPy user writes the program: three
+passes where the kernels make one). Peers of `examples/device_bench.rs`, on the same inputs,
+with the same check values and JSON lines (see gpu_numba.py).
 
     python3 benches/peers/gpu_cupy.py [--reps 20]
 """
@@ -17,7 +19,8 @@ except ImportError as e:
     print(f"gpu_cupy: skipped: the Python module `{e.name}` is not installed")
     sys.exit(0)
 
-from peer_common import emit, matmul_inputs, sort_check, sort_keys, sum_check, wall_ms
+from peer_common import (emit, matmul_inputs, smooth_check, smooth_input, sort_check, sort_keys,
+                         sum_check, wall_ms)
 
 
 def kernel_ms(f, reps, setup=None):
@@ -73,6 +76,27 @@ def main():
     k = kernel_ms(lambda: da @ db, min(reps, 10))
     e = wall_ms(lambda: out.update(m=cp.asnumpy(cp.asarray(a) @ cp.asarray(b))), 3)
     emit("cupy", "matmul", f"{n}x{n} f32, cuBLAS", k, e, None, sum_check(out["m"], 4))
+
+    n = 10_000
+    x = smooth_input(n)
+    dx = cp.asarray(x)
+    k = kernel_ms(lambda: smooth_ndimage(dx), reps)
+    e = wall_ms(lambda: out.update(s=cp.asnumpy(smooth_ndimage(cp.asarray(x)))), min(reps, 5))
+    emit("cupy", "smooth", f"{n}x{n} i8, ndimage", k, e, 2.0 * n * n, smooth_check(out["s"]))
+
+
+def smooth_ndimage(dx):
+    """smooth with CuPy's ndimage: the 3x3 sums, floor-divided by 9, the border left zero."""
+    from cupyx.scipy import ndimage
+
+    ones = cp.ones((3, 3), dtype=cp.int32)
+    s = ndimage.correlate(dx, ones, output=cp.int32, mode="constant")
+    out = (s // 9).astype(cp.int8)
+    out[0, :] = 0
+    out[-1, :] = 0
+    out[:, 0] = 0
+    out[:, -1] = 0
+    return out
 
 
 if __name__ == "__main__":

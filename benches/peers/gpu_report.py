@@ -56,12 +56,14 @@ PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pi
 PEERS = ["numba", "numba @vectorize", "cupy", "cuda", "rayon"]
 # Peers whose one form of a program stands for our variants of it too: CuPy's `a + b` and
 # Numba's @vectorize are all they have of add-list, however ours spreads it over threads.
-# The stencil is set against the peers' fastest smooth, their words of four pixels.
+# The stencil is set against the peers' fastest smooth, their words of four pixels, and
+# against CuPy's ndimage, its one form of smooth.
 SAME_AS = {
     ("add-wide", "cupy"): "add",
     ("add-wide", "numba @vectorize"): "add",
     ("smooth-stencil", "cuda"): "smooth-words",
     ("smooth-stencil", "numba"): "smooth-words",
+    ("smooth-stencil", "cupy"): "smooth",
 }
 LAUNCH_GOAL_US = 4.0
 # Per kernel of a graph of 100 launches (issue: CUDA graphs).

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The five reference programs with Numba on the CPU: the peers of `cargo bench --bench cpu_backend`.
 
-Two peers, written from the programs' descriptions:
+Three peers, written from the programs' descriptions:
 
 - `numba.njit(parallel=True)` at the sizes of the Rust benchmarks: add-list over 10^7 float32, the
   3x3 mean stencil (`@numba.stencil`) on a 10000 x 10000 int8 image, the 5x5 Gaussian blur
@@ -9,6 +9,7 @@ Two peers, written from the programs' descriptions:
   Laplacian (`@numba.stencil`) on a 256^3 float32 grid, integrate2d with n = 2048,
   matmul 512 x 512 float32 (a `prange` over rows), quicksort of 2^22 uint32 (`np.sort` in `njit`:
   Numba has no parallel sort);
+- SciPy's `ndimage` filters for the stencil programs, where SciPy is installed (one thread);
 - Numba's CUDA simulator (`NUMBA_ENABLE_CUDASIM=1`), which runs `cuda.jit` kernels thread by
   thread in Python, at small sizes (it is about ten thousand times slower): the GPU peer's
   kernels (gpu_numba.py, numba_quicksort.py) for add-list, smooth, integrate2d (shared-memory
@@ -207,6 +208,56 @@ def njit_peers(only, reps):
         report(peer, "quicksort", "2^22 u32 (serial np.sort)", n, wall_ms(lambda: sort_njit(keys), reps))
 
 
+# --- SciPy's ndimage filters -------------------------------------------------------------
+
+
+def scipy_peers(only, reps):
+    """The stencil programs as SciPy's `ndimage` filters (one thread, in C), where SciPy is
+    installed: the 3x3 mean and the 5x5 blur as integer `correlate`s with their weights, then
+    the programs' division (`uniform_filter` rounds twice, once per axis), the Laplacian as
+    `laplace`; the border as `mode="constant"`, zeros beyond the image. Each is checked against
+    numpy in the interior."""
+    try:
+        from scipy import ndimage
+    except ImportError:
+        print("scipy.ndimage peers skipped: scipy is not installed", file=sys.stderr)
+        return
+    rng = np.random.default_rng(1)
+    peer = "scipy.ndimage"
+    inner = (slice(1, -1),) * 2
+    if "smooth" in only:
+        n = 10_000
+        x = rng.integers(-128, 128, size=(n, n), dtype=np.int8)
+        ones = np.ones((3, 3), dtype=np.int32)
+
+        def mean():
+            s = ndimage.correlate(x, ones, output=np.int32, mode="constant")
+            return (s // 9).astype(np.int8)
+
+        run = mean
+        assert np.array_equal(run()[inner], smooth_reference(x)[inner]), "smooth: scipy and numpy disagree"
+        report(peer, "smooth", "10000^2 i8", n * n, wall_ms(run, reps))
+    if "gaussian" in only:
+        n = 10_000
+        x = rng.integers(0, 256, size=(n, n), dtype=np.uint8)
+        weights = GAUSS5.astype(np.uint32)
+
+        def blur():
+            s = ndimage.correlate(x, weights, output=np.uint32, mode="constant")
+            return ((s + 128) >> 8).astype(np.uint8)
+
+        inner2 = (slice(2, -2),) * 2
+        assert np.array_equal(blur()[inner2], gaussian_reference(x)[inner2]), "gaussian: scipy and numpy disagree"
+        report(peer, "gaussian", "10000^2 u8", n * n, wall_ms(blur, reps))
+    if "laplace3d" in only:
+        n = 256
+        u = (np.arange(n * n * n) % 13).astype(np.float32).reshape(n, n, n)
+        run = lambda: ndimage.laplace(u, mode="constant")  # noqa: E731
+        inner3 = (slice(1, -1),) * 3
+        assert np.allclose(run()[inner3], laplace_reference(u)[inner3]), "laplace3d: scipy and numpy disagree"
+        report(peer, "laplace3d", "256^3 f32", n * n * n, wall_ms(run, reps))
+
+
 # --- Numba's CUDA simulator ----------------------------------------------------------------
 
 
@@ -279,6 +330,7 @@ def main():
         file=sys.stderr,
     )
     njit_peers(only, args.reps)
+    scipy_peers(only, args.reps)
     if not args.no_simulator:
         simulator_peers(only, args.reps)
 

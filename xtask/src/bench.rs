@@ -3,7 +3,7 @@
 //!
 //! The benchmarks are discovered from the directory, so a new file there is picked up without
 //! touching this command. After `cpu_backend`, the Numba peers run (from a virtual environment
-//! under the target directory that this command makes, with numba and matplotlib from PyPI) and
+//! under the target directory that this command makes, with numba, matplotlib and scipy from PyPI) and
 //! the report `benches/results/cpu-DATE.md` is written with its chart `cpu-DATE.png`.
 
 use std::ffi::OsString;
@@ -105,6 +105,7 @@ fn cpu_peers_and_report(ctx: &Context, steps: &mut Steps) {
                     rayon_ms: cpu_report::criterion_median_ms(&criterion, p.group, "rayon"),
                     numba: peer("numba.njit"),
                     simulator: peer("numba CUDA simulator"),
+                    scipy: peer("scipy.ndimage").filter(|_| p.name.contains("#[stencil]")),
                 };
                 (p, row)
             })
@@ -134,6 +135,7 @@ fn cpu_peers_and_report(ctx: &Context, steps: &mut Steps) {
             })
             .collect();
         text.push_str(&cpu_report::checked_section(&checked));
+        text.push_str(&cpu_report::scipy_section(&rows));
         std::fs::write(&md, &text).map_err(|e| format!("writing {}: {e}", md.display()))?;
         print!("{text}");
         let json = util::target_dir(&ctx.root).join(format!("cpu-ratios-{date}.json"));
@@ -151,7 +153,7 @@ fn cpu_peers_and_report(ctx: &Context, steps: &mut Steps) {
     });
 }
 
-/// A Python with numba and matplotlib: `KERNEL_BENCH_PYTHON`, else a virtual environment
+/// A Python with numba, matplotlib and scipy: `KERNEL_BENCH_PYTHON`, else a virtual environment
 /// under the target directory, made (and filled from PyPI) when it is missing.
 fn numba_python(ctx: &Context) -> Result<PathBuf> {
     if let Some(py) = std::env::var_os("KERNEL_BENCH_PYTHON") {
@@ -161,7 +163,7 @@ fn numba_python(ctx: &Context) -> Result<PathBuf> {
     let python = venv.join("bin/python");
     let has = |py: &Path| {
         Command::new(py)
-            .args(["-c", "import numba, matplotlib"])
+            .args(["-c", "import numba, matplotlib, scipy"])
             .output()
             .is_ok_and(|o| o.status.success())
     };
@@ -180,12 +182,13 @@ fn numba_python(ctx: &Context) -> Result<PathBuf> {
         "--quiet",
         "numba",
         "matplotlib",
+        "scipy",
     ]))
-    .map_err(|e| format!("pip install numba matplotlib failed: {e}"))?;
+    .map_err(|e| format!("pip install numba matplotlib scipy failed: {e}"))?;
     if has(&python) {
         Ok(python)
     } else {
-        Err("numba or matplotlib does not import after installing them".into())
+        Err("numba, matplotlib or scipy does not import after installing them".into())
     }
 }
 

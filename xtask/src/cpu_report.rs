@@ -190,6 +190,8 @@ pub struct Row {
     pub rayon_ms: Option<f64>,
     pub numba: Option<PeerTime>,
     pub simulator: Option<PeerTime>,
+    /// SciPy's `ndimage` filter of the same program (the stencils only).
+    pub scipy: Option<PeerTime>,
 }
 
 impl Row {
@@ -332,6 +334,35 @@ pub fn checked_section(rows: &[(&str, &str, Option<f64>, Option<f64>)]) -> Strin
     out
 }
 
+/// The report's table on SciPy's `ndimage` filters (one thread, in C) beside the rows that
+/// have one (the `#[stencil]` programs): no goal, a peer that users of SciPy know.
+pub fn scipy_section(rows: &[(&Program, Row)]) -> String {
+    let with: Vec<_> = rows
+        .iter()
+        .filter_map(|(p, r)| Some((p, r, r.scipy.as_ref()?)))
+        .collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nSciPy's `ndimage` filters (`correlate` with the program's weights, then its \
+         division; `laplace`), one thread, same sizes:\n\n\
+         | program | size | ours | scipy.ndimage | × scipy |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for (p, r, scipy) in with {
+        let vs = r.ours_ms.map(|o| o / scipy.ms);
+        out += &format!(
+            "| {} | {} | {} | {} | {} |\n",
+            p.name,
+            p.size,
+            ms(r.ours_ms),
+            ms(Some(scipy.ms)),
+            ratio(vs)
+        );
+    }
+    out
+}
+
 /// One program's ratios, as the chart reads them.
 #[derive(Serialize)]
 struct Ratios<'a> {
@@ -410,6 +441,26 @@ mod tests {
     }
 
     #[test]
+    fn scipy_filters_have_a_table_of_their_own_where_they_ran() {
+        let line = "{\"peer\": \"scipy.ndimage\", \"program\": \"smooth\", \"size\": \"10000^2 i8\", \"elements\": 100000000, \"ms\": 900.0}";
+        let scipy = parse_peer_lines(line).pop();
+        let stencil = PROGRAMS
+            .iter()
+            .find(|p| p.name.contains("#[stencil]"))
+            .unwrap();
+        let row = Row {
+            ours_ms: Some(9.0),
+            scipy,
+            ..Row::default()
+        };
+        let table = scipy_section(&[(stencil, row), (&PROGRAMS[0], Row::default())]);
+        assert!(table.contains("| 9.00 ms | 900 ms | 0.01× |"), "{table}");
+        let lines = table.lines().filter(|l| l.starts_with("| ")).count();
+        assert_eq!(lines, 3, "the header, its rule and one row: {table}");
+        assert_eq!(scipy_section(&[(&PROGRAMS[0], Row::default())]), "");
+    }
+
+    #[test]
     fn dates() {
         assert_eq!(civil_date(0), "1970-01-01");
         assert_eq!(civil_date(19_723), "2024-01-01");
@@ -430,6 +481,7 @@ mod tests {
             rayon_ms: Some(32.0),
             numba: Some(peers[0].clone()),
             simulator: Some(peers[1].clone()),
+            scipy: None,
         };
         assert_eq!(row.meets(Goal::Numba(1.0), 1e8), Some(true));
         assert_eq!(row.meets(Goal::Rayon(0.5), 1e8), Some(false));
