@@ -445,6 +445,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn bools_read_any_byte_as_a_bool_and_write_only_zero_or_one() {
+        // Bytes an earlier kernel left: neither 0 nor 1 but the first.
+        let mut bytes = [0u8, 1, 2, 0xff, 7, 0];
+        // SAFETY: the view covers `bytes`, which outlive it and nothing else touches.
+        let view = unsafe { View1Mut::<u8>::from_raw(bytes.as_mut_ptr(), [6], "flags") };
+        let mut flags = Bools(view);
+        let read: Vec<bool> = (0..6).map(|i| flags[i]).collect();
+        assert_eq!(read, [false, true, true, true, true, false]);
+        flags[2] = false;
+        flags[3] ^= true;
+        let r = &mut flags[4];
+        assert!(
+            *r,
+            "a write makes the byte the bool it read as, then hands it out"
+        );
+        *r = !*r;
+        flags[5] |= true;
+        assert_eq!((flags.len(), flags.dim(), flags.is_empty()), (6, 6, false));
+        assert_eq!(bytes, [0, 1, 0, 0, 0, 1]);
+        // Two and three axes.
+        let mut bytes = [9u8; 12];
+        // SAFETY: as above.
+        let view = unsafe { View2Mut::<u8>::from_raw(bytes.as_mut_ptr(), [3, 4], "grid") };
+        let mut grid = Bools(view);
+        assert!(grid[[2, 3]] && grid[(1, 0)]);
+        grid[[2, 3]] = false;
+        assert_eq!(grid.dim(), (3, 4));
+        assert_eq!(bytes[11], 0);
+    }
+
+    #[test]
     fn layout_aligns_each_array() {
         let (off, total) = layout([(1, 1), (16, 8), (2, 2), (4, 4)]);
         assert_eq!(off, [0, 8, 24, 28]);
