@@ -121,6 +121,16 @@ fn add_unchecked(a: &[f32], b: &[f32], c: &mut [f32]) {
     }
 }
 
+/// Adds `a` into `c` in place: a compound assignment, which reads the element it writes (in
+/// checked mode, a read and a write of `c` per thread).
+#[kernel]
+fn accumulate(a: &[f32], c: &mut [f32]) {
+    let i = grid(1);
+    if i < c.len() {
+        c[i] += a[i];
+    }
+}
+
 /// `gpu_kernels::smooth`'s body under the `#[kernel]` attribute given, its guard spelled as given.
 macro_rules! smooth_with {
     ($(#[$attr:meta])* $name:ident, |$i:ident, $j:ident, $n:ident, $m:ident| $guard:expr) => {
@@ -501,6 +511,14 @@ fn bench_checked(c: &mut Criterion) {
         let mut dc = dev.zeros::<f32, _>(CHECKED_ADD_N).unwrap();
         g.bench_function(format!("add_{mode}"), |bch| {
             bch.iter(|| add.launch_with(cfg.clone(), (&da, &db, &mut dc)).unwrap())
+        });
+    }
+
+    for (mode, dev) in &modes {
+        let da = dev.to_device(&a).unwrap();
+        let mut dc = dev.zeros::<f32, _>(CHECKED_ADD_N).unwrap();
+        g.bench_function(format!("accumulate_{mode}"), |bch| {
+            bch.iter(|| accumulate.launch_with(cfg.clone(), (&da, &mut dc)).unwrap())
         });
     }
 

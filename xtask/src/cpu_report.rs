@@ -306,6 +306,7 @@ pub const CHECKED_GOAL: f64 = 5.0;
 pub const CHECKED_PROGRAMS: &[(&str, &str)] = &[
     ("smooth", "1024² i8"),
     ("add", "2²⁰ f32"),
+    ("accumulate", "2²⁰ f32, `c[i] += a[i]`"),
     ("integrate2d", "n = 1024, shared memory and barriers"),
 ];
 

@@ -507,79 +507,61 @@ impl Lane {
         true
     }
 
-    /// Records the plain writes of a run of `n` threads along x, thread `k` of the run
-    /// writing slot `start + k * step`: the first thread is `first`, thread x `t0` of its
-    /// block, whose rows are `width` threads wide (thread `k` is thread x `(t0 + k) % width` of
-    /// the `(t0 + k) / width`-th block after `first`'s); the first that conflicts, with its
-    /// `k`. Where neither a write of another thread of this launch nor a read on this worker
-    /// stands in the way (the common case), the run is checked and recorded in plain loops
-    /// the optimiser vectorises; else one access at a time.
-    pub(crate) fn write_run(
+    /// Records the plain accesses of `kind` (a read or a write) of a run of `n` threads along
+    /// x, thread `k` of the run accessing slot `start + k * step`: the first thread is
+    /// `first`, thread x `t0` of its block, whose rows are `width` threads wide (thread `k` is
+    /// thread x `(t0 + k) % width` of the `(t0 + k) / width`-th block after `first`'s); the
+    /// first that conflicts, with its `k`. Where each slot's records of this launch are the
+    /// accessing thread's own or none (the common case), consecutive slots are checked and
+    /// recorded in plain loops the optimiser vectorises; else one access at a time.
+    pub(crate) fn record_run(
         &self,
+        kind: AccessKind,
         (start, step, n): (usize, usize, usize),
         (first, t0, width): (Who, u32, u32),
         at: &'static Location<'static>,
     ) -> Result<(), (usize, Conflict)> {
+        let runs = Runs::new(first, t0, width);
+        let one_by_one = |from: usize| {
+            (from..n).try_for_each(|k| {
+                let me = runs.who(k);
+                self.access(start + k * step, kind, me, at)
+                    .map_err(|c| (k, c))
+            })
+        };
         let end = start + step * n.saturating_sub(1);
-        let plain = self.scope == Scope::Global && !self.any_reads.get() && first.epoch == 0;
-        let distinct = step > 0 || n < 2;
-        let runs = Runs::new(first, t0, width, n);
-        if n == 0 || end >= self.writes.len() || !plain || !distinct {
-            return (0..n).try_for_each(|k| {
-                let me = runs.who(k);
-                let kind = AccessKind::Write;
-                self.access(start + k * step, kind, me, at)
-                    .map_err(|c| (k, c))
-            });
+        let plain = self.scope == Scope::Global && first.epoch == 0 && kind != AccessKind::Atomic;
+        let numbers = Numbering::of(runs).filter(|_| step == 1);
+        let (Some(numbers), true, false) = (numbers, plain, n == 0 || end >= self.writes.len())
+        else {
+            return one_by_one(0);
+        };
+        let read = kind == AccessKind::Read;
+        let (words, lines, other) = match read {
+            true => (&self.reads, &self.read_at, Some(&self.writes)),
+            false => (
+                &self.writes,
+                &self.write_at,
+                self.any_reads.get().then_some(&self.reads),
+            ),
+        };
+        if read {
+            self.any_reads.set(true);
         }
-        let line = encode(at);
-        if step == 1 {
-            if let Some(numbers) = Numbering::of(runs) {
-                // SAFETY: a lane is its worker's alone while the launch runs: no other
-                // reference reads or writes these cells meanwhile; `start..=end` lies in both
-                // arrays (checked above).
-                let cells = unsafe {
-                    (
-                        cells_mut(&self.writes, start, n),
-                        cells_mut(&self.write_at, start, n),
-                    )
-                };
-                let (first, blocks) = (self.first, self.blocks);
-                let tiles = Tiles {
-                    numbers,
-                    line,
-                    first,
-                    blocks,
-                };
-                if let Some(k0) = tiles.record(cells) {
-                    self.stamp_pages(start, step, k0);
-                    return (k0..n).try_for_each(|k| {
-                        let me = runs.who(k);
-                        let kind = AccessKind::Write;
-                        self.access(start + k * step, kind, me, at)
-                            .map_err(|c| (k, c))
-                    });
-                }
-                self.stamp_pages(start, step, n);
-                return Ok(());
-            }
-        }
-        if self.clashes(start, step, runs) {
-            return (0..n).try_for_each(|k| {
-                let me = runs.who(k);
-                let kind = AccessKind::Write;
-                self.access(start + k * step, kind, me, at)
-                    .map_err(|c| (k, c))
-            });
-        }
-        runs.each(|ks, base| {
-            for (j, k) in ks.enumerate() {
-                self.writes[start + k * step].set(base + ((j as u64) << THREAD_SHIFT));
-                self.write_at[start + k * step].set(line);
-            }
-        });
-        self.stamp_pages(start, step, n);
-        Ok(())
+        // SAFETY: a lane is its worker's alone while the launch runs: no other reference reads
+        // or writes these cells meanwhile; `start..=end` lies in every per-element array
+        // (checked above, against `writes`, whose length they all have).
+        let cells = unsafe { (cells_mut(words, start, n), cells_mut(lines, start, n)) };
+        let other = other.map(|o| &o[start..start + n]);
+        let tiles = Tiles {
+            numbers,
+            line: encode(at),
+            first: self.first,
+            blocks: self.blocks,
+        };
+        let done = tiles.record(cells, other).unwrap_or(n);
+        self.stamp_pages(start, step, done);
+        one_by_one(done)
     }
 
     /// Stamps the pages of the slots `start + k * step` (`k < n`) with this launch.
@@ -594,30 +576,6 @@ impl Lane {
         } else {
             (0..n).for_each(|k| self.pages[(start + k * step) >> PAGE_BITS].set(self.first));
         }
-    }
-
-    /// Whether a slot of the run of [`Lane::write_run`] holds a write of this launch other
-    /// than its own thread's plain write.
-    fn clashes(&self, start: usize, step: usize, runs: Runs) -> bool {
-        let (first, blocks) = (self.first, self.blocks);
-        let clash = |mine: u64, old: u64| old != mine && (old as u32).wrapping_sub(first) < blocks;
-        let mut any = false;
-        runs.each(|ks, base| {
-            any |= if step == 1 {
-                let ws = &self.writes[start + ks.start..start + ks.end];
-                ws.iter().enumerate().fold(false, |c, (j, w)| {
-                    c | clash(base + ((j as u64) << THREAD_SHIFT), w.get())
-                })
-            } else {
-                ks.enumerate().fold(false, |c, (j, k)| {
-                    c | clash(
-                        base + ((j as u64) << THREAD_SHIFT),
-                        self.writes[start + k * step].get(),
-                    )
-                })
-            }
-        });
-        any
     }
 
     /// Records an access of `me` to slot `slot`; says what is wrong with it.
@@ -958,7 +916,7 @@ impl Lane {
     }
 }
 
-/// The records of the threads of a run (see [`Lane::write_run`]) whose blocks' rows are a
+/// The records of the threads of a run (see [`Lane::record_run`]) whose blocks' rows are a
 /// power of two threads wide, as arithmetic on the thread's place in the run that the
 /// optimiser vectorises.
 #[derive(Clone, Copy)]
@@ -1006,34 +964,47 @@ struct Tiles {
 const TILE: usize = 512;
 
 impl Tiles {
-    /// Records the run in `writes` and `lines` (its slots' last writes and their lines) up to
-    /// the first tile in which a write of another thread of this launch stands: that tile's
-    /// first `k`, or `None` once all are recorded.
-    fn record(&self, cells: (&mut [u64], &mut [u32])) -> Option<usize> {
+    /// Records the run in `words` and `lines` (its slots' last writes, or read summaries, and
+    /// their lines) up to the first tile in which a record of another thread of this launch
+    /// stands there or in `other` (the slots' read summaries for a write, last writes for a
+    /// read): that tile's first `k`, or `None` once all are recorded.
+    fn record(
+        &self,
+        cells: (&mut [u64], &mut [u32]),
+        other: Option<&[Cell<u64>]>,
+    ) -> Option<usize> {
         #[cfg(target_arch = "x86_64")]
         if crate::cpu::exec::wide_vectors() {
             // SAFETY: the CPU has every feature `record_wide` is compiled for (checked above).
-            return unsafe { self.record_wide(cells) };
+            return unsafe { self.record_wide(cells, other) };
         }
-        self.record_tiles(cells)
+        self.record_tiles(cells, other)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
-    unsafe fn record_wide(&self, cells: (&mut [u64], &mut [u32])) -> Option<usize> {
-        self.record_tiles(cells)
+    unsafe fn record_wide(
+        &self,
+        cells: (&mut [u64], &mut [u32]),
+        other: Option<&[Cell<u64>]>,
+    ) -> Option<usize> {
+        self.record_tiles(cells, other)
     }
 
     #[inline(always)]
-    fn record_tiles(&self, (writes, lines): (&mut [u64], &mut [u32])) -> Option<usize> {
-        let (first, blocks) = (self.first, self.blocks);
-        let tiles = writes.chunks_mut(TILE).zip(lines.chunks_mut(TILE));
+    fn record_tiles(
+        &self,
+        (words, lines): (&mut [u64], &mut [u32]),
+        other: Option<&[Cell<u64>]>,
+    ) -> Option<usize> {
+        let tiles = words.chunks_mut(TILE).zip(lines.chunks_mut(TILE));
         for (t, (ws, ls)) in tiles.enumerate() {
             let k0 = t * TILE;
-            let clash = ws.iter().enumerate().fold(false, |c, (j, &old)| {
-                let mine = self.numbers.rec(k0 + j);
-                c | (old != mine && (old as u32).wrapping_sub(first) < blocks)
-            });
+            let mut clash = self.clashes(k0, ws.iter().copied());
+            if let Some(other) = other {
+                let os = &other[k0..k0 + ws.len()];
+                clash |= self.clashes(k0, os.iter().map(Cell::get));
+            }
             if clash {
                 return Some(k0);
             }
@@ -1044,25 +1015,34 @@ impl Tiles {
         }
         None
     }
+
+    /// Whether a record of `records` (those of the slots from the run's `k0`-th on) is one
+    /// of this launch other than its slot's thread's own plain access.
+    #[inline(always)]
+    fn clashes(&self, k0: usize, records: impl Iterator<Item = u64>) -> bool {
+        let (first, blocks) = (self.first, self.blocks);
+        records.enumerate().fold(false, |c, (j, old)| {
+            let mine = self.numbers.rec(k0 + j);
+            c | (old != mine && (old as u32).wrapping_sub(first) < blocks)
+        })
+    }
 }
 
-/// The threads of a run along x, as [`Lane::write_run`] takes them: `n` threads from `first`,
-/// thread x `t0` of its block, whose rows are `width` threads wide.
+/// The threads of a run along x, as [`Lane::record_run`] takes them: from `first`, thread x
+/// `t0` of its block, whose rows are `width` threads wide.
 #[derive(Clone, Copy)]
 struct Runs {
     first: Who,
     t0: u32,
     width: u32,
-    n: usize,
 }
 
 impl Runs {
-    fn new(first: Who, t0: u32, width: u32, n: usize) -> Runs {
+    fn new(first: Who, t0: u32, width: u32) -> Runs {
         Runs {
             first,
             t0,
             width: width.max(1),
-            n,
         }
     }
 
@@ -1074,20 +1054,6 @@ impl Runs {
             block: self.first.block.wrapping_add((t / w) as u32),
             thread: self.first.thread - self.t0 + (t % w) as u32,
             ..self.first
-        }
-    }
-
-    /// Calls `f` with each block's part of the run (the `k`s of its threads) and the record of
-    /// its first thread, to which each next thread adds one to the thread index.
-    #[inline(always)]
-    fn each(&self, mut f: impl FnMut(std::ops::Range<usize>, u64)) {
-        let mut k = 0;
-        while k < self.n {
-            let me = self.who(k);
-            let t = (self.t0 as usize + k) % self.width as usize;
-            let len = (self.width as usize - t).min(self.n - k);
-            f(k..k + len, Rec::of(me).0);
-            k += len;
         }
     }
 }
@@ -1171,9 +1137,9 @@ mod tests {
         for width in [16, 12] {
             let lane = global_of(4096, 200);
             let first = t(3, 0, 32 + 5);
-            lane.write_run((100, 1, 1100), (first, 5, width), at())
+            lane.record_run(Write, (100, 1, 1100), (first, 5, width), at())
                 .unwrap();
-            let runs = Runs::new(first, 5, width, 1100);
+            let runs = Runs::new(first, 5, width);
             for k in [0, 1, 10, 11, 599, 1099] {
                 let held = lane.held(100 + k).write.expect("recorded").0;
                 assert_eq!(held, Rec::of(runs.who(k)), "width {width}, k {k}");
@@ -1184,12 +1150,12 @@ mod tests {
             assert_eq!(lane.held(99).write, None);
             assert_eq!(lane.held(1200).write, None);
             // The same threads again: their own writes.
-            lane.write_run((100, 1, 1100), (first, 5, width), at())
+            lane.record_run(Write, (100, 1, 1100), (first, 5, width), at())
                 .unwrap();
             // Other threads over the same slots: the first slot written by another names it.
             let other = t(150, 0, 0);
             let Err((k, Conflict::Race(earlier))) =
-                lane.write_run((700, 1, 10), (other, 0, width), at())
+                lane.record_run(Write, (700, 1, 10), (other, 0, width), at())
             else {
                 panic!("no race")
             };
@@ -1198,17 +1164,52 @@ mod tests {
     }
 
     #[test]
+    fn runs_of_reads_then_writes_of_the_same_threads_pass_and_another_threads_write_races() {
+        let lane = global_of(256, 8);
+        let first = t(2, 0, 0);
+        // `c[i] += ..`: each thread reads its element, then writes it.
+        lane.record_run(Read, (0, 1, 128), (first, 0, 64), at())
+            .unwrap();
+        lane.record_run(Write, (0, 1, 128), (first, 0, 64), at())
+            .unwrap();
+        let held = lane.held(70);
+        let me = Rec::of(Runs::new(first, 0, 64).who(70));
+        assert_eq!((held.read.unwrap().0, held.write.unwrap().0), (me, me));
+        // Another block's threads write elements read above: the first names its reader.
+        let Err((k, Conflict::Race(earlier))) =
+            lane.record_run(Write, (100, 1, 8), (t(5, 0, 0), 0, 64), at())
+        else {
+            panic!("no race")
+        };
+        assert_eq!((k, earlier.kind), (0, AccessKind::Write));
+        // Reads of elements another thread wrote: a race too.
+        let Err((k, Conflict::Race(earlier))) =
+            lane.record_run(Read, (10, 1, 4), (t(6, 0, 0), 0, 64), at())
+        else {
+            panic!("no race")
+        };
+        assert_eq!((k, earlier.kind), (0, AccessKind::Write));
+        // Reads by several threads of one element's neighbours, no write: no race.
+        let lane = global_of(256, 8);
+        lane.record_run(Read, (0, 1, 64), (t(1, 0, 0), 0, 64), at())
+            .unwrap();
+        lane.record_run(Read, (0, 1, 64), (t(3, 0, 0), 0, 64), at())
+            .unwrap();
+        assert!(lane.held(5).read.is_some_and(|(r, _)| r.has(MANY_BLOCKS)));
+    }
+
+    #[test]
     fn a_run_that_writes_one_slot_from_two_threads_races() {
         let lane = global_of(8, 4);
         let Err((k, Conflict::Race(earlier))) =
-            lane.write_run((3, 0, 2), (t(1, 0, 0), 0, 32), at())
+            lane.record_run(Write, (3, 0, 2), (t(1, 0, 0), 0, 32), at())
         else {
             panic!("no race")
         };
         assert_eq!((k, earlier.rec), (1, Rec::of(t(1, 0, 0))));
         // Strided runs (a column) are recorded slot by slot.
         let lane = global_of(64, 4);
-        lane.write_run((2, 8, 6), (t(1, 0, 0), 0, 32), at())
+        lane.record_run(Write, (2, 8, 6), (t(1, 0, 0), 0, 32), at())
             .unwrap();
         assert_eq!(lane.held(2 + 8 * 5).write.unwrap().0, Rec::of(t(1, 0, 5)));
         assert_eq!(lane.held(3).write, None);

@@ -10,7 +10,7 @@
 //!   grows with the thread's x: see [`RecordSpan`]), the threads of a row's span run the fast
 //!   body, untraced and vectorised, and the record then gives each access to the lanes for the
 //!   whole span ([`SpanRecord`]), which check and record it in loops of their own
-//!   (`Lane::write_run`). Every index of the span is proven within its array, so nothing else
+//!   (`Lane::record_run`). Every index of the span is proven within its array, so nothing else
 //!   needs checking there.
 //! - **A thread at a time.** The rest (a row's ends, kernels without a record) run checked
 //!   mode's body one thread after another, each thread named in the views it is given
@@ -393,14 +393,9 @@ impl SpanRecord<'_> {
         let x = self.span.lo - self.x0;
         let who = |k: usize| self.numbers.who(self.first_block, self.row_thread, x + k);
         let slot = |k: usize| trace.base + (from + k * step) * trace.stride;
-        let found = match kind {
-            AccessKind::Write => {
-                let run = (slot(0), step * trace.stride, n);
-                let threads = (who(0), (x % d) as u32, d as u32);
-                lane.write_run(run, threads, at).err()
-            }
-            _ => (0..n).find_map(|k| lane.access(slot(k), kind, who(k), at).err().map(|c| (k, c))),
-        };
+        let run = (slot(0), step * trace.stride, n);
+        let threads = (who(0), (x % d) as u32, d as u32);
+        let found = lane.record_run(kind, run, threads, at).err();
         if let Some((k, conflict)) = found {
             self.race(array, from + k * step, conflict, (who(k), kind, at))
         }
