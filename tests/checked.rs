@@ -276,6 +276,16 @@ fn neighbours_overlap(out: &mut [f32]) {
     }
 }
 
+/// Each thread adds one to its own element and to its right neighbour's.
+#[kernel]
+fn neighbours_add(out: &mut [u32]) {
+    let j = grid(1);
+    if j + 1 < out.len() {
+        out[j] += 1; // race: own sum
+        out[j + 1] += 1; // race: neighbour's sum
+    }
+}
+
 /// A write that only the threads of positive elements make: checked thread by thread.
 #[kernel]
 fn positive_ones_write_first(x: &[f32], out: &mut [f32]) {
@@ -439,6 +449,22 @@ fn data_races_name_both_threads_the_element_and_which_came_first() {
             line_of("// race: neighbour's element")
         )
     );
+
+    // Compound assignments: a read, then a write, of each element.
+    let mut sums = dev.zeros::<u32, _>(64).unwrap();
+    let f = finding(neighbours_add.launch(1, 64, &mut sums));
+    let (array, index, first, second) = race(&f);
+    assert_eq!((array, index), ("out", &[1][..]));
+    let mut threads = [first.thread.x, second.thread.x];
+    threads.sort();
+    assert_eq!(threads, [0, 1]);
+    assert_eq!(
+        (first.kind, second.kind),
+        (AccessKind::Write, AccessKind::Read)
+    );
+    let lines = [line(first), line(second)];
+    assert!(lines.contains(&line_of("// race: own sum")), "{f}");
+    assert!(lines.contains(&line_of("// race: neighbour's sum")), "{f}");
 
     let mut out = dev.zeros::<f32, _>(1).unwrap();
     let f = finding(positive_ones_write_first.launch(1, 64, (&x, &mut out)));

@@ -507,45 +507,46 @@ impl Lane {
         true
     }
 
-    /// Records the plain accesses of `kind` (a read or a write) of a run of `n` threads along
-    /// x, thread `k` of the run accessing slot `start + k * step`: the first thread is
-    /// `first`, thread x `t0` of its block, whose rows are `width` threads wide (thread `k` is
-    /// thread x `(t0 + k) % width` of the `(t0 + k) / width`-th block after `first`'s); the
-    /// first that conflicts, with its `k`. Where each slot's records of this launch are the
-    /// accessing thread's own or none (the common case), consecutive slots are checked and
+    /// Records the plain accesses of `kind` of a run of `n` threads along x, thread `k` of the
+    /// run accessing slot `start + k * step`: the first thread is `first`, thread x `t0` of its
+    /// block, whose rows are `width` threads wide (thread `k` is thread x `(t0 + k) % width` of
+    /// the `(t0 + k) / width`-th block after `first`'s); the first that conflicts, with its `k`
+    /// and the kind of the access that found it. Where each slot's records of this launch are
+    /// the accessing thread's own or none (the common case), consecutive slots are checked and
     /// recorded in plain loops the optimiser vectorises; else one access at a time.
     pub(crate) fn record_run(
         &self,
-        kind: AccessKind,
+        kind: Run,
         (start, step, n): (usize, usize, usize),
         (first, t0, width): (Who, u32, u32),
         at: &'static Location<'static>,
-    ) -> Result<(), (usize, Conflict)> {
+    ) -> Result<(), (usize, Conflict, AccessKind)> {
         let runs = Runs::new(first, t0, width);
         let one_by_one = |from: usize| {
             (from..n).try_for_each(|k| {
-                let me = runs.who(k);
-                self.access(start + k * step, kind, me, at)
-                    .map_err(|c| (k, c))
+                let (me, slot) = (runs.who(k), start + k * step);
+                kind.accesses().iter().try_for_each(|&access| {
+                    self.access(slot, access, me, at)
+                        .map_err(|c| (k, c, access))
+                })
             })
         };
         let end = start + step * n.saturating_sub(1);
-        let plain = self.scope == Scope::Global && first.epoch == 0 && kind != AccessKind::Atomic;
+        let plain = self.scope == Scope::Global && first.epoch == 0;
         let numbers = Numbering::of(runs).filter(|_| step == 1);
         let (Some(numbers), true, false) = (numbers, plain, n == 0 || end >= self.writes.len())
         else {
             return one_by_one(0);
         };
-        let read = kind == AccessKind::Read;
-        let (words, lines, other) = match read {
-            true => (&self.reads, &self.read_at, Some(&self.writes)),
-            false => (
+        let (words, lines, other) = match kind {
+            Run::Read => (&self.reads, &self.read_at, Some(&self.writes)),
+            Run::Write | Run::Update => (
                 &self.writes,
                 &self.write_at,
                 self.any_reads.get().then_some(&self.reads),
             ),
         };
-        if read {
+        if kind == Run::Read {
             self.any_reads.set(true);
         }
         // SAFETY: a lane is its worker's alone while the launch runs: no other reference reads
@@ -916,6 +917,30 @@ impl Lane {
     }
 }
 
+/// What each thread of a run does to its element (see [`Lane::record_run`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Run {
+    /// Reads it.
+    Read,
+    /// Writes it.
+    Write,
+    /// Reads it, then writes it (a compound assignment, `c[i] += ..`). Where nothing stands in
+    /// the way it is recorded as the write alone: that write is ordered after the read, and
+    /// every access of another thread that races with the read races with it too.
+    Update,
+}
+
+impl Run {
+    /// The accesses each thread makes, in order.
+    fn accesses(self) -> &'static [AccessKind] {
+        match self {
+            Run::Read => &[AccessKind::Read],
+            Run::Write => &[AccessKind::Write],
+            Run::Update => &[AccessKind::Read, AccessKind::Write],
+        }
+    }
+}
+
 /// The records of the threads of a run (see [`Lane::record_run`]) whose blocks' rows are a
 /// power of two threads wide, as arithmetic on the thread's place in the run that the
 /// optimiser vectorises.
@@ -1137,7 +1162,7 @@ mod tests {
         for width in [16, 12] {
             let lane = global_of(4096, 200);
             let first = t(3, 0, 32 + 5);
-            lane.record_run(Write, (100, 1, 1100), (first, 5, width), at())
+            lane.record_run(Run::Write, (100, 1, 1100), (first, 5, width), at())
                 .unwrap();
             let runs = Runs::new(first, 5, width);
             for k in [0, 1, 10, 11, 599, 1099] {
@@ -1150,12 +1175,12 @@ mod tests {
             assert_eq!(lane.held(99).write, None);
             assert_eq!(lane.held(1200).write, None);
             // The same threads again: their own writes.
-            lane.record_run(Write, (100, 1, 1100), (first, 5, width), at())
+            lane.record_run(Run::Write, (100, 1, 1100), (first, 5, width), at())
                 .unwrap();
             // Other threads over the same slots: the first slot written by another names it.
             let other = t(150, 0, 0);
-            let Err((k, Conflict::Race(earlier))) =
-                lane.record_run(Write, (700, 1, 10), (other, 0, width), at())
+            let Err((k, Conflict::Race(earlier), _)) =
+                lane.record_run(Run::Write, (700, 1, 10), (other, 0, width), at())
             else {
                 panic!("no race")
             };
@@ -1168,32 +1193,32 @@ mod tests {
         let lane = global_of(256, 8);
         let first = t(2, 0, 0);
         // `c[i] += ..`: each thread reads its element, then writes it.
-        lane.record_run(Read, (0, 1, 128), (first, 0, 64), at())
+        lane.record_run(Run::Read, (0, 1, 128), (first, 0, 64), at())
             .unwrap();
-        lane.record_run(Write, (0, 1, 128), (first, 0, 64), at())
+        lane.record_run(Run::Write, (0, 1, 128), (first, 0, 64), at())
             .unwrap();
         let held = lane.held(70);
         let me = Rec::of(Runs::new(first, 0, 64).who(70));
         assert_eq!((held.read.unwrap().0, held.write.unwrap().0), (me, me));
         // Another block's threads write elements read above: the first names its reader.
-        let Err((k, Conflict::Race(earlier))) =
-            lane.record_run(Write, (100, 1, 8), (t(5, 0, 0), 0, 64), at())
+        let Err((k, Conflict::Race(earlier), _)) =
+            lane.record_run(Run::Write, (100, 1, 8), (t(5, 0, 0), 0, 64), at())
         else {
             panic!("no race")
         };
         assert_eq!((k, earlier.kind), (0, AccessKind::Write));
         // Reads of elements another thread wrote: a race too.
-        let Err((k, Conflict::Race(earlier))) =
-            lane.record_run(Read, (10, 1, 4), (t(6, 0, 0), 0, 64), at())
+        let Err((k, Conflict::Race(earlier), _)) =
+            lane.record_run(Run::Read, (10, 1, 4), (t(6, 0, 0), 0, 64), at())
         else {
             panic!("no race")
         };
         assert_eq!((k, earlier.kind), (0, AccessKind::Write));
         // Reads by several threads of one element's neighbours, no write: no race.
         let lane = global_of(256, 8);
-        lane.record_run(Read, (0, 1, 64), (t(1, 0, 0), 0, 64), at())
+        lane.record_run(Run::Read, (0, 1, 64), (t(1, 0, 0), 0, 64), at())
             .unwrap();
-        lane.record_run(Read, (0, 1, 64), (t(3, 0, 0), 0, 64), at())
+        lane.record_run(Run::Read, (0, 1, 64), (t(3, 0, 0), 0, 64), at())
             .unwrap();
         assert!(lane.held(5).read.is_some_and(|(r, _)| r.has(MANY_BLOCKS)));
     }
@@ -1201,15 +1226,15 @@ mod tests {
     #[test]
     fn a_run_that_writes_one_slot_from_two_threads_races() {
         let lane = global_of(8, 4);
-        let Err((k, Conflict::Race(earlier))) =
-            lane.record_run(Write, (3, 0, 2), (t(1, 0, 0), 0, 32), at())
+        let Err((k, Conflict::Race(earlier), _)) =
+            lane.record_run(Run::Write, (3, 0, 2), (t(1, 0, 0), 0, 32), at())
         else {
             panic!("no race")
         };
         assert_eq!((k, earlier.rec), (1, Rec::of(t(1, 0, 0))));
         // Strided runs (a column) are recorded slot by slot.
         let lane = global_of(64, 4);
-        lane.record_run(Write, (2, 8, 6), (t(1, 0, 0), 0, 32), at())
+        lane.record_run(Run::Write, (2, 8, 6), (t(1, 0, 0), 0, 32), at())
             .unwrap();
         assert_eq!(lane.held(2 + 8 * 5).write.unwrap().0, Rec::of(t(1, 0, 5)));
         assert_eq!(lane.held(3).write, None);

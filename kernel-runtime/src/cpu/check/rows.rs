@@ -21,7 +21,7 @@
 //!
 //! [`Trace::named`]: super::Trace::named
 
-use super::lane::{Conflict, Rec};
+use super::lane::{Conflict, Rec, Run};
 use super::run::Forget;
 use super::{launch, set_who, LaunchShadows, Target, Trace, Traced, Who};
 use crate::base::AccessKind;
@@ -344,31 +344,39 @@ impl SpanRecord<'_> {
     #[track_caller]
     #[inline(always)]
     pub fn write<const R: usize>(&mut self, view: Traced<R>, first: [usize; R], last: [usize; R]) {
-        let ends = (offset(first, view.dims), offset(last, view.dims));
-        let at = Location::caller();
-        self.record(
-            view.trace,
-            (view.name, &view.dims),
-            ends,
-            (AccessKind::Write, at),
-        )
+        self.each(Run::Write, view, first, last, Location::caller())
     }
 
     /// Each thread of the span reads `view` at its index (as [`write`](Self::write)).
     #[track_caller]
     #[inline(always)]
     pub fn read<const R: usize>(&mut self, view: Traced<R>, first: [usize; R], last: [usize; R]) {
-        let ends = (offset(first, view.dims), offset(last, view.dims));
-        let at = Location::caller();
-        self.record(
-            view.trace,
-            (view.name, &view.dims),
-            ends,
-            (AccessKind::Read, at),
-        )
+        self.each(Run::Read, view, first, last, Location::caller())
     }
 
-    /// Records the access `(kind, at)` of each thread of the span to the array `(name, dims)`
+    /// Each thread of the span reads `view` at its index, then writes it (a compound
+    /// assignment, `c[i] += ..`; as [`write`](Self::write)).
+    #[track_caller]
+    #[inline(always)]
+    pub fn update<const R: usize>(&mut self, view: Traced<R>, first: [usize; R], last: [usize; R]) {
+        self.each(Run::Update, view, first, last, Location::caller())
+    }
+
+    /// [`record`](Self::record) of the accesses `run` to `view` from `first` to `last`.
+    #[inline(always)]
+    fn each<const R: usize>(
+        &self,
+        run: Run,
+        view: Traced<R>,
+        first: [usize; R],
+        last: [usize; R],
+        at: &'static Location<'static>,
+    ) {
+        let ends = (offset(first, view.dims), offset(last, view.dims));
+        self.record(view.trace, (view.name, &view.dims), ends, (run, at))
+    }
+
+    /// Records the accesses `(run, at)` of each thread of the span to the array `(name, dims)`
     /// whose accesses `trace` records, at the elements `from..=to` (offsets at the span's first
     /// and last thread), one step apart; the kernel stops at the first race. Not generic, so
     /// that it is compiled once, in this crate.
@@ -378,7 +386,7 @@ impl SpanRecord<'_> {
         trace: Trace,
         array: (&'static str, &[usize]),
         (from, to): (usize, usize),
-        (kind, at): (AccessKind, &'static Location<'static>),
+        (run, at): (Run, &'static Location<'static>),
     ) {
         let Target::Global(index) = trace.target else {
             return;
@@ -392,11 +400,10 @@ impl SpanRecord<'_> {
         let step = if n > 1 { (to - from) / (n - 1) } else { 0 };
         let x = self.span.lo - self.x0;
         let who = |k: usize| self.numbers.who(self.first_block, self.row_thread, x + k);
-        let slot = |k: usize| trace.base + (from + k * step) * trace.stride;
-        let run = (slot(0), step * trace.stride, n);
+        let slot = trace.base + from * trace.stride;
         let threads = (who(0), (x % d) as u32, d as u32);
-        let found = lane.record_run(kind, run, threads, at).err();
-        if let Some((k, conflict)) = found {
+        let found = lane.record_run(run, (slot, step * trace.stride, n), threads, at);
+        if let Err((k, conflict, kind)) = found {
             self.race(array, from + k * step, conflict, (who(k), kind, at))
         }
     }
