@@ -198,53 +198,32 @@ static_arrays! {
     array3 => View3Mut, 3;
 }
 
-/// A static shared array of `bool`s of a kernel (`shared_array![bool; N]`): the bytes of
-/// [`array1`] as [`Bools`].
-///
-/// # Safety
-/// As [`array1`].
-#[inline(always)]
-pub unsafe fn bools1<'l, L: ?Sized>(
-    ctx: &Ctx,
-    launch: &'l L,
-    offset: usize,
-    len: usize,
-    name: &'static str,
-) -> Bools<View1Mut<'l, u8>> {
-    // SAFETY: the caller's contract.
-    Bools(unsafe { array1(ctx, launch, offset, len, name) })
+/// The static shared arrays of `bool`s of a kernel (`shared_array![bool; N]`, 2-D and 3-D):
+/// the bytes of the array of `u8`s of the same shape, as [`Bools`].
+macro_rules! bool_arrays {
+    ($($name:ident => $bytes:ident, $view:ident, $dims:ty;)*) => {$(
+        #[doc = concat!("[`", stringify!($bytes), "`] of `u8`s as [`Bools`].")]
+        ///
+        /// # Safety
+        #[doc = concat!("As [`", stringify!($bytes), "`].")]
+        #[inline(always)]
+        pub unsafe fn $name<'l, L: ?Sized>(
+            ctx: &Ctx,
+            launch: &'l L,
+            offset: usize,
+            dims: $dims,
+            name: &'static str,
+        ) -> Bools<$view<'l, u8>> {
+            // SAFETY: the caller's contract.
+            Bools(unsafe { $bytes(ctx, launch, offset, dims, name) })
+        }
+    )*};
 }
 
-/// A static 2-D shared array of `bool`s of a kernel: the bytes of [`array2`] as [`Bools`].
-///
-/// # Safety
-/// As [`array2`].
-#[inline(always)]
-pub unsafe fn bools2<'l, L: ?Sized>(
-    ctx: &Ctx,
-    launch: &'l L,
-    offset: usize,
-    dims: [usize; 2],
-    name: &'static str,
-) -> Bools<View2Mut<'l, u8>> {
-    // SAFETY: the caller's contract.
-    Bools(unsafe { array2(ctx, launch, offset, dims, name) })
-}
-
-/// A static 3-D shared array of `bool`s of a kernel: the bytes of [`array3`] as [`Bools`].
-///
-/// # Safety
-/// As [`array3`].
-#[inline(always)]
-pub unsafe fn bools3<'l, L: ?Sized>(
-    ctx: &Ctx,
-    launch: &'l L,
-    offset: usize,
-    dims: [usize; 3],
-    name: &'static str,
-) -> Bools<View3Mut<'l, u8>> {
-    // SAFETY: the caller's contract.
-    Bools(unsafe { array3(ctx, launch, offset, dims, name) })
+bool_arrays! {
+    bools1 => array1, View1Mut, usize;
+    bools2 => array2, View2Mut, [usize; 2];
+    bools3 => array3, View3Mut, [usize; 3];
 }
 
 /// A shared array of `bool`s (`shared_array![bool; N]`, 2-D and 3-D alike), kept in bytes: the

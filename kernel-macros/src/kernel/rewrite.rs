@@ -384,14 +384,11 @@ impl Pass {
         // `bool`s are kept in bytes (`__rt::Bools`), every other element type as it is.
         let bools =
             matches!(elem, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("bool"));
-        let (make, elem) = match (args.dims.len(), bools) {
-            (1, false) => (quote!(shared_array1), quote!(#elem,)),
-            (2, false) => (quote!(shared_array2), quote!(#elem,)),
-            (_, false) => (quote!(shared_array3), quote!(#elem,)),
-            (1, true) => (quote!(shared_bools1), quote!()),
-            (2, true) => (quote!(shared_bools2), quote!()),
-            (_, true) => (quote!(shared_bools3), quote!()),
+        let (kind, elem) = match bools {
+            false => ("array", quote!(#elem,)),
+            true => ("bools", quote!()),
         };
+        let make = quote::format_ident!("shared_{kind}{}", args.dims.len());
         let expr: Expr = if args.dims.len() == 1 {
             let n = &args.dims[0];
             syn::parse_quote_spanned!(span=>

@@ -124,8 +124,6 @@ where
     P: for<'v> RowSpan<S::Views<'v, CHECK>> + Sync,
     R: for<'v> RecordSpan<S::Views<'v, CHECK>> + Sync,
 {
-    const MEET: bool = false;
-
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
         let span = self.1;
         rows::run_grid(spec, views, self.0, |ctx, views, row| {
@@ -169,8 +167,6 @@ where
     I: for<'v> Fn(Ctx, S::Views<'v, CHECK>, usize) + Copy + Sync,
     B: for<'v> Fn(Ctx, S::Views<'v, CHECK>) -> usize + Sync,
 {
-    const MEET: bool = false;
-
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
         let (grid, block) = (spec.grid, spec.block);
         if grid.y * grid.z * block.y * block.z != 1 {
@@ -211,8 +207,6 @@ where
     B: for<'v> Fn(Ctx, S::Views<'v, CHECK>) -> usize + Sync,
     C: for<'v> Fn(Ctx, S::Views<'v, CHECK>, usize) -> usize + Copy + Sync,
 {
-    const MEET: bool = false;
-
     fn run(self, spec: &LaunchSpec, views: S::Views<'_, CHECK>) -> Result<(), KernelFault> {
         if spec.grid.z * spec.block.z != 1 {
             return rows::run_grid(spec, views, self.0, |_, _, row| row);

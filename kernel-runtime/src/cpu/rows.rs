@@ -12,7 +12,7 @@
 //! vectorize (a guarded store of a byte cannot be, without AVX-512's masks); those outside it,
 //! at the row's ends, run the body as written.
 
-use super::exec::{run_tasks, untracked_then_replay, wide_variants};
+use super::exec::{run_tasks, untracked_then_replay, wide_variants, Task};
 use super::fault::KernelFault;
 use super::launch::context::Ctx;
 use super::launch::shapes::{Common, LaunchViews};
@@ -22,7 +22,7 @@ use crate::dim::Dim3;
 use std::ops::Range;
 
 /// Threads per task (a run of rows or chunks): enough for the per-task costs to vanish.
-pub(crate) const TASK_THREADS: u64 = 1 << 16;
+const TASK_THREADS: u64 = 1 << 16;
 
 /// The grid x-indices `lo..hi` of the threads of a row in which a kernel's guard holds: the
 /// threads there run the kernel without it. The `#[kernel]` macro narrows a row's span by each
@@ -154,47 +154,41 @@ where
     let bound = shapes.length().unwrap_or(usize::MAX);
     let untraced = views.untraced();
     let rows = Rows::of(spec);
-    run_tasks(
-        spec,
-        rows.segments,
-        rows.segment_threads(),
-        TASK_THREADS,
-        &|segments, shared, _| {
-            let base = ctx_of(&block_state(spec, 0, shared), Dim3::ZERO);
-            untracked_then_replay(
-                &mut || {
-                    for s in segments.clone() {
-                        let (ctx, first, threads) = rows.segment(base, s);
-                        let Some(common) = common else {
-                            serial::row(ctx, 0..threads, untraced, body, Track::No);
-                            continue;
-                        };
-                        let row = Span {
-                            lo: first,
-                            hi: first + threads as usize,
-                        };
-                        let inside = span(ctx, views, row)
-                            .and(row)
-                            .and(Span { lo: 0, hi: bound });
-                        let inside = if inside.is_empty() {
-                            0..0
-                        } else {
-                            (inside.lo - first) as u32..(inside.hi - first) as u32
-                        };
-                        if !inside.is_empty() {
-                            let common = common.with_length(bound);
-                            run_inside::<V, F>(ctx, inside.clone(), bound, views, common, body);
-                        }
-                        let ends = [0..inside.start, inside.end.max(inside.start)..threads];
-                        for xs in ends {
-                            serial::row(ctx, xs, untraced, body, Track::No);
-                        }
+    rows.run_tasks(spec, &|segments, shared, _| {
+        let base = ctx_of(&block_state(spec, 0, shared), Dim3::ZERO);
+        untracked_then_replay(
+            &mut || {
+                for s in segments.clone() {
+                    let (ctx, first, threads) = rows.segment(base, s);
+                    let Some(common) = common else {
+                        serial::row(ctx, 0..threads, untraced, body, Track::No);
+                        continue;
+                    };
+                    let row = Span {
+                        lo: first,
+                        hi: first + threads as usize,
+                    };
+                    let inside = span(ctx, views, row)
+                        .and(row)
+                        .and(Span { lo: 0, hi: bound });
+                    let inside = if inside.is_empty() {
+                        0..0
+                    } else {
+                        (inside.lo - first) as u32..(inside.hi - first) as u32
+                    };
+                    if !inside.is_empty() {
+                        let common = common.with_length(bound);
+                        run_inside::<V, F>(ctx, inside.clone(), bound, views, common, body);
                     }
-                },
-                &mut || replay(spec, &rows, base, segments.clone(), views, body),
-            )
-        },
-    )
+                    let ends = [0..inside.start, inside.end.max(inside.start)..threads];
+                    for xs in ends {
+                        serial::row(ctx, xs, untraced, body, Track::No);
+                    }
+                }
+            },
+            &mut || replay(spec, &rows, base, segments.clone(), views, body),
+        )
+    })
 }
 
 /// The shape of a launch as rows cut into segments of whole blocks along x.
@@ -208,7 +202,7 @@ pub(crate) struct Rows {
     /// Rows per z-slice of the grid: its threads along y.
     height: u64,
     /// Segments of the launch.
-    pub(crate) segments: u64,
+    segments: u64,
 }
 
 impl Rows {
@@ -228,8 +222,20 @@ impl Rows {
     }
 
     /// Threads per segment (the last of a row may have fewer).
-    pub(crate) fn segment_threads(&self) -> u64 {
+    fn segment_threads(&self) -> u64 {
         self.chunk as u64 * self.block.x as u64
+    }
+
+    /// Runs the launch `spec`'s segments as tasks spread over the cores (see `run_tasks`):
+    /// `task(segments, shared, stop)` runs a range of them.
+    pub(crate) fn run_tasks(&self, spec: &LaunchSpec, task: &Task) -> Result<(), KernelFault> {
+        run_tasks(
+            spec,
+            self.segments,
+            self.segment_threads(),
+            TASK_THREADS,
+            task,
+        )
     }
 
     /// Segment `s`: the context of its first thread (its block's x the segment's first, its

@@ -130,6 +130,21 @@ struct Named {
     thread: u32,
 }
 
+impl Named {
+    /// The thread whose access is recorded: this one, else the running one.
+    #[inline(always)]
+    fn who(self) -> Who {
+        match self {
+            Named { block: 0, .. } => who(),
+            Named { block, thread } => Who {
+                block,
+                thread,
+                ..Who::default()
+            },
+        }
+    }
+}
+
 impl Trace {
     /// No checking: the fast CPU backend.
     pub const OFF: Trace = Trace {
@@ -178,19 +193,6 @@ impl Trace {
         Trace {
             thread: Named { block, thread },
             ..self
-        }
-    }
-
-    /// The thread whose access the trace records.
-    #[inline(always)]
-    fn who(&self) -> Who {
-        match self.thread {
-            Named { block: 0, .. } => who(),
-            Named { block, thread } => Who {
-                block,
-                thread,
-                ..Who::default()
-            },
         }
     }
 
@@ -257,7 +259,7 @@ pub fn record(trace: &Trace, offset: usize, kind: AccessKind) -> bool {
         let set = launch::current();
         // SAFETY: a current lane set lives until its launch has run every block.
         if let Some(lane) = unsafe { set.as_ref() }.and_then(|set| set.lane(index)) {
-            if lane.plain_write(slot, trace.who(), Location::caller()) {
+            if lane.plain_write(slot, trace.thread.who(), Location::caller()) {
                 return false;
             }
         }
@@ -287,12 +289,7 @@ fn record_slot(target: Target, slot: usize, kind: AccessKind, thread: Named) -> 
         }
         Target::Off | Target::Block | Target::ReadOnly => return false,
     };
-    let me = Trace {
-        thread,
-        ..Trace::OFF
-    }
-    .who();
-    match lane.access(slot, kind, me, Location::caller()) {
+    match lane.access(slot, kind, thread.who(), Location::caller()) {
         Ok(()) => false,
         Err(conflict) => {
             PENDING.with(|p| p.set(Some((conflict, lane.first(), slot))));
@@ -348,7 +345,7 @@ pub fn report(trace: Trace, kind: AccessKind, array: &'static str, dims: &[usize
     let state = tls::block();
     let access = match trace.thread {
         Named { block: 0, .. } => current_access(kind, Some(at)),
-        _ => Rec::of(trace.who()).access(
+        named => Rec::of(named.who()).access(
             kind,
             Some(at),
             first_block,

@@ -25,13 +25,13 @@ use super::lane::{Conflict, Rec, Run};
 use super::run::Forget;
 use super::{launch, set_who, LaunchShadows, Target, Trace, Traced, Who};
 use crate::base::AccessKind;
-use crate::cpu::exec::{run_tasks, untracked_then_replay};
+use crate::cpu::exec::untracked_then_replay;
 use crate::cpu::fault::{raise_finding, KernelFault};
 use crate::cpu::finding::Finding;
 use crate::cpu::launch::context::Ctx;
 use crate::cpu::launch::shapes::{Common, LaunchViews};
 use crate::cpu::launch::{block_state, ctx_of, tls, BlockState, LaunchSpec};
-use crate::cpu::rows::{run_inside, Rows, Span, TASK_THREADS};
+use crate::cpu::rows::{run_inside, Rows, Span};
 use crate::dim::Dim3;
 use std::ops::Range;
 use std::panic::Location;
@@ -74,30 +74,24 @@ where
     let shapes = views.shapes(true);
     let bulk = shapes.common().filter(|_| R::BULK);
     let bound = shapes.length().unwrap_or(usize::MAX);
-    run_tasks(
-        spec,
-        rows.segments,
-        rows.segment_threads(),
-        TASK_THREADS,
-        &|segments, shared, _| {
-            let launch = block_state(spec, 0, shared);
-            // Reports take the launch's shape from here.
-            tls::BLOCK.with(|c| c.set(launch));
-            let base = ctx_of(&launch, Dim3::ZERO);
-            let (first, _, _) = rows.segment(base, segments.start);
-            let _lanes = shadows.enter(numbers.linear(first.block));
-            let _who = Forget;
-            let task = Task {
-                rows: &rows,
-                numbers: &numbers,
-                launch: &launch,
-                bulk,
-                bound,
-            };
-            let run = |track: bool| task.run(segments.clone(), views, &bodies, track);
-            untracked_then_replay(&mut || run(false), &mut || run(true))
-        },
-    )?;
+    rows.run_tasks(spec, &|segments, shared, _| {
+        let launch = block_state(spec, 0, shared);
+        // Reports take the launch's shape from here.
+        tls::BLOCK.with(|c| c.set(launch));
+        let base = ctx_of(&launch, Dim3::ZERO);
+        let (first, _, _) = rows.segment(base, segments.start);
+        let _lanes = shadows.enter(numbers.linear(first.block));
+        let _who = Forget;
+        let task = Task {
+            rows: &rows,
+            numbers: &numbers,
+            launch: &launch,
+            bulk,
+            bound,
+        };
+        let run = |track: bool| task.run(segments.clone(), views, &bodies, track);
+        untracked_then_replay(&mut || run(false), &mut || run(true))
+    })?;
     shadows.compare(spec)
 }
 
