@@ -21,6 +21,7 @@ pub use crate::stencil::gpu_walk as stencil_gpu_walk;
 pub use crate::stencil::{
     tile_cols as stencil_tile_cols, tile_rows as stencil_tile_rows, within as stencil_within,
     Geometry as StencilGeometry, Point as StencilPoint, Reach as StencilReach,
+    Window as StencilWindow,
 };
 
 #[cfg(not(target_arch = "nvptx64"))]

@@ -62,7 +62,8 @@
         stdarch_nvptx,
         asm_experimental_arch,
         core_float_math,
-        link_llvm_intrinsics
+        link_llvm_intrinsics,
+        stmt_expr_attributes
     )
 )]
 // `link_llvm_intrinsics` names `llvm.nvvm.isspacep.shared`, which no stable path reaches (see

@@ -26,6 +26,8 @@ pub struct Stencil {
     pub tile: Option<(usize, usize)>,
     /// The arrays indexed as usual (`standard_indexing`), by name.
     pub standard: Vec<String>,
+    /// Whether every relative index is a constant.
+    pub constant: bool,
 }
 
 /// What a parameter is to the stencil.
@@ -234,22 +236,73 @@ impl Stencil {
         read: impl Fn(&syn::Ident) -> TokenStream,
     ) -> TokenStream {
         let rank = self.rank;
-        let args = self.params.iter().map(|p| {
-            match self.role(p) {
-                Role::Relative(_) => {
-                    let ptr = read(&ptr(p));
-                    // SAFETY: `__p` is an interior point and every relative index lies in the
-                    // neighbourhood (a constant the macro checked, or one `stencil_within`
-                    // checks), so the element read is in the array, which has `__g`'s shape.
-                    quote!(|__d: [isize; #rank]| unsafe { *#ptr.offset(__p.neighbour(&__g, __d)) })
-                }
-                _ => {
-                    let local = local(p);
-                    quote!(#local)
-                }
+        self.call_with(scalar, |_, p| {
+            let ptr = read(&ptr(p));
+            // SAFETY: `__p` is an interior point and every relative index lies in the
+            // neighbourhood (a constant the macro checked, or one `stencil_within` checks), so
+            // the element read is in the array, which has `__g`'s shape.
+            quote!(|__d: [isize; #rank]| unsafe { *#ptr.offset(__p.neighbour(&__g, __d)) })
+        })
+    }
+
+    /// The call of the point function, its `k`th relative array `p` read by `reader(k, p)`.
+    fn call_with(
+        &self,
+        scalar: &syn::Ident,
+        reader: impl Fn(usize, &Param) -> TokenStream,
+    ) -> TokenStream {
+        let mut k = 0;
+        let args = self.params.iter().map(|p| match self.role(p) {
+            Role::Relative(_) => {
+                k += 1;
+                reader(k - 1, p)
+            }
+            _ => {
+                let local = local(p);
+                quote!(#local)
             }
         });
+        let args: Vec<TokenStream> = args.collect();
         quote!(#scalar(#(#args),*))
+    }
+
+    /// What an interior GPU tile reads its inputs through, `(windows, at)`: each relative
+    /// array's `Window` loaded once per tile, its points read
+    /// from them; or, where an index is computed at run time (a window is read at constant
+    /// places alone) or the arrays have three axes, no windows and the points read memory.
+    fn windowed(&self, scalar: &syn::Ident, rows: &TokenStream, cols: &TokenStream) -> TokenStream {
+        let (rt, rank) = (rt(), self.rank);
+        if !self.constant || rank > 2 {
+            let call = self.call_point(scalar, |ptr| quote!(#ptr));
+            return quote!((move |_: #rt::StencilPoint| (), move |_: &(), __p: #rt::StencilPoint| #call));
+        }
+        let reach = |axis: usize| self.below[axis] + self.above[axis];
+        let wr = if rank == 2 { reach(0) } else { 0 };
+        let wc = reach(rank - 1);
+        let windows: Vec<TokenStream> = self
+            .arrays()
+            .into_iter()
+            .map(|p| {
+                let Role::Relative(elem) = self.role(p) else {
+                    unreachable!("relative arrays only")
+                };
+                quote!(#rt::StencilWindow<#elem, { (#rows) + #wr }, { (#cols) + #wc }>)
+            })
+            .collect();
+        let loads = self.arrays().into_iter().zip(&windows).map(|(p, w)| {
+            let ptr = ptr(p);
+            // SAFETY: the walk asks for the windows of interior tiles alone, at their first
+            // points, each a multiple of the tile's columns; the array has `__g`'s shape.
+            quote!(unsafe { <#w>::load::<#cols>(&__g, #ptr, __t) })
+        });
+        let call = self.call_with(scalar, |k, _| {
+            let k = syn::Index::from(k);
+            quote!(|__d: [isize; #rank]| __w.#k.at(__p, __d))
+        });
+        quote!((
+            move |__t: #rt::StencilPoint| (#(#loads,)*),
+            move |__w: &_, __p: #rt::StencilPoint| #call,
+        ))
     }
 
     /// The PTX entry: the runtime's walk over the thread's tiles.
@@ -283,6 +336,7 @@ impl Stencil {
         let (rows, cols) = self.tile();
         let call = self.call_point(scalar, |ptr| quote!(#ptr));
         let f = quote!(move |__p: #rt::StencilPoint| #call);
+        let windowed = self.windowed(scalar, &rows, &cols);
         let border = self.border();
         quote! {
             #[cfg(target_arch = "nvptx64")]
@@ -293,7 +347,7 @@ impl Stencil {
                 #(#views)*
                 // SAFETY: the launcher passed arrays of `g`'s shape and a launch of the walk's
                 // blocks.
-                unsafe { #rt::stencil_gpu_walk::<#ret, #rows, #cols>(&__g, #f, __out, #border) }
+                unsafe { #rt::stencil_gpu_walk::<#ret, _, #rows, #cols>(&__g, #f, #windowed, __out, #border) }
             }
         }
     }

@@ -68,6 +68,7 @@ pub fn stencil(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream>
         cval: options.cval,
         tile: options.tile,
         standard,
+        constant: found.constant,
     }
     .expand())
 }

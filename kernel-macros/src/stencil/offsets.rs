@@ -26,6 +26,8 @@ pub fn constant(e: &Expr) -> Option<i64> {
 /// What the rewrite found: the constant indices' reach per axis, `(lo, hi)` with the centre.
 pub struct Found {
     pub reach: Vec<(i64, i64)>,
+    /// Whether every relative index is a constant.
+    pub constant: bool,
 }
 
 /// Rewrites the relative indices of `block`'s input `arrays` (all of rank `rank`), checking
@@ -42,6 +44,7 @@ pub fn rewrite(
         rank,
         declared,
         reach: vec![(0, 0); rank],
+        computed: false,
         errors: Vec::new(),
     };
     pass.visit_block_mut(block);
@@ -50,7 +53,10 @@ pub fn rewrite(
         errors.for_each(|e| first.combine(e));
         return Err(first);
     }
-    Ok(Found { reach: pass.reach })
+    Ok(Found {
+        reach: pass.reach,
+        constant: !pass.computed,
+    })
 }
 
 struct Pass<'a> {
@@ -60,6 +66,8 @@ struct Pass<'a> {
     rank: usize,
     declared: Option<&'a [(i64, i64)]>,
     reach: Vec<(i64, i64)>,
+    /// Whether an index was computed at run time.
+    computed: bool,
     errors: Vec<syn::Error>,
 }
 
@@ -127,6 +135,7 @@ impl Pass<'_> {
             }
         }
         let span = ix.span();
+        self.computed |= computed;
         Ok(if computed {
             quote_spanned!(span=> #name(::kernel_runtime::__rt::stencil_within([#(#out),*], __REACH)))
         } else {

@@ -6,9 +6,11 @@
 //! get the stencil's `cval`, or keep their value (Numba's `@stencil` with `out=` and no `cval`).
 //!
 //! On a GPU each thread computes a tile of [`tile_rows`] rows × [`tile_cols`] columns. A tile in
-//! the interior, almost all of them, runs with no test per point, and computes all its outputs
-//! before it stores one, so that each input element its outputs share is loaded once; a tile
-//! that touches the border tests each point.
+//! the interior, almost all of them, runs with no test per point: it loads the elements its
+//! points read once, into a [`Window`] of each input (in words of four bytes where the
+//! elements are narrower, where the arrays' rows start on a word), computes all its outputs,
+//! and stores them, a word at a time where they are narrower. A tile that touches the border
+//! tests each point.
 //!
 //! On the CPU backend the rows of the array run in parallel, each row's interior a plain loop
 //! (`rows`).
@@ -25,6 +27,9 @@
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub(crate) mod rows;
+mod window;
+
+pub use window::Window;
 
 /// How far a neighbourhood reaches from its centre on each axis of a rank-`R` array: `below`
 /// to lower indices, `above` to higher ones (Numba's `neighborhood = ((-below, above), ..)`).
@@ -208,17 +213,21 @@ pub const fn tile_rows(rank: usize) -> usize {
 pub const BLOCK_THREADS: u32 = 128;
 
 /// Writes the tile of `S` rows from `row` and `K` columns from `col` of plane `z`: `f(p)` at each
-/// interior point `p`, `border` (where given) at the others. An interior tile
-/// computes all its `S × K` outputs before it stores one, with no test per point.
+/// interior point `p`, `border` (where given) at the others. An interior tile loads its inputs
+/// once, `windows(tile)` (where `tile` is its first point), and computes all its `S × K`
+/// outputs, `at(&windows, p)`, before it stores one, with no test per point; a row of outputs
+/// narrower than a word is stored a word at a time where the rows start on one.
 ///
 /// # Safety
 /// `out` must be valid for writes of `g.len()` elements, none of which another thread writes
-/// at once, and `f` must be safe to call at every interior point.
+/// at once; `f` must be safe to call at every interior point, and `windows` at the first point
+/// of every interior tile whose first column is a multiple of `K`.
 #[inline(always)]
-pub unsafe fn tile<T: Copy, const S: usize, const K: usize>(
+pub unsafe fn tile<T: Copy, W, const S: usize, const K: usize>(
     g: &Geometry,
     [z, row, col]: [usize; 3],
     f: impl Fn(Point) -> T,
+    (windows, at): (impl Fn(Point) -> W, impl Fn(&W, Point) -> T),
     out: *mut T,
     border: Option<T>,
 ) {
@@ -230,23 +239,34 @@ pub unsafe fn tile<T: Copy, const S: usize, const K: usize>(
         && col >= g.below[2]
         && col + K + g.above[2] <= m
     {
+        let first = Point {
+            base,
+            row: 0,
+            col: 0,
+        };
+        let w = windows(first);
         let mut values = [[core::mem::MaybeUninit::<T>::uninit(); K]; S];
-        unrolled::<S>(|r| {
-            unrolled::<K>(|k| {
-                values[r][k] = core::mem::MaybeUninit::new(f(Point {
-                    base,
-                    row: r,
-                    col: k,
-                }))
-            })
-        });
-        unrolled::<S>(|r| {
-            unrolled::<K>(|k| {
-                // SAFETY: every value was written above; the point is in the array (the test
-                // above); the caller's contract.
-                unsafe { out.add(base + r * m + k).write(values[r][k].assume_init()) }
-            })
-        });
+        // The closures are inlined whatever their size on a GPU, so that every point reads
+        // its window at constant places: registers, not memory.
+        unrolled::<S>(
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
+            |r| {
+                unrolled::<K>(
+                    #[cfg_attr(target_arch = "nvptx64", inline(always))]
+                    |k| {
+                        let p = Point {
+                            row: r,
+                            col: k,
+                            ..first
+                        };
+                        values[r][k] = core::mem::MaybeUninit::new(at(&w, p))
+                    },
+                )
+            },
+        );
+        // SAFETY: every value was written above; the tile is in the array (the test above);
+        // the caller's contract.
+        unsafe { store(g, &values, out, base) };
         return;
     }
     for r in 0..S.min(n.saturating_sub(row)) {
@@ -267,6 +287,46 @@ pub unsafe fn tile<T: Copy, const S: usize, const K: usize>(
             unsafe { out.add(p).write(value) };
         }
     }
+}
+
+/// Stores a tile's `values` at the flat index `base` of `out`: each row's as words where the
+/// row fills whole words and the rows start on one, else element by element.
+///
+/// # Safety
+/// Every value must be written, and the tile must lie in `out`, of `g`'s shape.
+#[inline(always)]
+unsafe fn store<T: Copy, const S: usize, const K: usize>(
+    g: &Geometry,
+    values: &[[core::mem::MaybeUninit<T>; K]; S],
+    out: *mut T,
+    base: usize,
+) {
+    let (m, size) = (g.shape[2], core::mem::size_of::<T>());
+    let words = K * size / 4;
+    let wide = size < 4
+        && (K * size).is_multiple_of(4)
+        && (m * size).is_multiple_of(4)
+        && (out as usize + base * size).is_multiple_of(4);
+    unrolled::<S>(|r| {
+        let at = base + r * m;
+        if wide {
+            unrolled::<K>(|w| {
+                if w < words {
+                    // SAFETY: the row's `K` values are `words` whole words, read as such from
+                    // the local row; the word is in the row of `out` and aligned (the test).
+                    unsafe {
+                        let word = values[r].as_ptr().cast::<u32>().add(w).read_unaligned();
+                        out.add(at).cast::<u32>().add(w).write(word)
+                    }
+                }
+            });
+        } else {
+            unrolled::<K>(|k| {
+                // SAFETY: the value was written; the point is in `out` (the caller's contract).
+                unsafe { out.add(at + k).write(values[r][k].assume_init()) }
+            });
+        }
+    });
 }
 
 /// Calls `f(0)`, .., `f(N - 1)` in order, as straight-line code for the first 16 (tests of a
@@ -319,9 +379,10 @@ const fn min(a: usize, b: usize) -> usize {
 /// As [`tile`]'s, for a launch of [`gpu_blocks`] blocks of [`BLOCK_THREADS`] threads.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-pub unsafe fn gpu_walk<T: Copy, const S: usize, const K: usize>(
+pub unsafe fn gpu_walk<T: Copy, W, const S: usize, const K: usize>(
     g: &Geometry,
     f: impl Fn(Point) -> T,
+    windowed: (impl Fn(Point) -> W, impl Fn(&W, Point) -> T),
     out: *mut T,
     border: Option<T>,
 ) {
@@ -340,7 +401,16 @@ pub unsafe fn gpu_walk<T: Copy, const S: usize, const K: usize>(
         let mut strip = b.y as usize;
         while strip * S < g.shape[1] {
             // SAFETY: the caller's contract; tiles of distinct threads are disjoint.
-            unsafe { tile::<T, S, K>(g, [z, strip * S, col], &f, out, border) };
+            unsafe {
+                tile::<T, W, S, K>(
+                    g,
+                    [z, strip * S, col],
+                    &f,
+                    (&windowed.0, &windowed.1),
+                    out,
+                    border,
+                )
+            };
             strip += grid.y as usize;
         }
         z += grid.z as usize;
@@ -374,10 +444,11 @@ mod tests {
                             let mut tile_out = vec![u32::MAX; g.len()];
                             // SAFETY: `tile_out` has `g.len()` elements.
                             unsafe {
-                                tile::<u32, 8, 4>(
+                                tile::<u32, (), 8, 4>(
                                     &g,
                                     [z, strip * 8, col],
                                     f,
+                                    (|_| (), |_, p| f(p)),
                                     tile_out.as_mut_ptr(),
                                     Some(0),
                                 )
@@ -404,6 +475,70 @@ mod tests {
                     0
                 };
                 assert_eq!((v, writes), (expect, 1), "{shape:?} at {:?}", (z, y, x));
+            }
+        }
+    }
+
+    /// Tiles of bytes over 2-D arrays, as a launch takes them: the interior read through
+    /// windows and stored in words where the rows start on one (or element by element where
+    /// they do not: an odd width, a misaligned output), each point the stencil's value, the
+    /// border `cval`.
+    #[test]
+    fn tiles_of_bytes_read_windows_and_store_words() {
+        const S: usize = 4;
+        const K: usize = 4;
+        for ([n, m], skew) in [
+            ([9, 16], 0),
+            ([9, 17], 0),
+            ([5, 8], 0),
+            ([12, 20], 1),
+            ([3, 3], 0),
+        ] {
+            let reach = Reach {
+                below: [1, 1],
+                above: [1, 2],
+            };
+            let g = Geometry::new([n, m], reach);
+            let x: Vec<u8> = (0..n * m).map(|v| (v * 7 % 251) as u8).collect();
+            let f = |p: Point| {
+                let at = |d: [isize; 2]| x[p.neighbour(&g, d) as usize];
+                at([-1, -1]).wrapping_add(at([1, 2])).wrapping_mul(3) ^ at([0, 0])
+            };
+            let windows = |t: Point| {
+                // SAFETY: the walk asks for the windows of interior tiles alone.
+                unsafe { Window::<u8, { S + 2 }, { K + 3 }>::load::<K>(&g, x.as_ptr(), t) }
+            };
+            let at = |w: &Window<u8, { S + 2 }, { K + 3 }>, p: Point| {
+                w.at(p, [-1, -1])
+                    .wrapping_add(w.at(p, [1, 2]))
+                    .wrapping_mul(3)
+                    ^ w.at(p, [0, 0])
+            };
+            let mut words = vec![0xEEEE_EEEEu32; (n * m + skew).div_ceil(4)];
+            // SAFETY: `skew` < 4 bytes into `words`, which holds `n * m + skew` bytes.
+            let out = unsafe { words.as_mut_ptr().cast::<u8>().add(skew) };
+            for strip in 0..n.div_ceil(S) {
+                for col in (0..m).step_by(K) {
+                    // SAFETY: `words` holds `n * m` bytes from `out`.
+                    unsafe {
+                        tile::<u8, _, S, K>(&g, [0, strip * S, col], f, (windows, at), out, Some(7))
+                    };
+                }
+            }
+            // SAFETY: as above.
+            let got = unsafe { core::slice::from_raw_parts(out, n * m) };
+            for (i, &v) in got.iter().enumerate() {
+                let (r, c) = (i / m, i % m);
+                let expect = if g.interior([r, c]) {
+                    f(Point {
+                        base: i,
+                        row: 0,
+                        col: 0,
+                    })
+                } else {
+                    7
+                };
+                assert_eq!(v, expect, "{n} x {m} (skew {skew}) at {r}, {c}");
             }
         }
     }
