@@ -281,6 +281,82 @@ pub fn shared_primes(counts: &mut Array2<u32>) {
     counts[[block_idx().x as usize, t]] = 1000 * below + row;
 }
 
+/// The sum of the values of a block of 64 threads, through a shared array of the function's
+/// own: one per block, the same array in every call.
+#[device]
+pub fn block_total(v: u32) -> u32 {
+    let t = thread_idx().x as usize;
+    let mut part = shared_array![u32; 64];
+    part[t] = v;
+    sync_threads();
+    let mut total = 0;
+    for k in 0..64 {
+        total += part[k];
+    }
+    sync_threads(); // before another call writes `part`
+    total
+}
+
+/// The value of the thread across the diagonal of an 8 × 8 block (thread `t` at row `t / 8`,
+/// column `t % 8`), plus 1000 where that value is odd: 2-D shared arrays of a device function,
+/// of numbers and of `bool`s.
+#[device]
+pub fn across_diagonal(v: u32) -> u32 {
+    let t = thread_idx().x as usize;
+    let mut values = shared_array![u32; [8, 8]];
+    let mut odd = shared_array![bool; [8, 8]];
+    values[[t / 8, t % 8]] = v;
+    odd[[t / 8, t % 8]] = v % 2 == 1;
+    sync_threads();
+    let (r, c) = (t % 8, t / 8);
+    let out = values[[r, c]] + if odd[[r, c]] { 1000 } else { 0 };
+    sync_threads();
+    out
+}
+
+/// Device functions' shared arrays, over blocks of 64 threads: `out[[0, i]]` and
+/// `out[[1, i]]` the block's sums of `x` and `2 x` (two calls of one function), `out[[2, i]]`
+/// the value across the diagonal.
+#[kernel(barriers)]
+pub fn device_shared(x: &[u32], out: &mut Array2<u32>) {
+    let i = grid(1);
+    let first = block_total(x[i]);
+    let second = block_total(2 * x[i]);
+    let across = across_diagonal(x[i]);
+    out[[0, i]] = first;
+    out[[1, i]] = second;
+    out[[2, i]] = across;
+}
+
+/// The block's value in a device function's array: thread 0 stores `keep` where given; after
+/// the barrier every thread reads it.
+#[device]
+pub fn kept(keep: Option<u32>) -> u32 {
+    let mut slot = shared_array![u32; 1];
+    if let Some(v) = keep {
+        if thread_idx().x == 0 {
+            slot[0] = v;
+        }
+    }
+    sync_threads();
+    let v = slot[0];
+    sync_threads();
+    v
+}
+
+/// Each block keeps `10 b + 1` in a device function's array across a grid barrier: the blocks
+/// of a cooperative launch, alive at once, have an array each. `out[[0, i]]` and `out[[1, i]]`
+/// are what thread `i` read before and after the barrier.
+#[kernel(barriers)]
+pub fn grid_kept(out: &mut Array2<u32>) {
+    let i = grid(1);
+    let before = kept(Some(10 * block_idx().x + 1));
+    grid_sync();
+    let after = kept(None);
+    out[[0, i]] = before;
+    out[[1, i]] = after;
+}
+
 /// Three arrays carved from one dynamic shared allocation of `12 n` bytes for a block of `n`
 /// threads: `f32`s `0..n` and `n..2n`, as Numba's `dyn[0:n]` and `dyn[n:2*n]`, then `u32`s from
 /// byte `8n`, as CUDA's `(unsigned *)(s + 8 * n)`. Thread `t` writes `t`, `2t` and `3t`; after

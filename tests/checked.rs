@@ -783,6 +783,47 @@ fn reads_of_shared_memory_never_written_name_the_element_and_thread() {
     assert_eq!(line(access), line_of("// uninit: flag"));
 }
 
+/// A device function's shared array: each thread adds its element into its neighbour's in the
+/// phase where the neighbour reads its own (a race); or reads an element no thread wrote.
+#[device]
+fn device_neighbours(v: f32, write: bool) -> f32 {
+    let t = thread_idx().x as usize;
+    let mut s = shared_array![f32; 32];
+    if write {
+        s[t] = v;
+        sync_threads();
+        s[(t + 1) % 32] += s[t]; // race: device
+    }
+    sync_threads();
+    s[t] // uninit: device
+}
+
+#[kernel(barriers)]
+fn calls_device_neighbours(x: &[f32], write: u32, out: &mut [f32]) {
+    let i = grid(1);
+    out[i] = device_neighbours(x[i], write != 0);
+}
+
+#[test]
+fn device_functions_shared_arrays_are_checked_as_the_kernels_own() {
+    let dev = Device::cpu_checked();
+    let x = dev.to_device(&[1.0f32; 32][..]).unwrap();
+    let mut out = dev.zeros::<f32, _>(32).unwrap();
+    let f = finding(calls_device_neighbours.launch(1, 32, (&x, 1, &mut out)));
+    let (array, _, first, second) = race(&f);
+    assert_eq!(array, "s", "{f}");
+    assert!(
+        [first, second]
+            .iter()
+            .any(|a| line(a) == line_of("// race: device")),
+        "{f}"
+    );
+    let f = finding(calls_device_neighbours.launch(1, 32, (&x, 0, &mut out)));
+    let (array, index, access) = uninit(&f);
+    assert_eq!((array, index), ("s", &[0][..]), "{f}");
+    assert_eq!(line(access), line_of("// uninit: device"));
+}
+
 #[test]
 fn checked_mode_is_chosen_by_the_environment_and_its_arrays_stay_its_own() {
     assert!(Device::cpu_checked().is_checked() && !Device::cpu().is_checked());

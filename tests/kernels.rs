@@ -497,6 +497,31 @@ fn shared_arrays_of_bools_hold_what_the_threads_wrote() {
 }
 
 #[test]
+fn device_functions_have_shared_arrays_of_their_block() {
+    let n = 4 * 64;
+    let x: Vec<u32> = (0..n as u32).map(|v| v * 7 % 31).collect();
+    let want = Array2::from_shape_fn((3, n), |(row, i)| {
+        let block = &x[i / 64 * 64..][..64];
+        let sum: u32 = block.iter().sum();
+        let t = i % 64;
+        let across = block[t % 8 * 8 + t / 8];
+        [sum, 2 * sum, across + 1000 * (across % 2)][row]
+    });
+    for dev in backends() {
+        let xs = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<u32, _>((3, n)).unwrap();
+        device_shared.launch(4, 64, (&xs, &mut out)).unwrap();
+        assert_eq!(out.to_host().unwrap(), want, "{:?}", dev.kind());
+
+        // Blocks alive at once, across a grid barrier, keep arrays of their own.
+        let mut out = dev.zeros::<u32, _>((2, 6 * 32)).unwrap();
+        grid_kept.launch(6, 32, &mut out).unwrap();
+        let kept = Array2::from_shape_fn((2, 6 * 32), |(_, i)| 10 * (i / 32) as u32 + 1);
+        assert_eq!(out.to_host().unwrap(), kept, "{:?}", dev.kind());
+    }
+}
+
+#[test]
 fn one_dynamic_shared_allocation_is_carved_into_arrays_of_several_types() {
     let n = 96usize;
     let want = Array2::from_shape_fn((2, 3 * n), |(_, k)| {

@@ -3,15 +3,20 @@
 
 pub use crate::device_copy::{assert_device_copy, Holds, NoPadding};
 #[cfg(target_arch = "nvptx64")]
+pub use crate::function_shared::symbol as shared_symbol;
+pub use crate::function_shared::{bytes as shared_site_bytes, traced as function_traced};
+#[cfg(target_arch = "nvptx64")]
 pub use crate::print::gpu_print;
 pub use crate::print::{Format, KernelPrint, PrintFloat, PrintInteger, Spec};
 pub use crate::shared::{
     array1 as shared_array1, array2 as shared_array2, array3 as shared_array3, array_bytes,
     bools1 as shared_bools1, bools2 as shared_bools2, bools3 as shared_bools3,
-    dynamic as dynamic_shared, extent, hint_extent, layout, ConstMessage, STATIC_LIMIT,
+    dynamic as dynamic_shared, extent, hint_extent, layout, At, ConstMessage, STATIC_LIMIT,
 };
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::{
+    cpu::launch::sites::{Site as SharedSite, SITES as FUNCTION_SHARED},
+    function_shared::{place as shared_place, site as shared_site},
     print::{cpu_print, snprintf},
     shared::traced as traced_shared,
 };

@@ -35,6 +35,23 @@ pub(crate) fn is_shared(p: *const u8) -> bool {
     unsafe { isspacep_shared(p) }
 }
 
+/// `p + zero`, known to the compiler to point into shared memory (see [`Ctx::shared_ptr`]).
+///
+/// # Safety
+/// `p` must be a generic address in the shared window (`cvta.shared` made it), and `zero` 0.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn known_shared(p: *mut u8, zero: usize) -> *mut u8 {
+    // SAFETY: the caller's contract: the assumption holds, and `p + 0` is `p`.
+    unsafe {
+        let shared = is_shared(p);
+        let read = shared as u32;
+        core::arch::asm!("// {0}", in(reg32) read, options(nomem, nostack));
+        core::hint::assert_unchecked(shared);
+        p.add(zero)
+    }
+}
+
 #[cfg(target_arch = "nvptx64")]
 impl Ctx {
     /// The context of the calling thread (how a `#[device]` function reads it).
@@ -118,15 +135,9 @@ impl Ctx {
                 options(pure, nomem, nostack)
             );
         }
-        // SAFETY: `p` is a generic address in the shared window (`cvta.shared` made it), so
-        // the assumption holds; `p + 0` is `p`.
-        unsafe {
-            let shared = is_shared(p);
-            let read = shared as u32;
-            core::arch::asm!("// {0}", in(reg32) read, options(nomem, nostack));
-            core::hint::assert_unchecked(shared);
-            p.add(zero)
-        }
+        // SAFETY: `p` is a generic address in the shared window (`cvta.shared` made it), and
+        // `zero` is 0.
+        unsafe { known_shared(p, zero) }
     }
     /// The bytes of shared memory the block has (static arrays and dynamic part together).
     #[inline(always)]

@@ -78,6 +78,7 @@ pub mod device_copy;
 pub mod dim;
 pub mod fault;
 pub mod fp16;
+pub(crate) mod function_shared;
 pub mod grid;
 pub mod intrinsics;
 pub mod math;

@@ -149,20 +149,45 @@ pub unsafe fn dynamic<'l, T: AnyBitPattern, L: ?Sized>(
     unsafe { block_private(view) }.within(launch)
 }
 
+/// Where the offset of a static shared array counts from: the kernel's shared memory (`&Ctx`),
+/// or the place of a `#[device]` function's array ([`At`]).
+pub trait SharedBase {
+    /// The address offsets count from.
+    fn base(&self) -> *mut u8;
+}
+
+impl SharedBase for &Ctx {
+    #[inline(always)]
+    fn base(&self) -> *mut u8 {
+        self.shared_ptr()
+    }
+}
+
+/// The place of a `#[device]` function's shared array (see `function_shared`).
+#[derive(Clone, Copy, Debug)]
+pub struct At(pub *mut u8);
+
+impl SharedBase for At {
+    #[inline(always)]
+    fn base(&self) -> *mut u8 {
+        self.0
+    }
+}
+
 /// A static shared array of a kernel at `offset` (computed by [`layout`]).
 ///
 /// # Safety
 /// Must be called from inside a kernel whose shared layout reserves `offset..offset+bytes`.
 #[inline(always)]
 pub unsafe fn array1<'l, T: AnyBitPattern, L: ?Sized>(
-    ctx: &Ctx,
+    ctx: impl SharedBase,
     launch: &'l L,
     offset: usize,
     len: usize,
     name: &'static str,
 ) -> View1Mut<'l, T> {
     // SAFETY: the layout reserves this range of the block's shared memory for the array.
-    let view = unsafe { View1Mut::from_raw(ctx.shared_ptr().add(offset) as *mut T, [len], name) };
+    let view = unsafe { View1Mut::from_raw(ctx.base().add(offset) as *mut T, [len], name) };
     // SAFETY: as above.
     unsafe { block_private(view) }.within(launch)
 }
@@ -177,14 +202,14 @@ macro_rules! static_arrays {
         /// there.
         #[inline(always)]
         pub unsafe fn $name<'l, T: AnyBitPattern, L: ?Sized>(
-            ctx: &Ctx,
+            ctx: impl SharedBase,
             launch: &'l L,
             offset: usize,
             dims: [usize; $rank],
             name: &'static str,
         ) -> $view<'l, T> {
             // SAFETY: the layout reserves this range of the block's shared memory for the array.
-            let view = unsafe { $view::from_raw(ctx.shared_ptr().add(offset) as *mut T, dims, name) };
+            let view = unsafe { $view::from_raw(ctx.base().add(offset) as *mut T, dims, name) };
             // SAFETY: as above.
             unsafe { block_private(view) }.within(launch)
         }
@@ -208,7 +233,7 @@ macro_rules! bool_arrays {
         #[doc = concat!("As [`", stringify!($bytes), "`].")]
         #[inline(always)]
         pub unsafe fn $name<'l, L: ?Sized>(
-            ctx: &Ctx,
+            ctx: impl SharedBase,
             launch: &'l L,
             offset: usize,
             dims: $dims,

@@ -106,7 +106,7 @@ fn body(k: &Kernel, params: &mut Vec<TokenStream>) -> TokenStream {
 pub fn function(d: DeviceFn) -> TokenStream {
     let DeviceFn { mut func, body } = d;
     if body.uses_ctx {
-        let binding = rewrite::ctx_binding(Scope::Device);
+        let binding = rewrite::ctx_binding(Scope::Function);
         let block = &func.block;
         func.block = syn::parse_quote!({ #binding #block });
     }

@@ -39,10 +39,13 @@ pub struct Rewritten {
     pub shared: Vec<SharedDecl>,
 }
 
-/// Where the body lives: kernels may declare shared memory, device functions may not.
+/// Where the body lives: a kernel may declare shared memory of every kind, a `#[device]`
+/// function static shared arrays (one per block, whoever calls it), a point function
+/// (`#[stencil]`, `#[vectorize]`, `#[reduce]`) none.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
     Kernel,
+    Function,
     Device,
 }
 
@@ -53,6 +56,8 @@ struct Pass {
     out: Rewritten,
     errors: Vec<syn::Error>,
     pending_name: Option<String>,
+    /// The shared arrays of a `#[device]` function so far, which number their PTX variables.
+    function_arrays: usize,
 }
 
 /// Rewrites `block` in place. `layout` names the kernel's shared-layout constant; `params` are
@@ -81,6 +86,7 @@ pub fn rewrite(
         },
         errors: Vec::new(),
         pending_name: None,
+        function_arrays: 0,
     };
     pass.visit_block_mut(block);
     let mut errors = pass.errors.into_iter();
@@ -267,7 +273,7 @@ impl Pass {
             self.error(span, format!("`{name}()` takes no arguments"));
             return None;
         }
-        if self.scope == Scope::Device {
+        if self.scope != Scope::Kernel {
             self.error(
                 span,
                 format!(
@@ -301,13 +307,21 @@ impl Pass {
             return None;
         }
         match name.as_str() {
-            "shared_array" | "dynamic_shared" if self.scope == Scope::Device => {
+            "shared_array" if self.scope == Scope::Device => {
                 self.error(
                     span,
-                    format!("`{name}!` must be used in the `#[kernel]` itself; pass the shared array to device functions as a parameter"),
+                    "`shared_array!` belongs to a block of threads: declare it in a #[kernel] or a #[device] function",
                 );
                 None
             }
+            "dynamic_shared" if self.scope != Scope::Kernel => {
+                self.error(
+                    span,
+                    "`dynamic_shared!` must be used in the `#[kernel]` itself, which knows where its static arrays end; pass the view to device functions as a parameter",
+                );
+                None
+            }
+            "shared_array" if self.scope == Scope::Function => self.function_shared_array(mac),
             "shared_array" => self.shared_array(mac),
             "dynamic_shared" => {
                 let DynamicArgs { elem, at } = match mac.parse_body() {
@@ -345,8 +359,8 @@ impl Pass {
         }
     }
 
-    fn shared_array(&mut self, mac: &Macro) -> Option<Expr> {
-        let span = mac.path.span();
+    /// The arguments of `shared_array![..]`, or the error that refuses them.
+    fn shared_args(&mut self, mac: &Macro) -> Option<SharedArgs> {
         let args: SharedArgs = match mac.parse_body() {
             Ok(a) => a,
             Err(e) => {
@@ -375,6 +389,12 @@ impl Pass {
                 return None;
             }
         }
+        Some(args)
+    }
+
+    fn shared_array(&mut self, mac: &Macro) -> Option<Expr> {
+        let span = mac.path.span();
+        let args = self.shared_args(mac)?;
         self.out.uses_ctx = true;
         self.out.block_local = true;
         let k = self.out.shared.len();
@@ -406,6 +426,70 @@ impl Pass {
             dims: args.dims,
         });
         Some(expr)
+    }
+
+    /// `shared_array!` in a `#[device]` function: the array of the running block, at the place
+    /// of its `.shared` variable on a GPU, of its site on the CPU backend (see the runtime's
+    /// `function_shared`).
+    fn function_shared_array(&mut self, mac: &Macro) -> Option<Expr> {
+        let span = mac.path.span();
+        let args = self.shared_args(mac)?;
+        self.out.uses_ctx = true;
+        self.out.block_local = true;
+        let rt = quote::quote_spanned!(span=> ::kernel_runtime::__rt);
+        let elem = &args.elem;
+        let name = self.pending_name.take().unwrap_or_else(|| "shared".into());
+        let bools =
+            matches!(elem, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("bool"));
+        let (kind, elem, store) = match bools {
+            false => ("array", quote!(#elem,), quote!(#elem)),
+            true => ("bools", quote!(), quote!(u8)),
+        };
+        let make = quote::format_ident!("shared_{kind}{}", args.dims.len());
+        let dims: Vec<TokenStream> = args.dims.iter().map(|d| quote!(#rt::extent(#d))).collect();
+        let len = quote!(1usize #(* #dims)*);
+        let shape = match dims.as_slice() {
+            [n] => quote!(#n),
+            _ => quote!([#(#dims),*]),
+        };
+        let symbol = format!("{}_{}", self.layout, self.function_arrays);
+        self.function_arrays += 1;
+        let decl = format!(".shared .align {{a}} .b8 {symbol}[{{b}}];");
+        let module = quote::format_ident!("{symbol}");
+        let cvta = format!("cvta.shared.u64 {{p}}, {symbol};\nmov.u64 {{z}}, 0;");
+        Some(syn::parse_quote_spanned!(span=> {
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[#rt::linkme::distributed_slice(#rt::FUNCTION_SHARED)]
+            #[linkme(crate = #rt::linkme)]
+            static __SITE: #rt::SharedSite = #rt::shared_site::<#store>(#len);
+            #[cfg(not(target_arch = "nvptx64"))]
+            let __at = #rt::shared_place(&__kctx, &__SITE);
+            // The variable, at the module's level (an item of the function's body that sees
+            // the types and constants of the function's module).
+            #[cfg(target_arch = "nvptx64")]
+            #[allow(non_snake_case)]
+            mod #module {
+                #[allow(unused_imports)]
+                use super::*;
+                ::core::arch::global_asm!(
+                    #decl,
+                    a = const ::core::mem::align_of::<#store>(),
+                    b = const #rt::shared_site_bytes::<#store>(#len),
+                );
+            }
+            #[cfg(target_arch = "nvptx64")]
+            let __at = {
+                let (__p, __z): (*mut u8, usize);
+                // SAFETY: takes the generic address of the array's `.shared` variable; no
+                // memory access.
+                unsafe {
+                    ::core::arch::asm!(#cvta, p = out(reg64) __p, z = out(reg64) __z, options(pure, nomem, nostack));
+                    #rt::shared_symbol(__p, __z)
+                }
+            };
+            // SAFETY: the array's place in the block's shared memory, of its bytes.
+            unsafe { #rt::function_traced(&__kctx, #rt::#make::<#elem _>(__at, __launch, 0, #shape, #name)) }
+        }))
     }
 }
 
@@ -583,6 +667,14 @@ pub fn ctx_binding(kind: Scope) -> TokenStream {
         Scope::Device => quote! {
             #[allow(unused_variables)]
             let __kctx = ::kernel_runtime::__rt::Ctx::current();
+        },
+        // What a `#[device]` function's shared arrays borrow: nothing outlives the call.
+        Scope::Function => quote! {
+            #[allow(unused_variables)]
+            let __kctx = ::kernel_runtime::__rt::Ctx::current();
+            let __launch_scope = ();
+            #[allow(unused_variables)]
+            let __launch = &__launch_scope;
         },
         Scope::Kernel => quote_spanned! {Span::call_site()=>},
     }

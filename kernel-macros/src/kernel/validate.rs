@@ -134,9 +134,78 @@ pub fn kernel(item: KernelItem) -> syn::Result<Kernel> {
 
 pub fn device(mut func: ItemFn) -> syn::Result<DeviceFn> {
     common(&func.sig, "a device function")?;
-    let layout = format_ident!("__KERNEL_SHARED_NONE");
-    let body = rewrite::rewrite(&mut func.block, Scope::Device, layout, &[])?;
+    generic_shared(&func)?;
+    // The prefix of the names of its shared arrays' PTX variables: the function's, and a hash
+    // of its text, apart from a function of the same name in another module.
+    let hash = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        quote::quote!(#func).to_string().hash(&mut h);
+        h.finish()
+    };
+    let layout = format_ident!("__fshared_{}_{:016x}", func.sig.ident, hash);
+    let body = rewrite::rewrite(&mut func.block, Scope::Function, layout, &[])?;
     Ok(DeviceFn { func, body })
+}
+
+/// Refuses a shared array of a generic device function whose type or size names one of the
+/// function's parameters: the array is one per block, a `.shared` variable of the module,
+/// whatever the instance.
+fn generic_shared(func: &ItemFn) -> syn::Result<()> {
+    use syn::visit::Visit;
+    struct Uses<'a> {
+        generics: Vec<String>,
+        func: &'a str,
+        error: Option<syn::Error>,
+    }
+    fn names(tokens: proc_macro2::TokenStream, generics: &[String]) -> Option<String> {
+        tokens.into_iter().find_map(|t| match t {
+            proc_macro2::TokenTree::Ident(i) if generics.contains(&i.to_string()) => {
+                Some(i.to_string())
+            }
+            proc_macro2::TokenTree::Group(g) => names(g.stream(), generics),
+            _ => None,
+        })
+    }
+    impl<'ast> Visit<'ast> for Uses<'_> {
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            if self.error.is_none() && m.path.is_ident("shared_array") {
+                if let Some(g) = names(m.tokens.clone(), &self.generics) {
+                    self.error = Some(syn::Error::new_spanned(
+                        m,
+                        format!(
+                            "a shared array of a #[device] function is one per block, the same \
+                             for every instance of `{}`: its type and size cannot name the \
+                             parameter `{g}`; declare the array in the kernel and pass it in",
+                            self.func
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    let generics: Vec<String> = func
+        .sig
+        .generics
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            syn::GenericParam::Type(t) => Some(t.ident.to_string()),
+            syn::GenericParam::Const(c) => Some(c.ident.to_string()),
+            syn::GenericParam::Lifetime(_) => None,
+        })
+        .collect();
+    if generics.is_empty() {
+        return Ok(());
+    }
+    let name = func.sig.ident.to_string();
+    let mut uses = Uses {
+        generics,
+        func: &name,
+        error: None,
+    };
+    uses.visit_block(&func.block);
+    uses.error.map_or(Ok(()), Err)
 }
 
 /// Refuses `a[i] = ..` and `a[i] += ..` where `a` is a read-only array parameter (not rebound

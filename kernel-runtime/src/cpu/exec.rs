@@ -481,7 +481,7 @@ pub(crate) fn run_tasks(
         }
         SHARED.with(|buf| {
             let mut buf = buf.borrow_mut();
-            let words = spec.shared_bytes.div_ceil(16);
+            let words = crate::cpu::launch::sites::block_bytes(spec.shared_bytes).div_ceil(16);
             if buf.len() < words {
                 buf.resize(words, 0);
             }

@@ -107,7 +107,10 @@ pub(crate) fn run_checked_cooperative(
 /// Starts a block of a checked launch whose first block is `first`: its shared memory's `lane`
 /// cleared; returns its `state` with the lane, made the current block.
 fn checked_block(spec: &LaunchSpec, lane: &mut Lane, first: u32, state: BlockState) -> BlockState {
-    if let Err(e) = lane.reset_shared(spec.shared_bytes, first) {
+    if let Err(e) = lane.reset_shared(
+        crate::cpu::launch::sites::block_bytes(spec.shared_bytes),
+        first,
+    ) {
         raise(format!("{e} of the block's shared memory"));
     }
     begin_block();

@@ -6,6 +6,7 @@
 
 pub mod context;
 pub(crate) mod shapes;
+pub mod sites;
 pub(crate) mod tls;
 
 use crate::dim::Dim3;

@@ -81,7 +81,9 @@ fn work(
     let panics = fault::KernelPanics::begin();
     let mut shared: Vec<Vec<u128>> = range
         .clone()
-        .map(|_| vec![0u128; spec.shared_bytes.div_ceil(16)])
+        .map(|_| {
+            vec![0u128; crate::cpu::launch::sites::block_bytes(spec.shared_bytes).div_ceil(16)]
+        })
         .collect();
     // SAFETY: the lifetime is erased only to meet the coroutines' `'static` bound; every
     // coroutine is dropped (returned or force-unwound) before this function returns, while
