@@ -1433,3 +1433,83 @@ pub fn times_three_plus(x: &mut [u32], by: u32) {
 pub fn mixed_stencil(out: &Array2<f32>, g: f32, weights: &[f32], b: &Array2<f32>) -> f32 {
     g * out[[0, 1]] + weights[0] * b[[-1, 0]]
 }
+
+/// The layout given by bit `bit` of `flags`: column-major where it is set.
+#[device]
+fn layout_of(flags: u32, bit: u32) -> kernel_runtime::wmma::Layout {
+    if flags & bit != 0 {
+        kernel_runtime::wmma::Layout::ColMajor
+    } else {
+        kernel_runtime::wmma::Layout::RowMajor
+    }
+}
+
+/// Each lane's fragments of 16 × 16 tiles of `a`, `b` and `c`: `out[[lane, i]]`,
+/// `out[[lane, 8 + i]]` and `out[[lane, 16 + i]]` are the lane's element `i` of each.
+#[kernel]
+pub fn fragment_places(a: &Array2<f16>, b: &Array2<f16>, c: &Array2<f32>, out: &mut Array2<f32>) {
+    use kernel_runtime::wmma::*;
+    let lane = thread_idx().x as usize;
+    let mut fa = MatrixA::<f16>::new();
+    let mut fb = MatrixB::<M16N16K16, f16>::new();
+    let mut fc = Accumulator::<M16N16K16>::new();
+    load_matrix_sync(&mut fa, &a, [0, 0], Layout::RowMajor);
+    load_matrix_sync(&mut fb, &b, [0, 0], Layout::RowMajor);
+    load_matrix_sync(&mut fc, &c, [0, 0], Layout::RowMajor);
+    for i in 0..8 {
+        out[[lane, i]] = fa.x[i].to_f32();
+        out[[lane, 8 + i]] = fb.x[i].to_f32();
+        out[[lane, 16 + i]] = fc.x[i];
+    }
+}
+
+/// `d = a · b + c` for the 16 × 16 tiles at `[1, 2]` of `a`, `b`, `c` and `d`, of `f16` into
+/// `f32`, on every warp of the launch (each the same). Bits 1, 2, 4 and 8 of `flags` make `a`,
+/// `b`, `c` and `d` column-major.
+#[kernel]
+pub fn mma_f16(a: &Array2<f16>, b: &Array2<f16>, c: &Array2<f32>, d: &mut Array2<f32>, flags: u32) {
+    use kernel_runtime::wmma::*;
+    let mut fa = MatrixA::<f16>::new();
+    let mut fb = MatrixB::<M16N16K16, f16>::new();
+    let mut fc = Accumulator::<M16N16K16>::new();
+    load_matrix_sync(&mut fa, &a, [1, 2], layout_of(flags, 1));
+    load_matrix_sync(&mut fb, &b, [1, 2], layout_of(flags, 2));
+    load_matrix_sync(&mut fc, &c, [1, 2], layout_of(flags, 4));
+    let mut fd = Accumulator::<M16N16K16>::new();
+    mma_sync(&mut fd, &fa, &fb, &fc);
+    if block_idx().x == 0 && thread_idx().x < 32 {
+        store_matrix_sync(&mut d, [1, 2], &fd, layout_of(flags, 8));
+    }
+}
+
+/// [`mma_f16`] for `bf16` and the 16 × 8 shape, at `[0, 0]`, row-major, the accumulator
+/// added to itself: `c = a · b + c`.
+#[kernel]
+pub fn mma_bf16_n8(a: &Array2<bf16>, b: &Array2<bf16>, c: &mut Array2<f32>) {
+    use kernel_runtime::wmma::*;
+    let mut fa = MatrixA::<bf16>::new();
+    let mut fb = MatrixB::<M16N8K16, bf16>::new();
+    let mut acc = Accumulator::<M16N8K16>::new();
+    load_matrix_sync(&mut fa, &a, [0, 0], Layout::RowMajor);
+    load_matrix_sync(&mut fb, &b, [0, 0], Layout::RowMajor);
+    load_matrix_sync(&mut acc, &c, [0, 0], Layout::RowMajor);
+    let before = acc;
+    mma_sync(&mut acc, &fa, &fb, &before);
+    store_matrix_sync(&mut c, [0, 0], &acc, Layout::RowMajor);
+}
+
+/// A warp whose last lane returns before the multiply: the others call `mma_sync` without it.
+#[kernel]
+pub fn mma_without_lane_31(a: &Array2<f16>, out: &mut Array2<f32>) {
+    use kernel_runtime::wmma::*;
+    if thread_idx().x == 31 {
+        return;
+    }
+    let mut fa = MatrixA::<f16>::new();
+    let fb = MatrixB::<M16N8K16, f16>::new();
+    let mut acc = Accumulator::<M16N8K16>::new();
+    load_matrix_sync(&mut fa, &a, [0, 0], Layout::RowMajor);
+    let zero = acc;
+    mma_sync(&mut acc, &fa, &fb, &zero); // mma: lane 31 gone
+    store_matrix_sync(&mut out, [0, 0], &acc, Layout::RowMajor);
+}

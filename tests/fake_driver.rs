@@ -15,8 +15,8 @@ mod happens_before;
 
 use foreign_kernels::{add_foreign, saxpy_foreign};
 use gpu_kernels::{
-    add, add_chunked, matmul_tiled, quicksort, smooth, smooth_stencil, smooth_words, words_blocks,
-    WORD_THREADS,
+    add, add_chunked, matmul_tensor, matmul_tiled, quicksort, smooth, smooth_stencil, smooth_words,
+    words_blocks, TC_THREADS, WORD_THREADS,
 };
 use happens_before::Trace;
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
@@ -551,6 +551,34 @@ fn a_stencil_launches_tiles_over_its_array_with_the_three_axes() {
                 hex(7)
             );
             assert!(launch.ends_with(&want), "{launch} vs {want}");
+        },
+    );
+}
+
+#[test]
+fn a_tensor_core_matmul_launches_its_blocks_with_their_shared_tiles() {
+    on_fake_driver(
+        "a_tensor_core_matmul_launches_its_blocks_with_their_shared_tiles",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let a = gpu.zeros::<kernel_runtime::f16, _>((40, 24)).unwrap();
+            let b = gpu.zeros::<kernel_runtime::f16, _>((24, 70)).unwrap();
+            let mut c = gpu.zeros::<f32, _>((40, 70)).unwrap();
+            let done = matmul_tensor.launch((3, 2), TC_THREADS, (&a, &b, &mut c));
+            if !has_ptx(matmul_tensor.ptx()) {
+                assert!(matches!(done, Err(Error::NoPtx { .. })), "{done:?}");
+                return;
+            }
+            done.unwrap();
+            let launch = &log.launches("matmul_tensor")[0];
+            // Two tiles of 32 x 16 halves: 2048 bytes of shared memory.
+            assert!(
+                launch.starts_with("grid=3,2,1 block=128,1,1 shared=2048 "),
+                "{launch}"
+            );
+            let a_at = hex(kernel_runtime::__rt::device_addr(&a));
+            assert!(launch.contains(&format!("params={a_at},")), "{launch}");
         },
     );
 }

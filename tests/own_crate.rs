@@ -76,7 +76,14 @@ fn cargo(dir: &Path, args: &[&str]) -> Output {
         let key = key.to_string_lossy();
         let cargo_set = key.starts_with("CARGO_") && key != "CARGO_HOME";
         if cargo_set
-            || ["RUSTFLAGS", "RUSTDOCFLAGS", "KERNEL_DEVICE", "KERNEL_BUILD"].contains(&&*key)
+            || [
+                "RUSTFLAGS",
+                "RUSTDOCFLAGS",
+                "KERNEL_DEVICE",
+                "KERNEL_BUILD",
+                "KERNEL_PTX_ARCH",
+            ]
+            .contains(&&*key)
         {
             cmd.env_remove(&*key);
         }
@@ -181,6 +188,12 @@ fn device_build_errors_read_as_compiler_errors() {
         ),
         ("c[i] = helper(a[i]);", "mark it `#[device]`"),
         ("let x: u32 = a[i];", "mismatched types"),
+        // The README's build script builds for sm_70, which has no `mma.sync.m16n8k16`.
+        (
+            "{ use kernel_runtime::wmma::*; let z = Accumulator::<M16N8K16>::new(); let mut d = z; \
+             mma_sync(&mut d, &MatrixA::<f16>::new(), &MatrixB::new(), &z); }",
+            "mma_sync needs a GPU of sm_80 or later",
+        ),
     ];
     for (mistake, says) in mistakes {
         write(&dir, "src/main.rs", &KERNEL.replace("MISTAKE", mistake));

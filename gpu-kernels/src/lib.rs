@@ -1,5 +1,5 @@
 //! The reference programs' kernels: add-list, smooth (per pixel and in strips), integrate2d
-//! (per-row and shared-memory reduction), quicksort and tiled matmul, Monte Carlo π and a random
+//! (per-row and shared-memory reduction), quicksort, tiled matmul and matmul on tensor cores, Monte Carlo π and a random
 //! 3-D fill, the 1-D heat equation stepped in one cooperative launch or one launch per step, and
 //! an empty kernel that measures launch overhead. `build.rs` compiles them to
 //! PTX; the CPU backend runs them everywhere.
@@ -13,6 +13,7 @@ pub mod monte_carlo;
 pub mod overhead;
 pub mod quicksort;
 pub mod stencil;
+pub mod tensor;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use add_list::add_chunked;
@@ -29,3 +30,4 @@ pub use stencil::{
 };
 #[cfg(not(target_arch = "nvptx64"))]
 pub use stencil::{strips_blocks, words_blocks};
+pub use tensor::{matmul_tensor, TC_THREADS, TC_TILE};

@@ -24,7 +24,7 @@ use crate::source::{item_key, ItemKey, SourceTree};
 /// the device's only: a host check of the crate needs none.
 pub(crate) const ROOT_PREFIX: &str = "#![no_std] \
     #![cfg_attr(target_arch = \"nvptx64\", \
-    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))] \
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math, nvptx_target_feature))] \
     #![allow(unused, non_snake_case)]";
 
 /// Attribute names that mark a function as device code.

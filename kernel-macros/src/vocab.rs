@@ -58,6 +58,10 @@ pub(crate) const WARP_COLLECTIVES: &[&str] = &[
     "activemask",
 ];
 
+/// Warp collectives the macro does not take apart: a kernel that calls one runs its threads as
+/// coroutines on the CPU backend, never split into thread loops.
+pub(crate) const OPAQUE_COLLECTIVES: &[&str] = &["mma_sync"];
+
 /// The grid of a cooperative launch and its barrier: a kernel that calls either is cooperative.
 pub(crate) const GRID_CALLS: &[&str] = &["this_grid", "grid_sync"];
 

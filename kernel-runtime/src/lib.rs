@@ -91,6 +91,7 @@ pub mod stencil;
 pub mod sync;
 pub mod view;
 pub mod warp;
+pub mod wmma;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub(crate) mod cpu;

@@ -73,7 +73,14 @@ pub fn run(options: Args) -> Result {
             println!("  (the crate's own module, assembled with -c: the device code linked into it is not)");
         }
         let mut reports = Vec::new();
+        let target = module_target(&ptx.path);
         for arch in &options.archs {
+            if let (Some(t), Some(a)) = (target, sm_number(arch)) {
+                if a < t {
+                    println!("  {arch}: skipped, the module is built for sm_{t}");
+                    continue;
+                }
+            }
             let output = scratch.join(format!("{package}-{arch}.cubin"));
             match assemble(&ptxas, &ptx, arch, &output) {
                 Ok(report) => reports.push(report),
@@ -216,6 +223,26 @@ fn assemble(ptxas: &Path, ptx: &Module, arch: &str, output: &Path) -> Result<Rep
     Ok(ptxas_info::parse(&text))
 }
 
+/// The number of the GPU a PTX module is built for (its `.target sm_90` line), where it says.
+fn module_target(ptx: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(ptx).ok()?;
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(".target"))?;
+    let arch = line.split_whitespace().nth(1)?.trim_end_matches(',');
+    sm_number(arch)
+}
+
+/// `sm_90a` → 90.
+fn sm_number(arch: &str) -> Option<u32> {
+    let digits: String = arch
+        .strip_prefix("sm_")?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
 /// The table of one module: a row per kernel and architecture, then the non-entry functions
 /// with a stack frame, then ptxas' warnings.
 fn format_table(reports: &[Report]) -> String {
@@ -289,6 +316,18 @@ fn format_table(reports: &[Report]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn architectures_below_a_modules_target_are_known() {
+        assert_eq!(sm_number("sm_90a"), Some(90));
+        assert_eq!(sm_number("compute_70"), None);
+        let dir = std::env::temp_dir().join(format!("xtask-target-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("m.ptx");
+        std::fs::write(&file, ".version 7.0\n.target sm_80\n.address_size 64\n").unwrap();
+        assert_eq!(module_target(&file), Some(80));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn package_names_from_build_dirs() {

@@ -46,7 +46,7 @@ impl CpuPlan {
         let body = &k.body;
         let grid_level =
             !body.block_local && !k.has_barriers() && !body.thread_context && !body.warp_context;
-        let split = (body.barriers && !k.options.barriers)
+        let split = (body.barriers && !k.options.barriers && body.opaque.is_none())
             .then(|| {
                 let read_only: Vec<String> = k
                     .params

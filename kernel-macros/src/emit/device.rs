@@ -13,8 +13,10 @@ pub fn entry(k: &Kernel) -> TokenStream {
     let vis = &k.func.vis;
     let mut params: Vec<TokenStream> = k.params.iter().map(|p| p.ptx_params()).collect();
     let body = body(k, &mut params);
+    let target = tensor_core_target(&k.body);
     let Some(g) = &k.generic else {
         return device_block(quote! {
+            #target
             #[unsafe(no_mangle)]
             #[allow(non_snake_case, unused_unsafe, unused_mut, unused_variables)]
             #[allow(clippy::missing_safety_doc)]
@@ -53,6 +55,7 @@ pub fn entry(k: &Kernel) -> TokenStream {
         }
     });
     device_block(quote! {
+        #target
         #[inline(always)]
         #[allow(non_snake_case, unused_unsafe, unused_mut, unused_variables)]
         #[allow(clippy::missing_safety_doc)]
@@ -102,15 +105,33 @@ fn body(k: &Kernel, params: &mut Vec<TokenStream>) -> TokenStream {
     }
 }
 
+/// Where `body` calls the tensor cores (`mma_sync`), the device build's refusal of a GPU
+/// that lacks them: `mma.sync.m16n8k16` needs sm_80. The check is the calling crate's, which
+/// the device build compiles for the GPU chosen (its dependencies are compiled for none).
+fn tensor_core_target(body: &crate::kernel::rewrite::Rewritten) -> TokenStream {
+    let Some(span) = body.opaque else {
+        return quote!();
+    };
+    quote::quote_spanned! {span=>
+        #[cfg(not(target_feature = "sm_80"))]
+        ::core::compile_error!(
+            "mma_sync needs a GPU of sm_80 or later (its tensor cores' mma.sync.m16n8k16): build \
+             the kernels for one, KERNEL_PTX_ARCH=sm_80 or `Builder::arch(\"sm_80\")`"
+        );
+    }
+}
+
 /// A `#[device]` function: inlined, with the thread's context bound where its body reads it.
 pub fn function(d: DeviceFn) -> TokenStream {
     let DeviceFn { mut func, body } = d;
+    let target = device_block(tensor_core_target(&body));
     if body.uses_ctx {
         let binding = rewrite::ctx_binding(Scope::Function);
         let block = &func.block;
         func.block = syn::parse_quote!({ #binding #block });
     }
     quote! {
+        #target
         #[inline]
         #func
     }

@@ -3,7 +3,8 @@
 //! do, each with an error at the offending span.
 
 use crate::vocab::{
-    FLOAT_METHODS, GRID_CALLS, HEAP_PATHS, RANDOM_PREFIX, STD_MACROS, WARP_COLLECTIVES,
+    FLOAT_METHODS, GRID_CALLS, HEAP_PATHS, OPAQUE_COLLECTIVES, RANDOM_PREFIX, STD_MACROS,
+    WARP_COLLECTIVES,
 };
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -36,6 +37,9 @@ pub struct Rewritten {
     /// Whether the body reads a coordinate of its block (`thread_idx()`, `block_idx()`) or the
     /// block's shared memory; if not, only grid-level indices (`grid(n)`) tell threads apart.
     pub block_local: bool,
+    /// The first call of a collective the CPU backend's split does not take apart
+    /// (`mma_sync`), where the body makes one: the kernel runs its threads as coroutines.
+    pub opaque: Option<Span>,
     pub shared: Vec<SharedDecl>,
 }
 
@@ -82,6 +86,7 @@ pub fn rewrite(
             barriers: false,
             cooperative: false,
             block_local: false,
+            opaque: None,
             shared: Vec::new(),
         },
         errors: Vec::new(),
@@ -211,6 +216,11 @@ impl Pass {
                     }
                 }
                 let last = segs.last()?.ident.to_string();
+                if OPAQUE_COLLECTIVES.contains(&last.as_str()) {
+                    self.out.barriers = true;
+                    self.out.warp_context = true;
+                    self.out.opaque = self.out.opaque.or(Some(call.span()));
+                }
                 if last.starts_with("sync_threads")
                     || WARP_COLLECTIVES.contains(&last.as_str())
                     || GRID_CALLS.contains(&last.as_str())

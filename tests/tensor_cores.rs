@@ -1,0 +1,208 @@
+//! Tensor cores (`kernel_runtime::wmma`) on every backend: which lane holds which element of a
+//! fragment (the PTX ISA's m16n8k16 layouts, written out here from the ISA's figures), the
+//! warp's multiply-add for each shape, type and layout against a host reference within the
+//! documented tolerance, the tensor-core matmul at sizes that are not multiples of its tile,
+//! and a warp that does not come whole.
+
+mod common;
+
+use common::backends;
+use kernel_runtime::prelude::*;
+use kernel_suite::test_kernels::{fragment_places, mma_bf16_n8, mma_f16, mma_without_lane_31};
+
+/// A small integer-valued pseudo-random matrix of `rows × cols` as `T`s (`f16` or `bf16` hold
+/// these exactly).
+fn values<T>(rows: usize, cols: usize, seed: usize, make: fn(f32) -> T) -> Array2<T> {
+    Array2::from_shape_fn((rows, cols), |(i, j)| {
+        let v = (i * 31 + j * 17 + seed * 7) % 23;
+        make(v as f32 / 4.0 - 2.5)
+    })
+}
+
+/// Asserts `got` is within the documented tolerance of the exact `a · b + c`: each element
+/// within `16 · 2⁻²⁴ · (|c| + Σ |aₖ bₖ|)`.
+#[track_caller]
+fn assert_product(got: &Array2<f32>, a: &Array2<f64>, b: &Array2<f64>, c: &Array2<f64>, at: &str) {
+    for ((i, j), &v) in got.indexed_iter() {
+        let terms = (0..a.dim().1).map(|k| a[[i, k]] * b[[k, j]]);
+        let exact: f64 = terms.clone().sum::<f64>() + c[[i, j]];
+        let size: f64 = terms.map(f64::abs).sum::<f64>() + c[[i, j]].abs();
+        let bound = 16.0 * 2f64.powi(-24) * size + 1e-30;
+        assert!(
+            (v as f64 - exact).abs() <= bound,
+            "{at}: ({i}, {j}) is {v}, the exact value {exact} (within {bound})"
+        );
+    }
+}
+
+#[test]
+fn each_lane_holds_the_elements_the_ptx_isa_gives_it() {
+    // Element (r, c) of each tile holds r * 16 + c, so a value names its place.
+    let a = Array2::from_shape_fn((16, 16), |(r, c)| f16::from_f32((r * 16 + c) as f32));
+    let b = a.clone();
+    let c = a.mapv(|v| v.to_f32());
+    for dev in backends() {
+        let mut out = dev.zeros::<f32, _>((32, 24)).unwrap();
+        let (da, db, dc) = (
+            dev.to_device(&a).unwrap(),
+            dev.to_device(&b).unwrap(),
+            dev.to_device(&c).unwrap(),
+        );
+        fragment_places
+            .launch(1, 32, (&da, &db, &dc, &mut out))
+            .unwrap();
+        let out = out.to_host().unwrap();
+        for lane in 0..32 {
+            let (group, thread) = (lane / 4, lane % 4);
+            for i in 0..8 {
+                // A and the accumulator: a0, a1 in row `group`, a2, a3 eight rows down, a4..a7
+                // the same eight columns right; columns `2 thread` and the next.
+                let row = group + if i % 4 >= 2 { 8 } else { 0 };
+                let col = 2 * thread + i % 2 + if i >= 4 { 8 } else { 0 };
+                assert_eq!(
+                    out[[lane, i]],
+                    (row * 16 + col) as f32,
+                    "A, lane {lane}, {i}"
+                );
+                assert_eq!(
+                    out[[lane, 16 + i]],
+                    (row * 16 + col) as f32,
+                    "C, lane {lane}, {i}"
+                );
+                // B: b0, b1 in rows `2 thread` and the next, b2, b3 eight rows down, column
+                // `group`; b4..b7 the same for the next eight columns.
+                let row = 2 * thread + i % 2 + if i % 4 >= 2 { 8 } else { 0 };
+                let col = group + if i >= 4 { 8 } else { 0 };
+                assert_eq!(
+                    out[[lane, 8 + i]],
+                    (row * 16 + col) as f32,
+                    "B, lane {lane}, {i}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_warp_multiplies_f16_tiles_in_every_layout() {
+    let (a16, b16) = (
+        values(18, 18, 1, f16::from_f32),
+        values(18, 18, 2, f16::from_f32),
+    );
+    let c = values(18, 18, 3, |v| v * 3.0);
+    let wide = |m: &Array2<f16>| m.mapv(|v| v.to_f64());
+    for dev in backends() {
+        for flags in [0u32, 1, 2, 4, 8, 15] {
+            let at = format!("{:?}, flags {flags}", dev.kind());
+            let mut d = dev.zeros::<f32, _>((18, 18)).unwrap();
+            let (da, db, dc) = (
+                dev.to_device(&a16).unwrap(),
+                dev.to_device(&b16).unwrap(),
+                dev.to_device(&c).unwrap(),
+            );
+            // Two blocks of two warps: every warp multiplies, the first stores.
+            mma_f16
+                .launch(2, 64, (&da, &db, &dc, &mut d, flags))
+                .unwrap();
+            let d = d.to_host().unwrap();
+            // The 16 × 16 tile at [1, 2] of each, as `flags` places it.
+            let tile = |m: &Array2<f64>, bit: u32| {
+                Array2::from_shape_fn((16, 16), |(i, j)| match flags & bit {
+                    0 => m[[1 + i, 2 + j]],
+                    _ => m[[2 + j, 1 + i]],
+                })
+            };
+            let got = tile(&d.mapv(f64::from), 8).mapv(|v| v as f32);
+            assert_product(
+                &got,
+                &tile(&wide(&a16), 1),
+                &tile(&wide(&b16), 2),
+                &tile(&c.mapv(f64::from), 4),
+                &at,
+            );
+            // Nothing outside the tile is written.
+            let outside = d
+                .indexed_iter()
+                .filter(|&((i, j), _)| match flags & 8 {
+                    0 => !(1..17).contains(&i) || !(2..18).contains(&j),
+                    _ => !(2..18).contains(&i) || !(1..17).contains(&j),
+                })
+                .all(|(_, &v)| v == 0.0);
+            assert!(outside, "{at}");
+        }
+    }
+}
+
+#[test]
+fn the_warp_multiplies_bf16_tiles_of_eight_columns() {
+    let a = values(16, 16, 4, bf16::from_f32);
+    let b = values(16, 8, 5, bf16::from_f32);
+    let c = values(16, 8, 6, |v| v * 100.0);
+    let wide = |m: &Array2<bf16>| m.mapv(|v| v.to_f64());
+    for dev in backends() {
+        let mut dc = dev.to_device(&c).unwrap();
+        let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+        mma_bf16_n8.launch(1, 32, (&da, &db, &mut dc)).unwrap();
+        assert_product(
+            &dc.to_host().unwrap(),
+            &wide(&a),
+            &wide(&b),
+            &c.mapv(f64::from),
+            &format!("{:?}", dev.kind()),
+        );
+    }
+}
+
+#[test]
+fn matmul_on_tensor_cores_matches_the_host_at_any_size() {
+    use gpu_kernels::{matmul_tensor, TC_THREADS, TC_TILE};
+    for (n, k, m) in [(37, 45, 29), (1, 1, 1), (64, 32, 64), (33, 17, 40)] {
+        let a = values(n, k, 7, f16::from_f32);
+        let b = values(k, m, 8, f16::from_f32);
+        let (wa, wb) = (a.mapv(|v| v.to_f64()), b.mapv(|v| v.to_f64()));
+        for dev in backends() {
+            let mut c = dev.zeros::<f32, _>((n, m)).unwrap();
+            let blocks = (m.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
+            matmul_tensor
+                .launch(
+                    blocks,
+                    TC_THREADS,
+                    (
+                        &dev.to_device(&a).unwrap(),
+                        &dev.to_device(&b).unwrap(),
+                        &mut c,
+                    ),
+                )
+                .unwrap();
+            let at = format!("{n} x {k} x {m}, {:?}", dev.kind());
+            assert_product(&c.to_host().unwrap(), &wa, &wb, &Array2::zeros((n, m)), &at);
+        }
+    }
+}
+
+#[test]
+fn a_warp_missing_a_lane_is_an_error_at_the_call() {
+    let a = values(16, 16, 9, f16::from_f32);
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let mut out = dev.zeros::<f32, _>((16, 8)).unwrap();
+        let err = mma_without_lane_31
+            .launch(1, 32, (&dev.to_device(&a).unwrap(), &mut out))
+            .unwrap_err()
+            .to_string();
+        common::assert_mentions(&err, &["mma_sync", "lane 31", "test_kernels.rs"]);
+        // A partial warp has no lane 31 either.
+        let err = mma_bf16_n8
+            .launch(
+                1,
+                16,
+                (
+                    &dev.to_device(&values(16, 16, 1, bf16::from_f32)).unwrap(),
+                    &dev.to_device(&values(16, 8, 1, bf16::from_f32)).unwrap(),
+                    &mut dev.zeros::<f32, _>((16, 8)).unwrap(),
+                ),
+            )
+            .unwrap_err()
+            .to_string();
+        common::assert_mentions(&err, &["mma_sync", "lane 16"]);
+    }
+}
