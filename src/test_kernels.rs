@@ -1450,7 +1450,7 @@ fn layout_of(flags: u32, bit: u32) -> kernel_runtime::wmma::Layout {
 pub fn fragment_places(a: &Array2<f16>, b: &Array2<f16>, c: &Array2<f32>, out: &mut Array2<f32>) {
     use kernel_runtime::wmma::*;
     let lane = thread_idx().x as usize;
-    let mut fa = MatrixA::<f16>::new();
+    let mut fa = MatrixA::<M16N16K16, f16>::new();
     let mut fb = MatrixB::<M16N16K16, f16>::new();
     let mut fc = Accumulator::<M16N16K16>::new();
     load_matrix_sync(&mut fa, &a, [0, 0], Layout::RowMajor);
@@ -1469,7 +1469,7 @@ pub fn fragment_places(a: &Array2<f16>, b: &Array2<f16>, c: &Array2<f32>, out: &
 #[kernel]
 pub fn mma_f16(a: &Array2<f16>, b: &Array2<f16>, c: &Array2<f32>, d: &mut Array2<f32>, flags: u32) {
     use kernel_runtime::wmma::*;
-    let mut fa = MatrixA::<f16>::new();
+    let mut fa = MatrixA::<M16N16K16, f16>::new();
     let mut fb = MatrixB::<M16N16K16, f16>::new();
     let mut fc = Accumulator::<M16N16K16>::new();
     load_matrix_sync(&mut fa, &a, [1, 2], layout_of(flags, 1));
@@ -1487,7 +1487,7 @@ pub fn mma_f16(a: &Array2<f16>, b: &Array2<f16>, c: &Array2<f32>, d: &mut Array2
 #[kernel]
 pub fn mma_bf16_n8(a: &Array2<bf16>, b: &Array2<bf16>, c: &mut Array2<f32>) {
     use kernel_runtime::wmma::*;
-    let mut fa = MatrixA::<bf16>::new();
+    let mut fa = MatrixA::<M16N8K16, bf16>::new();
     let mut fb = MatrixB::<M16N8K16, bf16>::new();
     let mut acc = Accumulator::<M16N8K16>::new();
     load_matrix_sync(&mut fa, &a, [0, 0], Layout::RowMajor);
@@ -1505,11 +1505,56 @@ pub fn mma_without_lane_31(a: &Array2<f16>, out: &mut Array2<f32>) {
     if thread_idx().x == 31 {
         return;
     }
-    let mut fa = MatrixA::<f16>::new();
+    let mut fa = MatrixA::<M16N8K16, f16>::new();
     let fb = MatrixB::<M16N8K16, f16>::new();
     let mut acc = Accumulator::<M16N8K16>::new();
     load_matrix_sync(&mut fa, &a, [0, 0], Layout::RowMajor);
     let zero = acc;
     mma_sync(&mut acc, &fa, &fb, &zero); // mma: lane 31 gone
     store_matrix_sync(&mut out, [0, 0], &acc, Layout::RowMajor);
+}
+
+/// `c = a · b + c` for the warp's tiles at `[0, 0]` of shape `S`, of `T`s loaded from `a` and
+/// `b` (`b` as `b_layout` places it): tensor cores called from a device function.
+#[device]
+pub fn multiply_into<S, T, X, C>(a: &X, b: &X, c: &mut C, b_layout: kernel_runtime::wmma::Layout)
+where
+    S: kernel_runtime::wmma::Shape + kernel_runtime::wmma::Fits<T>,
+    T: kernel_runtime::wmma::Operand,
+    X: core::ops::Index<[usize; 2]> + ?Sized,
+    X::Output: Copy + Into<T>,
+    C: core::ops::IndexMut<[usize; 2], Output = T::Acc> + ?Sized,
+{
+    use kernel_runtime::wmma::*;
+    let mut fa = MatrixA::<S, T>::new();
+    let mut fb = MatrixB::<S, T>::new();
+    let mut acc = Accumulator::<S, T::Acc>::new();
+    load_matrix_sync(&mut fa, a, [0, 0], Layout::RowMajor);
+    load_matrix_sync(&mut fb, b, [0, 0], b_layout);
+    load_matrix_sync(&mut acc, c, [0, 0], Layout::RowMajor);
+    let before = acc;
+    mma_sync(&mut acc, &fa, &fb, &before);
+    store_matrix_sync(c, [0, 0], &acc, Layout::RowMajor);
+}
+
+/// `c += a · b` for `tf32` (m16n8k8): `a` 16 × 8, `b` 8 × 8 (held transposed), `c` 16 × 8,
+/// the `f32` inputs rounded to `tf32` as they load.
+#[kernel(barriers)] // the warp meets in `multiply_into`, which the macro does not see
+pub fn mma_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
+    use kernel_runtime::wmma::*;
+    multiply_into::<M16N8K8, Tf32, _, _>(&a, &b, &mut c, Layout::ColMajor);
+}
+
+/// `c += a · b` for `i8` (m16n8k32) into `i32`: `a` 16 × 32, `b` 32 × 8, `c` 16 × 8.
+#[kernel(barriers)]
+pub fn mma_s8(a: &Array2<i8>, b: &Array2<i8>, c: &mut Array2<i32>) {
+    use kernel_runtime::wmma::*;
+    multiply_into::<M16N8K32, i8, _, _>(&a, &b, &mut c, Layout::RowMajor);
+}
+
+/// [`mma_s8`] for `u8`.
+#[kernel(barriers)]
+pub fn mma_u8(a: &Array2<u8>, b: &Array2<u8>, c: &mut Array2<i32>) {
+    use kernel_runtime::wmma::*;
+    multiply_into::<M16N8K32, u8, _, _>(&a, &b, &mut c, Layout::RowMajor);
 }

@@ -191,7 +191,7 @@ fn device_build_errors_read_as_compiler_errors() {
         // The README's build script builds for sm_70, which has no `mma.sync.m16n8k16`.
         (
             "{ use kernel_runtime::wmma::*; let z = Accumulator::<M16N8K16>::new(); let mut d = z; \
-             mma_sync(&mut d, &MatrixA::<f16>::new(), &MatrixB::new(), &z); }",
+             mma_sync(&mut d, &MatrixA::<M16N8K16, f16>::new(), &MatrixB::new(), &z); }",
             "mma_sync needs a GPU of sm_80 or later",
         ),
     ];

@@ -8,7 +8,10 @@ mod common;
 
 use common::backends;
 use kernel_runtime::prelude::*;
-use kernel_suite::test_kernels::{fragment_places, mma_bf16_n8, mma_f16, mma_without_lane_31};
+use kernel_runtime::wmma::Tf32;
+use kernel_suite::test_kernels::{
+    fragment_places, mma_bf16_n8, mma_f16, mma_s8, mma_tf32, mma_u8, mma_without_lane_31,
+};
 
 /// A small integer-valued pseudo-random matrix of `rows × cols` as `T`s (`f16` or `bf16` hold
 /// these exactly).
@@ -20,14 +23,14 @@ fn values<T>(rows: usize, cols: usize, seed: usize, make: fn(f32) -> T) -> Array
 }
 
 /// Asserts `got` is within the documented tolerance of the exact `a · b + c`: each element
-/// within `16 · 2⁻²⁴ · (|c| + Σ |aₖ bₖ|)`.
+/// within `K · 2⁻²⁴ · (|c| + Σ |aₖ bₖ|)`, `K` the depth.
 #[track_caller]
 fn assert_product(got: &Array2<f32>, a: &Array2<f64>, b: &Array2<f64>, c: &Array2<f64>, at: &str) {
     for ((i, j), &v) in got.indexed_iter() {
         let terms = (0..a.dim().1).map(|k| a[[i, k]] * b[[k, j]]);
         let exact: f64 = terms.clone().sum::<f64>() + c[[i, j]];
         let size: f64 = terms.map(f64::abs).sum::<f64>() + c[[i, j]].abs();
-        let bound = 16.0 * 2f64.powi(-24) * size + 1e-30;
+        let bound = a.dim().1 as f64 * 2f64.powi(-24) * size + 1e-30;
         assert!(
             (v as f64 - exact).abs() <= bound,
             "{at}: ({i}, {j}) is {v}, the exact value {exact} (within {bound})"
@@ -150,6 +153,60 @@ fn the_warp_multiplies_bf16_tiles_of_eight_columns() {
             &c.mapv(f64::from),
             &format!("{:?}", dev.kind()),
         );
+    }
+}
+
+#[test]
+fn the_warp_multiplies_tf32_tiles_rounded_as_they_load() {
+    // Values that tf32 does not hold: each load rounds them.
+    let a = values(16, 8, 10, |v| v + 1.0 / 3.0);
+    let b = values(8, 8, 11, |v| v * 1.001);
+    let c = values(16, 8, 12, |v| v * 10.0);
+    let rounded = |m: &Array2<f32>| m.mapv(|v| Tf32::from_f32(v).to_f32() as f64);
+    for dev in backends() {
+        let mut dc = dev.to_device(&c).unwrap();
+        // B is read column-major: the array holds its transpose.
+        let bt = b.t().to_owned();
+        let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&bt).unwrap());
+        mma_tf32.launch(1, 32, (&da, &db, &mut dc)).unwrap();
+        assert_product(
+            &dc.to_host().unwrap(),
+            &rounded(&a),
+            &rounded(&b),
+            &c.mapv(f64::from),
+            &format!("{:?}", dev.kind()),
+        );
+    }
+}
+
+#[test]
+fn the_warp_multiplies_bytes_into_exact_integers() {
+    let a = Array2::from_shape_fn((16, 32), |(i, k)| ((i * 37 + k * 11) % 256) as u8);
+    let b = Array2::from_shape_fn((32, 8), |(k, j)| ((k * 53 + j * 29 + 7) % 256) as u8);
+    let signed = |m: &Array2<u8>| m.mapv(|v| v as i8);
+    let c = Array2::from_shape_fn((16, 8), |(i, j)| (i as i32 - j as i32) * 1000);
+    let product = |a: &Array2<i32>, b: &Array2<i32>, c: &Array2<i32>| {
+        Array2::from_shape_fn((16, 8), |(i, j)| {
+            c[[i, j]] + (0..32).map(|k| a[[i, k]] * b[[k, j]]).sum::<i32>()
+        })
+    };
+    let (sa, sb) = (signed(&a), signed(&b));
+    let want_s8 = product(&sa.mapv(i32::from), &sb.mapv(i32::from), &c);
+    let want_u8 = product(
+        &a.mapv(i32::from),
+        &b.mapv(i32::from),
+        &Array2::from_elem((16, 8), -7),
+    );
+    for dev in backends() {
+        let at = format!("{:?}", dev.kind());
+        let mut dc = dev.to_device(&c).unwrap();
+        let (da, db) = (dev.to_device(&sa).unwrap(), dev.to_device(&sb).unwrap());
+        mma_s8.launch(1, 32, (&da, &db, &mut dc)).unwrap();
+        assert_eq!(dc.to_host().unwrap(), want_s8, "{at}");
+        let mut dc = dev.to_device(&Array2::from_elem((16, 8), -7)).unwrap();
+        let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+        mma_u8.launch(1, 32, (&da, &db, &mut dc)).unwrap();
+        assert_eq!(dc.to_host().unwrap(), want_u8, "{at}");
     }
 }
 

@@ -63,7 +63,7 @@ pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
             };
         }
         sync_threads();
-        let mut fa = MatrixA::<f16>::new();
+        let mut fa = MatrixA::<M16N16K16, f16>::new();
         let mut fb = MatrixB::<M16N16K16, f16>::new();
         load_matrix_sync(&mut fa, &sa, [wr, 0], Layout::RowMajor);
         load_matrix_sync(&mut fb, &sb, [0, wc], Layout::RowMajor);

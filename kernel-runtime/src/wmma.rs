@@ -1,13 +1,15 @@
 //! Tensor cores: a warp's matrix multiply-accumulate, as CUDA's `nvcuda::wmma` and PTX's
 //! `mma.sync`. The 32 lanes of a warp hold a tile of a matrix between them, each lane some of
 //! its elements (a *fragment*); [`mma_sync`] multiplies the warp's tiles of `A` and `B` and adds
-//! the tile of `C`, in one instruction of the GPU's tensor cores.
+//! the tile of `C`, on the GPU's tensor cores.
 //!
 //! | CUDA C++ | here |
 //! | --- | --- |
-//! | `fragment<matrix_a, 16, 16, 16, half, row_major> a;` | `let mut a = MatrixA::<f16>::new();` |
+//! | `fragment<matrix_a, 16, 16, 16, half, row_major> a;` | `let mut a = MatrixA::<M16N16K16, f16>::new();` |
 //! | `fragment<matrix_b, 16, 16, 16, half, col_major> b;` | `let mut b = MatrixB::<M16N16K16, f16>::new();` |
 //! | `fragment<accumulator, 16, 16, 16, float> c;` | `let mut c = Accumulator::<M16N16K16>::new();` |
+//! | `fragment<matrix_a, 16, 16, 8, precision::tf32, row_major>` | `MatrixA::<M16N8K8, Tf32>` |
+//! | `fragment<accumulator, 16, 16, 16, int>` | `Accumulator::<M16N8K32, i32>` |
 //! | `fill_fragment(c, 0.0f)` | `fill_fragment(&mut c, 0.0)` |
 //! | `load_matrix_sync(a, p + r * ldm + k, ldm)` | `load_matrix_sync(&mut a, &x, [r, k], Layout::RowMajor)` |
 //! | `mma_sync(d, a, b, c)` | `mma_sync(&mut d, &a, &b, &c)` |
@@ -16,42 +18,52 @@
 //!
 //! Loads and stores take a 2-D array or shared array and the tile's first row and column in
 //! it; `Layout::ColMajor` reads a matrix kept transposed (`x[[k, i]]` for element `(i, k)`).
+//! A load converts each element to the fragment's type: an `f32` array loads into [`Tf32`]
+//! fragments, rounded.
 //!
 //! # Shapes and types
 //!
-//! - [`M16N8K16`]: `A` 16 × 16, `B` 16 × 8, `C` and `D` 16 × 8: PTX's
-//!   `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`, for sm_80 and later.
-//! - [`M16N16K16`]: `B`, `C` and `D` 16 columns wide, as `wmma`'s most used shape: two of the
-//!   former side by side, on the same targets.
+//! | shape | `A` × `B` | element types | PTX |
+//! | --- | --- | --- | --- |
+//! | [`M16N8K8`] | 16 × 8 by 8 × 8 | [`Tf32`] into `f32` | `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32` |
+//! | [`M16N8K16`] | 16 × 16 by 16 × 8 | `f16`, `bf16` into `f32` | `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32` |
+//! | [`M16N16K16`] | 16 × 16 by 16 × 16 | `f16`, `bf16` into `f32` | two of the above |
+//! | [`M16N8K32`] | 16 × 32 by 32 × 8 | `i8`, `u8` into `i32` | `mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32` |
 //!
-//! `A` and `B` hold `f16` or `bf16`, the accumulator `f32`. A build for a GPU older than sm_80
-//! refuses a use of either shape at compile time.
+//! Every shape needs sm_80 or later: a build for an older GPU refuses a kernel that calls
+//! [`mma_sync`] at compile time, at the call. A shape that does not hold a type
+//! (`MatrixA<M16N8K8, f16>`) is a compile error ([`Fits`]).
 //!
 //! # Which lane holds what
 //!
-//! A fragment's elements lie in its lanes as the PTX ISA lays out `mma.m16n8k16` (its figures
-//! "MMA .m16n8k16 fragment layout"), on every backend, so code that reads or writes a
-//! fragment's elements one lane at a time (`frag.x[i]`) means the same on the CPU as on a GPU.
-//! With `g = lane / 4` and `t = lane % 4`:
+//! A fragment's elements lie in its lanes as the PTX ISA lays out `mma.m16n8k8`, `m16n8k16`
+//! and `m16n8k32` (its figures of each shape's fragments), on every backend, so code that reads
+//! or writes a fragment's elements one lane at a time (`frag.x[i]`) means the same on the CPU as
+//! on a GPU. With `g = lane / 4`, `t = lane % 4`, `p` elements per 32-bit register (1 for
+//! `tf32`, 2 for the halves, 4 for the bytes), register `r = i / p` and `e = i % p`:
 //!
-//! - `A`, `x[i]` for `i` in `0..8`: row `g + 8 (i / 2 % 2)`, column `2t + i % 2 + 8 (i / 4)`;
-//! - `B`, `x[i]`: row `2t + i % 2 + 8 (i / 2 % 2)`, column `g + 8 (i / 4)`;
-//! - `C`, `D`, `x[i]`: row `g + 8 (i / 2 % 2)`, column `2t + i % 2 + 8 (i / 4)`.
+//! - `A`, `x[i]`: row `g + 8 (r % 2)`, column `p t + e + K/2 (r / 2)`;
+//! - `B`, `x[i]`: row `p t + e + K/2 (r % 2)`, column `g + 8 (r / 2)`;
+//! - the accumulator, `x[i]`: row `g + 8 (i / 2 % 2)`, column `2t + i % 2 + 8 (i / 4)`.
+//!
+//! [`Fragment::place`] gives both for a lane and an element.
 //!
 //! # Results
 //!
-//! The products of two `f16` or `bf16` are exact in `f32`. The CPU backend adds the 16
-//! products of an element to `C`'s value one after another, in `f32`, `k` from 0; a GPU's
-//! tensor cores add them in an order of their own, so results may differ by the rounding of
-//! each addition: within `16 · 2⁻²⁴ · (|c| + Σ |aₖ bₖ|)` of the exact sum on either backend.
+//! The products of two elements are exact in the accumulator's type. The CPU backend adds the
+//! `K` products of an element to `C`'s value one after another, `k` from 0: in `f32` each sum
+//! rounded, in `i32` wrapping. A GPU's tensor cores add them in an order of their own, so
+//! `f32` results may differ by the rounding of each addition: within
+//! `K · 2⁻²⁴ · (|c| + Σ |aₖ bₖ|)` of the exact sum on either backend. Integer results are
+//! exact on both.
 //!
 //! # The warp's contract
 //!
 //! All 32 lanes of the warp call each [`mma_sync`] together, with fragments of one shape and
 //! type (the types see to that). On the CPU backend a lane that is not there (a partial last
-//! warp, a lane that returned, a lane at another collective) stops the kernel with an error at
-//! the call; checked mode reports a lane that is elsewhere as for other collectives. Loads,
-//! stores and `fill_fragment` touch the lane's own elements only.
+//! warp, a lane that returned) stops the kernel with an error at the call; a lane waiting at
+//! another collective is reported as for other collectives. Loads, stores and
+//! `fill_fragment` touch the lane's own elements only.
 //!
 //! ```
 //! use kernel_runtime::prelude::*;
@@ -60,7 +72,7 @@
 //! /// One warp computes the 16 × 16 product `a · b`.
 //! #[kernel]
 //! fn tile_product(a: &Array2<f16>, b: &Array2<f16>, out: &mut Array2<f32>) {
-//!     let mut fa = MatrixA::<f16>::new();
+//!     let mut fa = MatrixA::<M16N16K16, f16>::new();
 //!     let mut fb = MatrixB::<M16N16K16, f16>::new();
 //!     let mut acc = Accumulator::<M16N16K16>::new();
 //!     load_matrix_sync(&mut fa, &a, [0, 0], Layout::RowMajor);
@@ -78,59 +90,226 @@
 //! assert_eq!(out.to_host().unwrap()[[3, 5]], 16.0); // 2 (3 + 5)
 //! ```
 
-use crate::math::Half;
 use core::ops::{Index, IndexMut};
 
-/// The shape `m16n8k16`: `A` 16 × 16, `B` 16 × 8, the accumulator 16 × 8.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct M16N8K16;
+/// `tf32`: an `f32` rounded to the 10 bits of mantissa the tensor cores multiply (`cvt.rna`,
+/// to nearest, ties away from zero), as CUDA's `wmma::__float_to_tf32`. Loading a fragment of
+/// `Tf32` from an array of `f32` rounds each element so, on every backend.
+///
+/// ```
+/// use kernel_runtime::wmma::Tf32;
+/// assert_eq!(Tf32::from_f32(1.0 + 1.0 / 4096.0).to_f32(), 1.0); // below half a step
+/// assert_eq!(Tf32::from_f32(1.0 + 1.0 / 2048.0).to_f32(), 1.0 + 1.0 / 1024.0); // a tie, away
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
+pub struct Tf32(f32);
 
-/// The shape `m16n16k16`: `A` 16 × 16, `B` 16 × 16, the accumulator 16 × 16.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct M16N16K16;
+impl Tf32 {
+    /// `v` rounded to `tf32`: to nearest, ties away from zero; infinities and NaN kept.
+    pub fn from_f32(v: f32) -> Tf32 {
+        let bits = v.to_bits();
+        if !v.is_finite() {
+            return Tf32(v);
+        }
+        let rounded = bits.wrapping_add(1 << 12) & !0x1fff;
+        Tf32(f32::from_bits(rounded))
+    }
 
-/// A fragment's shape: how many columns `B` and the accumulator have, and what a lane holds.
-pub trait Shape: sealed::Sealed + Copy {
+    /// The value, exactly.
+    pub fn to_f32(self) -> f32 {
+        self.0
+    }
+}
+
+impl From<f32> for Tf32 {
+    fn from(v: f32) -> Tf32 {
+        Tf32::from_f32(v)
+    }
+}
+
+/// An element type of `A` and `B`: `f16`, `bf16`, [`Tf32`], `i8` or `u8`, with the accumulator's
+/// type its products sum in (`f32`, or `i32` for the integers) and how many fill a 32-bit
+/// register.
+pub trait Operand: Copy + sealed::Operand {
+    /// The accumulator's element type.
+    type Acc: Accumulate;
+    /// Elements per 32-bit register: 4 / the element's bytes.
+    const PACK: usize;
+    /// Which type it is, for the instruction that multiplies it.
+    const KIND: Kind;
+    /// The element's bits, in the low bits.
+    fn bits(self) -> u32;
+    /// The element of the low bits of `bits`.
+    fn from_bits(bits: u32) -> Self;
+    /// The element's value in the accumulator's type, exactly.
+    fn widen(self) -> Self::Acc;
+}
+
+/// An accumulator's element type: `f32` or `i32`.
+pub trait Accumulate: Copy + Default + sealed::Accumulate {
+    /// `self + a · b`: in `f32`, the product (exact for the operands' types) then the sum, each
+    /// rounded; in `i32`, wrapping.
+    fn add_product(self, a: Self, b: Self) -> Self;
+    /// The element's bits.
+    fn bits(self) -> u32;
+    /// The element of `bits`.
+    fn from_bits(bits: u32) -> Self;
+}
+
+impl Accumulate for f32 {
+    fn add_product(self, a: f32, b: f32) -> f32 {
+        self + a * b
+    }
+    fn bits(self) -> u32 {
+        self.to_bits()
+    }
+    fn from_bits(bits: u32) -> f32 {
+        f32::from_bits(bits)
+    }
+}
+
+impl Accumulate for i32 {
+    fn add_product(self, a: i32, b: i32) -> i32 {
+        self.wrapping_add(a.wrapping_mul(b))
+    }
+    fn bits(self) -> u32 {
+        self as u32
+    }
+    fn from_bits(bits: u32) -> i32 {
+        bits as i32
+    }
+}
+
+/// The element types of `A` and `B`, as the instructions name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `.f16`.
+    F16,
+    /// `.bf16`.
+    Bf16,
+    /// `.tf32`.
+    Tf32,
+    /// `.s8`.
+    S8,
+    /// `.u8`.
+    U8,
+}
+
+macro_rules! operands {
+    ($($t:ty => $acc:ty, $pack:literal, $kind:ident,
+        |$v:ident| $bits:expr, |$b:ident| $from:expr, |$w:ident| $widen:expr;)*) => {$(
+        impl sealed::Operand for $t {}
+        impl Operand for $t {
+            type Acc = $acc;
+            const PACK: usize = $pack;
+            const KIND: Kind = Kind::$kind;
+            fn bits(self) -> u32 {
+                let $v = self;
+                $bits
+            }
+            fn from_bits($b: u32) -> Self {
+                $from
+            }
+            fn widen(self) -> $acc {
+                let $w = self;
+                $widen
+            }
+        }
+    )*};
+}
+
+operands! {
+    half::f16 => f32, 2, F16,
+        |v| v.to_bits() as u32, |b| half::f16::from_bits(b as u16), |v| v.to_f32();
+    half::bf16 => f32, 2, Bf16,
+        |v| v.to_bits() as u32, |b| half::bf16::from_bits(b as u16), |v| v.to_f32();
+    Tf32 => f32, 1, Tf32,
+        |v| v.0.to_bits(), |b| Tf32(f32::from_bits(b)), |v| v.0;
+    i8 => i32, 4, S8,
+        |v| v as u8 as u32, |b| b as u8 as i8, |v| v as i32;
+    u8 => i32, 4, U8,
+        |v| v as u32, |b| b as u8, |v| v as i32;
+}
+
+/// A fragment's shape `m16nNkK`: the columns `N` of `B` and the accumulator, the depth `K`,
+/// and the lane's elements of each.
+pub trait Shape: sealed::Shape + Copy {
     /// The columns of `B` and of the accumulator: 8 or 16.
     const N: usize;
-    /// A lane's elements of `B`: 4 per 8 columns.
+    /// The columns of `A` and rows of `B`: 8, 16 or 32.
+    const K: usize;
+    /// A lane's elements of `A`: `K / 2`.
+    type A<T: Copy>: Copy + AsRef<[T]> + AsMut<[T]>;
+    /// A lane's elements of `B`: `K N / 32`.
     type B<T: Copy>: Copy + AsRef<[T]> + AsMut<[T]>;
-    /// A lane's elements of the accumulator: 4 per 8 columns.
-    type C: Copy + AsRef<[f32]> + AsMut<[f32]>;
+    /// A lane's elements of the accumulator: `N / 2`.
+    type C<T: Copy>: Copy + AsRef<[T]> + AsMut<[T]>;
+    /// `A`'s elements, each `v`.
+    fn a<T: Copy>(v: T) -> Self::A<T>;
     /// `B`'s elements, each `v`.
     fn b<T: Copy>(v: T) -> Self::B<T>;
     /// The accumulator's elements, each `v`.
-    fn c(v: f32) -> Self::C;
+    fn c<T: Copy>(v: T) -> Self::C<T>;
 }
 
-impl Shape for M16N8K16 {
-    const N: usize = 8;
-    type B<T: Copy> = [T; 4];
-    type C = [f32; 4];
-    fn b<T: Copy>(v: T) -> [T; 4] {
-        [v; 4]
-    }
-    fn c(v: f32) -> [f32; 4] {
-        [v; 4]
-    }
+macro_rules! shapes {
+    ($($(#[$doc:meta])* $name:ident => $n:literal, $k:literal, $a:literal, $b:literal, $c:literal;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $name;
+        impl sealed::Shape for $name {}
+        impl Shape for $name {
+            const N: usize = $n;
+            const K: usize = $k;
+            type A<T: Copy> = [T; $a];
+            type B<T: Copy> = [T; $b];
+            type C<T: Copy> = [T; $c];
+            fn a<T: Copy>(v: T) -> [T; $a] {
+                [v; $a]
+            }
+            fn b<T: Copy>(v: T) -> [T; $b] {
+                [v; $b]
+            }
+            fn c<T: Copy>(v: T) -> [T; $c] {
+                [v; $c]
+            }
+        }
+    )*};
 }
 
-impl Shape for M16N16K16 {
-    const N: usize = 16;
-    type B<T: Copy> = [T; 8];
-    type C = [f32; 8];
-    fn b<T: Copy>(v: T) -> [T; 8] {
-        [v; 8]
-    }
-    fn c(v: f32) -> [f32; 8] {
-        [v; 8]
-    }
+shapes! {
+    /// `m16n8k8`: `A` 16 × 8, `B` 8 × 8, of [`Tf32`].
+    M16N8K8 => 8, 8, 4, 2, 4;
+    /// `m16n8k16`: `A` 16 × 16, `B` 16 × 8, of `f16` or `bf16`.
+    M16N8K16 => 8, 16, 8, 4, 4;
+    /// `m16n16k16`: `A` 16 × 16, `B` 16 × 16, of `f16` or `bf16`: two `m16n8k16` side by side.
+    M16N16K16 => 16, 16, 8, 8, 8;
+    /// `m16n8k32`: `A` 16 × 32, `B` 32 × 8, of `i8` or `u8`, into `i32`.
+    M16N8K32 => 8, 32, 16, 8, 4;
 }
+
+/// The shapes each element type multiplies in: a shape's depth `K` is 8 registers' worth of its
+/// elements.
+#[diagnostic::on_unimplemented(
+    message = "the shape `{Self}` does not multiply `{T}`",
+    label = "no tensor-core instruction multiplies `{T}` in this shape",
+    note = "`Tf32` goes with `M16N8K8`; `f16` and `bf16` with `M16N8K16` or `M16N16K16`; `i8` and `u8` with `M16N8K32`"
+)]
+pub trait Fits<T: Operand>: Shape {}
+impl Fits<Tf32> for M16N8K8 {}
+impl Fits<half::f16> for M16N8K16 {}
+impl Fits<half::bf16> for M16N8K16 {}
+impl Fits<half::f16> for M16N16K16 {}
+impl Fits<half::bf16> for M16N16K16 {}
+impl Fits<i8> for M16N8K32 {}
+impl Fits<u8> for M16N8K32 {}
 
 mod sealed {
-    pub trait Sealed {}
-    impl Sealed for super::M16N8K16 {}
-    impl Sealed for super::M16N16K16 {}
+    pub trait Shape {}
+    pub trait Operand {}
+    pub trait Accumulate {}
+    impl Accumulate for f32 {}
+    impl Accumulate for i32 {}
 }
 
 /// How a matrix lies in the array it is loaded from or stored to: `RowMajor`, element `(i, j)`
@@ -144,83 +323,92 @@ pub enum Layout {
     ColMajor,
 }
 
-/// The lane's part of a 16 × 16 tile of `A`, of `f16` or `bf16`.
+/// The lane's part of a 16 × `S::K` tile of `A`.
 #[derive(Clone, Copy, Debug)]
-pub struct MatrixA<T: Half> {
+pub struct MatrixA<S: Shape + Fits<T>, T: Operand> {
     /// The lane's elements (see the module's layout).
-    pub x: [T; 8],
+    pub x: S::A<T>,
 }
 
-/// The lane's part of a 16 × `S::N` tile of `B`, of `f16` or `bf16`.
+/// The lane's part of an `S::K` × `S::N` tile of `B`.
 #[derive(Clone, Copy, Debug)]
-pub struct MatrixB<S: Shape, T: Half> {
+pub struct MatrixB<S: Shape + Fits<T>, T: Operand> {
     /// The lane's elements (see the module's layout).
     pub x: S::B<T>,
 }
 
-/// The lane's part of a 16 × `S::N` tile of the accumulator, of `f32`.
+/// The lane's part of a 16 × `S::N` tile of the accumulator, of `f32` (or `i32`).
 #[derive(Clone, Copy, Debug)]
-pub struct Accumulator<S: Shape> {
+pub struct Accumulator<S: Shape, C: Accumulate = f32> {
     /// The lane's elements (see the module's layout).
-    pub x: S::C,
+    pub x: S::C<C>,
 }
 
-impl<T: Half> MatrixA<T> {
+impl<S: Shape + Fits<T>, T: Operand> MatrixA<S, T> {
     /// A fragment of zeros.
     pub fn new() -> Self {
         MatrixA {
-            x: [T::narrow(0.0); 8],
+            x: S::a(T::from_bits(0)),
         }
     }
 }
 
-impl<T: Half> Default for MatrixA<T> {
+impl<S: Shape + Fits<T>, T: Operand> Default for MatrixA<S, T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<S: Shape, T: Half> MatrixB<S, T> {
+impl<S: Shape + Fits<T>, T: Operand> MatrixB<S, T> {
     /// A fragment of zeros.
     pub fn new() -> Self {
         MatrixB {
-            x: S::b(T::narrow(0.0)),
+            x: S::b(T::from_bits(0)),
         }
     }
 }
 
-impl<S: Shape, T: Half> Default for MatrixB<S, T> {
+impl<S: Shape + Fits<T>, T: Operand> Default for MatrixB<S, T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<S: Shape> Accumulator<S> {
+impl<S: Shape, C: Accumulate> Accumulator<S, C> {
     /// A fragment of zeros.
     pub fn new() -> Self {
-        Accumulator { x: S::c(0.0) }
+        Accumulator {
+            x: S::c(C::default()),
+        }
     }
 }
 
-impl<S: Shape> Default for Accumulator<S> {
+impl<S: Shape, C: Accumulate> Default for Accumulator<S, C> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-/// The row and column in its tile of element `i` of lane `lane`'s fragment of `A` or of the
-/// accumulator.
+/// The row and column in its tile of element `i` of lane `lane`'s fragment of `A`, whose
+/// registers hold `pack` elements each, in a shape of depth `k`.
 #[inline(always)]
-fn of_a_or_c(lane: usize, i: usize) -> (usize, usize) {
-    let (g, t) = (lane / 4, lane % 4);
-    (g + 8 * (i / 2 % 2), 2 * t + i % 2 + 8 * (i / 4))
+fn of_a(lane: usize, i: usize, pack: usize, k: usize) -> (usize, usize) {
+    let (g, t, r, e) = (lane / 4, lane % 4, i / pack, i % pack);
+    (g + 8 * (r % 2), pack * t + e + k / 2 * (r / 2))
 }
 
-/// The row and column in its tile of element `i` of lane `lane`'s fragment of `B`.
+/// The row and column of element `i` of lane `lane`'s fragment of `B`.
 #[inline(always)]
-fn of_b(lane: usize, i: usize) -> (usize, usize) {
+fn of_b(lane: usize, i: usize, pack: usize, k: usize) -> (usize, usize) {
+    let (g, t, r, e) = (lane / 4, lane % 4, i / pack, i % pack);
+    (pack * t + e + k / 2 * (r % 2), g + 8 * (r / 2))
+}
+
+/// The row and column of element `i` of lane `lane`'s fragment of the accumulator.
+#[inline(always)]
+fn of_c(lane: usize, i: usize) -> (usize, usize) {
     let (g, t) = (lane / 4, lane % 4);
-    (2 * t + i % 2 + 8 * (i / 2 % 2), g + 8 * (i / 4))
+    (g + 8 * (i / 2 % 2), 2 * t + i % 2 + 8 * (i / 4))
 }
 
 /// A fragment: its elements and where each lies in the tile.
@@ -233,33 +421,33 @@ pub trait Fragment {
     fn place(lane: usize, i: usize) -> (usize, usize);
 }
 
-impl<T: Half> Fragment for MatrixA<T> {
-    type Elem = T;
-    fn elems(&mut self) -> &mut [T] {
-        &mut self.x
-    }
-    fn place(lane: usize, i: usize) -> (usize, usize) {
-        of_a_or_c(lane, i)
-    }
-}
-
-impl<S: Shape, T: Half> Fragment for MatrixB<S, T> {
+impl<S: Shape + Fits<T>, T: Operand> Fragment for MatrixA<S, T> {
     type Elem = T;
     fn elems(&mut self) -> &mut [T] {
         self.x.as_mut()
     }
     fn place(lane: usize, i: usize) -> (usize, usize) {
-        of_b(lane, i)
+        of_a(lane, i, T::PACK, S::K)
     }
 }
 
-impl<S: Shape> Fragment for Accumulator<S> {
-    type Elem = f32;
-    fn elems(&mut self) -> &mut [f32] {
+impl<S: Shape + Fits<T>, T: Operand> Fragment for MatrixB<S, T> {
+    type Elem = T;
+    fn elems(&mut self) -> &mut [T] {
         self.x.as_mut()
     }
     fn place(lane: usize, i: usize) -> (usize, usize) {
-        of_a_or_c(lane, i)
+        of_b(lane, i, T::PACK, S::K)
+    }
+}
+
+impl<S: Shape, C: Accumulate> Fragment for Accumulator<S, C> {
+    type Elem = C;
+    fn elems(&mut self) -> &mut [C] {
+        self.x.as_mut()
+    }
+    fn place(lane: usize, i: usize) -> (usize, usize) {
+        of_c(lane, i)
     }
 }
 
@@ -274,12 +462,13 @@ fn at([row, col]: [usize; 2], (i, j): (usize, usize), layout: Layout) -> [usize;
 
 /// `fill_fragment(c, v)`: every element of the lane's fragment `v`.
 #[inline(always)]
-pub fn fill_fragment<S: Shape>(c: &mut Accumulator<S>, v: f32) {
+pub fn fill_fragment<S: Shape, C: Accumulate>(c: &mut Accumulator<S, C>, v: C) {
     c.x = S::c(v);
 }
 
 /// `load_matrix_sync`: the lane's elements of the tile whose first element is `x[at]`, as
-/// `layout` places the tile in `x` (a 2-D array or shared array).
+/// `layout` places the tile in `x` (a 2-D array or shared array), each converted to the
+/// fragment's type (an `f32` rounded to [`Tf32`]; any other type as it is).
 ///
 /// # Panics
 /// Where an element of the tile is outside `x` (a fault of the kernel, as any index).
@@ -287,12 +476,16 @@ pub fn fill_fragment<S: Shape>(c: &mut Accumulator<S>, v: f32) {
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn load_matrix_sync<F: Fragment, X>(frag: &mut F, x: &X, tile: [usize; 2], layout: Layout)
 where
-    X: Index<[usize; 2], Output = F::Elem> + ?Sized,
+    X: Index<[usize; 2]> + ?Sized,
+    X::Output: Copy + Into<F::Elem>,
 {
     let lane = crate::warp::lane_id() as usize;
-    for (i, e) in frag.elems().iter_mut().enumerate() {
-        *e = x[at(tile, F::place(lane, i), layout)];
-    }
+    let elems = frag.elems();
+    each(
+        elems.len(),
+        #[cfg_attr(target_arch = "nvptx64", inline(always))]
+        |i| elems[i] = x[at(tile, F::place(lane, i), layout)].into(),
+    );
 }
 
 /// `store_matrix_sync`: the lane's elements of the accumulator into the tile whose first
@@ -302,40 +495,44 @@ where
 /// Where an element of the tile is outside `out`.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub fn store_matrix_sync<S: Shape, Y>(
+pub fn store_matrix_sync<S: Shape, C: Accumulate, Y>(
     out: &mut Y,
     tile: [usize; 2],
-    c: &Accumulator<S>,
+    c: &Accumulator<S, C>,
     layout: Layout,
 ) where
-    Y: IndexMut<[usize; 2], Output = f32> + ?Sized,
+    Y: IndexMut<[usize; 2], Output = C> + ?Sized,
 {
     let lane = crate::warp::lane_id() as usize;
-    for (i, &v) in c.x.as_ref().iter().enumerate() {
-        out[at(tile, of_a_or_c(lane, i), layout)] = v;
-    }
+    let elems = c.x.as_ref();
+    each(
+        elems.len(),
+        #[cfg_attr(target_arch = "nvptx64", inline(always))]
+        |i| out[at(tile, of_c(lane, i), layout)] = elems[i],
+    );
 }
 
-/// A half-precision element of `A` or `B`: its bits and which of the two it is.
-pub trait Operand: Half {
-    /// Whether the type is `bf16` (else `f16`).
-    const BF16: bool;
-    /// The value's bits.
-    fn bits(self) -> u16;
+/// Calls `f(0)`, .., `f(n - 1)` for `n` up to 16 (a fragment's elements) as straight-line
+/// code, each `i` a constant once `n` is: the elements stay in registers on a GPU, where a
+/// loop the compiler does not unroll would index them in memory.
+#[inline(always)]
+fn each(n: usize, mut f: impl FnMut(usize)) {
+    macro_rules! upto {
+        ($($i:literal)*) => { $( if $i < n { f($i) } )* };
+    }
+    upto!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
 }
 
-impl Operand for half::f16 {
-    const BF16: bool = false;
-    fn bits(self) -> u16 {
-        self.to_bits()
-    }
-}
-
-impl Operand for half::bf16 {
-    const BF16: bool = true;
-    fn bits(self) -> u16 {
-        self.to_bits()
-    }
+/// A fragment's four registers of `A`, or two of `B` from element `from`: `PACK` elements in
+/// each, the first in the low bits.
+#[inline(always)]
+fn registers<T: Operand, const R: usize>(x: &[T], from: usize) -> [u32; R] {
+    core::array::from_fn(|r| {
+        (0..T::PACK).fold(0, |w, e| {
+            let bits = 32 / T::PACK;
+            w | (x[from + r * T::PACK + e].bits() & (u32::MAX >> (32 - bits))) << (bits * e)
+        })
+    })
 }
 
 /// `mma_sync(d, a, b, c)`: the warp's `D = A · B + C`, each lane's fragment of `D` from the
@@ -345,11 +542,11 @@ impl Operand for half::bf16 {
 /// On the CPU backend, where a lane of the warp does not take part.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub fn mma_sync<S: Shape, T: Operand>(
-    d: &mut Accumulator<S>,
-    a: &MatrixA<T>,
+pub fn mma_sync<S: Shape + Fits<T>, T: Operand>(
+    d: &mut Accumulator<S, T::Acc>,
+    a: &MatrixA<S, T>,
     b: &MatrixB<S, T>,
-    c: &Accumulator<S>,
+    c: &Accumulator<S, T::Acc>,
 ) {
     #[cfg(target_arch = "nvptx64")]
     gpu::mma(d, a, b, c);
@@ -357,64 +554,84 @@ pub fn mma_sync<S: Shape, T: Operand>(
     cpu::mma(d, a, b, c);
 }
 
-/// The warp's product on a GPU: one `mma.sync.m16n8k16` per 8 columns.
+/// The warp's product on a GPU: one `mma.sync` per 8 columns.
 #[cfg(target_arch = "nvptx64")]
 mod gpu {
     use super::*;
 
-    /// Two elements in one register, the first in the low half.
-    #[inline(always)]
-    fn pair<T: Operand>(lo: T, hi: T) -> u32 {
-        lo.bits() as u32 | (hi.bits() as u32) << 16
-    }
-
-    #[inline(always)]
-    pub(super) fn mma<S: Shape, T: Operand>(
-        d: &mut Accumulator<S>,
-        a: &MatrixA<T>,
-        b: &MatrixB<S, T>,
-        c: &Accumulator<S>,
-    ) {
-        let a = &a.x;
-        let ra = [
-            pair(a[0], a[1]),
-            pair(a[2], a[3]),
-            pair(a[4], a[5]),
-            pair(a[6], a[7]),
-        ];
-        let (b, c, out) = (b.x.as_ref(), c.x.as_ref(), d.x.as_mut());
-        for h in 0..S::N / 8 {
-            let rb = [
-                pair(b[4 * h], b[4 * h + 1]),
-                pair(b[4 * h + 2], b[4 * h + 3]),
-            ];
-            let cc = &c[4 * h..4 * h + 4];
-            let (mut d0, mut d1, mut d2, mut d3): (f32, f32, f32, f32);
+    /// `mma.sync.aligned.SHAPE.row.col.ACC.T.T.ACC` of registers: `d = a · b + c`.
+    macro_rules! mma {
+        ($inst:literal, $a:expr, $b:expr, $c:expr) => {{
+            let (a, b, c) = ($a, $b, $c);
+            let (mut d0, mut d1, mut d2, mut d3): (u32, u32, u32, u32);
             // SAFETY: a warp-wide multiply-add of registers; the warp's lanes meeting here is
             // the caller's contract (the `#[kernel]` or `#[device]` function that calls it
             // checks the target).
             unsafe {
-                if !T::BF16 {
-                    core::arch::asm!(
-                        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
-                        d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
-                        a0 = in(reg32) ra[0], a1 = in(reg32) ra[1], a2 = in(reg32) ra[2], a3 = in(reg32) ra[3],
-                        b0 = in(reg32) rb[0], b1 = in(reg32) rb[1],
-                        c0 = in(reg32) cc[0], c1 = in(reg32) cc[1], c2 = in(reg32) cc[2], c3 = in(reg32) cc[3],
-                        options(pure, nomem, nostack)
-                    );
-                } else {
-                    core::arch::asm!(
-                        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
-                        d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
-                        a0 = in(reg32) ra[0], a1 = in(reg32) ra[1], a2 = in(reg32) ra[2], a3 = in(reg32) ra[3],
-                        b0 = in(reg32) rb[0], b1 = in(reg32) rb[1],
-                        c0 = in(reg32) cc[0], c1 = in(reg32) cc[1], c2 = in(reg32) cc[2], c3 = in(reg32) cc[3],
-                        options(pure, nomem, nostack)
-                    );
-                }
+                core::arch::asm!(
+                    concat!($inst, " {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};"),
+                    d0 = out(reg32) d0, d1 = out(reg32) d1, d2 = out(reg32) d2, d3 = out(reg32) d3,
+                    a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+                    b0 = in(reg32) b[0], b1 = in(reg32) b[1],
+                    c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
+                    options(pure, nomem, nostack)
+                );
             }
-            out[4 * h..4 * h + 4].copy_from_slice(&[d0, d1, d2, d3]);
+            [d0, d1, d2, d3]
+        }};
+    }
+
+    #[inline(always)]
+    pub(super) fn mma<S: Shape + Fits<T>, T: Operand>(
+        d: &mut Accumulator<S, T::Acc>,
+        a: &MatrixA<S, T>,
+        b: &MatrixB<S, T>,
+        c: &Accumulator<S, T::Acc>,
+    ) {
+        let ra: [u32; 4] = registers(a.x.as_ref(), 0);
+        let (b, c, out) = (b.x.as_ref(), c.x.as_ref(), d.x.as_mut());
+        for h in 0..S::N / 8 {
+            let rb: [u32; 2] = registers(b, 2 * T::PACK * h);
+            let rc: [u32; 4] = core::array::from_fn(|q| c[4 * h + q].bits());
+            let rd = match T::KIND {
+                Kind::F16 => mma!(
+                    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                    ra,
+                    rb,
+                    rc
+                ),
+                Kind::Bf16 => {
+                    mma!(
+                        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                        ra,
+                        rb,
+                        rc
+                    )
+                }
+                Kind::Tf32 => {
+                    mma!(
+                        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+                        ra,
+                        rb,
+                        rc
+                    )
+                }
+                Kind::S8 => mma!(
+                    "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+                    ra,
+                    rb,
+                    rc
+                ),
+                Kind::U8 => mma!(
+                    "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32",
+                    ra,
+                    rb,
+                    rc
+                ),
+            };
+            for q in 0..4 {
+                out[4 * h + q] = T::Acc::from_bits(rd[q]);
+            }
         }
     }
 }
@@ -426,33 +643,24 @@ mod cpu {
     use super::*;
     use crate::warp::{ballot_sync, shfl_sync};
 
-    /// Four elements in one word, the first in the low bits.
-    fn quad<T: Operand>(v: &[T]) -> u64 {
-        v.iter()
-            .enumerate()
-            .fold(0, |w, (k, e)| w | (e.bits() as u64) << (16 * k))
+    /// Two registers in one word.
+    fn word(lo: u32, hi: u32) -> u64 {
+        lo as u64 | (hi as u64) << 32
     }
 
-    /// Element `k` of a word of four, widened.
-    fn elem<T: Operand>(w: u64, k: usize) -> f32 {
-        from_bits::<T>((w >> (16 * k)) as u16).wide()
-    }
-
-    /// The value of 16 bits of an `Operand`.
-    fn from_bits<T: Operand>(bits: u16) -> T {
-        if T::BF16 {
-            T::narrow(half::bf16::from_bits(bits).to_f32())
-        } else {
-            T::narrow(half::f16::from_bits(bits).to_f32())
-        }
+    /// Element `e` of the register `r` (0 or 1) of `w`, widened.
+    fn elem<T: Operand>(w: u64, r: usize, e: usize) -> T::Acc {
+        let bits = 32 / T::PACK;
+        let reg = (w >> (32 * r)) as u32;
+        T::from_bits((reg >> (bits * e)) & (u32::MAX >> (32 - bits))).widen()
     }
 
     #[track_caller]
-    pub(super) fn mma<S: Shape, T: Operand>(
-        d: &mut Accumulator<S>,
-        a: &MatrixA<T>,
+    pub(super) fn mma<S: Shape + Fits<T>, T: Operand>(
+        d: &mut Accumulator<S, T::Acc>,
+        a: &MatrixA<S, T>,
         b: &MatrixB<S, T>,
-        c: &Accumulator<S>,
+        c: &Accumulator<S, T::Acc>,
     ) {
         const FULL: u32 = u32::MAX;
         let here = ballot_sync(FULL, true);
@@ -464,38 +672,44 @@ mod cpu {
                  call mma_sync from every lane"
             );
         }
+        let (p, k) = (T::PACK, S::K);
         let lane = crate::warp::lane_id() as usize;
         let (g, t) = (lane / 4, lane % 4);
-        // Rows g and g + 8 of A, from lanes 4g .. 4g + 3.
-        let (lo, hi) = (quad(&a.x[..4]), quad(&a.x[4..]));
-        let mut rows = [[0f32; 16]; 2];
+        // Rows g and g + 8 of A, from lanes 4g .. 4g + 3: their registers 0 and 2 hold row g,
+        // 1 and 3 row g + 8, the latter two the second half of the columns.
+        let ra: [u32; 4] = registers(a.x.as_ref(), 0);
+        let (lo, hi) = (word(ra[0], ra[1]), word(ra[2], ra[3]));
+        let mut rows = [[T::Acc::default(); 32]; 2];
         for j in 0..4 {
             let from = (4 * g + j) as u32;
             let (l, h) = (shfl_sync(FULL, lo, from), shfl_sync(FULL, hi, from));
-            for e in 0..2 {
-                rows[0][2 * j + e] = elem::<T>(l, e);
-                rows[1][2 * j + e] = elem::<T>(l, 2 + e);
-                rows[0][2 * j + 8 + e] = elem::<T>(h, e);
-                rows[1][2 * j + 8 + e] = elem::<T>(h, 2 + e);
+            for e in 0..p {
+                for (half, w) in [(0, l), (k / 2, h)] {
+                    rows[0][p * j + e + half] = elem::<T>(w, 0, e);
+                    rows[1][p * j + e + half] = elem::<T>(w, 1, e);
+                }
             }
         }
         let (bx, cx, out) = (b.x.as_ref(), c.x.as_ref(), d.x.as_mut());
         for h in 0..S::N / 8 {
-            // Columns 2t and 2t + 1 of this half of B, from lanes 4n .. 4n + 3.
-            let own = quad(&bx[4 * h..4 * h + 4]);
-            let mut cols = [[0f32; 16]; 2];
-            for (e, col) in cols.iter_mut().enumerate() {
+            // Columns 2t and 2t + 1 of this half of B, from lanes 4n .. 4n + 3: register 0 holds
+            // the first half of the rows, 1 the second.
+            let rb: [u32; 2] = registers(bx, 2 * p * h);
+            let own = word(rb[0], rb[1]);
+            let mut cols = [[T::Acc::default(); 32]; 2];
+            for (n, col) in cols.iter_mut().enumerate() {
                 for j in 0..4 {
-                    let w = shfl_sync(FULL, own, (4 * (2 * t + e) + j) as u32);
-                    for q in 0..4 {
-                        col[2 * j + q % 2 + 8 * (q / 2)] = elem::<T>(w, q);
+                    let w = shfl_sync(FULL, own, (4 * (2 * t + n) + j) as u32);
+                    for e in 0..p {
+                        col[p * j + e] = elem::<T>(w, 0, e);
+                        col[p * j + e + k / 2] = elem::<T>(w, 1, e);
                     }
                 }
             }
             for q in 0..4 {
                 let i = 4 * h + q;
                 let (row, col) = (&rows[q / 2], &cols[q % 2]);
-                out[i] = (0..16).fold(cx[i], |acc, k| acc + row[k] * col[k]);
+                out[i] = (0..k).fold(cx[i], |acc, kk| acc.add_product(row[kk], col[kk]));
             }
         }
     }
@@ -505,29 +719,66 @@ mod cpu {
 mod tests {
     use super::*;
 
-    /// Every element of each tile is held by exactly one lane, and the layouts are the PTX
-    /// ISA's for m16n8k16 (its first elements checked by hand).
+    /// Every element of each tile is held by exactly one lane, for each depth, and the layouts
+    /// are the PTX ISA's (their first elements checked by hand).
     #[test]
     fn each_element_of_a_tile_has_one_lane() {
-        let mut seen_a = [[0; 16]; 16];
-        let mut seen_b = [[0; 16]; 16];
-        for lane in 0..32 {
-            for i in 0..8 {
-                let (r, c) = of_a_or_c(lane, i);
-                seen_a[r][c] += 1;
-                let (r, c) = of_b(lane, i);
-                seen_b[r][c] += 1;
+        for (pack, k) in [(1, 8), (2, 16), (4, 32)] {
+            let mut seen_a = vec![vec![0; k]; 16];
+            let mut seen_b = vec![vec![0; 8]; k];
+            for lane in 0..32 {
+                for i in 0..k / 2 {
+                    let (r, c) = of_a(lane, i, pack, k);
+                    seen_a[r][c] += 1;
+                }
+                for i in 0..k / 4 {
+                    let (r, c) = of_b(lane, i, pack, k);
+                    seen_b[r][c] += 1;
+                }
             }
+            assert!(seen_a.iter().flatten().all(|&n| n == 1), "A, k {k}");
+            assert!(seen_b.iter().flatten().all(|&n| n == 1), "B, k {k}");
         }
-        assert_eq!(seen_a, [[1; 16]; 16]);
-        assert_eq!(seen_b, [[1; 16]; 16]);
-        // Lane 5 (group 1, thread 1): a0 at (1, 2), a2 at (9, 2), a4 at (1, 10); b0 at (2, 1),
-        // b2 at (10, 1); c1 at (1, 3), c3 at (9, 3).
+        // Lane 5 (group 1, thread 1). f16: a0 (1, 2), a2 (9, 2), a4 (1, 10); b0 (2, 1), b2
+        // (10, 1). tf32: a1 (9, 1), a2 (1, 5); b1 (5, 1). s8: a3 (1, 7), a8 (1, 20); b5 (21, 1).
         assert_eq!(
-            (of_a_or_c(5, 0), of_a_or_c(5, 2), of_a_or_c(5, 4)),
+            (of_a(5, 0, 2, 16), of_a(5, 2, 2, 16), of_a(5, 4, 2, 16)),
             ((1, 2), (9, 2), (1, 10))
         );
-        assert_eq!((of_b(5, 0), of_b(5, 2)), ((2, 1), (10, 1)));
-        assert_eq!((of_a_or_c(5, 1), of_a_or_c(5, 3)), ((1, 3), (9, 3)));
+        assert_eq!((of_b(5, 0, 2, 16), of_b(5, 2, 2, 16)), ((2, 1), (10, 1)));
+        assert_eq!(
+            (of_a(5, 1, 1, 8), of_a(5, 2, 1, 8), of_b(5, 1, 1, 8)),
+            ((9, 1), (1, 5), (5, 1))
+        );
+        assert_eq!(
+            (of_a(5, 3, 4, 32), of_a(5, 8, 4, 32), of_b(5, 5, 4, 32)),
+            ((1, 7), (1, 20), (21, 1))
+        );
+        assert_eq!(
+            (of_c(5, 1), of_c(5, 3), of_c(5, 5)),
+            ((1, 3), (9, 3), (1, 11))
+        );
+    }
+
+    #[test]
+    fn registers_pack_elements_low_first() {
+        let x: [i8; 8] = [1, -1, 2, 3, 4, 5, 6, 7];
+        let r: [u32; 2] = registers(&x, 0);
+        assert_eq!(r, [0x0302_ff01, 0x0706_0504]);
+        let t = [Tf32::from_f32(1.5), Tf32::from_f32(-2.0)];
+        assert_eq!(
+            registers::<Tf32, 2>(&t, 0),
+            [1.5f32.to_bits(), (-2.0f32).to_bits()]
+        );
+    }
+
+    #[test]
+    fn tf32_rounds_to_nearest_with_ties_away() {
+        let step = 1.0 / 1024.0;
+        assert_eq!(Tf32::from_f32(1.0 + step * 0.49).to_f32(), 1.0);
+        assert_eq!(Tf32::from_f32(1.0 + step * 0.5).to_f32(), 1.0 + step);
+        assert_eq!(Tf32::from_f32(-1.0 - step * 0.5).to_f32(), -1.0 - step);
+        assert!(Tf32::from_f32(f32::NAN).to_f32().is_nan());
+        assert_eq!(Tf32::from_f32(f32::INFINITY).to_f32(), f32::INFINITY);
     }
 }

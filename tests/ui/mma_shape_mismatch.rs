@@ -4,7 +4,7 @@ use kernel_runtime::wmma::*;
 
 #[kernel]
 fn product(out: &mut Array2<f32>) {
-    let a = MatrixA::<f16>::new();
+    let a = MatrixA::<M16N16K16, f16>::new();
     let b = MatrixB::<M16N8K16, f16>::new();
     let c = Accumulator::<M16N16K16>::new();
     let mut d = c;
