@@ -20,9 +20,10 @@ mod common;
 
 use common::{kernel_ms, median, report, Result};
 use gpu_kernels::{
-    add, add_chunked, add_wide, empty3, gaussian5x5, integrate2d_shared, laplace3d, matmul_tiled,
-    quicksort, smooth, smooth_stencil, smooth_strips, smooth_words, strips_blocks, words_blocks,
-    ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TPB, WORD_THREADS,
+    add, add_chunked, add_wide, empty3, gaussian5x5, integrate2d_shared, laplace3d, matmul_tensor,
+    matmul_tiled, quicksort, smooth, smooth_stencil, smooth_strips, smooth_words, strips_blocks,
+    words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TC_THREADS, TC_TILE, TPB,
+    WORD_THREADS,
 };
 use kernel_runtime::ndarray::Ix1;
 use kernel_runtime::prelude::*;
@@ -124,6 +125,7 @@ fn run(args: Args) -> Result {
     sorted.print();
     quicksort_pass(&dev, reps, &keys, passes)?.print();
     bench_matmul(&dev, reps.min(10), pick(4096, 256))?.print();
+    bench_matmul_tensor(&dev, reps.min(10), pick(8192, 256))?.print();
     Ok(())
 }
 
@@ -599,6 +601,39 @@ fn rayon_sort(keys: &[u32], reps: usize) -> Result<Line> {
         e2e_ms: Some(ms),
         bytes: None,
         check: check.to_string(),
+    })
+}
+
+/// matmul of `f16` matrices into `f32` on tensor cores. The inputs are 0, 1 and -1 in a
+/// pattern (as `peer_common.matmul_f16_inputs`), so every sum is a small integer, exact in `f16`
+/// and `f32` alike: cuBLAS's `f16` result has the same sum.
+fn bench_matmul_tensor(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+    let a = Array2::from_shape_fn((n, n), |(i, j)| {
+        f16::from_f32(((i * 7 + j * 3) % 13 == 0) as u8 as f32)
+    });
+    let b = Array2::from_shape_fn((n, n), |(i, j)| {
+        f16::from_f32(match (i * 5 + j * 11) % 17 {
+            0 => 1.0,
+            1 => -1.0,
+            _ => 0.0,
+        })
+    });
+    let blocks = (n.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
+    let (da, db) = (dev.to_device(&a)?, dev.to_device(&b)?);
+    let mut dc = dev.empty::<f32, _>((n, n))?;
+    let kernel = kernel_ms(dev, reps, || {
+        Ok(matmul_tensor.launch(blocks, TC_THREADS, (&da, &db, &mut dc))?)
+    })?;
+    let out = dc.to_host()?;
+    let sum: f64 = out.iter().map(|&v| v as f64).sum();
+    Ok(Line {
+        imp: "rust",
+        program: "matmul-f16",
+        size: format!("{n}x{n} f16, tensor cores"),
+        kernel_ms: kernel,
+        e2e_ms: None,
+        bytes: None,
+        check: format!("{sum:.1}"),
     })
 }
 

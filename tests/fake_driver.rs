@@ -572,9 +572,9 @@ fn a_tensor_core_matmul_launches_its_blocks_with_their_shared_tiles() {
             }
             done.unwrap();
             let launch = &log.launches("matmul_tensor")[0];
-            // Two tiles of 32 x 16 halves: 2048 bytes of shared memory.
+            // Two tiles of 128 x 40 halves: 20480 bytes of shared memory.
             assert!(
-                launch.starts_with("grid=3,2,1 block=128,1,1 shared=2048 "),
+                launch.starts_with("grid=3,2,1 block=256,1,1 shared=20480 "),
                 "{launch}"
             );
             let a_at = hex(kernel_runtime::__rt::device_addr(&a));

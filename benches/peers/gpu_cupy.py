@@ -19,7 +19,7 @@ except ImportError as e:
     print(f"gpu_cupy: skipped: the Python module `{e.name}` is not installed")
     sys.exit(0)
 
-from peer_common import (emit, matmul_inputs, smooth_check, smooth_input, sort_check, sort_keys,
+from peer_common import (emit, matmul_f16_inputs, matmul_inputs, smooth_check, smooth_input, sort_check, sort_keys,
                          sum_check, wall_ms)
 
 
@@ -76,6 +76,13 @@ def main():
     k = kernel_ms(lambda: da @ db, min(reps, 10))
     e = wall_ms(lambda: out.update(m=cp.asnumpy(cp.asarray(a) @ cp.asarray(b))), 3)
     emit("cupy", "matmul", f"{n}x{n} f32, cuBLAS", k, e, None, sum_check(out["m"], 4))
+
+    n = 8192
+    a, b = matmul_f16_inputs(n)
+    da, db = cp.asarray(a), cp.asarray(b)
+    k = kernel_ms(lambda: out.update(h=da @ db), min(reps, 10))
+    emit("cupy", "matmul-f16", f"{n}x{n} f16, cuBLAS", k, None, None,
+         sum_check(cp.asnumpy(out["h"]).astype(np.float64), 1))
 
     n = 10_000
     x = smooth_input(n)

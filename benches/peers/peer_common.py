@@ -59,6 +59,16 @@ def matmul_inputs(n):
     return a, b
 
 
+def matmul_f16_inputs(n):
+    """0, 1 and -1 in a pattern, as float16: every sum of products is a small integer, exact in
+    float16 and float32 alike."""
+    i, j = np.indices((n, n))
+    a = ((i * 7 + j * 3) % 13 == 0).astype(np.float16)
+    r = (i * 5 + j * 11) % 17
+    b = np.where(r == 0, 1.0, np.where(r == 1, -1.0, 0.0)).astype(np.float16)
+    return a, b
+
+
 def sum_check(out, decimals):
     return f"{float(np.sum(out, dtype=np.float64)):.{decimals}f}"
 

@@ -1,7 +1,13 @@
 //! matmul on tensor cores: `c = a @ b` for `f16` matrices into `f32`, with [`mma_sync`], any
-//! sizes. A block of four warps computes a 32 × 32 tile of `c`, each warp a 16 × 16 quarter;
-//! for each 16 columns of `a` the block stages a 32 × 16 tile of `a` and a 16 × 32 tile of `b`
-//! in shared memory, zero past the matrices' edges, and each warp multiplies its fragments.
+//! sizes.
+//!
+//! A block of eight warps computes a 128 × 128 tile of `c`: the warps in two rows of four, each
+//! a 64 × 32 part of it as 4 × 2 accumulators of 16 × 16, in registers for the whole depth. For
+//! each 32 columns of `a`, the block stages a 128 × 32 tile of `a` and a 32 × 128 tile of `b`
+//! (the latter transposed, so that each lane's pairs of `B` elements are adjacent) in shared
+//! memory, zero past the matrices' edges, and each warp multiplies its 4 + 2 fragments of each
+//! half of the depth 8 times. The shared rows are padded by 8 halves, so that the lanes of a
+//! fragment load fall in distinct banks.
 //!
 //! Tensor cores need a GPU of sm_80 or later: this crate's PTX is built for sm_80 unless
 //! `KERNEL_PTX_ARCH` names another.
@@ -10,12 +16,20 @@ use kernel_runtime::prelude::*;
 use kernel_runtime::wmma::*;
 
 /// The rows and columns of `c` a block computes.
-pub const TC_TILE: usize = 32;
-/// Threads per block: four warps.
-pub const TC_THREADS: u32 = 128;
+pub const TC_TILE: usize = 128;
+/// Threads per block: eight warps.
+pub const TC_THREADS: u32 = 256;
+/// The depth a block stages at a time.
+const DEPTH: usize = 32;
+/// A shared row: the staged depth and 8 halves of padding.
+const ROW: usize = DEPTH + 8;
 
-/// `c = a @ b`: launch `(m.div_ceil(32), n.div_ceil(32))` blocks of [`TC_THREADS`] threads for an
-/// `n × m` result.
+/// `c = a @ b`: launch `(m.div_ceil(TC_TILE), n.div_ceil(TC_TILE))` blocks of [`TC_THREADS`]
+/// threads for an `n × m` result.
+///
+/// Its indices are checked by the tests beside them rather than at each access: those of `a`,
+/// `b` and `c` against their shapes before each access, those of the shared tiles by their
+/// construction (a warp's rows and columns lie within the 128 × 32 it stages).
 ///
 /// ```
 /// use gpu_kernels::{matmul_tensor, TC_THREADS};
@@ -30,7 +44,7 @@ pub const TC_THREADS: u32 = 128;
 /// assert!(c.to_host()?.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-3));
 /// # Ok::<(), kernel_runtime::Error>(())
 /// ```
-#[kernel]
+#[kernel(boundscheck = false)]
 pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
     let (n, depth) = a.dim();
     let m = b.dim().1;
@@ -40,44 +54,60 @@ pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
         block_idx().x as usize * TC_TILE,
     );
     let warp = t / 32;
-    let (wr, wc) = (16 * (warp / 2), 16 * (warp % 2));
-    let mut sa = shared_array![f16; [32, 16]];
-    let mut sb = shared_array![f16; [16, 32]];
-    let mut acc = Accumulator::<M16N16K16>::new();
+    let (wr, wc) = (64 * (warp / 4), 32 * (warp % 4));
+    let mut sa = shared_array![f16; [TC_TILE, ROW]];
+    let mut sb = shared_array![f16; [TC_TILE, ROW]];
+    let mut acc = [[Accumulator::<M16N16K16>::new(); 2]; 4];
+    // What each thread stages: 16 elements of a row of `a`, and of a row of `b`.
+    let (ar, aq) = (t / 2, 16 * (t % 2));
+    let (bk, bc) = (t / 8, 16 * (t % 8));
     let mut k0 = 0;
     while k0 < depth {
-        // Each tile has 512 elements: four per thread.
-        for e in 0..4 {
-            let at = 4 * t + e;
-            let (r, q) = (at / 16, at % 16);
-            sa[[r, q]] = if row0 + r < n && k0 + q < depth {
-                a[[row0 + r, k0 + q]]
+        for q in 0..16 {
+            let (i, k) = (row0 + ar, k0 + aq + q);
+            sa[[ar, aq + q]] = if i < n && k < depth {
+                a[[i, k]]
             } else {
                 f16::ZERO
             };
-            let (q, col) = (at / 32, at % 32);
-            sb[[q, col]] = if k0 + q < depth && col0 + col < m {
-                b[[k0 + q, col0 + col]]
+            let (k, j) = (k0 + bk, col0 + bc + q);
+            sb[[bc + q, bk]] = if k < depth && j < m {
+                b[[k, j]]
             } else {
                 f16::ZERO
             };
         }
         sync_threads();
-        let mut fa = MatrixA::<M16N16K16, f16>::new();
-        let mut fb = MatrixB::<M16N16K16, f16>::new();
-        load_matrix_sync(&mut fa, &sa, [wr, 0], Layout::RowMajor);
-        load_matrix_sync(&mut fb, &sb, [0, wc], Layout::RowMajor);
-        let before = acc;
-        mma_sync(&mut acc, &fa, &fb, &before);
-        sync_threads();
-        k0 += 16;
-    }
-    let lane = t % 32;
-    for i in 0..acc.x.len() {
-        let (r, q) = Accumulator::<M16N16K16>::place(lane, i);
-        let (r, q) = (row0 + wr + r, col0 + wc + q);
-        if r < n && q < m {
-            c[[r, q]] = acc.x[i];
+        let mut kk = 0;
+        while kk < DEPTH {
+            let mut fa = [MatrixA::<M16N16K16, f16>::new(); 4];
+            let mut fb = [MatrixB::<M16N16K16, f16>::new(); 2];
+            for (i, f) in fa.iter_mut().enumerate() {
+                load_matrix_sync(f, &sa, [wr + 16 * i, kk], Layout::RowMajor);
+            }
+            load_matrix_sync(&mut fb[0], &sb, [kk, wc], Layout::ColMajor);
+            load_matrix_sync(&mut fb[1], &sb, [kk, wc + 16], Layout::ColMajor);
+            for (i, row) in acc.iter_mut().enumerate() {
+                for (j, d) in row.iter_mut().enumerate() {
+                    let before = *d;
+                    mma_sync(d, &fa[i], &fb[j], &before);
+                }
+            }
+            kk += 16;
         }
+        sync_threads();
+        k0 += DEPTH;
     }
+    // Each accumulator into its place, written out: a loop the compiler left rolled would
+    // index the accumulators in memory.
+    let within = [n, m];
+    let at = |i: usize, j: usize| [row0 + wr + 16 * i, col0 + wc + 16 * j];
+    store_matrix_within(&mut c, at(0, 0), &acc[0][0], Layout::RowMajor, within);
+    store_matrix_within(&mut c, at(0, 1), &acc[0][1], Layout::RowMajor, within);
+    store_matrix_within(&mut c, at(1, 0), &acc[1][0], Layout::RowMajor, within);
+    store_matrix_within(&mut c, at(1, 1), &acc[1][1], Layout::RowMajor, within);
+    store_matrix_within(&mut c, at(2, 0), &acc[2][0], Layout::RowMajor, within);
+    store_matrix_within(&mut c, at(2, 1), &acc[2][1], Layout::RowMajor, within);
+    store_matrix_within(&mut c, at(3, 0), &acc[3][0], Layout::RowMajor, within);
+    store_matrix_within(&mut c, at(3, 1), &acc[3][1], Layout::RowMajor, within);
 }

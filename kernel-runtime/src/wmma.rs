@@ -503,12 +503,34 @@ pub fn store_matrix_sync<S: Shape, C: Accumulate, Y>(
 ) where
     Y: IndexMut<[usize; 2], Output = C> + ?Sized,
 {
+    store_matrix_within(out, tile, c, layout, [usize::MAX; 2]);
+}
+
+/// [`store_matrix_sync`] of the elements that fall inside `within`, the extent of `out` (rows
+/// and columns as `out` is indexed): a tile at the edge of a matrix whose size is not a
+/// multiple of the tile's.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn store_matrix_within<S: Shape, C: Accumulate, Y>(
+    out: &mut Y,
+    tile: [usize; 2],
+    c: &Accumulator<S, C>,
+    layout: Layout,
+    within: [usize; 2],
+) where
+    Y: IndexMut<[usize; 2], Output = C> + ?Sized,
+{
     let lane = crate::warp::lane_id() as usize;
     let elems = c.x.as_ref();
     each(
         elems.len(),
         #[cfg_attr(target_arch = "nvptx64", inline(always))]
-        |i| out[at(tile, of_c(lane, i), layout)] = elems[i],
+        |i| {
+            let [r, q] = at(tile, of_c(lane, i), layout);
+            if r < within[0] && q < within[1] {
+                out[[r, q]] = elems[i];
+            }
+        },
     );
 }
 
