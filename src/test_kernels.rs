@@ -1558,3 +1558,21 @@ pub fn mma_u8(a: &Array2<u8>, b: &Array2<u8>, c: &mut Array2<i32>) {
     use kernel_runtime::wmma::*;
     multiply_into::<M16N8K32, u8, _, _>(&a, &b, &mut c, Layout::RowMajor);
 }
+
+/// The warp's halves call `mma_sync` at two places: on a GPU, undefined; on the CPU backend,
+/// reported as lanes of one collective waiting at different places.
+#[kernel]
+pub fn mma_in_two_branches(a: &Array2<f16>, out: &mut Array2<f32>) {
+    use kernel_runtime::wmma::*;
+    let mut fa = MatrixA::<M16N8K16, f16>::new();
+    let fb = MatrixB::<M16N8K16, f16>::new();
+    let mut acc = Accumulator::<M16N8K16>::new();
+    load_matrix_sync(&mut fa, &a, [0, 0], Layout::RowMajor);
+    let zero = acc;
+    if thread_idx().x < 16 {
+        mma_sync(&mut acc, &fa, &fb, &zero); // mma: first half
+    } else {
+        mma_sync(&mut acc, &fa, &fb, &zero); // mma: second half
+    }
+    store_matrix_sync(&mut out, [0, 0], &acc, Layout::RowMajor);
+}

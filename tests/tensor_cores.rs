@@ -10,7 +10,8 @@ use common::backends;
 use kernel_runtime::prelude::*;
 use kernel_runtime::wmma::Tf32;
 use kernel_suite::test_kernels::{
-    fragment_places, mma_bf16_n8, mma_f16, mma_s8, mma_tf32, mma_u8, mma_without_lane_31,
+    fragment_places, mma_bf16_n8, mma_f16, mma_in_two_branches, mma_s8, mma_tf32, mma_u8,
+    mma_without_lane_31,
 };
 
 /// A small integer-valued pseudo-random matrix of `rows × cols` as `T`s (`f16` or `bf16` hold
@@ -261,5 +262,21 @@ fn a_warp_missing_a_lane_is_an_error_at_the_call() {
             .unwrap_err()
             .to_string();
         common::assert_mentions(&err, &["mma_sync", "lane 16"]);
+    }
+}
+
+#[test]
+fn a_warp_divided_between_two_calls_is_reported() {
+    let a = values(16, 16, 9, f16::from_f32);
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let mut out = dev.zeros::<f32, _>((16, 8)).unwrap();
+        let err = mma_in_two_branches
+            .launch(1, 32, (&dev.to_device(&a).unwrap(), &mut out))
+            .unwrap_err()
+            .to_string();
+        common::assert_mentions(
+            &err,
+            &["mma_sync", "lane 16", "test_kernels.rs", "at one place"],
+        );
     }
 }

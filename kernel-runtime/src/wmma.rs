@@ -59,10 +59,11 @@
 //!
 //! # The warp's contract
 //!
-//! All 32 lanes of the warp call each [`mma_sync`] together, with fragments of one shape and
-//! type (the types see to that). On the CPU backend a lane that is not there (a partial last
-//! warp, a lane that returned) stops the kernel with an error at the call; a lane waiting at
-//! another collective is reported as for other collectives. Loads, stores and
+//! All 32 lanes of the warp call each [`mma_sync`] together, at one place (PTX's
+//! `mma.sync.aligned`: not from two branches), with fragments of one shape and type (the types
+//! see to that). On the CPU backend a lane that is not there (a partial last warp, a lane that
+//! returned) or that calls it at another place stops the kernel with an error at the call; a
+//! lane waiting at another collective is reported as for other collectives. Loads, stores and
 //! `fill_fragment` touch the lane's own elements only.
 //!
 //! ```
@@ -664,6 +665,7 @@ mod gpu {
 mod cpu {
     use super::*;
     use crate::warp::{ballot_sync, shfl_sync};
+    use std::panic::Location;
 
     /// Two registers in one word.
     fn word(lo: u32, hi: u32) -> u64 {
@@ -692,6 +694,23 @@ mod cpu {
                 "mma_sync needs all 32 lanes of the warp, but lane {missing} does not take part \
                  (the warp is partial, or the lane returned): give the block whole warps, and \
                  call mma_sync from every lane"
+            );
+        }
+        // `mma.sync.aligned`: the warp meets at one instruction, not at one per branch.
+        let here = Location::caller();
+        let place = |l: &Location| (l.line() as u64) << 32 | l.column() as u64;
+        let first = shfl_sync(FULL, place(here), 0);
+        let elsewhere = ballot_sync(FULL, first != place(here));
+        if elsewhere != 0 {
+            let lane = elsewhere.trailing_zeros();
+            let other = shfl_sync(FULL, place(here), lane);
+            panic!(
+                "mma_sync is called by lane 0 at line {} and by lane {lane} at line {} of {}: \
+                 the warp must call it together, at one place (mma.sync.aligned), not from \
+                 two branches",
+                first >> 32,
+                other >> 32,
+                here.file()
             );
         }
         let (p, k) = (T::PACK, S::K);
