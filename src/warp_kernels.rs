@@ -410,6 +410,27 @@ pub fn early_leavers(out: &mut [u32]) {
     }
 }
 
+/// Lanes 16.. of each warp go around a full-warp shuffle in a loop and return in its second
+/// round: the others' shuffles complete without them, as on a GPU, where lanes that exited
+/// take no part. `out[i]` is `4 (i + (i ^ 1))` for lanes below 16, 0 for the others.
+#[kernel]
+pub fn leave_in_later_round(out: &mut [u32]) {
+    let i = grid(1);
+    let mut v = i as u32;
+    let mut round = 0;
+    while round < 3 {
+        if lane_id() < 16 {
+            v += shfl_xor_sync(FULL, v, 1);
+        } else if round == 1 {
+            return;
+        }
+        round += 1;
+    }
+    if i < out.len() {
+        out[i] = v;
+    }
+}
+
 /// Collectives in branches: each block's largest value (each warp's maximum by shuffles, then,
 /// in a branch only the first warp takes, the maximum of the warps'), and for each lane with a
 /// positive value its distance from the lowest such lane of its warp, which a shuffle naming

@@ -409,6 +409,20 @@ fn block_sums_by_shuffles_on_both_sides_of_a_barrier() {
 }
 
 #[test]
+fn lanes_that_leave_a_loop_rounds_later_take_no_part_in_its_collectives() {
+    // The loop's next round meets again, and lanes may leave it: not split, run as coroutines.
+    const { assert!(!leave_in_later_round::META.split) };
+    let expect: Vec<u32> = (0..64u32)
+        .map(|i| if i % 32 < 16 { 4 * (i + (i ^ 1)) } else { 0 })
+        .collect();
+    for dev in backends() {
+        let mut out = dev.zeros::<u32, _>(64).unwrap();
+        leave_in_later_round.launch(1, 64, &mut out).unwrap();
+        assert_eq!(out.to_vec().unwrap(), expect, "{:?}", dev.kind());
+    }
+}
+
+#[test]
 fn collectives_in_branches_run_with_the_lanes_that_took_them() {
     const { assert!(branch_collectives::META.split) };
     let mut rng = SplitMix64(7);

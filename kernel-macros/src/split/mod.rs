@@ -107,6 +107,7 @@ pub fn split(
         hint,
         warp: false,
         tail_meets: false,
+        leaving_loop: false,
     };
     let code = s.sequence(&block.stmts)?;
     let (storage, items) = (&s.storage, &s.items);
@@ -406,6 +407,9 @@ struct Splitter {
     /// lanes of a warp that took the other way around a collective return without meeting
     /// again: they take no part in it (`__gone`), as lanes that returned do.
     tail_meets: bool,
+    /// Whether the code being generated is in a loop whose body may `return` or `break`: its
+    /// lanes may leave in a later round.
+    leaving_loop: bool,
 }
 
 /// Where a region finds a binding declared in an earlier one.
@@ -642,7 +646,7 @@ impl Splitter {
                     let check = self.uniform(header, span, once);
                     self.scopes.push(vec![(var.clone(), Bind::Uniform)]);
                     self.tail_meets |= meets_in(&body.stmts);
-                    let inner = self.sequence(&body.stmts);
+                    let inner = self.loop_body(body);
                     self.scopes.pop();
                     let inner = inner?;
                     quote! {
@@ -659,7 +663,7 @@ impl Splitter {
                 Piece::While { cond, body, span } => {
                     let check = self.uniform(quote!((#cond)), span, self.uniform.expr(cond));
                     self.tail_meets |= meets_in(&body.stmts);
-                    let inner = self.sequence(&body.stmts)?;
+                    let inner = self.loop_body(body)?;
                     quote! {
                         loop {
                             #check
@@ -675,6 +679,15 @@ impl Splitter {
         }
         self.tail_meets = tail;
         Some(out)
+    }
+
+    /// The code of a loop's `body`, which lanes leave where it may `return` or `break`.
+    fn loop_body(&mut self, body: &Block) -> Option<TokenStream> {
+        let outer = self.leaving_loop;
+        self.leaving_loop |= mentions(quote!(#body), &|i| i == "return" || i == "break");
+        let inner = self.sequence(&body.stmts);
+        self.leaving_loop = outer;
+        inner
     }
 
     /// A block-level piece of statements that hold warp collectives: run warp by warp.
@@ -704,7 +717,7 @@ impl Splitter {
         // Lanes that left the loop, where nothing after it meets.
         let left = (!self.tail_meets).then(|| quote!(| (__outer & !__active)));
         self.tail_meets |= meets_in(&body.stmts);
-        let inner = self.sequence(&body.stmts)?;
+        let inner = self.loop_body(body)?;
         Some(quote! {
             let __outer = __active;
             // The lanes whose condition holds run the body; the others wait until
@@ -724,6 +737,13 @@ impl Splitter {
 
     /// An `if` whose branches hold warp collectives: the lanes of each branch in turn.
     fn if_code(&mut self, cond: &Expr, then: &Block, other: Option<&Block>) -> Option<TokenStream> {
+        // In a loop that lanes may leave, whose next round meets again, the lanes of one branch
+        // may meet a collective of the other only once the others have run on, rounds later, to
+        // their return: as on a GPU, only coroutines run them so. Not split.
+        let branches_meet = meets_in(&then.stmts) || other.is_some_and(|b| meets_in(&b.stmts));
+        if self.leaving_loop && self.tail_meets && branches_meet && !self.uniform.expr(cond) {
+            return None;
+        }
         let holds = self.holds(quote!((#cond)));
         // Where nothing after the `if` meets, the lanes of the other branch return
         // without meeting the collectives of this one.
