@@ -1576,3 +1576,19 @@ pub fn mma_in_two_branches(a: &Array2<f16>, out: &mut Array2<f32>) {
     }
     store_matrix_sync(&mut out, [0, 0], &acc, Layout::RowMajor);
 }
+
+/// A kernel with no array argument, which runs on the default device: it stops where `x` is
+/// not 7.
+#[kernel]
+pub fn seven(x: u32) {
+    assert!(x == 7, "x is {x}, not 7");
+}
+
+/// `out[i]` = `x[i]` rounded as Python's `round` does: halves to even.
+#[kernel]
+pub fn round_halves(x: &[f32], out: &mut [f32]) {
+    let i = grid(1);
+    if i < x.len() {
+        out[i] = x[i].round_ties_even();
+    }
+}

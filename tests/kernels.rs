@@ -497,6 +497,30 @@ fn shared_arrays_of_bools_hold_what_the_threads_wrote() {
 }
 
 #[test]
+fn round_ties_even_rounds_halves_as_python_does() {
+    let x = [0.5f32, 1.5, 2.5, -0.5, -1.5, 2.4, 2.6, -2.5];
+    for dev in backends() {
+        let dx = dev.to_device(&x[..]).unwrap();
+        let mut out = dev.zeros::<f32, _>(x.len()).unwrap();
+        round_halves.launch(1, 32, (&dx, &mut out)).unwrap();
+        let want = [0.0, 2.0, 2.0, -0.0, -2.0, 2.0, 3.0, -2.0];
+        assert_eq!(out.to_vec().unwrap(), want, "{:?}", dev.kind());
+    }
+}
+
+#[test]
+fn a_kernel_without_arrays_runs_on_the_default_device() {
+    seven.launch(2, 32, 7u32).unwrap();
+    let err = seven.launch(1, 1, 8u32).unwrap_err().to_string();
+    if matches!(
+        Device::default().kind(),
+        DeviceKind::Cpu | DeviceKind::CpuChecked
+    ) {
+        assert!(err.contains("x is 8, not 7"), "{err}");
+    }
+}
+
+#[test]
 fn device_functions_have_shared_arrays_of_their_block() {
     let n = 4 * 64;
     let x: Vec<u32> = (0..n as u32).map(|v| v * 7 % 31).collect();

@@ -137,6 +137,8 @@ device_float! {
     fn ceil() -> Self => host F::ceil, device core::f32::math::ceil, core::f64::math::ceil;
     /// Nearest integer, halves away from zero.
     fn round() -> Self => host F::round, device core::f32::math::round, core::f64::math::round;
+    /// Nearest integer, halves to even (Python's `round`, CUDA's `rint`).
+    fn round_ties_even() -> Self => host F::round_ties_even, device core::f32::math::round_ties_even, core::f64::math::round_ties_even;
     /// Integer part.
     fn trunc() -> Self => host F::trunc, device core::f32::math::trunc, core::f64::math::trunc;
     /// Absolute value.

@@ -170,7 +170,8 @@ macro_rules! kernel_args {
 crate::tuples::for_tuples!(kernel_args);
 
 /// The device of a launch of `kernel`: `explicit`, else the first of `arrays` (the array
-/// arguments' names and devices); every array must live there.
+/// arguments' names and devices), else, for a kernel without arrays, [`Device::default`] (as
+/// Numba launches one on the current device); every array must live there.
 pub(crate) fn pick_device<'d>(
     kernel: &'static str,
     explicit: Option<&'d Device>,
@@ -191,5 +192,5 @@ pub(crate) fn pick_device<'d>(
             Some(_) => {}
         }
     }
-    device.cloned().ok_or(Error::NoDevice { kernel })
+    Ok(device.cloned().unwrap_or_default())
 }

@@ -83,8 +83,8 @@ pub enum Error {
         /// The bytes asked for.
         bytes: usize,
     },
-    /// The kernel has no arrays to tell its device, and none was given.
-    #[error("kernel `{kernel}` has no array argument to take its device from; launch it with `launch_with(LaunchConfig::new(..).on(&device), ..)`")]
+    /// A launch meant for a GPU was given a device that is not one.
+    #[error("kernel `{kernel}` was sent to a GPU launch on a device that is not a GPU; launch it on a GPU's `Device`, `launch_with(LaunchConfig::new(..).on(&gpu), ..)`")]
     NoDevice {
         /// The kernel.
         kernel: &'static str,
