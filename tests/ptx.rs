@@ -1,6 +1,8 @@
 //! Offline proofs of the GPU path: every kernel's PTX was built by rustc's nvptx64 backend, its
 //! entry point takes exactly the parameters the host launcher passes (the ABI check no GPU is
-//! needed for), and ptxas accepts it for sm_70, sm_80 and sm_90 without spills.
+//! needed for), and ptxas accepts it for sm_70, sm_80 and sm_90 without spills: a module built
+//! for sm_80 (the tensor cores need it) for sm_80 and sm_90, and for sm_70 without the kernels
+//! that use the tensor cores.
 //!
 //! Without a device toolchain the build has no PTX: these tests then say so and pass, unless
 //! `KERNEL_REQUIRE_PTX=1` (as `cargo xtask test` sets), where a missing PTX fails.
@@ -230,6 +232,63 @@ fn ptxas_accepts_every_kernel_without_spills() {
                 }
             }
         }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `ptx` without its functions and entries that use an instruction of sm_80 or later (the
+/// tensor cores' `mma.sync`), retargeted to sm_70: what of a module built for a newer GPU an
+/// sm_70 one could run.
+fn for_sm70(ptx: &str) -> String {
+    let mut out = String::new();
+    let mut rest = ptx;
+    // Top-level directives start a line with `.`; a function's body lines are indented.
+    while !rest.is_empty() {
+        let end = rest[1..].find("\n.").map_or(rest.len(), |i| i + 2);
+        let (piece, tail) = rest.split_at(end);
+        let function = piece.contains(".entry ") || piece.contains(".func ");
+        if !(function && piece.contains("mma.sync")) {
+            out.push_str(piece);
+        }
+        rest = tail;
+    }
+    let target = out
+        .lines()
+        .find(|l| l.trim().starts_with(".target "))
+        .map(str::to_string)
+        .expect("a PTX module has a .target line");
+    out.replacen(&target, ".target sm_70", 1)
+}
+
+#[test]
+fn what_needs_no_newer_gpu_assembles_for_sm_70() {
+    let Some(kernels) = with_ptx() else { return };
+    let Some(ptxas) = ptxas() else { return };
+    let mut modules: Vec<&str> = kernels.iter().map(|k| k.ptx.unwrap()).collect();
+    modules.sort();
+    modules.dedup();
+    let dir = std::env::temp_dir().join(format!("kernel-ptx-sm70-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (m, ptx) in modules
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| ptx_target(p) > 70)
+    {
+        let file = dir.join(format!("module{m}.ptx"));
+        let retargeted = for_sm70(ptx);
+        assert!(!retargeted.contains("mma.sync"), "module {m}");
+        std::fs::write(&file, &retargeted).unwrap();
+        let out = Command::new(&ptxas)
+            .args(["-arch=sm_70", "-o"])
+            .arg(dir.join("out.cubin"))
+            .arg(&file)
+            .output()
+            .expect("ptxas runs");
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "ptxas sm_70 rejected module {m}:\n{log}"
+        );
     }
     std::fs::remove_dir_all(&dir).ok();
 }
