@@ -178,6 +178,27 @@ fn ptx_targets_are_read() {
     assert_eq!(ptx_target(".version 6.0\n.target sm_70, debug\n"), 70);
 }
 
+/// The distinct PTX modules of `kernels` (the kernels of one crate share one).
+fn modules(kernels: &[Kernel]) -> Vec<&'static str> {
+    let mut modules: Vec<&str> = kernels.iter().map(|k| k.ptx.unwrap()).collect();
+    modules.sort();
+    modules.dedup();
+    modules
+}
+
+/// Assembles `file` with ptxas for `arch` (`-v`): ptxas' log, or a panic naming `what`.
+fn assemble(ptxas: &str, file: &std::path::Path, arch: &str, what: &str) -> String {
+    let out = Command::new(ptxas)
+        .args(["-v", &format!("-arch={arch}"), "-o"])
+        .arg(file.with_extension("cubin"))
+        .arg(file)
+        .output()
+        .expect("ptxas runs");
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "ptxas {arch} rejected {what}:\n{log}");
+    log
+}
+
 #[test]
 fn ptxas_accepts_every_kernel_without_spills() {
     let Some(kernels) = with_ptx() else { return };
@@ -190,12 +211,9 @@ fn ptxas_accepts_every_kernel_without_spills() {
         return;
     };
     // Kernels of one crate share a module: assemble each distinct module once per arch.
-    let mut modules: Vec<&str> = kernels.iter().map(|k| k.ptx.unwrap()).collect();
-    modules.sort();
-    modules.dedup();
     let dir = std::env::temp_dir().join(format!("kernel-ptx-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (m, ptx) in modules.iter().enumerate() {
+    for (m, ptx) in modules(&kernels).iter().enumerate() {
         let file = dir.join(format!("module{m}.ptx"));
         std::fs::write(&file, ptx).unwrap();
         // A module built for a newer GPU (`KERNEL_PTX_ARCH`) is assembled only for GPUs from it on.
@@ -204,17 +222,7 @@ fn ptxas_accepts_every_kernel_without_spills() {
             .into_iter()
             .filter(|a| sm(a) >= target)
         {
-            let out = Command::new(&ptxas)
-                .args(["-v", &format!("-arch={arch}"), "-o"])
-                .arg(dir.join("out.cubin"))
-                .arg(&file)
-                .output()
-                .expect("ptxas runs");
-            let log = String::from_utf8_lossy(&out.stderr);
-            assert!(
-                out.status.success(),
-                "ptxas {arch} rejected module {m}:\n{log}"
-            );
+            let log = assemble(&ptxas, &file, arch, &format!("module {m}"));
             // "Compiling entry function 'NAME' for 'sm_XX'" ... "N bytes spill stores"
             let mut current = "";
             for line in log.lines() {
@@ -264,30 +272,21 @@ fn for_sm70(ptx: &str) -> String {
 fn what_needs_no_newer_gpu_assembles_for_sm_70() {
     let Some(kernels) = with_ptx() else { return };
     let Some(ptxas) = ptxas() else { return };
-    let mut modules: Vec<&str> = kernels.iter().map(|k| k.ptx.unwrap()).collect();
-    modules.sort();
-    modules.dedup();
     let dir = std::env::temp_dir().join(format!("kernel-ptx-sm70-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (m, ptx) in modules
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| ptx_target(p) > 70)
-    {
+    for (m, ptx) in modules(&kernels).iter().enumerate() {
+        if ptx_target(ptx) <= 70 {
+            continue;
+        }
         let file = dir.join(format!("module{m}.ptx"));
         let retargeted = for_sm70(ptx);
         assert!(!retargeted.contains("mma.sync"), "module {m}");
         std::fs::write(&file, &retargeted).unwrap();
-        let out = Command::new(&ptxas)
-            .args(["-arch=sm_70", "-o"])
-            .arg(dir.join("out.cubin"))
-            .arg(&file)
-            .output()
-            .expect("ptxas runs");
-        let log = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "ptxas sm_70 rejected module {m}:\n{log}"
+        assemble(
+            &ptxas,
+            &file,
+            "sm_70",
+            &format!("module {m} without its tensor cores"),
         );
     }
     std::fs::remove_dir_all(&dir).ok();
