@@ -150,6 +150,16 @@ impl Parse for SharedArgs {
     }
 }
 
+/// The call that makes a `shared_array!`'s view (see `Pass::constructor`).
+struct Constructor {
+    make: syn::Ident,
+    elem: TokenStream,
+    store: TokenStream,
+    len: TokenStream,
+    shape: TokenStream,
+    name: String,
+}
+
 /// `dynamic_shared![T]`, or `dynamic_shared![T; at BYTES]`: the dynamic shared memory as `T`s,
 /// from its byte `BYTES` on.
 struct DynamicArgs {
@@ -402,34 +412,53 @@ impl Pass {
         Some(args)
     }
 
+    /// What both forms of `shared_array!` call: the runtime's constructor (`shared_array2`,
+    /// `shared_bools1`, ..) with its element type argument (none for `bool`s, kept in bytes:
+    /// `__rt::Bools`), the type whose elements its bytes hold, its shape (`extent(n)`, or
+    /// `[extent(r), extent(c)]`) and the array's name.
+    fn constructor(&mut self, args: &SharedArgs, span: Span) -> Constructor {
+        self.out.uses_ctx = true;
+        self.out.block_local = true;
+        let elem = &args.elem;
+        let bools =
+            matches!(elem, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("bool"));
+        let (kind, turbofish, store) = match bools {
+            false => ("array", quote!(#elem,), quote!(#elem)),
+            true => ("bools", quote!(), quote!(u8)),
+        };
+        let dims: Vec<TokenStream> = args
+            .dims
+            .iter()
+            .map(|d| quote_spanned!(span=> ::kernel_runtime::__rt::extent(#d)))
+            .collect();
+        let shape = match dims.as_slice() {
+            [n] => quote!(#n),
+            _ => quote!([#(#dims),*]),
+        };
+        Constructor {
+            make: quote::format_ident!("shared_{kind}{}", args.dims.len()),
+            elem: turbofish,
+            store,
+            len: quote!(1usize #(* #dims)*),
+            shape,
+            name: self.pending_name.take().unwrap_or_else(|| "shared".into()),
+        }
+    }
+
     fn shared_array(&mut self, mac: &Macro) -> Option<Expr> {
         let span = mac.path.span();
         let args = self.shared_args(mac)?;
-        self.out.uses_ctx = true;
-        self.out.block_local = true;
-        let k = self.out.shared.len();
-        let layout = &self.layout;
-        let elem = &args.elem;
-        let name = self.pending_name.take().unwrap_or_else(|| "shared".into());
-        // `bool`s are kept in bytes (`__rt::Bools`), every other element type as it is.
-        let bools =
-            matches!(elem, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("bool"));
-        let (kind, elem) = match bools {
-            false => ("array", quote!(#elem,)),
-            true => ("bools", quote!()),
-        };
-        let make = quote::format_ident!("shared_{kind}{}", args.dims.len());
-        let expr: Expr = if args.dims.len() == 1 {
-            let n = &args.dims[0];
-            syn::parse_quote_spanned!(span=>
-                unsafe { ::kernel_runtime::__rt::#make::<#elem _>(&__kctx, __launch, #layout.0[#k], ::kernel_runtime::__rt::extent(#n), #name) }
-            )
-        } else {
-            let dims = &args.dims;
-            syn::parse_quote_spanned!(span=>
-                unsafe { ::kernel_runtime::__rt::#make::<#elem _>(&__kctx, __launch, #layout.0[#k], [#(::kernel_runtime::__rt::extent(#dims)),*], #name) }
-            )
-        };
+        let Constructor {
+            make,
+            elem,
+            shape,
+            name,
+            ..
+        } = self.constructor(&args, span);
+        let (k, layout) = (self.out.shared.len(), &self.layout);
+        let expr: Expr = syn::parse_quote_spanned!(span=>
+            unsafe { ::kernel_runtime::__rt::#make::<#elem _>(&__kctx, __launch, #layout.0[#k], #shape, #name) }
+        );
         self.out.shared.push(SharedDecl {
             span,
             elem: args.elem,
@@ -444,24 +473,15 @@ impl Pass {
     fn function_shared_array(&mut self, mac: &Macro) -> Option<Expr> {
         let span = mac.path.span();
         let args = self.shared_args(mac)?;
-        self.out.uses_ctx = true;
-        self.out.block_local = true;
         let rt = quote::quote_spanned!(span=> ::kernel_runtime::__rt);
-        let elem = &args.elem;
-        let name = self.pending_name.take().unwrap_or_else(|| "shared".into());
-        let bools =
-            matches!(elem, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("bool"));
-        let (kind, elem, store) = match bools {
-            false => ("array", quote!(#elem,), quote!(#elem)),
-            true => ("bools", quote!(), quote!(u8)),
-        };
-        let make = quote::format_ident!("shared_{kind}{}", args.dims.len());
-        let dims: Vec<TokenStream> = args.dims.iter().map(|d| quote!(#rt::extent(#d))).collect();
-        let len = quote!(1usize #(* #dims)*);
-        let shape = match dims.as_slice() {
-            [n] => quote!(#n),
-            _ => quote!([#(#dims),*]),
-        };
+        let Constructor {
+            make,
+            elem,
+            store,
+            len,
+            shape,
+            name,
+        } = self.constructor(&args, span);
         let symbol = format!("{}_{}", self.layout, self.function_arrays);
         self.function_arrays += 1;
         let decl = format!(".shared .align {{a}} .b8 {symbol}[{{b}}];");
