@@ -267,9 +267,9 @@ impl Stencil {
     }
 
     /// What an interior GPU tile reads its inputs through, `(windows, at)`: each relative
-    /// array's `Window` loaded once per tile, its points read
-    /// from them; or, where an index is computed at run time (a window is read at constant
-    /// places alone) or the arrays have three axes, no windows and the points read memory.
+    /// array's `Window` loaded once per tile, its points read from them; or, where an index is
+    /// computed at run time (a window is read at constant places alone) or the arrays have
+    /// three axes, no windows and the points read memory.
     fn windowed(&self, scalar: &syn::Ident, rows: &TokenStream, cols: &TokenStream) -> TokenStream {
         let (rt, rank) = (rt(), self.rank);
         if !self.constant || rank > 2 {

@@ -289,6 +289,15 @@ pub unsafe fn tile<T: Copy, W, const S: usize, const K: usize>(
     }
 }
 
+/// Whether a tile's rows of `K` elements of `T`, in rows of `m` elements from the address
+/// `at`, are whole 32-bit words that start on a word: the elements are narrower than a word,
+/// `K` of them fill whole words, and the rows and `at` start on one.
+#[inline(always)]
+fn in_words<T, const K: usize>(m: usize, at: usize) -> bool {
+    let size = core::mem::size_of::<T>();
+    size < 4 && (K * size).is_multiple_of(4) && (m * size).is_multiple_of(4) && at.is_multiple_of(4)
+}
+
 /// Stores a tile's `values` at the flat index `base` of `out`: each row's as words where the
 /// row fills whole words and the rows start on one, else element by element.
 ///
@@ -303,10 +312,7 @@ unsafe fn store<T: Copy, const S: usize, const K: usize>(
 ) {
     let (m, size) = (g.shape[2], core::mem::size_of::<T>());
     let words = K * size / 4;
-    let wide = size < 4
-        && (K * size).is_multiple_of(4)
-        && (m * size).is_multiple_of(4)
-        && (out as usize + base * size).is_multiple_of(4);
+    let wide = in_words::<T, K>(m, out as usize + base * size);
     unrolled::<S>(|r| {
         let at = base + r * m;
         if wide {

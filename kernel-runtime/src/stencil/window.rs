@@ -49,11 +49,7 @@ impl<T: Copy, const R: usize, const C: usize> Window<T, R, C> {
         let mut rows = [[core::mem::MaybeUninit::<T>::uninit(); C]; R];
         let lead = (below[1] * size).div_ceil(4);
         let words = lead + ((C - below[1]) * size).div_ceil(4);
-        let wide = size < 4
-            && (K * size).is_multiple_of(4)
-            && (m * size).is_multiple_of(4)
-            && (ptr as usize).is_multiple_of(4)
-            && words <= ROW_WORDS;
+        let wide = super::in_words::<T, K>(m, ptr as usize) && words <= ROW_WORDS;
         super::unrolled::<R>(|r| {
             if wide {
                 // The row's words from the one before the tile's first column's, `lead` of
