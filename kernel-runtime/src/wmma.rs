@@ -687,22 +687,23 @@ mod cpu {
         c: &Accumulator<S, T::Acc>,
     ) {
         const FULL: u32 = u32::MAX;
-        let here = ballot_sync(FULL, true);
-        if here != FULL {
-            let missing = (!here).trailing_zeros();
-            panic!(
-                "mma_sync needs all 32 lanes of the warp, but lane {missing} does not take part \
-                 (the warp is partial, or the lane returned): give the block whole warps, and \
-                 call mma_sync from every lane"
-            );
-        }
-        // `mma.sync.aligned`: the warp meets at one instruction, not at one per branch.
+        // All 32 lanes, at one place (`mma.sync.aligned`: one instruction, not one per branch).
+        // One shuffle and one vote tell both; which is wrong is sorted out only on failure.
         let here = Location::caller();
         let place = |l: &Location| (l.line() as u64) << 32 | l.column() as u64;
         let first = shfl_sync(FULL, place(here), 0);
-        let elsewhere = ballot_sync(FULL, first != place(here));
-        if elsewhere != 0 {
-            let lane = elsewhere.trailing_zeros();
+        let together = ballot_sync(FULL, first == place(here));
+        if together != FULL {
+            let present = ballot_sync(FULL, true);
+            if present != FULL {
+                let missing = (!present).trailing_zeros();
+                panic!(
+                    "mma_sync needs all 32 lanes of the warp, but lane {missing} does not take \
+                     part (the warp is partial, or the lane returned): give the block whole \
+                     warps, and call mma_sync from every lane"
+                );
+            }
+            let lane = (!together).trailing_zeros();
             let other = shfl_sync(FULL, place(here), lane);
             panic!(
                 "mma_sync is called by lane 0 at line {} and by lane {lane} at line {} of {}: \
