@@ -54,7 +54,7 @@
 //! | variable | effect |
 //! | --- | --- |
 //! | `KERNEL_NVPTX_RUSTC`, `KERNEL_NVPTX_CARGO` | use this toolchain (see [`Toolchain::discover`]) |
-//! | `KERNEL_PTX_ARCH` | GPU architecture, default `sm_70` |
+//! | `KERNEL_PTX_ARCH` | GPU architecture, default `sm_70` (or `Builder::default_arch`) |
 //! | `KERNEL_DEVICE_TARGET_DIR` | where the device crates are generated and built, default `<target>/kernel-device` |
 //! | `KERNEL_REQUIRE_PTX` | `1`: a missing toolchain is a build error |
 //! | `KERNEL_FMA` | `0`: no fused multiply-add contraction (see [`Builder::fma`]) |
@@ -164,6 +164,7 @@ pub fn build_with(builder: Builder) {
 #[derive(Debug, Clone)]
 pub struct Builder {
     arch: Option<String>,
+    default_arch: Option<String>,
     manifest_dir: Option<PathBuf>,
     out_dir: Option<PathBuf>,
     target_dir: Option<PathBuf>,
@@ -195,6 +196,7 @@ impl Builder {
     pub fn new() -> Self {
         Builder {
             arch: None,
+            default_arch: None,
             manifest_dir: None,
             out_dir: None,
             target_dir: None,
@@ -215,6 +217,14 @@ impl Builder {
     /// `sm_70`.
     pub fn arch(mut self, arch: impl Into<String>) -> Self {
         self.arch = Some(arch.into());
+        self
+    }
+
+    /// The GPU architecture where neither [`arch`](Self::arch) nor `KERNEL_PTX_ARCH` names
+    /// one (instead of `sm_70`): `default_arch("sm_80")` for a crate whose kernels use the
+    /// tensor cores, which `KERNEL_PTX_ARCH=sm_90` still builds for an H100.
+    pub fn default_arch(mut self, arch: impl Into<String>) -> Self {
+        self.default_arch = Some(arch.into());
         self
     }
 
@@ -388,7 +398,10 @@ impl Builder {
 
         let arch = match &self.arch {
             Some(arch) => arch.clone(),
-            None => self.env(ENV_ARCH).unwrap_or_else(|| DEFAULT_ARCH.into()),
+            None => self
+                .env(ENV_ARCH)
+                .or_else(|| self.default_arch.clone())
+                .unwrap_or_else(|| DEFAULT_ARCH.into()),
         };
         validate_arch(&arch)?;
         self.directive(format!("rustc-env=KERNEL_PTX_ARCH={arch}"));

@@ -116,7 +116,8 @@ fn tensor_core_target(body: &crate::kernel::rewrite::Rewritten) -> TokenStream {
         #[cfg(not(target_feature = "sm_80"))]
         ::core::compile_error!(
             "mma_sync needs a GPU of sm_80 or later (its tensor cores' mma.sync.m16n8k16): build \
-             the kernels for one, KERNEL_PTX_ARCH=sm_80 or `Builder::arch(\"sm_80\")`"
+             the kernels for one: `Builder::new().default_arch(\"sm_80\")` in build.rs, or \
+             KERNEL_PTX_ARCH=sm_80"
         );
     }
 }
