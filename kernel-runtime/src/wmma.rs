@@ -546,6 +546,7 @@ fn each(n: usize, mut f: impl FnMut(usize)) {
     upto!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
 }
 
+#[cfg(any(target_arch = "nvptx64", test))]
 /// A fragment's four registers of `A`, or two of `B` from element `from`: `PACK` elements in
 /// each, the first in the low bits.
 #[inline(always)]
@@ -659,24 +660,22 @@ mod gpu {
     }
 }
 
-/// The warp's product on the CPU backend: each lane gathers the rows of `A` and the columns of
-/// `B` its elements of `D` need from the lanes that hold them, by shuffles, and sums.
+/// The warp's product on the CPU backend: the lanes post their elements of `A` and `B`,
+/// widened to the accumulator's type, in one meeting of the warp, and each lane sums its
+/// elements of `D` from the rows of `A` and the columns of `B` that the lanes holding them
+/// posted.
 #[cfg(not(target_arch = "nvptx64"))]
 mod cpu {
     use super::*;
-    use crate::warp::{ballot_sync, shfl_sync};
+    use crate::cpu::sched::warp::gather;
     use std::panic::Location;
 
-    /// Two registers in one word.
-    fn word(lo: u32, hi: u32) -> u64 {
-        lo as u64 | (hi as u64) << 32
-    }
-
-    /// Element `e` of the register `r` (0 or 1) of `w`, widened.
-    fn elem<T: Operand>(w: u64, r: usize, e: usize) -> T::Acc {
-        let bits = 32 / T::PACK;
-        let reg = (w >> (32 * r)) as u32;
-        T::from_bits((reg >> (bits * e)) & (u32::MAX >> (32 - bits))).widen()
+    /// What a lane posts: its elements of `A` (`K / 2`, at most 16) and of `B` (`K N / 32`, at
+    /// most 8), and where it calls.
+    struct Post<C> {
+        a: [C; 16],
+        b: [C; 8],
+        at: (u32, u32),
     }
 
     #[track_caller]
@@ -686,74 +685,94 @@ mod cpu {
         b: &MatrixB<S, T>,
         c: &Accumulator<S, T::Acc>,
     ) {
-        const FULL: u32 = u32::MAX;
-        // All 32 lanes, at one place (`mma.sync.aligned`: one instruction, not one per branch).
-        // One shuffle and one vote tell both; which is wrong is sorted out only on failure.
         let here = Location::caller();
-        let place = |l: &Location| (l.line() as u64) << 32 | l.column() as u64;
-        let first = shfl_sync(FULL, place(here), 0);
-        let together = ballot_sync(FULL, first == place(here));
-        if together != FULL {
-            let present = ballot_sync(FULL, true);
-            if present != FULL {
-                let missing = (!present).trailing_zeros();
-                panic!(
-                    "mma_sync needs all 32 lanes of the warp, but lane {missing} does not take \
-                     part (the warp is partial, or the lane returned): give the block whole \
-                     warps, and call mma_sync from every lane"
-                );
-            }
-            let lane = (!together).trailing_zeros();
-            let other = shfl_sync(FULL, place(here), lane);
-            panic!(
-                "mma_sync is called by lane 0 at line {} and by lane {lane} at line {} of {}: \
-                 the warp must call it together, at one place (mma.sync.aligned), not from \
-                 two branches",
-                first >> 32,
-                other >> 32,
-                here.file()
-            );
+        let mut post = Post {
+            a: [T::Acc::default(); 16],
+            b: [T::Acc::default(); 8],
+            at: (here.line(), here.column()),
+        };
+        for (w, v) in post.a.iter_mut().zip(a.x.as_ref()) {
+            *w = v.widen();
         }
-        let (p, k) = (T::PACK, S::K);
+        for (w, v) in post.b.iter_mut().zip(b.x.as_ref()) {
+            *w = v.widen();
+        }
         let lane = crate::warp::lane_id() as usize;
-        let (g, t) = (lane / 4, lane % 4);
-        // Rows g and g + 8 of A, from lanes 4g .. 4g + 3: their registers 0 and 2 hold row g,
-        // 1 and 3 row g + 8, the latter two the second half of the columns.
-        let ra: [u32; 4] = registers(a.x.as_ref(), 0);
-        let (lo, hi) = (word(ra[0], ra[1]), word(ra[2], ra[3]));
+        let (cx, out) = (c.x.as_ref(), d.x.as_mut());
+        let met = gather(post, |posts| product::<S, T>(lane, posts, cx, out, here));
+        if let Err(why) = met {
+            panic!("{why}");
+        }
+    }
+
+    /// Lane `lane`'s elements of `D = A B + C`, from the warp's posts; or why the warp does
+    /// not multiply: a lane whose post it needs did not take part, or the lane calls at
+    /// another place than the warp's first (`mma.sync.aligned`: one instruction, not one per
+    /// branch). Some lane of the warp finds each such fault.
+    fn product<S: Shape, T: Operand>(
+        lane: usize,
+        posts: &[Option<&Post<T::Acc>>; 32],
+        c: &[T::Acc],
+        d: &mut [T::Acc],
+        here: &Location,
+    ) -> Result<(), String> {
+        let read = |l: usize| {
+            posts[l].ok_or_else(|| {
+                format!(
+                    "mma_sync needs all 32 lanes of the warp, but lane {l} does not take part \
+                     (the warp is partial, or the lane returned): give the block whole warps, \
+                     and call mma_sync from every lane"
+                )
+            })
+        };
+        let (first, mine) = (posts.iter().flatten().next(), read(lane)?);
+        if let Some(first) = first.filter(|f| f.at != mine.at) {
+            let lead = posts.iter().position(Option::is_some).unwrap_or_default();
+            return Err(format!(
+                "mma_sync is called by lane {lead} at line {} and by lane {lane} at line {} of \
+                 {}: the warp must call it together, at one place (mma.sync.aligned), not from \
+                 two branches",
+                first.at.0,
+                mine.at.0,
+                here.file()
+            ));
+        }
+        let (p, k, g, t) = (T::PACK, S::K, lane / 4, lane % 4);
+        // Rows g and g + 8 of A, from the lanes of group g.
         let mut rows = [[T::Acc::default(); 32]; 2];
-        for j in 0..4 {
-            let from = (4 * g + j) as u32;
-            let (l, h) = (shfl_sync(FULL, lo, from), shfl_sync(FULL, hi, from));
-            for e in 0..p {
-                for (half, w) in [(0, l), (k / 2, h)] {
-                    rows[0][p * j + e + half] = elem::<T>(w, 0, e);
-                    rows[1][p * j + e + half] = elem::<T>(w, 1, e);
+        for l in 4 * g..4 * g + 4 {
+            let a = &read(l)?.a;
+            for (i, &v) in a.iter().enumerate().take(k / 2) {
+                let (r, col) = of_a(l, i, p, k);
+                rows[r / 8][col] = v;
+            }
+        }
+        // Columns 2t + n (+ 8 h) of B, from the lanes of group 2t + n.
+        let mut cols = [[[T::Acc::default(); 32]; 2]; 2];
+        for (n, halves) in cols.iter_mut().enumerate() {
+            for l in 4 * (2 * t + n)..4 * (2 * t + n) + 4 {
+                let b = &read(l)?.b;
+                for (i, &v) in b.iter().enumerate().take(k * S::N / 32) {
+                    let (r, col) = of_b(l, i, p, k);
+                    halves[col / 8][r] = v;
                 }
             }
         }
-        let (bx, cx, out) = (b.x.as_ref(), c.x.as_ref(), d.x.as_mut());
-        for h in 0..S::N / 8 {
-            // Columns 2t and 2t + 1 of this half of B, from lanes 4n .. 4n + 3: register 0 holds
-            // the first half of the rows, 1 the second.
-            let rb: [u32; 2] = registers(bx, 2 * p * h);
-            let own = word(rb[0], rb[1]);
-            let mut cols = [[T::Acc::default(); 32]; 2];
-            for (n, col) in cols.iter_mut().enumerate() {
-                for j in 0..4 {
-                    let w = shfl_sync(FULL, own, (4 * (2 * t + n) + j) as u32);
-                    for e in 0..p {
-                        col[p * j + e] = elem::<T>(w, 0, e);
-                        col[p * j + e + k / 2] = elem::<T>(w, 1, e);
-                    }
-                }
-            }
-            for q in 0..4 {
-                let i = 4 * h + q;
-                let (row, col) = (&rows[q / 2], &cols[q % 2]);
-                out[i] = (0..k).fold(cx[i], |acc, kk| acc.add_product(row[kk], col[kk]));
+        // Each element's sum runs `k` from 0, the elements side by side (their sums do not
+        // wait on each other).
+        let mut sums = [T::Acc::default(); 8];
+        sums[..c.len()].copy_from_slice(c);
+        let operands: [_; 8] = core::array::from_fn(|i| {
+            let (r, col) = of_c(lane, i);
+            (&rows[r / 8], &cols[col % 2][col / 8 % 2])
+        });
+        for kk in 0..k {
+            for (sum, (row, col)) in sums.iter_mut().zip(&operands) {
+                *sum = sum.add_product(row[kk], col[kk]);
             }
         }
+        d.copy_from_slice(&sums[..d.len()]);
+        Ok(())
     }
 }
 

@@ -110,6 +110,8 @@ pub enum WarpOp {
     MatchAll,
     /// `syncwarp`.
     Sync,
+    /// The lanes' posts, each a record of [`gather`](super::warp::gather): `mma_sync`.
+    Gather,
 }
 
 impl WarpOp {
@@ -126,6 +128,7 @@ impl WarpOp {
             WarpOp::MatchAny => "match_any_sync",
             WarpOp::MatchAll => "match_all_sync",
             WarpOp::Sync => "syncwarp",
+            WarpOp::Gather => "mma_sync",
         }
     }
 }

@@ -207,7 +207,10 @@ pub(crate) fn complete(
                     State::Run(_) | State::Done => continue 'lanes,
                 }
             }
-            let results = results(op, mask, &lanes);
+            let results = match op {
+                WarpOp::Gather => gathered(mask, &lanes),
+                _ => results(op, mask, &lanes),
+            };
             for (l, s) in warp.iter_mut().enumerate() {
                 if mask & 1 << l != 0 {
                     *s = State::Run(results[l]);
@@ -223,6 +226,53 @@ pub(crate) fn complete(
         Some(p) if !resumed => Err(p),
         _ => Ok(resumed),
     }
+}
+
+/// A lane's record in a [`gather`]: the table that the meeting fills in the record of the
+/// warp's first lane, then the lane's post.
+#[repr(C)]
+struct Gathering<P> {
+    table: [*const Gathering<P>; 32],
+    post: P,
+}
+
+/// The warp's posts: waits for its 32 lanes, calls `read` with each lane's `post` (`None` for a
+/// lane that takes no part: it does not exist, or returned), and waits for them again before it
+/// returns, so that every post lives until each lane has read. Two meetings, whatever the size
+/// of the posts: what a lane would otherwise gather by a shuffle per word.
+///
+/// It orders no memory access, as `syncwarp` does in checked mode: it stands for an
+/// instruction of registers (`mma.sync`).
+#[track_caller]
+pub(crate) fn gather<P, R>(post: P, read: impl FnOnce(&[Option<&P>; 32]) -> R) -> R {
+    let here = Location::caller();
+    let mut record = Gathering {
+        table: [std::ptr::null(); 32],
+        post,
+    };
+    let mine = std::ptr::addr_of_mut!(record);
+    let first = meet_at(WarpOp::Gather, u32::MAX, mine as u64, 0, here) as *const Gathering<P>;
+    // SAFETY: the meeting wrote into the first lane's record the address of the record of each
+    // lane that takes part; each record lives in a frame of this function, whose lane waits
+    // at the second meeting below until every lane has read, and no lane writes a record
+    // after the first meeting.
+    let posts = unsafe { (*first).table.map(|r| r.as_ref().map(|r| &r.post)) };
+    let out = read(&posts);
+    meet_at(WarpOp::Ballot, u32::MAX, 1, 0, here);
+    out
+}
+
+/// The results of a [`gather`] of the lanes of `mask`, whose values are the addresses of their
+/// records: the first lane's record gets every record's address, and each lane that address.
+fn gathered(mask: u32, lanes: &[(u64, u32); 32]) -> [u64; 32] {
+    let first = lanes[mask.trailing_zeros() as usize % 32].0;
+    let table = first as *mut [u64; 32];
+    for l in each_lane(mask) {
+        // SAFETY: a `Gathering` starts with its table; the first lane's record lives in the
+        // frame of its `gather`, which waits at this meeting and holds no reference to it.
+        unsafe { (*table)[l] = lanes[l].0 };
+    }
+    std::array::from_fn(|l| if mask & 1 << l != 0 { first } else { 0 })
 }
 
 /// Stops the block with a collective that cannot complete.
@@ -293,7 +343,8 @@ pub(crate) fn results(op: WarpOp, mask: u32, lanes: &[(u64, u32); 32]) -> [u64; 
             let all = (0..32).all(|k| !member(k) || lanes[k].0 == first);
             out = [if all { mask as u64 } else { 0 }; 32];
         }
-        WarpOp::Sync => {}
+        // Only a coroutine's `gather` meets so, and `complete` answers it (`gathered`).
+        WarpOp::Sync | WarpOp::Gather => {}
     }
     for (l, r) in out.iter_mut().enumerate() {
         if !member(l) {
@@ -306,6 +357,37 @@ pub(crate) fn results(op: WarpOp, mask: u32, lanes: &[(u64, u32); 32]) -> [u64; 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first lane's record gets each taking part lane's record, every such lane the first
+    /// record, and no other lane anything.
+    #[test]
+    fn a_gathering_fills_the_first_lanes_table() {
+        let mut records: Vec<Gathering<u32>> = (0..3)
+            .map(|post| Gathering {
+                table: [std::ptr::null(); 32],
+                post,
+            })
+            .collect();
+        let at: Vec<u64> = records.iter_mut().map(|r| r as *mut _ as u64).collect();
+        let mask = 1 << 2 | 1 << 5 | 1 << 9;
+        let mut lanes = [(0u64, 0u32); 32];
+        for (l, &a) in [2, 5, 9].iter().zip(&at) {
+            lanes[*l] = (a, 0);
+        }
+        let got = gathered(mask, &lanes);
+        assert_eq!(
+            (got[2], got[5], got[9], got[0], got[3]),
+            (at[0], at[0], at[0], 0, 0)
+        );
+        let table = records[0].table;
+        let posts: Vec<Option<u32>> = table
+            .iter()
+            // SAFETY: the table holds the addresses of `records`, alive here, or null.
+            .map(|r| unsafe { r.as_ref() }.map(|r| r.post))
+            .collect();
+        assert_eq!((posts[2], posts[5], posts[9]), (Some(0), Some(1), Some(2)));
+        assert_eq!(posts.iter().flatten().count(), 3);
+    }
 
     fn lanes(f: impl Fn(usize) -> (u64, u32)) -> [(u64, u32); 32] {
         std::array::from_fn(f)
