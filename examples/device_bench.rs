@@ -21,9 +21,9 @@ mod common;
 use common::{kernel_ms, median, report, Result};
 use gpu_kernels::{
     add, add_chunked, add_wide, empty3, gaussian5x5, integrate2d_shared, laplace3d, matmul_tensor,
-    matmul_tiled, quicksort, smooth, smooth_stencil, smooth_strips, smooth_words, strips_blocks,
-    words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TC_THREADS, TC_TILE, TPB,
-    WORD_THREADS,
+    matmul_tensor_tf32, matmul_tiled, quicksort, smooth, smooth_stencil, smooth_strips,
+    smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS,
+    TC_THREADS, TC_TILE, TPB, WORD_THREADS,
 };
 use kernel_runtime::ndarray::Ix1;
 use kernel_runtime::prelude::*;
@@ -126,6 +126,7 @@ fn run(args: Args) -> Result {
     quicksort_pass(&dev, reps, &keys, passes)?.print();
     bench_matmul(&dev, reps.min(10), pick(4096, 256))?.print();
     bench_matmul_tensor(&dev, reps.min(10), pick(8192, 256))?.print();
+    bench_matmul_tf32(&dev, reps.min(10), pick(8192, 256))?.print();
     Ok(())
 }
 
@@ -637,15 +638,40 @@ fn bench_matmul_tensor(dev: &Device, reps: usize, n: usize) -> Result<Line> {
     })
 }
 
-fn bench_matmul(dev: &Device, reps: usize, n: usize) -> Result<Line> {
-    // Multiples of 1/8 and 1/16 below 1: every partial sum is exact in f32, so every correct
-    // implementation gets the same bits whatever its summation order.
+/// Multiples of 1/8 and 1/16 below 1: each a `tf32` already, and every partial sum exact in
+/// `f32`, so every correct implementation gets the same bits whatever its summation order.
+fn matmul_inputs(n: usize) -> (Array2<f32>, Array2<f32>) {
     let a = Array2::from_shape_fn((n, n), |(i, j)| {
         ((i * 7 + j * 3) % 13) as f32 * 0.125 - 0.75
     });
     let b = Array2::from_shape_fn((n, n), |(i, j)| {
         ((i * 5 + j * 11) % 17) as f32 * 0.0625 - 0.5
     });
+    (a, b)
+}
+
+fn bench_matmul_tf32(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+    let (a, b) = matmul_inputs(n);
+    let blocks = (n.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
+    let (da, db) = (dev.to_device(&a)?, dev.to_device(&b)?);
+    let mut dc = dev.empty::<f32, _>((n, n))?;
+    let kernel = kernel_ms(dev, reps, || {
+        Ok(matmul_tensor_tf32.launch(blocks, TC_THREADS, (&da, &db, &mut dc))?)
+    })?;
+    let sum: f64 = dc.to_host()?.iter().map(|&v| v as f64).sum();
+    Ok(Line {
+        imp: "rust",
+        program: "matmul-tf32",
+        size: format!("{n}x{n} f32 as tf32, tensor cores"),
+        kernel_ms: kernel,
+        e2e_ms: None,
+        bytes: None,
+        check: format!("{sum:.4}"),
+    })
+}
+
+fn bench_matmul(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+    let (a, b) = matmul_inputs(n);
     let blocks = (n.div_ceil(TPB), n.div_ceil(TPB));
     let (da, db) = (dev.to_device(&a)?, dev.to_device(&b)?);
     let mut dc = dev.empty::<f32, _>((n, n))?;

@@ -15,8 +15,8 @@ mod happens_before;
 
 use foreign_kernels::{add_foreign, saxpy_foreign};
 use gpu_kernels::{
-    add, add_chunked, matmul_tensor, matmul_tiled, quicksort, smooth, smooth_stencil, smooth_words,
-    words_blocks, TC_THREADS, WORD_THREADS,
+    add, add_chunked, matmul_tensor, matmul_tensor_tf32, matmul_tiled, quicksort, smooth,
+    smooth_stencil, smooth_words, words_blocks, TC_THREADS, WORD_THREADS,
 };
 use happens_before::Trace;
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
@@ -581,6 +581,28 @@ fn a_tensor_core_matmul_launches_its_blocks_with_their_shared_tiles() {
             assert!(launch.contains(&format!("params={a_at},")), "{launch}");
         },
     );
+}
+
+#[test]
+fn a_tf32_matmul_stages_a_and_b_untransposed() {
+    on_fake_driver("a_tf32_matmul_stages_a_and_b_untransposed", &[], |log| {
+        let gpu = fake_gpu();
+        let a = gpu.zeros::<f32, _>((40, 24)).unwrap();
+        let b = gpu.zeros::<f32, _>((24, 300)).unwrap();
+        let mut c = gpu.zeros::<f32, _>((40, 300)).unwrap();
+        let done = matmul_tensor_tf32.launch((3, 1), TC_THREADS, (&a, &b, &mut c));
+        if !has_ptx(matmul_tensor_tf32.ptx()) {
+            assert!(matches!(done, Err(Error::NoPtx { .. })), "{done:?}");
+            return;
+        }
+        done.unwrap();
+        let launch = &log.launches("matmul_tensor_tf32")[0];
+        // 128 x 36 words of a, 32 x 136 of b: 35840 bytes of shared memory.
+        assert!(
+            launch.starts_with("grid=3,1,1 block=256,1,1 shared=35840 "),
+            "{launch}"
+        );
+    });
 }
 
 #[test]

@@ -238,6 +238,32 @@ fn matmul_on_tensor_cores_matches_the_host_at_any_size() {
     }
 }
 
+/// The `tf32` kernel rounds each input to `tf32` and sums the products in `f32`: inputs with
+/// more bits than `tf32` holds are compared with the product of their rounded values.
+#[test]
+fn tf32_matmul_on_tensor_cores_matches_the_rounded_host_product() {
+    use gpu_kernels::{matmul_tensor_tf32, TC_THREADS, TC_TILE};
+    let fine = |rows, cols, seed| {
+        values(rows, cols, seed, |v| v).mapv(|v| v * (1.0 + 1.0 / 3000.0) + 1.0 / 7.0)
+    };
+    for (n, k, m) in [(37, 45, 29), (1, 1, 1), (64, 32, 64), (130, 70, 260)] {
+        let (a, b) = (fine(n, k, 3), fine(k, m, 4));
+        let rounded = |x: &Array2<f32>| x.mapv(|v| Tf32::from_f32(v).to_f32() as f64);
+        let (wa, wb) = (rounded(&a), rounded(&b));
+        assert_ne!(wa, a.mapv(|v| v as f64), "the inputs need the rounding");
+        for dev in backends() {
+            let mut c = dev.zeros::<f32, _>((n, m)).unwrap();
+            let blocks = (m.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
+            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+            matmul_tensor_tf32
+                .launch(blocks, TC_THREADS, (&da, &db, &mut c))
+                .unwrap();
+            let at = format!("tf32 {n} x {k} x {m}, {:?}", dev.kind());
+            assert_product(&c.to_host().unwrap(), &wa, &wb, &Array2::zeros((n, m)), &at);
+        }
+    }
+}
+
 #[test]
 fn a_warp_missing_a_lane_is_an_error_at_the_call() {
     let a = values(16, 16, 9, f16::from_f32);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CuPy where it has the operation: add-list (`a + b`), quicksort (`cupy.sort`), matmul (`a @ b`,
-cuBLAS, not the tiled algorithm), smooth (`cupyx.scipy.ndimage.correlate` with the 3x3 ones,
+cuBLAS, not the tiled algorithm; in f16, and in f32 as tf32 on tensor cores), smooth (`cupyx.scipy.ndimage.correlate` with the 3x3 ones,
 then the floor division by 9 and the border cleared, as a CuPy user writes the program: three
 passes where the kernels make one). Peers of `examples/device_bench.rs`, on the same inputs,
 with the same check values and JSON lines (see gpu_numba.py).
@@ -9,6 +9,7 @@ with the same check values and JSON lines (see gpu_numba.py).
 """
 
 import argparse
+import contextlib
 import statistics
 import sys
 
@@ -84,12 +85,33 @@ def main():
     emit("cupy", "matmul-f16", f"{n}x{n} f16, cuBLAS", k, None, None,
          sum_check(cp.asnumpy(out["h"]).astype(np.float64), 1))
 
+    a, b = matmul_inputs(n)
+    da, db = cp.asarray(a), cp.asarray(b)
+    with tf32_matmuls():
+        k = kernel_ms(lambda: out.update(t=da @ db), min(reps, 10))
+    emit("cupy", "matmul-tf32", f"{n}x{n} f32 as tf32, cuBLAS", k, None, None, sum_check(cp.asnumpy(out["t"]), 4))
+
     n = 10_000
     x = smooth_input(n)
     dx = cp.asarray(x)
     k = kernel_ms(lambda: smooth_ndimage(dx), reps)
     e = wall_ms(lambda: out.update(s=cp.asnumpy(smooth_ndimage(cp.asarray(x)))), min(reps, 5))
     emit("cupy", "smooth", f"{n}x{n} i8, ndimage", k, e, 2.0 * n * n, smooth_check(out["s"]))
+
+
+@contextlib.contextmanager
+def tf32_matmuls():
+    """float32 matmuls on tensor cores, the inputs rounded to tf32 (cuBLAS's
+    CUBLAS_COMPUTE_32F_FAST_TF32, as CUPY_TF32=1 asks for), then back to CuPy's default."""
+    from cupy._core import _routines_linalg as linalg
+
+    before = linalg.get_compute_type(np.float32)
+    # COMPUTE_TYPE_TF32, as CuPy's _routines_linalg numbers it.
+    linalg.set_compute_type(np.float32, getattr(linalg, "COMPUTE_TYPE_TF32", 7))
+    try:
+        yield
+    finally:
+        linalg.set_compute_type(np.float32, before)
 
 
 def smooth_ndimage(dx):

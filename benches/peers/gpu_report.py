@@ -53,8 +53,9 @@ GOALS = [
     ("matmul", "numba", 1.0),
     # Tensor cores: f16 into f32 against cuBLAS (issue: tensor cores).
     ("matmul-f16", "cupy", 1.5),
+    ("matmul-tf32", "cupy", 1.5),
 ]
-PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "laplace3d", "gaussian", "integrate2d", "quicksort", "matmul", "matmul-f16"]
+PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "laplace3d", "gaussian", "integrate2d", "quicksort", "matmul", "matmul-f16", "matmul-tf32"]
 PEERS = ["numba", "numba @vectorize", "cupy", "cuda", "rayon"]
 # Peers whose one form of a program stands for our variants of it too: CuPy's `a + b` and
 # Numba's @vectorize are all they have of add-list, however ours spreads it over threads.
