@@ -1592,3 +1592,59 @@ pub fn round_halves(x: &[f32], out: &mut [f32]) {
         out[i] = x[i].round_ties_even();
     }
 }
+
+/// Each block of 32 threads stages rows `8 b .. 8 b + 8` of `x` (`f16`, 40 columns) through a
+/// shared tile in two groups of asynchronous copies of 8 halves, zeros past `x`'s edges, and
+/// writes the tile to `out` (8 rows per block, 48 columns): the first group is waited for
+/// while the second flies.
+#[kernel]
+pub fn staged_async(x: &Array2<f16>, out: &mut Array2<f16>) {
+    use kernel_runtime::pipeline::*;
+    let mut tile = shared_array![f16; [8, 48]];
+    let t = thread_idx().x as usize;
+    let (rows, cols) = x.dim();
+    let row0 = 8 * block_idx().x as usize;
+    // Chunk `q` of the tile: 8 rows of 6 chunks of 8 halves, 48 chunks for 32 threads.
+    let chunk = |q: usize| (q / 6, 8 * (q % 6));
+    let valid = |r: usize, c: usize| {
+        if row0 + r < rows {
+            cols.saturating_sub(c).min(8)
+        } else {
+            0
+        }
+    };
+    let (r, c) = chunk(t);
+    memcpy_async::<f16, 8>(&mut tile, [r, c], &x, [row0 + r, c], valid(r, c));
+    pipeline_commit();
+    if t < 16 {
+        let (r, c) = chunk(32 + t);
+        memcpy_async::<f16, 8>(&mut tile, [r, c], &x, [row0 + r, c], valid(r, c));
+    }
+    pipeline_commit();
+    pipeline_wait_prior::<1>();
+    pipeline_wait_prior::<0>();
+    sync_threads();
+    for q in [t, t + 32] {
+        if q < 48 {
+            let (r, c) = chunk(q);
+            for e in 0..8 {
+                out[[row0 + r, c + e]] = tile[[r, c + e]];
+            }
+        }
+    }
+}
+
+/// Copies that break a rule of `memcpy_async`: `how` 0, a destination off a multiple of the
+/// copy's bytes; 1, a global array as the destination; 2, a row too short for the copy.
+#[kernel]
+pub fn misplaced_async(x: &Array2<f32>, y: &mut Array2<f32>, how: u32) {
+    use kernel_runtime::pipeline::*;
+    let mut tile = shared_array![f32; [2, 12]];
+    match how {
+        0 => memcpy_async::<f32, 4>(&mut tile, [0, 2], &x, [0, 0], 4),
+        1 => memcpy_async::<f32, 4>(&mut y, [0, 0], &x, [0, 0], 4),
+        _ => memcpy_async::<f32, 4>(&mut tile, [1, 8], &x, [0, 6], 4), // x has 8 columns
+    }
+    pipeline_commit();
+    pipeline_wait_prior::<0>();
+}

@@ -244,8 +244,11 @@ fn ptxas_accepts_every_kernel_without_spills() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// `ptx` without its functions and entries that use an instruction of sm_80 or later (the
-/// tensor cores' `mma.sync`), retargeted to sm_70: what of a module built for a newer GPU an
+/// Instructions of sm_80 or later: the tensor cores' and the asynchronous copies'.
+const SM80: [&str; 2] = ["mma.sync", "cp.async"];
+
+/// `ptx` without its functions and entries that use an instruction of sm_80 or later
+/// ([`SM80`]), retargeted to sm_70: what of a module built for a newer GPU an
 /// sm_70 one could run.
 fn for_sm70(ptx: &str) -> String {
     let mut out = String::new();
@@ -255,7 +258,7 @@ fn for_sm70(ptx: &str) -> String {
         let end = rest[1..].find("\n.").map_or(rest.len(), |i| i + 2);
         let (piece, tail) = rest.split_at(end);
         let function = piece.contains(".entry ") || piece.contains(".func ");
-        if !(function && piece.contains("mma.sync")) {
+        if !(function && SM80.iter().any(|i| piece.contains(i))) {
             out.push_str(piece);
         }
         rest = tail;
@@ -280,13 +283,13 @@ fn what_needs_no_newer_gpu_assembles_for_sm_70() {
         }
         let file = dir.join(format!("module{m}.ptx"));
         let retargeted = for_sm70(ptx);
-        assert!(!retargeted.contains("mma.sync"), "module {m}");
+        assert!(!SM80.iter().any(|i| retargeted.contains(i)), "module {m}");
         std::fs::write(&file, &retargeted).unwrap();
         assemble(
             &ptxas,
             &file,
             "sm_70",
-            &format!("module {m} without its tensor cores"),
+            &format!("module {m} without its tensor cores and asynchronous copies"),
         );
     }
     std::fs::remove_dir_all(&dir).ok();

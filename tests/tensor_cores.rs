@@ -306,3 +306,53 @@ fn a_warp_divided_between_two_calls_is_reported() {
         );
     }
 }
+
+/// Asynchronous copies (`kernel_runtime::pipeline`) stage what plain loads would, zeros past
+/// the edges, on every backend.
+#[test]
+fn async_copies_stage_rows_with_zeros_past_the_edges() {
+    use kernel_suite::test_kernels::staged_async;
+    let x = Array2::from_shape_fn((13, 40), |(i, j)| f16::from_f32((i * 40 + j) as f32));
+    let want = Array2::from_shape_fn((16, 48), |(i, j)| {
+        if i < 13 && j < 40 {
+            x[[i, j]]
+        } else {
+            f16::ZERO
+        }
+    });
+    for dev in backends() {
+        let mut out = dev
+            .to_device(&Array2::from_elem((16, 48), f16::NAN))
+            .unwrap();
+        staged_async
+            .launch(2, 32, (&dev.to_device(&x).unwrap(), &mut out))
+            .unwrap();
+        let got = out.to_host().unwrap();
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(g, w)| g.to_bits() == w.to_bits()),
+            "{:?}",
+            dev.kind()
+        );
+    }
+}
+
+#[test]
+fn a_misplaced_async_copy_is_an_error_at_the_call() {
+    use kernel_suite::test_kernels::misplaced_async;
+    let x = Array2::<f32>::zeros((2, 8));
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let dx = dev.to_device(&x).unwrap();
+        let mut y = dev.zeros::<f32, _>((2, 8)).unwrap();
+        let mut run = |how| {
+            misplaced_async
+                .launch(1, 1, (&dx, &mut y, how))
+                .unwrap_err()
+                .to_string()
+        };
+        common::assert_mentions(&run(0), &["memcpy_async", "multiple", "test_kernels.rs"]);
+        common::assert_mentions(&run(1), &["memcpy_async", "not a shared array"]);
+        common::assert_mentions(&run(2), &["`x", "[0, 9]", "bounds", "test_kernels.rs"]);
+    }
+}

@@ -62,6 +62,15 @@ pub(crate) const WARP_COLLECTIVES: &[&str] = &[
 /// coroutines on the CPU backend, never split into thread loops.
 pub(crate) const OPAQUE_COLLECTIVES: &[&str] = &["mma_sync"];
 
+/// Calls that need a GPU of sm_80 or later, and the instruction each runs there: a kernel or
+/// device function that makes one fails to build for an older GPU, at the call.
+pub(crate) const SM80_CALLS: &[(&str, &str)] = &[
+    ("mma_sync", "its tensor cores' mma.sync.m16n8k16"),
+    ("memcpy_async", "cp.async"),
+    ("pipeline_commit", "cp.async.commit_group"),
+    ("pipeline_wait_prior", "cp.async.wait_group"),
+];
+
 /// The grid of a cooperative launch and its barrier: a kernel that calls either is cooperative.
 pub(crate) const GRID_CALLS: &[&str] = &["this_grid", "grid_sync"];
 

@@ -24,6 +24,17 @@ unsafe extern "C" {
     /// Whether a generic address lies in shared memory (PTX `isspacep.shared`).
     #[link_name = "llvm.nvvm.isspacep.shared"]
     fn isspacep_shared(p: *const u8) -> bool;
+    /// Whether a generic address lies in global memory (PTX `isspacep.global`).
+    #[link_name = "llvm.nvvm.isspacep.global"]
+    fn isspacep_global(p: *const u8) -> bool;
+}
+
+/// Whether the generic address `p` lies in global memory.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn is_global(p: *const u8) -> bool {
+    // SAFETY: `isspacep.global` only inspects the address.
+    unsafe { isspacep_global(p) }
 }
 
 /// Whether the generic address `p` lies in the block's shared memory. The compiler folds it to a

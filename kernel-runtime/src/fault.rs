@@ -78,6 +78,25 @@ pub fn bad_shared_offset(array: &'static str, at: usize, bytes: usize, align: us
     }
 }
 
+/// Reports an asynchronous copy from `src` to `dst` that breaks a rule of
+/// [`pipeline`](crate::pipeline) (`why`), and stops the thread: on the GPU, a trap.
+#[cold]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+pub fn misplaced_copy(dst: &'static str, src: &'static str, why: &'static str) -> ! {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::fault::raise_with_coordinates(format!(
+        "memcpy_async from `{src}` to `{dst}` at {}: {why}; a copy goes from global memory to a \
+         shared array, its rows starting at a multiple of its 4, 8 or 16 bytes",
+        core::panic::Location::caller()
+    ));
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = (dst, src, why);
+        trap()
+    }
+}
+
 /// Aborts the kernel: `trap` on the GPU, an error from the launch on the CPU backend.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]

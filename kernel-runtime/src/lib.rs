@@ -84,6 +84,7 @@ pub mod intrinsics;
 pub mod math;
 pub mod module_array;
 pub mod number;
+pub mod pipeline;
 pub(crate) mod print;
 pub mod random;
 pub(crate) mod shared;

@@ -160,7 +160,7 @@ macro_rules! view_type {
             }
             #[inline(always)]
             #[allow(dead_code)] // unused by 0-D views, which have no index to check
-            fn name(&self) -> &'static str {
+            pub(crate) fn name(&self) -> &'static str {
                 #[cfg(not(target_arch = "nvptx64"))]
                 {
                     self.name

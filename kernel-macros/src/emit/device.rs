@@ -13,7 +13,7 @@ pub fn entry(k: &Kernel) -> TokenStream {
     let vis = &k.func.vis;
     let mut params: Vec<TokenStream> = k.params.iter().map(|p| p.ptx_params()).collect();
     let body = body(k, &mut params);
-    let target = tensor_core_target(&k.body);
+    let target = sm80_target(&k.body);
     let Some(g) = &k.generic else {
         return device_block(quote! {
             #target
@@ -105,27 +105,27 @@ fn body(k: &Kernel, params: &mut Vec<TokenStream>) -> TokenStream {
     }
 }
 
-/// Where `body` calls the tensor cores (`mma_sync`), the device build's refusal of a GPU
-/// that lacks them: `mma.sync.m16n8k16` needs sm_80. The check is the calling crate's, which
-/// the device build compiles for the GPU chosen (its dependencies are compiled for none).
-fn tensor_core_target(body: &crate::kernel::rewrite::Rewritten) -> TokenStream {
-    let Some(span) = body.opaque else {
+/// Where `body` calls what needs sm_80 (`mma_sync`, `memcpy_async`), the device build's refusal
+/// of an older GPU. The check is the calling crate's, which the device build compiles for the
+/// GPU chosen (its dependencies are compiled for none).
+fn sm80_target(body: &crate::kernel::rewrite::Rewritten) -> TokenStream {
+    let Some((span, name, what)) = body.sm80 else {
         return quote!();
     };
+    let message = format!(
+        "{name} needs a GPU of sm_80 or later ({what}): build the kernels for one: \
+         `Builder::new().default_arch(\"sm_80\")` in build.rs, or KERNEL_PTX_ARCH=sm_80"
+    );
     quote::quote_spanned! {span=>
         #[cfg(not(target_feature = "sm_80"))]
-        ::core::compile_error!(
-            "mma_sync needs a GPU of sm_80 or later (its tensor cores' mma.sync.m16n8k16): build \
-             the kernels for one: `Builder::new().default_arch(\"sm_80\")` in build.rs, or \
-             KERNEL_PTX_ARCH=sm_80"
-        );
+        ::core::compile_error!(#message);
     }
 }
 
 /// A `#[device]` function: inlined, with the thread's context bound where its body reads it.
 pub fn function(d: DeviceFn) -> TokenStream {
     let DeviceFn { mut func, body } = d;
-    let target = device_block(tensor_core_target(&body));
+    let target = device_block(sm80_target(&body));
     if body.uses_ctx {
         let binding = rewrite::ctx_binding(Scope::Function);
         let block = &func.block;

@@ -3,8 +3,8 @@
 //! do, each with an error at the offending span.
 
 use crate::vocab::{
-    FLOAT_METHODS, GRID_CALLS, HEAP_PATHS, OPAQUE_COLLECTIVES, RANDOM_PREFIX, STD_MACROS,
-    WARP_COLLECTIVES,
+    FLOAT_METHODS, GRID_CALLS, HEAP_PATHS, OPAQUE_COLLECTIVES, RANDOM_PREFIX, SM80_CALLS,
+    STD_MACROS, WARP_COLLECTIVES,
 };
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -40,6 +40,8 @@ pub struct Rewritten {
     /// The first call of a collective the CPU backend's split does not take apart
     /// (`mma_sync`), where the body makes one: the kernel runs its threads as coroutines.
     pub opaque: Option<Span>,
+    /// The first call that needs a GPU of sm_80 or later, and what it runs there.
+    pub sm80: Option<(Span, &'static str, &'static str)>,
     pub shared: Vec<SharedDecl>,
 }
 
@@ -87,6 +89,7 @@ pub fn rewrite(
             cooperative: false,
             block_local: false,
             opaque: None,
+            sm80: None,
             shared: Vec::new(),
         },
         errors: Vec::new(),
@@ -226,6 +229,9 @@ impl Pass {
                     }
                 }
                 let last = segs.last()?.ident.to_string();
+                if let Some((name, what)) = SM80_CALLS.iter().find(|(n, _)| *n == last) {
+                    self.out.sm80 = self.out.sm80.or(Some((call.span(), name, what)));
+                }
                 if OPAQUE_COLLECTIVES.contains(&last.as_str()) {
                     self.out.barriers = true;
                     self.out.warp_context = true;

@@ -1,0 +1,275 @@
+//! Asynchronous copies from global to shared memory: PTX's `cp.async` (sm_80 and later), as
+//! CUDA's pipeline primitives name it. A thread starts copies, commits them as a group, and
+//! waits for all but its latest groups: the copies of a tile then fly while the block
+//! computes on the tile before it.
+//!
+//! | CUDA C++ | here |
+//! | --- | --- |
+//! | `__pipeline_memcpy_async(&s[r][c], &g[i][k], 16)` | `memcpy_async::<f16, 8>(&mut s, [r, c], &g, [i, k], 8)` |
+//! | `__pipeline_memcpy_async(dst, src, 16, 16 - 2 * valid)` (zero fill) | `memcpy_async::<f16, 8>(.., valid)` |
+//! | `__pipeline_commit()` | `pipeline_commit()` |
+//! | `__pipeline_wait_prior(1)` | `pipeline_wait_prior::<1>()` |
+//!
+//! A copy moves `N` elements, 4, 8 or 16 bytes, from a row of a 2-D array in global memory to a
+//! row of a 2-D shared array: the first `valid` of them (at most `N`) from `src`, zeros in the
+//! rest, so that a tile past a matrix's edge needs no branch; where `valid` is 0, `from` may
+//! lie outside `src`. The shared array is written once the thread's `pipeline_wait_prior`
+//! lets its group go: other threads read it after that and a barrier, as after a store.
+//!
+//! Every copy is checked, whatever the kernel's `boundscheck`: both rows must hold the
+//! elements, `dst` must be a shared array and `src` not, and both must start at a multiple of
+//! the copy's bytes from their arrays' first elements (the hardware's alignment, where arrays
+//! start at 16 bytes as the GPU's do). A copy that breaks one stops the kernel: a trap on the
+//! GPU, an error at the call on the CPU backend.
+//!
+//! The CPU backend copies at once, so a thread that reads its own copy's destination before
+//! waiting reads the copy there, where a GPU may not have written it yet. Checked mode records
+//! each element written as the thread's write at the call.
+//!
+//! A kernel or device function that calls these fails to build for a GPU below sm_80, at the
+//! call.
+//!
+//! ```
+//! use kernel_runtime::pipeline::*;
+//! use kernel_runtime::prelude::*;
+//!
+//! /// Each block stages 8 rows of 32 through shared memory and writes them back doubled.
+//! #[kernel]
+//! fn doubled(x: &Array2<f32>, y: &mut Array2<f32>) {
+//!     let mut tile = shared_array![f32; [8, 32]];
+//!     let t = thread_idx().x as usize; // 64 threads: 4 floats each
+//!     let (r, c) = (t / 8, 4 * (t % 8));
+//!     let row = 8 * block_idx().x as usize + r;
+//!     let valid = if row < x.dim().0 { 4 } else { 0 };
+//!     memcpy_async::<f32, 4>(&mut tile, [r, c], &x, [row, c], valid);
+//!     pipeline_commit();
+//!     pipeline_wait_prior::<0>();
+//!     sync_threads();
+//!     if row < y.dim().0 {
+//!         for k in 0..4 {
+//!             y[[row, c + k]] = 2.0 * tile[[r, c + k]];
+//!         }
+//!     }
+//! }
+//!
+//! let dev = Device::cpu();
+//! let x = Array2::from_shape_fn((13, 32), |(i, j)| (i * 32 + j) as f32);
+//! let mut y = dev.zeros::<f32, _>((13, 32)).unwrap();
+//! doubled.launch(2, 64, (&dev.to_device(&x).unwrap(), &mut y)).unwrap();
+//! assert_eq!(y.to_host().unwrap(), x.mapv(|v| 2.0 * v));
+//! ```
+
+use crate::device_copy::AnyBitPattern;
+use crate::view::{View2, View2Mut};
+
+/// A 2-D array a copy reads: an array parameter of the kernel (or any 2-D view).
+pub trait Source<T> {
+    /// The first element's address.
+    fn first(&self) -> *const T;
+    /// The rows and columns.
+    fn extent(&self) -> [usize; 2];
+    /// The array's name, for reports.
+    fn label(&self) -> &'static str;
+}
+
+/// A 2-D array a copy writes: a shared array of the block.
+pub trait Destination<T>: Source<T> {
+    /// The first element's address.
+    fn first_mut(&mut self) -> *mut T;
+    /// `self[at] = v`, as the kernel's own store (checked mode records it).
+    fn put(&mut self, at: [usize; 2], v: T);
+}
+
+macro_rules! source {
+    ($($view:ident),*) => {$(
+        impl<T, const C: bool> Source<T> for $view<'_, T, C> {
+            #[inline(always)]
+            fn first(&self) -> *const T {
+                self.as_ptr()
+            }
+            #[inline(always)]
+            fn extent(&self) -> [usize; 2] {
+                self.shape()
+            }
+            #[inline(always)]
+            fn label(&self) -> &'static str {
+                self.name()
+            }
+        }
+    )*};
+}
+source!(View2, View2Mut);
+
+impl<T: Send + Sync, const C: bool> Destination<T> for View2Mut<'_, T, C> {
+    #[inline(always)]
+    fn first_mut(&mut self) -> *mut T {
+        self.as_mut_ptr()
+    }
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    fn put(&mut self, at: [usize; 2], v: T) {
+        self[at] = v;
+    }
+}
+
+/// `__pipeline_memcpy_async`: starts copying `N` elements (4, 8 or 16 bytes) from
+/// `src[from..]` to `dst[to..]` along their rows, the first `valid` from `src` and zeros in the
+/// rest. See the module's rules.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn memcpy_async<T: AnyBitPattern, const N: usize>(
+    dst: &mut impl Destination<T>,
+    to: [usize; 2],
+    src: &impl Source<T>,
+    from: [usize; 2],
+    valid: usize,
+) {
+    const {
+        assert!(
+            matches!(N * size_of::<T>(), 4 | 8 | 16),
+            "a copy moves 4, 8 or 16 bytes"
+        )
+    };
+    use crate::fault::{misplaced_copy, out_of_bounds, AccessKind};
+    let (valid, bytes) = (valid.min(N), N * size_of::<T>());
+    let [rows, cols] = dst.extent();
+    if to[0] >= rows || to[1] + N > cols {
+        let last = [to[0], to[1] + N - 1];
+        out_of_bounds(dst.label(), &last, &[rows, cols], AccessKind::Write);
+    }
+    let [src_rows, src_cols] = src.extent();
+    if valid > 0 && (from[0] >= src_rows || from[1] + valid > src_cols) {
+        let last = [from[0], from[1] + valid - 1];
+        out_of_bounds(src.label(), &last, &[src_rows, src_cols], AccessKind::Read);
+    }
+    let d = (to[0] * cols + to[1]) * size_of::<T>();
+    let s = (from[0] * src_cols + from[1]) * size_of::<T>();
+    if !d.is_multiple_of(bytes) || valid > 0 && !s.is_multiple_of(bytes) {
+        misplaced_copy(
+            dst.label(),
+            src.label(),
+            "not at a multiple of the copy's bytes",
+        );
+    }
+    imp::copy::<T, N>(dst, to, src, from, valid);
+}
+
+/// `__pipeline_commit`: the thread's copies since its last commit become a group.
+#[inline(always)]
+pub fn pipeline_commit() {
+    imp::commit();
+}
+
+/// `__pipeline_wait_prior(N)`: waits until at most the thread's `N` latest groups are still
+/// copying; the others' elements are then in shared memory (for the other threads of the block,
+/// after a barrier).
+#[inline(always)]
+pub fn pipeline_wait_prior<const N: u32>() {
+    imp::wait::<N>();
+}
+
+/// `cp.async`, `cp.async.commit_group` and `cp.async.wait_group`.
+#[cfg(target_arch = "nvptx64")]
+mod imp {
+    use super::{Destination, Source};
+    use crate::ctx::{is_global, is_shared};
+    use crate::fault::misplaced_copy;
+
+    #[inline(always)]
+    pub(super) fn copy<T, const N: usize>(
+        dst: &mut impl Destination<T>,
+        to: [usize; 2],
+        src: &impl Source<T>,
+        from: [usize; 2],
+        valid: usize,
+    ) {
+        let [_, cols] = dst.extent();
+        let [_, src_cols] = src.extent();
+        let d = dst.first_mut().wrapping_add(to[0] * cols + to[1]) as *const u8;
+        let s = src.first().wrapping_add(from[0] * src_cols + from[1]) as *const u8;
+        let bytes = N * size_of::<T>();
+        if !is_shared(d) || valid > 0 && (!is_global(s) || !(s as usize).is_multiple_of(bytes)) {
+            misplaced_copy(dst.label(), src.label(), "");
+        }
+        let read = (valid * size_of::<T>()) as u32;
+        // SAFETY: `d` lies in shared memory and holds `N` elements of the shared array, `s`
+        // (where any byte is read) in global memory holding `valid` of the array's, both
+        // aligned to the copy's bytes: all checked above.
+        unsafe {
+            match bytes {
+                16 => core::arch::asm!(
+                    "{{ .reg .u64 d, s; cvta.to.shared.u64 d, {d}; cvta.to.global.u64 s, {s}; \
+                     cp.async.cg.shared.global [d], [s], 16, {n}; }}",
+                    d = in(reg64) d, s = in(reg64) s, n = in(reg32) read, options(nostack)
+                ),
+                8 => core::arch::asm!(
+                    "{{ .reg .u64 d, s; cvta.to.shared.u64 d, {d}; cvta.to.global.u64 s, {s}; \
+                     cp.async.ca.shared.global [d], [s], 8, {n}; }}",
+                    d = in(reg64) d, s = in(reg64) s, n = in(reg32) read, options(nostack)
+                ),
+                _ => core::arch::asm!(
+                    "{{ .reg .u64 d, s; cvta.to.shared.u64 d, {d}; cvta.to.global.u64 s, {s}; \
+                     cp.async.ca.shared.global [d], [s], 4, {n}; }}",
+                    d = in(reg64) d, s = in(reg64) s, n = in(reg32) read, options(nostack)
+                ),
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn commit() {
+        // SAFETY: groups the thread's copies; no operand.
+        unsafe { core::arch::asm!("cp.async.commit_group;", options(nostack)) };
+    }
+
+    #[inline(always)]
+    pub(super) fn wait<const N: u32>() {
+        // SAFETY: waits on the thread's own groups; the shared memory they write is then the
+        // thread's to read (a memory clobber: the compiler reads it after).
+        unsafe { core::arch::asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
+    }
+}
+
+/// The CPU backend: each copy at once, element by element, as the thread's stores.
+#[cfg(not(target_arch = "nvptx64"))]
+mod imp {
+    use super::{Destination, Source};
+    use crate::device_copy::AnyBitPattern;
+    use crate::fault::misplaced_copy;
+
+    #[track_caller]
+    pub(super) fn copy<T: AnyBitPattern, const N: usize>(
+        dst: &mut impl Destination<T>,
+        to: [usize; 2],
+        src: &impl Source<T>,
+        from: [usize; 2],
+        valid: usize,
+    ) {
+        let block = crate::cpu::launch::tls::block();
+        let bytes = crate::cpu::launch::sites::block_bytes(block.shared_bytes);
+        let shared = block.shared as usize..(block.shared as usize).wrapping_add(bytes);
+        if !shared.contains(&(dst.first_mut() as usize)) || shared.contains(&(src.first() as usize))
+        {
+            misplaced_copy(
+                dst.label(),
+                src.label(),
+                "the destination is not a shared array, or the source is",
+            );
+        }
+        let [_, src_cols] = src.extent();
+        for e in 0..N {
+            let v = if e < valid {
+                // SAFETY: `from[1] + valid` is within the row of `from[0]`, checked by the caller.
+                unsafe { *src.first().add(from[0] * src_cols + from[1] + e) }
+            } else {
+                // SAFETY: every bit pattern, zeros too, is a `T` (`AnyBitPattern`).
+                unsafe { core::mem::zeroed() }
+            };
+            dst.put([to[0], to[1] + e], v);
+        }
+    }
+
+    pub(super) fn commit() {}
+
+    pub(super) fn wait<const N: u32>() {}
+}
