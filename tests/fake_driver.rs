@@ -572,9 +572,9 @@ fn a_tensor_core_matmul_launches_its_blocks_with_their_shared_tiles() {
             }
             done.unwrap();
             let launch = &log.launches("matmul_tensor")[0];
-            // Two tiles of 128 x 40 halves: 20480 bytes of shared memory.
+            // Two buffers of a's 128 x 40 halves and of b's 32 x 136: 37888 bytes.
             assert!(
-                launch.starts_with("grid=3,2,1 block=256,1,1 shared=20480 "),
+                launch.starts_with("grid=3,2,1 block=256,1,1 shared=37888 "),
                 "{launch}"
             );
             let a_at = hex(kernel_runtime::__rt::device_addr(&a));
@@ -584,25 +584,29 @@ fn a_tensor_core_matmul_launches_its_blocks_with_their_shared_tiles() {
 }
 
 #[test]
-fn a_tf32_matmul_stages_a_and_b_untransposed() {
-    on_fake_driver("a_tf32_matmul_stages_a_and_b_untransposed", &[], |log| {
-        let gpu = fake_gpu();
-        let a = gpu.zeros::<f32, _>((40, 24)).unwrap();
-        let b = gpu.zeros::<f32, _>((24, 300)).unwrap();
-        let mut c = gpu.zeros::<f32, _>((40, 300)).unwrap();
-        let done = matmul_tensor_tf32.launch((3, 1), TC_THREADS, (&a, &b, &mut c));
-        if !has_ptx(matmul_tensor_tf32.ptx()) {
-            assert!(matches!(done, Err(Error::NoPtx { .. })), "{done:?}");
-            return;
-        }
-        done.unwrap();
-        let launch = &log.launches("matmul_tensor_tf32")[0];
-        // 128 x 36 words of a, 32 x 136 of b: 35840 bytes of shared memory.
-        assert!(
-            launch.starts_with("grid=3,1,1 block=256,1,1 shared=35840 "),
-            "{launch}"
-        );
-    });
+fn a_tf32_matmul_launches_with_two_buffers_of_its_tiles() {
+    on_fake_driver(
+        "a_tf32_matmul_launches_with_two_buffers_of_its_tiles",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let a = gpu.zeros::<f32, _>((40, 24)).unwrap();
+            let b = gpu.zeros::<f32, _>((24, 300)).unwrap();
+            let mut c = gpu.zeros::<f32, _>((40, 300)).unwrap();
+            let done = matmul_tensor_tf32.launch((3, 1), TC_THREADS, (&a, &b, &mut c));
+            if !has_ptx(matmul_tensor_tf32.ptx()) {
+                assert!(matches!(done, Err(Error::NoPtx { .. })), "{done:?}");
+                return;
+            }
+            done.unwrap();
+            let launch = &log.launches("matmul_tensor_tf32")[0];
+            // Two buffers of a's 128 x 20 words and of b's 16 x 136: 37888 bytes.
+            assert!(
+                launch.starts_with("grid=3,1,1 block=256,1,1 shared=37888 "),
+                "{launch}"
+            );
+        },
+    );
 }
 
 #[test]

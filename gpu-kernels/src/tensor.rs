@@ -1,17 +1,21 @@
-//! matmul on tensor cores: `c = a @ b` for `f16` matrices into `f32`, with [`mma_sync`], any
-//! sizes.
+//! matmul on tensor cores: `c = a @ b` for `f16` matrices into `f32`, or `f32` matrices as
+//! `tf32`, with [`mma_sync`], any sizes.
 //!
 //! A block of eight warps computes a 128 × 128 tile of `c`: the warps in two rows of four, each
-//! a 64 × 32 part of it as 4 × 2 accumulators of 16 × 16, in registers for the whole depth. For
-//! each 32 columns of `a`, the block stages a 128 × 32 tile of `a` and a 32 × 128 tile of `b`
-//! (the latter transposed, so that each lane's pairs of `B` elements are adjacent) in shared
-//! memory, zero past the matrices' edges, and each warp multiplies its 4 + 2 fragments of each
-//! half of the depth 8 times. The shared rows are padded by 8 halves, so that the lanes of a
-//! fragment load fall in distinct banks.
+//! a 64 × 32 part of it as accumulators in registers for the whole depth. The block stages a
+//! tile of `a`'s columns and of `b`'s rows at a time in shared memory, zero past the matrices'
+//! edges, in two buffers: while the warps multiply the fragments of one tile, the next one's
+//! copies fly ([`memcpy_async`], 16 bytes each, where every row of `a` and `b` starts at a
+//! multiple of 16 bytes; plain loads and stores elsewhere). The shared rows are padded, so
+//! that the lanes of a fragment load fall in distinct banks.
 //!
-//! Tensor cores need a GPU of sm_80 or later: this crate's PTX is built for sm_80 unless
-//! `KERNEL_PTX_ARCH` names another.
+//! Tensor cores and asynchronous copies need a GPU of sm_80 or later: this crate's PTX is
+//! built for sm_80 unless `KERNEL_PTX_ARCH` names another.
 
+use core::ops::{Index, IndexMut};
+use kernel_runtime::pipeline::{
+    memcpy_async, pipeline_commit, pipeline_wait_prior, Destination, Source,
+};
 use kernel_runtime::prelude::*;
 use kernel_runtime::wmma::*;
 
@@ -19,10 +23,13 @@ use kernel_runtime::wmma::*;
 pub const TC_TILE: usize = 128;
 /// Threads per block: eight warps.
 pub const TC_THREADS: u32 = 256;
-/// The depth a block stages at a time.
+/// The depth of a tile of [`matmul_tensor`].
 const DEPTH: usize = 32;
-/// A shared row: the staged depth and 8 halves of padding.
-const ROW: usize = DEPTH + 8;
+/// A shared row of `a`'s tile: the depth and 8 halves of padding (lanes of a fragment load:
+/// rows `g`, columns `2t`).
+const ROW_A: usize = DEPTH + 8;
+/// A shared row of `b`'s tile: its 128 columns and 8 of padding (rows `2t`, columns `g`).
+const ROW_B: usize = TC_TILE + 8;
 
 /// The thread's index in its block, the first row and column of the block's tile of `c`, and
 /// those of its warp's part in the tile: the warps in two rows of four, each 64 × 32.
@@ -37,12 +44,101 @@ fn tiles() -> (usize, [usize; 2], [usize; 2]) {
     (t, block, [64 * (warp / 4), 32 * (warp % 4)])
 }
 
+/// How many of the `width` elements of a copy at column `col` of a row of `cols` lie in the
+/// matrix, none where the row is past its `rows`.
+#[device]
+fn inside(row: usize, rows: usize, col: usize, cols: usize, width: usize) -> usize {
+    if row < rows {
+        cols.saturating_sub(col).min(width)
+    } else {
+        0
+    }
+}
+
+/// Stages tile `ti`, `D` deep, of `a` and `b` into buffer `ti % 2` of `sa` and `sb` (their rows
+/// from `ti % 2 * TC_TILE` and from `ti % 2 * D`): two runs of `W` elements of each per thread,
+/// zeros past the matrices' edges; by asynchronous copies where `aligned` (every row of `a` and
+/// `b` starts at a multiple of a run's bytes), else by plain loads and stores.
+#[device]
+fn stage<T, const W: usize, const D: usize, S, X>(
+    sa: &mut S,
+    sb: &mut S,
+    a: &X,
+    b: &X,
+    ti: usize,
+    aligned: bool,
+) where
+    T: kernel_runtime::AnyBitPattern + Default,
+    S: Destination<T> + IndexMut<[usize; 2], Output = T>,
+    X: Source<T> + Index<[usize; 2], Output = T>,
+{
+    let (t, [row0, col0], _) = tiles();
+    let ([n, depth], m) = (a.extent(), b.extent()[1]);
+    let (k0, s) = (ti * D, ti % 2);
+    // Runs per row: of a's tile, `TC_TILE` rows of `D`; of b's, `D` rows of `TC_TILE`.
+    let (per_a, per_b) = (D / W, TC_TILE / W);
+    for half in 0..2 {
+        let q = t + half * TC_THREADS as usize;
+        let ([ra, ca], [rb, cb]) = ([q / per_a, W * (q % per_a)], [q / per_b, W * (q % per_b)]);
+        let (i, k, kb, j) = (row0 + ra, k0 + ca, k0 + rb, col0 + cb);
+        let (va, vb) = (inside(i, n, k, depth, W), inside(kb, depth, j, m, W));
+        let (ta, tb) = ([s * TC_TILE + ra, ca], [s * D + rb, cb]);
+        if aligned {
+            memcpy_async::<T, W>(sa, ta, a, [i, k], va);
+            memcpy_async::<T, W>(sb, tb, b, [kb, j], vb);
+        } else {
+            for e in 0..W {
+                sa[[ta[0], ca + e]] = if e < va { a[[i, k + e]] } else { T::default() };
+                sb[[tb[0], cb + e]] = if e < vb { b[[kb, j + e]] } else { T::default() };
+            }
+        }
+    }
+}
+
+/// Multiplies the warp's part of buffer `s` of the staged tiles, `D` deep (as [`stage`] leaves
+/// them), into its 4 × `J` accumulators of 16 × `S::N`.
+#[device]
+fn multiply<S, T, const J: usize, const D: usize, X>(
+    acc: &mut [[Accumulator<S>; J]; 4],
+    sa: &X,
+    sb: &X,
+    s: usize,
+) where
+    S: Shape + Fits<T>,
+    T: Operand<Acc = f32>,
+    X: Index<[usize; 2]>,
+    X::Output: Copy + Into<T>,
+{
+    let (_, _, [wr, wc]) = tiles();
+    let mut kk = 0;
+    while kk < D {
+        let mut fa = [MatrixA::<S, T>::new(); 4];
+        let mut fb = [MatrixB::<S, T>::new(); J];
+        for (i, f) in fa.iter_mut().enumerate() {
+            load_matrix_sync(f, sa, [s * TC_TILE + wr + 16 * i, kk], Layout::RowMajor);
+        }
+        for (j, f) in fb.iter_mut().enumerate() {
+            load_matrix_sync(f, sb, [s * D + kk, wc + S::N * j], Layout::RowMajor);
+        }
+        for (i, row) in acc.iter_mut().enumerate() {
+            for (j, d) in row.iter_mut().enumerate() {
+                let before = *d;
+                mma_sync(d, &fa[i], &fb[j], &before);
+            }
+        }
+        kk += S::K;
+    }
+}
+
 /// `c = a @ b`: launch `(m.div_ceil(TC_TILE), n.div_ceil(TC_TILE))` blocks of [`TC_THREADS`]
 /// threads for an `n × m` result.
 ///
+/// Each warp's part is 4 × 2 accumulators of 16 × 16; a tile is 32 deep, each thread staging
+/// two runs of 8 halves of `a` and two of `b`.
+///
 /// Its indices are checked by the tests beside them rather than at each access: those of `a`,
 /// `b` and `c` against their shapes before each access, those of the shared tiles by their
-/// construction (a warp's rows and columns lie within the 128 × 32 it stages).
+/// construction (a warp's rows and columns lie within the tile it stages).
 ///
 /// ```
 /// use gpu_kernels::{matmul_tensor, TC_THREADS};
@@ -57,53 +153,29 @@ fn tiles() -> (usize, [usize; 2], [usize; 2]) {
 /// assert!(c.to_host()?.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-3));
 /// # Ok::<(), kernel_runtime::Error>(())
 /// ```
-#[kernel(boundscheck = false)]
+#[kernel(barriers, boundscheck = false)] // the warps meet in `multiply` too
 pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
     let (n, depth) = a.dim();
     let m = b.dim().1;
     let (t, [row0, col0], [wr, wc]) = tiles();
-    let mut sa = shared_array![f16; [TC_TILE, ROW]];
-    let mut sb = shared_array![f16; [TC_TILE, ROW]];
+    // Two buffers of each tile: rows `s * TC_TILE ..` of `sa`, `s * DEPTH ..` of `sb`.
+    let mut sa = shared_array![f16; [2 * TC_TILE, ROW_A]];
+    let mut sb = shared_array![f16; [2 * DEPTH, ROW_B]];
     let mut acc = [[Accumulator::<M16N16K16>::new(); 2]; 4];
-    // What each thread stages: 16 elements of a row of `a`, and of a row of `b`.
-    let (ar, aq) = (t / 2, 16 * (t % 2));
-    let (bk, bc) = (t / 8, 16 * (t % 8));
-    let mut k0 = 0;
-    while k0 < depth {
-        for q in 0..16 {
-            let (i, k) = (row0 + ar, k0 + aq + q);
-            sa[[ar, aq + q]] = if i < n && k < depth {
-                a[[i, k]]
-            } else {
-                f16::ZERO
-            };
-            let (k, j) = (k0 + bk, col0 + bc + q);
-            sb[[bc + q, bk]] = if k < depth && j < m {
-                b[[k, j]]
-            } else {
-                f16::ZERO
-            };
+    let aligned = depth % 8 == 0 && m % 8 == 0;
+    let tiles = depth.div_ceil(DEPTH);
+    // Round `ti` stages tile `ti` and multiplies tile `ti - 1`.
+    for ti in 0..=tiles {
+        if ti < tiles {
+            stage::<_, 8, DEPTH, _, _>(&mut sa, &mut sb, &a, &b, ti, aligned);
         }
-        sync_threads();
-        let mut kk = 0;
-        while kk < DEPTH {
-            let mut fa = [MatrixA::<M16N16K16, f16>::new(); 4];
-            let mut fb = [MatrixB::<M16N16K16, f16>::new(); 2];
-            for (i, f) in fa.iter_mut().enumerate() {
-                load_matrix_sync(f, &sa, [wr + 16 * i, kk], Layout::RowMajor);
-            }
-            load_matrix_sync(&mut fb[0], &sb, [kk, wc], Layout::ColMajor);
-            load_matrix_sync(&mut fb[1], &sb, [kk, wc + 16], Layout::ColMajor);
-            for (i, row) in acc.iter_mut().enumerate() {
-                for (j, d) in row.iter_mut().enumerate() {
-                    let before = *d;
-                    mma_sync(d, &fa[i], &fb[j], &before);
-                }
-            }
-            kk += 16;
+        pipeline_commit();
+        if ti > 0 {
+            pipeline_wait_prior::<1>();
+            sync_threads();
+            multiply::<_, f16, 2, DEPTH, _>(&mut acc, &sa, &sb, (ti - 1) % 2);
+            sync_threads();
         }
-        sync_threads();
-        k0 += DEPTH;
     }
     // Each accumulator into its place, written out: a loop the compiler left rolled would
     // index the accumulators in memory.
@@ -119,23 +191,19 @@ pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
     store_matrix_within(&mut c, at(3, 1), &acc[3][1], Layout::RowMajor, within);
 }
 
-/// The depth a block of [`matmul_tensor_tf32`] stages at a time.
-const DEPTH_TF32: usize = 32;
-/// A shared row of `a`'s tile in [`matmul_tensor_tf32`]: its depth and 4 words of padding, so
-/// that the lanes of a fragment load (rows `g`, columns `t`) fall in distinct banks.
+/// The depth of a tile of [`matmul_tensor_tf32`].
+const DEPTH_TF32: usize = 16;
+/// A shared row of `a`'s tile: the depth and 4 words of padding (lanes of a fragment load:
+/// rows `g`, columns `t`).
 const ROW_A_TF32: usize = DEPTH_TF32 + 4;
-/// A shared row of `b`'s tile: 128 columns and 8 words of padding, for the same reason (rows
-/// `t`, columns `g`).
-const ROW_B_TF32: usize = TC_TILE + 8;
 
 /// `c = a @ b` for `f32` matrices on tensor cores, each element of `a` and `b` rounded to
 /// [`Tf32`] (as cuBLAS's `CUBLAS_COMPUTE_32F_FAST_TF32`), the sums in `f32`: launch as
 /// [`matmul_tensor`].
 ///
-/// The blocks and warps tile `c` as [`matmul_tensor`] does, each warp's 64 × 32 as 4 × 4
-/// accumulators of 16 × 8 (`m16n8k8`). The block stages 32 columns of `a` and 32 rows of `b`
-/// at a time, each read by consecutive threads from consecutive addresses, and `b` stays
-/// untransposed: a `tf32` register holds one element, so no pairs need to be adjacent.
+/// Each warp's part is 4 × 4 accumulators of 16 × 8 (`m16n8k8`); a tile is 16 deep, each
+/// thread staging two runs of 4 floats of `a` and two of `b`, and the rounding is the fragment
+/// loads'.
 ///
 /// ```
 /// use gpu_kernels::{matmul_tensor_tf32, TC_THREADS};
@@ -152,50 +220,27 @@ const ROW_B_TF32: usize = TC_TILE + 8;
 /// assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5 * w.abs()));
 /// # Ok::<(), kernel_runtime::Error>(())
 /// ```
-#[kernel(boundscheck = false)]
+#[kernel(barriers, boundscheck = false)] // the warps meet in `multiply` too
 pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
     let (n, depth) = a.dim();
     let m = b.dim().1;
     let (t, [row0, col0], [wr, wc]) = tiles();
-    let mut sa = shared_array![f32; [TC_TILE, ROW_A_TF32]];
-    let mut sb = shared_array![f32; [DEPTH_TF32, ROW_B_TF32]];
+    let mut sa = shared_array![f32; [2 * TC_TILE, ROW_A_TF32]];
+    let mut sb = shared_array![f32; [2 * DEPTH_TF32, ROW_B]];
     let mut acc = [[Accumulator::<M16N8K8>::new(); 4]; 4];
-    let mut k0 = 0;
-    while k0 < depth {
-        // 16 passes of the block: 8 rows of a's tile, and 2 of b's, a pass.
-        for q in 0..16 {
-            let (r, k) = (8 * q + t / 32, t % 32);
-            let (i, ka) = (row0 + r, k0 + k);
-            sa[[r, k]] = if i < n && ka < depth { a[[i, ka]] } else { 0.0 };
-            let (k, j) = (2 * q + t / TC_TILE, t % TC_TILE);
-            let (kb, jb) = (k0 + k, col0 + j);
-            sb[[k, j]] = if kb < depth && jb < m {
-                b[[kb, jb]]
-            } else {
-                0.0
-            };
+    let aligned = depth % 4 == 0 && m % 4 == 0;
+    let tiles = depth.div_ceil(DEPTH_TF32);
+    for ti in 0..=tiles {
+        if ti < tiles {
+            stage::<_, 4, DEPTH_TF32, _, _>(&mut sa, &mut sb, &a, &b, ti, aligned);
         }
-        sync_threads();
-        let mut kk = 0;
-        while kk < DEPTH_TF32 {
-            let mut fa = [MatrixA::<M16N8K8, Tf32>::new(); 4];
-            let mut fb = [MatrixB::<M16N8K8, Tf32>::new(); 4];
-            for (i, f) in fa.iter_mut().enumerate() {
-                load_matrix_sync(f, &sa, [wr + 16 * i, kk], Layout::RowMajor);
-            }
-            for (j, f) in fb.iter_mut().enumerate() {
-                load_matrix_sync(f, &sb, [kk, wc + 8 * j], Layout::RowMajor);
-            }
-            for (i, row) in acc.iter_mut().enumerate() {
-                for (j, d) in row.iter_mut().enumerate() {
-                    let before = *d;
-                    mma_sync(d, &fa[i], &fb[j], &before);
-                }
-            }
-            kk += 8;
+        pipeline_commit();
+        if ti > 0 {
+            pipeline_wait_prior::<1>();
+            sync_threads();
+            multiply::<_, Tf32, 4, DEPTH_TF32, _>(&mut acc, &sa, &sb, (ti - 1) % 2);
+            sync_threads();
         }
-        sync_threads();
-        k0 += DEPTH_TF32;
     }
     // Each accumulator into its place, written out (as in `matmul_tensor`).
     let within = [n, m];
