@@ -147,7 +147,7 @@ pub trait Operand: Copy + sealed::Operand {
 }
 
 /// An accumulator's element type: `f32` or `i32`.
-pub trait Accumulate: Copy + Default + sealed::Accumulate {
+pub trait Accumulate: Copy + Default + sealed::Accumulate + 'static {
     /// `self + a · b`: in `f32`, the product (exact for the operands' types) then the sum, each
     /// rounded; in `i32`, wrapping.
     fn add_product(self, a: Self, b: Self) -> Self;
@@ -661,7 +661,7 @@ mod gpu {
 }
 
 /// The warp's product on the CPU backend: the lanes post their elements of `A` and `B`,
-/// widened to the accumulator's type, in one meeting of the warp, and each lane sums its
+/// widened to the accumulator's type, in one meeting of the warp (a gathering), and each lane sums its
 /// elements of `D` from the rows of `A` and the columns of `B` that the lanes holding them
 /// posted.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -672,6 +672,7 @@ mod cpu {
 
     /// What a lane posts: its elements of `A` (`K / 2`, at most 16) and of `B` (`K N / 32`, at
     /// most 8), and where it calls.
+    #[derive(Clone, Copy)]
     struct Post<C> {
         a: [C; 16],
         b: [C; 8],
@@ -699,7 +700,9 @@ mod cpu {
         }
         let lane = crate::warp::lane_id() as usize;
         let (cx, out) = (c.x.as_ref(), d.x.as_mut());
-        let met = gather(post, |posts| product::<S, T>(lane, posts, cx, out, here));
+        let met = gather("mma_sync", post, |posts| {
+            product::<S, T>(lane, posts, cx, out, here)
+        });
         if let Err(why) = met {
             panic!("{why}");
         }

@@ -85,6 +85,7 @@ pub(crate) fn run_fibers<O: Observer>(
             threads: vec![State::Run(0); n],
             interval: 0,
             phase: 0,
+            mailbox: Vec::new(),
         };
         while block.round(observer) {}
         stacks.extend(
@@ -107,6 +108,8 @@ struct Block<'a> {
     interval: u32,
     /// The interval at which the block's current phase of a cooperative launch started.
     phase: u32,
+    /// Where the warps' gathered posts wait for their lanes (see [`warp::gather`]).
+    mailbox: Vec<u64>,
 }
 
 impl Block<'_> {
@@ -115,7 +118,7 @@ impl Block<'_> {
     fn round<O: Observer>(&mut self, observer: &mut O) -> bool {
         self.resume_all(observer);
         // Collectives first: their lanes may have barriers still to reach.
-        match warp::complete(&mut self.threads, self.coords, observer) {
+        match warp::complete(&mut self.threads, self.coords, observer, &mut self.mailbox) {
             Ok(true) => return true,
             Ok(false) => {}
             Err(p) => warp::diverged(self.state, O::CHECKED, self.coords, p),

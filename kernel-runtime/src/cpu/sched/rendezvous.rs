@@ -110,8 +110,12 @@ pub enum WarpOp {
     MatchAll,
     /// `syncwarp`.
     Sync,
-    /// The lanes' posts, each a record of [`gather`](super::warp::gather): `mma_sync`.
-    Gather,
+    /// The lanes' posts of one type (a [`gather`](super::warp::gather)), for the collective
+    /// `name`.
+    Gather {
+        name: &'static str,
+        kind: core::any::TypeId,
+    },
 }
 
 impl WarpOp {
@@ -128,7 +132,7 @@ impl WarpOp {
             WarpOp::MatchAny => "match_any_sync",
             WarpOp::MatchAll => "match_all_sync",
             WarpOp::Sync => "syncwarp",
-            WarpOp::Gather => "mma_sync",
+            WarpOp::Gather { name, .. } => name,
         }
     }
 }

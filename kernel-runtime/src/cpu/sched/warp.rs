@@ -70,6 +70,11 @@ pub(crate) fn activemask() -> u32 {
     }
 }
 
+thread_local! {
+    /// The mailbox of the threads alone in their blocks (see [`gather`]).
+    static MAILBOX: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// A collective reached by the running thread: waits for the lanes of `mask`, returns this
 /// lane's result.
 #[track_caller]
@@ -95,10 +100,13 @@ pub(crate) fn meet_at(
     if let Some(result) = wait(arrival) {
         return result;
     }
-    // A thread alone in its block: a warp of one lane.
+    // A thread alone in its block: a warp of one lane, whose gathered posts it reads before it
+    // meets again.
     let mut threads = [State::Wait(arrival)];
     let coords = [tls::thread()];
-    if let Err(p) = complete(&mut threads, &coords, &mut Unobserved) {
+    let done =
+        MAILBOX.with(|m| complete(&mut threads, &coords, &mut Unobserved, &mut m.borrow_mut()));
+    if let Err(p) = done {
         let state = tls::block();
         // Checked mode gives the block's shared memory a shadow.
         diverged(&state, state.shared_shadow.is_some(), &coords, p);
@@ -132,6 +140,7 @@ pub(crate) fn complete(
     threads: &mut [State],
     coords: &[Dim3],
     observer: &mut impl Observer,
+    mailbox: &mut Vec<u64>,
 ) -> Result<bool, Problem> {
     let n = threads.len();
     let size = WARP_SIZE as usize;
@@ -208,7 +217,9 @@ pub(crate) fn complete(
                 }
             }
             let results = match op {
-                WarpOp::Gather => gathered(mask, &lanes),
+                WarpOp::Gather { .. } => {
+                    gathered(first / size, n.div_ceil(size), mask, &lanes, mailbox)
+                }
                 _ => results(op, mask, &lanes),
             };
             for (l, s) in warp.iter_mut().enumerate() {
@@ -228,51 +239,84 @@ pub(crate) fn complete(
     }
 }
 
-/// A lane's record in a [`gather`]: the table that the meeting fills in the record of the
-/// warp's first lane, then the lane's post.
-#[repr(C)]
-struct Gathering<P> {
-    table: [*const Gathering<P>; 32],
-    post: P,
-}
+/// The most 8-byte words a lane posts in a [`gather`].
+const POST_WORDS: usize = 16;
+/// A warp's area of a block's mailbox: which lanes posted, then a slot of [`POST_WORDS`] for
+/// each lane.
+const REGION: usize = 1 + 32 * POST_WORDS;
 
-/// The warp's posts: waits for its 32 lanes, calls `read` with each lane's `post` (`None` for a
-/// lane that takes no part: it does not exist, or returned), and waits for them again before it
-/// returns, so that every post lives until each lane has read. Two meetings, whatever the size
-/// of the posts: what a lane would otherwise gather by a shuffle per word.
+/// The warp's posts, for the collective `name`: waits for its 32 lanes and calls `read` with
+/// each lane's `post` (`None` for a lane that takes no part: it does not exist, or returned).
+/// One meeting, whatever the size of the posts: what a lane would otherwise gather by a shuffle
+/// per word. Lanes meet only others that post the same type.
 ///
-/// It orders no memory access, as `syncwarp` does in checked mode: it stands for an
+/// The meeting copies the posts into the block's mailbox, the warp's area of which the next
+/// meeting of the warp overwrites: each lane has read it by then, as a lane reads it before it
+/// stops again. It orders no memory access, as `syncwarp` does in checked mode: it stands for an
 /// instruction of registers (`mma.sync`).
 #[track_caller]
-pub(crate) fn gather<P, R>(post: P, read: impl FnOnce(&[Option<&P>; 32]) -> R) -> R {
-    let here = Location::caller();
-    let mut record = Gathering {
-        table: [std::ptr::null(); 32],
-        post,
+pub(crate) fn gather<P: Copy + 'static, R>(
+    name: &'static str,
+    post: P,
+    read: impl FnOnce(&[Option<&P>; 32]) -> R,
+) -> R {
+    const {
+        assert!(size_of::<P>() <= 8 * POST_WORDS && align_of::<P>() <= 8);
+    }
+    let op = WarpOp::Gather {
+        name,
+        kind: core::any::TypeId::of::<P>(),
     };
-    let mine = std::ptr::addr_of_mut!(record);
-    let first = meet_at(WarpOp::Gather, u32::MAX, mine as u64, 0, here) as *const Gathering<P>;
-    // SAFETY: the meeting wrote into the first lane's record the address of the record of each
-    // lane that takes part; each record lives in a frame of this function, whose lane waits
-    // at the second meeting below until every lane has read, and no lane writes a record
-    // after the first meeting.
-    let posts = unsafe { (*first).table.map(|r| r.as_ref().map(|r| &r.post)) };
-    let out = read(&posts);
-    meet_at(WarpOp::Ballot, u32::MAX, 1, 0, here);
-    out
+    let mine = &post as *const P as u64;
+    let area = meet_at(
+        op,
+        u32::MAX,
+        mine,
+        size_of::<P>() as u32,
+        Location::caller(),
+    );
+    let area = area as *const u64;
+    // SAFETY: the meeting returned the warp's area of the mailbox, which lives, unchanged,
+    // until the warp's next meeting: its first word the lanes that posted, then each one's
+    // post, a `P` (lanes meet only those that post the same type), in a slot aligned to 8.
+    let posts = unsafe {
+        let posted = *area as u32;
+        core::array::from_fn(|l| {
+            (posted & 1 << l != 0).then(|| &*(area.add(1 + l * POST_WORDS) as *const P))
+        })
+    };
+    read(&posts)
 }
 
-/// The results of a [`gather`] of the lanes of `mask`, whose values are the addresses of their
-/// records: the first lane's record gets every record's address, and each lane that address.
-fn gathered(mask: u32, lanes: &[(u64, u32); 32]) -> [u64; 32] {
-    let first = lanes[mask.trailing_zeros() as usize % 32].0;
-    let table = first as *mut [u64; 32];
-    for l in each_lane(mask) {
-        // SAFETY: a `Gathering` starts with its table; the first lane's record lives in the
-        // frame of its `gather`, which waits at this meeting and holds no reference to it.
-        unsafe { (*table)[l] = lanes[l].0 };
+/// Completes a [`gather`] of the lanes of `mask` of warp `warp`, whose values are the
+/// addresses of their posts and arguments their sizes: copies the posts into the warp's area of
+/// `mailbox` (made for all `warps` of the block), and gives every lane the area's address.
+fn gathered(
+    warp: usize,
+    warps: usize,
+    mask: u32,
+    lanes: &[(u64, u32); 32],
+    mailbox: &mut Vec<u64>,
+) -> [u64; 32] {
+    // Grown here, between rounds, where no lane is reading an area (see `gather`), and for
+    // every warp at once, before any lane gets an address.
+    if mailbox.len() < warps * REGION {
+        mailbox.resize(warps * REGION, 0);
     }
-    std::array::from_fn(|l| if mask & 1 << l != 0 { first } else { 0 })
+    let area = &mut mailbox[warp * REGION..(warp + 1) * REGION];
+    area[0] = mask as u64;
+    for l in each_lane(mask) {
+        let (post, bytes) = lanes[l];
+        let slot = &mut area[1 + l * POST_WORDS..1 + (l + 1) * POST_WORDS];
+        let bytes = (bytes as usize).min(8 * POST_WORDS);
+        // SAFETY: the lane's post is a `P` of `bytes` bytes in the frame of its `gather`, which
+        // waits at this meeting; the slot holds `8 * POST_WORDS` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(post as *const u8, slot.as_mut_ptr() as *mut u8, bytes)
+        };
+    }
+    let address = area.as_ptr() as u64;
+    std::array::from_fn(|l| if mask & 1 << l != 0 { address } else { 0 })
 }
 
 /// Stops the block with a collective that cannot complete.
@@ -344,7 +388,7 @@ pub(crate) fn results(op: WarpOp, mask: u32, lanes: &[(u64, u32); 32]) -> [u64; 
             out = [if all { mask as u64 } else { 0 }; 32];
         }
         // Only a coroutine's `gather` meets so, and `complete` answers it (`gathered`).
-        WarpOp::Sync | WarpOp::Gather => {}
+        WarpOp::Sync | WarpOp::Gather { .. } => {}
     }
     for (l, r) in out.iter_mut().enumerate() {
         if !member(l) {
@@ -358,35 +402,36 @@ pub(crate) fn results(op: WarpOp, mask: u32, lanes: &[(u64, u32); 32]) -> [u64; 
 mod tests {
     use super::*;
 
-    /// The first lane's record gets each taking part lane's record, every such lane the first
-    /// record, and no other lane anything.
+    /// Each taking part lane's post lands in its slot of the warp's area, the area says who
+    /// posted, and every such lane gets the area's address; other warps' areas stay as they
+    /// were.
     #[test]
-    fn a_gathering_fills_the_first_lanes_table() {
-        let mut records: Vec<Gathering<u32>> = (0..3)
-            .map(|post| Gathering {
-                table: [std::ptr::null(); 32],
-                post,
-            })
-            .collect();
-        let at: Vec<u64> = records.iter_mut().map(|r| r as *mut _ as u64).collect();
-        let mask = 1 << 2 | 1 << 5 | 1 << 9;
+    fn a_gathering_copies_the_posts_into_the_warps_area() {
+        let posts: Vec<[u32; 3]> = (0..3).map(|k| [k, 10 + k, 20 + k]).collect();
         let mut lanes = [(0u64, 0u32); 32];
-        for (l, &a) in [2, 5, 9].iter().zip(&at) {
-            lanes[*l] = (a, 0);
+        for (l, p) in [2, 5, 9].iter().zip(&posts) {
+            lanes[*l] = (p as *const [u32; 3] as u64, 12);
         }
-        let got = gathered(mask, &lanes);
+        let mask = 1 << 2 | 1 << 5 | 1 << 9;
+        let mut mailbox = Vec::new();
+        let got = gathered(1, 3, mask, &lanes, &mut mailbox);
+        assert_eq!(mailbox.len(), 3 * REGION);
+        let area = &mailbox[REGION..2 * REGION];
         assert_eq!(
-            (got[2], got[5], got[9], got[0], got[3]),
-            (at[0], at[0], at[0], 0, 0)
+            (got[2], got[9], got[0]),
+            (area.as_ptr() as u64, area.as_ptr() as u64, 0)
         );
-        let table = records[0].table;
-        let posts: Vec<Option<u32>> = table
+        assert_eq!(area[0], mask as u64);
+        for (k, l) in [2, 5, 9].into_iter().enumerate() {
+            let slot = &area[1 + l * POST_WORDS..];
+            // SAFETY: the slot holds the 12 bytes of a `[u32; 3]`, aligned to 8.
+            let post = unsafe { *(slot.as_ptr() as *const [u32; 3]) };
+            assert_eq!(post, posts[k]);
+        }
+        assert!(mailbox[..REGION]
             .iter()
-            // SAFETY: the table holds the addresses of `records`, alive here, or null.
-            .map(|r| unsafe { r.as_ref() }.map(|r| r.post))
-            .collect();
-        assert_eq!((posts[2], posts[5], posts[9]), (Some(0), Some(1), Some(2)));
-        assert_eq!(posts.iter().flatten().count(), 3);
+            .chain(&mailbox[2 * REGION..])
+            .all(|&w| w == 0));
     }
 
     fn lanes(f: impl Fn(usize) -> (u64, u32)) -> [(u64, u32); 32] {
