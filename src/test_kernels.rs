@@ -1648,3 +1648,65 @@ pub fn misplaced_async(x: &Array2<f32>, y: &mut Array2<f32>, how: u32) {
     pipeline_commit();
     pipeline_wait_prior::<0>();
 }
+
+/// Which elements of a fragment `ldmatrix_sync` loads otherwise than `load_matrix_sync`, from
+/// the tile at `tile` of `s` placed as `layout` says: a bit for each.
+#[device]
+pub fn ldmatrix_mismatches<F, X>(
+    s: &X,
+    tile: [usize; 2],
+    layout: kernel_runtime::wmma::Layout,
+) -> u32
+where
+    F: kernel_runtime::wmma::Matrix16 + Default,
+    X: kernel_runtime::pipeline::Source<F::Elem> + core::ops::Index<[usize; 2], Output = F::Elem>,
+{
+    use kernel_runtime::wmma::{ldmatrix_sync, load_matrix_sync, Operand};
+    let (mut each, mut warp) = (F::default(), F::default());
+    load_matrix_sync(&mut each, s, tile, layout);
+    ldmatrix_sync(&mut warp, s, tile, layout);
+    let (each, warp) = (each.elems(), warp.elems());
+    let mut bits = 0;
+    for i in 0..each.len() {
+        if each[i].bits() != warp[i].bits() {
+            bits |= 1 << i;
+        }
+    }
+    bits
+}
+
+/// `ldmatrix_sync` against `load_matrix_sync` from a shared copy of `a` (32 × 32), for `A` and
+/// `B` of both shapes of `f16` in both layouts: `out[[case, lane]]` the mismatching elements.
+#[kernel(barriers)] // the warp meets in `ldmatrix_mismatches`
+pub fn ldmatrix_cases(a: &Array2<f16>, out: &mut Array2<u32>) {
+    use kernel_runtime::wmma::{Layout::*, MatrixA, MatrixB, M16N16K16, M16N8K16};
+    let mut s = shared_array![f16; [32, 40]];
+    let lane = thread_idx().x as usize;
+    for k in 0..32 {
+        s[[lane, k]] = a[[lane, k]];
+    }
+    sync_threads();
+    out[[0, lane]] = ldmatrix_mismatches::<MatrixA<M16N16K16, f16>, _>(&s, [8, 16], RowMajor);
+    out[[1, lane]] = ldmatrix_mismatches::<MatrixA<M16N16K16, f16>, _>(&s, [16, 8], ColMajor);
+    out[[2, lane]] = ldmatrix_mismatches::<MatrixB<M16N8K16, f16>, _>(&s, [8, 24], RowMajor);
+    out[[3, lane]] = ldmatrix_mismatches::<MatrixB<M16N8K16, f16>, _>(&s, [16, 0], ColMajor);
+    out[[4, lane]] = ldmatrix_mismatches::<MatrixB<M16N16K16, f16>, _>(&s, [16, 8], RowMajor);
+    out[[5, lane]] = ldmatrix_mismatches::<MatrixB<M16N16K16, f16>, _>(&s, [8, 16], ColMajor);
+}
+
+/// `ldmatrix_sync` misused: `how` 0, a tile at a column off a multiple of 8; 1, from a global
+/// array; 2, without lane 31.
+#[kernel]
+pub fn ldmatrix_misused(a: &Array2<f16>, how: u32) {
+    use kernel_runtime::wmma::{ldmatrix_sync, Layout, MatrixA, M16N8K16};
+    let s = shared_array![f16; [16, 24]];
+    let mut f = MatrixA::<M16N8K16, f16>::new();
+    if how == 2 && thread_idx().x == 31 {
+        return;
+    }
+    match how {
+        0 => ldmatrix_sync(&mut f, &s, [0, 4], Layout::RowMajor),
+        1 => ldmatrix_sync(&mut f, &a, [0, 0], Layout::RowMajor),
+        _ => ldmatrix_sync(&mut f, &s, [0, 0], Layout::RowMajor),
+    }
+}

@@ -374,3 +374,39 @@ fn a_misplaced_async_copy_is_an_error_at_the_call() {
         common::assert_mentions(&run(2), &["`x", "[0, 9]", "bounds", "test_kernels.rs"]);
     }
 }
+
+/// `ldmatrix_sync` hands each lane the elements `load_matrix_sync` does, for `A` and `B` of
+/// each shape in each layout.
+#[test]
+fn ldmatrix_loads_what_each_lane_loads_alone() {
+    use kernel_suite::test_kernels::ldmatrix_cases;
+    let a = Array2::from_shape_fn((32, 32), |(r, c)| f16::from_f32((r * 32 + c) as f32));
+    for dev in backends() {
+        let mut out = dev
+            .to_device(&Array2::from_elem((6, 32), u32::MAX))
+            .unwrap();
+        ldmatrix_cases
+            .launch(1, 32, (&dev.to_device(&a).unwrap(), &mut out))
+            .unwrap();
+        let out = out.to_host().unwrap();
+        assert!(out.iter().all(|&m| m == 0), "{:?}: {out:?}", dev.kind());
+    }
+}
+
+#[test]
+fn a_misused_ldmatrix_is_an_error_at_the_call() {
+    use kernel_suite::test_kernels::ldmatrix_misused;
+    let a = Array2::from_elem((16, 24), f16::ONE);
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let da = dev.to_device(&a).unwrap();
+        let run = |how| {
+            ldmatrix_misused
+                .launch(1, 32, (&da, how))
+                .unwrap_err()
+                .to_string()
+        };
+        common::assert_mentions(&run(0), &["ldmatrix_sync", "16 bytes", "test_kernels.rs"]);
+        common::assert_mentions(&run(1), &["ldmatrix_sync", "`a`", "shared array"]);
+        common::assert_mentions(&run(2), &["ldmatrix_sync", "lane 31", "test_kernels.rs"]);
+    }
+}

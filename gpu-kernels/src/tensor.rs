@@ -96,18 +96,20 @@ fn stage<T, const W: usize, const D: usize, S, X>(
 }
 
 /// Multiplies the warp's part of buffer `s` of the staged tiles, `D` deep (as [`stage`] leaves
-/// them), into its 4 × `J` accumulators of 16 × `S::N`.
+/// them), into its 4 × `J` accumulators of 16 × `S::N`, loading the fragment of `a` or `b` at a
+/// place of the tiles (rows of the buffers, as [`stage`] stacks them) with `load_a` and
+/// `load_b`.
 #[device]
-fn multiply<S, T, const J: usize, const D: usize, X>(
+fn multiply<S, T, const J: usize, const D: usize, LA, LB>(
     acc: &mut [[Accumulator<S>; J]; 4],
-    sa: &X,
-    sb: &X,
     s: usize,
+    load_a: LA,
+    load_b: LB,
 ) where
     S: Shape + Fits<T>,
     T: Operand<Acc = f32>,
-    X: Index<[usize; 2]>,
-    X::Output: Copy + Into<T>,
+    LA: Fn(&mut MatrixA<S, T>, [usize; 2]),
+    LB: Fn(&mut MatrixB<S, T>, [usize; 2]),
 {
     let (_, _, [wr, wc]) = tiles();
     let mut kk = 0;
@@ -115,10 +117,10 @@ fn multiply<S, T, const J: usize, const D: usize, X>(
         let mut fa = [MatrixA::<S, T>::new(); 4];
         let mut fb = [MatrixB::<S, T>::new(); J];
         for (i, f) in fa.iter_mut().enumerate() {
-            load_matrix_sync(f, sa, [s * TC_TILE + wr + 16 * i, kk], Layout::RowMajor);
+            load_a(f, [s * TC_TILE + wr + 16 * i, kk]);
         }
         for (j, f) in fb.iter_mut().enumerate() {
-            load_matrix_sync(f, sb, [s * D + kk, wc + S::N * j], Layout::RowMajor);
+            load_b(f, [s * D + kk, wc + S::N * j]);
         }
         for (i, row) in acc.iter_mut().enumerate() {
             for (j, d) in row.iter_mut().enumerate() {
@@ -173,7 +175,14 @@ pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
         if ti > 0 {
             pipeline_wait_prior::<1>();
             sync_threads();
-            multiply::<_, f16, 2, DEPTH, _>(&mut acc, &sa, &sb, (ti - 1) % 2);
+            // The warp loads each fragment with one `ldmatrix` (rows of 16 bytes: `ROW_A` and
+            // `ROW_B` are multiples of 8 halves).
+            multiply::<_, f16, 2, DEPTH, _, _>(
+                &mut acc,
+                (ti - 1) % 2,
+                |f, at| ldmatrix_sync(f, &sa, at, Layout::RowMajor),
+                |f, at| ldmatrix_sync(f, &sb, at, Layout::RowMajor),
+            );
             sync_threads();
         }
     }
@@ -238,7 +247,13 @@ pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>)
         if ti > 0 {
             pipeline_wait_prior::<1>();
             sync_threads();
-            multiply::<_, Tf32, 4, DEPTH_TF32, _>(&mut acc, &sa, &sb, (ti - 1) % 2);
+            // `ldmatrix` moves 16-bit elements: each lane loads its own `tf32` ones.
+            multiply::<_, Tf32, 4, DEPTH_TF32, _, _>(
+                &mut acc,
+                (ti - 1) % 2,
+                |f, at| load_matrix_sync(f, &sa, at, Layout::RowMajor),
+                |f, at| load_matrix_sync(f, &sb, at, Layout::RowMajor),
+            );
             sync_threads();
         }
     }

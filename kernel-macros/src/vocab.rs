@@ -60,12 +60,13 @@ pub(crate) const WARP_COLLECTIVES: &[&str] = &[
 
 /// Warp collectives the macro does not take apart: a kernel that calls one runs its threads as
 /// coroutines on the CPU backend, never split into thread loops.
-pub(crate) const OPAQUE_COLLECTIVES: &[&str] = &["mma_sync"];
+pub(crate) const OPAQUE_COLLECTIVES: &[&str] = &["mma_sync", "ldmatrix_sync"];
 
 /// Calls that need a GPU of sm_80 or later, and the instruction each runs there: a kernel or
 /// device function that makes one fails to build for an older GPU, at the call.
 pub(crate) const SM80_CALLS: &[(&str, &str)] = &[
     ("mma_sync", "its tensor cores' mma.sync.m16n8k16"),
+    ("ldmatrix_sync", "ldmatrix"),
     ("memcpy_async", "cp.async"),
     ("pipeline_commit", "cp.async.commit_group"),
     ("pipeline_wait_prior", "cp.async.wait_group"),

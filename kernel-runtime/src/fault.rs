@@ -97,6 +97,26 @@ pub fn misplaced_copy(dst: &'static str, src: &'static str, why: &'static str) -
     }
 }
 
+/// Reports an `ldmatrix_sync` from `array` whose rows do not lie in shared memory at multiples
+/// of 16 bytes, and stops the thread: on the GPU, a trap.
+#[cold]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+pub fn misplaced_rows(array: &'static str) -> ! {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::fault::raise_with_coordinates(format!(
+        "ldmatrix_sync from `{array}` at {}: each row of the tile must start at a multiple of 16 \
+         bytes of a shared array (rows of a multiple of 8 elements, the tile at a column that \
+         is a multiple of 8)",
+        core::panic::Location::caller()
+    ));
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = array;
+        trap()
+    }
+}
+
 /// Aborts the kernel: `trap` on the GPU, an error from the launch on the CPU backend.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]

@@ -168,11 +168,27 @@ pub fn pipeline_wait_prior<const N: u32>() {
     imp::wait::<N>();
 }
 
+/// Whether `p` lies in the running block's shared memory.
+#[inline(always)]
+pub(crate) fn in_shared(p: *const u8) -> bool {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        crate::ctx::is_shared(p)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let block = crate::cpu::launch::tls::block();
+        let bytes = crate::cpu::launch::sites::block_bytes(block.shared_bytes);
+        let start = block.shared as usize;
+        (start..start.wrapping_add(bytes)).contains(&(p as usize))
+    }
+}
+
 /// `cp.async`, `cp.async.commit_group` and `cp.async.wait_group`.
 #[cfg(target_arch = "nvptx64")]
 mod imp {
     use super::{Destination, Source};
-    use crate::ctx::{is_global, is_shared};
+    use crate::ctx::is_global;
     use crate::fault::misplaced_copy;
 
     #[inline(always)]
@@ -188,7 +204,9 @@ mod imp {
         let d = dst.first_mut().wrapping_add(to[0] * cols + to[1]) as *const u8;
         let s = src.first().wrapping_add(from[0] * src_cols + from[1]) as *const u8;
         let bytes = N * size_of::<T>();
-        if !is_shared(d) || valid > 0 && (!is_global(s) || !(s as usize).is_multiple_of(bytes)) {
+        if !super::in_shared(d)
+            || valid > 0 && (!is_global(s) || !(s as usize).is_multiple_of(bytes))
+        {
             misplaced_copy(dst.label(), src.label(), "");
         }
         let read = (valid * size_of::<T>()) as u32;
@@ -245,11 +263,8 @@ mod imp {
         from: [usize; 2],
         valid: usize,
     ) {
-        let block = crate::cpu::launch::tls::block();
-        let bytes = crate::cpu::launch::sites::block_bytes(block.shared_bytes);
-        let shared = block.shared as usize..(block.shared as usize).wrapping_add(bytes);
-        if !shared.contains(&(dst.first_mut() as usize)) || shared.contains(&(src.first() as usize))
-        {
+        let (d, s) = (dst.first_mut() as *const u8, src.first() as *const u8);
+        if !super::in_shared(d) || super::in_shared(s) {
             misplaced_copy(
                 dst.label(),
                 src.label(),

@@ -12,6 +12,7 @@
 //! | `fragment<accumulator, 16, 16, 16, int>` | `Accumulator::<M16N8K32, i32>` |
 //! | `fill_fragment(c, 0.0f)` | `fill_fragment(&mut c, 0.0)` |
 //! | `load_matrix_sync(a, p + r * ldm + k, ldm)` | `load_matrix_sync(&mut a, &x, [r, k], Layout::RowMajor)` |
+//! | `ldmatrix.sync.aligned.m8n8.x4.shared.b16` | `ldmatrix_sync(&mut a, &s, [r, k], Layout::RowMajor)` |
 //! | `mma_sync(d, a, b, c)` | `mma_sync(&mut d, &a, &b, &c)` |
 //! | `store_matrix_sync(p + r * ldm + c, d, ldm, mem_row_major)` | `store_matrix_sync(&mut y, [r, c], &d, Layout::RowMajor)` |
 //! | `frag.x[i]`, `frag.num_elements` | `frag.x[i]`, `frag.x.len()` |
@@ -64,7 +65,8 @@
 //! see to that). On the CPU backend a lane that is not there (a partial last warp, a lane that
 //! returned) or that calls it at another place stops the kernel with an error at the call; a
 //! lane waiting at another collective is reported as for other collectives. Loads, stores and
-//! `fill_fragment` touch the lane's own elements only.
+//! `fill_fragment` touch the lane's own elements only; [`ldmatrix_sync`] is the warp's, under the
+//! same contract as `mma_sync`.
 //!
 //! ```
 //! use kernel_runtime::prelude::*;
@@ -308,6 +310,7 @@ impl Fits<u8> for M16N8K32 {}
 mod sealed {
     pub trait Shape {}
     pub trait Operand {}
+    pub trait Matrix16 {}
     pub trait Accumulate {}
     impl Accumulate for f32 {}
     impl Accumulate for i32 {}
@@ -535,6 +538,84 @@ pub fn store_matrix_within<S: Shape, C: Accumulate, Y>(
     );
 }
 
+/// A fragment of `A` or `B` of 16-bit elements (`f16`, `bf16`): what [`ldmatrix_sync`] loads,
+/// as 8 × 8 matrices of 16-bit elements, one per register of each lane.
+pub trait Matrix16: Fragment<Elem: Half> + sealed::Matrix16 {
+    /// How many 8 × 8 matrices: the lane's registers (1, 2 or 4).
+    const MATRICES: usize;
+    /// Whether a register's two elements lie one above the other in the tile (`B`'s: rows
+    /// `2t`, `2t + 1`), not side by side (`A`'s: columns `2t`, `2t + 1`).
+    const DOWN: bool;
+}
+
+impl<S: Shape + Fits<T>, T: Half> sealed::Matrix16 for MatrixA<S, T> {}
+impl<S: Shape + Fits<T>, T: Half> Matrix16 for MatrixA<S, T> {
+    const MATRICES: usize = S::K / 4;
+    const DOWN: bool = false;
+}
+impl<S: Shape + Fits<T>, T: Half> sealed::Matrix16 for MatrixB<S, T> {}
+impl<S: Shape + Fits<T>, T: Half> Matrix16 for MatrixB<S, T> {
+    const MATRICES: usize = S::K * S::N / 64;
+    const DOWN: bool = true;
+}
+
+/// The 16-bit element types: `f16` and `bf16`.
+pub trait Half: Operand {}
+impl Half for half::f16 {}
+impl Half for half::bf16 {}
+
+/// `ldmatrix`: the warp's load of a fragment of `f16` or `bf16` from a shared array, the tile at
+/// `x[at]` placed as `layout` says. Each lane reads a row of 16 bytes of an 8 × 8 matrix for the
+/// lanes that hold it: one instruction, where [`load_matrix_sync`] makes one per element.
+///
+/// All 32 lanes call it together, at one place, with the same tile and layout; each row of the
+/// tile in `x` starts at a multiple of 16 bytes from its first element (a shared array's rows of
+/// a multiple of 8 elements, the tile at a column that is a multiple of 8). On the CPU backend
+/// a lane that does not take part, or another tile, is an error at the call; a row that breaks
+/// the alignment, or an array not in shared memory, stops the kernel on every backend.
+///
+/// # Panics
+/// Where the tile does not lie in `x` (a fault of the kernel, as any index).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn ldmatrix_sync<F, X>(frag: &mut F, x: &X, tile: [usize; 2], layout: Layout)
+where
+    F: Matrix16,
+    X: crate::pipeline::Source<F::Elem> + Index<[usize; 2], Output = F::Elem>,
+{
+    let row = ldmatrix_row::<F>(crate::warp::lane_id() as usize, tile, layout);
+    let [rows, cols] = x.extent();
+    if row[0] >= rows || row[1] + 8 > cols {
+        let last = [row[0], row[1] + 7];
+        crate::fault::out_of_bounds(
+            x.label(),
+            &last,
+            &[rows, cols],
+            crate::fault::AccessKind::Read,
+        );
+    }
+    let offset = row[0] * cols + row[1];
+    let start = x.first().wrapping_add(offset) as *const u8;
+    if !(2 * offset).is_multiple_of(16) || !crate::pipeline::in_shared(start) {
+        crate::fault::misplaced_rows(x.label());
+    }
+    #[cfg(target_arch = "nvptx64")]
+    gpu::ldmatrix(frag, start, F::DOWN != (layout == Layout::ColMajor));
+    #[cfg(not(target_arch = "nvptx64"))]
+    cpu::ldmatrix(frag, x, tile, layout);
+}
+
+/// The row of 8 elements of `x` that lane `lane` reads in an `ldmatrix` of `F` at `tile`: row
+/// `lane % 8` of 8 × 8 matrix `lane / 8` (lanes past the matrices read again those of the
+/// first ones; the instruction reads no address of theirs), which starts at the place in `x` of
+/// lane 0's first element of the matrix.
+#[inline(always)]
+fn ldmatrix_row<F: Matrix16>(lane: usize, tile: [usize; 2], layout: Layout) -> [usize; 2] {
+    let matrix = lane / 8 % F::MATRICES;
+    let [r, c] = at(tile, F::place(0, 2 * matrix), layout);
+    [r + lane % 8, c]
+}
+
 /// Calls `f(0)`, .., `f(n - 1)` for `n` up to 16 (a fragment's elements) as straight-line
 /// code, each `i` a constant once `n` is: the elements stay in registers on a GPU, where a
 /// loop the compiler does not unroll would index them in memory.
@@ -603,6 +684,45 @@ mod gpu {
             }
             [d0, d1, d2, d3]
         }};
+    }
+
+    /// `ldmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16` from the row at `row`, into `frag`'s
+    /// registers, the first element in the low half.
+    #[inline(always)]
+    pub(super) fn ldmatrix<F: Matrix16>(frag: &mut F, row: *const u8, down: bool) {
+        let (mut r0, mut r1, mut r2, mut r3) = (0u32, 0u32, 0u32, 0u32);
+        macro_rules! ld {
+            ($shape:literal, $($r:ident)*) => {
+                // SAFETY: every lane's row lies in shared memory, at a multiple of 16 bytes,
+                // with its 8 elements in the array (checked by the caller); the warp's lanes
+                // meeting here is the caller's contract.
+                unsafe {
+                    core::arch::asm!(
+                        concat!("{{ .reg .u64 a; cvta.to.shared.u64 a, {row}; ldmatrix.sync.aligned.m8n8.",
+                            $shape, ".shared.b16 {{", ld!(@regs $($r)*), "}}, [a]; }}"),
+                        row = in(reg64) row,
+                        $($r = out(reg32) $r,)*
+                        options(readonly, nostack)
+                    )
+                }
+            };
+            (@regs $a:ident) => { "{r0}" };
+            (@regs $a:ident $b:ident) => { "{r0}, {r1}" };
+            (@regs $a:ident $b:ident $c:ident $d:ident) => { "{r0}, {r1}, {r2}, {r3}" };
+        }
+        match (F::MATRICES, down) {
+            (4, false) => ld!("x4", r0 r1 r2 r3),
+            (4, true) => ld!("x4.trans", r0 r1 r2 r3),
+            (2, false) => ld!("x2", r0 r1),
+            (2, true) => ld!("x2.trans", r0 r1),
+            (_, false) => ld!("x1", r0),
+            (_, true) => ld!("x1.trans", r0),
+        }
+        let regs = [r0, r1, r2, r3];
+        let elems = frag.elems();
+        each(elems.len(), |i| {
+            elems[i] = F::Elem::from_bits(regs[i / 2] >> (16 * (i % 2)) & 0xffff);
+        });
     }
 
     #[inline(always)]
@@ -677,6 +797,57 @@ mod cpu {
         a: [C; 16],
         b: [C; 8],
         at: (u32, u32),
+    }
+
+    /// Where a lane calls [`ldmatrix_sync`], and the tile it names.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    struct Load {
+        at: (u32, u32),
+        tile: [usize; 2],
+        layout: bool,
+    }
+
+    /// The warp's `ldmatrix`: every lane at one place, with one tile, then each lane's own
+    /// elements, as the instruction hands them out.
+    #[track_caller]
+    pub(super) fn ldmatrix<F: Matrix16, X>(frag: &mut F, x: &X, tile: [usize; 2], layout: Layout)
+    where
+        X: Index<[usize; 2], Output = F::Elem> + ?Sized,
+    {
+        let here = Location::caller();
+        let load = Load {
+            at: (here.line(), here.column()),
+            tile,
+            layout: layout == Layout::ColMajor,
+        };
+        let lane = crate::warp::lane_id() as usize;
+        let met = gather("ldmatrix_sync", load, |posts| {
+            if let Some(missing) = posts.iter().position(Option::is_none) {
+                return Err(format!(
+                    "ldmatrix_sync needs all 32 lanes of the warp, but lane {missing} does not \
+                     take part (the warp is partial, or the lane returned): give the block whole \
+                     warps, and call it from every lane"
+                ));
+            }
+            match posts.iter().flatten().position(|p| **p != load) {
+                None => Ok(()),
+                Some(other) => Err(format!(
+                    "ldmatrix_sync is called by lane {lane} at line {} with tile {tile:?} and by \
+                     lane {other} at line {} with another tile or layout, in {}: the warp loads one \
+                     tile together, at one place",
+                    load.at.0,
+                    posts[other].map_or(0, |p| p.at.0),
+                    here.file()
+                )),
+            }
+        });
+        if let Err(why) = met {
+            panic!("{why}");
+        }
+        let elems = frag.elems();
+        for (i, e) in elems.iter_mut().enumerate() {
+            *e = x[at(tile, F::place(lane, i), layout)];
+        }
     }
 
     #[track_caller]
@@ -822,6 +993,42 @@ mod tests {
             (of_c(5, 1), of_c(5, 3), of_c(5, 5)),
             ((1, 3), (9, 3), (1, 11))
         );
+    }
+
+    /// PTX's `ldmatrix` (its figure of the fragments it loads), run on the rows that
+    /// [`ldmatrix_row`] has each lane read: every lane gets the elements its fragment holds,
+    /// for `A` and `B` of each shape, in each layout.
+    #[test]
+    fn ldmatrix_rows_give_each_lane_its_elements() {
+        fn check<F: Matrix16>(name: &str) {
+            for layout in [Layout::RowMajor, Layout::ColMajor] {
+                let tile = [8, 16];
+                let down = F::DOWN != (layout == Layout::ColMajor);
+                let rows: Vec<[usize; 2]> = (0..32)
+                    .map(|l| ldmatrix_row::<F>(l, tile, layout))
+                    .collect();
+                for lane in 0..32 {
+                    let (g, t) = (lane / 4, lane % 4);
+                    for i in 0..2 * F::MATRICES {
+                        // Register `i / 2` of the lane, its element `i % 2`: from matrix
+                        // `i / 2`, whose row `p` lane `8 (i / 2) + p` read.
+                        let (p, q) = if down {
+                            (2 * t + i % 2, g)
+                        } else {
+                            (g, 2 * t + i % 2)
+                        };
+                        let [r, c] = rows[8 * (i / 2) + p];
+                        let got = [r, c + q];
+                        let want = at(tile, F::place(lane, i), layout);
+                        assert_eq!(got, want, "{name} {layout:?} lane {lane} element {i}");
+                    }
+                }
+            }
+        }
+        check::<MatrixA<M16N16K16, half::f16>>("A m16n16k16");
+        check::<MatrixA<M16N8K16, half::bf16>>("A m16n8k16");
+        check::<MatrixB<M16N8K16, half::f16>>("B m16n8k16");
+        check::<MatrixB<M16N16K16, half::f16>>("B m16n16k16");
     }
 
     #[test]
