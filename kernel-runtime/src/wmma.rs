@@ -540,6 +540,11 @@ pub fn store_matrix_within<S: Shape, C: Accumulate, Y>(
 
 /// A fragment of `A` or `B` of 16-bit elements (`f16`, `bf16`): what [`ldmatrix_sync`] loads,
 /// as 8 × 8 matrices of 16-bit elements, one per register of each lane.
+#[diagnostic::on_unimplemented(
+    message = "`ldmatrix_sync` does not load `{Self}`",
+    label = "ldmatrix moves 16-bit elements of `A` and `B`",
+    note = "`ldmatrix_sync` loads `MatrixA` and `MatrixB` of `f16` or `bf16`; load other fragments with `load_matrix_sync`"
+)]
 pub trait Matrix16: Fragment<Elem: Half> + sealed::Matrix16 {
     /// How many 8 × 8 matrices: the lane's registers (1, 2 or 4).
     const MATRICES: usize;
@@ -560,6 +565,11 @@ impl<S: Shape + Fits<T>, T: Half> Matrix16 for MatrixB<S, T> {
 }
 
 /// The 16-bit element types: `f16` and `bf16`.
+#[diagnostic::on_unimplemented(
+    message = "`ldmatrix_sync` does not load fragments of `{Self}`",
+    label = "ldmatrix moves 16-bit elements",
+    note = "`ldmatrix_sync` loads `MatrixA` and `MatrixB` of `f16` or `bf16`; load other fragments with `load_matrix_sync`"
+)]
 pub trait Half: Operand {}
 impl Half for half::f16 {}
 impl Half for half::bf16 {}
