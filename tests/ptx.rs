@@ -244,8 +244,9 @@ fn ptxas_accepts_every_kernel_without_spills() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Instructions of sm_80 or later: the tensor cores' and the asynchronous copies'.
-const SM80: [&str; 2] = ["mma.sync", "cp.async"];
+/// Instructions newer than sm_70: the tensor cores' (`mma.sync` needs sm_80, `ldmatrix` sm_75)
+/// and the asynchronous copies' (sm_80).
+const SM80: [&str; 3] = ["mma.sync", "ldmatrix", "cp.async"];
 
 /// `ptx` without its functions and entries that use an instruction of sm_80 or later
 /// ([`SM80`]), retargeted to sm_70: what of a module built for a newer GPU an
@@ -289,7 +290,7 @@ fn what_needs_no_newer_gpu_assembles_for_sm_70() {
             &ptxas,
             &file,
             "sm_70",
-            &format!("module {m} without its tensor cores and asynchronous copies"),
+            &format!("module {m} without its tensor cores, ldmatrix and asynchronous copies"),
         );
     }
     std::fs::remove_dir_all(&dir).ok();
