@@ -726,6 +726,37 @@ fn a_shared_read_before_another_threads_write_is_a_race() {
     );
 }
 
+/// Thread 1 reads the row that thread 0's asynchronous copy writes, waiting for its own copies
+/// only: the copy's writes are thread 0's, and no barrier orders them before the read.
+#[kernel]
+fn async_copy_read_without_barrier(x: &Array2<f32>, out: &mut [f32]) {
+    use kernel_runtime::pipeline::*;
+    let t = thread_idx().x as usize;
+    let mut tile = shared_array![f32; [2, 4]];
+    memcpy_async::<f32, 4>(&mut tile, [t, 0], &x, [t, 0], 4); // race: copy
+    pipeline_commit();
+    pipeline_wait_prior::<0>();
+    out[t] = tile[[1 - t, 2]]; // race: read
+}
+
+#[test]
+fn an_async_copy_races_with_a_read_that_no_barrier_orders_after_it() {
+    let dev = Device::cpu_checked();
+    let x = dev.to_device(&Array2::<f32>::ones((2, 4))).unwrap();
+    let mut out = dev.zeros::<f32, _>(2).unwrap();
+    let f = finding(async_copy_read_without_barrier.launch(1, 2, (&x, &mut out)));
+    let (array, index, first, second) = race(&f);
+    assert_eq!((array, index), ("tile", &[1, 2][..]));
+    assert_eq!(
+        (first.thread, first.kind, line(first)),
+        (d(0, 0, 0), AccessKind::Read, line_of("// race: read"))
+    );
+    assert_eq!(
+        (second.thread, second.kind, line(second)),
+        (d(1, 0, 0), AccessKind::Write, line_of("// race: copy"))
+    );
+}
+
 /// A shared `bool` read before any thread wrote it.
 #[kernel]
 fn unset_flag(out: &mut [u32]) {
