@@ -689,7 +689,9 @@ mod gpu {
                     a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
                     b0 = in(reg32) b[0], b1 = in(reg32) b[1],
                     c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
-                    options(pure, nomem, nostack)
+                    // Not `pure`: the warp meets here, so the compiler must neither sink the
+                    // instruction into a branch nor drop or merge it.
+                    options(nomem, nostack)
                 );
             }
             [d0, d1, d2, d3]
@@ -712,6 +714,7 @@ mod gpu {
                             $shape, ".shared.b16 {{", ld!(@regs $($r)*), "}}, [a]; }}"),
                         row = in(reg64) row,
                         $($r = out(reg32) $r,)*
+                        // Not `pure`, as `mma.sync`: the warp meets here.
                         options(readonly, nostack)
                     )
                 }
