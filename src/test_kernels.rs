@@ -1635,15 +1635,20 @@ pub fn staged_async(x: &Array2<f16>, out: &mut Array2<f16>) {
 }
 
 /// Copies that break a rule of `memcpy_async`: `how` 0, a destination off a multiple of the
-/// copy's bytes; 1, a global array as the destination; 2, a row too short for the copy.
+/// copy's bytes; 1, a global array as the destination; 2, a row too short for the copy; 3, the
+/// first element of a shared array that starts 4 bytes past such a multiple (packed after
+/// another of 100 bytes).
 #[kernel]
 pub fn misplaced_async(x: &Array2<f32>, y: &mut Array2<f32>, how: u32) {
     use kernel_runtime::pipeline::*;
     let mut tile = shared_array![f32; [2, 12]];
+    let pad = shared_array![f32; 1];
+    let mut late = shared_array![f32; [1, 4]];
     match how {
         0 => memcpy_async::<f32, 4>(&mut tile, [0, 2], &x, [0, 0], 4),
         1 => memcpy_async::<f32, 4>(&mut y, [0, 0], &x, [0, 0], 4),
-        _ => memcpy_async::<f32, 4>(&mut tile, [1, 8], &x, [0, 6], 4), // x has 8 columns
+        2 => memcpy_async::<f32, 4>(&mut tile, [1, 8], &x, [0, 6], 4), // x has 8 columns
+        _ => memcpy_async::<f32, 4>(&mut late, [0, 0], &x, [0, 0], 4 + pad.len() - 1),
     }
     pipeline_commit();
     pipeline_wait_prior::<0>();

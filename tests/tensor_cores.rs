@@ -372,6 +372,7 @@ fn a_misplaced_async_copy_is_an_error_at_the_call() {
         common::assert_mentions(&run(0), &["memcpy_async", "multiple", "test_kernels.rs"]);
         common::assert_mentions(&run(1), &["memcpy_async", "not a shared array"]);
         common::assert_mentions(&run(2), &["`x", "[0, 9]", "bounds", "test_kernels.rs"]);
+        common::assert_mentions(&run(3), &["memcpy_async", "`late`", "multiple"]);
     }
 }
 

@@ -18,8 +18,9 @@
 //!
 //! Every copy is checked, whatever the kernel's `boundscheck`: both rows must hold the
 //! elements, `dst` must be a shared array and `src` not, and both must start at a multiple of
-//! the copy's bytes from their arrays' first elements (the hardware's alignment, where arrays
-//! start at 16 bytes as the GPU's do). A copy that breaks one stops the kernel: a trap on the
+//! the copy's bytes: in shared memory, as the block's arrays lie there (a shared array packed
+//! after another of other bytes may start off such a multiple), and from the array's first
+//! element in global memory (a GPU's arrays start at a multiple of 256 bytes). A copy that breaks one stops the kernel: a trap on the
 //! GPU, an error at the call on the CPU backend.
 //!
 //! The CPU backend copies at once, so a thread that reads its own copy's destination before
@@ -142,9 +143,19 @@ pub fn memcpy_async<T: AnyBitPattern, const N: usize>(
         let last = [from[0], from[1] + valid - 1];
         out_of_bounds(src.label(), &last, &[src_rows, src_cols], AccessKind::Read);
     }
-    let d = (to[0] * cols + to[1]) * size_of::<T>();
-    let s = (from[0] * src_cols + from[1]) * size_of::<T>();
-    if !d.is_multiple_of(bytes) || valid > 0 && !s.is_multiple_of(bytes) {
+    let d = dst.first().wrapping_add(to[0] * cols + to[1]) as *const u8;
+    let s = src.first().wrapping_add(from[0] * src_cols + from[1]) as *const u8;
+    if !in_shared(d) || valid > 0 && !imp::global(s) {
+        misplaced_copy(
+            dst.label(),
+            src.label(),
+            "the destination is not a shared array, or the source is not in global memory",
+        );
+    }
+    let s_at = (from[0] * src_cols + from[1]) * size_of::<T>();
+    let aligned = shared_offset(d).is_multiple_of(bytes)
+        && (valid == 0 || s_at.is_multiple_of(bytes) && imp::aligned(s, bytes));
+    if !aligned {
         misplaced_copy(
             dst.label(),
             src.label(),
@@ -184,12 +195,38 @@ pub(crate) fn in_shared(p: *const u8) -> bool {
     }
 }
 
+/// The offset of `p` in the running block's shared memory, where the kernel's arrays lie as on
+/// a GPU. The shared memory starts at a multiple of 16 bytes, so the alignment the hardware asks
+/// of an address there is this offset's; where `p` is an array's element, the compiler knows
+/// the offset from the array's place and the index.
+#[inline(always)]
+pub(crate) fn shared_offset(p: *const u8) -> usize {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        (p as usize).wrapping_sub(crate::ctx::Ctx::current().shared_ptr() as usize)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        (p as usize).wrapping_sub(crate::cpu::launch::tls::block().shared as usize)
+    }
+}
+
 /// `cp.async`, `cp.async.commit_group` and `cp.async.wait_group`.
 #[cfg(target_arch = "nvptx64")]
 mod imp {
     use super::{Destination, Source};
-    use crate::ctx::is_global;
-    use crate::fault::misplaced_copy;
+
+    /// Whether `s` lies in global memory.
+    #[inline(always)]
+    pub(super) fn global(s: *const u8) -> bool {
+        crate::ctx::is_global(s)
+    }
+
+    /// Whether `s` lies at a multiple of `bytes` (the hardware's alignment).
+    #[inline(always)]
+    pub(super) fn aligned(s: *const u8, bytes: usize) -> bool {
+        (s as usize).is_multiple_of(bytes)
+    }
 
     #[inline(always)]
     pub(super) fn copy<T, const N: usize>(
@@ -204,11 +241,6 @@ mod imp {
         let d = dst.first_mut().wrapping_add(to[0] * cols + to[1]) as *const u8;
         let s = src.first().wrapping_add(from[0] * src_cols + from[1]) as *const u8;
         let bytes = N * size_of::<T>();
-        if !super::in_shared(d)
-            || valid > 0 && (!is_global(s) || !(s as usize).is_multiple_of(bytes))
-        {
-            misplaced_copy(dst.label(), src.label(), "");
-        }
         let read = (valid * size_of::<T>()) as u32;
         // SAFETY: `d` lies in shared memory and holds `N` elements of the shared array, `s`
         // (where any byte is read) in global memory holding `valid` of the array's, both
@@ -253,7 +285,17 @@ mod imp {
 mod imp {
     use super::{Destination, Source};
     use crate::device_copy::AnyBitPattern;
-    use crate::fault::misplaced_copy;
+
+    /// Whether `s` lies outside the block's shared memory: in an array of the launch's.
+    pub(super) fn global(s: *const u8) -> bool {
+        !super::in_shared(s)
+    }
+
+    /// Host memory holds an array at its elements' alignment only: the copy's comes from the
+    /// offset in the array, which the caller checks.
+    pub(super) fn aligned(_: *const u8, _: usize) -> bool {
+        true
+    }
 
     #[track_caller]
     pub(super) fn copy<T: AnyBitPattern, const N: usize>(
@@ -263,14 +305,6 @@ mod imp {
         from: [usize; 2],
         valid: usize,
     ) {
-        let (d, s) = (dst.first_mut() as *const u8, src.first() as *const u8);
-        if !super::in_shared(d) || super::in_shared(s) {
-            misplaced_copy(
-                dst.label(),
-                src.label(),
-                "the destination is not a shared array, or the source is",
-            );
-        }
         let [_, src_cols] = src.extent();
         for e in 0..N {
             let v = if e < valid {

@@ -604,9 +604,9 @@ where
             crate::fault::AccessKind::Read,
         );
     }
-    let offset = row[0] * cols + row[1];
-    let start = x.first().wrapping_add(offset) as *const u8;
-    if !(2 * offset).is_multiple_of(16) || !crate::pipeline::in_shared(start) {
+    let start = x.first().wrapping_add(row[0] * cols + row[1]) as *const u8;
+    let aligned = crate::pipeline::shared_offset(start).is_multiple_of(16);
+    if !aligned || !crate::pipeline::in_shared(start) {
         crate::fault::misplaced_rows(x.label());
     }
     #[cfg(target_arch = "nvptx64")]
