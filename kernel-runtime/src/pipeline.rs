@@ -143,8 +143,9 @@ pub fn memcpy_async<T: AnyBitPattern, const N: usize>(
         let last = [from[0], from[1] + valid - 1];
         out_of_bounds(src.label(), &last, &[src_rows, src_cols], AccessKind::Read);
     }
-    let d = dst.first().wrapping_add(to[0] * cols + to[1]) as *const u8;
-    let s = src.first().wrapping_add(from[0] * src_cols + from[1]) as *const u8;
+    let d = dst.first_mut().wrapping_add(to[0] * cols + to[1]);
+    let s = src.first().wrapping_add(from[0] * src_cols + from[1]);
+    let (d, s) = (d as *mut u8, s as *const u8);
     if !in_shared(d) || valid > 0 && !imp::global(s) {
         misplaced_copy(
             dst.label(),
@@ -162,7 +163,7 @@ pub fn memcpy_async<T: AnyBitPattern, const N: usize>(
             "not at a multiple of the copy's bytes",
         );
     }
-    imp::copy::<T, N>(dst, to, src, from, valid);
+    imp::copy::<T, N>(dst, to, d, s as *const T, valid);
 }
 
 /// `__pipeline_commit`: the thread's copies since its last commit become a group.
@@ -214,7 +215,7 @@ pub(crate) fn shared_offset(p: *const u8) -> usize {
 /// `cp.async`, `cp.async.commit_group` and `cp.async.wait_group`.
 #[cfg(target_arch = "nvptx64")]
 mod imp {
-    use super::{Destination, Source};
+    use super::Destination;
 
     /// Whether `s` lies in global memory.
     #[inline(always)]
@@ -228,41 +229,35 @@ mod imp {
         (s as usize).is_multiple_of(bytes)
     }
 
+    /// `cp.async` of `valid` of `N` elements from `s` to `d`, zeros in the rest.
     #[inline(always)]
     pub(super) fn copy<T, const N: usize>(
-        dst: &mut impl Destination<T>,
-        to: [usize; 2],
-        src: &impl Source<T>,
-        from: [usize; 2],
+        _: &mut impl Destination<T>,
+        _: [usize; 2],
+        d: *mut u8,
+        s: *const T,
         valid: usize,
     ) {
-        let [_, cols] = dst.extent();
-        let [_, src_cols] = src.extent();
-        let d = dst.first_mut().wrapping_add(to[0] * cols + to[1]) as *const u8;
-        let s = src.first().wrapping_add(from[0] * src_cols + from[1]) as *const u8;
-        let bytes = N * size_of::<T>();
         let read = (valid * size_of::<T>()) as u32;
-        // SAFETY: `d` lies in shared memory and holds `N` elements of the shared array, `s`
-        // (where any byte is read) in global memory holding `valid` of the array's, both
-        // aligned to the copy's bytes: all checked above.
-        unsafe {
-            match bytes {
-                16 => core::arch::asm!(
-                    "{{ .reg .u64 d, s; cvta.to.shared.u64 d, {d}; cvta.to.global.u64 s, {s}; \
-                     cp.async.cg.shared.global [d], [s], 16, {n}; }}",
-                    d = in(reg64) d, s = in(reg64) s, n = in(reg32) read, options(nostack)
-                ),
-                8 => core::arch::asm!(
-                    "{{ .reg .u64 d, s; cvta.to.shared.u64 d, {d}; cvta.to.global.u64 s, {s}; \
-                     cp.async.ca.shared.global [d], [s], 8, {n}; }}",
-                    d = in(reg64) d, s = in(reg64) s, n = in(reg32) read, options(nostack)
-                ),
-                _ => core::arch::asm!(
-                    "{{ .reg .u64 d, s; cvta.to.shared.u64 d, {d}; cvta.to.global.u64 s, {s}; \
-                     cp.async.ca.shared.global [d], [s], 4, {n}; }}",
-                    d = in(reg64) d, s = in(reg64) s, n = in(reg32) read, options(nostack)
-                ),
-            }
+        macro_rules! cp {
+            ($cache:literal, $bytes:literal) => {
+                // SAFETY: `d` lies in shared memory and holds `N` elements of the shared array,
+                // `s` (where any byte is read) in global memory holding `valid` of the array's,
+                // both aligned to the copy's bytes: all checked by the caller.
+                unsafe {
+                    core::arch::asm!(
+                        concat!("{{ .reg .u64 d, s; cvta.to.shared.u64 d, {d}; ",
+                            "cvta.to.global.u64 s, {s}; cp.async.", $cache,
+                            ".shared.global [d], [s], ", $bytes, ", {n}; }}"),
+                        d = in(reg64) d, s = in(reg64) s, n = in(reg32) read, options(nostack)
+                    )
+                }
+            };
+        }
+        match N * size_of::<T>() {
+            16 => cp!("cg", "16"),
+            8 => cp!("ca", "8"),
+            _ => cp!("ca", "4"),
         }
     }
 
@@ -283,7 +278,7 @@ mod imp {
 /// The CPU backend: each copy at once, element by element, as the thread's stores.
 #[cfg(not(target_arch = "nvptx64"))]
 mod imp {
-    use super::{Destination, Source};
+    use super::Destination;
     use crate::device_copy::AnyBitPattern;
 
     /// Whether `s` lies outside the block's shared memory: in an array of the launch's.
@@ -301,15 +296,15 @@ mod imp {
     pub(super) fn copy<T: AnyBitPattern, const N: usize>(
         dst: &mut impl Destination<T>,
         to: [usize; 2],
-        src: &impl Source<T>,
-        from: [usize; 2],
+        _: *mut u8,
+        s: *const T,
         valid: usize,
     ) {
-        let [_, src_cols] = src.extent();
         for e in 0..N {
             let v = if e < valid {
-                // SAFETY: `from[1] + valid` is within the row of `from[0]`, checked by the caller.
-                unsafe { *src.first().add(from[0] * src_cols + from[1] + e) }
+                // SAFETY: the first `valid` elements from `s` lie in the source's row, checked
+                // by the caller.
+                unsafe { *s.add(e) }
             } else {
                 // SAFETY: every bit pattern, zeros too, is a `T` (`AnyBitPattern`).
                 unsafe { core::mem::zeroed() }
