@@ -812,6 +812,15 @@ mod cpu {
         at: (u32, u32),
     }
 
+    /// Why the warp's collective `op` cannot run: its lane `lane` does not take part.
+    fn absent(op: &str, lane: usize) -> String {
+        format!(
+            "{op} needs all 32 lanes of the warp, but lane {lane} does not take part (the warp \
+             is partial, or the lane returned): give the block whole warps, and call {op} from \
+             every lane"
+        )
+    }
+
     /// Where a lane calls [`ldmatrix_sync`], and the tile it names.
     #[derive(Clone, Copy, PartialEq, Eq)]
     struct Load {
@@ -836,11 +845,7 @@ mod cpu {
         let lane = crate::warp::lane_id() as usize;
         let met = gather("ldmatrix_sync", load, |posts| {
             if let Some(missing) = posts.iter().position(Option::is_none) {
-                return Err(format!(
-                    "ldmatrix_sync needs all 32 lanes of the warp, but lane {missing} does not \
-                     take part (the warp is partial, or the lane returned): give the block whole \
-                     warps, and call it from every lane"
-                ));
+                return Err(absent("ldmatrix_sync", missing));
             }
             match posts.iter().flatten().position(|p| **p != load) {
                 None => Ok(()),
@@ -903,15 +908,7 @@ mod cpu {
         d: &mut [T::Acc],
         here: &Location,
     ) -> Result<(), String> {
-        let read = |l: usize| {
-            posts[l].ok_or_else(|| {
-                format!(
-                    "mma_sync needs all 32 lanes of the warp, but lane {l} does not take part \
-                     (the warp is partial, or the lane returned): give the block whole warps, \
-                     and call mma_sync from every lane"
-                )
-            })
-        };
+        let read = |l: usize| posts[l].ok_or_else(|| absent("mma_sync", l));
         let (first, mine) = (posts.iter().flatten().next(), read(lane)?);
         if let Some(first) = first.filter(|f| f.at != mine.at) {
             let lead = posts.iter().position(Option::is_some).unwrap_or_default();

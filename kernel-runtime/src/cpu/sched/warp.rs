@@ -252,8 +252,8 @@ const REGION: usize = 1 + 32 * POST_WORDS;
 ///
 /// The meeting copies the posts into the block's mailbox, the warp's area of which the next
 /// meeting of the warp overwrites: each lane has read it by then, as a lane reads it before it
-/// stops again. It orders no memory access, as `syncwarp` does in checked mode: it stands for an
-/// instruction of registers (`mma.sync`).
+/// stops again. Unlike `syncwarp` in checked mode, it orders no memory access: it stands for an
+/// instruction of the warp's registers (`mma.sync`, `ldmatrix`).
 #[track_caller]
 pub(crate) fn gather<P: Copy + 'static, R>(
     name: &'static str,
