@@ -57,23 +57,19 @@ fn inside(row: usize, rows: usize, col: usize, cols: usize, width: usize) -> usi
 
 /// Stages tile `ti`, `D` deep, of `a` and `b` into buffer `ti % 2` of `sa` and `sb` (their rows
 /// from `ti % 2 * TC_TILE` and from `ti % 2 * D`): two runs of `W` elements of each per thread,
-/// zeros past the matrices' edges; by asynchronous copies where `aligned` (every row of `a` and
-/// `b` starts at a multiple of a run's bytes), else by plain loads and stores.
+/// zeros past the matrices' edges; by asynchronous copies where every row of `a` and `b` holds
+/// a multiple of `W` elements (each run then starts at a multiple of its bytes), else by plain
+/// loads and stores.
 #[device]
-fn stage<T, const W: usize, const D: usize, S, X>(
-    sa: &mut S,
-    sb: &mut S,
-    a: &X,
-    b: &X,
-    ti: usize,
-    aligned: bool,
-) where
+fn stage<T, const W: usize, const D: usize, S, X>(sa: &mut S, sb: &mut S, a: &X, b: &X, ti: usize)
+where
     T: kernel_runtime::AnyBitPattern + Default,
     S: Destination<T> + IndexMut<[usize; 2], Output = T>,
     X: Source<T> + Index<[usize; 2], Output = T>,
 {
     let (t, [row0, col0], _) = tiles();
     let ([n, depth], m) = (a.extent(), b.extent()[1]);
+    let aligned = depth % W == 0 && m % W == 0;
     let (k0, s) = (ti * D, ti % 2);
     // Runs per row: of a's tile, `TC_TILE` rows of `D`; of b's, `D` rows of `TC_TILE`.
     let (per_a, per_b) = (D / W, TC_TILE / W);
@@ -132,6 +128,49 @@ fn multiply<S, T, const J: usize, const D: usize, LA, LB>(
     }
 }
 
+/// `acc += a @ b` for the warp's part of the block's tile: round `ti` stages tile `ti` (as
+/// [`stage`], `W` elements a run, `D` deep) into buffer `ti % 2` of `sa` and `sb` while the
+/// warps multiply tile `ti - 1` (as [`multiply`], its fragments loaded by `load_a` and `load_b`
+/// from the buffers).
+#[device]
+fn multiply_tiles<S, T, E, const W: usize, const D: usize, const J: usize, B, X, LA, LB>(
+    acc: &mut [[Accumulator<S>; J]; 4],
+    sa: &mut B,
+    sb: &mut B,
+    a: &X,
+    b: &X,
+    load_a: LA,
+    load_b: LB,
+) where
+    S: Shape + Fits<T>,
+    T: Operand<Acc = f32>,
+    E: kernel_runtime::AnyBitPattern + Default,
+    B: Destination<E> + IndexMut<[usize; 2], Output = E>,
+    X: Source<E> + Index<[usize; 2], Output = E>,
+    LA: Fn(&mut MatrixA<S, T>, &B, [usize; 2]),
+    LB: Fn(&mut MatrixB<S, T>, &B, [usize; 2]),
+{
+    let tiles = a.extent()[1].div_ceil(D);
+    for ti in 0..=tiles {
+        if ti < tiles {
+            stage::<_, W, D, _, _>(sa, sb, a, b, ti);
+        }
+        pipeline_commit();
+        if ti > 0 {
+            pipeline_wait_prior::<1>();
+            sync_threads();
+            let (sa, sb) = (&*sa, &*sb);
+            multiply::<S, T, J, D, _, _>(
+                acc,
+                (ti - 1) % 2,
+                |f, at| load_a(f, sa, at),
+                |f, at| load_b(f, sb, at),
+            );
+            sync_threads();
+        }
+    }
+}
+
 /// `c = a @ b`: launch `(m.div_ceil(TC_TILE), n.div_ceil(TC_TILE))` blocks of [`TC_THREADS`]
 /// threads for an `n × m` result.
 ///
@@ -155,37 +194,25 @@ fn multiply<S, T, const J: usize, const D: usize, LA, LB>(
 /// assert!(c.to_host()?.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-3));
 /// # Ok::<(), kernel_runtime::Error>(())
 /// ```
-#[kernel(barriers, boundscheck = false)] // the warps meet in `multiply` too
+#[kernel(barriers, boundscheck = false)] // the warps meet in `multiply_tiles` too
 pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
-    let (n, depth) = a.dim();
-    let m = b.dim().1;
-    let (t, [row0, col0], [wr, wc]) = tiles();
+    let (n, m) = (a.dim().0, b.dim().1);
+    let (_, [row0, col0], [wr, wc]) = tiles();
     // Two buffers of each tile: rows `s * TC_TILE ..` of `sa`, `s * DEPTH ..` of `sb`.
     let mut sa = shared_array![f16; [2 * TC_TILE, ROW_A]];
     let mut sb = shared_array![f16; [2 * DEPTH, ROW_B]];
     let mut acc = [[Accumulator::<M16N16K16>::new(); 2]; 4];
-    let aligned = depth % 8 == 0 && m % 8 == 0;
-    let tiles = depth.div_ceil(DEPTH);
-    // Round `ti` stages tile `ti` and multiplies tile `ti - 1`.
-    for ti in 0..=tiles {
-        if ti < tiles {
-            stage::<_, 8, DEPTH, _, _>(&mut sa, &mut sb, &a, &b, ti, aligned);
-        }
-        pipeline_commit();
-        if ti > 0 {
-            pipeline_wait_prior::<1>();
-            sync_threads();
-            // The warp loads each fragment with one `ldmatrix` (rows of 16 bytes: `ROW_A` and
-            // `ROW_B` are multiples of 8 halves).
-            multiply::<_, f16, 2, DEPTH, _, _>(
-                &mut acc,
-                (ti - 1) % 2,
-                |f, at| ldmatrix_sync(f, &sa, at, Layout::RowMajor),
-                |f, at| ldmatrix_sync(f, &sb, at, Layout::RowMajor),
-            );
-            sync_threads();
-        }
-    }
+    // The warp loads each fragment with one `ldmatrix` (rows of 16 bytes: `ROW_A` and `ROW_B`
+    // are multiples of 8 halves).
+    multiply_tiles::<_, f16, _, 8, DEPTH, 2, _, _, _, _>(
+        &mut acc,
+        &mut sa,
+        &mut sb,
+        &a,
+        &b,
+        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
+        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
+    );
     // Each accumulator into its place, written out: a loop the compiler left rolled would
     // index the accumulators in memory.
     let within = [n, m];
@@ -229,34 +256,23 @@ const ROW_A_TF32: usize = DEPTH_TF32 + 4;
 /// assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5 * w.abs()));
 /// # Ok::<(), kernel_runtime::Error>(())
 /// ```
-#[kernel(barriers, boundscheck = false)] // the warps meet in `multiply` too
+#[kernel(barriers, boundscheck = false)] // the warps meet in `multiply_tiles` too
 pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
-    let (n, depth) = a.dim();
-    let m = b.dim().1;
-    let (t, [row0, col0], [wr, wc]) = tiles();
+    let (n, m) = (a.dim().0, b.dim().1);
+    let (_, [row0, col0], [wr, wc]) = tiles();
     let mut sa = shared_array![f32; [2 * TC_TILE, ROW_A_TF32]];
     let mut sb = shared_array![f32; [2 * DEPTH_TF32, ROW_B]];
     let mut acc = [[Accumulator::<M16N8K8>::new(); 4]; 4];
-    let aligned = depth % 4 == 0 && m % 4 == 0;
-    let tiles = depth.div_ceil(DEPTH_TF32);
-    for ti in 0..=tiles {
-        if ti < tiles {
-            stage::<_, 4, DEPTH_TF32, _, _>(&mut sa, &mut sb, &a, &b, ti, aligned);
-        }
-        pipeline_commit();
-        if ti > 0 {
-            pipeline_wait_prior::<1>();
-            sync_threads();
-            // `ldmatrix` moves 16-bit elements: each lane loads its own `tf32` ones.
-            multiply::<_, Tf32, 4, DEPTH_TF32, _, _>(
-                &mut acc,
-                (ti - 1) % 2,
-                |f, at| load_matrix_sync(f, &sa, at, Layout::RowMajor),
-                |f, at| load_matrix_sync(f, &sb, at, Layout::RowMajor),
-            );
-            sync_threads();
-        }
-    }
+    // `ldmatrix` moves 16-bit elements: each lane loads its own `tf32` ones.
+    multiply_tiles::<_, Tf32, _, 4, DEPTH_TF32, 4, _, _, _, _>(
+        &mut acc,
+        &mut sa,
+        &mut sb,
+        &a,
+        &b,
+        |f, s, at| load_matrix_sync(f, s, at, Layout::RowMajor),
+        |f, s, at| load_matrix_sync(f, s, at, Layout::RowMajor),
+    );
     // Each accumulator into its place, written out (as in `matmul_tensor`).
     let within = [n, m];
     let at = |i: usize, j: usize| [row0 + wr + 16 * i, col0 + wc + 8 * j];
