@@ -1,10 +1,10 @@
-//! Checked mode finds planted bugs: out-of-bounds indices, data races, divergent barriers and
-//! reads of uninitialized shared memory, each with the threads, element and source lines
-//! involved. (That it finds nothing wrong with correct kernels is shown by `tests/kernels.rs`,
+//! Checked mode finds planted bugs: out-of-bounds indices, data races, divergent barriers,
+//! reads of uninitialized shared memory and of array elements nothing has written, each with the
+//! threads, element and source lines involved. (That it finds nothing wrong with correct kernels is shown by `tests/kernels.rs`,
 //! which runs the whole kernel suite on `Device::cpu_checked()` too.)
 
 use kernel_runtime::prelude::*;
-use kernel_runtime::{Access, AccessKind, Finding};
+use kernel_runtime::{Access, AccessKind, Finding, Origin, Reader};
 
 mod common;
 use common::assert_mentions;
@@ -893,4 +893,144 @@ fn an_atomic_beside_a_plain_store_is_a_race() {
         "{f}"
     );
     assert_eq!(second.kind, AccessKind::Atomic, "{f}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reads of array elements that nothing has written.
+
+/// The sum of a point's 3 × 3 box.
+#[stencil]
+fn box3(x: &Array2<f32>) -> f32 {
+    let corner = x[[-1, -1]]; // unwritten: box corner
+    let rest = x[[-1, 0]] + x[[-1, 1]] + x[[0, -1]] + x[[0, 0]] + x[[0, 1]];
+    corner + rest + x[[1, -1]] + x[[1, 0]] + x[[1, 1]]
+}
+
+/// The 5-point cross of a point: no corner of its box.
+#[stencil]
+fn cross(x: &Array2<f32>) -> f32 {
+    let up = x[[-1, 0]]; // unwritten: cross up
+    up + x[[0, -1]] + x[[0, 0]] + x[[0, 1]] + x[[1, 0]]
+}
+
+/// Each column's sum.
+#[kernel]
+fn column_sums(x: &Array2<f32>, out: &mut [f32]) {
+    let j = grid(1);
+    if j < out.len() {
+        let mut s = 0.0;
+        for i in 0..x.dim().0 {
+            s += x[[i, j]]; // unwritten: column read
+        }
+        out[j] = s;
+    }
+}
+
+/// The fields of a read of an unwritten element: array, index, reader, origin.
+fn unwritten(f: &Finding) -> (&str, &[usize], &Reader, Origin) {
+    match f {
+        Finding::UnwrittenRead {
+            array,
+            index,
+            reader,
+            origin,
+        } => (array, index, reader, *origin),
+        _ => panic!("expected a read of an unwritten element, found: {f}"),
+    }
+}
+
+/// A 5 × 6 array of distinct values.
+fn values() -> Array2<f32> {
+    Array2::from_shape_fn((5, 6), |(i, j)| (i * 6 + j) as f32)
+}
+
+#[test]
+fn a_stencil_that_reads_a_border_another_left_unwritten_is_reported_at_the_read() {
+    let dev = Device::cpu_checked();
+    let x = dev.to_device(&values()).unwrap();
+    let mut once = dev.empty::<f32, _>((5, 6)).unwrap();
+    box3.apply(&x, &mut once).unwrap();
+    let mut twice = dev.zeros::<f32, _>((5, 6)).unwrap();
+    let f = finding(cross.apply(&once, &mut twice));
+    let (array, index, reader, origin) = unwritten(&f);
+    // The first point in order, (1, 1), reads (0, 1) first: row 0 is `box3`'s border.
+    assert_eq!((array, index), ("x", &[0, 1][..]));
+    assert_eq!(origin, Origin::Border("box3"));
+    let Reader::Stencil { point, at } = reader else {
+        panic!("a stencil's read: {f}")
+    };
+    assert_eq!((point.as_slice(), at.file()), (&[1, 1][..], THIS_FILE));
+    assert_eq!(at.line(), line_of("unwritten: cross up"));
+    assert_mentions(
+        &f.to_string(),
+        &["`x[[0, 1]]`", "stencil `box3` left unwritten", "`cval`"],
+    );
+    // A border that `run` (zeros) or a `cval` fills, or the fast backend, reports nothing.
+    let filled = box3.run(&x).unwrap();
+    cross.apply(&filled, &mut twice).unwrap();
+    let cpu = Device::cpu();
+    let mut once = cpu.empty::<f32, _>((5, 6)).unwrap();
+    box3.apply(&cpu.to_device(&values()).unwrap(), &mut once)
+        .unwrap();
+    cross.run(&once).unwrap();
+}
+
+#[test]
+fn reads_are_checked_element_by_element_not_by_the_neighbourhood_box() {
+    let dev = Device::cpu_checked();
+    let v = values();
+    let (n, m) = v.dim();
+    // Every element written but the four corners, which a cross never reads.
+    let mut y = dev.empty::<f32, _>((n, m)).unwrap();
+    for i in 0..n {
+        let (from, to) = if i == 0 || i == n - 1 {
+            (1, m - 1)
+        } else {
+            (0, m)
+        };
+        let row = v.row(i);
+        y.copy_from_host_at(i * m + from, &row.as_slice().unwrap()[from..to])
+            .unwrap();
+    }
+    let crossed = cross.run(&y).unwrap().to_host().unwrap();
+    assert_eq!(crossed[[1, 1]], 5.0 * v[[1, 1]]);
+    // The box reads corner (0, 0) at point (1, 1), which nothing wrote since `empty`.
+    let f = finding(box3.run(&y).map(drop));
+    let (array, index, reader, origin) = unwritten(&f);
+    assert_eq!((array, index, origin), ("x", &[0, 0][..], Origin::Empty));
+    assert!(
+        matches!(reader, Reader::Stencil { point, at } if point == &[1, 1] && at.line() == line_of("unwritten: box corner")),
+        "{f}"
+    );
+}
+
+#[test]
+fn a_kernel_that_reads_a_border_a_stencil_left_unwritten_is_reported_at_the_read() {
+    let dev = Device::cpu_checked();
+    let x = dev.to_device(&values()).unwrap();
+    let mut once = dev.empty::<f32, _>((5, 6)).unwrap();
+    box3.apply(&x, &mut once).unwrap();
+    let mut sums = dev.zeros::<f32, _>(6).unwrap();
+    // A copy on the device keeps what is unwritten.
+    let copy = once.try_clone().unwrap();
+    for array in [&once, &copy] {
+        let f = finding(column_sums.launch(1, 32, (array, &mut sums)));
+        let (name, index, reader, origin) = unwritten(&f);
+        assert_eq!((name, index[0], origin), ("x", 0, Origin::Border("box3")));
+        let Reader::Thread(access) = reader else {
+            panic!("a thread's read: {f}")
+        };
+        assert_eq!(access.kind, AccessKind::Read);
+        assert_eq!(line(access), line_of("unwritten: column read"));
+    }
+    // Once the border is written, the sums run.
+    let mut once = once;
+    for i in [0, 4] {
+        once.copy_from_host_at(i * 6, &[1.0; 6]).unwrap();
+    }
+    for i in 1..4 {
+        once.copy_from_host_at(i * 6, &[1.0]).unwrap();
+        once.copy_from_host_at(i * 6 + 5, &[1.0]).unwrap();
+    }
+    column_sums.launch(1, 32, (&once, &mut sums)).unwrap();
 }

@@ -25,8 +25,8 @@ pub use crate::{
 pub use crate::stencil::gpu_walk as stencil_gpu_walk;
 pub use crate::stencil::{
     tile_cols as stencil_tile_cols, tile_rows as stencil_tile_rows, within as stencil_within,
-    Geometry as StencilGeometry, Point as StencilPoint, Reach as StencilReach,
-    Window as StencilWindow,
+    Geometry as StencilGeometry, Neighbours as StencilNeighbours, Point as StencilPoint,
+    Reach as StencilReach, Window as StencilWindow,
 };
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -70,8 +70,11 @@ pub use crate::{
         body, launch, Instance, Kernel, KernelMeta, Sizing, NOT_IN_MODULE, NO_MODULE,
     },
     host::ptr::SyncPtr,
-    host::stencil::gpu_config as stencil_config,
-    stencil::rows::rows as stencil_rows,
+    host::stencil::{
+        cpu_input as stencil_input, cpu_out as stencil_out, gpu_config as stencil_config,
+    },
+    stencil::rows::{checked_rows as stencil_checked_rows, rows as stencil_rows},
+    stencil::Input as StencilInput,
 };
 #[cfg(not(target_arch = "nvptx64"))]
 pub use ndarray::{Array0, Array2, Array3, Ix1};

@@ -54,7 +54,8 @@
 //!
 //! The CPU backend's checked mode ([`Device::cpu_checked`], `KERNEL_DEVICE=cpu-checked`) finds
 //! where a kernel breaks these promises: races, divergent barriers and bad indices, and reads of
-//! shared memory never written, each reported as a [`Finding`] with its threads and lines.
+//! shared memory or array elements never written, each reported as a [`Finding`] with its
+//! threads and lines.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -123,7 +124,7 @@ pub use shared::{Bools, SharedArray1, SharedArray2, SharedArray3};
 pub use view::{ArrayIndex, View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
 
 #[cfg(not(target_arch = "nvptx64"))]
-pub use cpu::finding::{Access, AccessKind, Finding};
+pub use cpu::finding::{Access, AccessKind, Finding, Origin, Reader};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::{
     args::KernelArgs,

@@ -241,9 +241,19 @@ macro_rules! view_type {
     };
     (@mutable $name:ident, $rank:tt, false) => {
         impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
-            /// Read-only arrays need no records: no thread of the launch writes them.
+            /// Read-only arrays need no records, as no thread of the launch writes them; in
+            /// checked mode, a read of element `o` that nothing has written stops the kernel.
             #[inline(always)]
-            fn record(&self, _o: usize, _kind: crate::fault::AccessKind) {}
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn record(&self, o: usize, _kind: crate::fault::AccessKind) {
+                #[cfg(not(target_arch = "nvptx64"))]
+                if crate::cpu::check::unwritten(&self.trace, o) {
+                    let (trace, dims) = (self.trace, self.dims);
+                    crate::cpu::check::report_unwritten(trace, o, self.name, &dims)
+                }
+                #[cfg(target_arch = "nvptx64")]
+                let _ = o;
+            }
         }
     };
 }

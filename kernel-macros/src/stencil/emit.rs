@@ -117,7 +117,7 @@ impl Stencil {
             .params
             .iter()
             .map(|p| match self.role(p) {
-                Role::Relative(elem) => Some(quote!(impl Fn([isize; #rank]) -> #elem)),
+                Role::Relative(elem) => Some(quote!(impl #rt::StencilNeighbours<#elem, #rank>)),
                 Role::Standard(r, elem) => Some(view_ty(r, elem)),
                 Role::Value(_) => None,
             })
@@ -229,15 +229,12 @@ impl Stencil {
         )
     }
 
-    /// The call of the point function at the point `__p`, each array read through `read(ptr)`.
-    fn call_point(
-        &self,
-        scalar: &syn::Ident,
-        read: impl Fn(&syn::Ident) -> TokenStream,
-    ) -> TokenStream {
+    /// The call of the point function at the point `__p` on a GPU, each array read through its
+    /// pointer.
+    fn call_point(&self, scalar: &syn::Ident) -> TokenStream {
         let rank = self.rank;
         self.call_with(scalar, |_, p| {
-            let ptr = read(&ptr(p));
+            let ptr = ptr(p);
             // SAFETY: `__p` is an interior point and every relative index lies in the
             // neighbourhood (a constant the macro checked, or one `stencil_within` checks), so
             // the element read is in the array, which has `__g`'s shape.
@@ -273,7 +270,7 @@ impl Stencil {
     fn windowed(&self, scalar: &syn::Ident, rows: &TokenStream, cols: &TokenStream) -> TokenStream {
         let (rt, rank) = (rt(), self.rank);
         if !self.constant || rank > 2 {
-            let call = self.call_point(scalar, |ptr| quote!(#ptr));
+            let call = self.call_point(scalar);
             return quote!((move |_: #rt::StencilPoint| (), move |_: &(), __p: #rt::StencilPoint| #call));
         }
         let reach = |axis: usize| self.below[axis] + self.above[axis];
@@ -334,7 +331,7 @@ impl Stencil {
         });
         let (below, above) = self.reach3();
         let (rows, cols) = self.tile();
-        let call = self.call_point(scalar, |ptr| quote!(#ptr));
+        let call = self.call_point(scalar);
         let f = quote!(move |__p: #rt::StencilPoint| #call);
         let windowed = self.windowed(scalar, &rows, &cols);
         let border = self.border();
@@ -484,7 +481,15 @@ impl Stencil {
         });
         let (below, above) = self.reach3();
         let (rows, cols) = self.tile();
-        let call = self.call_point(scalar, |ptr| quote!(#ptr.get()));
+        // SAFETY: the rows call the point function at interior points alone, and every
+        // relative index lies in the neighbourhood (a constant the macro checked, or one
+        // `stencil_within` checks); the arrays have `__g`'s shape and outlive the rows.
+        let call = self.call_with(scalar, |_, p| {
+            let ptr = ptr(p);
+            quote!(unsafe { #ptr.around::<__C>(&__g, __p) })
+        });
+        let names: Vec<String> = self.arrays().iter().map(|p| p.name.to_string()).collect();
+        let border_given = self.cval.is_some();
         // What the point function takes in place of a closure's captures: the inputs' pointers
         // and the values, then the geometry.
         let captures: Vec<syn::Ident> = self
@@ -496,7 +501,7 @@ impl Stencil {
             })
             .collect();
         let capture_tys = self.params.iter().map(|p| match self.role(p) {
-            Role::Relative(elem) => quote!(#rt::SharedPtr<#elem>),
+            Role::Relative(elem) => quote!(#rt::StencilInput<#elem>),
             Role::Standard(rank, elem) => view_ty(rank, elem),
             Role::Value(t) => quote!(#t),
         });
@@ -528,19 +533,22 @@ impl Stencil {
                         #rt::cuda_launch(&__device, Self::NAME, <Self as #rt::Kernel>::META.ptx, &__config, &mut __params)
                     };
                 }
-                #(let #ptrs = #rt::SharedPtr(#rt::host_ptr(#arrays));)*
+                #(let #ptrs = #rt::stencil_input(#arrays, #names);)*
                 #(#std_views)*
-                let __len = __out.len();
-                // SAFETY: `out` holds `len` elements, and no other reference to them lives
-                // while the rows run.
-                let __out = unsafe { ::core::slice::from_raw_parts_mut(#rt::host_ptr_mut(__out), __len) };
+                let __out = #rt::stencil_out(__out, &__g, #border_given, Self::NAME);
                 #[inline(always)]
-                fn __point(__args: &(#(#capture_tys,)* #rt::StencilGeometry), __p: #rt::StencilPoint) -> #ret {
+                fn __point<const __C: bool>(__args: &(#(#capture_tys,)* #rt::StencilGeometry), __p: #rt::StencilPoint) -> #ret {
                     let (#(#captures,)* __g) = *__args;
                     #call
                 }
-                #rt::stencil_rows(&__g, &(#(#captures,)* __g), __point, __out, #border)
-                    .map_err(|fault| fault.into_error(Self::NAME))
+                let (__args, __border) = ((#(#captures,)* __g), #border);
+                // Checked mode tests each read where an input holds elements nothing wrote.
+                if #(#ptrs.checked())||* {
+                    #rt::stencil_checked_rows(&__g, &__args, __point::<true>, __out, __border)
+                } else {
+                    #rt::stencil_rows(&__g, &__args, __point::<false>, __out, __border)
+                }
+                .map_err(|fault| fault.into_error(Self::NAME))
             }
         }
     }

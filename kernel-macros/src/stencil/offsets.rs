@@ -137,9 +137,9 @@ impl Pass<'_> {
         let span = ix.span();
         self.computed |= computed;
         Ok(if computed {
-            quote_spanned!(span=> #name(::kernel_runtime::__rt::stencil_within([#(#out),*], __REACH)))
+            quote_spanned!(span=> #name.at(::kernel_runtime::__rt::stencil_within([#(#out),*], __REACH)))
         } else {
-            quote_spanned!(span=> #name([#(#out),*]))
+            quote_spanned!(span=> #name.at([#(#out),*]))
         })
     }
 

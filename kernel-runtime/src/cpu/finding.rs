@@ -4,6 +4,7 @@ use crate::dim::Dim3;
 use std::fmt;
 use std::panic::Location;
 
+pub use super::unwritten::Origin;
 pub use crate::base::AccessKind;
 
 fn verb(kind: AccessKind) -> &'static str {
@@ -83,6 +84,19 @@ pub enum Finding {
         /// The read.
         access: Access,
     },
+    /// A read of an array element that nothing has written: the array was made by
+    /// [`Device::empty`](crate::Device::empty), or the element is in the border that a
+    /// stencil's `apply` without a `cval` left.
+    UnwrittenRead {
+        /// The array (the kernel's or stencil's parameter).
+        array: &'static str,
+        /// The element.
+        index: Vec<usize>,
+        /// Who read it, and where.
+        reader: Reader,
+        /// Why nothing has written it.
+        origin: Origin,
+    },
     /// A barrier that part of a block reached while another thread of the block exited, or
     /// waited at another barrier.
     DivergentBarrier {
@@ -122,6 +136,51 @@ pub enum Finding {
         /// Why it cannot complete: the lane that does not come and what it did instead.
         problem: String,
     },
+}
+
+/// Who read an element that nothing has written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reader {
+    /// A kernel's thread.
+    Thread(Access),
+    /// A stencil's function, at a point of its output.
+    Stencil {
+        /// The point.
+        point: Vec<usize>,
+        /// The read in the stencil's function.
+        at: &'static Location<'static>,
+    },
+}
+
+impl fmt::Display for Reader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reader::Thread(access) => write!(f, "{access}"),
+            Reader::Stencil { point, at } => write!(
+                f,
+                "the stencil read it at {at}, for its point {}",
+                signed_index(point)
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Empty => write!(
+                f,
+                "the array was made by `empty` and nothing has written the element since: \
+                 write it before reading it, or make the array with `zeros`"
+            ),
+            Origin::Border(stencil) => write!(
+                f,
+                "it is in the border that stencil `{stencil}` left unwritten, having no `cval`: \
+                 give `{stencil}` a `cval`, or make its output with `zeros`"
+            ),
+        }
+    }
 }
 
 /// An index as the user wrote it: one that wrapped below zero shows as the negative number.
@@ -194,6 +253,16 @@ impl fmt::Display for Finding {
             } => write!(
                 f,
                 "read of uninitialized shared memory {}: {access}, and no thread of the block had written it in this launch",
+                element(array, index)
+            ),
+            Finding::UnwrittenRead {
+                array,
+                index,
+                reader,
+                origin,
+            } => write!(
+                f,
+                "read of unwritten element {}: {reader}; {origin}",
                 element(array, index)
             ),
             Finding::DivergentBarrier {

@@ -63,3 +63,4 @@ pub(crate) mod sched;
 pub(crate) mod serial;
 pub(crate) mod slots;
 pub(crate) mod strided;
+pub(crate) mod unwritten;

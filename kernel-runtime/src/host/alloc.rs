@@ -30,7 +30,8 @@ impl Device {
     ///
     /// Its elements are unspecified until written: on a GPU, whatever the memory held; on the
     /// CPU backend, zeros; in checked mode, all-one bits (NaN for floats, `MAX` or -1 for
-    /// integers), so that a kernel reading elements it never wrote shows it in its results.
+    /// integers), and a kernel's or stencil's read of an element that nothing has written is
+    /// reported ([`Finding::UnwrittenRead`](crate::Finding::UnwrittenRead)).
     ///
     /// ```
     /// use kernel_runtime::{Device, ndarray::Array2};

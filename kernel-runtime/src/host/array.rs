@@ -9,6 +9,7 @@ use super::order::{Access, Users};
 use super::ptr::DevicePtr;
 pub use super::shape::{Rank, ShapeArg, ShapeComponent};
 pub use super::to_device::ToDevice;
+use crate::cpu::unwritten::Unwritten;
 use crate::device_copy::{AnyBitPattern, DeviceCopy};
 use ndarray::{Array, ArrayBase, DataMut, Dimension, Ix0, Ix1, Ix2, Ix3};
 use std::ops::{Bound, RangeBounds};
@@ -45,6 +46,8 @@ pub struct DeviceArray<T: DeviceCopy, D: Rank> {
     /// The host address of a GPU's array in mapped host memory ([`Device::mapped`]); 0 for
     /// one in device memory.
     mapped: usize,
+    /// In checked mode, the elements nothing has written since `empty` made the array.
+    unwritten: Unwritten,
 }
 
 /// Where the elements are.
@@ -198,6 +201,7 @@ impl<T: AnyBitPattern, D: Rank> DeviceArray<T, D> {
             owned: true,
             users: Users::default(),
             mapped: 0,
+            unwritten: Unwritten::all(len),
         })
     }
 }
@@ -223,6 +227,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             owned: true,
             users: Users::default(),
             mapped: 0,
+            unwritten: Unwritten::default(),
         })
     }
 
@@ -246,6 +251,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             owned: true,
             users: Users::default(),
             mapped: 0,
+            unwritten: Unwritten::default(),
         })
     }
 
@@ -333,6 +339,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             owned: false,
             users: Users::default(),
             mapped: 0,
+            unwritten: Unwritten::default(),
         })
     }
 
@@ -352,6 +359,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
                 owned: true,
                 users: Users::default(),
                 mapped: 0,
+                unwritten: self.unwritten.clone(),
             }),
         }
     }
@@ -473,6 +481,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             }
             (Storage::Host(v), _) => {
                 v[start..end].copy_from_slice(values);
+                self.unwritten.clear_range(start..end);
                 Ok(())
             }
             (Storage::Gpu(_), None) => unreachable!("a GPU's array has a GPU"),
@@ -504,6 +513,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
                     v.clear();
                     host.extend_c_order(v);
                 }
+                self.unwritten.clear();
                 Ok(())
             }
         }
@@ -532,6 +542,8 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             }
             (Storage::Host(dst), Storage::Host(from), _) => {
                 dst.copy_from_slice(from);
+                // What was unwritten in the source is unwritten in the copy.
+                self.unwritten = src.unwritten.clone();
                 Ok(())
             }
             _ => unreachable!("arrays of one device share a storage kind"),
@@ -659,6 +671,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
                 },
             },
         };
+        let unwritten = self.unwritten.reinterpret(size, to_size, dim.size());
         Ok(DeviceArray {
             device: self.device.clone(),
             dim,
@@ -666,6 +679,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             owned: self.owned,
             users: std::mem::take(&mut self.users),
             mapped: std::mem::take(&mut self.mapped),
+            unwritten,
         })
     }
 
@@ -690,11 +704,48 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         }
     }
 
-    /// A pointer for the CPU backend's kernel views that write.
+    /// A pointer for the CPU backend's kernel views that write; checked mode counts every
+    /// element written from then on (see [`Unwritten`]).
     pub(crate) fn host_ptr_mut(&mut self) -> *mut T {
+        self.unwritten.clear();
         match &mut self.data {
             Storage::Host(v) => v.as_mut_ptr(),
             Storage::Gpu(_) => std::ptr::NonNull::dangling().as_ptr(),
+        }
+    }
+
+    /// In checked mode, the elements that nothing has written.
+    pub(crate) fn unwritten(&self) -> &Unwritten {
+        &self.unwritten
+    }
+
+    /// The elements of a CPU array as a slice that a stencil's `apply` writes, its interior
+    /// alone where `border` is false: checked mode then counts the interior of `g` written
+    /// and the border as it was.
+    pub(crate) fn stencil_out(
+        &mut self,
+        g: &crate::stencil::Geometry,
+        border: bool,
+        stencil: &'static str,
+    ) -> &mut [T] {
+        let mut kept = std::mem::take(&mut self.unwritten);
+        if !border {
+            kept.keep_border(g.interior_runs(), stencil);
+        }
+        match &mut self.data {
+            Storage::Host(v) => {
+                self.unwritten = kept;
+                v
+            }
+            Storage::Gpu(_) => &mut [],
+        }
+    }
+
+    /// Takes the record of unwritten elements of `src`, copied into this array on the CPU
+    /// backend, where this array's device is checked.
+    pub(crate) fn copy_unwritten(&mut self, src: &Self) {
+        if self.device.is_checked() {
+            self.unwritten = src.unwritten.clone();
         }
     }
 
@@ -712,6 +763,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             owned: true,
             users: Users::default(),
             mapped: host,
+            unwritten: Unwritten::default(),
         }
     }
 

@@ -207,8 +207,9 @@ impl Device {
     /// out of bounds (in kernels with `boundscheck = false` too), a data race (two threads of
     /// different blocks, or of one block between two barriers, touch an element and one of them
     /// writes, unless both use atomics), a barrier that part of a block does not reach, a read of
-    /// shared memory no thread of the block has written. `KERNEL_DEVICE=cpu-checked` makes it
-    /// the default device.
+    /// shared memory no thread of the block has written, a read of an array element nothing has
+    /// written since [`empty`](Self::empty) (or that a stencil left as border).
+    /// `KERNEL_DEVICE=cpu-checked` makes it the default device.
     ///
     /// ```
     /// use kernel_runtime::prelude::*;

@@ -277,7 +277,7 @@ macro_rules! array_param {
         $shadows.writable($name, $array.dims_slice())
     };
     (@trace $shadows:ident, $name:ident, $array:ident) => {
-        $shadows.read_only()
+        $shadows.read_only($array.unwritten())
     };
     (@access mut) => {
         Access::Write

@@ -66,6 +66,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             (None, Some(_)) => src.copy_to_host(&mut self.host_view_mut()?),
             (None, None) => {
                 self.host_view_mut()?.assign(&src.host_view()?);
+                self.copy_unwritten(src);
                 Ok(())
             }
         }

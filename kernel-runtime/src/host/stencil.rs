@@ -1,8 +1,11 @@
-//! What a `#[stencil]` function's call takes from the host API: its GPU launch's shape.
+//! What a `#[stencil]` function's call takes from the host API: its GPU launch's shape, and its
+//! output's elements on the CPU backend.
 
+use super::array::{DeviceArray, Rank};
 use super::error::Error;
 use super::launch::LaunchConfig;
-use crate::stencil::{gpu_blocks, Geometry, BLOCK_THREADS};
+use crate::device_copy::DeviceCopy;
+use crate::stencil::{gpu_blocks, Geometry, Input, BLOCK_THREADS};
 
 /// The launch of a stencil `function` with tiles of `S × K` over `g`: [`gpu_blocks`] blocks of
 /// [`BLOCK_THREADS`] threads.
@@ -17,4 +20,70 @@ pub fn gpu_config<const S: usize, const K: usize>(
             reason,
         }
     })
+}
+
+/// The CPU array `array` as the stencil's input `name`.
+pub fn cpu_input<T: DeviceCopy, D: Rank>(
+    array: &DeviceArray<T, D>,
+    name: &'static str,
+) -> Input<T> {
+    Input::new(array.host_ptr(), array.unwritten().marks(), name)
+}
+
+/// The elements of `out`, a CPU array of `g`'s shape that the stencil `function` writes: its
+/// interior, and its border too where `border` (it has a `cval`). Checked mode counts what it
+/// writes as written, so that a border left unwritten stays so.
+pub fn cpu_out<'a, T: DeviceCopy, D: Rank>(
+    out: &'a mut DeviceArray<T, D>,
+    g: &Geometry,
+    border: bool,
+    function: &'static str,
+) -> &'a mut [T] {
+    out.stencil_out(g, border, function)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::fault::KernelFault;
+    use crate::stencil::{Neighbours, Point, Reach};
+    use crate::Device;
+
+    #[test]
+    fn a_checked_read_of_an_unwritten_element_names_its_line() {
+        let dev = Device::cpu_checked();
+        let mut x = dev.empty::<f32, _>((3, 4)).unwrap();
+        x.copy_from_host_at(4, &[1.0, 2.0, 3.0, 4.0]).unwrap();
+        let g = Geometry::new(
+            [3, 4],
+            Reach {
+                below: [1, 0],
+                above: [1, 0],
+            },
+        );
+        let input = cpu_input(&x, "x");
+        assert!(input.checked());
+        let p = Point {
+            base: 4,
+            row: 0,
+            col: 2,
+        };
+        // SAFETY: (1, 2) is interior and the reads stay in the reach.
+        let here = unsafe { input.around::<true>(&g, p) };
+        assert_eq!(here.at([0, 0]), 3.0);
+        let line = line!() + 1;
+        let caught = std::panic::catch_unwind(|| here.at([-1, 0]));
+        let fault = caught.unwrap_err().downcast::<KernelFault>().unwrap();
+        let KernelFault::Finding(finding) = *fault else {
+            panic!("a finding")
+        };
+        let text = finding.to_string();
+        assert!(text.contains("`x[[0, 2]]`"), "{text}");
+        assert!(text.contains(&format!("stencil.rs:{line}")), "{text}");
+        assert!(text.contains("point [1, 2]"), "{text}");
+        // Unchecked, the same read is the element as it is.
+        // SAFETY: as above.
+        let plain = unsafe { input.around::<false>(&g, p) };
+        assert!(Neighbours::<f32, 2>::at(&plain, [-1, 0]).is_nan());
+    }
 }

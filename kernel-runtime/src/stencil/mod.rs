@@ -13,7 +13,8 @@
 //! tests each point.
 //!
 //! On the CPU backend the rows of the array run in parallel, each row's interior a plain loop
-//! (`rows`).
+//! (`rows`), reading the inputs through [`Input`]: in checked mode, where an input holds elements
+//! nothing has written, each read is tested and a read of one reported at its line.
 //!
 //! ```
 //! use kernel_runtime::stencil::{Geometry, Reach};
@@ -26,10 +27,41 @@
 //! ```
 
 #[cfg(not(target_arch = "nvptx64"))]
+mod input;
+#[cfg(not(target_arch = "nvptx64"))]
 pub(crate) mod rows;
 mod window;
 
+#[cfg(not(target_arch = "nvptx64"))]
+pub use input::{Around, Input};
 pub use window::Window;
+
+/// What a stencil's function reads an input array through: the neighbours of its point, at
+/// relative indices of the array's rank (`#[stencil]` rewrites `x[[-1, 0]]` to
+/// `x.at([-1, 0])`). A closure of the relative index is one; the CPU backend's checked mode
+/// passes one ([`Around`]) that tests each read and names the line it is at.
+///
+/// ```
+/// use kernel_runtime::stencil::Neighbours;
+///
+/// fn mean3(x: impl Neighbours<f32, 1>) -> f32 {
+///     (x.at([-1]) + x.at([0]) + x.at([1])) / 3.0
+/// }
+/// let row = [3.0f32, 6.0, 9.0];
+/// assert_eq!(mean3(|d: [isize; 1]| row[(1 + d[0]) as usize]), 6.0);
+/// ```
+pub trait Neighbours<T, const R: usize> {
+    /// The neighbour at the relative index `d`.
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    fn at(&self, d: [isize; R]) -> T;
+}
+
+impl<T, const R: usize, F: Fn([isize; R]) -> T> Neighbours<T, R> for F {
+    #[inline(always)]
+    fn at(&self, d: [isize; R]) -> T {
+        self(d)
+    }
+}
 
 /// How far a neighbourhood reaches from its centre on each axis of a rank-`R` array: `below`
 /// to lower indices, `above` to higher ones (Numba's `neighborhood = ((-below, above), ..)`).
@@ -101,6 +133,15 @@ impl Geometry {
     #[inline(always)]
     pub fn interior<const R: usize>(&self, index: [usize; R]) -> bool {
         (0..R.min(3)).all(|k| self.inside(3 - R + k, index[k]))
+    }
+
+    /// The interior's points as runs of flat indices, one per row that has any.
+    pub fn interior_runs(&self) -> impl Iterator<Item = core::ops::Range<usize>> + '_ {
+        let [_, n, m] = self.shape;
+        let (lo, hi) = (self.below[2], m.saturating_sub(self.above[2]));
+        (0..self.shape[0] * n)
+            .filter(move |row| self.inside(0, row / n) && self.inside(1, row % n) && lo < hi)
+            .map(move |row| row * m + lo..row * m + hi)
     }
 
     /// The flat offset of the relative index `d` (of the array's rank) in the row-major array.
@@ -547,6 +588,33 @@ mod tests {
                 assert_eq!(v, expect, "{n} x {m} (skew {skew}) at {r}, {c}");
             }
         }
+    }
+
+    #[test]
+    fn the_interior_runs_row_by_row() {
+        let g = Geometry::new(
+            [3, 4, 5],
+            Reach {
+                below: [1, 0, 1],
+                above: [0, 1, 2],
+            },
+        );
+        let runs: Vec<_> = g.interior_runs().collect();
+        // Planes 1 and 2, rows 0..3, columns 1..3.
+        let expect: Vec<_> = [1, 2]
+            .iter()
+            .flat_map(|z| (0..3).map(move |y| (z * 4 + y) * 5))
+            .map(|row| row + 1..row + 3)
+            .collect();
+        assert_eq!(runs, expect);
+        let none = Geometry::new(
+            [4, 2],
+            Reach {
+                below: [1, 1],
+                above: [1, 1],
+            },
+        );
+        assert_eq!(none.interior_runs().count(), 0);
     }
 
     #[test]

@@ -49,6 +49,23 @@ pub fn rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync + Copy>
         })
 }
 
+/// [`rows`] in checked mode, where `f` tests its reads: a task per row, and the error the fault
+/// of the first row in order that has one, so that a report names the first point at fault.
+pub fn checked_rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync + Copy>(
+    g: &Geometry,
+    args: &A,
+    f: F,
+    out: &mut [T],
+    border: Option<T>,
+) -> Result<(), KernelFault> {
+    // An array with no column has no element: `max` only keeps the chunks' size valid.
+    out.par_chunks_mut(g.shape[2].max(1))
+        .enumerate()
+        .map(|(r, row)| guarded(|| segment(g, r, 0, row, args, f, border)))
+        .find_first(Result::is_err)
+        .unwrap_or(Ok(()))
+}
+
 /// Runs `work`, a fault in it its error, a panic its message.
 fn guarded(work: impl FnOnce()) -> Result<(), KernelFault> {
     let _panics = KernelPanics::begin();
@@ -146,15 +163,38 @@ mod tests {
         }
     }
 
+    /// A 2-D geometry of `shape` under the reach `below`, `above`.
+    fn geometry(shape: [usize; 2], below: [usize; 2], above: [usize; 2]) -> Geometry {
+        Geometry::new(shape, Reach { below, above })
+    }
+
+    #[test]
+    fn checked_rows_report_the_first_row_at_fault() {
+        let g = geometry([40, 3], [1, 0], [1, 0]);
+        let mut out = vec![0u32; g.len()];
+        let f = |g: &Geometry, p: Point| -> u32 {
+            let row = p.flat(g) / 3;
+            if row == 7 || row == 30 {
+                panic!("row {row}")
+            }
+            row as u32
+        };
+        let err = checked_rows(&g, &g, f, &mut out, Some(9));
+        assert!(
+            matches!(&err, Err(KernelFault::Message(m)) if m.contains("row 7")),
+            "{err:?}"
+        );
+        let mut out = vec![0u32; g.len()];
+        checked_rows(&g, &g, |g, p| p.flat(g) as u32, &mut out, Some(9)).unwrap();
+        let expect: Vec<u32> = (0..120)
+            .map(|i| if (3..117).contains(&i) { i } else { 9 })
+            .collect();
+        assert_eq!(out, expect);
+    }
+
     #[test]
     fn a_panic_in_the_function_is_the_error() {
-        let g = Geometry::new(
-            [3, 3],
-            Reach {
-                below: [1, 1],
-                above: [1, 1],
-            },
-        );
+        let g = geometry([3, 3], [1, 1], [1, 1]);
         let mut out = vec![0u8; 9];
         let err = rows(
             &g,

@@ -16,6 +16,7 @@ use crate::base::AccessKind;
 use crate::cpu::fault::{raise, KernelFault};
 use crate::cpu::finding::Finding;
 use crate::cpu::launch::LaunchSpec;
+use crate::cpu::unwritten::Unwritten;
 use std::cell::Cell;
 use std::ops::Range;
 use std::panic::Location;
@@ -74,6 +75,11 @@ thread_local! {
     /// The lane set this worker claimed last, and its launch's first block on the clock, which
     /// names the launch (the set is gone once that launch has ended).
     static CLAIMED: Cell<(u64, *const LaneSet)> = const { Cell::new((0, std::ptr::null())) };
+}
+
+/// The first block, on the clock, of the checked launch this worker runs blocks of.
+pub(crate) fn first_block() -> u32 {
+    CLAIMED.with(|c| c.get().0 as u32)
 }
 
 /// This worker's lane set, or null outside a checked launch's group of blocks.
@@ -140,9 +146,13 @@ impl LaunchShadows {
         Trace::global(self.arrays.len() - 1)
     }
 
-    /// The trace of a read-only array: its indices are checked, its accesses not recorded.
-    pub fn read_only(&self) -> Trace {
-        Trace::READ_ONLY
+    /// The trace of a read-only array: its indices are checked, and its reads of elements
+    /// nothing has written (`unwritten`) reported; its accesses are not recorded.
+    pub(crate) fn read_only(&self, unwritten: &Unwritten) -> Trace {
+        match unwritten.marks() {
+            Some(marks) => Trace::unwritten(marks),
+            None => Trace::READ_ONLY,
+        }
     }
 
     /// The number of the launch's first block.

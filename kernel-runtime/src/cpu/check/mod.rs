@@ -49,9 +49,10 @@ pub use rows::{NoRecord, RecordSpan, SpanRecord};
 pub(crate) use run::{serial_block, CheckedBlock};
 
 use super::fault::raise_finding;
-use super::finding::{Access, AccessKind, Finding};
+use super::finding::{Access, AccessKind, Finding, Reader};
 use super::launch::context::Shadow;
 use super::launch::tls;
+use super::unwritten::Marks;
 use lane::{Conflict, Rec};
 use std::cell::Cell as StdCell;
 use std::panic::Location;
@@ -103,6 +104,9 @@ enum Target {
     Block,
     /// Nothing, but indices are checked: a read-only array in checked mode.
     ReadOnly,
+    /// Nothing, but indices are checked and reads tested against these marks: a read-only
+    /// array in checked mode that holds elements nothing has written.
+    Unwritten(*const Marks),
     /// The running worker's lane of the launch's writable array of this index.
     Global(usize),
     /// The running worker's lane of the block's shared memory.
@@ -162,6 +166,14 @@ impl Trace {
         target: Target::ReadOnly,
         ..Trace::OFF
     };
+
+    /// A read-only array in checked mode whose unwritten elements `marks` has.
+    fn unwritten(marks: &Marks) -> Trace {
+        Trace {
+            target: Target::Unwritten(marks),
+            ..Trace::OFF
+        }
+    }
 
     /// The launch's writable array `index`.
     fn global(index: usize) -> Trace {
@@ -267,6 +279,50 @@ pub fn record(trace: &Trace, offset: usize, kind: AccessKind) -> bool {
     record_slot(trace.target, slot, kind, trace.thread)
 }
 
+/// Whether a read through a read-only view, of its element at `offset`, reads an element that
+/// nothing has written, the view then stopping the kernel with [`report_unwritten`]. The fast
+/// backend's views are never traced, so that the test folds away there.
+#[inline(always)]
+pub fn unwritten(trace: &Trace, offset: usize) -> bool {
+    match trace.target {
+        // SAFETY: a trace's marks are its array's, which outlives the launch's views.
+        Target::Unwritten(marks) => unsafe { &*marks }.contains(trace.base + offset),
+        _ => false,
+    }
+}
+
+/// Stops the kernel at its read, through `trace`, of the element at `offset` of array `array`
+/// of shape `dims`, which [`unwritten`] found nothing has written.
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub fn report_unwritten(trace: Trace, offset: usize, array: &'static str, dims: &[usize]) -> ! {
+    let Target::Unwritten(marks) = trace.target else {
+        unreachable!("a report follows a read that `unwritten` found")
+    };
+    let at = Location::caller();
+    let access = match trace.thread {
+        Named { block: 0, .. } => current_access(AccessKind::Read, Some(at)),
+        named => {
+            let state = tls::block();
+            Rec::of(named.who()).access(
+                AccessKind::Read,
+                Some(at),
+                launch::first_block(),
+                state.grid_dim,
+                state.block_dim,
+            )
+        }
+    };
+    raise_finding(Finding::UnwrittenRead {
+        array,
+        index: launch::unflatten(trace.base + offset, dims),
+        reader: Reader::Thread(access),
+        // SAFETY: as in `unwritten`.
+        origin: unsafe { &*marks }.origin(),
+    })
+}
+
 /// [`record`] of the access of `thread` to `slot` of the lane `target` names: an out-of-line
 /// call whose arguments all travel in registers, so that the view need not be kept in memory
 /// around it. What only a report needs (the array's name and shape) is passed to [`report`].
@@ -287,7 +343,7 @@ fn record_slot(target: Target, slot: usize, kind: AccessKind, thread: Named) -> 
                 None => return false,
             }
         }
-        Target::Off | Target::Block | Target::ReadOnly => return false,
+        Target::Off | Target::Block | Target::ReadOnly | Target::Unwritten(_) => return false,
     };
     match lane.access(slot, kind, thread.who(), Location::caller()) {
         Ok(()) => false,
