@@ -245,3 +245,38 @@ fn a_stencil_with_index_checks_checks_them_once_per_span() {
     // The checked body is the fast one, its rows' decisions false there.
     assert!(!expanded.contains("let __checked"), "{expanded}");
 }
+
+#[test]
+fn copies_of_other_sizes_are_refused_with_the_sizes_that_fit() {
+    // The macro's error, if any.
+    let refusal = |call: &str| {
+        let call: syn::Expr = syn::parse_str(call).unwrap();
+        let item = quote! {
+            fn staged(x: &Array2<f32>) {
+                let mut tile = shared_array![f32; [4, 8]];
+                #call;
+            }
+        };
+        crate::kernel::parse::kernel(quote!(), item)
+            .and_then(crate::kernel::validate::kernel)
+            .map(crate::emit::kernel)
+            .err()
+            .map(|e| e.to_string())
+    };
+    for (call, refused) in [
+        ("memcpy_async::<i8, 3>(&mut tile, [0, 0], &x, [0, 0], 3)", Some("copies 3 bytes, and a copy moves 4, 8 or 16 (cp.async): copy 4, 8 or 16 elements of `i8`")),
+        ("memcpy_async::<f64, 4>(&mut tile, [0, 0], &x, [0, 0], 4)", Some("copies 32 bytes, and a copy moves 4, 8 or 16 (cp.async): copy 1 or 2 elements of `f64`")),
+        ("pipeline::memcpy_async::<u32, 3>(&mut tile, [0, 0], &x, [0, 0], 3)", Some("copy 1, 2 or 4 elements of `u32`")),
+        ("memcpy_async::<f32, 4>(&mut tile, [0, 0], &x, [0, 0], 4)", None),
+        ("memcpy_async::<T, 3>(&mut tile, [0, 0], &x, [0, 0], 3)", None),
+    ] {
+        let error = refusal(call);
+        match refused {
+            Some(message) => assert!(
+                error.as_deref().is_some_and(|e| e.contains(message)),
+                "{call}: {error:?}"
+            ),
+            None => assert_eq!(error, None, "{call}"),
+        }
+    }
+}

@@ -72,6 +72,23 @@ pub(crate) const SM80_CALLS: &[(&str, &str)] = &[
     ("pipeline_wait_prior", "cp.async.wait_group"),
 ];
 
+/// The bytes of the element types whose size the macro knows, for the sizes of `memcpy_async`'s
+/// copies (4, 8 or 16 bytes).
+pub(crate) const ELEMENT_BYTES: &[(&str, usize)] = &[
+    ("u8", 1),
+    ("i8", 1),
+    ("u16", 2),
+    ("i16", 2),
+    ("f16", 2),
+    ("bf16", 2),
+    ("u32", 4),
+    ("i32", 4),
+    ("f32", 4),
+    ("u64", 8),
+    ("i64", 8),
+    ("f64", 8),
+];
+
 /// The grid of a cooperative launch and its barrier: a kernel that calls either is cooperative.
 pub(crate) const GRID_CALLS: &[&str] = &["this_grid", "grid_sync"];
 

@@ -14,7 +14,10 @@
 //! row of a 2-D shared array: the first `valid` of them (at most `N`) from `src`, zeros in the
 //! rest, so that a tile past a matrix's edge needs no branch; where `valid` is 0, `from` may
 //! lie outside `src`. The shared array is written once the thread's `pipeline_wait_prior`
-//! lets its group go: other threads read it after that and a barrier, as after a store.
+//! lets its group go: other threads read it after that and a barrier, as after a store. A copy
+//! of another size is a compile error at the call: under `cargo check` where the element type
+//! is a number type named in the call (`memcpy_async::<f16, 3>`), when the kernel is built
+//! otherwise (a generic `T`).
 //!
 //! Every copy is checked, whatever the kernel's `boundscheck`: both rows must hold the
 //! elements, `dst` must be a shared array and `src` not, and both must start at a multiple of

@@ -3,8 +3,8 @@
 //! do, each with an error at the offending span.
 
 use crate::vocab::{
-    FLOAT_METHODS, GRID_CALLS, HEAP_PATHS, OPAQUE_COLLECTIVES, RANDOM_PREFIX, SM80_CALLS,
-    STD_MACROS, WARP_COLLECTIVES,
+    ELEMENT_BYTES, FLOAT_METHODS, GRID_CALLS, HEAP_PATHS, OPAQUE_COLLECTIVES, RANDOM_PREFIX,
+    SM80_CALLS, STD_MACROS, WARP_COLLECTIVES,
 };
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -208,6 +208,54 @@ impl Pass {
         syn::parse_quote_spanned!(span=> __kctx.#m())
     }
 
+    /// Refuses a `memcpy_async::<T, N>` whose `N` elements of a type of known size are not 4, 8
+    /// or 16 bytes, at the call (the runtime's own check of other types fires when the kernel
+    /// is built, after `cargo check`).
+    fn copy_size(&mut self, seg: &syn::PathSegment) {
+        let syn::PathArguments::AngleBracketed(args) = &seg.arguments else {
+            return;
+        };
+        let mut args = args.args.iter();
+        let (Some(syn::GenericArgument::Type(syn::Type::Path(t))), Some(n)) =
+            (args.next(), args.next())
+        else {
+            return;
+        };
+        let syn::GenericArgument::Const(Expr::Lit(n)) = n else {
+            return;
+        };
+        let (Some(ty), syn::Lit::Int(n)) = (t.path.get_ident(), &n.lit) else {
+            return;
+        };
+        let name = ty.to_string();
+        let (Some(&(_, bytes)), Ok(n)) = (
+            ELEMENT_BYTES.iter().find(|(t, _)| *t == name),
+            n.base10_parse::<usize>(),
+        ) else {
+            return;
+        };
+        if !matches!(n * bytes, 4 | 8 | 16) {
+            let mut fits: Vec<String> = [4, 8, 16]
+                .iter()
+                .filter(|b| *b % bytes == 0)
+                .map(|b| (b / bytes).to_string())
+                .collect();
+            let last = fits.pop().unwrap_or_default();
+            let fits = match fits.is_empty() {
+                true => last,
+                false => format!("{} or {last}", fits.join(", ")),
+            };
+            self.error(
+                seg.span(),
+                format!(
+                    "`memcpy_async::<{name}, {n}>` copies {} bytes, and a copy moves 4, 8 or 16 \
+                     (cp.async): copy {fits} elements of `{name}` at a time",
+                    n * bytes,
+                ),
+            );
+        }
+    }
+
     fn rewrite_call(&mut self, call: &ExprCall) -> Option<Expr> {
         let name = match &*call.func {
             Expr::Path(p) if p.qself.is_none() => {
@@ -231,6 +279,9 @@ impl Pass {
                 let last = segs.last()?.ident.to_string();
                 if let Some((name, what)) = SM80_CALLS.iter().find(|(n, _)| *n == last) {
                     self.out.sm80 = self.out.sm80.or(Some((call.span(), name, what)));
+                }
+                if last == "memcpy_async" {
+                    self.copy_size(segs.last()?);
                 }
                 if OPAQUE_COLLECTIVES.contains(&last.as_str()) {
                     self.out.barriers = true;
