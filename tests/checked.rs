@@ -1034,3 +1034,63 @@ fn a_kernel_that_reads_a_border_a_stencil_left_unwritten_is_reported_at_the_read
     }
     column_sums.launch(1, 32, (&once, &mut sums)).unwrap();
 }
+
+/// Writes the even elements alone.
+#[kernel]
+fn evens(y: &mut [f32]) {
+    let i = grid(1);
+    if i < y.len() && i % 2 == 0 {
+        y[i] = i as f32;
+    }
+}
+
+/// Adds `x` into `y`: a read of `y` first.
+#[kernel]
+fn accumulate_into(x: &[f32], y: &mut [f32]) {
+    let i = grid(1);
+    if i < y.len() {
+        y[i] += x[i]; // unwritten: accumulate
+    }
+}
+
+/// Reads each element of `y` after writing it, and its neighbour's, which may be unwritten.
+#[kernel]
+fn write_then_read(y: &mut [f32], out: &mut [f32]) {
+    let i = grid(1);
+    if i < y.len() {
+        y[i] = 1.0;
+        let own = y[i];
+        out[i] = own;
+    }
+}
+
+#[test]
+fn elements_a_launch_left_unwritten_stay_so_for_the_next() {
+    let dev = Device::cpu_checked();
+    let mut y = dev.empty::<f32, _>(64).unwrap();
+    evens.launch(2, 32, &mut y).unwrap();
+    let x = dev.zeros::<f32, _>(64).unwrap();
+    // The odd elements are still unwritten: a read of one through a read-only view is reported.
+    let mut sums = dev.zeros::<f32, _>(64).unwrap();
+    let f = finding(accumulate_into.launch(2, 32, (&y, &mut sums)));
+    let (array, index, _, origin) = unwritten(&f);
+    assert_eq!((array, index[0] % 2, origin), ("x", 1, Origin::Empty));
+    // A read-modify-write of an element nothing wrote is reported at the `+=`.
+    let mut fresh = dev.empty::<f32, _>(64).unwrap();
+    let f = finding(accumulate_into.launch(2, 32, (&x, &mut fresh)));
+    let (array, _, reader, origin) = unwritten(&f);
+    assert_eq!((array, origin), ("y", Origin::Empty));
+    let Reader::Thread(access) = reader else {
+        panic!("a thread's read: {f}")
+    };
+    assert_eq!(line(access), line_of("unwritten: accumulate"));
+    // An element written earlier in the same launch reads as written, and the launch's writes
+    // count for the next launch.
+    let mut fresh = dev.empty::<f32, _>(64).unwrap();
+    let mut out = dev.zeros::<f32, _>(64).unwrap();
+    write_then_read
+        .launch(2, 32, (&mut fresh, &mut out))
+        .unwrap();
+    accumulate_into.launch(2, 32, (&fresh, &mut out)).unwrap();
+    assert_eq!(out.to_vec().unwrap(), vec![2.0; 64]);
+}

@@ -207,6 +207,10 @@ macro_rules! view_type {
                     ..self
                 }
             }
+            #[inline(always)]
+            fn tests_unwritten(&self) -> bool {
+                self.trace.tests_unwritten()
+            }
         }
         view_type!(@mutable $name, $rank, $mutable);
     };

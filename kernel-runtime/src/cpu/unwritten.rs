@@ -1,13 +1,13 @@
 //! Checked mode's record of the elements of an array that nothing has written, from which it
 //! reports a read of one, as CUDA's `compute-sanitizer --tool initcheck` does on a GPU.
 //!
-//! Only [`Device::empty`](crate::Device::empty) on a checked device starts one. Every copy or
-//! kernel that writes the array then clears what it writes: a copy of a range its range, any
-//! other write the whole array, since which elements a kernel writes is not known before it
-//! runs (so a read of an element such a kernel left unwritten goes unreported, and nothing
-//! written is ever reported). A stencil's `apply` without a `cval` writes its interior alone:
-//! the border stays unwritten, which is how a chain of stencils that reads a border left
-//! unwritten is found.
+//! Only [`Device::empty`](crate::Device::empty) on a checked device starts one. Whatever writes
+//! the array then clears what it writes: a copy its range; a checked kernel launch that takes
+//! the array `&mut` the elements its threads wrote (its shadow records each write), and within
+//! the launch a read of an element is reported unless a write of the launch came first; a
+//! stencil's `apply` its interior, and its border too where it has a `cval`. Any other write (a
+//! raw pointer's kernel, a launch on the fast backend, a host view) clears the whole array, so
+//! that nothing written is ever reported.
 //!
 //! The record is one bit per element, kept only while some element is unwritten.
 
@@ -113,6 +113,24 @@ impl Unwritten {
         }
     }
 
+    /// Records a write of each element below `len` that `written` says a launch wrote.
+    pub(crate) fn clear_where(&mut self, len: usize, written: impl Fn(usize) -> bool) {
+        let Some(marks) = &mut self.0 else { return };
+        for w in 0..marks.bits.len().min(len.div_ceil(64)) {
+            let mut word = marks.bits[w];
+            while word != 0 {
+                let i = w * 64 + word.trailing_zeros() as usize;
+                word &= word - 1;
+                if i < len && written(i) {
+                    marks.clear(i..i + 1);
+                }
+            }
+        }
+        if marks.set == 0 {
+            self.0 = None;
+        }
+    }
+
     /// Records a write of a stencil's interior, the runs of elements `interior`, by `stencil`:
     /// what is left unwritten is its border.
     pub(crate) fn keep_border(
@@ -186,6 +204,16 @@ mod tests {
         assert_eq!(u.marks().map(Marks::origin), Some(Origin::Border("s")));
         // A stencil with no border writes it all.
         u.keep_border(std::iter::once(0..20), "t");
+        assert!(u.marks().is_none());
+    }
+
+    #[test]
+    fn what_a_launch_wrote_is_cleared() {
+        let mut u = Unwritten::all(200);
+        u.clear_where(200, |i| i % 3 != 0);
+        let left: Vec<usize> = (0..200).filter(|i| i % 3 == 0).collect();
+        assert_eq!(unwritten(&u, 200), left);
+        u.clear_where(200, |_| true);
         assert!(u.marks().is_none());
     }
 

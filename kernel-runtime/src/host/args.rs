@@ -49,6 +49,9 @@ pub trait Params: ViewTypes {
         names: &[&'static str],
         shadows: &mut LaunchShadows,
     ) -> Self::Views<'v, CHECK>;
+
+    /// As [`Param::after_checked`], for every argument.
+    fn after_checked(args: &mut Self::Args<'_>, shadows: &mut LaunchShadows);
 }
 
 /// The views a kernel of the parameters `S` takes, with index checks on or off.
@@ -143,6 +146,11 @@ macro_rules! kernel_args {
             ) -> Self::Views<'v, CHECK> {
                 // SAFETY: the caller's contract, for each argument.
                 unsafe { ($($p::view::<CHECK>(&mut args.$i, name(names, $i)),)*) }
+            }
+
+            #[inline(always)]
+            fn after_checked(args: &mut Self::Args<'_>, shadows: &mut LaunchShadows) {
+                $($p::after_checked(&mut args.$i, shadows);)*
             }
 
             #[inline(always)]

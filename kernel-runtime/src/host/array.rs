@@ -719,6 +719,17 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         &self.unwritten
     }
 
+    /// The elements that nothing has written, for a checked launch that writes the array and
+    /// gives back what it leaves unwritten ([`set_unwritten`](Self::set_unwritten)).
+    pub(crate) fn take_unwritten(&mut self) -> Unwritten {
+        std::mem::take(&mut self.unwritten)
+    }
+
+    /// Records that nothing has written the elements `unwritten`.
+    pub(crate) fn set_unwritten(&mut self, unwritten: Unwritten) {
+        self.unwritten = unwritten;
+    }
+
     /// The elements of a CPU array as a slice that a stencil's `apply` writes, its interior
     /// alone where `border` is false: checked mode then counts the interior of `g` written
     /// and the border as it was.

@@ -61,6 +61,11 @@ pub trait Param {
         name: &'static str,
         shadows: &mut LaunchShadows,
     ) -> Self::View<'v, CHECK>;
+
+    /// Once a checked launch has run: a writable array takes back from `shadows` what of it
+    /// nothing has written.
+    #[inline(always)]
+    fn after_checked(_arg: &mut Self::Arg<'_>, _shadows: &mut LaunchShadows) {}
 }
 
 /// What may be passed for a kernel parameter declared `P`: something the launch can hold as
@@ -260,6 +265,13 @@ macro_rules! array_param {
                 // the trace points into, for as long as the view.
                 unsafe { Self::view::<CHECK>(arg, name).traced(trace) }
             }
+
+            $(
+                #[inline(always)]
+                fn after_checked(arg: &mut Self::Arg<'_>, shadows: &mut LaunchShadows) {
+                    array_param!(@written arg, shadows, $mut)
+                }
+            )?
         }
 
         #[diagnostic::do_not_recommend]
@@ -274,10 +286,16 @@ macro_rules! array_param {
         }
     };
     (@trace $shadows:ident, $name:ident, $array:ident, mut) => {
-        $shadows.writable($name, $array.dims_slice())
+        {
+            let unwritten = $array.take_unwritten();
+            $shadows.writable($name, $array.dims_slice(), unwritten)
+        }
     };
     (@trace $shadows:ident, $name:ident, $array:ident) => {
         $shadows.read_only($array.unwritten())
+    };
+    (@written $array:ident, $shadows:ident, mut) => {
+        $array.set_unwritten($shadows.written())
     };
     (@access mut) => {
         Access::Write

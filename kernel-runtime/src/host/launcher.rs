@@ -324,7 +324,9 @@ where
     // SAFETY: the caller's contract; the views live in this frame, after `shadows`.
     let views = unsafe { S::traced_views::<CHECK>(args, meta.params, &mut shadows) };
     let (fast, checked) = (instance.fast, instance.checked);
-    fast.run_checked(&shadows, spec, meta.cooperative, views, checked)
+    let run = fast.run_checked(&shadows, spec, meta.cooperative, views, checked);
+    S::after_checked(args, &mut shadows);
+    run
 }
 
 /// The configuration of a launch of the instance `entry` of `meta` on `device` that `sizing`

@@ -10,6 +10,7 @@ use super::{clock, Who};
 use crate::base::AccessKind;
 use crate::base::WARP_SIZE;
 use crate::cpu::finding::Access;
+use crate::cpu::unwritten::{Marks, Origin, Unwritten};
 use crate::dim::Dim3;
 use std::cell::{Cell, RefCell};
 use std::panic::Location;
@@ -285,11 +286,17 @@ pub(crate) struct Lane {
     blocks: u32,
     /// The block clock when the lane was last cleared.
     cleared_at: u64,
+    /// A global lane's array's elements that nothing had written before the launch (null where
+    /// none): a read of one that no write of the launch on this worker preceded is reported.
+    marks: *const Marks,
 }
 
 // SAFETY: a lane is touched by one OS thread at a time: the worker that claimed it while the
-// launch runs, then the thread that compares the lanes once every worker is done.
+// launch runs, then the thread that compares the lanes once every worker is done; its marks
+// are read while the launch that set them runs, and reset before the lane is reused.
 unsafe impl Sync for Lane {}
+// SAFETY: as above.
+unsafe impl Send for Lane {}
 
 /// The earlier access of a race, as the lane recorded it.
 #[derive(Clone, Copy, Debug)]
@@ -306,6 +313,8 @@ pub(crate) enum Conflict {
     Race(Earlier),
     /// It reads shared memory that no thread of the block has written.
     Uninitialized,
+    /// It reads an element of an array that nothing has written, of this origin.
+    Unwritten(Origin),
 }
 
 /// A fixed address in the program: source lines are kept as 32-bit distances from it.
@@ -361,6 +370,7 @@ impl Lane {
             any_reads: Cell::new(false),
             first: 0,
             blocks: 0,
+            marks: std::ptr::null(),
             cleared_at: 0,
         }
     }
@@ -452,7 +462,31 @@ impl Lane {
         self.any_reads.set(false);
         self.first = first;
         self.blocks = blocks;
+        self.marks = std::ptr::null();
         Ok(())
+    }
+
+    /// Makes `marks` the elements of the lane's array that nothing had written before the
+    /// launch, which must outlive the lane's use in it.
+    pub(crate) fn set_marks(&mut self, marks: Option<&Marks>) {
+        self.marks = marks.map_or(std::ptr::null(), |m| m as *const Marks);
+    }
+
+    /// The elements of a read (or atomic update) at `slot` that nothing has written: where
+    /// the marks hold it and no write of this launch on this worker came first, their origin.
+    #[inline(always)]
+    fn unwritten(&self, slot: usize) -> Option<Origin> {
+        // SAFETY: non-null marks outlive the launch (`set_marks`).
+        let marks = unsafe { self.marks.as_ref() }?;
+        (marks.contains(slot) && !self.of_launch(Rec(self.writes[slot].get())))
+            .then(|| marks.origin())
+    }
+
+    /// Clears from `marks` (the lane's array's, before the launch) the elements that a write
+    /// of this launch on this worker wrote.
+    pub(crate) fn clear_written(&self, marks: &mut Unwritten) {
+        let written = |slot: usize| self.of_launch(Rec(self.writes[slot].get()));
+        marks.clear_where(self.writes.len(), written);
     }
 
     /// An empty lane of a block's shared memory (one slot per byte).
@@ -532,7 +566,10 @@ impl Lane {
             })
         };
         let end = start + step * n.saturating_sub(1);
-        let plain = self.scope == Scope::Global && first.epoch == 0;
+        // Reads of an array with unwritten elements are checked one by one.
+        let plain = self.scope == Scope::Global
+            && first.epoch == 0
+            && (kind == Run::Write || self.marks.is_null());
         let numbers = Numbering::of(runs).filter(|_| step == 1);
         let (Some(numbers), true, false) = (numbers, plain, n == 0 || end >= self.writes.len())
         else {
@@ -603,6 +640,11 @@ impl Lane {
         let unwritten = self.scope == Scope::Shared
             && kind != AccessKind::Write
             && !self.present(Rec(w.get()), me);
+        // A global array's element that nothing wrote before the launch, nor in it yet.
+        let never = match kind {
+            AccessKind::Write => None,
+            _ => self.unwritten(slot),
+        };
         match kind {
             AccessKind::Read => self.read(slot, me, at)?,
             _ => self.write(slot, me, kind, at)?,
@@ -610,7 +652,7 @@ impl Lane {
         if unwritten {
             return Err(Conflict::Uninitialized);
         }
-        Ok(())
+        never.map_or(Ok(()), |origin| Err(Conflict::Unwritten(origin)))
     }
 
     /// A plain read: check the last write, then merge it into the read summary.

@@ -35,10 +35,12 @@ static CLOCK: AtomicU64 = AtomicU64::new(1);
 /// Orders the groups of blocks that workers start, across launches.
 static GROUPS: AtomicU64 = AtomicU64::new(0);
 
-/// A writable array of the launch, for reports.
+/// A writable array of the launch, for reports, and its elements that nothing had written
+/// before it.
 struct Array {
     name: &'static str,
     dims: Vec<usize>,
+    unwritten: Unwritten,
 }
 
 /// One worker's lanes, one per writable array, and the groups of blocks it ran.
@@ -98,6 +100,8 @@ pub struct LaunchShadows {
     /// The launch's blocks on the clock.
     start: u64,
     blocks: u32,
+    /// How many writable arrays [`written`](Self::written) has given back.
+    returned: usize,
 }
 
 /// Restores the worker's previous lane set when a group of blocks ends.
@@ -134,16 +138,43 @@ impl LaunchShadows {
             sets: Mutex::new(Vec::new()),
             start,
             blocks: volume as u32,
+            returned: 0,
         })
     }
 
-    /// The trace of the writable array `name` of shape `dims`.
-    pub fn writable(&mut self, name: &'static str, dims: &[usize]) -> Trace {
+    /// The trace of the writable array `name` of shape `dims`, whose elements `unwritten`
+    /// nothing had written before the launch: a read of one that no write of the launch came
+    /// before is reported, and [`written`](Self::written) gives back what is left of them.
+    pub(crate) fn writable(
+        &mut self,
+        name: &'static str,
+        dims: &[usize],
+        unwritten: Unwritten,
+    ) -> Trace {
         self.arrays.push(Array {
             name,
             dims: dims.to_vec(),
+            unwritten,
         });
         Trace::global(self.arrays.len() - 1)
+    }
+
+    /// Once the launch has run, the elements of its next writable array (in the order of
+    /// [`writable`](Self::writable)) that nothing has written, the launch's writes cleared.
+    pub(crate) fn written(&mut self) -> Unwritten {
+        let k = self.returned;
+        self.returned += 1;
+        let Some(array) = self.arrays.get_mut(k) else {
+            return Unwritten::default();
+        };
+        let mut unwritten = std::mem::take(&mut array.unwritten);
+        if unwritten.marks().is_some() {
+            let sets = self.sets.get_mut().unwrap_or_else(|e| e.into_inner());
+            for set in sets.iter() {
+                set.lanes[k].clear_written(&mut unwritten);
+            }
+        }
+        unwritten
     }
 
     /// The trace of a read-only array: its indices are checked, and its reads of elements
@@ -193,7 +224,10 @@ impl LaunchShadows {
                 let mut lane = pool.pop().unwrap_or_else(|| Lane::new(Scope::Global));
                 let len = a.dims.iter().product();
                 match lane.for_launch(len, self.start, self.first(), self.blocks) {
-                    Ok(()) => Ok(lane),
+                    Ok(()) => {
+                        lane.set_marks(a.unwritten.marks());
+                        Ok(lane)
+                    }
                     Err(e) => Err(format!(
                         "{e} for array `{}`: check a smaller array, or run on Device::cpu()",
                         a.name
@@ -347,8 +381,9 @@ impl Drop for LaunchShadows {
     fn drop(&mut self) {
         let sets = std::mem::take(self.sets.get_mut().unwrap_or_else(|e| e.into_inner()));
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        for lane in sets.into_iter().flat_map(|s| s.lanes) {
+        for mut lane in sets.into_iter().flat_map(|s| s.lanes) {
             if pool.len() < POOL_KEEP {
+                lane.set_marks(None);
                 pool.push(lane);
             }
         }
@@ -378,7 +413,12 @@ mod tests {
     fn run(accesses: &[(u32, u32, usize, AccessKind)]) -> Option<Finding> {
         let spec = spec(4);
         let mut shadows = LaunchShadows::new(&spec).unwrap();
-        assert_eq!(shadows.writable("out", &[2, 4]).target, Target::Global(0));
+        assert_eq!(
+            shadows
+                .writable("out", &[2, 4], Unwritten::default())
+                .target,
+            Target::Global(0)
+        );
         let shadows = &shadows;
         for b in 0..4u32 {
             std::thread::scope(|s| {

@@ -214,6 +214,12 @@ impl Trace {
         !matches!(self.target, Target::Off | Target::Block)
     }
 
+    /// Whether reads are tested against elements nothing has written.
+    #[inline(always)]
+    pub(crate) fn tests_unwritten(&self) -> bool {
+        matches!(self.target, Target::Unwritten(_))
+    }
+
     /// Whether the view is a shared array on the fast CPU backend, which only its block's
     /// threads access, one after another on one OS thread.
     #[inline(always)]
@@ -410,6 +416,12 @@ pub fn report(trace: Trace, kind: AccessKind, array: &'static str, dims: &[usize
         ),
     };
     raise_finding(match conflict {
+        Conflict::Unwritten(origin) => Finding::UnwrittenRead {
+            array,
+            index,
+            reader: Reader::Thread(access),
+            origin,
+        },
         Conflict::Uninitialized => {
             let first = Finding::UninitializedSharedRead {
                 array,

@@ -27,7 +27,7 @@ use super::{launch, set_who, LaunchShadows, Target, Trace, Traced, Who};
 use crate::base::AccessKind;
 use crate::cpu::exec::untracked_then_replay;
 use crate::cpu::fault::{raise_finding, KernelFault};
-use crate::cpu::finding::Finding;
+use crate::cpu::finding::{Finding, Reader};
 use crate::cpu::launch::context::Ctx;
 use crate::cpu::launch::shapes::{Common, LaunchViews};
 use crate::cpu::launch::{block_state, ctx_of, tls, BlockState, LaunchSpec};
@@ -225,7 +225,9 @@ impl Segment {
         R: RecordSpan<V>,
     {
         let x0 = self.ctx.block.x as usize * numbers.block.x as usize;
-        if inside.is_empty() {
+        // The fast body drops the read-only views' traces, and so their tests of elements
+        // nothing has written: such a launch's threads run one at a time.
+        if inside.is_empty() || views.tests_unwritten() {
             return [0..self.threads, 0..0];
         }
         let xs = (inside.lo - x0) as u32..(inside.hi - x0) as u32;
@@ -402,8 +404,8 @@ impl SpanRecord<'_> {
         }
     }
 
-    /// Stops the kernel with the race that the access `(me, kind, at)` to element `offset` of
-    /// the array `(name, dims)` found.
+    /// Stops the kernel with the race (or read of an element nothing has written) that the
+    /// access `(me, kind, at)` to element `offset` of the array `(name, dims)` found.
     #[cold]
     fn race(
         &self,
@@ -412,12 +414,21 @@ impl SpanRecord<'_> {
         conflict: Conflict,
         (me, kind, at): (Who, AccessKind, &'static Location<'static>),
     ) -> ! {
-        let Conflict::Race(earlier) = conflict else {
-            unreachable!("only shared memory is read before it is written")
-        };
         let (state, first) = (tls::block(), self.numbers.first);
         let access =
             |rec: Rec, kind, at| rec.access(kind, at, first, state.grid_dim, state.block_dim);
+        let earlier = match conflict {
+            Conflict::Race(earlier) => earlier,
+            Conflict::Unwritten(origin) => raise_finding(Finding::UnwrittenRead {
+                array: name,
+                index: launch::unflatten(offset, dims),
+                reader: Reader::Thread(access(Rec::of(me), kind, Some(at))),
+                origin,
+            }),
+            Conflict::Uninitialized => {
+                unreachable!("only shared memory is read before it is written")
+            }
+        };
         raise_finding(Finding::DataRace {
             array: name,
             index: launch::unflatten(offset, dims),

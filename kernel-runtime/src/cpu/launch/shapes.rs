@@ -115,6 +115,13 @@ pub trait LaunchView: Copy + Send + Sync {
     unsafe fn fast<const GRID: bool>(self, _common: &Common) -> Self {
         self
     }
+
+    /// Whether checked mode tests the view's reads against elements nothing has written,
+    /// which [`fast`](Self::fast) would drop.
+    #[inline(always)]
+    fn tests_unwritten(&self) -> bool {
+        false
+    }
 }
 
 impl<T: crate::device_copy::DeviceCopy> LaunchView for T {}
@@ -142,6 +149,9 @@ pub trait LaunchViews: Copy + Send + Sync {
     /// # Safety
     /// As [`LaunchView::fast`], for every view.
     unsafe fn fast<const GRID: bool>(self, common: &Common) -> Self;
+
+    /// Whether a view [`tests_unwritten`](LaunchView::tests_unwritten).
+    fn tests_unwritten(&self) -> bool;
 }
 
 macro_rules! launch_views {
@@ -165,6 +175,10 @@ macro_rules! launch_views {
             unsafe fn fast<const GRID: bool>(self, common: &Common) -> Self {
                 // SAFETY: the caller's contract, for each view.
                 unsafe { ($(self.$i.fast::<GRID>(common),)*) }
+            }
+            #[inline]
+            fn tests_unwritten(&self) -> bool {
+                false $(|| self.$i.tests_unwritten())*
             }
         }
     };
