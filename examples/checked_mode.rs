@@ -52,13 +52,19 @@ fn blurred_twice() -> Result {
         let x = dev.to_device(&image)?;
         let mut once = dev.empty::<i8, _>((6, 8))?;
         smooth_stencil.apply(&x, &mut once)?;
-        println!("{}, a blur of a blur whose border nothing wrote:", dev.name());
+        println!(
+            "{}, a blur of a blur whose border nothing wrote:",
+            dev.name()
+        );
         match smooth_stencil.run(&once) {
             Ok(twice) => println!("  row 1 {:?}: no error", twice.to_host()?.row(1).to_vec()),
             Err(Error::CheckFailed { finding, .. }) => {
                 let border = Origin::Border("smooth_stencil");
                 if !matches!(*finding, Finding::UnwrittenRead { origin, .. } if origin == border) {
-                    mismatch(NAME, format!("expected a read of the border, found: {finding}"));
+                    mismatch(
+                        NAME,
+                        format!("expected a read of the border, found: {finding}"),
+                    );
                 }
                 println!("  {finding}");
             }
