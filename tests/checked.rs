@@ -1094,3 +1094,28 @@ fn elements_a_launch_left_unwritten_stay_so_for_the_next() {
     accumulate_into.launch(2, 32, (&fresh, &mut out)).unwrap();
     assert_eq!(out.to_vec().unwrap(), vec![2.0; 64]);
 }
+
+/// A 3-tap filter whose taps are an array indexed as usual.
+#[stencil(standard_indexing = (taps))]
+fn filter3(x: &[f32], taps: &[f32]) -> f32 {
+    let last = taps[2]; // unwritten: last tap
+    taps[0] * x[-1] + taps[1] * x[0] + last * x[1]
+}
+
+#[test]
+fn a_stencils_arrays_indexed_as_usual_are_checked_too() {
+    let dev = Device::cpu_checked();
+    let x = dev.to_device(&[1.0f32; 8][..]).unwrap();
+    let mut taps = dev.empty::<f32, _>(3).unwrap();
+    taps.copy_from_host_at(0, &[0.25, 0.5]).unwrap();
+    let f = finding(filter3.run((&x, &taps)).map(drop));
+    let (array, index, reader, origin) = unwritten(&f);
+    assert_eq!((array, index, origin), ("taps", &[2][..], Origin::Empty));
+    assert!(
+        matches!(reader, Reader::Stencil { point, at } if point == &[1] && at.line() == line_of("unwritten: last tap")),
+        "{f}"
+    );
+    taps.copy_from_host_at(2, &[0.25]).unwrap();
+    let filtered = filter3.run((&x, &taps)).unwrap().to_vec().unwrap();
+    assert_eq!(filtered[1..7], [1.0; 6]);
+}

@@ -71,7 +71,10 @@ pub use crate::{
     },
     host::ptr::SyncPtr,
     host::stencil::{
-        cpu_input as stencil_input, cpu_out as stencil_out, gpu_config as stencil_config,
+        cpu_input as stencil_input, cpu_out as stencil_out, cpu_standard0 as stencil_standard0,
+        cpu_standard1 as stencil_standard1, cpu_standard2 as stencil_standard2,
+        cpu_standard3 as stencil_standard3, gpu_config as stencil_config,
+        view_mode as stencil_view_mode, view_tested as stencil_view_tested,
     },
     stencil::rows::{checked_rows as stencil_checked_rows, rows as stencil_rows},
     stencil::Input as StencilInput,

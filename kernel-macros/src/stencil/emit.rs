@@ -439,7 +439,7 @@ impl Stencil {
 
     /// The launch after the checks: the PTX entry on a GPU, the rows on the CPU backend.
     fn launch(&self, scalar: &syn::Ident) -> TokenStream {
-        let (rt, ret) = (rt(), &self.ret);
+        let (rt, ret, rank) = (rt(), &self.ret, self.rank);
         let params = self.params.iter().map(|p| {
             let (n, t) = (local(p), self.arg_ty(p));
             quote!(#n: #t)
@@ -470,14 +470,12 @@ impl Stencil {
             quote!(#(let #dims = #local.shape()[#k];)*)
         });
         let std_views = standard.iter().map(|p| {
-            let Role::Standard(rank, elem) = self.role(p) else {
+            let Role::Standard(rank, _) = self.role(p) else {
                 unreachable!("standard arrays only")
             };
             let (local, name) = (local(p), p.name.to_string());
-            let view = format_ident!("View{}", rank);
-            let k = 0..rank;
-            // SAFETY: the array holds the elements of its shape and outlives the launch.
-            quote!(let #local = unsafe { #rt::#view::<#elem>::from_raw(#rt::host_ptr(#local), [#(#local.shape()[#k]),*], #name) };)
+            let view = format_ident!("stencil_standard{}", rank);
+            quote!(let #local = #rt::#view(#local, #name);)
         });
         let (below, above) = self.reach3();
         let (rows, cols) = self.tile();
@@ -539,12 +537,13 @@ impl Stencil {
                 #[inline(always)]
                 fn __point<const __C: bool>(__args: &(#(#capture_tys,)* #rt::StencilGeometry), __p: #rt::StencilPoint) -> #ret {
                     let (#(#captures,)* __g) = *__args;
+                    #(let #std_locals = #rt::stencil_view_mode::<__C, _>(#std_locals);)*
                     #call
                 }
                 let (__args, __border) = ((#(#captures,)* __g), #border);
-                // Checked mode tests each read where an input holds elements nothing wrote.
-                if #(#ptrs.checked())||* {
-                    #rt::stencil_checked_rows(&__g, &__args, __point::<true>, __out, __border)
+                // Checked mode tests each read where an array holds elements nothing wrote.
+                if #(#ptrs.checked())||* #(|| #rt::stencil_view_tested(&#std_locals))* {
+                    #rt::stencil_checked_rows((&__g, #rank), &__args, __point::<true>, __out, __border)
                 } else {
                     #rt::stencil_rows(&__g, &__args, __point::<false>, __out, __border)
                 }

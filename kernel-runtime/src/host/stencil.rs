@@ -4,8 +4,12 @@
 use super::array::{DeviceArray, Rank};
 use super::error::Error;
 use super::launch::LaunchConfig;
+use crate::cpu::check::stencil_reads;
+use crate::cpu::launch::shapes::LaunchView;
 use crate::device_copy::DeviceCopy;
 use crate::stencil::{gpu_blocks, Geometry, Input, BLOCK_THREADS};
+use crate::view::{View0, View1, View2, View3};
+use ndarray::{Ix0, Ix1, Ix2, Ix3};
 
 /// The launch of a stencil `function` with tiles of `S × K` over `g`: [`gpu_blocks`] blocks of
 /// [`BLOCK_THREADS`] threads.
@@ -28,6 +32,45 @@ pub fn cpu_input<T: DeviceCopy, D: Rank>(
     name: &'static str,
 ) -> Input<T> {
     Input::new(array.host_ptr(), array.unwritten().marks(), name)
+}
+
+macro_rules! standard_view {
+    ($($f:ident: $view:ident, $ix:ident;)*) => {$(
+        /// A stencil's `standard_indexing` array `name` on the CPU backend, viewed as a
+        /// kernel's read-only parameter is; in checked mode its reads are tested against the
+        /// elements nothing has written ([`view_mode`]).
+        pub fn $f<'a, T: DeviceCopy>(
+            array: &'a DeviceArray<T, $ix>,
+            name: &'static str,
+        ) -> $view<'a, T> {
+            let trace = stencil_reads(array.unwritten().marks());
+            // SAFETY: the array holds the elements of its shape and outlives the view, and the
+            // trace's marks are its own.
+            unsafe { $view::from_raw(array.host_ptr(), array.dims_array(), name).traced(trace) }
+        }
+    )*};
+}
+standard_view! {
+    cpu_standard0: View0, Ix0;
+    cpu_standard1: View1, Ix1;
+    cpu_standard2: View2, Ix2;
+    cpu_standard3: View3, Ix3;
+}
+
+/// A `standard_indexing` array's view in a stencil's checked rows (`C`) as it is, elsewhere
+/// untraced, so that the fast rows test nothing.
+#[inline(always)]
+pub fn view_mode<const C: bool, V: LaunchView>(view: V) -> V {
+    if C {
+        view
+    } else {
+        view.untraced()
+    }
+}
+
+/// Whether checked mode tests the reads through `view`.
+pub fn view_tested<V: LaunchView>(view: &V) -> bool {
+    view.tests_unwritten()
 }
 
 /// The elements of `out`, a CPU array of `g`'s shape that the stencil `function` writes: its

@@ -2,6 +2,7 @@
 //! a plain loop with no test per point, which the compiler vectorizes.
 
 use super::{Geometry, Point};
+use crate::cpu::check::{self, StencilAt};
 use crate::cpu::fault::{describe_panic, KernelFault, KernelPanics};
 use rayon::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -49,19 +50,31 @@ pub fn rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync + Copy>
         })
 }
 
-/// [`rows`] in checked mode, where `f` tests its reads: a task per row, and the error the fault
-/// of the first row in order that has one, so that a report names the first point at fault.
+/// [`rows`] in checked mode, where `f` tests its reads, over arrays of `rank` axes: a task per
+/// row, and the error the fault of the first row in order that has one, so that a report names
+/// the first point at fault. Each point is made known while `f` runs, for reports of reads
+/// through views, which know no point.
 pub fn checked_rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync + Copy>(
-    g: &Geometry,
+    (g, rank): (&Geometry, usize),
     args: &A,
     f: F,
     out: &mut [T],
     border: Option<T>,
 ) -> Result<(), KernelFault> {
+    let (shape, at) = (g.shape, check::at_stencil_point);
+    let f = move |args: &A, p: Point| {
+        let flat = p.flat(g);
+        at(Some(StencilAt { flat, shape, rank }));
+        f(args, p)
+    };
     // An array with no column has no element: `max` only keeps the chunks' size valid.
     out.par_chunks_mut(g.shape[2].max(1))
         .enumerate()
-        .map(|(r, row)| guarded(|| segment(g, r, 0, row, args, f, border)))
+        .map(|(r, row)| {
+            let run = guarded(|| segment(g, r, 0, row, args, f, border));
+            at(None);
+            run
+        })
         .find_first(Result::is_err)
         .unwrap_or(Ok(()))
 }
@@ -179,13 +192,13 @@ mod tests {
             }
             row as u32
         };
-        let err = checked_rows(&g, &g, f, &mut out, Some(9));
+        let err = checked_rows((&g, 2), &g, f, &mut out, Some(9));
         assert!(
             matches!(&err, Err(KernelFault::Message(m)) if m.contains("row 7")),
             "{err:?}"
         );
         let mut out = vec![0u32; g.len()];
-        checked_rows(&g, &g, |g, p| p.flat(g) as u32, &mut out, Some(9)).unwrap();
+        checked_rows((&g, 2), &g, |g, p| p.flat(g) as u32, &mut out, Some(9)).unwrap();
         let expect: Vec<u32> = (0..120)
             .map(|i| if (3..117).contains(&i) { i } else { 9 })
             .collect();

@@ -285,6 +285,45 @@ pub fn record(trace: &Trace, offset: usize, kind: AccessKind) -> bool {
     record_slot(trace.target, slot, kind, trace.thread)
 }
 
+/// The trace of a stencil's `standard_indexing` array on the CPU backend: its reads tested
+/// against `marks`, the elements nothing has written, where there are any; else none.
+pub(crate) fn stencil_reads(marks: Option<&Marks>) -> Trace {
+    marks.map_or(Trace::OFF, Trace::unwritten)
+}
+
+/// The point of a stencil that checked rows compute on this OS thread: its flat index in an
+/// array of `shape` (padded to three axes) of rank `rank`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StencilAt {
+    pub(crate) flat: usize,
+    pub(crate) shape: [usize; 3],
+    pub(crate) rank: usize,
+}
+
+impl StencilAt {
+    /// The point's index, of the stencil's rank.
+    fn index(self) -> Vec<usize> {
+        let [_, n, m] = self.shape;
+        let full = [
+            self.flat / (n * m).max(1),
+            self.flat / m.max(1) % n.max(1),
+            self.flat % m.max(1),
+        ];
+        full[3 - self.rank.min(3)..].to_vec()
+    }
+}
+
+thread_local! {
+    /// The stencil point checked rows compute on this thread, for a report of a read through
+    /// a view, which knows no point.
+    static STENCIL_AT: StdCell<Option<StencilAt>> = const { StdCell::new(None) };
+}
+
+/// Makes `at` the stencil point computed on this thread (`None`: none).
+pub(crate) fn at_stencil_point(at: Option<StencilAt>) {
+    STENCIL_AT.with(|c| c.set(at));
+}
+
 /// Whether a read through a read-only view, of its element at `offset`, reads an element that
 /// nothing has written, the view then stopping the kernel with [`report_unwritten`]. The fast
 /// backend's views are never traced, so that the test folds away there.
@@ -307,6 +346,18 @@ pub fn report_unwritten(trace: Trace, offset: usize, array: &'static str, dims: 
         unreachable!("a report follows a read that `unwritten` found")
     };
     let at = Location::caller();
+    if let Some(point) = STENCIL_AT.with(|c| c.get()) {
+        raise_finding(Finding::UnwrittenRead {
+            array,
+            index: launch::unflatten(trace.base + offset, dims),
+            reader: Reader::Stencil {
+                point: point.index(),
+                at,
+            },
+            // SAFETY: as in `unwritten`.
+            origin: unsafe { &*marks }.origin(),
+        })
+    }
     let access = match trace.thread {
         Named { block: 0, .. } => current_access(AccessKind::Read, Some(at)),
         named => {
