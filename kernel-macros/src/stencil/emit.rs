@@ -541,9 +541,10 @@ impl Stencil {
                     #call
                 }
                 let (__args, __border) = ((#(#captures,)* __g), #border);
+                let __views = false #(|| #rt::stencil_view_tested(&#std_locals))*;
                 // Checked mode tests each read where an array holds elements nothing wrote.
-                if #(#ptrs.checked())||* #(|| #rt::stencil_view_tested(&#std_locals))* {
-                    #rt::stencil_checked_rows((&__g, #rank), &__args, __point::<true>, __out, __border)
+                if __views #(|| #ptrs.checked())* {
+                    #rt::stencil_checked_rows((&__g, #rank, __views), &__args, __point::<true>, __out, __border)
                 } else {
                     #rt::stencil_rows(&__g, &__args, __point::<false>, __out, __border)
                 }

@@ -52,10 +52,10 @@ pub fn rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync + Copy>
 
 /// [`rows`] in checked mode, where `f` tests its reads, over arrays of `rank` axes: a task per
 /// row, and the error the fault of the first row in order that has one, so that a report names
-/// the first point at fault. Each point is made known while `f` runs, for reports of reads
-/// through views, which know no point.
+/// the first point at fault. Where `views` (reads through views are tested), each point is made
+/// known while `f` runs, for their reports, as views know no point.
 pub fn checked_rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync + Copy>(
-    (g, rank): (&Geometry, usize),
+    (g, rank, views): (&Geometry, usize, bool),
     args: &A,
     f: F,
     out: &mut [T],
@@ -63,8 +63,10 @@ pub fn checked_rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync
 ) -> Result<(), KernelFault> {
     let (shape, at) = (g.shape, check::at_stencil_point);
     let f = move |args: &A, p: Point| {
-        let flat = p.flat(g);
-        at(Some(StencilAt { flat, shape, rank }));
+        if views {
+            let flat = p.flat(g);
+            at(Some(StencilAt { flat, shape, rank }));
+        }
         f(args, p)
     };
     // An array with no column has no element: `max` only keeps the chunks' size valid.
@@ -192,13 +194,20 @@ mod tests {
             }
             row as u32
         };
-        let err = checked_rows((&g, 2), &g, f, &mut out, Some(9));
+        let err = checked_rows((&g, 2, false), &g, f, &mut out, Some(9));
         assert!(
             matches!(&err, Err(KernelFault::Message(m)) if m.contains("row 7")),
             "{err:?}"
         );
         let mut out = vec![0u32; g.len()];
-        checked_rows((&g, 2), &g, |g, p| p.flat(g) as u32, &mut out, Some(9)).unwrap();
+        checked_rows(
+            (&g, 2, false),
+            &g,
+            |g, p| p.flat(g) as u32,
+            &mut out,
+            Some(9),
+        )
+        .unwrap();
         let expect: Vec<u32> = (0..120)
             .map(|i| if (3..117).contains(&i) { i } else { 9 })
             .collect();
