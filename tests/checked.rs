@@ -913,6 +913,12 @@ fn cross(x: &Array2<f32>) -> f32 {
     up + x[[0, -1]] + x[[0, 0]] + x[[0, 1]] + x[[1, 0]]
 }
 
+/// The sum of a point's diagonal neighbours, zero on the border.
+#[stencil(cval = 0.0)]
+fn diagonals(x: &Array2<f32>) -> f32 {
+    x[[-1, -1]] + x[[-1, 1]] + x[[1, -1]] + x[[1, 1]]
+}
+
 /// Each column's sum.
 #[kernel]
 fn column_sums(x: &Array2<f32>, out: &mut [f32]) {
@@ -968,6 +974,9 @@ fn a_stencil_that_reads_a_border_another_left_unwritten_is_reported_at_the_read(
     // A border that `run` (zeros) or a `cval` fills, or the fast backend, reports nothing.
     let filled = box3.run(&x).unwrap();
     cross.apply(&filled, &mut twice).unwrap();
+    let mut padded = dev.empty::<f32, _>((5, 6)).unwrap();
+    diagonals.apply(&x, &mut padded).unwrap();
+    cross.apply(&padded, &mut twice).unwrap();
     let cpu = Device::cpu();
     let mut once = cpu.empty::<f32, _>((5, 6)).unwrap();
     box3.apply(&cpu.to_device(&values()).unwrap(), &mut once)

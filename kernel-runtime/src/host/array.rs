@@ -542,8 +542,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             }
             (Storage::Host(dst), Storage::Host(from), _) => {
                 dst.copy_from_slice(from);
-                // What was unwritten in the source is unwritten in the copy.
-                self.unwritten = src.unwritten.clone();
+                self.copy_unwritten(src);
                 Ok(())
             }
             _ => unreachable!("arrays of one device share a storage kind"),
@@ -739,21 +738,20 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         border: bool,
         stencil: &'static str,
     ) -> &mut [T] {
-        let mut kept = std::mem::take(&mut self.unwritten);
-        if !border {
-            kept.keep_border(g.interior_runs(), stencil);
+        if border {
+            self.unwritten.clear();
+        } else {
+            self.unwritten.keep_border(g.interior_runs(), stencil);
         }
         match &mut self.data {
-            Storage::Host(v) => {
-                self.unwritten = kept;
-                v
-            }
+            Storage::Host(v) => v,
             Storage::Gpu(_) => &mut [],
         }
     }
 
     /// Takes the record of unwritten elements of `src`, copied into this array on the CPU
-    /// backend, where this array's device is checked.
+    /// backend, where this array's device is checked: what was unwritten in the source is
+    /// unwritten in the copy.
     pub(crate) fn copy_unwritten(&mut self, src: &Self) {
         if self.device.is_checked() {
             self.unwritten = src.unwritten.clone();
