@@ -4,6 +4,7 @@
 //! read of one is reported at its line in the stencil's function.
 
 use super::{Geometry, Neighbours, Point};
+use crate::cpu::check::unflatten;
 use crate::cpu::fault::raise_finding;
 use crate::cpu::finding::{Finding, Reader};
 use crate::cpu::unwritten::Marks;
@@ -106,7 +107,5 @@ impl<T, const C: bool> Around<'_, T, C> {
 
 /// The index of rank `R` of the flat offset `o` in an array of `g`'s shape.
 fn index<const R: usize>(g: &Geometry, o: usize) -> Vec<usize> {
-    let [_, n, m] = g.shape;
-    let full = [o / (n * m), o / m % n, o % m];
-    full[3 - R..].to_vec()
+    unflatten(o, &g.shape[3 - R..])
 }

@@ -43,6 +43,7 @@ mod rows;
 mod run;
 
 pub(crate) use lane::{Lane, MAX_INTERVAL};
+pub(crate) use launch::unflatten;
 pub use launch::LaunchShadows;
 pub(crate) use rows::{run_rows, RowBodies};
 pub use rows::{NoRecord, RecordSpan, SpanRecord};
@@ -303,13 +304,7 @@ pub(crate) struct StencilAt {
 impl StencilAt {
     /// The point's index, of the stencil's rank.
     fn index(self) -> Vec<usize> {
-        let [_, n, m] = self.shape;
-        let full = [
-            self.flat / (n * m).max(1),
-            self.flat / m.max(1) % n.max(1),
-            self.flat % m.max(1),
-        ];
-        full[3 - self.rank.min(3)..].to_vec()
+        unflatten(self.flat, &self.shape[3 - self.rank.min(3)..])
     }
 }
 
@@ -346,35 +341,29 @@ pub fn report_unwritten(trace: Trace, offset: usize, array: &'static str, dims: 
         unreachable!("a report follows a read that `unwritten` found")
     };
     let at = Location::caller();
-    if let Some(point) = STENCIL_AT.with(|c| c.get()) {
-        raise_finding(Finding::UnwrittenRead {
-            array,
-            index: launch::unflatten(trace.base + offset, dims),
-            reader: Reader::Stencil {
-                point: point.index(),
-                at,
-            },
-            // SAFETY: as in `unwritten`.
-            origin: unsafe { &*marks }.origin(),
-        })
-    }
-    let access = match trace.thread {
-        Named { block: 0, .. } => current_access(AccessKind::Read, Some(at)),
-        named => {
+    let reader = match (STENCIL_AT.with(|c| c.get()), trace.thread) {
+        (Some(point), _) => Reader::Stencil {
+            point: point.index(),
+            at,
+        },
+        (None, Named { block: 0, .. }) => {
+            Reader::Thread(current_access(AccessKind::Read, Some(at)))
+        }
+        (None, named) => {
             let state = tls::block();
-            Rec::of(named.who()).access(
+            Reader::Thread(Rec::of(named.who()).access(
                 AccessKind::Read,
                 Some(at),
                 launch::first_block(),
                 state.grid_dim,
                 state.block_dim,
-            )
+            ))
         }
     };
     raise_finding(Finding::UnwrittenRead {
         array,
-        index: launch::unflatten(trace.base + offset, dims),
-        reader: Reader::Thread(access),
+        index: unflatten(trace.base + offset, dims),
+        reader,
         // SAFETY: as in `unwritten`.
         origin: unsafe { &*marks }.origin(),
     })
