@@ -177,7 +177,7 @@ where
                     }
                     None => {
                         for o in rows.clone() {
-                            for i in 0..inner(base, views, o) {
+                            for i in 0..row_length(inner, base, views, o) {
                                 index(base, views, o, i);
                             }
                         }
@@ -185,7 +185,7 @@ where
                 },
                 &mut || {
                     for o in rows.clone() {
-                        for i in 0..inner(base, views, o) {
+                        for i in 0..row_length(inner, base, views, o) {
                             let (x, y) = if nest.outer_y { (i, o) } else { (o, i) };
                             index(become_thread_of(spec, x, y), views, o, i);
                         }
@@ -214,8 +214,24 @@ where
     // SAFETY: `common` holds the views' shapes (`run_nest` found them).
     let fast = unsafe { views.fast::<true>(&common) };
     for o in rows {
-        for i in 0..inner(ctx, fast, o) {
+        for i in 0..row_length(inner, ctx, fast, o) {
             index(ctx, fast, o, i);
         }
     }
+}
+
+/// The inner bound of row `o` of a nest, with `o` hidden from the optimiser.
+///
+/// A bound made of the row (a triangle's `(y + 1).min(w)`) ties the inner loop's trip count to
+/// the outer loop's induction, and LLVM's loop analysis (scalar evolution, as loop-load
+/// elimination asks it whether a row's `+=` overlaps another's) then recursed without end: a
+/// release build of such a kernel did not finish. Seen apart from the outer loop, `o` keeps
+/// what the bound says of the arrays (`i < w` still drops an index check of `w`) and costs one
+/// store and load per row.
+#[inline(always)]
+fn row_length<V, C>(inner: C, ctx: Ctx, views: V, o: usize) -> usize
+where
+    C: Fn(Ctx, V, usize) -> usize,
+{
+    inner(ctx, views, std::hint::black_box(o))
 }
