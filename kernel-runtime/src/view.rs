@@ -251,9 +251,10 @@ macro_rules! view_type {
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn record(&self, o: usize, _kind: crate::fault::AccessKind) {
                 #[cfg(not(target_arch = "nvptx64"))]
-                if crate::cpu::check::unwritten(&self.trace, o) {
+                if self.trace.tests_unwritten() {
+                    // Copies, so that the view's address never escapes the kernel's loop.
                     let (trace, dims) = (self.trace, self.dims);
-                    crate::cpu::check::report_unwritten(trace, o, self.name, &dims)
+                    crate::cpu::check::read_unwritten(trace, o, self.name, &dims)
                 }
                 #[cfg(target_arch = "nvptx64")]
                 let _ = o;

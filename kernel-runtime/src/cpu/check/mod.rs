@@ -319,26 +319,32 @@ pub(crate) fn at_stencil_point(at: Option<StencilAt>) {
     STENCIL_AT.with(|c| c.set(at));
 }
 
-/// Whether a read through a read-only view, of its element at `offset`, reads an element that
-/// nothing has written, the view then stopping the kernel with [`report_unwritten`]. The fast
-/// backend's views are never traced, so that the test folds away there.
-#[inline(always)]
-pub fn unwritten(trace: &Trace, offset: usize) -> bool {
-    match trace.target {
+/// Tests a read through a read-only view whose trace [tests
+/// unwritten](Trace::tests_unwritten) elements, of its element at `offset`, stopping the kernel
+/// with [`report_unwritten`] where nothing has written it.
+///
+/// Out of line, so that the view's inlined read stays a test and a call: with the test of the
+/// marks inlined too, a kernel's body of one index outgrew the inliner's budget in the fast
+/// backend's loops, where the test folds away (a 2-D grid-stride saxpy ran 7× slower).
+#[inline(never)]
+#[track_caller]
+pub fn read_unwritten(trace: Trace, offset: usize, array: &'static str, dims: &[usize]) {
+    if let Target::Unwritten(marks) = trace.target {
         // SAFETY: a trace's marks are its array's, which outlives the launch's views.
-        Target::Unwritten(marks) => unsafe { &*marks }.contains(trace.base + offset),
-        _ => false,
+        if unsafe { &*marks }.contains(trace.base + offset) {
+            report_unwritten(trace, offset, array, dims)
+        }
     }
 }
 
 /// Stops the kernel at its read, through `trace`, of the element at `offset` of array `array`
-/// of shape `dims`, which [`unwritten`] found nothing has written.
+/// of shape `dims`, which [`read_unwritten`] found nothing has written.
 #[cold]
 #[inline(never)]
 #[track_caller]
-pub fn report_unwritten(trace: Trace, offset: usize, array: &'static str, dims: &[usize]) -> ! {
+fn report_unwritten(trace: Trace, offset: usize, array: &'static str, dims: &[usize]) -> ! {
     let Target::Unwritten(marks) = trace.target else {
-        unreachable!("a report follows a read that `unwritten` found")
+        unreachable!("a report follows a read that `read_unwritten` found")
     };
     let at = Location::caller();
     let reader = match (STENCIL_AT.with(|c| c.get()), trace.thread) {
@@ -364,7 +370,7 @@ pub fn report_unwritten(trace: Trace, offset: usize, array: &'static str, dims: 
         array,
         index: unflatten(trace.base + offset, dims),
         reader,
-        // SAFETY: as in `unwritten`.
+        // SAFETY: as in `read_unwritten`.
         origin: unsafe { &*marks }.origin(),
     })
 }
