@@ -9,7 +9,10 @@
 //!   bin/example-NAME     release examples (run without arguments)
 //!   bin/test-NAME        integration test binaries (`tests/NAME.rs`)
 //!   bin/unit-NAME        unit test binaries of library crates
-//! DIR/run.sh             runs each binary, logs to DIR/log/BIN.log, writes DIR/summary.txt
+//! DIR/run.sh             runs each binary, logs to DIR/log/BIN.log, writes DIR/summary.txt;
+//!                        `run.sh bench` runs the GPU benchmark, `run.sh profile` reads the
+//!                        hardware counters of its kernels
+//! DIR/peers/             the benchmark's peers and scripts
 //! ```
 //!
 //! Binaries are stripped when `strip` is available and packed with `tar -z` (a third of their
@@ -342,8 +345,8 @@ fn prepare_dir(dir: &Path) -> Result {
     std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))
 }
 
-/// The GPU benchmark's peers and scripts, for `run.sh bench`: every file of `benches/peers/` but
-/// the CPU ones, with their directories.
+/// The GPU benchmark's peers and scripts, for `run.sh bench` and `run.sh profile`: every file
+/// of `benches/peers/` but the CPU ones, with their directories.
 fn copy_peers(from: &Path, to: &Path) -> Result {
     const CPU_ONLY: &[&str] = &["numba_cpu.py", "ratios_chart.py"];
     std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
@@ -417,6 +420,11 @@ const RUN_SCRIPT: &str = r#"#!/usr/bin/env bash
 #
 # runs the GPU benchmark instead: ours beside the Numba, CuPy and CUDA C++ peers, writing
 # results/gpu-DATE.md (see peers/gpu_bench.sh).
+#
+#   ./run.sh profile [KERNEL...]
+#
+# reads the hardware counters of the benchmark's kernels with Nsight Compute, writing
+# results/profile-DATE.txt (see peers/gpu_profile.sh).
 set -u
 cd "$(dirname "$0")"
 here=$(pwd)
@@ -426,6 +434,10 @@ fi
 if [ "${1:-}" = bench ]; then
     shift
     exec bash "$here/peers/gpu_bench.sh" "$@"
+fi
+if [ "${1:-}" = profile ]; then
+    shift
+    exec bash "$here/peers/gpu_profile.sh" "$@"
 fi
 mkdir -p log
 summary="$here/summary.txt"
