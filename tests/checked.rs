@@ -950,12 +950,24 @@ fn values() -> Array2<f32> {
     Array2::from_shape_fn((5, 6), |(i, j)| (i * 6 + j) as f32)
 }
 
-#[test]
-fn a_stencil_that_reads_a_border_another_left_unwritten_is_reported_at_the_read() {
-    let dev = Device::cpu_checked();
+/// [`values`] on `dev`, and `box3` applied to it into an array from `empty`: its border, which
+/// `box3` leaves unwritten, still marked.
+fn box3_into_empty(
+    dev: &Device,
+) -> (
+    DeviceArray<f32, ndarray::Ix2>,
+    DeviceArray<f32, ndarray::Ix2>,
+) {
     let x = dev.to_device(&values()).unwrap();
     let mut once = dev.empty::<f32, _>((5, 6)).unwrap();
     box3.apply(&x, &mut once).unwrap();
+    (x, once)
+}
+
+#[test]
+fn a_stencil_that_reads_a_border_another_left_unwritten_is_reported_at_the_read() {
+    let dev = Device::cpu_checked();
+    let (x, once) = box3_into_empty(&dev);
     let mut twice = dev.zeros::<f32, _>((5, 6)).unwrap();
     let f = finding(cross.apply(&once, &mut twice));
     let (array, index, reader, origin) = unwritten(&f);
@@ -977,10 +989,7 @@ fn a_stencil_that_reads_a_border_another_left_unwritten_is_reported_at_the_read(
     let mut padded = dev.empty::<f32, _>((5, 6)).unwrap();
     diagonals.apply(&x, &mut padded).unwrap();
     cross.apply(&padded, &mut twice).unwrap();
-    let cpu = Device::cpu();
-    let mut once = cpu.empty::<f32, _>((5, 6)).unwrap();
-    box3.apply(&cpu.to_device(&values()).unwrap(), &mut once)
-        .unwrap();
+    let (_, once) = box3_into_empty(&Device::cpu());
     cross.run(&once).unwrap();
 }
 
@@ -1016,9 +1025,7 @@ fn reads_are_checked_element_by_element_not_by_the_neighbourhood_box() {
 #[test]
 fn a_kernel_that_reads_a_border_a_stencil_left_unwritten_is_reported_at_the_read() {
     let dev = Device::cpu_checked();
-    let x = dev.to_device(&values()).unwrap();
-    let mut once = dev.empty::<f32, _>((5, 6)).unwrap();
-    box3.apply(&x, &mut once).unwrap();
+    let (_, once) = box3_into_empty(&dev);
     let mut sums = dev.zeros::<f32, _>(6).unwrap();
     // A copy on the device keeps what is unwritten.
     let copy = once.try_clone().unwrap();

@@ -15,7 +15,6 @@ if [ -z "$ncu" ]; then
     echo "ncu not found: Nsight Compute reads the counters"
     exit 1
 fi
-[ -f bin.tar.gz ] && [ ! -d bin ] && tar -xzf bin.tar.gz
 kernels=("$@")
 if [ ${#kernels[@]} -eq 0 ]; then
     kernels=(smooth_stencil smooth_words laplace3d matmul_tensor matmul_tensor_tf32)
