@@ -25,8 +25,8 @@ pub use crate::{
 pub use crate::stencil::gpu_walk as stencil_gpu_walk;
 pub use crate::stencil::{
     tile_cols as stencil_tile_cols, tile_rows as stencil_tile_rows, within as stencil_within,
-    Geometry as StencilGeometry, Neighbours as StencilNeighbours, Point as StencilPoint,
-    Reach as StencilReach, Window as StencilWindow,
+    words_fit as stencil_words_fit, Geometry as StencilGeometry, Neighbours as StencilNeighbours,
+    Point as StencilPoint, Reach as StencilReach, Window as StencilWindow,
 };
 
 #[cfg(not(target_arch = "nvptx64"))]

@@ -263,15 +263,25 @@ impl Stencil {
         quote!(#scalar(#(#args),*))
     }
 
-    /// What an interior GPU tile reads its inputs through, `(windows, at)`: each relative
-    /// array's `Window` loaded once per tile, its points read from them; or, where an index is
-    /// computed at run time (a window is read at constant places alone) or the arrays have
-    /// three axes, no windows and the points read memory.
-    fn windowed(&self, scalar: &syn::Ident, rows: &TokenStream, cols: &TokenStream) -> TokenStream {
+    /// What an interior GPU tile reads its inputs through, `(windows, at)`, and whether the
+    /// inputs can be read in words: each relative array's `Window` loaded once per tile, its
+    /// points read from them; or, where an index is computed at run time (a window is read at
+    /// constant places alone) or the arrays have three axes, no windows and the points read
+    /// memory.
+    fn windowed(
+        &self,
+        scalar: &syn::Ident,
+        rows: &TokenStream,
+        cols: &TokenStream,
+    ) -> (TokenStream, TokenStream) {
         let (rt, rank) = (rt(), self.rank);
         if !self.constant || rank > 2 {
             let call = self.call_point(scalar);
-            return quote!((move |_: #rt::StencilPoint| (), move |_: &(), __p: #rt::StencilPoint| #call));
+            let windowed = quote!((
+                move |_: #rt::StencilPoint, _: bool| (),
+                move |_: &(), __p: #rt::StencilPoint| #call,
+            ));
+            return (windowed, quote!(true));
         }
         let reach = |axis: usize| self.below[axis] + self.above[axis];
         let wr = if rank == 2 { reach(0) } else { 0 };
@@ -289,17 +299,25 @@ impl Stencil {
         let loads = self.arrays().into_iter().zip(&windows).map(|(p, w)| {
             let ptr = ptr(p);
             // SAFETY: the walk asks for the windows of interior tiles alone, at their first
-            // points, each a multiple of the tile's columns; the array has `__g`'s shape.
-            quote!(unsafe { <#w>::load::<#cols>(&__g, #ptr, __t) })
+            // points, each a multiple of the tile's columns, and in words where every array
+            // passes `words_fit`; the array has `__g`'s shape.
+            quote!(unsafe { <#w>::load::<#cols>(&__g, #ptr, __t, __wide) })
         });
         let call = self.call_with(scalar, |k, _| {
             let k = syn::Index::from(k);
             quote!(|__d: [isize; #rank]| __w.#k.at(__p, __d))
         });
-        quote!((
-            move |__t: #rt::StencilPoint| (#(#loads,)*),
+        let windowed = quote!((
+            move |__t: #rt::StencilPoint, __wide: bool| (#(#loads,)*),
             move |__w: &_, __p: #rt::StencilPoint| #call,
-        ))
+        ));
+        let fit = self.arrays().into_iter().map(|p| {
+            let (ptr, Role::Relative(elem)) = (ptr(p), self.role(p)) else {
+                unreachable!("relative arrays only")
+            };
+            quote!(#rt::stencil_words_fit::<#elem, #cols>(__g.shape[2], #ptr))
+        });
+        (windowed, quote!(#(#fit)&&*))
     }
 
     /// The PTX entry: the runtime's walk over the thread's tiles.
@@ -333,7 +351,7 @@ impl Stencil {
         let (rows, cols) = self.tile();
         let call = self.call_point(scalar);
         let f = quote!(move |__p: #rt::StencilPoint| #call);
-        let windowed = self.windowed(scalar, &rows, &cols);
+        let (windowed, inputs_wide) = self.windowed(scalar, &rows, &cols);
         let border = self.border();
         quote! {
             #[cfg(target_arch = "nvptx64")]
@@ -344,7 +362,7 @@ impl Stencil {
                 #(#views)*
                 // SAFETY: the launcher passed arrays of `g`'s shape and a launch of the walk's
                 // blocks.
-                unsafe { #rt::stencil_gpu_walk::<#ret, _, #rows, #cols>(&__g, #f, #windowed, __out, #border) }
+                unsafe { #rt::stencil_gpu_walk::<#ret, _, #rows, #cols>(&__g, #f, #windowed, (__out, #inputs_wide), #border) }
             }
         }
     }

@@ -255,21 +255,22 @@ pub const BLOCK_THREADS: u32 = 128;
 
 /// Writes the tile of `S` rows from `row` and `K` columns from `col` of plane `z`: `f(p)` at each
 /// interior point `p`, `border` (where given) at the others. An interior tile loads its inputs
-/// once, `windows(tile)` (where `tile` is its first point), and computes all its `S × K`
-/// outputs, `at(&windows, p)`, before it stores one, with no test per point; a row of outputs
-/// narrower than a word is stored a word at a time where the rows start on one.
+/// once, `windows(tile, wide)` (where `tile` is its first point), and computes all its `S × K`
+/// outputs, `at(&windows, p)`, before it stores one, with no test per point; where `wide`, a row
+/// of outputs narrower than a word is stored a word at a time.
 ///
 /// # Safety
 /// `out` must be valid for writes of `g.len()` elements, none of which another thread writes
 /// at once; `f` must be safe to call at every interior point, and `windows` at the first point
-/// of every interior tile whose first column is a multiple of `K`.
+/// of every interior tile whose first column is a multiple of `K`; `wide` only where
+/// [`words_fit`] holds for `out` and every input.
 #[inline(always)]
 pub unsafe fn tile<T: Copy, W, const S: usize, const K: usize>(
     g: &Geometry,
     [z, row, col]: [usize; 3],
     f: impl Fn(Point) -> T,
-    (windows, at): (impl Fn(Point) -> W, impl Fn(&W, Point) -> T),
-    out: *mut T,
+    (windows, at): (impl Fn(Point, bool) -> W, impl Fn(&W, Point) -> T),
+    (out, wide): (*mut T, bool),
     border: Option<T>,
 ) {
     let [_, n, m] = g.shape;
@@ -285,7 +286,7 @@ pub unsafe fn tile<T: Copy, W, const S: usize, const K: usize>(
             row: 0,
             col: 0,
         };
-        let w = windows(first);
+        let w = windows(first, wide);
         let mut values = [[core::mem::MaybeUninit::<T>::uninit(); K]; S];
         // The closures are inlined whatever their size on a GPU, so that every point reads
         // its window at constant places: registers, not memory.
@@ -307,7 +308,7 @@ pub unsafe fn tile<T: Copy, W, const S: usize, const K: usize>(
         );
         // SAFETY: every value was written above; the tile is in the array (the test above);
         // the caller's contract.
-        unsafe { store(g, &values, out, base) };
+        unsafe { store(g, &values, (out, wide), base) };
         return;
     }
     for r in 0..S.min(n.saturating_sub(row)) {
@@ -330,37 +331,54 @@ pub unsafe fn tile<T: Copy, W, const S: usize, const K: usize>(
     }
 }
 
-/// Whether a tile's rows of `K` elements of `T`, in rows of `m` elements from the address
-/// `at`, are whole 32-bit words that start on a word: the elements are narrower than a word,
-/// `K` of them fill whole words, and the rows and `at` start on one.
+/// Whether the tiles of `K` columns over an array of `T` at `ptr`, in rows of `m` elements, read
+/// and write it in whole 32-bit words where its elements are narrower than a word: they are as
+/// wide as one or wider, or `K` of them fill whole words and the rows and `ptr` start on a word.
+/// A GPU launch tests this once of each array and runs its tiles in words where it holds of all.
+///
+/// ```
+/// use kernel_runtime::stencil::words_fit;
+///
+/// let bytes = [0u32; 4]; // 16 bytes that start on a word
+/// let at = bytes.as_ptr().cast::<u8>();
+/// assert!(words_fit::<u8, 4>(8, at)); // rows of 8 bytes
+/// assert!(!words_fit::<u8, 4>(6, at)); // rows of 6: every other row starts mid-word
+/// assert!(!words_fit::<u8, 4>(8, at.wrapping_add(1)));
+/// assert!(words_fit::<f32, 1>(3, bytes.as_ptr().cast::<f32>()));
+/// ```
 #[inline(always)]
-fn in_words<T, const K: usize>(m: usize, at: usize) -> bool {
+pub fn words_fit<T, const K: usize>(m: usize, ptr: *const T) -> bool {
     let size = core::mem::size_of::<T>();
-    size < 4 && (K * size).is_multiple_of(4) && (m * size).is_multiple_of(4) && at.is_multiple_of(4)
+    size >= 4
+        || ((K * size).is_multiple_of(4)
+            && (m * size).is_multiple_of(4)
+            && (ptr as usize).is_multiple_of(4))
 }
 
-/// Stores a tile's `values` at the flat index `base` of `out`: each row's as words where the
-/// row fills whole words and the rows start on one, else element by element.
+/// Stores a tile's `values` at the flat index `base` of `out`: each row's as words where `wide`
+/// and the elements are narrower than a word, else element by element.
 ///
 /// # Safety
-/// Every value must be written, and the tile must lie in `out`, of `g`'s shape.
+/// Every value must be written, the tile must lie in `out`, of `g`'s shape, and start at a
+/// multiple of `K` columns; `wide` only where [`words_fit`] holds for `out`.
 #[inline(always)]
 unsafe fn store<T: Copy, const S: usize, const K: usize>(
     g: &Geometry,
     values: &[[core::mem::MaybeUninit<T>; K]; S],
-    out: *mut T,
+    (out, wide): (*mut T, bool),
     base: usize,
 ) {
     let (m, size) = (g.shape[2], core::mem::size_of::<T>());
     let words = K * size / 4;
-    let wide = in_words::<T, K>(m, out as usize + base * size);
+    let wide = wide && size < 4;
     unrolled::<S>(|r| {
         let at = base + r * m;
         if wide {
             unrolled::<K>(|w| {
                 if w < words {
                     // SAFETY: the row's `K` values are `words` whole words, read as such from
-                    // the local row; the word is in the row of `out` and aligned (the test).
+                    // the local row; the word is in the row of `out`, and aligned: `out` and
+                    // its rows start on a word (`wide`), and so does the tile's first column.
                     unsafe {
                         let word = values[r].as_ptr().cast::<u32>().add(w).read_unaligned();
                         out.add(at).cast::<u32>().add(w).write(word)
@@ -420,7 +438,9 @@ const fn min(a: usize, b: usize) -> usize {
 }
 
 /// The running GPU thread's tiles of a launch of [`gpu_blocks`]: each of its strips of `S` rows
-/// in each of its planes, at its `K` columns.
+/// in each of its planes, at its `K` columns. Where `inputs_wide` (every input array passes
+/// [`words_fit`]) and `out` does too, the tiles run in words: the test is made once, and each
+/// of its two ways is compiled with no test of its own.
 ///
 /// # Safety
 /// As [`tile`]'s, for a launch of [`gpu_blocks`] blocks of [`BLOCK_THREADS`] threads.
@@ -429,8 +449,8 @@ const fn min(a: usize, b: usize) -> usize {
 pub unsafe fn gpu_walk<T: Copy, W, const S: usize, const K: usize>(
     g: &Geometry,
     f: impl Fn(Point) -> T,
-    windowed: (impl Fn(Point) -> W, impl Fn(&W, Point) -> T),
-    out: *mut T,
+    windowed: (impl Fn(Point, bool) -> W, impl Fn(&W, Point) -> T),
+    (out, inputs_wide): (*mut T, bool),
     border: Option<T>,
 ) {
     let (b, t, d, grid) = (
@@ -443,24 +463,34 @@ pub unsafe fn gpu_walk<T: Copy, W, const S: usize, const K: usize>(
     if col >= g.shape[2] {
         return;
     }
-    let mut z = b.z as usize;
-    while z < g.shape[0] {
-        let mut strip = b.y as usize;
-        while strip * S < g.shape[1] {
-            // SAFETY: the caller's contract; tiles of distinct threads are disjoint.
-            unsafe {
-                tile::<T, W, S, K>(
-                    g,
-                    [z, strip * S, col],
-                    &f,
-                    (&windowed.0, &windowed.1),
-                    out,
-                    border,
-                )
-            };
-            strip += grid.y as usize;
+    // Inlined at both calls, so that each is compiled for its `wide`.
+    let walk = #[inline(always)]
+    |wide: bool| {
+        let mut z = b.z as usize;
+        while z < g.shape[0] {
+            let mut strip = b.y as usize;
+            while strip * S < g.shape[1] {
+                // SAFETY: the caller's contract; tiles of distinct threads are disjoint; `wide`
+                // where every array passes `words_fit`.
+                unsafe {
+                    tile::<T, W, S, K>(
+                        g,
+                        [z, strip * S, col],
+                        &f,
+                        (&windowed.0, &windowed.1),
+                        (out, wide),
+                        border,
+                    )
+                };
+                strip += grid.y as usize;
+            }
+            z += grid.z as usize;
         }
-        z += grid.z as usize;
+    };
+    if inputs_wide && words_fit::<T, K>(g.shape[2], out) {
+        walk(true)
+    } else {
+        walk(false)
     }
 }
 
@@ -495,8 +525,8 @@ mod tests {
                                     &g,
                                     [z, strip * 8, col],
                                     f,
-                                    (|_| (), |_, p| f(p)),
-                                    tile_out.as_mut_ptr(),
+                                    (|_, _| (), |_, p| f(p)),
+                                    (tile_out.as_mut_ptr(), true),
                                     Some(0),
                                 )
                             };
@@ -551,9 +581,10 @@ mod tests {
                 let at = |d: [isize; 2]| x[p.neighbour(&g, d) as usize];
                 at([-1, -1]).wrapping_add(at([1, 2])).wrapping_mul(3) ^ at([0, 0])
             };
-            let windows = |t: Point| {
-                // SAFETY: the walk asks for the windows of interior tiles alone.
-                unsafe { Window::<u8, { S + 2 }, { K + 3 }>::load::<K>(&g, x.as_ptr(), t) }
+            let windows = |t: Point, wide: bool| {
+                // SAFETY: the walk asks for the windows of interior tiles alone, `wide` where
+                // `x` and `out` pass `words_fit`.
+                unsafe { Window::<u8, { S + 2 }, { K + 3 }>::load::<K>(&g, x.as_ptr(), t, wide) }
             };
             let at = |w: &Window<u8, { S + 2 }, { K + 3 }>, p: Point| {
                 w.at(p, [-1, -1])
@@ -564,11 +595,19 @@ mod tests {
             let mut words = vec![0xEEEE_EEEEu32; (n * m + skew).div_ceil(4)];
             // SAFETY: `skew` < 4 bytes into `words`, which holds `n * m + skew` bytes.
             let out = unsafe { words.as_mut_ptr().cast::<u8>().add(skew) };
+            let wide = words_fit::<u8, K>(m, x.as_ptr()) && words_fit::<u8, K>(m, out);
             for strip in 0..n.div_ceil(S) {
                 for col in (0..m).step_by(K) {
-                    // SAFETY: `words` holds `n * m` bytes from `out`.
+                    // SAFETY: `words` holds `n * m` bytes from `out`; `wide` as `tile` needs.
                     unsafe {
-                        tile::<u8, _, S, K>(&g, [0, strip * S, col], f, (windows, at), out, Some(7))
+                        tile::<u8, _, S, K>(
+                            &g,
+                            [0, strip * S, col],
+                            f,
+                            (windows, at),
+                            (out, wide),
+                            Some(7),
+                        )
                     };
                 }
             }

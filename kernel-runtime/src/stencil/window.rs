@@ -8,14 +8,16 @@
 //! compiler keeps in registers.
 //!
 //! ```
-//! use kernel_runtime::stencil::{Geometry, Point, Reach, Window};
+//! use kernel_runtime::stencil::{words_fit, Geometry, Point, Reach, Window};
 //!
 //! // A 4 × 12 array of bytes, and a tile of 2 × 4 points from (1, 4) under a 3 × 3 reach.
 //! let x: Vec<i8> = (0..48).collect();
 //! let g = Geometry::new([4, 12], Reach { below: [1, 1], above: [1, 1] });
 //! let tile = Point { base: 12 + 4, row: 0, col: 0 };
+//! // In words where the array starts on one (its rows of 12 bytes do).
+//! let wide = words_fit::<i8, 4>(12, x.as_ptr());
 //! // SAFETY: rows 1..3 and columns 4..8 are interior points of `g`, and `x` has its shape.
-//! let w = unsafe { Window::<i8, 4, 6>::load::<4>(&g, x.as_ptr(), tile) };
+//! let w = unsafe { Window::<i8, 4, 6>::load::<4>(&g, x.as_ptr(), tile, wide) };
 //! assert_eq!(w.at(Point { row: 1, col: 3, ..tile }, [-1, 1]), 20); // x[1][8]
 //! ```
 
@@ -34,22 +36,33 @@ pub struct Window<T, const R: usize, const C: usize> {
 
 impl<T: Copy, const R: usize, const C: usize> Window<T, R, C> {
     /// The window of a tile of `K` columns whose first point is `tile`, over the array at `ptr`
-    /// of `g`'s shape: rows of words where the element is narrower than a word and every
-    /// row's words are aligned, element by element otherwise.
+    /// of `g`'s shape: rows of words where `wide` and the element is narrower than a word,
+    /// element by element otherwise.
     ///
     /// # Safety
     /// `ptr` must be valid for reads of `g.len()` elements; every point of the tile, `R` rows
-    /// less the reach and `K` columns from `tile`, must be in `g`'s interior; and the tile's
-    /// first column must be a multiple of `K`.
+    /// less the reach and `K` columns from `tile`, must be in `g`'s interior; the tile's
+    /// first column must be a multiple of `K`; and `wide` only where
+    /// [`words_fit::<T, K>`](super::words_fit) holds of the array.
     #[inline(always)]
-    pub unsafe fn load<const K: usize>(g: &Geometry, ptr: *const T, tile: Point) -> Self {
+    pub unsafe fn load<const K: usize>(
+        g: &Geometry,
+        ptr: *const T,
+        tile: Point,
+        wide: bool,
+    ) -> Self {
         let (m, size) = (g.shape[2], core::mem::size_of::<T>());
         let below = [g.below[1], g.below[2]];
         let first = tile.base - below[0] * m - below[1];
-        let mut rows = [[core::mem::MaybeUninit::<T>::uninit(); C]; R];
+        let mut rows = core::mem::MaybeUninit::<[[T; C]; R]>::uninit();
+        let cells = rows.as_mut_ptr().cast::<T>();
+        let put = |r: usize, c: usize, v: T| {
+            // SAFETY: `r < R` and `c < C` (the loops below), in the local array.
+            unsafe { cells.add(r * C + c).write(v) }
+        };
         let lead = (below[1] * size).div_ceil(4);
         let words = lead + ((C - below[1]) * size).div_ceil(4);
-        let wide = super::in_words::<T, K>(m, ptr as usize) && words <= ROW_WORDS;
+        let wide = wide && size < 4 && words <= ROW_WORDS;
         super::unrolled::<R>(|r| {
             if wide {
                 // The row's words from the one before the tile's first column's, `lead` of
@@ -67,26 +80,24 @@ impl<T: Copy, const R: usize, const C: usize> Window<T, R, C> {
                 });
                 let skip = lead * 4 - below[1] * size;
                 super::unrolled::<C>(|c| {
-                    // SAFETY: the element's bytes are among the words read, as `T` elements.
-                    rows[r][c] = core::mem::MaybeUninit::new(unsafe {
-                        buf.as_ptr()
-                            .cast::<u8>()
-                            .add(skip + c * size)
-                            .cast::<T>()
-                            .read_unaligned()
-                    });
+                    // An element of one or two bytes lies in one word, at a multiple of its
+                    // size: it is taken from the word by a shift, so that the words and the
+                    // elements stay in registers, not a buffer in memory.
+                    let o = skip + c * size;
+                    let bits = (buf[o / 4] >> (8 * (o % 4))).to_le_bytes();
+                    // SAFETY: `T` is narrower than the word (`wide`), its bytes the first.
+                    put(r, c, unsafe { bits.as_ptr().cast::<T>().read_unaligned() });
                 });
             } else {
                 super::unrolled::<C>(|c| {
                     // SAFETY: the element is a point of the tile or its reach: in the array.
-                    rows[r][c] =
-                        core::mem::MaybeUninit::new(unsafe { *ptr.add(first + r * m + c) });
+                    put(r, c, unsafe { *ptr.add(first + r * m + c) });
                 });
             }
         });
         Window {
             // SAFETY: every element was written above.
-            rows: rows.map(|row| row.map(|v| unsafe { v.assume_init() })),
+            rows: unsafe { rows.assume_init() },
             below,
         }
     }
@@ -131,9 +142,12 @@ mod tests {
                         row: 0,
                         col: 0,
                     };
+                    let wide = crate::stencil::words_fit::<T, K>(m, ptr);
                     // SAFETY: rows row..row + 2 and columns col..col + 4 with their reach are
-                    // in the array.
-                    let w = unsafe { Window::<T, { 2 + 3 }, { K + 3 }>::load::<K>(&g, ptr, tile) };
+                    // in the array; `wide` where it passes `words_fit`.
+                    let w = unsafe {
+                        Window::<T, { 2 + 3 }, { K + 3 }>::load::<K>(&g, ptr, tile, wide)
+                    };
                     for (pr, pc) in [(0, 0), (1, 3), (0, 2)] {
                         for d in [[-1, -2], [2, 1], [0, 0], [1, -1]] {
                             let p = Point {
