@@ -59,7 +59,9 @@ fn inside(row: usize, rows: usize, col: usize, cols: usize, width: usize) -> usi
 /// from `ti % 2 * TC_TILE` and from `ti % 2 * D`): two runs of `W` elements of each per thread,
 /// zeros past the matrices' edges; by asynchronous copies where every row of `a` and `b` holds
 /// a multiple of `W` elements (each run then starts at a multiple of its bytes), else by plain
-/// loads and stores.
+/// loads and stores. A tile that lies wholly in the matrices, all of them but the last row and
+/// column of blocks and the last tile of an uneven depth, copies whole runs with no test of
+/// their ends.
 #[device]
 fn stage<T, const W: usize, const D: usize, S, X>(sa: &mut S, sb: &mut S, a: &X, b: &X, ti: usize)
 where
@@ -71,14 +73,22 @@ where
     let ([n, depth], m) = (a.extent(), b.extent()[1]);
     let aligned = depth % W == 0 && m % W == 0;
     let (k0, s) = (ti * D, ti % 2);
+    let full = aligned && row0 + TC_TILE <= n && col0 + TC_TILE <= m && k0 + D <= depth;
     // Runs per row: of a's tile, `TC_TILE` rows of `D`; of b's, `D` rows of `TC_TILE`.
     let (per_a, per_b) = (D / W, TC_TILE / W);
-    for half in 0..2 {
+    // Written out for each half, so that what does not change from tile to tile is computed
+    // once, before the tiles.
+    let mut run = |half: usize| {
         let q = t + half * TC_THREADS as usize;
         let ([ra, ca], [rb, cb]) = ([q / per_a, W * (q % per_a)], [q / per_b, W * (q % per_b)]);
         let (i, k, kb, j) = (row0 + ra, k0 + ca, k0 + rb, col0 + cb);
-        let (va, vb) = (inside(i, n, k, depth, W), inside(kb, depth, j, m, W));
         let (ta, tb) = ([s * TC_TILE + ra, ca], [s * D + rb, cb]);
+        if full {
+            memcpy_async::<T, W>(sa, ta, a, [i, k], W);
+            memcpy_async::<T, W>(sb, tb, b, [kb, j], W);
+            return;
+        }
+        let (va, vb) = (inside(i, n, k, depth, W), inside(kb, depth, j, m, W));
         if aligned {
             memcpy_async::<T, W>(sa, ta, a, [i, k], va);
             memcpy_async::<T, W>(sb, tb, b, [kb, j], vb);
@@ -88,7 +98,9 @@ where
                 sb[[tb[0], cb + e]] = if e < vb { b[[kb, j + e]] } else { T::default() };
             }
         }
-    }
+    };
+    run(0);
+    run(1);
 }
 
 /// Multiplies the warp's part of buffer `s` of the staged tiles, `D` deep (as [`stage`] leaves
