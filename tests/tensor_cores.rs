@@ -282,6 +282,30 @@ fn tf32_matmul_on_tensor_cores_matches_the_rounded_host_product() {
     }
 }
 
+/// The matmuls' tiles are cut for blocks of `TC_THREADS` threads: a launch of other blocks is
+/// an error that says so, not a partial or doubled product.
+#[test]
+fn the_tensor_core_matmuls_refuse_blocks_of_another_size() {
+    use gpu_kernels::{matmul_tensor, matmul_tensor_tf32, TC_THREADS};
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let a = dev.to_device(&values(16, 16, 3, f16::from_f32)).unwrap();
+        let x = dev.to_device(&values(16, 16, 3, |v| v)).unwrap();
+        let mut c = dev.zeros::<f32, _>((16, 16)).unwrap();
+        for threads in [TC_THREADS / 2, 2 * TC_THREADS] {
+            let err = matmul_tensor
+                .launch(1, threads, (&a, &a, &mut c))
+                .unwrap_err()
+                .to_string();
+            common::assert_mentions(&err, &["blocks of TC_THREADS (256) threads"]);
+            let err = matmul_tensor_tf32
+                .launch(1, threads, (&x, &x, &mut c))
+                .unwrap_err()
+                .to_string();
+            common::assert_mentions(&err, &["blocks of TC_THREADS (256) threads"]);
+        }
+    }
+}
+
 #[test]
 fn a_warp_missing_a_lane_is_an_error_at_the_call() {
     let a = values(16, 16, 9, f16::from_f32);

@@ -35,13 +35,26 @@ const ROW_B: usize = TC_TILE + 8;
 /// those of its warp's part in the tile: the warps in two rows of four, each 64 × 32.
 #[device]
 fn tiles() -> (usize, [usize; 2], [usize; 2]) {
-    let t = thread_idx().x as usize;
+    // Below `TC_THREADS` (as `block_of_eight_warps` makes sure), which the compiler then knows:
+    // so that it finds the runs of a tile that lies wholly in the matrices inside them.
+    let t = thread_idx().x as usize % TC_THREADS as usize;
     let block = [
         block_idx().y as usize * TC_TILE,
         block_idx().x as usize * TC_TILE,
     ];
     let warp = t / 32;
     (t, block, [64 * (warp / 4), 32 * (warp % 4)])
+}
+
+/// Stops a launch whose blocks are not of [`TC_THREADS`] threads in one dimension, which the
+/// tiles are cut for.
+#[device]
+fn block_of_eight_warps() {
+    let d = block_dim();
+    assert!(
+        d.x == TC_THREADS && d.y == 1 && d.z == 1,
+        "the tensor-core matmuls take blocks of TC_THREADS (256) threads"
+    );
 }
 
 /// How many of the `width` elements of a copy at column `col` of a row of `cols` lie in the
@@ -208,6 +221,7 @@ fn multiply_tiles<S, T, E, const W: usize, const D: usize, const J: usize, B, X,
 /// ```
 #[kernel(barriers, boundscheck = false)] // the warps meet in `multiply_tiles` too
 pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
+    block_of_eight_warps();
     let (n, m) = (a.dim().0, b.dim().1);
     let (_, [row0, col0], [wr, wc]) = tiles();
     // Two buffers of each tile: rows `s * TC_TILE ..` of `sa`, `s * DEPTH ..` of `sb`.
@@ -270,6 +284,7 @@ const ROW_A_TF32: usize = DEPTH_TF32 + 4;
 /// ```
 #[kernel(barriers, boundscheck = false)] // the warps meet in `multiply_tiles` too
 pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
+    block_of_eight_warps();
     let (n, m) = (a.dim().0, b.dim().1);
     let (_, [row0, col0], [wr, wc]) = tiles();
     let mut sa = shared_array![f32; [2 * TC_TILE, ROW_A_TF32]];
