@@ -695,3 +695,31 @@ fn nvrtc_ptx(name: &str, source: &str) -> String {
         .unwrap_or_else(|e| panic!("NVRTC compiles {name} (libnvrtc on LD_LIBRARY_PATH, as `cargo xtask test` sets): {e:?}"))
         .to_src()
 }
+
+/// The smooth stencil's interior tile of 4 × 4 `i8` reads its window in words: in one basic block,
+/// six word loads (a row each, the tile's four bytes and the byte on each side of them in the
+/// words beside) and twelve byte loads (the bytes beside the tile), all at once; its window and
+/// outputs stay in registers.
+#[test]
+fn smooth_stencil_reads_its_window_in_words() {
+    use kernel_runtime::Kernel;
+    let Some(ptx) = gpu_kernels::smooth_stencil.ptx() else {
+        assert!(!common::ptx_required(), "smooth_stencil has no PTX");
+        return;
+    };
+    let body = entry_body(ptx, "smooth_stencil");
+    let loads = |block: &str, kind: &str| block.matches(&format!("ld.global.{kind}")).count();
+    let windows: Vec<&str> = body
+        .split("$L__BB")
+        .filter(|block| loads(block, "b32") > 0)
+        .collect();
+    assert_eq!(
+        windows.len(),
+        1,
+        "smooth_stencil loads words in {} blocks",
+        windows.len()
+    );
+    assert_eq!(loads(windows[0], "b32"), 6, "{}", windows[0]);
+    assert_eq!(loads(windows[0], "s8"), 12, "{}", windows[0]);
+    assert!(!body.contains(".local"), "smooth_stencil uses local memory");
+}
