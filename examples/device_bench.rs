@@ -21,11 +21,12 @@ mod common;
 use common::{kernel_ms, median, report, Result};
 use gpu_kernels::{
     add, add_chunked, add_wide, empty3, gaussian5x5, integrate2d_shared, laplace3d, matmul_tensor,
-    matmul_tensor_tf32, matmul_tiled, quicksort, smooth, smooth_stencil, smooth_strips,
-    smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS,
-    TC_THREADS, TC_TILE, TPB, WORD_THREADS,
+    matmul_tensor_64x64, matmul_tensor_tf32, matmul_tensor_tf32_64x64, matmul_tiled, quicksort,
+    smooth, smooth_stencil, smooth_strips, smooth_words, strips_blocks, words_blocks, ADD_WIDE,
+    INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB,
+    WORD_THREADS,
 };
-use kernel_runtime::ndarray::Ix1;
+use kernel_runtime::ndarray::{Ix1, Ix2};
 use kernel_runtime::prelude::*;
 use kernel_runtime::PinnedArray;
 use kernel_suite::cli::Args;
@@ -125,8 +126,29 @@ fn run(args: Args) -> Result {
     sorted.print();
     quicksort_pass(&dev, reps, &keys, passes)?.print();
     bench_matmul(&dev, reps.min(10), pick(4096, 256))?.print();
-    bench_matmul_tensor(&dev, reps.min(10), pick(8192, 256))?.print();
-    bench_matmul_tf32(&dev, reps.min(10), pick(8192, 256))?.print();
+    let (reps, n) = (reps.min(10), pick(8192, 256));
+    let f16_matmuls: [(&str, &str, &Matmul<f16>); 2] = [
+        ("matmul-f16", "64x32", &|g, x| {
+            matmul_tensor.launch(g, TC_THREADS, x)
+        }),
+        ("matmul-f16-64x64", "64x64", &|g, x| {
+            matmul_tensor_64x64.launch(g, TC_THREADS_64X64, x)
+        }),
+    ];
+    for matmul in f16_matmuls {
+        bench_matmul_tensor(&dev, reps, n, matmul)?.print();
+    }
+    let tf32_matmuls: [(&str, &str, &Matmul<f32>); 2] = [
+        ("matmul-tf32", "64x32", &|g, x| {
+            matmul_tensor_tf32.launch(g, TC_THREADS, x)
+        }),
+        ("matmul-tf32-64x64", "64x64", &|g, x| {
+            matmul_tensor_tf32_64x64.launch(g, TC_THREADS_64X64, x)
+        }),
+    ];
+    for matmul in tf32_matmuls {
+        bench_matmul_tf32(&dev, reps, n, matmul)?.print();
+    }
     Ok(())
 }
 
@@ -605,10 +627,25 @@ fn rayon_sort(keys: &[u32], reps: usize) -> Result<Line> {
     })
 }
 
-/// matmul of `f16` matrices into `f32` on tensor cores. The inputs are 0, 1 and -1 in a
-/// pattern (as `peer_common.matmul_f16_inputs`), so every sum is a small integer, exact in `f16`
-/// and `f32` alike: cuBLAS's `f16` result has the same sum.
-fn bench_matmul_tensor(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+/// A launch of a tensor-core matmul of `E` matrices into `f32` over `blocks`.
+type Matmul<E> = dyn Fn(
+    (u32, u32),
+    (
+        &DeviceArray<E, Ix2>,
+        &DeviceArray<E, Ix2>,
+        &mut DeviceArray<f32, Ix2>,
+    ),
+) -> std::result::Result<(), kernel_runtime::Error>;
+
+/// matmul of `f16` matrices into `f32` on tensor cores, by `launch`, as `program`. The inputs
+/// are 0, 1 and -1 in a pattern (as `peer_common.matmul_f16_inputs`), so every sum is a small
+/// integer, exact in `f16` and `f32` alike: cuBLAS's `f16` result has the same sum.
+fn bench_matmul_tensor(
+    dev: &Device,
+    reps: usize,
+    n: usize,
+    (program, warps, launch): (&'static str, &str, &Matmul<f16>),
+) -> Result<Line> {
     let a = Array2::from_shape_fn((n, n), |(i, j)| {
         f16::from_f32(((i * 7 + j * 3) % 13 == 0) as u8 as f32)
     });
@@ -622,15 +659,13 @@ fn bench_matmul_tensor(dev: &Device, reps: usize, n: usize) -> Result<Line> {
     let blocks = (n.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
     let (da, db) = (dev.to_device(&a)?, dev.to_device(&b)?);
     let mut dc = dev.empty::<f32, _>((n, n))?;
-    let kernel = kernel_ms(dev, reps, || {
-        Ok(matmul_tensor.launch(blocks, TC_THREADS, (&da, &db, &mut dc))?)
-    })?;
+    let kernel = kernel_ms(dev, reps, || Ok(launch(blocks, (&da, &db, &mut dc))?))?;
     let out = dc.to_host()?;
     let sum: f64 = out.iter().map(|&v| v as f64).sum();
     Ok(Line {
         imp: "rust",
-        program: "matmul-f16",
-        size: format!("{n}x{n} f16, tensor cores"),
+        program,
+        size: format!("{n}x{n} f16, tensor cores, warps of {warps}"),
         kernel_ms: kernel,
         e2e_ms: None,
         bytes: None,
@@ -650,19 +685,22 @@ fn matmul_inputs(n: usize) -> (Array2<f32>, Array2<f32>) {
     (a, b)
 }
 
-fn bench_matmul_tf32(dev: &Device, reps: usize, n: usize) -> Result<Line> {
+fn bench_matmul_tf32(
+    dev: &Device,
+    reps: usize,
+    n: usize,
+    (program, warps, launch): (&'static str, &str, &Matmul<f32>),
+) -> Result<Line> {
     let (a, b) = matmul_inputs(n);
     let blocks = (n.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
     let (da, db) = (dev.to_device(&a)?, dev.to_device(&b)?);
     let mut dc = dev.empty::<f32, _>((n, n))?;
-    let kernel = kernel_ms(dev, reps, || {
-        Ok(matmul_tensor_tf32.launch(blocks, TC_THREADS, (&da, &db, &mut dc))?)
-    })?;
+    let kernel = kernel_ms(dev, reps, || Ok(launch(blocks, (&da, &db, &mut dc))?))?;
     let sum: f64 = dc.to_host()?.iter().map(|&v| v as f64).sum();
     Ok(Line {
         imp: "rust",
-        program: "matmul-tf32",
-        size: format!("{n}x{n} f32 as tf32, tensor cores"),
+        program,
+        size: format!("{n}x{n} f32 as tf32, tensor cores, warps of {warps}"),
         kernel_ms: kernel,
         e2e_ms: None,
         bytes: None,

@@ -15,8 +15,9 @@ mod happens_before;
 
 use foreign_kernels::{add_foreign, saxpy_foreign};
 use gpu_kernels::{
-    add, add_chunked, matmul_tensor, matmul_tensor_tf32, matmul_tiled, quicksort, smooth,
-    smooth_stencil, smooth_words, words_blocks, TC_THREADS, WORD_THREADS,
+    add, add_chunked, matmul_tensor, matmul_tensor_64x64, matmul_tensor_tf32, matmul_tiled,
+    quicksort, smooth, smooth_stencil, smooth_words, words_blocks, TC_THREADS, TC_THREADS_64X64,
+    WORD_THREADS,
 };
 use happens_before::Trace;
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
@@ -579,6 +580,32 @@ fn a_tensor_core_matmul_launches_its_blocks_with_their_shared_tiles() {
             );
             let a_at = hex(kernel_runtime::__rt::device_addr(&a));
             assert!(launch.contains(&format!("params={a_at},")), "{launch}");
+        },
+    );
+}
+
+#[test]
+fn a_matmul_in_warps_of_64_by_64_launches_blocks_of_four_warps() {
+    on_fake_driver(
+        "a_matmul_in_warps_of_64_by_64_launches_blocks_of_four_warps",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let a = gpu.zeros::<kernel_runtime::f16, _>((300, 24)).unwrap();
+            let b = gpu.zeros::<kernel_runtime::f16, _>((24, 70)).unwrap();
+            let mut c = gpu.zeros::<f32, _>((300, 70)).unwrap();
+            let done = matmul_tensor_64x64.launch((1, 3), TC_THREADS_64X64, (&a, &b, &mut c));
+            if !has_ptx(matmul_tensor_64x64.ptx()) {
+                assert!(matches!(done, Err(Error::NoPtx { .. })), "{done:?}");
+                return;
+            }
+            done.unwrap();
+            let launch = &log.launches("matmul_tensor_64x64")[0];
+            // The tiles of `matmul_tensor`, in blocks of 128 threads.
+            assert!(
+                launch.starts_with("grid=1,3,1 block=128,1,1 shared=37888 "),
+                "{launch}"
+            );
         },
     );
 }

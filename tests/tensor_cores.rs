@@ -7,8 +7,10 @@
 mod common;
 
 use common::backends;
+use kernel_runtime::ndarray::Ix2;
 use kernel_runtime::prelude::*;
 use kernel_runtime::wmma::Tf32;
+use kernel_runtime::DeviceArray;
 use kernel_suite::test_kernels::{
     fragment_places, mma_bf16_n8, mma_f16, mma_in_two_branches, mma_s8, mma_tf32, mma_u8,
     mma_without_lane_31,
@@ -211,97 +213,125 @@ fn the_warp_multiplies_bytes_into_exact_integers() {
     }
 }
 
+/// The arguments of a tensor-core matmul of `E` matrices into `f32`.
+type Operands<'x, E> = (
+    &'x DeviceArray<E, Ix2>,
+    &'x DeviceArray<E, Ix2>,
+    &'x mut DeviceArray<f32, Ix2>,
+);
+/// A launch of a tensor-core matmul: its blocks, threads per block and arguments.
+type Matmul<E> = fn((u32, u32), u32, Operands<'_, E>) -> Result<(), kernel_runtime::Error>;
+
+/// The `f16` matmuls, each with its name and its threads per block.
+fn f16_matmuls() -> [(&'static str, u32, Matmul<f16>); 2] {
+    use gpu_kernels::{matmul_tensor, matmul_tensor_64x64, TC_THREADS, TC_THREADS_64X64};
+    [
+        ("warps of 64 x 32", TC_THREADS, |g, t, x| {
+            matmul_tensor.launch(g, t, x)
+        }),
+        ("warps of 64 x 64", TC_THREADS_64X64, |g, t, x| {
+            matmul_tensor_64x64.launch(g, t, x)
+        }),
+    ]
+}
+
+/// The `tf32` matmuls, each with its name and its threads per block.
+fn tf32_matmuls() -> [(&'static str, u32, Matmul<f32>); 2] {
+    use gpu_kernels::{matmul_tensor_tf32, matmul_tensor_tf32_64x64, TC_THREADS, TC_THREADS_64X64};
+    [
+        ("warps of 64 x 32", TC_THREADS, |g, t, x| {
+            matmul_tensor_tf32.launch(g, t, x)
+        }),
+        ("warps of 64 x 64", TC_THREADS_64X64, |g, t, x| {
+            matmul_tensor_tf32_64x64.launch(g, t, x)
+        }),
+    ]
+}
+
+/// Rows of 32 and 72 halves or floats start at multiples of 16 bytes: the kernels stage those
+/// with asynchronous copies (the last past every edge of its tiles, and (130, 72, 136) whole
+/// tiles too), the others with plain loads.
+const SIZES: [(usize, usize, usize); 5] = [
+    (37, 45, 29),
+    (1, 1, 1),
+    (64, 32, 64),
+    (130, 70, 260),
+    (130, 72, 136),
+];
+
 #[test]
 fn matmul_on_tensor_cores_matches_the_host_at_any_size() {
-    use gpu_kernels::{matmul_tensor, TC_THREADS, TC_TILE};
-    // Rows of 32 and 72 halves or floats start at multiples of 16 bytes: the kernels stage
-    // those with asynchronous copies (the last past every edge of its tiles), the others with
-    // plain loads.
-    for (n, k, m) in [
-        (37, 45, 29),
-        (1, 1, 1),
-        (64, 32, 64),
-        (130, 70, 260),
-        (130, 72, 136),
-    ] {
+    use gpu_kernels::TC_TILE;
+    for (n, k, m) in SIZES {
         let a = values(n, k, 7, f16::from_f32);
         let b = values(k, m, 8, f16::from_f32);
         let (wa, wb) = (a.mapv(|v| v.to_f64()), b.mapv(|v| v.to_f64()));
         for dev in backends() {
-            let mut c = dev.zeros::<f32, _>((n, m)).unwrap();
-            let blocks = (m.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
-            matmul_tensor
-                .launch(
-                    blocks,
-                    TC_THREADS,
-                    (
-                        &dev.to_device(&a).unwrap(),
-                        &dev.to_device(&b).unwrap(),
-                        &mut c,
-                    ),
-                )
-                .unwrap();
-            let at = format!("{n} x {k} x {m}, {:?}", dev.kind());
-            assert_product(&c.to_host().unwrap(), &wa, &wb, &Array2::zeros((n, m)), &at);
+            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+            for (name, threads, matmul) in f16_matmuls() {
+                let mut c = dev.zeros::<f32, _>((n, m)).unwrap();
+                let blocks = (m.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
+                matmul(blocks, threads, (&da, &db, &mut c)).unwrap();
+                let at = format!("{name}: {n} x {k} x {m}, {:?}", dev.kind());
+                assert_product(&c.to_host().unwrap(), &wa, &wb, &Array2::zeros((n, m)), &at);
+            }
         }
     }
 }
 
-/// The `tf32` kernel rounds each input to `tf32` and sums the products in `f32`: inputs with
+/// The `tf32` kernels round each input to `tf32` and sum the products in `f32`: inputs with
 /// more bits than `tf32` holds are compared with the product of their rounded values.
 #[test]
 fn tf32_matmul_on_tensor_cores_matches_the_rounded_host_product() {
-    use gpu_kernels::{matmul_tensor_tf32, TC_THREADS, TC_TILE};
+    use gpu_kernels::TC_TILE;
     let fine = |rows, cols, seed| {
         values(rows, cols, seed, |v| v).mapv(|v| v * (1.0 + 1.0 / 3000.0) + 1.0 / 7.0)
     };
-    // Rows of 32 and 72 halves or floats start at multiples of 16 bytes: the kernels stage
-    // those with asynchronous copies (the last past every edge of its tiles), the others with
-    // plain loads.
-    for (n, k, m) in [
-        (37, 45, 29),
-        (1, 1, 1),
-        (64, 32, 64),
-        (130, 70, 260),
-        (130, 72, 136),
-    ] {
+    for (n, k, m) in SIZES {
         let (a, b) = (fine(n, k, 3), fine(k, m, 4));
         let rounded = |x: &Array2<f32>| x.mapv(|v| Tf32::from_f32(v).to_f32() as f64);
         let (wa, wb) = (rounded(&a), rounded(&b));
         assert_ne!(wa, a.mapv(|v| v as f64), "the inputs need the rounding");
         for dev in backends() {
-            let mut c = dev.zeros::<f32, _>((n, m)).unwrap();
-            let blocks = (m.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
             let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
-            matmul_tensor_tf32
-                .launch(blocks, TC_THREADS, (&da, &db, &mut c))
-                .unwrap();
-            let at = format!("tf32 {n} x {k} x {m}, {:?}", dev.kind());
-            assert_product(&c.to_host().unwrap(), &wa, &wb, &Array2::zeros((n, m)), &at);
+            for (name, threads, matmul) in tf32_matmuls() {
+                let mut c = dev.zeros::<f32, _>((n, m)).unwrap();
+                let blocks = (m.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
+                matmul(blocks, threads, (&da, &db, &mut c)).unwrap();
+                let at = format!("tf32, {name}: {n} x {k} x {m}, {:?}", dev.kind());
+                assert_product(&c.to_host().unwrap(), &wa, &wb, &Array2::zeros((n, m)), &at);
+            }
         }
     }
 }
 
-/// The matmuls' tiles are cut for blocks of `TC_THREADS` threads: a launch of other blocks is
-/// an error that says so, not a partial or doubled product.
+/// The matmuls' tiles are cut for blocks of their threads: a launch of other blocks is an
+/// error that names the threads, not a partial or doubled product.
 #[test]
 fn the_tensor_core_matmuls_refuse_blocks_of_another_size() {
-    use gpu_kernels::{matmul_tensor, matmul_tensor_tf32, TC_THREADS};
+    use gpu_kernels::TC_THREADS;
+    let named = |threads| {
+        if threads == TC_THREADS {
+            "blocks of TC_THREADS (256) threads"
+        } else {
+            "blocks of TC_THREADS_64X64 (128) threads"
+        }
+    };
     for dev in [Device::cpu(), Device::cpu_checked()] {
         let a = dev.to_device(&values(16, 16, 3, f16::from_f32)).unwrap();
         let x = dev.to_device(&values(16, 16, 3, |v| v)).unwrap();
         let mut c = dev.zeros::<f32, _>((16, 16)).unwrap();
-        for threads in [TC_THREADS / 2, 2 * TC_THREADS] {
-            let err = matmul_tensor
-                .launch(1, threads, (&a, &a, &mut c))
-                .unwrap_err()
-                .to_string();
-            common::assert_mentions(&err, &["blocks of TC_THREADS (256) threads"]);
-            let err = matmul_tensor_tf32
-                .launch(1, threads, (&x, &x, &mut c))
-                .unwrap_err()
-                .to_string();
-            common::assert_mentions(&err, &["blocks of TC_THREADS (256) threads"]);
+        for (_, threads, matmul) in f16_matmuls() {
+            for wrong in [threads / 2, 2 * threads] {
+                let err = matmul((1, 1), wrong, (&a, &a, &mut c)).unwrap_err();
+                common::assert_mentions(&err.to_string(), &[named(threads)]);
+            }
+        }
+        for (_, threads, matmul) in tf32_matmuls() {
+            for wrong in [threads / 2, 2 * threads] {
+                let err = matmul((1, 1), wrong, (&x, &x, &mut c)).unwrap_err();
+                common::assert_mentions(&err.to_string(), &[named(threads)]);
+            }
         }
     }
 }

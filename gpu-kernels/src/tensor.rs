@@ -1,8 +1,11 @@
 //! matmul on tensor cores: `c = a @ b` for `f16` matrices into `f32`, or `f32` matrices as
 //! `tf32`, with [`mma_sync`], any sizes.
 //!
-//! A block of eight warps computes a 128 × 128 tile of `c`: the warps in two rows of four, each
-//! a 64 × 32 part of it as accumulators in registers for the whole depth. The block stages a
+//! A block computes a 128 × 128 tile of `c`, its warps in two rows, each a part of it as
+//! accumulators in registers for the whole depth: eight warps of 64 × 32 ([`matmul_tensor`],
+//! [`matmul_tensor_tf32`]), or four of 64 × 64 ([`matmul_tensor_64x64`],
+//! [`matmul_tensor_tf32_64x64`]), whose warps load fewer fragments and whose threads stage
+//! more runs for each product on the tensor cores. The block stages a
 //! tile of `a`'s columns and of `b`'s rows at a time in shared memory, zero past the matrices'
 //! edges, in two buffers: while the warps multiply the fragments of one tile, the next one's
 //! copies fly ([`memcpy_async`], 16 bytes each, where every row of `a` and `b` starts at a
@@ -21,8 +24,10 @@ use kernel_runtime::wmma::*;
 
 /// The rows and columns of `c` a block computes.
 pub const TC_TILE: usize = 128;
-/// Threads per block: eight warps.
+/// Threads per block of [`matmul_tensor`] and [`matmul_tensor_tf32`]: eight warps.
 pub const TC_THREADS: u32 = 256;
+/// Threads per block of [`matmul_tensor_64x64`] and [`matmul_tensor_tf32_64x64`]: four warps.
+pub const TC_THREADS_64X64: u32 = 128;
 /// The depth of a tile of [`matmul_tensor`].
 const DEPTH: usize = 32;
 /// A shared row of `a`'s tile: the depth and 8 halves of padding (lanes of a fragment load:
@@ -31,30 +36,56 @@ const ROW_A: usize = DEPTH + 8;
 /// A shared row of `b`'s tile: its 128 columns and 8 of padding (rows `2t`, columns `g`).
 const ROW_B: usize = TC_TILE + 8;
 
-/// The thread's index in its block, the first row and column of the block's tile of `c`, and
-/// those of its warp's part in the tile: the warps in two rows of four, each 64 × 32.
+/// The threads of a block whose warps' parts of its tile are `WN` columns wide: two rows of
+/// `TC_TILE / WN` warps.
 #[device]
-fn tiles() -> (usize, [usize; 2], [usize; 2]) {
-    // Below `TC_THREADS` (as `block_of_eight_warps` makes sure), which the compiler then knows:
-    // so that it finds the runs of a tile that lies wholly in the matrices inside them.
-    let t = thread_idx().x as usize % TC_THREADS as usize;
+fn block_threads<const WN: usize>() -> usize {
+    64 * TC_TILE / WN
+}
+
+/// The thread's index in its block, the first row and column of the block's tile of `c`, and
+/// those of its warp's part in the tile: the warps in two rows, each part 64 × `WN`.
+#[device]
+fn tiles<const WN: usize>() -> (usize, [usize; 2], [usize; 2]) {
+    // Below the block's threads (as `block_of` makes sure), which the compiler then knows: so
+    // that it finds the runs of a tile that lies wholly in the matrices inside them.
+    let t = thread_idx().x as usize % block_threads::<WN>();
     let block = [
         block_idx().y as usize * TC_TILE,
         block_idx().x as usize * TC_TILE,
     ];
-    let warp = t / 32;
-    (t, block, [64 * (warp / 4), 32 * (warp % 4)])
+    let (warp, across) = (t / 32, TC_TILE / WN);
+    (t, block, [64 * (warp / across), WN * (warp % across)])
 }
 
-/// Stops a launch whose blocks are not of [`TC_THREADS`] threads in one dimension, which the
-/// tiles are cut for.
+/// Stops a launch whose blocks are not of the threads that warps `WN` columns wide make, in
+/// one dimension, which the tiles are cut for.
 #[device]
-fn block_of_eight_warps() {
+fn block_of<const WN: usize>() {
     let d = block_dim();
-    assert!(
-        d.x == TC_THREADS && d.y == 1 && d.z == 1,
-        "the tensor-core matmuls take blocks of TC_THREADS (256) threads"
-    );
+    let one = d.x as usize == block_threads::<WN>() && d.y == 1 && d.z == 1;
+    if WN == 32 {
+        assert!(
+            one,
+            "this tensor-core matmul takes blocks of TC_THREADS (256) threads"
+        );
+    } else {
+        assert!(
+            one,
+            "this tensor-core matmul takes blocks of TC_THREADS_64X64 (128) threads"
+        );
+    }
+}
+
+/// Calls `f(0)`, .., `f(n - 1)` for `n` up to 8 as straight-line code, each `i` a constant once
+/// `n` is: accumulators and fragments indexed so stay in registers, where a loop the compiler
+/// left rolled would index them in memory.
+#[device]
+fn each(n: usize, mut f: impl FnMut(usize)) {
+    macro_rules! upto {
+        ($($i:literal)*) => { $( if $i < n { f($i) } )* };
+    }
+    upto!(0 1 2 3 4 5 6 7);
 }
 
 /// How many of the `width` elements of a copy at column `col` of a row of `cols` lie in the
@@ -69,30 +100,43 @@ fn inside(row: usize, rows: usize, col: usize, cols: usize, width: usize) -> usi
 }
 
 /// Stages tile `ti`, `D` deep, of `a` and `b` into buffer `ti % 2` of `sa` and `sb` (their rows
-/// from `ti % 2 * TC_TILE` and from `ti % 2 * D`): two runs of `W` elements of each per thread,
-/// zeros past the matrices' edges; by asynchronous copies where every row of `a` and `b` holds
-/// a multiple of `W` elements (each run then starts at a multiple of its bytes), else by plain
-/// loads and stores. A tile that lies wholly in the matrices, all of them but the last row and
-/// column of blocks and the last tile of an uneven depth, copies whole runs with no test of
-/// their ends.
+/// from `ti % 2 * TC_TILE` and from `ti % 2 * D`), the block's warps `WN` columns wide: each
+/// thread its share of the tile's runs of `W` elements of each, zeros past the matrices' edges;
+/// by asynchronous copies where every row of `a` and `b` holds a multiple of `W` elements (each
+/// run then starts at a multiple of its bytes), else by plain loads and stores. A tile that
+/// lies wholly in the matrices, all of them but the last row and column of blocks and the last
+/// tile of an uneven depth, copies whole runs with no test of their ends.
 #[device]
-fn stage<T, const W: usize, const D: usize, S, X>(sa: &mut S, sb: &mut S, a: &X, b: &X, ti: usize)
-where
+fn stage<T, const W: usize, const D: usize, const WN: usize, S, X>(
+    sa: &mut S,
+    sb: &mut S,
+    a: &X,
+    b: &X,
+    ti: usize,
+) where
     T: kernel_runtime::AnyBitPattern + Default,
     S: Destination<T> + IndexMut<[usize; 2], Output = T>,
     X: Source<T> + Index<[usize; 2], Output = T>,
 {
-    let (t, [row0, col0], _) = tiles();
+    let (t, [row0, col0], _) = tiles::<WN>();
     let ([n, depth], m) = (a.extent(), b.extent()[1]);
     let aligned = depth % W == 0 && m % W == 0;
     let (k0, s) = (ti * D, ti % 2);
     let full = aligned && row0 + TC_TILE <= n && col0 + TC_TILE <= m && k0 + D <= depth;
-    // Runs per row: of a's tile, `TC_TILE` rows of `D`; of b's, `D` rows of `TC_TILE`.
-    let (per_a, per_b) = (D / W, TC_TILE / W);
-    // Written out for each half, so that what does not change from tile to tile is computed
+    // Runs per row: of a's tile, `TC_TILE` rows of `D`; of b's, `D` rows of `TC_TILE`. The
+    // threads share the tile's runs out evenly.
+    let (per_a, per_b, threads) = (D / W, TC_TILE / W, block_threads::<WN>());
+    const {
+        let (runs, threads) = (TC_TILE * D / W, 64 * TC_TILE / WN);
+        assert!(
+            runs % threads == 0 && runs <= 8 * threads,
+            "the threads share a tile's runs out evenly, at most 8 each"
+        )
+    };
+    // Written out for each share, so that what does not change from tile to tile is computed
     // once, before the tiles.
-    let mut run = |half: usize| {
-        let q = t + half * TC_THREADS as usize;
+    each(TC_TILE * D / W / threads, |part| {
+        let q = t + part * threads;
         let ([ra, ca], [rb, cb]) = ([q / per_a, W * (q % per_a)], [q / per_b, W * (q % per_b)]);
         let (i, k, kb, j) = (row0 + ra, k0 + ca, k0 + rb, col0 + cb);
         let (ta, tb) = ([s * TC_TILE + ra, ca], [s * D + rb, cb]);
@@ -111,17 +155,15 @@ where
                 sb[[tb[0], cb + e]] = if e < vb { b[[kb, j + e]] } else { T::default() };
             }
         }
-    };
-    run(0);
-    run(1);
+    });
 }
 
-/// Multiplies the warp's part of buffer `s` of the staged tiles, `D` deep (as [`stage`] leaves
-/// them), into its 4 × `J` accumulators of 16 × `S::N`, loading the fragment of `a` or `b` at a
-/// place of the tiles (rows of the buffers, as [`stage`] stacks them) with `load_a` and
-/// `load_b`.
+/// Multiplies the warp's part (64 × `WN`) of buffer `s` of the staged tiles, `D` deep (as
+/// [`stage`] leaves them), into its 4 × `J` accumulators of 16 × `S::N`, loading the fragment
+/// of `a` or `b` at a place of the tiles (rows of the buffers, as [`stage`] stacks them) with
+/// `load_a` and `load_b`.
 #[device]
-fn multiply<S, T, const J: usize, const D: usize, LA, LB>(
+fn multiply<S, T, const J: usize, const D: usize, const WN: usize, LA, LB>(
     acc: &mut [[Accumulator<S>; J]; 4],
     s: usize,
     load_a: LA,
@@ -132,38 +174,46 @@ fn multiply<S, T, const J: usize, const D: usize, LA, LB>(
     LA: Fn(&mut MatrixA<S, T>, [usize; 2]),
     LB: Fn(&mut MatrixB<S, T>, [usize; 2]),
 {
-    let (_, _, [wr, wc]) = tiles();
+    let (_, _, [wr, wc]) = tiles::<WN>();
     let mut kk = 0;
     while kk < D {
         let mut fa = [MatrixA::<S, T>::new(); 4];
         let mut fb = [MatrixB::<S, T>::new(); J];
-        for (i, f) in fa.iter_mut().enumerate() {
-            load_a(f, [s * TC_TILE + wr + 16 * i, kk]);
-        }
-        for (j, f) in fb.iter_mut().enumerate() {
-            load_b(f, [s * D + kk, wc + S::N * j]);
-        }
-        for (i, row) in acc.iter_mut().enumerate() {
-            for (j, d) in row.iter_mut().enumerate() {
-                let before = *d;
-                mma_sync(d, &fa[i], &fb[j], &before);
-            }
-        }
+        each(4, |i| load_a(&mut fa[i], [s * TC_TILE + wr + 16 * i, kk]));
+        each(J, |j| load_b(&mut fb[j], [s * D + kk, wc + S::N * j]));
+        each(4, |i| {
+            each(J, |j| {
+                let before = acc[i][j];
+                mma_sync(&mut acc[i][j], &fa[i], &fb[j], &before);
+            })
+        });
         kk += S::K;
     }
 }
 
-/// `acc += a @ b` for the warp's part of the block's tile: round `ti` stages tile `ti` (as
-/// [`stage`], `W` elements a run, `D` deep) into buffer `ti % 2` of `sa` and `sb` while the
-/// warps multiply tile `ti - 1` (as [`multiply`], its fragments loaded by `load_a` and `load_b`
-/// from the buffers).
+/// `c = a @ b` for the warp's part of the block's tile, its blocks' warps `WN` columns wide, each
+/// with 4 × `J` accumulators of 16 × `S::N`: round `ti` stages tile `ti` (as [`stage`], `W`
+/// elements a run, `D` deep) into buffer `ti % 2` of `sa` and `sb` while the warps multiply tile
+/// `ti - 1` (as [`multiply`], its fragments loaded by `load_a` and `load_b` from the buffers);
+/// then each warp stores its part.
 #[device]
-fn multiply_tiles<S, T, E, const W: usize, const D: usize, const J: usize, B, X, LA, LB>(
-    acc: &mut [[Accumulator<S>; J]; 4],
+fn product<
+    S,
+    T,
+    E,
+    const W: usize,
+    const D: usize,
+    const J: usize,
+    const WN: usize,
+    B,
+    X,
+    Y,
+    LA,
+    LB,
+>(
+    (a, b, c): (&X, &X, &mut Y),
     sa: &mut B,
     sb: &mut B,
-    a: &X,
-    b: &X,
     load_a: LA,
     load_b: LB,
 ) where
@@ -172,21 +222,24 @@ fn multiply_tiles<S, T, E, const W: usize, const D: usize, const J: usize, B, X,
     E: kernel_runtime::AnyBitPattern + Default,
     B: Destination<E> + IndexMut<[usize; 2], Output = E>,
     X: Source<E> + Index<[usize; 2], Output = E>,
+    Y: IndexMut<[usize; 2], Output = f32> + ?Sized,
     LA: Fn(&mut MatrixA<S, T>, &B, [usize; 2]),
     LB: Fn(&mut MatrixB<S, T>, &B, [usize; 2]),
 {
-    let tiles = a.extent()[1].div_ceil(D);
-    for ti in 0..=tiles {
-        if ti < tiles {
-            stage::<_, W, D, _, _>(sa, sb, a, b, ti);
+    block_of::<WN>();
+    let mut acc = [[Accumulator::<S>::new(); J]; 4];
+    let depth_tiles = a.extent()[1].div_ceil(D);
+    for ti in 0..=depth_tiles {
+        if ti < depth_tiles {
+            stage::<_, W, D, WN, _, _>(sa, sb, a, b, ti);
         }
         pipeline_commit();
         if ti > 0 {
             pipeline_wait_prior::<1>();
             sync_threads();
             let (sa, sb) = (&*sa, &*sb);
-            multiply::<S, T, J, D, _, _>(
-                acc,
+            multiply::<S, T, J, D, WN, _, _>(
+                &mut acc,
                 (ti - 1) % 2,
                 |f, at| load_a(f, sa, at),
                 |f, at| load_b(f, sb, at),
@@ -194,13 +247,35 @@ fn multiply_tiles<S, T, E, const W: usize, const D: usize, const J: usize, B, X,
             sync_threads();
         }
     }
+    let (_, [row0, col0], [wr, wc]) = tiles::<WN>();
+    let within = [a.extent()[0], b.extent()[1]];
+    store_tiles(c, &acc, [row0 + wr, col0 + wc], within);
+}
+
+/// Stores the warp's 4 × `J` accumulators of 16 × `S::N` from `at` on (its part of the block's
+/// tile), each its part inside `within`, written out.
+#[device]
+fn store_tiles<S: Shape, const J: usize, Y>(
+    c: &mut Y,
+    acc: &[[Accumulator<S>; J]; 4],
+    at: [usize; 2],
+    within: [usize; 2],
+) where
+    Y: IndexMut<[usize; 2], Output = f32> + ?Sized,
+{
+    each(4, |i| {
+        each(J, |j| {
+            let place = [at[0] + 16 * i, at[1] + S::N * j];
+            store_matrix_within(c, place, &acc[i][j], Layout::RowMajor, within);
+        })
+    });
 }
 
 /// `c = a @ b`: launch `(m.div_ceil(TC_TILE), n.div_ceil(TC_TILE))` blocks of [`TC_THREADS`]
 /// threads for an `n × m` result.
 ///
-/// Each warp's part is 4 × 2 accumulators of 16 × 16; a tile is 32 deep, each thread staging
-/// two runs of 8 halves of `a` and two of `b`.
+/// Each of its eight warps' parts is 4 × 2 accumulators of 16 × 16; a tile is 32 deep, each
+/// thread staging two runs of 8 halves of `a` and two of `b`.
 ///
 /// Its indices are checked by the tests beside them rather than at each access: those of `a`,
 /// `b` and `c` against their shapes before each access, those of the shared tiles by their
@@ -219,38 +294,51 @@ fn multiply_tiles<S, T, E, const W: usize, const D: usize, const J: usize, B, X,
 /// assert!(c.to_host()?.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-3));
 /// # Ok::<(), kernel_runtime::Error>(())
 /// ```
-#[kernel(barriers, boundscheck = false)] // the warps meet in `multiply_tiles` too
+#[kernel(barriers, boundscheck = false)] // the warps meet in `product` too
 pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
-    block_of_eight_warps();
-    let (n, m) = (a.dim().0, b.dim().1);
-    let (_, [row0, col0], [wr, wc]) = tiles();
     // Two buffers of each tile: rows `s * TC_TILE ..` of `sa`, `s * DEPTH ..` of `sb`.
     let mut sa = shared_array![f16; [2 * TC_TILE, ROW_A]];
     let mut sb = shared_array![f16; [2 * DEPTH, ROW_B]];
-    let mut acc = [[Accumulator::<M16N16K16>::new(); 2]; 4];
     // The warp loads each fragment with one `ldmatrix` (rows of 16 bytes: `ROW_A` and `ROW_B`
     // are multiples of 8 halves).
-    multiply_tiles::<_, f16, _, 8, DEPTH, 2, _, _, _, _>(
-        &mut acc,
+    product::<M16N16K16, f16, _, 8, DEPTH, 2, 32, _, _, _, _, _>(
+        (&a, &b, &mut c),
         &mut sa,
         &mut sb,
-        &a,
-        &b,
         |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
         |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
     );
-    // Each accumulator into its place, written out: a loop the compiler left rolled would
-    // index the accumulators in memory.
-    let within = [n, m];
-    let at = |i: usize, j: usize| [row0 + wr + 16 * i, col0 + wc + 16 * j];
-    store_matrix_within(&mut c, at(0, 0), &acc[0][0], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(0, 1), &acc[0][1], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(1, 0), &acc[1][0], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(1, 1), &acc[1][1], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(2, 0), &acc[2][0], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(2, 1), &acc[2][1], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(3, 0), &acc[3][0], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(3, 1), &acc[3][1], Layout::RowMajor, within);
+}
+
+/// [`matmul_tensor`] in blocks of four warps, each a 64 × 64 part of the tile (4 × 4
+/// accumulators of 16 × 16), each thread staging four runs of `a` and four of `b`: launch
+/// `(m.div_ceil(TC_TILE), n.div_ceil(TC_TILE))` blocks of [`TC_THREADS_64X64`] threads.
+///
+/// ```
+/// use gpu_kernels::{matmul_tensor_64x64, TC_THREADS_64X64};
+/// use kernel_runtime::prelude::*;
+///
+/// let dev = Device::default();
+/// let a = Array2::from_shape_fn((20, 17), |(i, k)| f16::from_f32((i % 3) as f32 - k as f32 / 8.0));
+/// let b = Array2::from_shape_fn((17, 9), |(k, j)| f16::from_f32((k + j) as f32 / 4.0));
+/// let mut c = dev.zeros::<f32, _>((20, 9))?;
+/// let (da, db) = (dev.to_device(&a)?, dev.to_device(&b)?);
+/// matmul_tensor_64x64.launch((1, 1), TC_THREADS_64X64, (&da, &db, &mut c))?;
+/// let want = a.mapv(|v| v.to_f32()).dot(&b.mapv(|v| v.to_f32()));
+/// assert!(c.to_host()?.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-3));
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+#[kernel(barriers, boundscheck = false)] // the warps meet in `product` too
+pub fn matmul_tensor_64x64(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
+    let mut sa = shared_array![f16; [2 * TC_TILE, ROW_A]];
+    let mut sb = shared_array![f16; [2 * DEPTH, ROW_B]];
+    product::<M16N16K16, f16, _, 8, DEPTH, 4, 64, _, _, _, _, _>(
+        (&a, &b, &mut c),
+        &mut sa,
+        &mut sb,
+        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
+        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
+    );
 }
 
 /// The depth of a tile of [`matmul_tensor_tf32`].
@@ -282,41 +370,48 @@ const ROW_A_TF32: usize = DEPTH_TF32 + 4;
 /// assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5 * w.abs()));
 /// # Ok::<(), kernel_runtime::Error>(())
 /// ```
-#[kernel(barriers, boundscheck = false)] // the warps meet in `multiply_tiles` too
+#[kernel(barriers, boundscheck = false)] // the warps meet in `product` too
 pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
-    block_of_eight_warps();
-    let (n, m) = (a.dim().0, b.dim().1);
-    let (_, [row0, col0], [wr, wc]) = tiles();
     let mut sa = shared_array![f32; [2 * TC_TILE, ROW_A_TF32]];
     let mut sb = shared_array![f32; [2 * DEPTH_TF32, ROW_B]];
-    let mut acc = [[Accumulator::<M16N8K8>::new(); 4]; 4];
     // `ldmatrix` moves 16-bit elements: each lane loads its own `tf32` ones.
-    multiply_tiles::<_, Tf32, _, 4, DEPTH_TF32, 4, _, _, _, _>(
-        &mut acc,
+    product::<M16N8K8, Tf32, _, 4, DEPTH_TF32, 4, 32, _, _, _, _, _>(
+        (&a, &b, &mut c),
         &mut sa,
         &mut sb,
-        &a,
-        &b,
         |f, s, at| load_matrix_sync(f, s, at, Layout::RowMajor),
         |f, s, at| load_matrix_sync(f, s, at, Layout::RowMajor),
     );
-    // Each accumulator into its place, written out (as in `matmul_tensor`).
-    let within = [n, m];
-    let at = |i: usize, j: usize| [row0 + wr + 16 * i, col0 + wc + 8 * j];
-    store_matrix_within(&mut c, at(0, 0), &acc[0][0], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(0, 1), &acc[0][1], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(0, 2), &acc[0][2], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(0, 3), &acc[0][3], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(1, 0), &acc[1][0], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(1, 1), &acc[1][1], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(1, 2), &acc[1][2], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(1, 3), &acc[1][3], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(2, 0), &acc[2][0], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(2, 1), &acc[2][1], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(2, 2), &acc[2][2], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(2, 3), &acc[2][3], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(3, 0), &acc[3][0], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(3, 1), &acc[3][1], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(3, 2), &acc[3][2], Layout::RowMajor, within);
-    store_matrix_within(&mut c, at(3, 3), &acc[3][3], Layout::RowMajor, within);
+}
+
+/// [`matmul_tensor_tf32`] in blocks of four warps, each a 64 × 64 part of the tile (4 × 8
+/// accumulators of 16 × 8), each thread staging four runs of `a` and four of `b`: launch as
+/// [`matmul_tensor_64x64`].
+///
+/// ```
+/// use gpu_kernels::{matmul_tensor_tf32_64x64, TC_THREADS_64X64};
+/// use kernel_runtime::prelude::*;
+/// use kernel_runtime::wmma::Tf32;
+///
+/// let dev = Device::default();
+/// let x = Array2::from_shape_fn((33, 33), |(i, k)| 1.0 + (i * k) as f32 / 3.0);
+/// let mut y = dev.zeros::<f32, _>((33, 33))?;
+/// let dx = dev.to_device(&x)?;
+/// matmul_tensor_tf32_64x64.launch((1, 1), TC_THREADS_64X64, (&dx, &dx, &mut y))?;
+/// let t = x.mapv(|v| Tf32::from_f32(v).to_f32());
+/// let (got, want) = (y.to_host()?, t.dot(&t));
+/// assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5 * w.abs()));
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+#[kernel(barriers, boundscheck = false)] // the warps meet in `product` too
+pub fn matmul_tensor_tf32_64x64(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
+    let mut sa = shared_array![f32; [2 * TC_TILE, ROW_A_TF32]];
+    let mut sb = shared_array![f32; [2 * DEPTH_TF32, ROW_B]];
+    product::<M16N8K8, Tf32, _, 4, DEPTH_TF32, 8, 64, _, _, _, _, _>(
+        (&a, &b, &mut c),
+        &mut sa,
+        &mut sb,
+        |f, s, at| load_matrix_sync(f, s, at, Layout::RowMajor),
+        |f, s, at| load_matrix_sync(f, s, at, Layout::RowMajor),
+    );
 }
