@@ -23,6 +23,7 @@ mod mutants;
 mod provision;
 mod ptx;
 mod ptxas_info;
+mod sass;
 mod test;
 mod util;
 

@@ -216,6 +216,29 @@ const NVLINK: WheelFiles = WheelFiles {
     ],
 };
 
+/// `cuobjdump`, which lists the machine code of the cubins ptxas makes (`cargo xtask ptx
+/// --sass`), and the `nvdisasm` it runs, from `NVDISASM_PATH`.
+const CUOBJDUMP: [WheelFiles; 2] = [
+    WheelFiles {
+        package: "nvidia-cuda-cuobjdump==13.*",
+        prefix: "nvidia_cuda_cuobjdump-13",
+        members: &[("nvidia/cu13/bin/cuobjdump", "cuda13/bin/cuobjdump")],
+    },
+    WheelFiles {
+        package: "nvidia-cuda-nvdisasm==13.*",
+        prefix: "nvidia_cuda_nvdisasm-13",
+        members: &[("nvidia/cu13/bin/nvdisasm", "cuda13/bin/nvdisasm")],
+    },
+];
+
+/// `cuobjdump`, with `nvdisasm` beside it, fetched when missing.
+pub fn cuobjdump(root: &Path) -> Result<PathBuf> {
+    for files in &CUOBJDUMP {
+        wheel_files(root, files)?;
+    }
+    Ok(tools_dir(root).join("cuda13/bin/cuobjdump"))
+}
+
 /// The directory holding NVRTC's libraries (for `LD_LIBRARY_PATH`), fetched when missing.
 pub fn nvrtc(root: &Path) -> Result<PathBuf> {
     wheel_files(root, &NVRTC).map(|dir| dir.join("nvrtc"))

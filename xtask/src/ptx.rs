@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use crate::provision;
 use crate::ptxas_info::{self, Report};
+use crate::sass;
 use crate::util::{self, Context, Result};
 
 /// The architectures reported when none is given.
@@ -23,7 +24,7 @@ const PTX_FILE: &str = "kernel_ptx.txt";
 ///
 /// Builds gpu-kernels with KERNEL_REQUIRE_PTX=1, assembles the PTX of every crate with kernels
 /// using ptxas and prints registers, spill stores/loads, stack frame and static shared memory
-/// per kernel.
+/// per kernel; with --sass, its machine code's instructions by kind too.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -33,12 +34,24 @@ pub struct Args {
     /// Use the PTX already built instead of building first
     #[arg(long)]
     no_build: bool,
+    /// Also count each kernel's machine code (SASS) by kind, its listing written beside the
+    /// cubin (fetches NVIDIA's cuobjdump and nvdisasm)
+    #[arg(long)]
+    sass: bool,
+    /// With --sass, count only these kernels (repeatable)
+    #[arg(long = "kernel", value_name = "NAME")]
+    kernels: Vec<String>,
 }
 
 /// Runs `cargo xtask ptx`.
 pub fn run(options: Args) -> Result {
     let mut ctx = Context::new();
     let ptxas = provision::ptxas(&ctx.root)?;
+    let cuobjdump = if options.sass {
+        Some(provision::cuobjdump(&ctx.root)?)
+    } else {
+        None
+    };
     ctx.set_env("KERNEL_PTXAS", &ptxas);
     ctx.set_env("KERNEL_REQUIRE_PTX", "1");
 
@@ -72,7 +85,7 @@ pub fn run(options: Args) -> Result {
         if ptx.relocatable {
             println!("  (the crate's own module, assembled with -c: the device code linked into it is not)");
         }
-        let mut reports = Vec::new();
+        let (mut reports, mut counts) = (Vec::new(), Vec::new());
         let target = module_target(&ptx.path);
         for arch in &options.archs {
             if let (Some(t), Some(a)) = (target, sm_number(arch)) {
@@ -87,10 +100,30 @@ pub fn run(options: Args) -> Result {
                 Err(message) => {
                     eprintln!("{message}");
                     failures.push(format!("{package} for {arch}"));
+                    continue;
+                }
+            }
+            if let Some(cuobjdump) = &cuobjdump {
+                let listing = output.with_extension("sass");
+                match sass::count(cuobjdump, &output, arch, &listing) {
+                    Ok(c) => counts.extend(c),
+                    Err(message) => {
+                        eprintln!("{message}");
+                        failures.push(format!("{package}'s SASS for {arch}"));
+                    }
                 }
             }
         }
         print!("{}", format_table(&reports));
+        let shown =
+            |c: &sass::Counts| options.kernels.is_empty() || options.kernels.contains(&c.name);
+        if cuobjdump.is_some() && counts.iter().any(shown) {
+            println!(
+                "  machine code (listings: {}/{package}-ARCH.sass):",
+                scratch.display()
+            );
+            print!("{}", sass::format_table(&counts, &options.kernels));
+        }
     }
     if failures.is_empty() {
         Ok(())
