@@ -115,14 +115,12 @@ pub fn run(options: Args) -> Result {
             }
         }
         print!("{}", format_table(&reports));
-        let shown =
-            |c: &sass::Counts| options.kernels.is_empty() || options.kernels.contains(&c.name);
-        if cuobjdump.is_some() && counts.iter().any(shown) {
+        if let Some(table) = sass::format_table(&counts, &options.kernels) {
             println!(
                 "  machine code (listings: {}/{package}-ARCH.sass):",
                 scratch.display()
             );
-            print!("{}", sass::format_table(&counts, &options.kernels));
+            print!("{table}");
         }
     }
     if failures.is_empty() {
@@ -279,12 +277,12 @@ fn sm_number(arch: &str) -> Option<u32> {
 /// The table of one module: a row per kernel and architecture, then the non-entry functions
 /// with a stack frame, then ptxas' warnings.
 fn format_table(reports: &[Report]) -> String {
-    let mut rows: Vec<[String; 8]> = Vec::new();
+    let mut rows: Vec<Vec<String>> = Vec::new();
     let mut entries: Vec<_> = reports.iter().flat_map(|r| &r.entries).collect();
     // Kernels in name order, each with its architectures in the order given.
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     for e in entries {
-        rows.push([
+        rows.push(vec![
             e.name.clone(),
             e.arch.clone(),
             e.registers.map_or("?".into(), |r| r.to_string()),
@@ -309,21 +307,7 @@ fn format_table(reports: &[Report]) -> String {
         "barriers",
     ]
     .map(String::from);
-    let mut widths = header.clone().map(|h| h.len());
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.len());
-        }
-    }
-    let mut out = String::new();
-    for row in std::iter::once(&header).chain(&rows) {
-        let mut line = format!("  {:<w$}", row[0], w = widths[0]);
-        for (cell, w) in row.iter().zip(widths).skip(1) {
-            line.push_str(&format!("  {cell:>w$}"));
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    let mut out = util::columns(&header, &rows);
     if rows.is_empty() {
         out.push_str("  (ptxas reported no entry functions)\n");
     }

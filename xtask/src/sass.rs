@@ -95,8 +95,8 @@ fn opcode(line: &str) -> Option<&str> {
 }
 
 /// The table of `counts`: a row per function, kernels named in `only` alone where it is not
-/// empty.
-pub fn format_table(counts: &[Counts], only: &[String]) -> String {
+/// empty; none where no function is left.
+pub fn format_table(counts: &[Counts], only: &[String]) -> Option<String> {
     let header: Vec<String> = ["function", "arch", "instructions"]
         .into_iter()
         .chain(KINDS)
@@ -112,22 +112,7 @@ pub fn format_table(counts: &[Counts], only: &[String]) -> String {
                 .collect()
         })
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(String::len).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.len());
-        }
-    }
-    let mut out = String::new();
-    for row in std::iter::once(&header).chain(&rows) {
-        let mut line = format!("  {:<w$}", row[0], w = widths[0]);
-        for (cell, w) in row.iter().zip(&widths).skip(1) {
-            line.push_str(&format!("  {cell:>w$}"));
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    (!rows.is_empty()).then(|| util::columns(&header, &rows))
 }
 
 #[cfg(test)]
@@ -167,11 +152,12 @@ arch = sm_90
         // LDGSTS is not an LDG.
         assert_eq!((kind(other, "LDGSTS"), kind(other, "LDG")), (1, 0));
         assert_eq!((kind(other, "BAR"), other.total), (1, 3));
-        let table = format_table(&counts, &["other".to_string()]);
+        let table = format_table(&counts, &["other".to_string()]).unwrap();
         assert!(
             table.contains("other") && !table.contains("smooth_words"),
             "{table}"
         );
+        assert_eq!(format_table(&counts, &["absent".to_string()]), None);
     }
 
     #[test]

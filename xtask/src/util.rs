@@ -170,6 +170,27 @@ pub fn discover_targets(dir: &Path) -> Vec<String> {
 }
 
 /// Parses `args` as the options of one command, as the command line would (for tests).
+/// `rows` under `header` in aligned columns, each line indented by two spaces: the first
+/// column to the left, the others to the right, trailing blanks trimmed.
+pub fn columns(header: &[String], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(String::len).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
+        let mut line = format!("  {:<w$}", row[0], w = widths[0]);
+        for (cell, w) in row.iter().zip(&widths).skip(1) {
+            line.push_str(&format!("  {cell:>w$}"));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 pub fn parse_args<A: clap::Args + clap::FromArgMatches>(args: &[&str]) -> clap::error::Result<A> {
     let command = A::augment_args(clap::Command::new("xtask"));
