@@ -226,6 +226,12 @@ fn product<
     LA: Fn(&mut MatrixA<S, T>, &B, [usize; 2]),
     LB: Fn(&mut MatrixB<S, T>, &B, [usize; 2]),
 {
+    const {
+        assert!(
+            J * S::N == WN,
+            "J accumulators of S::N columns make a warp's WN"
+        )
+    };
     block_of::<WN>();
     let mut acc = [[Accumulator::<S>::new(); J]; 4];
     let depth_tiles = a.extent()[1].div_ceil(D);
