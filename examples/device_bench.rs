@@ -127,7 +127,7 @@ fn run(args: Args) -> Result {
     quicksort_pass(&dev, reps, &keys, passes)?.print();
     bench_matmul(&dev, reps.min(10), pick(4096, 256))?.print();
     let (reps, n) = (reps.min(10), pick(8192, 256));
-    let f16_matmuls: [(&str, &str, &Matmul<f16>); 2] = [
+    let f16_matmuls: [Timed<f16>; 2] = [
         ("matmul-f16", "64x32", &|g, x| {
             matmul_tensor.launch(g, TC_THREADS, x)
         }),
@@ -135,10 +135,10 @@ fn run(args: Args) -> Result {
             matmul_tensor_64x64.launch(g, TC_THREADS_64X64, x)
         }),
     ];
-    for matmul in f16_matmuls {
-        bench_matmul_tensor(&dev, reps, n, matmul)?.print();
+    for line in bench_matmul_tensor(&dev, reps, n, &f16_matmuls)? {
+        line.print();
     }
-    let tf32_matmuls: [(&str, &str, &Matmul<f32>); 2] = [
+    let tf32_matmuls: [Timed<f32>; 2] = [
         ("matmul-tf32", "64x32", &|g, x| {
             matmul_tensor_tf32.launch(g, TC_THREADS, x)
         }),
@@ -146,8 +146,8 @@ fn run(args: Args) -> Result {
             matmul_tensor_tf32_64x64.launch(g, TC_THREADS_64X64, x)
         }),
     ];
-    for matmul in tf32_matmuls {
-        bench_matmul_tf32(&dev, reps, n, matmul)?.print();
+    for line in bench_matmul_tf32(&dev, reps, n, &tf32_matmuls)? {
+        line.print();
     }
     Ok(())
 }
@@ -637,15 +637,19 @@ type Matmul<E> = dyn Fn(
     ),
 ) -> std::result::Result<(), kernel_runtime::Error>;
 
-/// matmul of `f16` matrices into `f32` on tensor cores, by `launch`, as `program`. The inputs
-/// are 0, 1 and -1 in a pattern (as `peer_common.matmul_f16_inputs`), so every sum is a small
-/// integer, exact in `f16` and `f32` alike: cuBLAS's `f16` result has the same sum.
+/// A tensor-core matmul to time: its program's name, its warps' parts, its launch.
+type Timed<'l, E> = (&'static str, &'static str, &'l Matmul<E>);
+
+/// matmul of `f16` matrices into `f32` on tensor cores, by each of `matmuls` on the same
+/// inputs. The inputs are 0, 1 and -1 in a pattern (as `peer_common.matmul_f16_inputs`), so
+/// every sum is a small integer, exact in `f16` and `f32` alike: cuBLAS's `f16` result has the
+/// same sum.
 fn bench_matmul_tensor(
     dev: &Device,
     reps: usize,
     n: usize,
-    (program, warps, launch): (&'static str, &str, &Matmul<f16>),
-) -> Result<Line> {
+    matmuls: &[Timed<'_, f16>],
+) -> Result<Vec<Line>> {
     let a = Array2::from_shape_fn((n, n), |(i, j)| {
         f16::from_f32(((i * 7 + j * 3) % 13 == 0) as u8 as f32)
     });
@@ -656,21 +660,40 @@ fn bench_matmul_tensor(
             _ => 0.0,
         })
     });
-    let blocks = (n.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
     let (da, db) = (dev.to_device(&a)?, dev.to_device(&b)?);
-    let mut dc = dev.empty::<f32, _>((n, n))?;
-    let kernel = kernel_ms(dev, reps, || Ok(launch(blocks, (&da, &db, &mut dc))?))?;
-    let out = dc.to_host()?;
-    let sum: f64 = out.iter().map(|&v| v as f64).sum();
-    Ok(Line {
-        imp: "rust",
-        program,
-        size: format!("{n}x{n} f16, tensor cores, warps of {warps}"),
-        kernel_ms: kernel,
-        e2e_ms: None,
-        bytes: None,
-        check: format!("{sum:.1}"),
+    time_matmuls(dev, reps, (n, "f16"), (&da, &db), matmuls, |sum| {
+        format!("{sum:.1}")
     })
+}
+
+/// Each of `matmuls` timed over `a` and `b`, `n × n`, its line's size naming the inputs'
+/// `kind` and its check the sum of its product as `check` writes it.
+fn time_matmuls<E: kernel_runtime::DeviceCopy>(
+    dev: &Device,
+    reps: usize,
+    (n, kind): (usize, &str),
+    (a, b): (&DeviceArray<E, Ix2>, &DeviceArray<E, Ix2>),
+    matmuls: &[Timed<'_, E>],
+    check: impl Fn(f64) -> String,
+) -> Result<Vec<Line>> {
+    let blocks = (n.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
+    let mut lines = Vec::new();
+    for &(program, warps, launch) in matmuls {
+        // Each its own product, so that its check sums what it wrote alone.
+        let mut c = dev.empty::<f32, _>((n, n))?;
+        let kernel = kernel_ms(dev, reps, || Ok(launch(blocks, (a, b, &mut c))?))?;
+        let sum: f64 = c.to_host()?.iter().map(|&v| v as f64).sum();
+        lines.push(Line {
+            imp: "rust",
+            program,
+            size: format!("{n}x{n} {kind}, tensor cores, warps of {warps}"),
+            kernel_ms: kernel,
+            e2e_ms: None,
+            bytes: None,
+            check: check(sum),
+        });
+    }
+    Ok(lines)
 }
 
 /// Multiples of 1/8 and 1/16 below 1: each a `tf32` already, and every partial sum exact in
@@ -689,22 +712,12 @@ fn bench_matmul_tf32(
     dev: &Device,
     reps: usize,
     n: usize,
-    (program, warps, launch): (&'static str, &str, &Matmul<f32>),
-) -> Result<Line> {
+    matmuls: &[Timed<'_, f32>],
+) -> Result<Vec<Line>> {
     let (a, b) = matmul_inputs(n);
-    let blocks = (n.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
     let (da, db) = (dev.to_device(&a)?, dev.to_device(&b)?);
-    let mut dc = dev.empty::<f32, _>((n, n))?;
-    let kernel = kernel_ms(dev, reps, || Ok(launch(blocks, (&da, &db, &mut dc))?))?;
-    let sum: f64 = dc.to_host()?.iter().map(|&v| v as f64).sum();
-    Ok(Line {
-        imp: "rust",
-        program,
-        size: format!("{n}x{n} f32 as tf32, tensor cores, warps of {warps}"),
-        kernel_ms: kernel,
-        e2e_ms: None,
-        bytes: None,
-        check: format!("{sum:.4}"),
+    time_matmuls(dev, reps, (n, "f32 as tf32"), (&da, &db), matmuls, |sum| {
+        format!("{sum:.4}")
     })
 }
 
