@@ -1634,6 +1634,43 @@ pub fn staged_async(x: &Array2<f16>, out: &mut Array2<f16>) {
     }
 }
 
+/// Each block of 64 threads stages the 16 × 32 tile of `x` at its corner (`16 b.y`, `32 b.x`)
+/// through a shared tile with one `memcpy_async_tile` (zeros past `x`'s edges) and writes the
+/// tile to `out` at the same corner, all of it: `out` holds the grid's tiles.
+#[kernel]
+pub fn staged_tiles(x: &Array2<f32>, out: &mut Array2<f32>) {
+    use kernel_runtime::pipeline::*;
+    let mut tile = shared_array![f32; [2 * 16, 32]];
+    let corner = [16 * block_idx().y as usize, 32 * block_idx().x as usize];
+    // The second buffer, so that the tile lands past the start of the shared array.
+    memcpy_async_tile::<f32, 4, 16, 32, 64>(&mut tile, [16, 0], &x, corner);
+    pipeline_commit();
+    pipeline_wait_prior::<0>();
+    sync_threads();
+    let t = thread_idx().x as usize;
+    for q in (t..16 * 32).step_by(64) {
+        let (r, c) = (q / 32, q % 32);
+        out[[corner[0] + r, corner[1] + c]] = tile[[16 + r, c]];
+    }
+}
+
+/// Tile copies that break a rule of `memcpy_async_tile`, in blocks of 64 threads: `how` 0, a
+/// tile that passes the shared array's last row; 1, a tile at a column off a multiple of the
+/// copy's bytes; 2, a global array as the destination; otherwise, a copy shared among 32 threads.
+#[kernel]
+pub fn misplaced_tile(x: &Array2<f32>, y: &mut Array2<f32>, how: u32) {
+    use kernel_runtime::pipeline::*;
+    let mut tile = shared_array![f32; [16, 36]];
+    match how {
+        0 => memcpy_async_tile::<f32, 4, 16, 32, 64>(&mut tile, [1, 0], &x, [0, 0]),
+        1 => memcpy_async_tile::<f32, 4, 16, 32, 64>(&mut tile, [0, 2], &x, [0, 0]),
+        2 => memcpy_async_tile::<f32, 4, 16, 32, 64>(&mut y, [0, 0], &x, [0, 0]),
+        _ => memcpy_async_tile::<f32, 4, 8, 16, 32>(&mut tile, [0, 0], &x, [0, 0]),
+    }
+    pipeline_commit();
+    pipeline_wait_prior::<0>();
+}
+
 /// Copies that break a rule of `memcpy_async`: `how` 0, a destination off a multiple of the
 /// copy's bytes; 1, a global array as the destination; 2, a row too short for the copy; 3, the
 /// first element of a shared array that starts 4 bytes past such a multiple (packed after

@@ -411,6 +411,68 @@ fn async_copies_stage_rows_with_zeros_past_the_edges() {
 }
 
 #[test]
+fn a_block_stages_a_tile_with_one_call_zeros_past_the_edges() {
+    use kernel_suite::test_kernels::staged_tiles;
+    // Inside (32 × 64), across the edges with rows of whole runs (37 × 72: `cp.async` with zero
+    // fill; 5 × 8, smaller than a tile), and with rows that are not (37 × 70: plain loads and
+    // stores).
+    for (rows, cols) in [(32, 64), (37, 72), (5, 8), (37, 70)] {
+        let x = Array2::from_shape_fn((rows, cols), |(i, j)| (i * cols + j) as f32 + 0.5);
+        let (gy, gx) = (rows.div_ceil(16), cols.div_ceil(32));
+        let want = Array2::from_shape_fn((16 * gy, 32 * gx), |(i, j)| {
+            if i < rows && j < cols {
+                x[[i, j]]
+            } else {
+                0.0
+            }
+        });
+        for dev in backends() {
+            let mut out = dev
+                .to_device(&Array2::from_elem(want.dim(), f32::NAN))
+                .unwrap();
+            let grid = (gx as u32, gy as u32);
+            staged_tiles
+                .launch(grid, 64, (&dev.to_device(&x).unwrap(), &mut out))
+                .unwrap();
+            assert_eq!(
+                out.to_host().unwrap(),
+                want,
+                "{rows} × {cols}, {:?}",
+                dev.kind()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_misplaced_tile_copy_is_an_error_at_the_call() {
+    use kernel_suite::test_kernels::misplaced_tile;
+    let x = Array2::<f32>::zeros((16, 32));
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let dx = dev.to_device(&x).unwrap();
+        let mut y = dev.zeros::<f32, _>((16, 32)).unwrap();
+        let mut run = |how| {
+            misplaced_tile
+                .launch(1, 64, (&dx, &mut y, how))
+                .unwrap_err()
+                .to_string()
+        };
+        common::assert_mentions(&run(0), &["`tile", "[16, 31]", "bounds", "test_kernels.rs"]);
+        common::assert_mentions(&run(1), &["memcpy_async", "`tile", "multiple"]);
+        common::assert_mentions(&run(2), &["memcpy_async", "`y", "shared array"]);
+        common::assert_mentions(
+            &run(3),
+            &[
+                "memcpy_async_tile",
+                "has 64 threads",
+                "THREADS = 32",
+                "test_kernels.rs",
+            ],
+        );
+    }
+}
+
+#[test]
 fn a_misplaced_async_copy_is_an_error_at_the_call() {
     use kernel_suite::test_kernels::misplaced_async;
     let x = Array2::<f32>::zeros((2, 8));

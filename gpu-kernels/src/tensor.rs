@@ -8,16 +8,16 @@
 //! more runs for each product on the tensor cores. The block stages a tile of `a`'s columns
 //! and of `b`'s rows at a time in shared memory, zero past the matrices' edges, in two
 //! buffers: while the warps multiply the fragments of one tile, the next one's copies fly
-//! ([`memcpy_async`], 16 bytes each, where every row of `a` and `b` starts at a multiple of 16
+//! ([`memcpy_async_tile`], runs of 16 bytes, where every row of `a` and `b` starts at a multiple of 16
 //! bytes; plain loads and stores elsewhere). The shared rows are padded, so that the lanes of
 //! a fragment load fall in distinct banks.
 //!
 //! Tensor cores and asynchronous copies need a GPU of sm_80 or later: this crate's PTX is
 //! built for sm_80 unless `KERNEL_PTX_ARCH` names another.
 
-use core::ops::{Index, IndexMut};
+use core::ops::IndexMut;
 use kernel_runtime::pipeline::{
-    memcpy_async, pipeline_commit, pipeline_wait_prior, Destination, Source,
+    memcpy_async_tile, pipeline_commit, pipeline_wait_prior, Destination, Source,
 };
 use kernel_runtime::prelude::*;
 use kernel_runtime::wmma::*;
@@ -88,74 +88,24 @@ fn each(n: usize, mut f: impl FnMut(usize)) {
     upto!(0 1 2 3 4 5 6 7);
 }
 
-/// How many of the `width` elements of a copy at column `col` of a row of `cols` lie in the
-/// matrix, none where the row is past its `rows`.
+/// Stages tile `ti`, `D` deep, of `a` and `b` for the block whose tile of `c` starts at
+/// `corner` into buffer `ti % 2` of `sa` and `sb` (their rows from `ti % 2 * TC_TILE` and from
+/// `ti % 2 * D`), zeros past the matrices' edges: the block's `THREADS` threads each start their
+/// share of the tiles' runs of `W` elements ([`memcpy_async_tile`]).
 #[device]
-fn inside(row: usize, rows: usize, col: usize, cols: usize, width: usize) -> usize {
-    if row < rows {
-        cols.saturating_sub(col).min(width)
-    } else {
-        0
-    }
-}
-
-/// Stages tile `ti`, `D` deep, of `a` and `b` into buffer `ti % 2` of `sa` and `sb` (their rows
-/// from `ti % 2 * TC_TILE` and from `ti % 2 * D`), the block's warps `WN` columns wide: each
-/// thread its share of the tile's runs of `W` elements of each, zeros past the matrices' edges;
-/// by asynchronous copies where every row of `a` and `b` holds a multiple of `W` elements (each
-/// run then starts at a multiple of its bytes), else by plain loads and stores. A tile that
-/// lies wholly in the matrices, all of them but the last row and column of blocks and the last
-/// tile of an uneven depth, copies whole runs with no test of their ends.
-#[device]
-fn stage<T, const W: usize, const D: usize, const WN: usize, S, X>(
-    sa: &mut S,
-    sb: &mut S,
-    a: &X,
-    b: &X,
+fn stage<T, const W: usize, const D: usize, const THREADS: usize, S, X>(
+    (sa, sb): (&mut S, &mut S),
+    (a, b): (&X, &X),
     ti: usize,
+    corner: [usize; 2],
 ) where
-    T: kernel_runtime::AnyBitPattern + Default,
-    S: Destination<T> + IndexMut<[usize; 2], Output = T>,
-    X: Source<T> + Index<[usize; 2], Output = T>,
+    T: kernel_runtime::AnyBitPattern,
+    S: Destination<T>,
+    X: Source<T>,
 {
-    let (t, [row0, col0], _) = tiles::<WN>();
-    let ([n, depth], m) = (a.extent(), b.extent()[1]);
-    let aligned = depth % W == 0 && m % W == 0;
     let (k0, s) = (ti * D, ti % 2);
-    let full = aligned && row0 + TC_TILE <= n && col0 + TC_TILE <= m && k0 + D <= depth;
-    // Runs per row: of a's tile, `TC_TILE` rows of `D`; of b's, `D` rows of `TC_TILE`. The
-    // threads share the tile's runs out evenly.
-    let (per_a, per_b, threads) = (D / W, TC_TILE / W, block_threads::<WN>());
-    const {
-        let (runs, threads) = (TC_TILE * D / W, 64 * TC_TILE / WN);
-        assert!(
-            runs % threads == 0 && runs <= 8 * threads,
-            "the threads share a tile's runs out evenly, at most 8 each"
-        )
-    };
-    // Written out for each share, so that what does not change from tile to tile is computed
-    // once, before the tiles.
-    each(TC_TILE * D / W / threads, |part| {
-        let q = t + part * threads;
-        let ([ra, ca], [rb, cb]) = ([q / per_a, W * (q % per_a)], [q / per_b, W * (q % per_b)]);
-        let (i, k, kb, j) = (row0 + ra, k0 + ca, k0 + rb, col0 + cb);
-        let (ta, tb) = ([s * TC_TILE + ra, ca], [s * D + rb, cb]);
-        if full {
-            memcpy_async::<T, W>(sa, ta, a, [i, k], W);
-            memcpy_async::<T, W>(sb, tb, b, [kb, j], W);
-            return;
-        }
-        let (va, vb) = (inside(i, n, k, depth, W), inside(kb, depth, j, m, W));
-        if aligned {
-            memcpy_async::<T, W>(sa, ta, a, [i, k], va);
-            memcpy_async::<T, W>(sb, tb, b, [kb, j], vb);
-        } else {
-            for e in 0..W {
-                sa[[ta[0], ca + e]] = if e < va { a[[i, k + e]] } else { T::default() };
-                sb[[tb[0], cb + e]] = if e < vb { b[[kb, j + e]] } else { T::default() };
-            }
-        }
-    });
+    memcpy_async_tile::<T, W, TC_TILE, D, THREADS>(sa, [s * TC_TILE, 0], a, [corner[0], k0]);
+    memcpy_async_tile::<T, W, D, TC_TILE, THREADS>(sb, [s * D, 0], b, [k0, corner[1]]);
 }
 
 /// Multiplies the warp's part (64 × `WN`) of buffer `s` of the staged tiles, `D` deep (as
@@ -205,6 +155,7 @@ fn product<
     const D: usize,
     const J: usize,
     const WN: usize,
+    const THREADS: usize,
     B,
     X,
     Y,
@@ -219,25 +170,27 @@ fn product<
 ) where
     S: Shape + Fits<T>,
     T: Operand<Acc = f32>,
-    E: kernel_runtime::AnyBitPattern + Default,
-    B: Destination<E> + IndexMut<[usize; 2], Output = E>,
-    X: Source<E> + Index<[usize; 2], Output = E>,
+    E: kernel_runtime::AnyBitPattern,
+    B: Destination<E>,
+    X: Source<E>,
     Y: IndexMut<[usize; 2], Output = f32> + ?Sized,
     LA: Fn(&mut MatrixA<S, T>, &B, [usize; 2]),
     LB: Fn(&mut MatrixB<S, T>, &B, [usize; 2]),
 {
     const {
         assert!(
-            J * S::N == WN,
-            "J accumulators of S::N columns make a warp's WN"
+            J * S::N == WN && THREADS == 64 * TC_TILE / WN,
+            "J accumulators of S::N columns make a warp's WN, and two rows of warps WN wide the \
+             block's THREADS"
         )
     };
     block_of::<WN>();
     let mut acc = [[Accumulator::<S>::new(); J]; 4];
     let depth_tiles = a.extent()[1].div_ceil(D);
-    for ti in 0..=depth_tiles {
+    let (_, corner, [wr, wc]) = tiles::<WN>();
+    for ti in 0..depth_tiles + 1 {
         if ti < depth_tiles {
-            stage::<_, W, D, WN, _, _>(sa, sb, a, b, ti);
+            stage::<_, W, D, THREADS, _, _>((sa, sb), (a, b), ti, corner);
         }
         pipeline_commit();
         if ti > 0 {
@@ -253,9 +206,8 @@ fn product<
             sync_threads();
         }
     }
-    let (_, [row0, col0], [wr, wc]) = tiles::<WN>();
     let within = [a.extent()[0], b.extent()[1]];
-    store_tiles(c, &acc, [row0 + wr, col0 + wc], within);
+    store_tiles(c, &acc, [corner[0] + wr, corner[1] + wc], within);
 }
 
 /// Stores the warp's 4 × `J` accumulators of 16 × `S::N` from `at` on (its part of the block's
@@ -307,7 +259,7 @@ pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
     let mut sb = shared_array![f16; [2 * DEPTH, ROW_B]];
     // The warp loads each fragment with one `ldmatrix` (rows of 16 bytes: `ROW_A` and `ROW_B`
     // are multiples of 8 halves).
-    product::<M16N16K16, f16, _, 8, DEPTH, 2, 32, _, _, _, _, _>(
+    product::<M16N16K16, f16, _, 8, DEPTH, 2, 32, { TC_THREADS as usize }, _, _, _, _, _>(
         (&a, &b, &mut c),
         &mut sa,
         &mut sb,
@@ -338,7 +290,7 @@ pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
 pub fn matmul_tensor_64x64(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
     let mut sa = shared_array![f16; [2 * TC_TILE, ROW_A]];
     let mut sb = shared_array![f16; [2 * DEPTH, ROW_B]];
-    product::<M16N16K16, f16, _, 8, DEPTH, 4, 64, _, _, _, _, _>(
+    product::<M16N16K16, f16, _, 8, DEPTH, 4, 64, { TC_THREADS_64X64 as usize }, _, _, _, _, _>(
         (&a, &b, &mut c),
         &mut sa,
         &mut sb,
@@ -381,7 +333,7 @@ pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>)
     let mut sa = shared_array![f32; [2 * TC_TILE, ROW_A_TF32]];
     let mut sb = shared_array![f32; [2 * DEPTH_TF32, ROW_B]];
     // `ldmatrix` moves 16-bit elements: each lane loads its own `tf32` ones.
-    product::<M16N8K8, Tf32, _, 4, DEPTH_TF32, 4, 32, _, _, _, _, _>(
+    product::<M16N8K8, Tf32, _, 4, DEPTH_TF32, 4, 32, { TC_THREADS as usize }, _, _, _, _, _>(
         (&a, &b, &mut c),
         &mut sa,
         &mut sb,
@@ -413,7 +365,7 @@ pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>)
 pub fn matmul_tensor_tf32_64x64(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
     let mut sa = shared_array![f32; [2 * TC_TILE, ROW_A_TF32]];
     let mut sb = shared_array![f32; [2 * DEPTH_TF32, ROW_B]];
-    product::<M16N8K8, Tf32, _, 4, DEPTH_TF32, 8, 64, _, _, _, _, _>(
+    product::<M16N8K8, Tf32, _, 4, DEPTH_TF32, 8, 64, { TC_THREADS_64X64 as usize }, _, _, _, _, _>(
         (&a, &b, &mut c),
         &mut sa,
         &mut sb,

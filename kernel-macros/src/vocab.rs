@@ -68,6 +68,7 @@ pub(crate) const SM80_CALLS: &[(&str, &str)] = &[
     ("mma_sync", "its tensor cores' mma.sync.m16n8k16"),
     ("ldmatrix_sync", "ldmatrix"),
     ("memcpy_async", "cp.async"),
+    ("memcpy_async_tile", "cp.async"),
     ("pipeline_commit", "cp.async.commit_group"),
     ("pipeline_wait_prior", "cp.async.wait_group"),
 ];

@@ -97,6 +97,25 @@ pub fn misplaced_copy(dst: &'static str, src: &'static str, why: &'static str) -
     }
 }
 
+/// Reports a `memcpy_async_tile` whose block has `block` threads where the copy shares its
+/// tile's runs among `threads`, and stops the thread: on the GPU, a trap.
+#[cold]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+pub fn tile_threads(block: usize, threads: usize) -> ! {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::fault::raise_with_coordinates(format!(
+        "memcpy_async_tile at {}: the block has {block} threads, and the copy shares its tile's \
+         runs among THREADS = {threads}: every thread of a block of THREADS makes the call",
+        core::panic::Location::caller()
+    ));
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = (block, threads);
+        trap()
+    }
+}
+
 /// Reports an `ldmatrix_sync` from `array` whose rows do not lie in shared memory at multiples
 /// of 16 bytes, and stops the thread: on the GPU, a trap.
 #[cold]

@@ -9,6 +9,7 @@
 //! | `__pipeline_memcpy_async(dst, src, 16, 16 - 2 * valid)` (zero fill) | `memcpy_async::<f16, 8>(.., valid)` |
 //! | `__pipeline_commit()` | `pipeline_commit()` |
 //! | `__pipeline_wait_prior(1)` | `pipeline_wait_prior::<1>()` |
+//! | `cooperative_groups::memcpy_async(block, ...)` of a 2-D tile | [`memcpy_async_tile`] |
 //!
 //! A copy moves `N` elements, 4, 8 or 16 bytes, from a row of a 2-D array in global memory to a
 //! row of a 2-D shared array: the first `valid` of them (at most `N`) from `src`, zeros in the
@@ -65,6 +66,9 @@
 
 use crate::device_copy::AnyBitPattern;
 use crate::view::{View2, View2Mut};
+
+mod tile;
+pub use tile::memcpy_async_tile;
 
 /// A 2-D array a copy reads: an array parameter of the kernel (or any 2-D view).
 pub trait Source<T> {
@@ -169,6 +173,29 @@ pub fn memcpy_async<T: AnyBitPattern, const N: usize>(
     imp::copy::<T, N>(dst, to, d, s as *const T, valid);
 }
 
+/// Copies at once `N` elements from `s` to `dst[to..]` along its row, the first `valid` from
+/// `s` and zeros in the rest, as the thread's loads and stores.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn copy_now<T: AnyBitPattern, const N: usize>(
+    dst: &mut impl Destination<T>,
+    to: [usize; 2],
+    s: *const T,
+    valid: usize,
+) {
+    for e in 0..N {
+        let v = if e < valid {
+            // SAFETY: the first `valid` elements from `s` lie in the source's row, checked by
+            // the caller.
+            unsafe { *s.add(e) }
+        } else {
+            // SAFETY: every bit pattern, zeros too, is a `T` (`AnyBitPattern`).
+            unsafe { core::mem::zeroed() }
+        };
+        dst.put([to[0], to[1] + e], v);
+    }
+}
+
 /// `__pipeline_commit`: the thread's copies since its last commit become a group.
 #[inline(always)]
 pub fn pipeline_commit() {
@@ -215,6 +242,25 @@ pub(crate) fn shared_offset(p: *const u8) -> usize {
     }
 }
 
+/// The 32-bit address in the shared state space of `p`, a generic address in the running
+/// block's shared memory, as `cp.async` and `ldmatrix` take it: from [`shared_offset`], whose
+/// arithmetic the compiler sees, rather than by converting the generic address in PTX (which
+/// ptxas does with the window's upper bits in a register pair for each access).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn shared_addr(p: *const u8) -> u32 {
+    let base: u32;
+    // SAFETY: takes the shared-space address of the kernel's shared block; no memory access.
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .u64 b; mov.u64 b, __kernel_shared; cvt.u32.u64 {base}, b; }}",
+            base = out(reg32) base,
+            options(pure, nomem, nostack)
+        );
+    }
+    base.wrapping_add(shared_offset(p) as u32)
+}
+
 /// `cp.async`, `cp.async.commit_group` and `cp.async.wait_group`.
 #[cfg(target_arch = "nvptx64")]
 mod imp {
@@ -241,7 +287,7 @@ mod imp {
         s: *const T,
         valid: usize,
     ) {
-        let read = (valid * size_of::<T>()) as u32;
+        let (read, d) = ((valid * size_of::<T>()) as u32, super::shared_addr(d));
         macro_rules! cp {
             ($cache:literal, $bytes:literal) => {
                 // SAFETY: `d` lies in shared memory and holds `N` elements of the shared array,
@@ -249,10 +295,9 @@ mod imp {
                 // both aligned to the copy's bytes: all checked by the caller.
                 unsafe {
                     core::arch::asm!(
-                        concat!("{{ .reg .u64 d, s; cvta.to.shared.u64 d, {d}; ",
-                            "cvta.to.global.u64 s, {s}; cp.async.", $cache,
-                            ".shared.global [d], [s], ", $bytes, ", {n}; }}"),
-                        d = in(reg64) d, s = in(reg64) s, n = in(reg32) read, options(nostack)
+                        concat!("{{ .reg .u64 s; cvta.to.global.u64 s, {s}; cp.async.", $cache,
+                            ".shared.global [{d}], [s], ", $bytes, ", {n}; }}"),
+                        d = in(reg32) d, s = in(reg64) s, n = in(reg32) read, options(nostack)
                     )
                 }
             };
@@ -303,17 +348,7 @@ mod imp {
         s: *const T,
         valid: usize,
     ) {
-        for e in 0..N {
-            let v = if e < valid {
-                // SAFETY: the first `valid` elements from `s` lie in the source's row, checked
-                // by the caller.
-                unsafe { *s.add(e) }
-            } else {
-                // SAFETY: every bit pattern, zeros too, is a `T` (`AnyBitPattern`).
-                unsafe { core::mem::zeroed() }
-            };
-            dst.put([to[0], to[1] + e], v);
-        }
+        super::copy_now::<T, N>(dst, to, s, valid);
     }
 
     pub(super) fn commit() {}

@@ -702,6 +702,7 @@ mod gpu {
     /// registers, the first element in the low half.
     #[inline(always)]
     pub(super) fn ldmatrix<F: Matrix16>(frag: &mut F, row: *const u8, down: bool) {
+        let row = crate::pipeline::shared_addr(row);
         let (mut r0, mut r1, mut r2, mut r3) = (0u32, 0u32, 0u32, 0u32);
         macro_rules! ld {
             ($shape:literal, $($r:ident)*) => {
@@ -710,9 +711,9 @@ mod gpu {
                 // meeting here is the caller's contract.
                 unsafe {
                     core::arch::asm!(
-                        concat!("{{ .reg .u64 a; cvta.to.shared.u64 a, {row}; ldmatrix.sync.aligned.m8n8.",
-                            $shape, ".shared.b16 {{", ld!(@regs $($r)*), "}}, [a]; }}"),
-                        row = in(reg64) row,
+                        concat!("ldmatrix.sync.aligned.m8n8.", $shape, ".shared.b16 {{",
+                            ld!(@regs $($r)*), "}}, [{row}];"),
+                        row = in(reg32) row,
                         $($r = out(reg32) $r,)*
                         // Not `pure`, as `mma.sync`: the warp meets here.
                         options(readonly, nostack)

@@ -208,7 +208,7 @@ impl Pass {
         syn::parse_quote_spanned!(span=> __kctx.#m())
     }
 
-    /// Refuses a `memcpy_async::<T, N>` whose `N` elements of a type of known size are not 4, 8
+    /// Refuses a `memcpy_async::<T, N>` or `memcpy_async_tile::<T, N, ..>` whose `N` elements of a type of known size are not 4, 8
     /// or 16 bytes, at the call (the runtime's own check of other types fires when the kernel
     /// is built, after `cargo check`).
     fn copy_size(&mut self, seg: &syn::PathSegment) {
@@ -248,8 +248,14 @@ impl Pass {
             self.error(
                 seg.span(),
                 format!(
-                    "`memcpy_async::<{name}, {n}>` copies {} bytes, and a copy moves 4, 8 or 16 \
+                    "`{}::<{name}, {n}{}>` copies {} bytes, and a copy moves 4, 8 or 16 \
                      (cp.async): copy {fits} elements of `{name}` at a time",
+                    seg.ident,
+                    if seg.ident == "memcpy_async" {
+                        ""
+                    } else {
+                        ", .."
+                    },
                     n * bytes,
                 ),
             );
@@ -280,7 +286,7 @@ impl Pass {
                 if let Some((name, what)) = SM80_CALLS.iter().find(|(n, _)| *n == last) {
                     self.out.sm80 = self.out.sm80.or(Some((call.span(), name, what)));
                 }
-                if last == "memcpy_async" {
+                if last == "memcpy_async" || last == "memcpy_async_tile" {
                     self.copy_size(segs.last()?);
                 }
                 if OPAQUE_COLLECTIVES.contains(&last.as_str()) {
