@@ -18,6 +18,16 @@ pub fn grid1_ids(ids: &mut [u32], sizes: &mut [u32]) {
     }
 }
 
+/// Writes each thread's block size at its index `grid(1)`, in blocks of at most 128 threads (its
+/// launch bounds), four of them to be resident on a multiprocessor.
+#[kernel(launch_bounds = (128, 4))]
+pub fn bounded_block_sizes(sizes: &mut [u32], scale: u32) {
+    let i = grid(1);
+    if i < sizes.len() {
+        sizes[i] = scale * block_dim().x;
+    }
+}
+
 /// Writes, at `[y, x]` of the grid, the flat index `y * width + x` from `grid(2)`.
 #[kernel]
 pub fn grid2_ids(out: &mut Array2<u32>) {

@@ -25,9 +25,9 @@ use kernel_runtime::{
     Device, DeviceArray, DeviceArray1, DeviceKind, Error, Kernel, LaunchConfig, LaunchError,
 };
 use kernel_suite::test_kernels::{
-    axpy_generic, axpy_raw, convolve_taps, grid_rotate, haxpy, mixed_stencil, off_by_one,
-    reverse_dynamic, saxpy_params, scale3, shared_window_sums, sum_f64, times_three_plus,
-    total_into_scalar, Affine, LOOKUP, TAPS,
+    axpy_generic, axpy_raw, bounded_block_sizes, convolve_taps, grid_rotate, haxpy, mixed_stencil,
+    off_by_one, reverse_dynamic, saxpy_params, scale3, shared_window_sums, sum_f64,
+    times_three_plus, total_into_scalar, Affine, LOOKUP, TAPS,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -703,6 +703,28 @@ fn forall_takes_the_block_size_the_occupancy_calculator_gives() {
             assert!(launch.starts_with("grid=14,1,1 block=768,1,1 "), "{launch}");
             add.forall(0, (&a, &b, &mut c)).unwrap();
             assert_eq!(log.launches("add").len(), 1, "no task, no launch");
+        },
+    );
+}
+
+#[test]
+fn launch_bounds_cap_the_calculators_block_and_refuse_larger_ones() {
+    on_fake_driver(
+        "launch_bounds_cap_the_calculators_block_and_refuse_larger_ones",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(bounded_block_sizes.ptx()) {
+                return;
+            }
+            let mut sizes = gpu.zeros::<u32, _>(1000).unwrap();
+            // The fake GPU suggests 768 threads; the kernel's bounds allow 128.
+            bounded_block_sizes.forall(1000, (&mut sizes, 1)).unwrap();
+            let launch = &log.launches("bounded_block_sizes")[0];
+            assert!(launch.starts_with("grid=8,1,1 block=128,1,1 "), "{launch}");
+            let err = bounded_block_sizes.launch(1, 256, (&mut sizes, 1));
+            common::assert_mentions(&err.unwrap_err().to_string(), &["launch_bounds allow 128"]);
+            assert_eq!(log.launches("bounded_block_sizes").len(), 1);
         },
     );
 }

@@ -1280,6 +1280,42 @@ fn split_kernels_report_divergence_and_keep_locals_across_barriers() {
 }
 
 #[test]
+fn launch_bounds_refuse_larger_blocks_and_size_a_forall() {
+    for dev in backends() {
+        let mut sizes = dev.zeros::<u32, _>(1000).unwrap();
+        bounded_block_sizes.launch(8, 128, (&mut sizes, 1)).unwrap();
+        let err = bounded_block_sizes
+            .launch(4, (16, 16), (&mut sizes, 1))
+            .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                kernel_runtime::Error::InvalidLaunch {
+                    kernel: "bounded_block_sizes",
+                    reason: LaunchError::PastLaunchBounds {
+                        threads: 256,
+                        bound: 128,
+                        ..
+                    },
+                }
+            ),
+            "{err}"
+        );
+        assert_mentions(
+            &err.to_string(),
+            &["256 threads", "launch_bounds allow 128"],
+        );
+        bounded_block_sizes.forall(1000, (&mut sizes, 1)).unwrap();
+        let sizes = sizes.to_host().unwrap();
+        assert!(
+            sizes.iter().all(|&b| (1..=128).contains(&b)),
+            "{:?}",
+            dev.kind()
+        );
+    }
+}
+
+#[test]
 fn bad_launches_are_typed_errors() {
     let dev = Device::cpu();
     let a = dev.to_device(&[1.0f32; 10]).unwrap();

@@ -68,7 +68,8 @@ fn all() -> Vec<Kernel> {
         grid_rotate_generic => false, convolve_taps => false, gather_lookup => false,
         scale_pairs => false, shared_window_sums => false, print_lines => false,
         print_after_barrier => false, haxpy => false, bf16_dot => false,
-        half_atomic_sums => false,
+        half_atomic_sums => false, bounded_block_sizes => false, matmul_tensor => true,
+        matmul_tensor_tf32 => true,
     ]
 }
 
@@ -223,11 +224,18 @@ fn ptxas_accepts_every_kernel_without_spills() {
             .filter(|a| sm(a) >= target)
         {
             let log = assemble(&ptxas, &file, arch, &format!("module {m}"));
-            // "Compiling entry function 'NAME' for 'sm_XX'" ... "N bytes spill stores"
+            // "Compiling entry function 'NAME' for 'sm_XX'" ... "N bytes spill stores" ...
+            // "Used N registers"
             let mut current = "";
             for line in log.lines() {
                 if let Some(rest) = line.split("Compiling entry function '").nth(1) {
                     current = rest.split('\'').next().unwrap_or("");
+                }
+                if let Some(cap) = registers_within_bounds(ptx, current) {
+                    let used = line.split("Used ").nth(1).and_then(|r| r.split(' ').next());
+                    if let Some(used) = used.and_then(|u| u.parse::<u32>().ok()) {
+                        assert!(used <= cap, "`{current}` takes {used} registers on {arch}, past the {cap} its launch bounds leave");
+                    }
                 }
                 if line.contains("spill stores") {
                     let reference = kernels.iter().any(|k| k.reference && k.name == current);
@@ -244,6 +252,47 @@ fn ptxas_accepts_every_kernel_without_spills() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// The registers a thread of entry `name` of `ptx` may take where the entry has launch bounds
+/// (`.maxntid` and `.minnctapersm`): what that many blocks of that many threads leave each of
+/// 65536.
+fn registers_within_bounds(ptx: &str, name: &str) -> Option<u32> {
+    let start = ptx.find(&format!(".entry {name}("))?;
+    let head = &ptx[start..start + ptx[start..].find("\n{")?];
+    let value = |directive: &str| -> Option<u32> {
+        let rest = head.split(directive).nth(1)?.trim_start();
+        rest.split([',', '\n']).next()?.trim().parse().ok()
+    };
+    Some(65536 / (value(".maxntid")? * value(".minnctapersm")?))
+}
+
+#[test]
+fn launch_bounds_reach_the_ptx_and_bound_the_registers() {
+    let Some(kernels) = with_ptx() else { return };
+    for (name, threads, blocks) in [("bounded_block_sizes", 128, 4), ("matmul_tensor", 256, 2)] {
+        let body = kernel_entry(&kernels, name);
+        assert!(
+            body.contains(&format!(
+                ")\n.maxntid {threads}, 1, 1\n.minnctapersm {blocks}\n{{"
+            )),
+            "{body}"
+        );
+        let ptx = kernels
+            .iter()
+            .find(|k| k.name == name)
+            .unwrap()
+            .ptx
+            .unwrap();
+        assert!(
+            !ptx.contains("__kernel_launch_bounds_"),
+            "the bounds' statics stay in {name}'s module"
+        );
+        assert_eq!(
+            registers_within_bounds(ptx, name),
+            Some(65536 / (threads * blocks))
+        );
+    }
+}
+
 /// Instructions newer than sm_70: the tensor cores' (`mma.sync` needs sm_80, `ldmatrix` sm_75)
 /// and the asynchronous copies' (sm_80).
 const SM80: [&str; 3] = ["mma.sync", "ldmatrix", "cp.async"];
@@ -256,7 +305,7 @@ fn for_sm70(ptx: &str) -> String {
     let mut rest = ptx;
     // Top-level directives start a line with `.`; a function's body lines are indented.
     while !rest.is_empty() {
-        let end = rest[1..].find("\n.").map_or(rest.len(), |i| i + 2);
+        let end = (item_end(rest) + 1).min(rest.len());
         let (piece, tail) = rest.split_at(end);
         let function = piece.contains(".entry ") || piece.contains(".func ");
         if !(function && SM80.iter().any(|i| piece.contains(i))) {
@@ -317,8 +366,23 @@ fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
         .find(&format!(".entry {name}("))
         .unwrap_or_else(|| panic!("no `.entry {name}` in the PTX"));
     let rest = &ptx[start..];
-    let end = rest[1..].find("\n.").map_or(rest.len(), |i| i + 1);
-    &rest[..end]
+    &rest[..item_end(rest)]
+}
+
+/// Where the top-level item (directive, entry or function) that `ptx` starts with ends: at the
+/// line break before the next line that starts with `.`, but an entry's performance directives
+/// (`.maxntid`, `.minnctapersm`, between its parameters and its body), or at the end.
+fn item_end(ptx: &str) -> usize {
+    let mut from = 1;
+    while let Some(i) = ptx[from.min(ptx.len())..].find("\n.") {
+        let at = from + i;
+        let line = &ptx[at + 1..];
+        if !(line.starts_with(".maxntid") || line.starts_with(".minnctapersm")) {
+            return at;
+        }
+        from = at + 1;
+    }
+    ptx.len()
 }
 
 #[test]

@@ -306,16 +306,16 @@ fn tf32_matmul_on_tensor_cores_matches_the_rounded_host_product() {
 }
 
 /// The matmuls' tiles are cut for blocks of their threads: a launch of other blocks is an
-/// error that names the threads, not a partial or doubled product.
+/// error that names the threads, not a partial or doubled product; of larger ones, an invalid
+/// launch (their launch bounds).
 #[test]
 fn the_tensor_core_matmuls_refuse_blocks_of_another_size() {
     use gpu_kernels::TC_THREADS;
-    let named = |threads| {
-        if threads == TC_THREADS {
-            "blocks of TC_THREADS (256) threads"
-        } else {
-            "blocks of TC_THREADS_64X64 (128) threads"
-        }
+    let named = |threads: u32, wrong: u32| match (wrong > threads, threads == TC_THREADS) {
+        (true, true) => "launch_bounds allow 256",
+        (true, false) => "launch_bounds allow 128",
+        (false, true) => "blocks of TC_THREADS (256) threads",
+        (false, false) => "blocks of TC_THREADS_64X64 (128) threads",
     };
     for dev in [Device::cpu(), Device::cpu_checked()] {
         let a = dev.to_device(&values(16, 16, 3, f16::from_f32)).unwrap();
@@ -324,13 +324,13 @@ fn the_tensor_core_matmuls_refuse_blocks_of_another_size() {
         for (_, threads, matmul) in f16_matmuls() {
             for wrong in [threads / 2, 2 * threads] {
                 let err = matmul((1, 1), wrong, (&a, &a, &mut c)).unwrap_err();
-                common::assert_mentions(&err.to_string(), &[named(threads)]);
+                common::assert_mentions(&err.to_string(), &[named(threads, wrong)]);
             }
         }
         for (_, threads, matmul) in tf32_matmuls() {
             for wrong in [threads / 2, 2 * threads] {
                 let err = matmul((1, 1), wrong, (&x, &x, &mut c)).unwrap_err();
-                common::assert_mentions(&err.to_string(), &[named(threads)]);
+                common::assert_mentions(&err.to_string(), &[named(threads, wrong)]);
             }
         }
     }

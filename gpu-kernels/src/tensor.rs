@@ -252,7 +252,8 @@ fn store_tiles<S: Shape, const J: usize, Y>(
 /// assert!(c.to_host()?.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-3));
 /// # Ok::<(), kernel_runtime::Error>(())
 /// ```
-#[kernel(barriers, boundscheck = false)] // the warps meet in `product` too
+// The warps meet in `product` too; two blocks a multiprocessor keep their registers to 128.
+#[kernel(barriers, boundscheck = false, launch_bounds = (TC_THREADS, 2))]
 pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
     // Two buffers of each tile: rows `s * TC_TILE ..` of `sa`, `s * DEPTH ..` of `sb`.
     let mut sa = shared_array![f16; [2 * TC_TILE, ROW_A]];
@@ -286,7 +287,7 @@ pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
 /// assert!(c.to_host()?.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-3));
 /// # Ok::<(), kernel_runtime::Error>(())
 /// ```
-#[kernel(barriers, boundscheck = false)] // the warps meet in `product` too
+#[kernel(barriers, boundscheck = false, launch_bounds = (TC_THREADS_64X64, 2))]
 pub fn matmul_tensor_64x64(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
     let mut sa = shared_array![f16; [2 * TC_TILE, ROW_A]];
     let mut sb = shared_array![f16; [2 * DEPTH, ROW_B]];
@@ -328,7 +329,7 @@ const ROW_A_TF32: usize = DEPTH_TF32 + 4;
 /// assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5 * w.abs()));
 /// # Ok::<(), kernel_runtime::Error>(())
 /// ```
-#[kernel(barriers, boundscheck = false)] // the warps meet in `product` too
+#[kernel(barriers, boundscheck = false, launch_bounds = (TC_THREADS, 2))]
 pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
     let mut sa = shared_array![f32; [2 * TC_TILE, ROW_A_TF32]];
     let mut sb = shared_array![f32; [2 * DEPTH_TF32, ROW_B]];
@@ -361,7 +362,7 @@ pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>)
 /// assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5 * w.abs()));
 /// # Ok::<(), kernel_runtime::Error>(())
 /// ```
-#[kernel(barriers, boundscheck = false)] // the warps meet in `product` too
+#[kernel(barriers, boundscheck = false, launch_bounds = (TC_THREADS_64X64, 2))]
 pub fn matmul_tensor_tf32_64x64(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
     let mut sa = shared_array![f32; [2 * TC_TILE, ROW_A_TF32]];
     let mut sb = shared_array![f32; [2 * DEPTH_TF32, ROW_B]];

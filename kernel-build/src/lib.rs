@@ -74,6 +74,7 @@ mod entries;
 mod error;
 mod extract;
 mod host_only;
+mod launch_bounds;
 mod link;
 mod source;
 mod targets;
@@ -619,7 +620,8 @@ impl Builder {
             fma: job.fma,
         };
         let built = build.run()?.map_err(rewrite)?;
-        let mut ptx = fs::read_to_string(&built.ptx).map_err(|e| Error::io(&built.ptx, e))?;
+        let ptx = fs::read_to_string(&built.ptx).map_err(|e| Error::io(&built.ptx, e))?;
+        let mut ptx = launch_bounds::apply(&ptx);
         if !job.foreign.is_empty() {
             let nvcc = link::find_nvcc(self.env(link::ENV_NVCC));
             ptx.push_str(&job.foreign.sections(job.arch, nvcc.as_deref(), out_dir)?);

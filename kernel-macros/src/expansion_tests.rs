@@ -59,7 +59,7 @@ fn a_stencil_without_index_checks() {
 #[test]
 fn a_kernel_with_barriers() {
     let expanded = kernel(
-        quote!(),
+        quote!(launch_bounds = 256),
         quote! {
             pub fn block_sums(x: &[f32], sums: &mut [f32]) {
                 let mut s = shared_array![f32; 256];

@@ -5,6 +5,7 @@ pub use crate::device_copy::{assert_device_copy, Holds, NoPadding};
 #[cfg(target_arch = "nvptx64")]
 pub use crate::function_shared::symbol as shared_symbol;
 pub use crate::function_shared::{bytes as shared_site_bytes, traced as function_traced};
+pub use crate::launch_bounds::checked as launch_bounds;
 #[cfg(target_arch = "nvptx64")]
 pub use crate::print::gpu_print;
 pub use crate::print::{Format, KernelPrint, PrintFloat, PrintInteger, Spec};

@@ -82,6 +82,7 @@ pub mod fp16;
 pub(crate) mod function_shared;
 pub mod grid;
 pub mod intrinsics;
+pub mod launch_bounds;
 pub mod math;
 pub mod module_array;
 pub mod number;

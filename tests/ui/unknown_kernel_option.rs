@@ -1,4 +1,5 @@
-// `#[kernel(..)]` knows the options `boundscheck = false` and `barriers` only.
+// `#[kernel(..)]` knows the options `boundscheck = false`, `barriers`, `launch_bounds` and
+// `instances(..)` only.
 use kernel_runtime::prelude::*;
 
 #[kernel(fastmath)]

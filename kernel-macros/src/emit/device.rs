@@ -1,5 +1,6 @@
 //! The device side: a kernel's PTX entry point, and `#[device]` functions.
 
+use crate::emit::launch_bounds;
 use crate::kernel::rewrite::{self, Scope};
 use crate::kernel::validate::{DeviceFn, Kernel};
 use proc_macro2::TokenStream;
@@ -15,7 +16,9 @@ pub fn entry(k: &Kernel) -> TokenStream {
     let body = body(k, &mut params);
     let target = sm80_target(&k.body);
     let Some(g) = &k.generic else {
+        let bounds = launch_bounds::statics(k, &[name.to_string()]);
         return device_block(quote! {
+            #bounds
             #target
             #[unsafe(no_mangle)]
             #[allow(non_snake_case, unused_unsafe, unused_mut, unused_variables)]
@@ -54,7 +57,10 @@ pub fn entry(k: &Kernel) -> TokenStream {
             }
         }
     });
+    let entry_names: Vec<String> = g.instances.iter().map(|i| i.entry.clone()).collect();
+    let bounds = launch_bounds::statics(k, &entry_names);
     device_block(quote! {
+        #bounds
         #target
         #[inline(always)]
         #[allow(non_snake_case, unused_unsafe, unused_mut, unused_variables)]

@@ -171,6 +171,7 @@ fn meta(k: &Kernel, plan: &CpuPlan) -> TokenStream {
         None => name_str.clone(),
     };
     let ptx = embedded_ptx(&first);
+    let bounds = crate::emit::launch_bounds::meta_field(k);
     let flags = [
         ("barriers", k.has_barriers()),
         ("split", plan.split.is_some()),
@@ -191,6 +192,7 @@ fn meta(k: &Kernel, plan: &CpuPlan) -> TokenStream {
             instances: &[#instances],
             ptx: #ptx,
             #shared
+            #bounds
             #(#flags)*
             ..__rt::KernelMeta::BASE
         }
@@ -390,13 +392,9 @@ pub fn grid_level_meta(name: &str, params: &[String], abi: &[String]) -> TokenSt
             name: #name,
             params: &[#(#params),*],
             instances: &[(#name, &[#(#abi),*])],
-            static_shared_bytes: 0,
             ptx: #ptx,
-            barriers: false,
-            split: false,
-            cooperative: false,
-            thread_context: false,
             grid_level: true,
+            ..::kernel_runtime::__rt::KernelMeta::BASE
         };
     }
 }
@@ -471,14 +469,8 @@ pub fn stand_in(func: &syn::ItemFn) -> TokenStream {
             const META: ::kernel_runtime::__rt::KernelMeta = ::kernel_runtime::__rt::KernelMeta {
                 name: #name_str,
                 params: &[],
-                instances: &[],
-                static_shared_bytes: 0,
                 ptx: ::core::result::Result::Err("the kernel did not compile"),
-                barriers: false,
-                split: false,
-                cooperative: false,
-                thread_context: false,
-                grid_level: false,
+                ..::kernel_runtime::__rt::KernelMeta::BASE
             };
         }
         #[cfg(not(target_arch = "nvptx64"))]

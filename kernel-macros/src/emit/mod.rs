@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod derive;
 pub mod device;
 pub mod foreign;
+pub mod launch_bounds;
 pub mod launcher;
 pub mod module_array;
 pub mod print;
@@ -21,12 +22,14 @@ use quote::{quote, quote_spanned, ToTokens};
 /// and its launcher, which holds the CPU backend's bodies.
 pub fn kernel(k: Kernel) -> TokenStream {
     let layout = has_layout(&k).then(|| shared_layout(&k));
+    let bounds = launch_bounds::item(&k);
     let checks = type_checks(&k);
     let entry = device::entry(&k);
     let plan = cpu::CpuPlan::of(&k);
     let launcher = launcher::launcher(&k, &plan);
     quote! {
         #layout
+        #bounds
         #checks
         #entry
         #launcher

@@ -14,6 +14,43 @@ pub struct KernelOptions {
     /// A generic kernel's instances (`instances(f32, f64)`, or tuples for several type
     /// parameters), as written.
     pub instances: Option<Instances>,
+    /// `launch_bounds = threads` or `launch_bounds = (threads, blocks)`.
+    pub launch_bounds: Option<LaunchBounds>,
+}
+
+/// The `launch_bounds` option: a block's most threads, and the blocks to keep resident on a
+/// multiprocessor, as written (constant expressions).
+pub struct LaunchBounds {
+    pub threads: Expr,
+    pub blocks: Option<Expr>,
+}
+
+impl LaunchBounds {
+    /// `threads` or `(threads)` or `(threads, blocks)`, as CUDA's `__launch_bounds__` and
+    /// Numba's `launch_bounds`; Numba's third bound (blocks per cluster) is refused.
+    fn parse(value: &Expr) -> syn::Result<LaunchBounds> {
+        let items: Vec<Expr> = match value {
+            Expr::Tuple(t) => t.elems.iter().cloned().collect(),
+            Expr::Paren(p) => vec![(*p.expr).clone()],
+            other => vec![other.clone()],
+        };
+        match items.as_slice() {
+            [threads] => Ok(LaunchBounds {
+                threads: threads.clone(),
+                blocks: None,
+            }),
+            [threads, blocks] => Ok(LaunchBounds {
+                threads: threads.clone(),
+                blocks: Some(blocks.clone()),
+            }),
+            _ => Err(syn::Error::new_spanned(
+                value,
+                "`launch_bounds` takes a block's most threads, or `(threads, blocks)` with the \
+                 blocks to keep resident on a multiprocessor (a bound of blocks per cluster is \
+                 not taken)",
+            )),
+        }
+    }
 }
 
 /// The `instances(..)` option: the list, and where it was written.
@@ -33,6 +70,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
         boundscheck: true,
         barriers: false,
         instances: None,
+        launch_bounds: None,
     };
     let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
     for meta in metas {
@@ -49,6 +87,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
                 }
             },
             Meta::Path(p) if p.is_ident("barriers") => options.barriers = true,
+            Meta::NameValue(nv) if nv.path.is_ident("launch_bounds") => {
+                options.launch_bounds = Some(LaunchBounds::parse(&nv.value)?);
+            }
             Meta::List(list) if list.path.is_ident("instances") => {
                 let types =
                     list.parse_args_with(Punctuated::<syn::Type, Token![,]>::parse_terminated)?;
@@ -60,8 +101,8 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
             other => {
                 return Err(syn::Error::new_spanned(
                     other,
-                    "unknown kernel option: expected `boundscheck = false`, `barriers` or \
-                     `instances(T1, T2, ..)`",
+                    "unknown kernel option: expected `boundscheck = false`, `barriers`, \
+                     `launch_bounds = (threads, blocks)` or `instances(T1, T2, ..)`",
                 ))
             }
         }

@@ -260,6 +260,20 @@ pub enum LaunchError {
         /// The device's limit.
         limit: u64,
     },
+    /// More threads per block than the kernel's `launch_bounds` allow.
+    #[error(
+        "a block of {dims} has {threads} threads, and the kernel's launch_bounds allow {bound}: \
+         launch blocks of at most {bound} threads, or raise the bound in #[kernel(launch_bounds \
+         = ..)]"
+    )]
+    PastLaunchBounds {
+        /// The block dimensions.
+        dims: Dim3,
+        /// Their product.
+        threads: u64,
+        /// The kernel's bound.
+        bound: u32,
+    },
     /// A block or grid dimension above the device's limit.
     #[error("{what} dimension {axis} is {value}; the limit is {limit}")]
     DimTooLarge {

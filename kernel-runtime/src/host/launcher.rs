@@ -76,6 +76,9 @@ pub struct KernelMeta {
     /// Whether only grid-level indices (`grid(n)`) tell its threads apart: the CPU backend then
     /// runs them as rows along x.
     pub grid_level: bool,
+    /// The most threads a block of it may have (`#[kernel(launch_bounds = ..)]`), or 0 for the
+    /// device's limit.
+    pub max_threads: u32,
 }
 
 impl std::fmt::Debug for KernelMeta {
@@ -91,6 +94,7 @@ impl std::fmt::Debug for KernelMeta {
             .field("cooperative", &self.cooperative)
             .field("thread_context", &self.thread_context)
             .field("grid_level", &self.grid_level)
+            .field("max_threads", &self.max_threads)
             .finish()
     }
 }
@@ -110,6 +114,7 @@ impl KernelMeta {
         cooperative: false,
         thread_context: false,
         grid_level: false,
+        max_threads: 0,
     };
 
     /// What the CPU backend needs to know of a launch of the kernel with `config`.
@@ -240,6 +245,11 @@ fn cover(
         Some(gpu) => gpu.block_size(entry, meta.module()?)?,
         None => 256,
     };
+    // The driver's calculator keeps within the bounds the kernel's PTX holds; the CPU's size too.
+    let threads = match meta.max_threads {
+        0 => threads,
+        bound => threads.min(bound),
+    };
     let config = LaunchConfig::cover(tasks, threads).map_err(|reason| Error::InvalidLaunch {
         kernel: meta.name,
         reason,
@@ -362,12 +372,21 @@ fn check(
     device: &Device,
     config: &LaunchConfig,
 ) -> Result<(), Error> {
+    let invalid = |reason| Error::InvalidLaunch {
+        kernel: meta.name,
+        reason,
+    };
     config
         .validate(device.limits(), meta.static_shared_bytes)
-        .map_err(|reason| Error::InvalidLaunch {
-            kernel: meta.name,
-            reason,
-        })?;
+        .map_err(invalid)?;
+    let threads = config.block.volume();
+    if meta.max_threads > 0 && threads > meta.max_threads as u64 {
+        return Err(invalid(LaunchError::PastLaunchBounds {
+            dims: config.block,
+            threads,
+            bound: meta.max_threads,
+        }));
+    }
     if meta.cooperative {
         check_cooperative(device, entry, meta.ptx, config, meta.static_shared_bytes)?;
     }

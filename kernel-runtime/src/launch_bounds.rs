@@ -1,0 +1,25 @@
+//! The bounds a kernel declares with `#[kernel(launch_bounds = (threads, blocks))]`, as CUDA's
+//! `__launch_bounds__(threads, blocks)` and Numba's `@cuda.jit(launch_bounds=...)`: its blocks
+//! have at most `threads` threads, and `blocks` of them should be resident on one
+//! multiprocessor at once. The build writes them into the kernel's PTX (`.maxntid`,
+//! `.minnctapersm`), so that ptxas keeps the kernel's registers within what `blocks` blocks of
+//! `threads` threads leave each thread; every launch of the kernel, on every backend, is
+//! refused where its block has more threads.
+
+/// The bounds `[threads, blocks]` of a kernel, checked when its crate compiles: `threads` from 1
+/// to 1024, and `blocks` from 1 to 32, or 0 where the kernel gives none.
+///
+/// ```
+/// assert_eq!(kernel_runtime::__rt::launch_bounds(256, 2), [256, 2]);
+/// ```
+pub const fn checked(threads: u64, blocks: u64) -> [u32; 2] {
+    assert!(
+        threads >= 1 && threads <= 1024,
+        "launch_bounds: a block's threads (the first bound) are 1 to 1024"
+    );
+    assert!(
+        blocks <= 32,
+        "launch_bounds: the blocks resident on a multiprocessor (the second bound) are at most 32"
+    );
+    [threads as u32, blocks as u32]
+}
