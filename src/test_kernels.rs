@@ -1711,7 +1711,8 @@ pub fn ldmatrix_mismatches<F, X>(
 ) -> u32
 where
     F: kernel_runtime::wmma::Matrix16 + Default,
-    X: kernel_runtime::pipeline::Source<F::Elem> + core::ops::Index<[usize; 2], Output = F::Elem>,
+    X: kernel_runtime::pipeline::Source<F::Stored>
+        + core::ops::Index<[usize; 2], Output = F::Stored>,
 {
     use kernel_runtime::wmma::{ldmatrix_sync, load_matrix_sync, Operand};
     let (mut each, mut warp) = (F::default(), F::default());
@@ -1744,6 +1745,23 @@ pub fn ldmatrix_cases(a: &Array2<f16>, out: &mut Array2<u32>) {
     out[[3, lane]] = ldmatrix_mismatches::<MatrixB<M16N8K16, f16>, _>(&s, [16, 0], ColMajor);
     out[[4, lane]] = ldmatrix_mismatches::<MatrixB<M16N16K16, f16>, _>(&s, [16, 8], RowMajor);
     out[[5, lane]] = ldmatrix_mismatches::<MatrixB<M16N16K16, f16>, _>(&s, [8, 16], ColMajor);
+}
+
+/// `ldmatrix_sync` against `load_matrix_sync` for `A` of `tf32` from a shared copy of `a`
+/// (32 × 32 `f32`, rounded as they load), in both layouts: `out[[case, lane]]` the mismatching
+/// elements.
+#[kernel(barriers)] // the warp meets in `ldmatrix_mismatches`
+pub fn ldmatrix_tf32_cases(a: &Array2<f32>, out: &mut Array2<u32>) {
+    use kernel_runtime::wmma::{Layout::*, MatrixA, Tf32, M16N8K8};
+    let mut s = shared_array![f32; [32, 36]];
+    let lane = thread_idx().x as usize;
+    for k in 0..32 {
+        s[[lane, k]] = a[[lane, k]];
+    }
+    sync_threads();
+    out[[0, lane]] = ldmatrix_mismatches::<MatrixA<M16N8K8, Tf32>, _>(&s, [8, 4], RowMajor);
+    out[[1, lane]] = ldmatrix_mismatches::<MatrixA<M16N8K8, Tf32>, _>(&s, [16, 24], RowMajor);
+    out[[2, lane]] = ldmatrix_mismatches::<MatrixA<M16N8K8, Tf32>, _>(&s, [4, 8], ColMajor);
 }
 
 /// `ldmatrix_sync` misused: `how` 0, a tile at a column off a multiple of 8; 1, from a global

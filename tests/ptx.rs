@@ -266,6 +266,20 @@ fn registers_within_bounds(ptx: &str, name: &str) -> Option<u32> {
 }
 
 #[test]
+fn the_tf32_matmul_loads_a_with_ldmatrix_and_rounds_in_one_instruction() {
+    let Some(kernels) = with_ptx() else { return };
+    assert_instructions(
+        &kernels,
+        "matmul_tensor_tf32",
+        &[
+            "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+            "cvt.rna.tf32.f32",
+            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+        ],
+    );
+}
+
+#[test]
 fn launch_bounds_reach_the_ptx_and_bound_the_registers() {
     let Some(kernels) = with_ptx() else { return };
     for (name, threads, blocks) in [("bounded_block_sizes", 128, 4), ("matmul_tensor", 256, 2)] {

@@ -510,6 +510,26 @@ fn ldmatrix_loads_what_each_lane_loads_alone() {
     }
 }
 
+/// The same for `A` of `tf32`, its `f32` elements rounded as they load, at values whose
+/// rounding shows (ties among them).
+#[test]
+fn ldmatrix_loads_tf32_as_each_lane_loads_it_alone() {
+    use kernel_suite::test_kernels::ldmatrix_tf32_cases;
+    let a = Array2::from_shape_fn((32, 32), |(r, c)| {
+        1.0 + (r * 32 + c) as f32 / 2048.0 + (c % 3) as f32 / 8192.0
+    });
+    for dev in backends() {
+        let mut out = dev
+            .to_device(&Array2::from_elem((3, 32), u32::MAX))
+            .unwrap();
+        ldmatrix_tf32_cases
+            .launch(1, 32, (&dev.to_device(&a).unwrap(), &mut out))
+            .unwrap();
+        let out = out.to_host().unwrap();
+        assert!(out.iter().all(|&m| m == 0), "{:?}: {out:?}", dev.kind());
+    }
+}
+
 #[test]
 fn a_misused_ldmatrix_is_an_error_at_the_call() {
     use kernel_suite::test_kernels::ldmatrix_misused;

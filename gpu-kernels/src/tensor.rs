@@ -312,7 +312,7 @@ const ROW_A_TF32: usize = DEPTH_TF32 + 4;
 ///
 /// Each warp's part is 4 × 4 accumulators of 16 × 8 (`m16n8k8`); a tile is 16 deep, each
 /// thread staging two runs of 4 floats of `a` and two of `b`, and the rounding is the fragment
-/// loads'.
+/// loads' (one `cvt.rna.tf32.f32` an element).
 ///
 /// ```
 /// use gpu_kernels::{matmul_tensor_tf32, TC_THREADS};
@@ -329,16 +329,18 @@ const ROW_A_TF32: usize = DEPTH_TF32 + 4;
 /// assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5 * w.abs()));
 /// # Ok::<(), kernel_runtime::Error>(())
 /// ```
-#[kernel(barriers, boundscheck = false, launch_bounds = (TC_THREADS, 2))]
+// One block a multiprocessor: two would leave 128 registers, and it would spill.
+#[kernel(barriers, boundscheck = false, launch_bounds = (TC_THREADS, 1))]
 pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
     let mut sa = shared_array![f32; [2 * TC_TILE, ROW_A_TF32]];
     let mut sb = shared_array![f32; [2 * DEPTH_TF32, ROW_B]];
-    // `ldmatrix` moves 16-bit elements: each lane loads its own `tf32` ones.
+    // `ldmatrix` moves pairs of 16-bit elements for `A` (`ROW_A_TF32` is a multiple of 4
+    // floats); `B`'s would need them transposed: each lane loads its own.
     product::<M16N8K8, Tf32, _, 4, DEPTH_TF32, 4, 32, { TC_THREADS as usize }, _, _, _, _, _>(
         (&a, &b, &mut c),
         &mut sa,
         &mut sb,
-        |f, s, at| load_matrix_sync(f, s, at, Layout::RowMajor),
+        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
         |f, s, at| load_matrix_sync(f, s, at, Layout::RowMajor),
     );
 }
@@ -370,7 +372,7 @@ pub fn matmul_tensor_tf32_64x64(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2
         (&a, &b, &mut c),
         &mut sa,
         &mut sb,
-        |f, s, at| load_matrix_sync(f, s, at, Layout::RowMajor),
+        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
         |f, s, at| load_matrix_sync(f, s, at, Layout::RowMajor),
     );
 }

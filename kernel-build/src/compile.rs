@@ -130,9 +130,15 @@ impl DeviceBuild<'_> {
     /// The nested cargo command, with a clean environment.
     pub(crate) fn command(&self) -> Command {
         let mut cmd = nested_cargo(&self.toolchain.cargo);
+        // Every crate of the build for the one GPU, the runtime's too: its code for newer GPUs
+        // (`cfg(target_feature = "sm_80")`) is chosen where it is compiled, not where it is used.
         cmd.env(crate::MARKER, "1")
             .env("RUSTC", &self.toolchain.rustc)
             .env("RUSTC_BOOTSTRAP", "1")
+            .env(
+                "CARGO_ENCODED_RUSTFLAGS",
+                format!("-Ctarget-cpu={}", self.arch),
+            )
             .args(["rustc", "--release", "--lib", "--target", TARGET]);
         if self.toolchain.build_std {
             cmd.arg("-Zbuild-std=core");
@@ -193,12 +199,14 @@ impl DeviceBuild<'_> {
         }
     }
 
-    /// The compiler, the command and its flags: a build by another is not reused.
+    /// The compiler, the command, its flags and the variables it sets: a build by another is
+    /// not reused.
     fn stamp(&self) -> String {
         let cmd = self.command();
         let args: Vec<_> = cmd.get_args().collect();
+        let set: Vec<_> = cmd.get_envs().filter(|(_, v)| v.is_some()).collect();
         format!(
-            "{:?} {:?} {args:?}",
+            "{:?} {:?} {args:?} {set:?}",
             self.toolchain.rustc,
             cmd.get_program()
         )

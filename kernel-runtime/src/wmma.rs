@@ -108,8 +108,31 @@ use core::ops::{Index, IndexMut};
 pub struct Tf32(f32);
 
 impl Tf32 {
-    /// `v` rounded to `tf32`: to nearest, ties away from zero; infinities and NaN kept.
+    /// `v` rounded to `tf32`: to nearest, ties away from zero; infinities and NaN kept. For a
+    /// GPU of sm_80 or later, one instruction (`cvt.rna.tf32.f32`).
+    #[inline(always)]
     pub fn from_f32(v: f32) -> Tf32 {
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+        {
+            let bits: u32;
+            // SAFETY: a conversion between registers.
+            unsafe {
+                core::arch::asm!(
+                    "cvt.rna.tf32.f32 {b}, {v};",
+                    b = out(reg32) bits,
+                    v = in(reg32) v.to_bits(),
+                    options(pure, nomem, nostack)
+                );
+            }
+            Tf32(f32::from_bits(bits))
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+        Tf32::round(v)
+    }
+
+    /// [`Tf32::from_f32`] by integer arithmetic, on every backend and GPU.
+    #[inline(always)]
+    fn round(v: f32) -> Tf32 {
         let bits = v.to_bits();
         if !v.is_finite() {
             return Tf32(v);
@@ -538,49 +561,84 @@ pub fn store_matrix_within<S: Shape, C: Accumulate, Y>(
     );
 }
 
-/// A fragment of `A` or `B` of 16-bit elements (`f16`, `bf16`): what [`ldmatrix_sync`] loads,
-/// as 8 × 8 matrices of 16-bit elements, one per register of each lane.
+/// A fragment that [`ldmatrix_sync`] loads, as 8 × 8 matrices of 16-bit elements, one per
+/// register of each lane: `A` and `B` of `f16` or `bf16`, and `A` of [`Tf32`] (`m16n8k8`), whose
+/// elements are pairs of 16-bit ones (8 × 4 matrices of `tf32`).
 #[diagnostic::on_unimplemented(
     message = "`ldmatrix_sync` does not load `{Self}`",
     label = "ldmatrix moves 16-bit elements of `A` and `B`",
-    note = "`ldmatrix_sync` loads `MatrixA` and `MatrixB` of `f16` or `bf16`; load other fragments with `load_matrix_sync`"
+    note = "`ldmatrix_sync` loads `MatrixA` and `MatrixB` of `f16` or `bf16`, and `MatrixA<M16N8K8, Tf32>`; load other fragments with `load_matrix_sync`"
 )]
-pub trait Matrix16: Fragment<Elem: Half> + sealed::Matrix16 {
+pub trait Matrix16: Fragment<Elem: Operand> + sealed::Matrix16 {
+    /// The element type of the array it loads from (`f32` for a `tf32` fragment, rounded as it
+    /// loads).
+    type Stored: Copy + Into<Self::Elem>;
     /// How many 8 × 8 matrices: the lane's registers (1, 2 or 4).
     const MATRICES: usize;
     /// Whether a register's two elements lie one above the other in the tile (`B`'s: rows
     /// `2t`, `2t + 1`), not side by side (`A`'s: columns `2t`, `2t + 1`).
     const DOWN: bool;
+    /// Whether `ldmatrix` can load it transposed (a column-major tile): not where an element
+    /// is two 16-bit halves, which the transpose would part.
+    const TRANSPOSES: bool;
+    /// Element `i` of the fragment from the lane's registers.
+    fn from_registers(regs: [u32; 4], i: usize) -> Self::Elem;
 }
 
 impl<S: Shape + Fits<T>, T: Half> sealed::Matrix16 for MatrixA<S, T> {}
 impl<S: Shape + Fits<T>, T: Half> Matrix16 for MatrixA<S, T> {
+    type Stored = T;
     const MATRICES: usize = S::K / 4;
     const DOWN: bool = false;
+    const TRANSPOSES: bool = true;
+    #[inline(always)]
+    fn from_registers(regs: [u32; 4], i: usize) -> T {
+        T::from_bits(regs[i / 2] >> (16 * (i % 2)) & 0xffff)
+    }
 }
 impl<S: Shape + Fits<T>, T: Half> sealed::Matrix16 for MatrixB<S, T> {}
 impl<S: Shape + Fits<T>, T: Half> Matrix16 for MatrixB<S, T> {
+    type Stored = T;
     const MATRICES: usize = S::K * S::N / 64;
     const DOWN: bool = true;
+    const TRANSPOSES: bool = true;
+    #[inline(always)]
+    fn from_registers(regs: [u32; 4], i: usize) -> T {
+        T::from_bits(regs[i / 2] >> (16 * (i % 2)) & 0xffff)
+    }
+}
+impl sealed::Matrix16 for MatrixA<M16N8K8, Tf32> {}
+impl Matrix16 for MatrixA<M16N8K8, Tf32> {
+    type Stored = f32;
+    const MATRICES: usize = 4;
+    const DOWN: bool = false;
+    const TRANSPOSES: bool = false;
+    #[inline(always)]
+    fn from_registers(regs: [u32; 4], i: usize) -> Tf32 {
+        Tf32::from_f32(f32::from_bits(regs[i]))
+    }
 }
 
 /// The 16-bit element types: `f16` and `bf16`.
 #[diagnostic::on_unimplemented(
     message = "`ldmatrix_sync` does not load fragments of `{Self}`",
     label = "ldmatrix moves 16-bit elements",
-    note = "`ldmatrix_sync` loads `MatrixA` and `MatrixB` of `f16` or `bf16`; load other fragments with `load_matrix_sync`"
+    note = "`ldmatrix_sync` loads `MatrixA` and `MatrixB` of `f16` or `bf16`, and `MatrixA<M16N8K8, Tf32>`; load other fragments with `load_matrix_sync`"
 )]
 pub trait Half: Operand {}
 impl Half for half::f16 {}
 impl Half for half::bf16 {}
 
-/// `ldmatrix`: the warp's load of a fragment of `f16` or `bf16` from a shared array, the tile at
-/// `x[at]` placed as `layout` says. Each lane reads a row of 16 bytes of an 8 × 8 matrix for the
-/// lanes that hold it: one instruction, where [`load_matrix_sync`] makes one per element.
+/// `ldmatrix`: the warp's load of a fragment of `f16` or `bf16`, or of `A` of [`Tf32`] from
+/// `f32` (rounded as [`load_matrix_sync`] rounds), from a shared array, the tile at `x[at]`
+/// placed as `layout` says. Each lane reads a row of 16 bytes of an 8 × 8 matrix of 16-bit
+/// elements for the lanes that hold it: one instruction, where [`load_matrix_sync`] makes one
+/// per element. A `tf32` tile in column-major layout, which the instruction cannot transpose,
+/// loads as [`load_matrix_sync`] does.
 ///
 /// All 32 lanes call it together, at one place, with the same tile and layout; each row of the
 /// tile in `x` starts at a multiple of 16 bytes from its first element (a shared array's rows of
-/// a multiple of 8 elements, the tile at a column that is a multiple of 8). On the CPU backend
+/// a multiple of 16 bytes, the tile at a column at a multiple of 16 bytes). On the CPU backend
 /// a lane that does not take part, or another tile, is an error at the call; a row that breaks
 /// the alignment, or an array not in shared memory, stops the kernel on every backend.
 ///
@@ -591,12 +649,16 @@ impl Half for half::bf16 {}
 pub fn ldmatrix_sync<F, X>(frag: &mut F, x: &X, tile: [usize; 2], layout: Layout)
 where
     F: Matrix16,
-    X: crate::pipeline::Source<F::Elem> + Index<[usize; 2], Output = F::Elem>,
+    X: crate::pipeline::Source<F::Stored> + Index<[usize; 2], Output = F::Stored>,
 {
+    if !F::TRANSPOSES && layout == Layout::ColMajor {
+        return load_matrix_sync(frag, x, tile, layout);
+    }
     let row = ldmatrix_row::<F>(crate::warp::lane_id() as usize, tile, layout);
     let [rows, cols] = x.extent();
-    if row[0] >= rows || row[1] + 8 > cols {
-        let last = [row[0], row[1] + 7];
+    let per_row = 16 / size_of::<F::Stored>();
+    if row[0] >= rows || row[1] + per_row > cols {
+        let last = [row[0], row[1] + per_row - 1];
         crate::fault::out_of_bounds(
             x.label(),
             &last,
@@ -615,14 +677,14 @@ where
     cpu::ldmatrix(frag, x, tile, layout);
 }
 
-/// The row of 8 elements of `x` that lane `lane` reads in an `ldmatrix` of `F` at `tile`: row
+/// The row of 16 bytes of `x` that lane `lane` reads in an `ldmatrix` of `F` at `tile`: row
 /// `lane % 8` of 8 × 8 matrix `lane / 8` (lanes past the matrices read again those of the
 /// first ones; the instruction reads no address of theirs), which starts at the place in `x` of
 /// lane 0's first element of the matrix.
 #[inline(always)]
 fn ldmatrix_row<F: Matrix16>(lane: usize, tile: [usize; 2], layout: Layout) -> [usize; 2] {
     let matrix = lane / 8 % F::MATRICES;
-    let [r, c] = at(tile, F::place(0, 2 * matrix), layout);
+    let [r, c] = at(tile, F::place(0, F::Elem::PACK * matrix), layout);
     [r + lane % 8, c]
 }
 
@@ -734,9 +796,7 @@ mod gpu {
         }
         let regs = [r0, r1, r2, r3];
         let elems = frag.elems();
-        each(elems.len(), |i| {
-            elems[i] = F::Elem::from_bits(regs[i / 2] >> (16 * (i % 2)) & 0xffff);
-        });
+        each(elems.len(), |i| elems[i] = F::from_registers(regs, i));
     }
 
     #[inline(always)]
@@ -835,7 +895,7 @@ mod cpu {
     #[track_caller]
     pub(super) fn ldmatrix<F: Matrix16, X>(frag: &mut F, x: &X, tile: [usize; 2], layout: Layout)
     where
-        X: Index<[usize; 2], Output = F::Elem> + ?Sized,
+        X: Index<[usize; 2], Output = F::Stored> + ?Sized,
     {
         let here = Location::caller();
         let load = Load {
@@ -865,7 +925,7 @@ mod cpu {
         }
         let elems = frag.elems();
         for (i, e) in elems.iter_mut().enumerate() {
-            *e = x[at(tile, F::place(lane, i), layout)];
+            *e = x[at(tile, F::place(lane, i), layout)].into();
         }
     }
 
@@ -1012,7 +1072,12 @@ mod tests {
     #[test]
     fn ldmatrix_rows_give_each_lane_its_elements() {
         fn check<F: Matrix16>(name: &str) {
-            for layout in [Layout::RowMajor, Layout::ColMajor] {
+            let layouts = match F::TRANSPOSES {
+                true => &[Layout::RowMajor, Layout::ColMajor][..],
+                false => &[Layout::RowMajor][..],
+            };
+            let pack = F::Elem::PACK;
+            for &layout in layouts {
                 let tile = [8, 16];
                 let down = F::DOWN != (layout == Layout::ColMajor);
                 let rows: Vec<[usize; 2]> = (0..32)
@@ -1020,15 +1085,16 @@ mod tests {
                     .collect();
                 for lane in 0..32 {
                     let (g, t) = (lane / 4, lane % 4);
-                    for i in 0..2 * F::MATRICES {
-                        // Register `i / 2` of the lane, its element `i % 2`: from matrix
-                        // `i / 2`, whose row `p` lane `8 (i / 2) + p` read.
+                    for i in 0..pack * F::MATRICES {
+                        // Register `i / pack` of the lane, its element `i % pack` (a 32-bit
+                        // element fills it): from matrix `i / pack`, whose row `p` lane
+                        // `8 (i / pack) + p` read.
                         let (p, q) = if down {
                             (2 * t + i % 2, g)
                         } else {
-                            (g, 2 * t + i % 2)
+                            (g, pack * t + i % pack)
                         };
-                        let [r, c] = rows[8 * (i / 2) + p];
+                        let [r, c] = rows[8 * (i / pack) + p];
                         let got = [r, c + q];
                         let want = at(tile, F::place(lane, i), layout);
                         assert_eq!(got, want, "{name} {layout:?} lane {lane} element {i}");
@@ -1040,6 +1106,7 @@ mod tests {
         check::<MatrixA<M16N8K16, half::bf16>>("A m16n8k16");
         check::<MatrixB<M16N8K16, half::f16>>("B m16n8k16");
         check::<MatrixB<M16N16K16, half::f16>>("B m16n16k16");
+        check::<MatrixA<M16N8K8, Tf32>>("A m16n8k8 tf32");
     }
 
     #[test]
