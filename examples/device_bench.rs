@@ -21,10 +21,10 @@ mod common;
 use common::{kernel_ms, median, report, Result};
 use gpu_kernels::{
     add, add_chunked, add_wide, empty3, gaussian5x5, integrate2d_shared, laplace3d, matmul_tensor,
-    matmul_tensor_64x64, matmul_tensor_tf32, matmul_tensor_tf32_64x64, matmul_tiled, quicksort,
-    smooth, smooth_stencil, smooth_strips, smooth_words, strips_blocks, words_blocks, ADD_WIDE,
-    INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB,
-    WORD_THREADS,
+    matmul_tensor_64x64, matmul_tensor_staged, matmul_tensor_tf32, matmul_tensor_tf32_64x64,
+    matmul_tiled, quicksort, smooth, smooth_stencil, smooth_strips, smooth_words, strips_blocks,
+    words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TC_STAGED_SHARED_BYTES,
+    TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB, WORD_THREADS,
 };
 use kernel_runtime::ndarray::{Ix1, Ix2};
 use kernel_runtime::prelude::*;
@@ -127,12 +127,21 @@ fn run(args: Args) -> Result {
     quicksort_pass(&dev, reps, &keys, passes)?.print();
     bench_matmul(&dev, reps.min(10), pick(4096, 256))?.print();
     let (reps, n) = (reps.min(10), pick(8192, 256));
-    let f16_matmuls: [Timed<f16>; 2] = [
+    let f16_matmuls: [Timed<f16>; 3] = [
         ("matmul-f16", "64x32", &|g, x| {
             matmul_tensor.launch(g, TC_THREADS, x)
         }),
         ("matmul-f16-64x64", "64x64", &|g, x| {
             matmul_tensor_64x64.launch(g, TC_THREADS_64X64, x)
+        }),
+        ("matmul-f16-staged", "64x64, 4 stages", &|g, x| {
+            let config = LaunchConfig::new(g, TC_THREADS_64X64).map_err(|reason| {
+                kernel_runtime::Error::InvalidLaunch {
+                    kernel: "matmul_tensor_staged",
+                    reason,
+                }
+            })?;
+            matmul_tensor_staged.launch_with(config.shared_bytes(TC_STAGED_SHARED_BYTES), x)
         }),
     ];
     for line in bench_matmul_tensor(&dev, reps, n, &f16_matmuls)? {

@@ -223,7 +223,7 @@ type Operands<'x, E> = (
 type Matmul<E> = fn((u32, u32), u32, Operands<'_, E>) -> Result<(), kernel_runtime::Error>;
 
 /// The `f16` matmuls, each with its name and its threads per block.
-fn f16_matmuls() -> [(&'static str, u32, Matmul<f16>); 2] {
+fn f16_matmuls() -> [(&'static str, u32, Matmul<f16>); 3] {
     use gpu_kernels::{matmul_tensor, matmul_tensor_64x64, TC_THREADS, TC_THREADS_64X64};
     [
         ("warps of 64 x 32", TC_THREADS, |g, t, x| {
@@ -232,7 +232,19 @@ fn f16_matmuls() -> [(&'static str, u32, Matmul<f16>); 2] {
         ("warps of 64 x 64", TC_THREADS_64X64, |g, t, x| {
             matmul_tensor_64x64.launch(g, t, x)
         }),
+        ("warps of 64 x 64, 4 stages", TC_THREADS_64X64, staged),
     ]
+}
+
+/// `matmul_tensor_staged` in `g` blocks of `t` threads, with the dynamic shared memory it takes.
+fn staged(g: (u32, u32), t: u32, x: Operands<'_, f16>) -> Result<(), kernel_runtime::Error> {
+    use gpu_kernels::{matmul_tensor_staged, TC_STAGED_SHARED_BYTES};
+    let config =
+        LaunchConfig::new(g, t).map_err(|reason| kernel_runtime::Error::InvalidLaunch {
+            kernel: "matmul_tensor_staged",
+            reason,
+        })?;
+    matmul_tensor_staged.launch_with(config.shared_bytes(TC_STAGED_SHARED_BYTES), x)
 }
 
 /// The `tf32` matmuls, each with its name and its threads per block.
@@ -248,15 +260,32 @@ fn tf32_matmuls() -> [(&'static str, u32, Matmul<f32>); 2] {
     ]
 }
 
+/// The staged matmul's tiles lie in dynamic shared memory: a launch that gives it less is an
+/// error that says how much to give.
+#[test]
+fn the_staged_matmul_asks_for_its_shared_memory() {
+    use gpu_kernels::{matmul_tensor_staged, TC_THREADS_64X64};
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let a = dev.to_device(&values(16, 16, 3, f16::from_f32)).unwrap();
+        let mut c = dev.zeros::<f32, _>((16, 16)).unwrap();
+        let err = matmul_tensor_staged
+            .launch((1, 1), TC_THREADS_64X64, (&a, &a, &mut c))
+            .unwrap_err();
+        common::assert_mentions(&err.to_string(), &["TC_STAGED_SHARED_BYTES"]);
+    }
+}
+
 /// Rows of 32 and 72 halves or floats start at multiples of 16 bytes: the kernels stage those
 /// with asynchronous copies (the last past every edge of its tiles, and (130, 72, 136) whole
 /// tiles too), the others with plain loads.
-const SIZES: [(usize, usize, usize); 5] = [
+const SIZES: [(usize, usize, usize); 6] = [
     (37, 45, 29),
     (1, 1, 1),
     (64, 32, 64),
     (130, 70, 260),
     (130, 72, 136),
+    // Seven tiles deep: the staged matmul's four buffers go round more than once.
+    (33, 200, 40),
 ];
 
 #[test]

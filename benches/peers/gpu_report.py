@@ -57,8 +57,10 @@ GOALS = [
     # The same kernels in blocks of four warps of 64 x 64, side by side with the eight above.
     ("matmul-f16-64x64", "cupy", 1.5),
     ("matmul-tf32-64x64", "cupy", 1.5),
+    # And the f16 one of four warps with four tiles staged at once, in dynamic shared memory.
+    ("matmul-f16-staged", "cupy", 1.5),
 ]
-PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "laplace3d", "gaussian", "integrate2d", "quicksort", "matmul", "matmul-f16", "matmul-f16-64x64", "matmul-tf32", "matmul-tf32-64x64"]
+PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "laplace3d", "gaussian", "integrate2d", "quicksort", "matmul", "matmul-f16", "matmul-f16-64x64", "matmul-f16-staged", "matmul-tf32", "matmul-tf32-64x64"]
 PEERS = ["numba", "numba @vectorize", "cupy", "cuda", "rayon"]
 # Peers whose one form of a program stands for our variants of it too: CuPy's `a + b` and
 # Numba's @vectorize are all they have of add-list, however ours spreads it over threads.
@@ -71,6 +73,7 @@ SAME_AS = {
     ("smooth-stencil", "numba"): "smooth-words",
     ("smooth-stencil", "cupy"): "smooth",
     ("matmul-f16-64x64", "cupy"): "matmul-f16",
+    ("matmul-f16-staged", "cupy"): "matmul-f16",
     ("matmul-tf32-64x64", "cupy"): "matmul-tf32",
 }
 LAUNCH_GOAL_US = 4.0

@@ -31,6 +31,7 @@ pub use stencil::{
 #[cfg(not(target_arch = "nvptx64"))]
 pub use stencil::{strips_blocks, words_blocks};
 pub use tensor::{
-    matmul_tensor, matmul_tensor_64x64, matmul_tensor_tf32, matmul_tensor_tf32_64x64, TC_THREADS,
-    TC_THREADS_64X64, TC_TILE,
+    matmul_tensor, matmul_tensor_64x64, matmul_tensor_staged, matmul_tensor_tf32,
+    matmul_tensor_tf32_64x64, TC_STAGED_SHARED_BYTES, TC_STAGES, TC_THREADS, TC_THREADS_64X64,
+    TC_TILE,
 };

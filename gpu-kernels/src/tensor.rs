@@ -13,9 +13,11 @@
 //! a fragment load fall in distinct banks.
 //!
 //! Tensor cores and asynchronous copies need a GPU of sm_80 or later: this crate's PTX is
-//! built for sm_80 unless `KERNEL_PTX_ARCH` names another.
+//! built for sm_80 unless `KERNEL_PTX_ARCH` names another. The device functions here are
+//! `#[inline(always)]`: several kernels share their instances, and one that the compiler left
+//! a call would hold its accumulators in memory.
 
-use core::ops::IndexMut;
+use core::ops::{Index, IndexMut};
 use kernel_runtime::pipeline::{
     memcpy_async_tile, pipeline_commit, pipeline_wait_prior, Destination, Source,
 };
@@ -81,6 +83,7 @@ fn block_of<const WN: usize>() {
 /// `n` is: accumulators and fragments indexed so stay in registers, where a loop the compiler
 /// left rolled would index them in memory.
 #[device]
+#[inline(always)]
 fn each(n: usize, mut f: impl FnMut(usize)) {
     macro_rules! upto {
         ($($i:literal)*) => { $( if $i < n { f($i) } )* };
@@ -89,23 +92,36 @@ fn each(n: usize, mut f: impl FnMut(usize)) {
 }
 
 /// Stages tile `ti`, `D` deep, of `a` and `b` for the block whose tile of `c` starts at
-/// `corner` into buffer `ti % 2` of `sa` and `sb` (their rows from `ti % 2 * TC_TILE` and from
-/// `ti % 2 * D`), zeros past the matrices' edges: the block's `THREADS` threads each start their
-/// share of the tiles' runs of `W` elements ([`memcpy_async_tile`]).
+/// `corner` into buffer `s` of `sa` and `sb` (their rows from `s * TC_TILE` and from `s * D`),
+/// zeros past the matrices' edges: the block's `THREADS` threads each start their share of the
+/// tiles' runs of `W` elements ([`memcpy_async_tile`]).
 #[device]
 fn stage<T, const W: usize, const D: usize, const THREADS: usize, S, X>(
     (sa, sb): (&mut S, &mut S),
     (a, b): (&X, &X),
-    ti: usize,
+    (ti, s): (usize, usize),
     corner: [usize; 2],
 ) where
     T: kernel_runtime::AnyBitPattern,
     S: Destination<T>,
     X: Source<T>,
 {
-    let (k0, s) = (ti * D, ti % 2);
+    let k0 = ti * D;
     memcpy_async_tile::<T, W, TC_TILE, D, THREADS>(sa, [s * TC_TILE, 0], a, [corner[0], k0]);
     memcpy_async_tile::<T, W, D, TC_TILE, THREADS>(sb, [s * D, 0], b, [k0, corner[1]]);
+}
+
+/// Waits until at most the thread's `STAGES - 1` latest groups of copies are in flight
+/// (`pipeline_wait_prior::<STAGES - 1>`).
+#[device]
+fn wait_all_but<const STAGES: usize>() {
+    const { assert!(STAGES >= 2 && STAGES <= 5, "2 to 5 stages") };
+    match STAGES {
+        2 => pipeline_wait_prior::<1>(),
+        3 => pipeline_wait_prior::<2>(),
+        4 => pipeline_wait_prior::<3>(),
+        _ => pipeline_wait_prior::<4>(),
+    }
 }
 
 /// Multiplies the warp's part (64 × `WN`) of buffer `s` of the staged tiles, `D` deep (as
@@ -142,10 +158,12 @@ fn multiply<S, T, const J: usize, const D: usize, const WN: usize, LA, LB>(
 }
 
 /// `c = a @ b` for the warp's part of the block's tile, its blocks' warps `WN` columns wide, each
-/// with 4 × `J` accumulators of 16 × `S::N`: round `ti` stages tile `ti` (as [`stage`], `W`
-/// elements a run, `D` deep) into buffer `ti % 2` of `sa` and `sb` while the warps multiply tile
-/// `ti - 1` (as [`multiply`], its fragments loaded by `load_a` and `load_b` from the buffers);
-/// then each warp stores its part.
+/// with 4 × `J` accumulators of 16 × `S::N`, from tiles staged `STAGES` deep in as many buffers
+/// of `sa` and `sb`: the first `STAGES - 1` tiles fly before any is multiplied; then each round
+/// waits for the oldest, meets, starts the copies of the tile `STAGES - 1` on into the buffer
+/// the round before read (as [`stage`], `W` elements a run, `D` deep), and multiplies the tile
+/// that landed (as [`multiply`], its fragments loaded by `load_a` and `load_b` from the
+/// buffers); then each warp stores its part.
 #[device]
 fn product<
     S,
@@ -156,6 +174,7 @@ fn product<
     const J: usize,
     const WN: usize,
     const THREADS: usize,
+    const STAGES: usize,
     B,
     X,
     Y,
@@ -188,21 +207,24 @@ fn product<
     let mut acc = [[Accumulator::<S>::new(); J]; 4];
     let depth_tiles = a.extent()[1].div_ceil(D);
     let (_, corner, [wr, wc]) = tiles::<WN>();
-    for ti in 0..depth_tiles + 1 {
+    // Round `ti` starts the copies of tile `ti` into buffer `ti % STAGES`, and multiplies the
+    // tile `STAGES - 1` before.
+    for ti in 0..depth_tiles + STAGES - 1 {
         if ti < depth_tiles {
-            stage::<_, W, D, THREADS, _, _>((sa, sb), (a, b), ti, corner);
+            stage::<_, W, D, THREADS, _, _>((sa, sb), (a, b), (ti, ti % STAGES), corner);
         }
         pipeline_commit();
-        if ti > 0 {
-            pipeline_wait_prior::<1>();
+        if ti >= STAGES - 1 {
+            wait_all_but::<STAGES>();
             sync_threads();
             let (sa, sb) = (&*sa, &*sb);
             multiply::<S, T, J, D, WN, _, _>(
                 &mut acc,
-                (ti - 1) % 2,
+                (ti - (STAGES - 1)) % STAGES,
                 |f, at| load_a(f, sa, at),
                 |f, at| load_b(f, sb, at),
             );
+            // The next round writes the buffer read last.
             sync_threads();
         }
     }
@@ -213,6 +235,7 @@ fn product<
 /// Stores the warp's 4 × `J` accumulators of 16 × `S::N` from `at` on (its part of the block's
 /// tile), each its part inside `within`, written out.
 #[device]
+#[inline(always)]
 fn store_tiles<S: Shape, const J: usize, Y>(
     c: &mut Y,
     acc: &[[Accumulator<S>; J]; 4],
@@ -227,6 +250,36 @@ fn store_tiles<S: Shape, const J: usize, Y>(
             store_matrix_within(c, place, &acc[i][j], Layout::RowMajor, within);
         })
     });
+}
+
+/// [`product`] of `f16` tiles [`DEPTH`] deep, in runs of 8 halves, each fragment loaded with one
+/// `ldmatrix` (rows of 16 bytes: `ROW_A` and `ROW_B` are multiples of 8 halves), for warps of
+/// 16 × 16 accumulators.
+#[device]
+fn product_f16<
+    const J: usize,
+    const WN: usize,
+    const THREADS: usize,
+    const STAGES: usize,
+    B,
+    X,
+    Y,
+>(
+    abc: (&X, &X, &mut Y),
+    sa: &mut B,
+    sb: &mut B,
+) where
+    B: Destination<f16> + Index<[usize; 2], Output = f16>,
+    X: Source<f16>,
+    Y: IndexMut<[usize; 2], Output = f32> + ?Sized,
+{
+    product::<M16N16K16, f16, _, 8, DEPTH, J, WN, THREADS, STAGES, _, _, _, _, _>(
+        abc,
+        sa,
+        sb,
+        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
+        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
+    );
 }
 
 /// `c = a @ b`: launch `(m.div_ceil(TC_TILE), n.div_ceil(TC_TILE))` blocks of [`TC_THREADS`]
@@ -258,15 +311,7 @@ pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
     // Two buffers of each tile: rows `s * TC_TILE ..` of `sa`, `s * DEPTH ..` of `sb`.
     let mut sa = shared_array![f16; [2 * TC_TILE, ROW_A]];
     let mut sb = shared_array![f16; [2 * DEPTH, ROW_B]];
-    // The warp loads each fragment with one `ldmatrix` (rows of 16 bytes: `ROW_A` and `ROW_B`
-    // are multiples of 8 halves).
-    product::<M16N16K16, f16, _, 8, DEPTH, 2, 32, { TC_THREADS as usize }, _, _, _, _, _>(
-        (&a, &b, &mut c),
-        &mut sa,
-        &mut sb,
-        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
-        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
-    );
+    product_f16::<2, 32, { TC_THREADS as usize }, 2, _, _, _>((&a, &b, &mut c), &mut sa, &mut sb);
 }
 
 /// [`matmul_tensor`] in blocks of four warps, each a 64 × 64 part of the tile (4 × 4
@@ -291,12 +336,54 @@ pub fn matmul_tensor(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
 pub fn matmul_tensor_64x64(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
     let mut sa = shared_array![f16; [2 * TC_TILE, ROW_A]];
     let mut sb = shared_array![f16; [2 * DEPTH, ROW_B]];
-    product::<M16N16K16, f16, _, 8, DEPTH, 4, 64, { TC_THREADS_64X64 as usize }, _, _, _, _, _>(
+    let (sa, sb) = (&mut sa, &mut sb);
+    product_f16::<4, 64, { TC_THREADS_64X64 as usize }, 2, _, _, _>((&a, &b, &mut c), sa, sb);
+}
+
+/// The tiles [`matmul_tensor_staged`] stages at once: three in flight while the warps multiply
+/// the fourth.
+pub const TC_STAGES: usize = 4;
+/// The dynamic shared memory [`matmul_tensor_staged`] takes: [`TC_STAGES`] buffers of a tile of
+/// `a` and of `b`, 75 776 bytes, past the 48 KiB of static shared memory a block may have.
+pub const TC_STAGED_SHARED_BYTES: usize =
+    TC_STAGES * (TC_TILE * ROW_A + DEPTH * ROW_B) * size_of::<f16>();
+
+/// [`matmul_tensor_64x64`] with [`TC_STAGES`] tiles staged at once (where the others stage two):
+/// the copies of three tiles fly while the warps multiply the fourth, from dynamic shared
+/// memory. Launch `(m.div_ceil(TC_TILE), n.div_ceil(TC_TILE))` blocks of [`TC_THREADS_64X64`]
+/// threads with [`TC_STAGED_SHARED_BYTES`] of it (a launch with fewer stops the kernel).
+///
+/// ```
+/// use gpu_kernels::{matmul_tensor_staged, TC_STAGED_SHARED_BYTES, TC_THREADS_64X64};
+/// use kernel_runtime::prelude::*;
+///
+/// let dev = Device::default();
+/// let a = Array2::from_shape_fn((20, 70), |(i, k)| f16::from_f32((i % 3) as f32 - k as f32 / 8.0));
+/// let b = Array2::from_shape_fn((70, 9), |(k, j)| f16::from_f32((k + j) as f32 / 64.0));
+/// let mut c = dev.zeros::<f32, _>((20, 9))?;
+/// let config = LaunchConfig::new((1, 1), TC_THREADS_64X64)?.shared_bytes(TC_STAGED_SHARED_BYTES);
+/// matmul_tensor_staged.launch_with(config, (&dev.to_device(&a)?, &dev.to_device(&b)?, &mut c))?;
+/// let want = a.mapv(|v| v.to_f32()).dot(&b.mapv(|v| v.to_f32()));
+/// assert!(c.to_host()?.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-2));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[kernel(barriers, boundscheck = false, launch_bounds = (TC_THREADS_64X64, 2))]
+pub fn matmul_tensor_staged(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
+    let (la, lb) = (TC_STAGES * TC_TILE * ROW_A, TC_STAGES * DEPTH * ROW_B);
+    let shared = dynamic_shared![f16];
+    assert!(
+        shared.len() >= la + lb,
+        "launch matmul_tensor_staged with LaunchConfig::shared_bytes(TC_STAGED_SHARED_BYTES)"
+    );
+    let (mut sa, mut sb) = (
+        shared.slice(0..la).rows(ROW_A),
+        shared.slice(la..la + lb).rows(ROW_B),
+    );
+    let (sa, sb) = (&mut sa, &mut sb);
+    product_f16::<4, 64, { TC_THREADS_64X64 as usize }, TC_STAGES, _, _, _>(
         (&a, &b, &mut c),
-        &mut sa,
-        &mut sb,
-        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
-        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
+        sa,
+        sb,
     );
 }
 
@@ -336,7 +423,7 @@ pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>)
     let mut sb = shared_array![f32; [2 * DEPTH_TF32, ROW_B]];
     // `ldmatrix` moves pairs of 16-bit elements for `A` (`ROW_A_TF32` is a multiple of 4
     // floats); `B`'s would need them transposed: each lane loads its own.
-    product::<M16N8K8, Tf32, _, 4, DEPTH_TF32, 4, 32, { TC_THREADS as usize }, _, _, _, _, _>(
+    product::<M16N8K8, Tf32, _, 4, DEPTH_TF32, 4, 32, { TC_THREADS as usize }, 2, _, _, _, _, _>(
         (&a, &b, &mut c),
         &mut sa,
         &mut sb,
@@ -368,7 +455,22 @@ pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>)
 pub fn matmul_tensor_tf32_64x64(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
     let mut sa = shared_array![f32; [2 * TC_TILE, ROW_A_TF32]];
     let mut sb = shared_array![f32; [2 * DEPTH_TF32, ROW_B]];
-    product::<M16N8K8, Tf32, _, 4, DEPTH_TF32, 8, 64, { TC_THREADS_64X64 as usize }, _, _, _, _, _>(
+    product::<
+        M16N8K8,
+        Tf32,
+        _,
+        4,
+        DEPTH_TF32,
+        8,
+        64,
+        { TC_THREADS_64X64 as usize },
+        2,
+        _,
+        _,
+        _,
+        _,
+        _,
+    >(
         (&a, &b, &mut c),
         &mut sa,
         &mut sb,

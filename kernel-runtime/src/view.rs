@@ -324,7 +324,7 @@ macro_rules! rank0 {
     };
 }
 macro_rules! rank1 {
-    ($name:ident) => {
+    ($name:ident => $rows:ident) => {
         impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
             /// The length, as ndarray's `dim()` of a 1-D array.
             #[inline(always)]
@@ -350,6 +350,24 @@ macro_rules! rank1 {
                     #[cfg(not(target_arch = "nvptx64"))]
                     trace: self.trace.skip(start),
                     ..self
+                }
+            }
+            /// The elements as a 2-D array of rows of `cols`, C order (those past the last whole
+            /// row left out): how a kernel lays a 2-D array over dynamic shared memory,
+            /// `dynamic_shared![f16].slice(0..n).rows(40)`. Rows of no element stop the kernel
+            /// (a trap on a GPU).
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            pub fn rows(self, cols: usize) -> $rows<'a, T, CHECK> {
+                assert!(cols > 0, "rows(0): a row holds at least one element");
+                $rows {
+                    ptr: self.ptr,
+                    launch: self.launch,
+                    dims: [self.dims[0] / cols, cols],
+                    #[cfg(not(target_arch = "nvptx64"))]
+                    name: self.name,
+                    #[cfg(not(target_arch = "nvptx64"))]
+                    trace: self.trace,
                 }
             }
             /// Whether index `i` lies within the view.
@@ -607,8 +625,8 @@ macro_rules! writable {
 
 rank0!(View0);
 rank0!(View0Mut);
-rank1!(View1);
-rank1!(View1Mut);
+rank1!(View1 => View2);
+rank1!(View1Mut => View2Mut);
 rank2!(View2);
 rank2!(View2Mut);
 rank3!(View3);

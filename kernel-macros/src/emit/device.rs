@@ -128,7 +128,9 @@ fn sm80_target(body: &crate::kernel::rewrite::Rewritten) -> TokenStream {
     }
 }
 
-/// A `#[device]` function: inlined, with the thread's context bound where its body reads it.
+/// A `#[device]` function: `#[inline]`, unless it says otherwise (`#[inline(always)]`, Numba's
+/// `forceinline`, CUDA's `__forceinline__`; `#[inline(never)]`, `__noinline__`), with the
+/// thread's context bound where its body reads it.
 pub fn function(d: DeviceFn) -> TokenStream {
     let DeviceFn { mut func, body } = d;
     let target = device_block(sm80_target(&body));
@@ -137,9 +139,11 @@ pub fn function(d: DeviceFn) -> TokenStream {
         let block = &func.block;
         func.block = syn::parse_quote!({ #binding #block });
     }
+    let inline =
+        (!func.attrs.iter().any(|a| a.path().is_ident("inline"))).then(|| quote!(#[inline]));
     quote! {
         #target
-        #[inline]
+        #inline
         #func
     }
 }
@@ -154,5 +158,50 @@ pub fn stand_in(func: &syn::ItemFn) -> TokenStream {
         #vis #sig {
             ::core::unreachable!()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    /// The `#[inline]` attributes of what `#[device]` makes of `item`.
+    fn inlines(item: proc_macro2::TokenStream) -> Vec<String> {
+        let d = crate::kernel::parse::device(quote!(), item)
+            .and_then(crate::kernel::validate::device)
+            .unwrap_or_else(|e| panic!("the function does not expand: {e}"));
+        let file: syn::File = syn::parse2(super::function(d)).unwrap();
+        let syn::Item::Fn(f) = &file.items[0] else {
+            panic!("a function first")
+        };
+        f.attrs
+            .iter()
+            .filter(|a| a.path().is_ident("inline"))
+            .map(|a| quote!(#a).to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_device_function_is_inline_unless_it_says_how() {
+        let plain = inlines(quote!(
+            fn twice(x: f32) -> f32 {
+                2.0 * x
+            }
+        ));
+        assert_eq!(plain, ["# [inline]"]);
+        let always = inlines(quote!(
+            #[inline(always)]
+            fn twice(x: f32) -> f32 {
+                2.0 * x
+            }
+        ));
+        assert_eq!(always, ["# [inline (always)]"]);
+        let never = inlines(quote!(
+            #[inline(never)]
+            fn twice(x: f32) -> f32 {
+                2.0 * x
+            }
+        ));
+        assert_eq!(never, ["# [inline (never)]"]);
     }
 }
