@@ -22,9 +22,9 @@ use common::{kernel_ms, median, report, Result};
 use gpu_kernels::{
     add, add_chunked, add_wide, empty3, gaussian5x5, integrate2d_shared, laplace3d, matmul_tensor,
     matmul_tensor_64x64, matmul_tensor_staged, matmul_tensor_tf32, matmul_tensor_tf32_64x64,
-    matmul_tiled, quicksort, smooth, smooth_stencil, smooth_strips, smooth_words, strips_blocks,
-    words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TC_STAGED_SHARED_BYTES,
-    TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB, WORD_THREADS,
+    matmul_tensor_tf32_staged, matmul_tiled, quicksort, smooth, smooth_stencil, smooth_strips,
+    smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS,
+    TC_STAGED_SHARED_BYTES, TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB, WORD_THREADS,
 };
 use kernel_runtime::ndarray::{Ix1, Ix2};
 use kernel_runtime::prelude::*;
@@ -147,12 +147,15 @@ fn run(args: Args) -> Result {
     for line in bench_matmul_tensor(&dev, reps, n, &f16_matmuls)? {
         line.print();
     }
-    let tf32_matmuls: [Timed<f32>; 2] = [
+    let tf32_matmuls: [Timed<f32>; 3] = [
         ("matmul-tf32", "64x32", &|g, x| {
             matmul_tensor_tf32.launch(g, TC_THREADS, x)
         }),
         ("matmul-tf32-64x64", "64x64", &|g, x| {
             matmul_tensor_tf32_64x64.launch(g, TC_THREADS_64X64, x)
+        }),
+        ("matmul-tf32-staged", "64x32, 4 stages of 8", &|g, x| {
+            matmul_tensor_tf32_staged.launch(g, TC_THREADS, x)
         }),
     ];
     for line in bench_matmul_tf32(&dev, reps, n, &tf32_matmuls)? {

@@ -69,7 +69,7 @@ fn all() -> Vec<Kernel> {
         scale_pairs => false, shared_window_sums => false, print_lines => false,
         print_after_barrier => false, haxpy => false, bf16_dot => false,
         half_atomic_sums => false, bounded_block_sizes => false, matmul_tensor => true,
-        matmul_tensor_tf32 => true, matmul_tensor_staged => true,
+        matmul_tensor_tf32 => true, matmul_tensor_staged => true, matmul_tensor_tf32_staged => true,
     ]
 }
 

@@ -248,14 +248,20 @@ fn staged(g: (u32, u32), t: u32, x: Operands<'_, f16>) -> Result<(), kernel_runt
 }
 
 /// The `tf32` matmuls, each with its name and its threads per block.
-fn tf32_matmuls() -> [(&'static str, u32, Matmul<f32>); 2] {
-    use gpu_kernels::{matmul_tensor_tf32, matmul_tensor_tf32_64x64, TC_THREADS, TC_THREADS_64X64};
+fn tf32_matmuls() -> [(&'static str, u32, Matmul<f32>); 3] {
+    use gpu_kernels::{
+        matmul_tensor_tf32, matmul_tensor_tf32_64x64, matmul_tensor_tf32_staged, TC_THREADS,
+        TC_THREADS_64X64,
+    };
     [
         ("warps of 64 x 32", TC_THREADS, |g, t, x| {
             matmul_tensor_tf32.launch(g, t, x)
         }),
         ("warps of 64 x 64", TC_THREADS_64X64, |g, t, x| {
             matmul_tensor_tf32_64x64.launch(g, t, x)
+        }),
+        ("warps of 64 x 32, 4 stages of 8", TC_THREADS, |g, t, x| {
+            matmul_tensor_tf32_staged.launch(g, t, x)
         }),
     ]
 }

@@ -59,8 +59,10 @@ GOALS = [
     ("matmul-tf32-64x64", "cupy", 1.5),
     # And the f16 one of four warps with four tiles staged at once, in dynamic shared memory.
     ("matmul-f16-staged", "cupy", 1.5),
+    # And the tf32 one of eight warps with four tiles of 8 staged at once, two blocks an SM.
+    ("matmul-tf32-staged", "cupy", 1.5),
 ]
-PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "laplace3d", "gaussian", "integrate2d", "quicksort", "matmul", "matmul-f16", "matmul-f16-64x64", "matmul-f16-staged", "matmul-tf32", "matmul-tf32-64x64"]
+PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "laplace3d", "gaussian", "integrate2d", "quicksort", "matmul", "matmul-f16", "matmul-f16-64x64", "matmul-f16-staged", "matmul-tf32", "matmul-tf32-64x64", "matmul-tf32-staged"]
 PEERS = ["numba", "numba @vectorize", "cupy", "cuda", "rayon"]
 # Peers whose one form of a program stands for our variants of it too: CuPy's `a + b` and
 # Numba's @vectorize are all they have of add-list, however ours spreads it over threads.
@@ -75,6 +77,7 @@ SAME_AS = {
     ("matmul-f16-64x64", "cupy"): "matmul-f16",
     ("matmul-f16-staged", "cupy"): "matmul-f16",
     ("matmul-tf32-64x64", "cupy"): "matmul-tf32",
+    ("matmul-tf32-staged", "cupy"): "matmul-tf32",
 }
 LAUNCH_GOAL_US = 4.0
 # Per kernel of a graph of 100 launches (issue: CUDA graphs).

@@ -32,6 +32,6 @@ pub use stencil::{
 pub use stencil::{strips_blocks, words_blocks};
 pub use tensor::{
     matmul_tensor, matmul_tensor_64x64, matmul_tensor_staged, matmul_tensor_tf32,
-    matmul_tensor_tf32_64x64, TC_STAGED_SHARED_BYTES, TC_STAGES, TC_THREADS, TC_THREADS_64X64,
-    TC_TILE,
+    matmul_tensor_tf32_64x64, matmul_tensor_tf32_staged, TC_STAGED_SHARED_BYTES, TC_STAGES,
+    TC_THREADS, TC_THREADS_64X64, TC_TILE,
 };

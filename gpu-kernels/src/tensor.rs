@@ -387,6 +387,37 @@ pub fn matmul_tensor_staged(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32
     );
 }
 
+/// [`product`] of `tf32` tiles `D` deep, in runs of 4 floats, rows of `a`'s tiles `ROW` floats
+/// (a multiple of 4, so that `ldmatrix` moves `A`'s pairs of 16-bit elements; `B`'s would need
+/// them transposed: each lane loads its own), for warps of 16 × 8 accumulators.
+#[device]
+fn product_tf32<
+    const D: usize,
+    const J: usize,
+    const WN: usize,
+    const THREADS: usize,
+    const STAGES: usize,
+    B,
+    X,
+    Y,
+>(
+    abc: (&X, &X, &mut Y),
+    sa: &mut B,
+    sb: &mut B,
+) where
+    B: Destination<f32> + Index<[usize; 2], Output = f32>,
+    X: Source<f32>,
+    Y: IndexMut<[usize; 2], Output = f32> + ?Sized,
+{
+    product::<M16N8K8, Tf32, _, 4, D, J, WN, THREADS, STAGES, _, _, _, _, _>(
+        abc,
+        sa,
+        sb,
+        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
+        |f, s, at| load_matrix_sync(f, s, at, Layout::RowMajor),
+    );
+}
+
 /// The depth of a tile of [`matmul_tensor_tf32`].
 const DEPTH_TF32: usize = 16;
 /// A shared row of `a`'s tile: the depth and 4 words of padding (lanes of a fragment load:
@@ -421,14 +452,47 @@ const ROW_A_TF32: usize = DEPTH_TF32 + 4;
 pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
     let mut sa = shared_array![f32; [2 * TC_TILE, ROW_A_TF32]];
     let mut sb = shared_array![f32; [2 * DEPTH_TF32, ROW_B]];
-    // `ldmatrix` moves pairs of 16-bit elements for `A` (`ROW_A_TF32` is a multiple of 4
-    // floats); `B`'s would need them transposed: each lane loads its own.
-    product::<M16N8K8, Tf32, _, 4, DEPTH_TF32, 4, 32, { TC_THREADS as usize }, 2, _, _, _, _, _>(
+    let (sa, sb) = (&mut sa, &mut sb);
+    product_tf32::<DEPTH_TF32, 4, 32, { TC_THREADS as usize }, 2, _, _, _>(
         (&a, &b, &mut c),
-        &mut sa,
-        &mut sb,
-        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
-        |f, s, at| load_matrix_sync(f, s, at, Layout::RowMajor),
+        sa,
+        sb,
+    );
+}
+
+/// The depth of a tile of [`matmul_tensor_tf32_staged`]: one `m16n8k8` step.
+const DEPTH_TF32_STAGED: usize = 8;
+
+/// [`matmul_tensor_tf32`] with tiles 8 deep, [`TC_STAGES`] of them staged at once (41 984
+/// bytes of static shared memory), two blocks a multiprocessor: each thread keeps half the
+/// fragments of the 16-deep kernel, within 128 registers, and issues more per product (the
+/// loop's overhead comes twice as often); which is faster is the GPU's to say. Launch as
+/// [`matmul_tensor`].
+///
+/// ```
+/// use gpu_kernels::{matmul_tensor_tf32_staged, TC_THREADS};
+/// use kernel_runtime::prelude::*;
+/// use kernel_runtime::wmma::Tf32;
+///
+/// let dev = Device::default();
+/// let x = Array2::from_shape_fn((33, 40), |(i, k)| 1.0 + (i * k) as f32 / 3.0);
+/// let mut y = dev.zeros::<f32, _>((33, 33))?;
+/// let (dx, dt) = (dev.to_device(&x)?, dev.to_device(&x.t().to_owned())?);
+/// matmul_tensor_tf32_staged.launch((1, 1), TC_THREADS, (&dx, &dt, &mut y))?;
+/// let t = x.mapv(|v| Tf32::from_f32(v).to_f32());
+/// let (got, want) = (y.to_host()?, t.dot(&t.t()));
+/// assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5 * w.abs()));
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+#[kernel(barriers, boundscheck = false, launch_bounds = (TC_THREADS, 2))]
+pub fn matmul_tensor_tf32_staged(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
+    let mut sa = shared_array![f32; [TC_STAGES * TC_TILE, DEPTH_TF32_STAGED + 4]];
+    let mut sb = shared_array![f32; [TC_STAGES * DEPTH_TF32_STAGED, ROW_B]];
+    let (sa, sb) = (&mut sa, &mut sb);
+    product_tf32::<DEPTH_TF32_STAGED, 4, 32, { TC_THREADS as usize }, TC_STAGES, _, _, _>(
+        (&a, &b, &mut c),
+        sa,
+        sb,
     );
 }
 
@@ -455,26 +519,7 @@ pub fn matmul_tensor_tf32(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>)
 pub fn matmul_tensor_tf32_64x64(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
     let mut sa = shared_array![f32; [2 * TC_TILE, ROW_A_TF32]];
     let mut sb = shared_array![f32; [2 * DEPTH_TF32, ROW_B]];
-    product::<
-        M16N8K8,
-        Tf32,
-        _,
-        4,
-        DEPTH_TF32,
-        8,
-        64,
-        { TC_THREADS_64X64 as usize },
-        2,
-        _,
-        _,
-        _,
-        _,
-        _,
-    >(
-        (&a, &b, &mut c),
-        &mut sa,
-        &mut sb,
-        |f, s, at| ldmatrix_sync(f, s, at, Layout::RowMajor),
-        |f, s, at| load_matrix_sync(f, s, at, Layout::RowMajor),
-    );
+    let (sa, sb) = (&mut sa, &mut sb);
+    let abc = (&a, &b, &mut c);
+    product_tf32::<DEPTH_TF32, 8, 64, { TC_THREADS_64X64 as usize }, 2, _, _, _>(abc, sa, sb);
 }
