@@ -1115,8 +1115,8 @@ pub fn grid_ranks(out: &mut [u32]) {
     g.sync();
 }
 
-/// `y[i] = a x[i] + y[i]`, one PTX entry per listed type.
-#[kernel(instances(f32, f64, i32, u64, f16))]
+/// `y[i] = a x[i] + y[i]`, one PTX entry per listed type, each in blocks of at most 128 threads.
+#[kernel(instances(f32, f64, i32, u64, f16), launch_bounds = 128)]
 pub fn axpy_generic<T: DeviceNumber>(a: T, x: &[T], y: &mut [T]) {
     let i = grid(1);
     if i < x.len() && i < y.len() {

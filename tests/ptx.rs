@@ -305,6 +305,11 @@ fn launch_bounds_reach_the_ptx_and_bound_the_registers() {
             Some(65536 / (threads * blocks))
         );
     }
+    // Each instance of a generic kernel is an entry of its own, with the kernel's bounds.
+    for ty in ["f32", "f64", "i32", "u64", "f16"] {
+        let body = kernel_entry(&kernels, &format!("axpy_generic__{ty}"));
+        assert!(body.contains(")\n.maxntid 128, 1, 1\n{"), "{body}");
+    }
 }
 
 /// Instructions newer than sm_70: the tensor cores' (`mma.sync` needs sm_80, `ldmatrix` sm_75)
