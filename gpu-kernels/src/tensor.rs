@@ -6,16 +6,18 @@
 //! [`matmul_tensor_tf32`]), or four of 64 × 64 ([`matmul_tensor_64x64`],
 //! [`matmul_tensor_tf32_64x64`]), whose warps load fewer fragments and whose threads stage
 //! more runs for each product on the tensor cores. The block stages a tile of `a`'s columns
-//! and of `b`'s rows at a time in shared memory, zero past the matrices' edges, in two
-//! buffers: while the warps multiply the fragments of one tile, the next one's copies fly
-//! ([`memcpy_async_tile`], runs of 16 bytes, where every row of `a` and `b` starts at a multiple of 16
-//! bytes; plain loads and stores elsewhere). The shared rows are padded, so that the lanes of
-//! a fragment load fall in distinct banks.
+//! and of `b`'s rows at a time in shared memory, zero past the matrices' edges, in two buffers
+//! (four in [`matmul_tensor_staged`] and [`matmul_tensor_tf32_staged`]): while the warps
+//! multiply the fragments of one tile, the next ones' copies fly ([`memcpy_async_tile`], runs
+//! of 16 bytes, where every row of `a` and `b` starts at a multiple of 16 bytes; plain loads
+//! and stores elsewhere). The shared rows are padded, so that the lanes of a fragment load
+//! fall in distinct banks.
 //!
 //! Tensor cores and asynchronous copies need a GPU of sm_80 or later: this crate's PTX is
-//! built for sm_80 unless `KERNEL_PTX_ARCH` names another. The device functions here are
+//! built for sm_80 unless `KERNEL_PTX_ARCH` names another. `store_tiles` and `each` are
 //! `#[inline(always)]`: several kernels share their instances, and one that the compiler left
-//! a call would hold its accumulators in memory.
+//! a call would hold its accumulators in memory (forcing the others inline too makes the loop
+//! longer).
 
 use core::ops::{Index, IndexMut};
 use kernel_runtime::pipeline::{

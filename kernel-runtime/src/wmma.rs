@@ -593,7 +593,7 @@ impl<S: Shape + Fits<T>, T: Half> Matrix16 for MatrixA<S, T> {
     const TRANSPOSES: bool = true;
     #[inline(always)]
     fn from_registers(regs: [u32; 4], i: usize) -> T {
-        T::from_bits(regs[i / 2] >> (16 * (i % 2)) & 0xffff)
+        half_of(regs, i)
     }
 }
 impl<S: Shape + Fits<T>, T: Half> sealed::Matrix16 for MatrixB<S, T> {}
@@ -604,8 +604,14 @@ impl<S: Shape + Fits<T>, T: Half> Matrix16 for MatrixB<S, T> {
     const TRANSPOSES: bool = true;
     #[inline(always)]
     fn from_registers(regs: [u32; 4], i: usize) -> T {
-        T::from_bits(regs[i / 2] >> (16 * (i % 2)) & 0xffff)
+        half_of(regs, i)
     }
+}
+/// Element `i` of a fragment of 16-bit elements from the lane's registers, two to a register,
+/// the first in the low half.
+#[inline(always)]
+fn half_of<T: Operand>(regs: [u32; 4], i: usize) -> T {
+    T::from_bits(regs[i / 2] >> (16 * (i % 2)) & 0xffff)
 }
 impl sealed::Matrix16 for MatrixA<M16N8K8, Tf32> {}
 impl Matrix16 for MatrixA<M16N8K8, Tf32> {

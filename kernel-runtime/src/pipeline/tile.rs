@@ -122,8 +122,13 @@ fn source_place<T, const N: usize, const R: usize, const C: usize>(
     let aligned = (cols * size_of::<T>()).is_multiple_of(bytes)
         && from[1].is_multiple_of(N)
         && imp::aligned(src.first() as *const u8, bytes);
-    let inside = rows >= R && from[0] <= rows - R && cols >= C && from[1] <= cols - C;
-    (aligned, inside)
+    (aligned, lies_in([rows, cols], from, [R, C]))
+}
+
+/// Whether the `extent` tile at `at` lies in an array of `shape`.
+#[inline(always)]
+fn lies_in(shape: [usize; 2], at: [usize; 2], extent: [usize; 2]) -> bool {
+    (0..2).all(|a| shape[a] >= extent[a] && at[a] <= shape[a] - extent[a])
 }
 
 /// The runs of a tile across `src`'s edges, or whose source rows are not at multiples of
@@ -199,11 +204,7 @@ fn place_in<T>(
     n: usize,
 ) -> *mut T {
     let [rows, cols] = dst.extent();
-    if to[0] > rows.saturating_sub(extent[0])
-        || to[1] > cols.saturating_sub(extent[1])
-        || rows < extent[0]
-        || cols < extent[1]
-    {
+    if !lies_in([rows, cols], to, extent) {
         let last = [0, 1].map(|a| to[a].saturating_add(extent[a] - 1));
         out_of_bounds(dst.label(), &last, &[rows, cols], AccessKind::Write);
     }
