@@ -28,6 +28,9 @@ pub struct Toolchain {
     /// Whether `core` must be built from source (`-Zbuild-std=core`): true when the target's
     /// precompiled `core` is not installed and the library source is used instead.
     pub build_std: bool,
+    /// The major version of the LLVM its rustc generates code with (`rustc -vV`), where it
+    /// says: which of LLVM's options the device build may pass.
+    pub llvm: Option<u32>,
     /// Where it was found, for messages.
     pub origin: String,
 }
@@ -89,6 +92,19 @@ fn has_target_libs(rustc: &Path) -> Result<bool, String> {
     Ok(dir.is_dir())
 }
 
+/// The major version of the LLVM that `rustc` uses.
+fn llvm_major(rustc: &Path) -> Option<u32> {
+    parse_llvm_major(&output(rustc, &["-vV"]).ok()?)
+}
+
+/// The major version in `rustc -vV`'s line `LLVM version: 22.1.8`.
+fn parse_llvm_major(verbose_version: &str) -> Option<u32> {
+    let version = verbose_version
+        .lines()
+        .find_map(|line| line.strip_prefix("LLVM version:"))?;
+    version.trim().split('.').next()?.parse().ok()
+}
+
 fn sysroot(rustc: &Path) -> Result<PathBuf, String> {
     Ok(PathBuf::from(
         output(rustc, &["--print", "sysroot"])?.trim(),
@@ -139,6 +155,7 @@ fn from_override(rustc: &str) -> Result<Toolchain, Error> {
         }
     };
     Ok(Toolchain {
+        llvm: llvm_major(&rustc_path),
         rustc: rustc_path,
         cargo,
         build_std: !installed,
@@ -187,12 +204,14 @@ fn from_rustup(tried: &mut Vec<String>) -> Option<Toolchain> {
         let which = |tool: &str| output("rustup", &[&plus, "which", tool]);
         match (which("rustc"), which("cargo")) {
             (Ok(rustc), Ok(cargo)) => {
+                let rustc = PathBuf::from(rustc.trim());
                 return Some(Toolchain {
-                    rustc: PathBuf::from(rustc.trim()),
+                    llvm: llvm_major(&rustc),
+                    rustc,
                     cargo: PathBuf::from(cargo.trim()),
                     build_std: false,
                     origin: format!("rustup toolchain {name}"),
-                })
+                });
             }
             (Err(e), _) | (_, Err(e)) => tried.push(format!("rustup toolchain {name}: {e}")),
         }
@@ -212,6 +231,7 @@ fn from_debian(tried: &mut Vec<String>) -> Option<Toolchain> {
     let rustc = PathBuf::from(DEBIAN_RUSTC);
     match has_target_libs(&rustc) {
         Ok(installed) => Some(Toolchain {
+            llvm: llvm_major(&rustc),
             rustc,
             cargo: PathBuf::from(DEBIAN_CARGO),
             build_std: !installed,
@@ -243,5 +263,15 @@ mod tests {
         );
         assert!(parse_toolchain_list("no installed toolchains\n").is_empty());
         assert!(parse_toolchain_list("").is_empty());
+    }
+
+    #[test]
+    fn llvm_versions() {
+        let rustc = "rustc 1.96.0 (ac68faa20 2026-05-25)\nbinary: rustc\n\
+                     host: x86_64-unknown-linux-gnu\nrelease: 1.96.0\nLLVM version: 22.1.8\n";
+        assert_eq!(parse_llvm_major(rustc), Some(22));
+        assert_eq!(parse_llvm_major("LLVM version: 9.0\n"), Some(9));
+        assert_eq!(parse_llvm_major("rustc 1.96.0\nrelease: 1.96.0\n"), None);
+        assert_eq!(parse_llvm_major("LLVM version: unknown\n"), None);
     }
 }

@@ -175,6 +175,7 @@ fn without_a_runtime_path_the_error_says_what_to_do() {
         rustc: "rustc".into(),
         cargo: "cargo".into(),
         build_std: false,
+        llvm: None,
         origin: "test".into(),
     };
     let err = Builder::new()
