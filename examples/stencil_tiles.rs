@@ -1,7 +1,8 @@
 //! Tile shapes for `#[stencil]` on a GPU, side by side: the smooth stencil (10000² `i8`) and
-//! the 7-point Laplacian (512³ `f32`) with each tile of `tile = (rows, cols)` outputs per
-//! thread, timed between CUDA events, each checked against the default tile's result. The
-//! defaults (`kernel_runtime::stencil::tile_rows`, `tile_cols`) come from its figures.
+//! the 7-point Laplacian (512³ `f32`) with each tile of `tile = (rows, cols)` or
+//! `(planes, rows, cols)` outputs per thread, timed between CUDA events, each checked against
+//! the default tile's result. The defaults (`kernel_runtime::stencil::tile_planes`,
+//! `tile_rows`, `tile_cols`) come from its figures.
 //!
 //! ```sh
 //! cargo run --release --example stencil_tiles [-- --reps 10]
@@ -188,51 +189,51 @@ fn laplace_1x1(u: &Array3<f32>) -> f32 {
         - 6.0 * u[[0, 0, 0]]
 }
 
-/// The 7-point Laplacian with tiles of 2 × 1.
-#[stencil(tile = (2, 1))]
-fn laplace_2x1(u: &Array3<f32>) -> f32 {
-    u[[-1, 0, 0]] + u[[1, 0, 0]] + u[[0, -1, 0]] + u[[0, 1, 0]] + u[[0, 0, -1]] + u[[0, 0, 1]]
-        - 6.0 * u[[0, 0, 0]]
-}
-
-/// The 7-point Laplacian with tiles of 4 × 1.
-#[stencil(tile = (4, 1))]
-fn laplace_4x1(u: &Array3<f32>) -> f32 {
-    u[[-1, 0, 0]] + u[[1, 0, 0]] + u[[0, -1, 0]] + u[[0, 1, 0]] + u[[0, 0, -1]] + u[[0, 0, 1]]
-        - 6.0 * u[[0, 0, 0]]
-}
-
-/// The 7-point Laplacian with tiles of 8 × 1.
-#[stencil(tile = (8, 1))]
-fn laplace_8x1(u: &Array3<f32>) -> f32 {
-    u[[-1, 0, 0]] + u[[1, 0, 0]] + u[[0, -1, 0]] + u[[0, 1, 0]] + u[[0, 0, -1]] + u[[0, 0, 1]]
-        - 6.0 * u[[0, 0, 0]]
-}
-
-/// The 7-point Laplacian with tiles of 16 × 1.
+/// The 7-point Laplacian with tiles of 16 rows × 1, one plane (the default before tiles of planes).
 #[stencil(tile = (16, 1))]
 fn laplace_16x1(u: &Array3<f32>) -> f32 {
     u[[-1, 0, 0]] + u[[1, 0, 0]] + u[[0, -1, 0]] + u[[0, 1, 0]] + u[[0, 0, -1]] + u[[0, 0, 1]]
         - 6.0 * u[[0, 0, 0]]
 }
 
-/// The 7-point Laplacian with tiles of 4 × 2.
+/// The 7-point Laplacian with tiles of 4 rows × 2.
 #[stencil(tile = (4, 2))]
 fn laplace_4x2(u: &Array3<f32>) -> f32 {
     u[[-1, 0, 0]] + u[[1, 0, 0]] + u[[0, -1, 0]] + u[[0, 1, 0]] + u[[0, 0, -1]] + u[[0, 0, 1]]
         - 6.0 * u[[0, 0, 0]]
 }
 
-/// The 7-point Laplacian with tiles of 8 × 2.
-#[stencil(tile = (8, 2))]
-fn laplace_8x2(u: &Array3<f32>) -> f32 {
+/// The 7-point Laplacian with tiles of 2 planes × 4 rows × 1.
+#[stencil(tile = (2, 4, 1))]
+fn laplace_2x4x1(u: &Array3<f32>) -> f32 {
     u[[-1, 0, 0]] + u[[1, 0, 0]] + u[[0, -1, 0]] + u[[0, 1, 0]] + u[[0, 0, -1]] + u[[0, 0, 1]]
         - 6.0 * u[[0, 0, 0]]
 }
 
-/// The 7-point Laplacian with tiles of 4 × 4.
-#[stencil(tile = (4, 4))]
-fn laplace_4x4(u: &Array3<f32>) -> f32 {
+/// The 7-point Laplacian with tiles of 4 planes × 4 rows × 1 (the default).
+#[stencil(tile = (4, 4, 1))]
+fn laplace_4x4x1(u: &Array3<f32>) -> f32 {
+    u[[-1, 0, 0]] + u[[1, 0, 0]] + u[[0, -1, 0]] + u[[0, 1, 0]] + u[[0, 0, -1]] + u[[0, 0, 1]]
+        - 6.0 * u[[0, 0, 0]]
+}
+
+/// The 7-point Laplacian with tiles of 8 planes × 4 rows × 1.
+#[stencil(tile = (8, 4, 1))]
+fn laplace_8x4x1(u: &Array3<f32>) -> f32 {
+    u[[-1, 0, 0]] + u[[1, 0, 0]] + u[[0, -1, 0]] + u[[0, 1, 0]] + u[[0, 0, -1]] + u[[0, 0, 1]]
+        - 6.0 * u[[0, 0, 0]]
+}
+
+/// The 7-point Laplacian with tiles of 4 planes × 8 rows × 1.
+#[stencil(tile = (4, 8, 1))]
+fn laplace_4x8x1(u: &Array3<f32>) -> f32 {
+    u[[-1, 0, 0]] + u[[1, 0, 0]] + u[[0, -1, 0]] + u[[0, 1, 0]] + u[[0, 0, -1]] + u[[0, 0, 1]]
+        - 6.0 * u[[0, 0, 0]]
+}
+
+/// The 7-point Laplacian with tiles of 8 planes × 2 rows × 1.
+#[stencil(tile = (8, 2, 1))]
+fn laplace_8x2x1(u: &Array3<f32>) -> f32 {
     u[[-1, 0, 0]] + u[[1, 0, 0]] + u[[0, -1, 0]] + u[[0, 1, 0]] + u[[0, 0, -1]] + u[[0, 0, 1]]
         - 6.0 * u[[0, 0, 0]]
 }
@@ -288,13 +289,13 @@ fn run(args: Args) -> Result {
     let expect = laplace3d.run(&u)?.to_host()?;
     let laplace: [(&str, Apply<_, _>); 8] = [
         ("1x1", &|u, o| laplace_1x1.apply(u, o)),
-        ("2x1", &|u, o| laplace_2x1.apply(u, o)),
-        ("4x1", &|u, o| laplace_4x1.apply(u, o)),
-        ("8x1", &|u, o| laplace_8x1.apply(u, o)),
         ("16x1", &|u, o| laplace_16x1.apply(u, o)),
         ("4x2", &|u, o| laplace_4x2.apply(u, o)),
-        ("8x2", &|u, o| laplace_8x2.apply(u, o)),
-        ("4x4", &|u, o| laplace_4x4.apply(u, o)),
+        ("2x4x1", &|u, o| laplace_2x4x1.apply(u, o)),
+        ("4x4x1", &|u, o| laplace_4x4x1.apply(u, o)),
+        ("8x4x1", &|u, o| laplace_8x4x1.apply(u, o)),
+        ("4x8x1", &|u, o| laplace_4x8x1.apply(u, o)),
+        ("8x2x1", &|u, o| laplace_8x2x1.apply(u, o)),
     ];
     for (tile, apply) in laplace {
         let mut out = dev.zeros::<f32, _>((n, n, n))?;

@@ -15,9 +15,9 @@ mod happens_before;
 
 use foreign_kernels::{add_foreign, saxpy_foreign};
 use gpu_kernels::{
-    add, add_chunked, matmul_tensor, matmul_tensor_64x64, matmul_tensor_tf32, matmul_tiled,
-    quicksort, smooth, smooth_stencil, smooth_words, words_blocks, TC_THREADS, TC_THREADS_64X64,
-    WORD_THREADS,
+    add, add_chunked, laplace3d, matmul_tensor, matmul_tensor_64x64, matmul_tensor_tf32,
+    matmul_tiled, quicksort, smooth, smooth_stencil, smooth_words, words_blocks, TC_THREADS,
+    TC_THREADS_64X64, WORD_THREADS,
 };
 use happens_before::Trace;
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
@@ -530,6 +530,16 @@ fn a_stencil_launches_tiles_over_its_array_with_the_three_axes() {
             let fresh = smooth_stencil.run(&img).unwrap();
             assert_eq!(fresh.shape(), [1000, 3000]);
             assert_eq!(log.launches("smooth_stencil").len(), 2);
+
+            // Three axes: tiles of 4 planes × 4 rows × 1 column, 200 columns in blocks of 128,
+            // 75 strips, 3 layers of planes.
+            let u = gpu.zeros::<f32, _>((10, 300, 200)).unwrap();
+            laplace3d.run(&u).unwrap();
+            let launch = &log.launches("laplace3d")[0];
+            assert!(
+                launch.starts_with("grid=2,75,3 block=128,1,1 shared=0 "),
+                "{launch}"
+            );
 
             // Each kind of parameter in its place: an input named `out` is not the output.
             let a = gpu.zeros::<f32, _>((5, 7)).unwrap();

@@ -25,9 +25,10 @@ pub use crate::{
 #[cfg(target_arch = "nvptx64")]
 pub use crate::stencil::gpu_walk as stencil_gpu_walk;
 pub use crate::stencil::{
-    tile_cols as stencil_tile_cols, tile_rows as stencil_tile_rows, within as stencil_within,
-    words_fit as stencil_words_fit, Geometry as StencilGeometry, Neighbours as StencilNeighbours,
-    Point as StencilPoint, Reach as StencilReach, Window as StencilWindow,
+    tile_cols as stencil_tile_cols, tile_planes as stencil_tile_planes,
+    tile_rows as stencil_tile_rows, within as stencil_within, words_fit as stencil_words_fit,
+    Geometry as StencilGeometry, Neighbours as StencilNeighbours, Point as StencilPoint,
+    Reach as StencilReach, Window as StencilWindow,
 };
 
 #[cfg(not(target_arch = "nvptx64"))]

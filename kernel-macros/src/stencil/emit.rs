@@ -22,8 +22,8 @@ pub struct Stencil {
     pub above: Vec<usize>,
     /// The border's value, where given.
     pub cval: Option<syn::Expr>,
-    /// The GPU tile, rows × columns, where given.
-    pub tile: Option<(usize, usize)>,
+    /// The GPU tile, planes × rows × columns, where given.
+    pub tile: Option<[usize; 3]>,
     /// The arrays indexed as usual (`standard_indexing`), by name.
     pub standard: Vec<String>,
     /// Whether every relative index is a constant.
@@ -216,14 +216,20 @@ impl Stencil {
         }
     }
 
-    /// The tile of one GPU thread: rows, columns.
-    fn tile(&self) -> (TokenStream, TokenStream) {
-        if let Some((rows, cols)) = self.tile {
+    /// The tile of one GPU thread: planes, rows, columns.
+    fn tile(&self) -> (TokenStream, TokenStream, TokenStream) {
+        if let Some([planes, rows, cols]) = self.tile {
             let rows = if self.rank == 1 { 1 } else { rows };
-            return (quote!(#rows), quote!(#cols));
+            return (quote!(#planes), quote!(#rows), quote!(#cols));
         }
         let (rt, rank, ret) = (rt(), self.rank, &self.ret);
+        let planes = if rank < 3 {
+            quote!(1)
+        } else {
+            quote!({ #rt::stencil_tile_planes(#rank) })
+        };
         (
+            planes,
             quote!({ #rt::stencil_tile_rows(#rank) }),
             quote!({ #rt::stencil_tile_cols(::core::mem::size_of::<#ret>()) }),
         )
@@ -348,7 +354,7 @@ impl Stencil {
             quote!(let #local = unsafe { #rt::#view::<#elem>::from_raw(#ptr as *mut #elem, [#(#dims),*], #name) };)
         });
         let (below, above) = self.reach3();
-        let (rows, cols) = self.tile();
+        let (planes, rows, cols) = self.tile();
         let call = self.call_point(scalar);
         let f = quote!(move |__p: #rt::StencilPoint| #call);
         let (windowed, inputs_wide) = self.windowed(scalar, &rows, &cols);
@@ -362,7 +368,7 @@ impl Stencil {
                 #(#views)*
                 // SAFETY: the launcher passed arrays of `g`'s shape and a launch of the walk's
                 // blocks.
-                unsafe { #rt::stencil_gpu_walk::<#ret, _, #rows, #cols>(&__g, #f, #windowed, (__out, #inputs_wide), #border) }
+                unsafe { #rt::stencil_gpu_walk::<#ret, _, #planes, #rows, #cols>(&__g, #f, #windowed, (__out, #inputs_wide), #border) }
             }
         }
     }
@@ -496,7 +502,7 @@ impl Stencil {
             quote!(let #local = #rt::#view(#local, #name);)
         });
         let (below, above) = self.reach3();
-        let (rows, cols) = self.tile();
+        let (planes, rows, cols) = self.tile();
         // SAFETY: the rows call the point function at interior points alone, and every
         // relative index lies in the neighbourhood (a constant the macro checked, or one
         // `stencil_within` checks); the arrays have `__g`'s shape and outlive the rows.
@@ -528,7 +534,7 @@ impl Stencil {
                 let __g = #rt::StencilGeometry::padded(__out.shape(), #below, #above);
                 let __device = __out.device().clone();
                 if #rt::on_gpu(&__device) {
-                    let __config = #rt::stencil_config::<#rows, #cols>(Self::NAME, &__g)?;
+                    let __config = #rt::stencil_config::<#planes, #rows, #cols>(Self::NAME, &__g)?;
                     #(let #ptrs: u64 = #rt::device_addr(#arrays);)*
                     #(let #std_ptrs: u64 = #rt::device_addr(#std_locals);)*
                     #(#std_dims)*

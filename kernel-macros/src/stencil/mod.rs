@@ -47,6 +47,16 @@ pub fn stencil(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream>
             ));
         }
     }
+    if let Some(([planes, ..], written)) = &options.tile {
+        if *planes > 1 && rank < 3 {
+            return Err(syn::Error::new_spanned(
+                written,
+                format!(
+                    "the inputs have {rank} axes: a tile of planes needs 3, give `(rows, cols)`"
+                ),
+            ));
+        }
+    }
     let found = offsets::rewrite(&mut func.block, &arrays, rank, declared)?;
     let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
     crate::kernel::rewrite::rewrite(
@@ -66,7 +76,7 @@ pub fn stencil(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream>
         below,
         above,
         cval: options.cval,
-        tile: options.tile,
+        tile: options.tile.map(|(tile, _)| tile),
         standard,
         constant: found.constant,
     }

@@ -1,7 +1,7 @@
 //! `#[stencil(..)]`'s options, Numba's names: `cval = expr`, the value of the border's points;
 //! `neighborhood = ((lo, hi), ..)`, the reach of relative indices computed at run time. And one
-//! of this project: `tile = (rows, cols)`, the outputs of one GPU thread, in place of the tile
-//! the element type picks (for tuning).
+//! of this project: `tile = (rows, cols)` or `(planes, rows, cols)`, the outputs of one GPU
+//! thread, in place of the tile the arrays' rank and element type pick (for tuning).
 
 use super::offsets::constant;
 use syn::parse::Parser;
@@ -16,8 +16,8 @@ pub struct Options {
     pub cval: Option<Expr>,
     /// The declared neighbourhood: `(lo, hi)` per axis, and where it was written.
     pub neighborhood: Option<(Vec<(i64, i64)>, Expr)>,
-    /// The GPU tile, rows × columns, where given.
-    pub tile: Option<(usize, usize)>,
+    /// The GPU tile, planes × rows × columns, where given, and where it was written.
+    pub tile: Option<([usize; 3], Expr)>,
     /// The arrays indexed as usual, not relative to the point (Numba's `standard_indexing`).
     pub standard: Vec<syn::Ident>,
 }
@@ -37,7 +37,9 @@ pub fn parse(attr: proc_macro2::TokenStream) -> syn::Result<Options> {
             "neighborhood" if options.neighborhood.is_none() => {
                 options.neighborhood = Some((bounds(&pair.value)?, pair.value));
             }
-            "tile" if options.tile.is_none() => options.tile = Some(tile(&pair.value)?),
+            "tile" if options.tile.is_none() => {
+                options.tile = Some((tile(&pair.value)?, pair.value));
+            }
             "standard_indexing" if options.standard.is_empty() => {
                 options.standard = names(&pair.value)?;
             }
@@ -53,8 +55,8 @@ pub fn parse(attr: proc_macro2::TokenStream) -> syn::Result<Options> {
                     "`#[stencil]` takes `cval = value` (the border's value) and \
                      `neighborhood = ((lo, hi), ..)` (the reach of relative indices computed at \
                      run time) and `standard_indexing = (w, ..)` (arrays indexed as usual), as \
-                     Numba's `@stencil`, and `tile = (rows, cols)` (the outputs of one GPU \
-                     thread)",
+                     Numba's `@stencil`, and `tile = (rows, cols)` or `(planes, rows, cols)` \
+                     (the outputs of one GPU thread)",
                 ))
             }
         }
@@ -86,17 +88,28 @@ fn names(value: &Expr) -> syn::Result<Vec<syn::Ident>> {
     })
 }
 
-/// `(rows, cols)`: positive integers, at most 16 each.
-fn tile(value: &Expr) -> syn::Result<(usize, usize)> {
-    let dims = match value {
-        Expr::Tuple(t) if t.elems.len() == 2 => (constant(&t.elems[0]), constant(&t.elems[1])),
-        _ => (None, None),
+/// `(rows, cols)` or `(planes, rows, cols)`: positive integers, at most 16 each; as planes,
+/// rows, columns.
+fn tile(value: &Expr) -> syn::Result<[usize; 3]> {
+    let dims: Option<Vec<usize>> = match value {
+        Expr::Tuple(t) if (2..=3).contains(&t.elems.len()) => t
+            .elems
+            .iter()
+            .map(|e| {
+                constant(e)
+                    .filter(|v| (1..=16).contains(v))
+                    .map(|v| v as usize)
+            })
+            .collect(),
+        _ => None,
     };
-    match dims {
-        (Some(r @ 1..=16), Some(c @ 1..=16)) => Ok((r as usize, c as usize)),
+    match dims.as_deref() {
+        Some(&[rows, cols]) => Ok([1, rows, cols]),
+        Some(&[planes, rows, cols]) => Ok([planes, rows, cols]),
         _ => Err(syn::Error::new_spanned(
             value,
-            "a tile is `(rows, cols)`, the outputs of one GPU thread: 1 to 16 each",
+            "a tile is `(rows, cols)` or `(planes, rows, cols)`, the outputs of one GPU \
+             thread: 1 to 16 each",
         )),
     }
 }

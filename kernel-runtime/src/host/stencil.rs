@@ -11,13 +11,13 @@ use crate::stencil::{gpu_blocks, Geometry, Input, BLOCK_THREADS};
 use crate::view::{View0, View1, View2, View3};
 use ndarray::{Ix0, Ix1, Ix2, Ix3};
 
-/// The launch of a stencil `function` with tiles of `S × K` over `g`: [`gpu_blocks`] blocks of
-/// [`BLOCK_THREADS`] threads.
-pub fn gpu_config<const S: usize, const K: usize>(
+/// The launch of a stencil `function` with tiles of `Z × S × K` over `g`: [`gpu_blocks`] blocks
+/// of [`BLOCK_THREADS`] threads.
+pub fn gpu_config<const Z: usize, const S: usize, const K: usize>(
     function: &'static str,
     g: &Geometry,
 ) -> Result<LaunchConfig, Error> {
-    let [x, y, z] = gpu_blocks::<S, K>(g);
+    let [x, y, z] = gpu_blocks::<Z, S, K>(g);
     LaunchConfig::new((x, y, z), (BLOCK_THREADS as usize, 1, 1)).map_err(|reason| {
         Error::InvalidLaunch {
             kernel: function,

@@ -5,7 +5,8 @@
 //! whose whole neighbourhood lies in the array: its *interior*. The other points, the border,
 //! get the stencil's `cval`, or keep their value (Numba's `@stencil` with `out=` and no `cval`).
 //!
-//! On a GPU each thread computes a tile of [`tile_rows`] rows × [`tile_cols`] columns. A tile in
+//! On a GPU each thread computes a tile of [`tile_planes`] planes × [`tile_rows`] rows ×
+//! [`tile_cols`] columns. A tile in
 //! the interior, almost all of them, runs with no test per point: it loads the elements its
 //! points read once, into a [`Window`] of each input (in words of four bytes where the
 //! elements are narrower, where the arrays' rows start on a word), computes all its outputs,
@@ -237,35 +238,50 @@ pub const fn tile_cols(bytes: usize) -> usize {
 }
 
 /// Output rows per GPU thread for an array of rank `rank`: 1 for a single row; a strip whose
-/// inner rows share the loads of their neighbours otherwise, 4 rows for 2 axes and 16 for 3.
-/// These were the fastest of the tiles `examples/stencil_tiles` timed on an H100: the smooth
-/// stencil over 10000² `i8` took 149 µs in tiles of 4 × 4 against 159 to 176 µs in tiles of
-/// 2, 8 or 16 rows (255 µs in one row), and the 7-point Laplacian over 512³ `f32` took 448 µs
-/// in tiles of 16 rows against 466 µs in 8 and 574 µs in 2.
+/// inner rows share the loads of their neighbours otherwise, 4 rows for 2 axes and for 3. The
+/// smooth stencil over 10000² `i8` took 149 µs on an H100 in tiles of 4 × 4 against 159 to
+/// 176 µs in tiles of 2, 8 or 16 rows (255 µs in one row), the fastest of the tiles
+/// `examples/stencil_tiles` timed.
 pub const fn tile_rows(rank: usize) -> usize {
     match rank {
         0 | 1 => 1,
-        2 => 4,
-        _ => 16,
+        _ => 4,
+    }
+}
+
+/// Output planes per GPU thread for an array of rank `rank`: 1 below 3 axes; 4 for 3, so that a
+/// thread's tile of 4 × 4 points (a column each) reads the 6 × 6 columns around them from
+/// memory, where a strip of rows in one plane reads, for each point, its neighbours in the
+/// planes above and below besides. A thread's loads that no thread of its warp shares are
+/// what moves through the GPU's second-level cache: for the 7-point Laplacian, 2.0 loads a
+/// point in tiles of 4 × 4, against 3.4 in the strips of 16 rows that were the fastest of
+/// one plane (448 µs over 512³ `f32` on an H100, against 466 µs in 8 rows, 3.8 loads a point,
+/// and 574 µs in 2, 6).
+pub const fn tile_planes(rank: usize) -> usize {
+    match rank {
+        0..=2 => 1,
+        _ => 4,
     }
 }
 
 /// Threads per block of a stencil's GPU launch, all along a row.
 pub const BLOCK_THREADS: u32 = 128;
 
-/// Writes the tile of `S` rows from `row` and `K` columns from `col` of plane `z`: `f(p)` at each
-/// interior point `p`, `border` (where given) at the others. An interior tile loads its inputs
-/// once, `windows(tile, wide)` (where `tile` is its first point), and computes all its `S × K`
-/// outputs, `at(&windows, p)`, before it stores one, with no test per point; where `wide`, a row
-/// of outputs narrower than a word is stored a word at a time.
+/// Writes the tile of `Z` planes from `z`, `S` rows from `row` and `K` columns from `col`:
+/// `f(p)` at each interior point `p`, `border` (where given) at the others. An interior tile
+/// loads its inputs once, `windows(tile, wide)` (where `tile` is its first point), and computes
+/// all its `Z × S × K` outputs, `at(&windows, p)`, before it stores one, with no test per
+/// point; where `wide`, a row of outputs narrower than a word is stored a word at a time. A
+/// point of a plane past the tile's first has that plane in its `base`.
 ///
 /// # Safety
 /// `out` must be valid for writes of `g.len()` elements, none of which another thread writes
 /// at once; `f` must be safe to call at every interior point, and `windows` at the first point
 /// of every interior tile whose first column is a multiple of `K`; `wide` only where
-/// [`words_fit`] holds for `out` and every input.
+/// [`words_fit`] holds for `out` and every input; and where `Z > 1`, `at` must read through
+/// the point's `base`, not the windows, which hold one plane.
 #[inline(always)]
-pub unsafe fn tile<T: Copy, W, const S: usize, const K: usize>(
+pub unsafe fn tile<T: Copy, W, const Z: usize, const S: usize, const K: usize>(
     g: &Geometry,
     [z, row, col]: [usize; 3],
     f: impl Fn(Point) -> T,
@@ -273,9 +289,10 @@ pub unsafe fn tile<T: Copy, W, const S: usize, const K: usize>(
     (out, wide): (*mut T, bool),
     border: Option<T>,
 ) {
-    let [_, n, m] = g.shape;
+    let [planes, n, m] = g.shape;
     let base = (z * n + row) * m + col;
-    if g.inside(0, z)
+    if z >= g.below[0]
+        && z + Z + g.above[0] <= planes
         && row >= g.below[1]
         && row + S + g.above[1] <= n
         && col >= g.below[2]
@@ -287,46 +304,54 @@ pub unsafe fn tile<T: Copy, W, const S: usize, const K: usize>(
             col: 0,
         };
         let w = windows(first, wide);
-        let mut values = [[core::mem::MaybeUninit::<T>::uninit(); K]; S];
+        let mut values = [[[core::mem::MaybeUninit::<T>::uninit(); K]; S]; Z];
         // The closures are inlined whatever their size on a GPU, so that every point reads
         // its window at constant places: registers, not memory.
-        unrolled::<S>(
+        unrolled::<Z>(
             #[cfg_attr(target_arch = "nvptx64", inline(always))]
-            |r| {
-                unrolled::<K>(
+            |q| {
+                unrolled::<S>(
                     #[cfg_attr(target_arch = "nvptx64", inline(always))]
-                    |k| {
-                        let p = Point {
-                            row: r,
-                            col: k,
-                            ..first
-                        };
-                        values[r][k] = core::mem::MaybeUninit::new(at(&w, p))
+                    |r| {
+                        unrolled::<K>(
+                            #[cfg_attr(target_arch = "nvptx64", inline(always))]
+                            |k| {
+                                let p = Point {
+                                    base: base + q * n * m,
+                                    row: r,
+                                    col: k,
+                                };
+                                values[q][r][k] = core::mem::MaybeUninit::new(at(&w, p))
+                            },
+                        )
                     },
                 )
             },
         );
         // SAFETY: every value was written above; the tile is in the array (the test above);
         // the caller's contract.
-        unsafe { store(g, &values, (out, wide), base) };
+        unrolled::<Z>(|q| unsafe { store(g, &values[q], (out, wide), base + q * n * m) });
         return;
     }
-    for r in 0..S.min(n.saturating_sub(row)) {
-        for k in 0..K.min(m.saturating_sub(col)) {
-            let p = base + r * m + k;
-            let value = if g.inside(0, z) && g.inside(1, row + r) && g.inside(2, col + k) {
-                f(Point {
-                    base,
-                    row: r,
-                    col: k,
-                })
-            } else if let Some(c) = border {
-                c
-            } else {
-                continue;
-            };
-            // SAFETY: the point is in the array (the bounds of the loops); the caller's contract.
-            unsafe { out.add(p).write(value) };
+    for q in 0..Z.min(planes.saturating_sub(z)) {
+        for r in 0..S.min(n.saturating_sub(row)) {
+            for k in 0..K.min(m.saturating_sub(col)) {
+                let at = base + q * n * m;
+                let value = if g.inside(0, z + q) && g.inside(1, row + r) && g.inside(2, col + k) {
+                    f(Point {
+                        base: at,
+                        row: r,
+                        col: k,
+                    })
+                } else if let Some(c) = border {
+                    c
+                } else {
+                    continue;
+                };
+                // SAFETY: the point is in the array (the bounds of the loops); the caller's
+                // contract.
+                unsafe { out.add(at + r * m + k).write(value) };
+            }
         }
     }
 }
@@ -408,16 +433,19 @@ fn unrolled<const N: usize>(mut f: impl FnMut(usize)) {
     }
 }
 
-/// The grid of a GPU launch of a stencil over `g` with tiles of `S × K`: blocks of
-/// [`BLOCK_THREADS`] threads along the rows, a tile each; planes and strips past the grid's
-/// limit of 65535 are walked by `gpu_walk`.
-pub const fn gpu_blocks<const S: usize, const K: usize>(g: &Geometry) -> [usize; 3] {
+/// The grid of a GPU launch of a stencil over `g` with tiles of `Z × S × K`: blocks of
+/// [`BLOCK_THREADS`] threads along the rows, a tile each; layers of planes and strips past the
+/// grid's limit of 65535 are walked by `gpu_walk`.
+pub const fn gpu_blocks<const Z: usize, const S: usize, const K: usize>(
+    g: &Geometry,
+) -> [usize; 3] {
     let cols = g.shape[2].div_ceil(K);
     let strips = g.shape[1].div_ceil(S);
+    let layers = g.shape[0].div_ceil(Z);
     [
         max1(cols.div_ceil(BLOCK_THREADS as usize)),
         max1(min(strips, 65535)),
-        max1(min(g.shape[0], 65535)),
+        max1(min(layers, 65535)),
     ]
 }
 
@@ -438,7 +466,7 @@ const fn min(a: usize, b: usize) -> usize {
 }
 
 /// The running GPU thread's tiles of a launch of [`gpu_blocks`]: each of its strips of `S` rows
-/// in each of its planes, at its `K` columns. Where `inputs_wide` (every input array passes
+/// in each of its layers of `Z` planes, at its `K` columns. Where `inputs_wide` (every input array passes
 /// [`words_fit`]) and `out` does too, the tiles run in words: the test is made once, and each
 /// of its two ways is compiled with no test of its own.
 ///
@@ -446,7 +474,7 @@ const fn min(a: usize, b: usize) -> usize {
 /// As [`tile`]'s, for a launch of [`gpu_blocks`] blocks of [`BLOCK_THREADS`] threads.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-pub unsafe fn gpu_walk<T: Copy, W, const S: usize, const K: usize>(
+pub unsafe fn gpu_walk<T: Copy, W, const Z: usize, const S: usize, const K: usize>(
     g: &Geometry,
     f: impl Fn(Point) -> T,
     windowed: (impl Fn(Point, bool) -> W, impl Fn(&W, Point) -> T),
@@ -466,16 +494,16 @@ pub unsafe fn gpu_walk<T: Copy, W, const S: usize, const K: usize>(
     // Inlined at both calls, so that each is compiled for its `wide`.
     let walk = #[inline(always)]
     |wide: bool| {
-        let mut z = b.z as usize;
-        while z < g.shape[0] {
+        let mut layer = b.z as usize;
+        while layer * Z < g.shape[0] {
             let mut strip = b.y as usize;
             while strip * S < g.shape[1] {
                 // SAFETY: the caller's contract; tiles of distinct threads are disjoint; `wide`
                 // where every array passes `words_fit`.
                 unsafe {
-                    tile::<T, W, S, K>(
+                    tile::<T, W, Z, S, K>(
                         g,
-                        [z, strip * S, col],
+                        [layer * Z, strip * S, col],
                         &f,
                         (&windowed.0, &windowed.1),
                         (out, wide),
@@ -484,7 +512,7 @@ pub unsafe fn gpu_walk<T: Copy, W, const S: usize, const K: usize>(
                 };
                 strip += grid.y as usize;
             }
-            z += grid.z as usize;
+            layer += grid.z as usize;
         }
     };
     if inputs_wide && words_fit::<T, K>(g.shape[2], out) {
@@ -498,11 +526,20 @@ pub unsafe fn gpu_walk<T: Copy, W, const S: usize, const K: usize>(
 mod tests {
     use super::*;
 
-    /// Every tile of a launch, as the GPU's threads would take them, over a 3-D array: each
-    /// interior point gets `f`, each border point `cval`, and no point is written twice.
-    #[test]
-    fn tiles_cover_the_array_once_with_the_interior_computed() {
-        for shape in [[3, 10, 13], [1, 1, 7], [2, 17, 1], [4, 2, 2], [1, 9, 8]] {
+    /// Every tile of `Z × 8 × 4` points of a launch, as the GPU's threads would take them, over
+    /// 3-D arrays: each interior point gets `f`, each border point `cval`, and no point is
+    /// written twice.
+    fn tiles_cover_once<const Z: usize>() {
+        let shapes = [
+            [3, 10, 13],
+            [1, 1, 7],
+            [2, 17, 1],
+            [4, 2, 2],
+            [1, 9, 8],
+            [9, 20, 14],
+        ];
+        let interior = core::cell::Cell::new(0);
+        for shape in shapes {
             let g = Geometry::new(
                 shape,
                 Reach {
@@ -512,20 +549,27 @@ mod tests {
             );
             let mut out = vec![(0u32, 0usize); g.len()];
             let f = |p: Point| p.flat(&g) as u32 + 1;
-            let [cols, _, _] = gpu_blocks::<8, 4>(&g);
-            for z in 0..shape[0] {
+            let [cols, _, layers] = gpu_blocks::<Z, 8, 4>(&g);
+            for layer in 0..layers {
                 for strip in 0..shape[1].div_ceil(8) {
                     for t in 0..cols * BLOCK_THREADS as usize {
                         let col = t * 4;
                         if col < shape[2] {
                             let mut tile_out = vec![u32::MAX; g.len()];
-                            // SAFETY: `tile_out` has `g.len()` elements.
+                            // SAFETY: `tile_out` has `g.len()` elements; `at` reads through
+                            // the point alone.
                             unsafe {
-                                tile::<u32, (), 8, 4>(
+                                tile::<u32, (), Z, 8, 4>(
                                     &g,
-                                    [z, strip * 8, col],
+                                    [layer * Z, strip * 8, col],
                                     f,
-                                    (|_, _| (), |_, p| f(p)),
+                                    (
+                                        |_, _| (),
+                                        |_, p| {
+                                            interior.set(interior.get() + 1);
+                                            f(p)
+                                        },
+                                    ),
                                     (tile_out.as_mut_ptr(), true),
                                     Some(0),
                                 )
@@ -551,9 +595,23 @@ mod tests {
                 } else {
                     0
                 };
-                assert_eq!((v, writes), (expect, 1), "{shape:?} at {:?}", (z, y, x));
+                assert_eq!(
+                    (v, writes),
+                    (expect, 1),
+                    "{Z} planes, {shape:?} at {:?}",
+                    (z, y, x)
+                );
             }
         }
+        // The 9 × 20 × 14 array has whole tiles inside: its second strip, from column 4.
+        assert!(interior.get() >= Z * 8 * 4, "{Z} planes: no interior tile");
+    }
+
+    #[test]
+    fn tiles_cover_the_array_once_with_the_interior_computed() {
+        tiles_cover_once::<1>();
+        tiles_cover_once::<2>();
+        tiles_cover_once::<4>();
     }
 
     /// Tiles of bytes over 2-D arrays, as a launch takes them: the interior read through
@@ -600,7 +658,7 @@ mod tests {
                 for col in (0..m).step_by(K) {
                     // SAFETY: `words` holds `n * m` bytes from `out`; `wide` as `tile` needs.
                     unsafe {
-                        tile::<u8, _, S, K>(
+                        tile::<u8, _, 1, S, K>(
                             &g,
                             [0, strip * S, col],
                             f,
