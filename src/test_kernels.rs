@@ -397,6 +397,27 @@ pub fn shared_view_at(at: u32, len: u32, out: &mut [u32]) {
     }
 }
 
+/// Dynamic shared memory as rows of `cols` elements (`View1::rows`): each thread writes its
+/// index at `[t / cols, t % cols]`, and after the barrier reads the element of the next row
+/// (the last row's from the first) into `out[0]`; thread 0 writes the rows' shape into `out[1]`.
+#[kernel]
+pub fn shared_rows(cols: u32, out: &mut Array2<u32>) {
+    let mut m = dynamic_shared![u32].rows(cols as usize);
+    let t = thread_idx().x as usize;
+    let (n, c) = m.dim();
+    if t < n * c {
+        m[[t / c, t % c]] = t as u32;
+    }
+    sync_threads();
+    if t < n * c {
+        out[[0, t]] = m[[(t / c + 1) % n, t % c]];
+    }
+    if t == 0 {
+        out[[1, 0]] = n as u32;
+        out[[1, 1]] = c as u32;
+    }
+}
+
 /// Numba's NaN rules of the float atomics: each thread applies `values[i]` to eight cells with
 /// `atomic_max`, `atomic_min`, `atomic_nanmax` and `atomic_nanmin`, twice over (cells `0..4` and
 /// `4..8`, which the host starts at different values).

@@ -736,6 +736,35 @@ fn atomics_return_old_values_and_combine() {
 }
 
 #[test]
+fn dynamic_shared_memory_is_laid_out_in_rows() {
+    for dev in backends() {
+        let at = format!("{:?}", dev.kind());
+        // 42 elements in rows of 8: 5 rows, the last 2 elements left out.
+        let mut out = dev.zeros::<u32, _>((2, 42)).unwrap();
+        let config = LaunchConfig::new(1, 42).unwrap().shared_bytes(42 * 4);
+        shared_rows
+            .launch_with(config.clone(), (8, &mut out))
+            .unwrap();
+        let out = out.to_host().unwrap();
+        let next: Vec<u32> = (0..40)
+            .map(|t| ((t / 8 + 1) % 5 * 8 + t % 8) as u32)
+            .collect();
+        assert_eq!(out.row(0).slice(ndarray::s![..40]).to_vec(), next, "{at}");
+        assert_eq!(out.row(0).slice(ndarray::s![40..]).to_vec(), [0, 0], "{at}");
+        assert_eq!(out.row(1).slice(ndarray::s![..2]).to_vec(), [5, 8], "{at}");
+        if matches!(dev.kind(), DeviceKind::Cuda(_)) {
+            continue;
+        }
+        let mut out = dev.zeros::<u32, _>((2, 42)).unwrap();
+        let err = shared_rows
+            .launch_with(config, (0, &mut out))
+            .unwrap_err()
+            .to_string();
+        assert_mentions(&err, &["rows(0)", "shared_rows"]);
+    }
+}
+
+#[test]
 fn dynamic_shared_memory_is_sized_at_launch() {
     for dev in backends() {
         let data: Vec<f64> = (0..300).map(|i| i as f64).collect();
