@@ -141,8 +141,10 @@ pub fn function(d: DeviceFn) -> TokenStream {
     }
     let inline =
         (!func.attrs.iter().any(|a| a.path().is_ident("inline"))).then(|| quote!(#[inline]));
+    let checks = &body.checks;
     quote! {
         #target
+        #(#checks)*
         #inline
         #func
     }

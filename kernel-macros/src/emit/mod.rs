@@ -27,10 +27,12 @@ pub fn kernel(k: Kernel) -> TokenStream {
     let entry = device::entry(&k);
     let plan = cpu::CpuPlan::of(&k);
     let launcher = launcher::launcher(&k, &plan);
+    let calls = &k.body.checks;
     quote! {
         #layout
         #bounds
         #checks
+        #(#calls)*
         #entry
         #launcher
     }

@@ -47,6 +47,7 @@ pub fn reduce(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         crate::kernel::rewrite::Scope::Device,
         format_ident!("__KERNEL_SHARED_NONE"),
         &params,
+        &func.sig.generics,
     )?;
     let pass = pass(&name, &vis, &docs, &scalar, &ty);
     let host = host(&name, &scalar, &ty);

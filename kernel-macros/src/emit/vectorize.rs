@@ -27,6 +27,7 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
         Scope::Device,
         format_ident!("__KERNEL_SHARED_NONE"),
         &names,
+        &func.sig.generics,
     )?;
     let v = Vectorized::new(func, params, ret);
     let (name, scalar_fn) = (&v.name, &v.func);

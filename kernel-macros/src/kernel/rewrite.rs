@@ -43,6 +43,8 @@ pub struct Rewritten {
     /// The first call that needs a GPU of sm_80 or later, and what it runs there.
     pub sm80: Option<(Span, &'static str, &'static str)>,
     pub shared: Vec<SharedDecl>,
+    /// Constant items that check the body's calls at compile time, for the module's level.
+    pub checks: Vec<TokenStream>,
 }
 
 /// Where the body lives: a kernel may declare shared memory of every kind, a `#[device]`
@@ -64,19 +66,26 @@ struct Pass {
     pending_name: Option<String>,
     /// The shared arrays of a `#[device]` function so far, which number their PTX variables.
     function_arrays: usize,
+    /// The function's generic parameters: a constant item cannot name them.
+    generics: HashSet<String>,
 }
 
 /// Rewrites `block` in place. `layout` names the kernel's shared-layout constant; `params` are
-/// the parameter names (runtime values, never valid as shared array sizes).
+/// the parameter names (runtime values, never valid as shared array sizes); `generics` the
+/// function's generic parameters.
 pub fn rewrite(
     block: &mut Block,
     scope: Scope,
     layout: syn::Ident,
     params: &[String],
+    generics: &syn::Generics,
 ) -> syn::Result<Rewritten> {
     let mut locals: HashSet<String> = params.iter().cloned().collect();
     let mut collect = LocalNames(&mut locals);
     collect.visit_block(block);
+    // Items declared in the body are out of the module's sight too.
+    let mut items = BodyItems(&mut locals);
+    items.visit_block(block);
     let mut pass = Pass {
         scope,
         layout,
@@ -91,10 +100,20 @@ pub fn rewrite(
             opaque: None,
             sm80: None,
             shared: Vec::new(),
+            checks: Vec::new(),
         },
         errors: Vec::new(),
         pending_name: None,
         function_arrays: 0,
+        generics: generics
+            .params
+            .iter()
+            .filter_map(|p| match p {
+                syn::GenericParam::Type(t) => Some(t.ident.to_string()),
+                syn::GenericParam::Const(c) => Some(c.ident.to_string()),
+                syn::GenericParam::Lifetime(_) => None,
+            })
+            .collect(),
     };
     pass.visit_block_mut(block);
     let mut errors = pass.errors.into_iter();
@@ -106,6 +125,44 @@ pub fn rewrite(
             }
             Err(first)
         }
+    }
+}
+
+/// The names of the items a block declares (constants, statics, imports, functions), at any
+/// depth.
+struct BodyItems<'a>(&'a mut HashSet<String>);
+impl<'ast> Visit<'ast> for BodyItems<'_> {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        let name = match item {
+            syn::Item::Const(c) => Some(&c.ident),
+            syn::Item::Static(s) => Some(&s.ident),
+            syn::Item::Fn(f) => Some(&f.sig.ident),
+            syn::Item::Use(u) => {
+                use_names(&u.tree, self.0);
+                None
+            }
+            _ => None,
+        };
+        if let Some(name) = name {
+            self.0.insert(name.to_string());
+        }
+    }
+}
+
+/// The names an import brings in; `*` for a glob, whose names are not known.
+fn use_names(tree: &syn::UseTree, names: &mut HashSet<String>) {
+    match tree {
+        syn::UseTree::Path(p) => use_names(&p.tree, names),
+        syn::UseTree::Name(n) => {
+            names.insert(n.ident.to_string());
+        }
+        syn::UseTree::Rename(r) => {
+            names.insert(r.rename.to_string());
+        }
+        syn::UseTree::Glob(_) => {
+            names.insert("*".to_string());
+        }
+        syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_names(t, names)),
     }
 }
 
@@ -260,6 +317,50 @@ impl Pass {
                 ),
             );
         }
+    }
+
+    /// For a `memcpy_async_tile::<T, N, R, C, THREADS>` call whose sizes name no runtime value,
+    /// generic parameter or item of the body, a constant item for the module's level that
+    /// refuses, at the call and under `cargo check`, a tile whose runs the block's threads
+    /// cannot share out evenly (the runtime's own check of that fires when the kernel is built,
+    /// in the runtime's source).
+    fn tile_share_check(&self, call: &ExprCall) -> Option<TokenStream> {
+        let Expr::Path(p) = &*call.func else {
+            return None;
+        };
+        let seg = p.path.segments.last()?;
+        let syn::PathArguments::AngleBracketed(args) = &seg.arguments else {
+            return None;
+        };
+        if seg.ident != "memcpy_async_tile" || args.args.len() != 5 {
+            return None;
+        }
+        let sizes: Vec<TokenStream> = args.args.iter().skip(1).map(|a| quote!(#a)).collect();
+        let local = |i: &proc_macro2::Ident| {
+            let i = i.to_string();
+            self.locals.contains(&i) || self.generics.contains(&i)
+        };
+        if self.locals.contains("*")
+            || sizes
+                .iter()
+                .any(|t| crate::syntax::mentions(t.clone(), &local))
+        {
+            return None;
+        }
+        let [n, r, c, threads] = [&sizes[0], &sizes[1], &sizes[2], &sizes[3]];
+        let message =
+            format!(
+            "`memcpy_async_tile::<{}>` copies its {r} × {c} tile in runs of {n} elements, which \
+             the block's {threads} threads cannot share out evenly: each thread starts as many \
+             runs, so R × C / N must be a multiple of THREADS",
+            args.args.iter().map(|a| quote!(#a).to_string()).collect::<Vec<_>>().join(", "),
+        );
+        Some(quote_spanned! {seg.span()=>
+            const _: () = ::core::assert!(
+                ::kernel_runtime::__rt::tile_runs_shared(#n, #r, #c, #threads),
+                #message
+            );
+        })
     }
 
     fn rewrite_call(&mut self, call: &ExprCall) -> Option<Expr> {
@@ -692,6 +793,9 @@ impl VisitMut for Pass {
                 if let Some(new) = self.rewrite_call(call) {
                     *expr = new;
                     return;
+                }
+                if let Some(check) = self.tile_share_check(call) {
+                    self.out.checks.push(check);
                 }
             }
             Expr::Macro(ExprMacro { mac, .. }) => {

@@ -112,7 +112,13 @@ pub fn kernel(item: KernelItem) -> syn::Result<Kernel> {
     read_only_writes(&func.block, &params)?;
     let layout = format_ident!("__KERNEL_SHARED_{}", func.sig.ident);
     let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
-    let body = rewrite::rewrite(&mut func.block, Scope::Kernel, layout.clone(), &names)?;
+    let body = rewrite::rewrite(
+        &mut func.block,
+        Scope::Kernel,
+        layout.clone(),
+        &names,
+        &func.sig.generics,
+    )?;
     if let Some(g) = &generic {
         if let Some(d) = body.shared.iter().find(|d| g.mentions(&d.elem)) {
             return Err(syn::Error::new(
@@ -144,7 +150,13 @@ pub fn device(mut func: ItemFn) -> syn::Result<DeviceFn> {
         h.finish()
     };
     let layout = format_ident!("__fshared_{}_{:016x}", func.sig.ident, hash);
-    let body = rewrite::rewrite(&mut func.block, Scope::Function, layout, &[])?;
+    let body = rewrite::rewrite(
+        &mut func.block,
+        Scope::Function,
+        layout,
+        &[],
+        &func.sig.generics,
+    )?;
     Ok(DeviceFn { func, body })
 }
 

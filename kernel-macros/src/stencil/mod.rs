@@ -64,6 +64,7 @@ pub fn stencil(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream>
         crate::kernel::rewrite::Scope::Device,
         quote::format_ident!("__KERNEL_SHARED_NONE"),
         &names,
+        &func.sig.generics,
     )?;
     let bounds = declared.map_or(found.reach, <[_]>::to_vec);
     let (below, above) = offsets::reach(&bounds);

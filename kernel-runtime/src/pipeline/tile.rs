@@ -42,6 +42,13 @@ use super::{imp, in_shared, memcpy_async, shared_offset, Destination, Source};
 use crate::device_copy::AnyBitPattern;
 use crate::fault::{misplaced_copy, out_of_bounds, tile_threads, AccessKind};
 
+/// Whether the `R × C / N` runs of `N` elements of an `R × C` tile share out evenly among
+/// `threads` threads: the rule of [`memcpy_async_tile`], which `#[kernel]` also checks at the
+/// call where the sizes are constants.
+pub const fn runs_shared(n: usize, r: usize, c: usize, threads: usize) -> bool {
+    n > 0 && threads > 0 && (r * c / n).is_multiple_of(threads)
+}
+
 /// `cooperative_groups::memcpy_async(block, ...)` for a tile: the block's `THREADS` threads
 /// together start copying the `R × C` tile of `src` from `from` to `dst` from `to`, zeros where
 /// the tile passes `src`'s edges, in runs of `N` elements (4, 8 or 16 bytes), thread `t` of the
@@ -53,8 +60,9 @@ use crate::fault::{misplaced_copy, out_of_bounds, tile_threads, AccessKind};
 /// [`memcpy_async`] that breaks the module's rules does, where the block has other than
 /// `THREADS` threads, where the tile does not lie in `dst` or `dst` is not a shared array whose
 /// runs start at multiples of the copy's bytes, and where `src` is a shared array. A tile whose
-/// runs do not share out evenly among the threads (`R * C / N` a multiple of `THREADS`) is a
-/// compile error.
+/// runs do not share out evenly among the threads (`R * C / N` not a multiple of `THREADS`) is
+/// a compile error: at the call, under `cargo check` too, where the sizes are literals or
+/// constants of the module; when the kernel is built, where they are generic parameters.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn memcpy_async_tile<
@@ -79,8 +87,9 @@ pub fn memcpy_async_tile<
             "a tile's rows are whole runs of N elements"
         );
         assert!(
-            THREADS > 0 && (R * C / N).is_multiple_of(THREADS),
-            "the block's THREADS threads share the tile's runs out evenly"
+            runs_shared(N, R, C, THREADS),
+            "memcpy_async_tile: the block's THREADS threads cannot share the tile's R * C / N \
+             runs out evenly"
         );
         R * C / N / THREADS
     };
