@@ -18,6 +18,15 @@ pub(crate) fn count_idents(tokens: TokenStream, counts: &mut HashMap<String, usi
     }
 }
 
+/// The names of the type and const parameters of `generics`.
+pub(crate) fn generic_names(generics: &syn::Generics) -> impl Iterator<Item = String> + '_ {
+    generics.params.iter().filter_map(|p| match p {
+        syn::GenericParam::Type(t) => Some(t.ident.to_string()),
+        syn::GenericParam::Const(c) => Some(c.ident.to_string()),
+        syn::GenericParam::Lifetime(_) => None,
+    })
+}
+
 /// Whether `tokens` hold an identifier for which `hit` holds, at any depth.
 pub(crate) fn mentions(tokens: TokenStream, hit: &impl Fn(&proc_macro2::Ident) -> bool) -> bool {
     tokens.into_iter().any(|t| match t {

@@ -105,15 +105,7 @@ pub fn rewrite(
         errors: Vec::new(),
         pending_name: None,
         function_arrays: 0,
-        generics: generics
-            .params
-            .iter()
-            .filter_map(|p| match p {
-                syn::GenericParam::Type(t) => Some(t.ident.to_string()),
-                syn::GenericParam::Const(c) => Some(c.ident.to_string()),
-                syn::GenericParam::Lifetime(_) => None,
-            })
-            .collect(),
+        generics: crate::syntax::generic_names(generics).collect(),
     };
     pass.visit_block_mut(block);
     let mut errors = pass.errors.into_iter();

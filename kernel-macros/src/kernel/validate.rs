@@ -196,17 +196,7 @@ fn generic_shared(func: &ItemFn) -> syn::Result<()> {
             }
         }
     }
-    let generics: Vec<String> = func
-        .sig
-        .generics
-        .params
-        .iter()
-        .filter_map(|p| match p {
-            syn::GenericParam::Type(t) => Some(t.ident.to_string()),
-            syn::GenericParam::Const(c) => Some(c.ident.to_string()),
-            syn::GenericParam::Lifetime(_) => None,
-        })
-        .collect();
+    let generics: Vec<String> = crate::syntax::generic_names(&func.sig.generics).collect();
     if generics.is_empty() {
         return Ok(());
     }
