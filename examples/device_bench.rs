@@ -24,7 +24,7 @@ use gpu_kernels::{
     matmul_tensor_64x64, matmul_tensor_staged, matmul_tensor_tf32, matmul_tensor_tf32_64x64,
     matmul_tensor_tf32_staged, matmul_tiled, quicksort, smooth, smooth_stencil, smooth_strips,
     smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS,
-    TC_STAGED_SHARED_BYTES, TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB, WORD_THREADS,
+    TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB, WORD_THREADS,
 };
 use kernel_runtime::ndarray::{Ix1, Ix2};
 use kernel_runtime::prelude::*;
@@ -135,13 +135,7 @@ fn run(args: Args) -> Result {
             matmul_tensor_64x64.launch(g, TC_THREADS_64X64, x)
         }),
         ("matmul-f16-staged", "64x64, 4 stages", &|g, x| {
-            let config = LaunchConfig::new(g, TC_THREADS_64X64).map_err(|reason| {
-                kernel_runtime::Error::InvalidLaunch {
-                    kernel: "matmul_tensor_staged",
-                    reason,
-                }
-            })?;
-            matmul_tensor_staged.launch_with(config.shared_bytes(TC_STAGED_SHARED_BYTES), x)
+            matmul_tensor_staged.launch(g, TC_THREADS_64X64, x)
         }),
     ];
     for line in bench_matmul_tensor(&dev, reps, n, &f16_matmuls)? {

@@ -418,6 +418,16 @@ pub fn shared_rows(cols: u32, out: &mut Array2<u32>) {
     }
 }
 
+/// The length of the dynamic shared memory a launch gives, as `u32`s, into `out[0]`: the kernel
+/// declares 64 of them, which a launch that gives none or fewer gets.
+#[kernel(dynamic_shared = 64 * 4)]
+pub fn declared_shared(out: &mut [u32]) {
+    let v = dynamic_shared![u32];
+    if grid(1) == 0 {
+        out[0] = v.len() as u32;
+    }
+}
+
 /// Numba's NaN rules of the float atomics: each thread applies `values[i]` to eight cells with
 /// `atomic_max`, `atomic_min`, `atomic_nanmax` and `atomic_nanmin`, twice over (cells `0..4` and
 /// `4..8`, which the host starts at different values).

@@ -15,9 +15,9 @@ mod happens_before;
 
 use foreign_kernels::{add_foreign, saxpy_foreign};
 use gpu_kernels::{
-    add, add_chunked, laplace3d, matmul_tensor, matmul_tensor_64x64, matmul_tensor_tf32,
-    matmul_tiled, quicksort, smooth, smooth_stencil, smooth_words, words_blocks, TC_THREADS,
-    TC_THREADS_64X64, WORD_THREADS,
+    add, add_chunked, laplace3d, matmul_tensor, matmul_tensor_64x64, matmul_tensor_staged,
+    matmul_tensor_tf32, matmul_tiled, quicksort, smooth, smooth_stencil, smooth_words,
+    words_blocks, TC_STAGED_SHARED_BYTES, TC_THREADS, TC_THREADS_64X64, WORD_THREADS,
 };
 use happens_before::Trace;
 use kernel_runtime::ndarray::{array, s, Array2, Array3};
@@ -616,6 +616,14 @@ fn a_matmul_in_warps_of_64_by_64_launches_blocks_of_four_warps() {
                 launch.starts_with("grid=1,3,1 block=128,1,1 shared=37888 "),
                 "{launch}"
             );
+            // The staged one's four buffers, in dynamic shared memory it declares: a plain
+            // launch gives them.
+            matmul_tensor_staged
+                .launch((1, 3), TC_THREADS_64X64, (&a, &b, &mut c))
+                .unwrap();
+            let launch = &log.launches("matmul_tensor_staged")[0];
+            let want = format!("grid=1,3,1 block=128,1,1 shared={TC_STAGED_SHARED_BYTES} ");
+            assert!(launch.starts_with(&want), "{launch}");
         },
     );
 }

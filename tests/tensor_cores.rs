@@ -224,7 +224,9 @@ type Matmul<E> = fn((u32, u32), u32, Operands<'_, E>) -> Result<(), kernel_runti
 
 /// The `f16` matmuls, each with its name and its threads per block.
 fn f16_matmuls() -> [(&'static str, u32, Matmul<f16>); 3] {
-    use gpu_kernels::{matmul_tensor, matmul_tensor_64x64, TC_THREADS, TC_THREADS_64X64};
+    use gpu_kernels::{
+        matmul_tensor, matmul_tensor_64x64, matmul_tensor_staged, TC_THREADS, TC_THREADS_64X64,
+    };
     [
         ("warps of 64 x 32", TC_THREADS, |g, t, x| {
             matmul_tensor.launch(g, t, x)
@@ -232,19 +234,10 @@ fn f16_matmuls() -> [(&'static str, u32, Matmul<f16>); 3] {
         ("warps of 64 x 64", TC_THREADS_64X64, |g, t, x| {
             matmul_tensor_64x64.launch(g, t, x)
         }),
-        ("warps of 64 x 64, 4 stages", TC_THREADS_64X64, staged),
+        ("warps of 64 x 64, 4 stages", TC_THREADS_64X64, |g, t, x| {
+            matmul_tensor_staged.launch(g, t, x)
+        }),
     ]
-}
-
-/// `matmul_tensor_staged` in `g` blocks of `t` threads, with the dynamic shared memory it takes.
-fn staged(g: (u32, u32), t: u32, x: Operands<'_, f16>) -> Result<(), kernel_runtime::Error> {
-    use gpu_kernels::{matmul_tensor_staged, TC_STAGED_SHARED_BYTES};
-    let config =
-        LaunchConfig::new(g, t).map_err(|reason| kernel_runtime::Error::InvalidLaunch {
-            kernel: "matmul_tensor_staged",
-            reason,
-        })?;
-    matmul_tensor_staged.launch_with(config.shared_bytes(TC_STAGED_SHARED_BYTES), x)
 }
 
 /// The `tf32` matmuls, each with its name and its threads per block.
@@ -266,18 +259,40 @@ fn tf32_matmuls() -> [(&'static str, u32, Matmul<f32>); 3] {
     ]
 }
 
-/// The staged matmul's tiles lie in dynamic shared memory: a launch that gives it less is an
-/// error that says how much to give.
+/// The staged matmul's tiles lie in dynamic shared memory that the kernel declares: a launch
+/// that gives none, or less, gives it that much.
 #[test]
-fn the_staged_matmul_asks_for_its_shared_memory() {
-    use gpu_kernels::{matmul_tensor_staged, TC_THREADS_64X64};
+fn the_staged_matmul_declares_its_shared_memory() {
+    use gpu_kernels::{matmul_tensor_staged, TC_STAGED_SHARED_BYTES, TC_THREADS_64X64};
+    use kernel_runtime::Kernel;
+    assert_eq!(
+        matmul_tensor_staged::META.dynamic_shared_bytes,
+        TC_STAGED_SHARED_BYTES
+    );
+    let a = values(16, 16, 3, f16::from_f32);
+    let wa = a.mapv(|v| v.to_f64());
+    let zero = Array2::zeros((16, 16));
     for dev in [Device::cpu(), Device::cpu_checked()] {
-        let a = dev.to_device(&values(16, 16, 3, f16::from_f32)).unwrap();
+        let x = dev.to_device(&a).unwrap();
+        let less = LaunchConfig::new((1, 1), TC_THREADS_64X64)
+            .unwrap()
+            .shared_bytes(64);
         let mut c = dev.zeros::<f32, _>((16, 16)).unwrap();
-        let err = matmul_tensor_staged
-            .launch((1, 1), TC_THREADS_64X64, (&a, &a, &mut c))
-            .unwrap_err();
-        common::assert_mentions(&err.to_string(), &["TC_STAGED_SHARED_BYTES"]);
+        matmul_tensor_staged
+            .launch((1, 1), TC_THREADS_64X64, (&x, &x, &mut c))
+            .unwrap();
+        assert_product(&c.to_host().unwrap(), &wa, &wa, &zero, "launch");
+        let mut c = dev.zeros::<f32, _>((16, 16)).unwrap();
+        matmul_tensor_staged
+            .launch_with(less, (&x, &x, &mut c))
+            .unwrap();
+        assert_product(
+            &c.to_host().unwrap(),
+            &wa,
+            &wa,
+            &zero,
+            "launch_with 64 bytes",
+        );
     }
 }
 

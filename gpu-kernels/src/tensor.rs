@@ -352,30 +352,36 @@ pub const TC_STAGED_SHARED_BYTES: usize =
 
 /// [`matmul_tensor_64x64`] with [`TC_STAGES`] tiles staged at once (where the others stage two):
 /// the copies of three tiles fly while the warps multiply the fourth, from dynamic shared
-/// memory. Launch `(m.div_ceil(TC_TILE), n.div_ceil(TC_TILE))` blocks of [`TC_THREADS_64X64`]
-/// threads with [`TC_STAGED_SHARED_BYTES`] of it (a launch with fewer stops the kernel).
+/// memory: [`TC_STAGED_SHARED_BYTES`] of it, which the kernel declares, so that every launch
+/// gives a block that much. Launch `(m.div_ceil(TC_TILE), n.div_ceil(TC_TILE))` blocks of
+/// [`TC_THREADS_64X64`] threads.
 ///
 /// ```
-/// use gpu_kernels::{matmul_tensor_staged, TC_STAGED_SHARED_BYTES, TC_THREADS_64X64};
+/// use gpu_kernels::{matmul_tensor_staged, TC_THREADS_64X64};
 /// use kernel_runtime::prelude::*;
 ///
 /// let dev = Device::default();
 /// let a = Array2::from_shape_fn((20, 70), |(i, k)| f16::from_f32((i % 3) as f32 - k as f32 / 8.0));
 /// let b = Array2::from_shape_fn((70, 9), |(k, j)| f16::from_f32((k + j) as f32 / 64.0));
 /// let mut c = dev.zeros::<f32, _>((20, 9))?;
-/// let config = LaunchConfig::new((1, 1), TC_THREADS_64X64)?.shared_bytes(TC_STAGED_SHARED_BYTES);
-/// matmul_tensor_staged.launch_with(config, (&dev.to_device(&a)?, &dev.to_device(&b)?, &mut c))?;
+/// matmul_tensor_staged.launch((1, 1), TC_THREADS_64X64, (&dev.to_device(&a)?, &dev.to_device(&b)?, &mut c))?;
 /// let want = a.mapv(|v| v.to_f32()).dot(&b.mapv(|v| v.to_f32()));
 /// assert!(c.to_host()?.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-2));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[kernel(barriers, boundscheck = false, launch_bounds = (TC_THREADS_64X64, 2))]
+#[kernel(
+    barriers,
+    boundscheck = false,
+    launch_bounds = (TC_THREADS_64X64, 2),
+    dynamic_shared = TC_STAGED_SHARED_BYTES
+)]
 pub fn matmul_tensor_staged(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
     let (la, lb) = (TC_STAGES * TC_TILE * ROW_A, TC_STAGES * DEPTH * ROW_B);
     let shared = dynamic_shared![f16];
+    // Every launch gives the bytes the kernel declares; the indices below rely on it.
     assert!(
         shared.len() >= la + lb,
-        "launch matmul_tensor_staged with LaunchConfig::shared_bytes(TC_STAGED_SHARED_BYTES)"
+        "matmul_tensor_staged: less dynamic shared memory than TC_STAGED_SHARED_BYTES"
     );
     let (mut sa, mut sb) = (
         shared.slice(0..la).rows(ROW_A),

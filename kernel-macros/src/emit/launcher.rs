@@ -172,6 +172,11 @@ fn meta(k: &Kernel, plan: &CpuPlan) -> TokenStream {
     };
     let ptx = embedded_ptx(&first);
     let bounds = crate::emit::launch_bounds::meta_field(k);
+    let dynamic = k
+        .options
+        .dynamic_shared
+        .as_ref()
+        .map(|bytes| quote_spanned!(bytes.span()=> dynamic_shared_bytes: #bytes,));
     let flags = [
         ("barriers", k.has_barriers()),
         ("split", plan.split.is_some()),
@@ -193,6 +198,7 @@ fn meta(k: &Kernel, plan: &CpuPlan) -> TokenStream {
             ptx: #ptx,
             #shared
             #bounds
+            #dynamic
             #(#flags)*
             ..__rt::KernelMeta::BASE
         }

@@ -16,6 +16,9 @@ pub struct KernelOptions {
     pub instances: Option<Instances>,
     /// `launch_bounds = threads` or `launch_bounds = (threads, blocks)`.
     pub launch_bounds: Option<LaunchBounds>,
+    /// `dynamic_shared = bytes`: the dynamic shared memory every launch gives a block at least
+    /// (a constant `usize` expression).
+    pub dynamic_shared: Option<Expr>,
 }
 
 /// The `launch_bounds` option: a block's most threads, and the blocks to keep resident on a
@@ -71,6 +74,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
         barriers: false,
         instances: None,
         launch_bounds: None,
+        dynamic_shared: None,
     };
     let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
     for meta in metas {
@@ -90,6 +94,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
             Meta::NameValue(nv) if nv.path.is_ident("launch_bounds") => {
                 options.launch_bounds = Some(LaunchBounds::parse(&nv.value)?);
             }
+            Meta::NameValue(nv) if nv.path.is_ident("dynamic_shared") => {
+                options.dynamic_shared = Some(nv.value.clone());
+            }
             Meta::List(list) if list.path.is_ident("instances") => {
                 let types =
                     list.parse_args_with(Punctuated::<syn::Type, Token![,]>::parse_terminated)?;
@@ -102,7 +109,8 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
                 return Err(syn::Error::new_spanned(
                     other,
                     "unknown kernel option: expected `boundscheck = false`, `barriers`, \
-                     `launch_bounds = (threads, blocks)` or `instances(T1, T2, ..)`",
+                     `launch_bounds = (threads, blocks)`, `dynamic_shared = bytes` or \
+                     `instances(T1, T2, ..)`",
                 ))
             }
         }

@@ -79,6 +79,10 @@ pub struct KernelMeta {
     /// The most threads a block of it may have (`#[kernel(launch_bounds = ..)]`), or 0 for the
     /// device's limit.
     pub max_threads: u32,
+    /// The dynamic shared memory every launch of it gives each block at least
+    /// (`#[kernel(dynamic_shared = bytes)]`): a launch whose configuration asks for less, or
+    /// none (`launch`, `forall`), gets this much.
+    pub dynamic_shared_bytes: usize,
 }
 
 impl std::fmt::Debug for KernelMeta {
@@ -95,6 +99,7 @@ impl std::fmt::Debug for KernelMeta {
             .field("thread_context", &self.thread_context)
             .field("grid_level", &self.grid_level)
             .field("max_threads", &self.max_threads)
+            .field("dynamic_shared_bytes", &self.dynamic_shared_bytes)
             .finish()
     }
 }
@@ -115,6 +120,7 @@ impl KernelMeta {
         thread_context: false,
         grid_level: false,
         max_threads: 0,
+        dynamic_shared_bytes: 0,
     };
 
     /// What the CPU backend needs to know of a launch of the kernel with `config`.
@@ -242,7 +248,7 @@ fn cover(
         return Ok(None);
     }
     let threads = match device.gpu() {
-        Some(gpu) => gpu.block_size(entry, meta.module()?)?,
+        Some(gpu) => gpu.block_size(entry, meta.module()?, meta.dynamic_shared_bytes)?,
         None => 256,
     };
     // The driver's calculator keeps within the bounds the kernel's PTX holds; the CPU's size too.
@@ -340,15 +346,16 @@ where
 }
 
 /// The configuration of a launch of the instance `entry` of `meta` on `device` that `sizing`
-/// asks for, checked: within the device's limits, and a cooperative launch's grid within what
-/// can be resident at once. `None` for a `forall` of no task.
+/// asks for, with at least the dynamic shared memory the kernel declares, checked: within the
+/// device's limits, and a cooperative launch's grid within what can be resident at once. `None`
+/// for a `forall` of no task.
 fn configure(
     meta: &KernelMeta,
     entry: &'static str,
     sizing: Sizing,
     device: &Device,
 ) -> Result<Option<LaunchConfig>, Error> {
-    let config = match sizing {
+    let mut config = match sizing {
         Sizing::Config(config) => config,
         Sizing::Blocks(config) => config.map_err(|reason| Error::InvalidLaunch {
             kernel: meta.name,
@@ -359,6 +366,7 @@ fn configure(
             None => return Ok(None),
         },
     };
+    config.dynamic_shared_bytes = config.dynamic_shared_bytes.max(meta.dynamic_shared_bytes);
     check(meta, entry, device, &config)?;
     Ok(Some(config))
 }

@@ -333,13 +333,23 @@ impl CudaDevice {
     }
 
     /// The block size the driver's occupancy calculator gives `kernel` (of the module `ptx`)
-    /// without dynamic shared memory: the size that keeps the most threads resident.
-    pub(crate) fn block_size(&self, kernel: &'static str, ptx: &'static str) -> Result<u32, Error> {
+    /// with `dynamic_shared` bytes of dynamic shared memory a block: the size that keeps the
+    /// most threads resident.
+    pub(crate) fn block_size(
+        &self,
+        kernel: &'static str,
+        ptx: &'static str,
+        dynamic_shared: usize,
+    ) -> Result<u32, Error> {
         self.bind()?;
         let f = self.function(kernel, ptx)?;
-        // SAFETY: `f` is a live function of this context; no dynamic shared memory, no limit.
-        let (_, block) = unsafe { result::occupancy::max_potential_block_size(f, None, 0, 0) }
-            .map_err(|e| self.error(&format!("asking the block size of kernel `{kernel}`"), e))?;
+        // SAFETY: `f` is a live function of this context; the dynamic shared memory each block
+        // gets, no limit.
+        let (_, block) =
+            unsafe { result::occupancy::max_potential_block_size(f, None, dynamic_shared, 0) }
+                .map_err(|e| {
+                    self.error(&format!("asking the block size of kernel `{kernel}`"), e)
+                })?;
         Ok(block.max(1) as u32)
     }
 
