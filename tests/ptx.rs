@@ -807,6 +807,33 @@ fn smooth_stencil_reads_its_window_in_words() {
     assert!(!body.contains(".local"), "smooth_stencil uses local memory");
 }
 
+/// The 7-point Laplacian's interior tile of 4 planes × 4 rows reads each element it needs once,
+/// in one basic block: the 6 × 6 columns around its points but their 4 corners (32 loads) and
+/// each point's neighbours on the row (32), then stores its 16 points; nothing goes to local
+/// memory.
+#[test]
+fn laplace3d_reads_its_tile_of_planes_once() {
+    use kernel_runtime::Kernel;
+    let Some(ptx) = gpu_kernels::laplace3d.ptx() else {
+        assert!(!common::ptx_required(), "laplace3d has no PTX");
+        return;
+    };
+    let body = entry_body(ptx, "laplace3d");
+    let count = |block: &str, what: &str| block.matches(what).count();
+    let tiles: Vec<&str> = body
+        .split("$L__BB")
+        .filter(|block| count(block, "st.global") == 16)
+        .collect();
+    assert_eq!(
+        tiles.len(),
+        1,
+        "laplace3d stores 16 points in {} blocks",
+        tiles.len()
+    );
+    assert_eq!(count(tiles[0], "ld.global"), 64, "{}", tiles[0]);
+    assert!(!body.contains(".local"), "laplace3d uses local memory");
+}
+
 /// The smooth stencil sums its bytes and divides by 9 in 32-bit registers: the device build
 /// keeps LLVM from narrowing the division to 16 bits, which ptxas emulates with byte permutes
 /// (for sm_90, 25.5 instructions a pixel against 17.4). An LLVM older than 21 cannot be told.
