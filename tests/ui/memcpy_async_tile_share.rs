@@ -20,7 +20,7 @@ fn staged(x: &Array2<f32>, y: &mut Array2<f32>) {
 
 #[device]
 fn stage(tile: &mut View2Mut<f32>, x: &View2<f32>) {
-    memcpy_async_tile::<f32, 4, ROWS, 16, BLOCK>(tile, [0, 0], x, [0, 0]);
+    memcpy_async_tile::<f32, 4, { ROWS }, 16, BLOCK>(tile, [0, 0], x, [0, 0]);
 }
 
 fn main() {}

@@ -346,7 +346,10 @@ impl Pass {
              the block's {threads} threads cannot share out evenly: each thread starts as many \
              runs, so R × C / N must be a multiple of THREADS",
             args.args.iter().map(|a| quote!(#a).to_string()).collect::<Vec<_>>().join(", "),
-        );
+        )
+            // A format string: its braces (a `{ N }` argument) are written doubled.
+            .replace('{', "{{")
+            .replace('}', "}}");
         Some(quote_spanned! {seg.span()=>
             const _: () = ::core::assert!(
                 ::kernel_runtime::__rt::tile_runs_shared(#n, #r, #c, #threads),
