@@ -41,6 +41,10 @@ pub struct Args {
     /// With --sass, count only these kernels (repeatable)
     #[arg(long = "kernel", value_name = "NAME")]
     kernels: Vec<String>,
+    /// With --sass and --kernel, list each named kernel's basic blocks that load, store or
+    /// multiply on tensor cores: a stencil's interior tile is one block
+    #[arg(long)]
+    blocks: bool,
 }
 
 /// Runs `cargo xtask ptx`.
@@ -121,6 +125,9 @@ pub fn run(options: Args) -> Result {
                 scratch.display()
             );
             print!("{table}");
+        }
+        if options.blocks {
+            print!("{}", sass::format_blocks(&counts, &options.kernels));
         }
     }
     if failures.is_empty() {

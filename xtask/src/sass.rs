@@ -1,9 +1,11 @@
 //! What the GPU runs of each kernel: the machine code (SASS) of the cubins `cargo xtask ptx`
 //! assembles, as `cuobjdump -sass` prints it, counted per kernel: all its instructions, and
 //! those of the kinds that bound a kernel's speed (tensor-core multiplies, shared and global
-//! loads and stores, asynchronous copies, barriers). The counts are of the code, not of a run:
-//! compare them between two versions of one kernel, and read the whole listing (written beside
-//! the cubin) for the instructions of its hot loop.
+//! loads and stores, asynchronous copies, barriers), and its basic blocks that load, store or
+//! multiply on tensor cores: a stencil's interior tile is one such block, whose size over the
+//! tile's points is what it issues a point. The counts are of the code, not of a run: compare
+//! them between two versions of one kernel, and read the whole listing (written beside the
+//! cubin) for the instructions of its hot loop.
 //!
 //! Written by hand: the listing's format is NVIDIA's, and no crate reads it.
 
@@ -28,6 +30,26 @@ pub struct Counts {
     pub total: usize,
     /// How many of each of [`KINDS`].
     pub kinds: [usize; KINDS.len()],
+    /// Its basic blocks that load, store or multiply on tensor cores, in address order.
+    pub blocks: Vec<Block>,
+}
+
+/// A basic block: where it starts, its instructions, and the global and shared loads and
+/// stores and the tensor-core multiplies among them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Block {
+    pub start: u64,
+    pub instructions: usize,
+    pub loads: usize,
+    pub stores: usize,
+    pub mmas: usize,
+}
+
+/// One instruction of a listing: its address, opcode and the target of a branch.
+struct Instruction<'a> {
+    address: u64,
+    op: &'a str,
+    target: Option<u64>,
 }
 
 /// Disassembles `cubin` (built for `arch`) with `cuobjdump`, writes the listing to `listing`,
@@ -59,39 +81,111 @@ pub fn count(cuobjdump: &Path, cubin: &Path, arch: &str, listing: &Path) -> Resu
 /// Each function's counts in a `cuobjdump -sass` listing, in the listing's order.
 pub fn parse(text: &str, arch: &str) -> Vec<Counts> {
     let mut out: Vec<Counts> = Vec::new();
+    let mut code: Vec<Instruction> = Vec::new();
     for line in text.lines() {
         if let Some(name) = line.trim().strip_prefix("Function : ") {
+            if let Some(f) = out.last_mut() {
+                f.blocks = blocks(&std::mem::take(&mut code));
+            }
             out.push(Counts {
                 name: name.trim().to_string(),
                 arch: arch.to_string(),
                 total: 0,
                 kinds: [0; KINDS.len()],
+                blocks: Vec::new(),
             });
-        } else if let (Some(f), Some(op)) = (out.last_mut(), opcode(line)) {
+        } else if let (Some(f), Some(i)) = (out.last_mut(), instruction(line)) {
             f.total += 1;
-            if let Some(k) = KINDS.iter().position(|k| op.split('.').next() == Some(*k)) {
+            if let Some(k) = KINDS
+                .iter()
+                .position(|k| i.op.split('.').next() == Some(*k))
+            {
                 f.kinds[k] += 1;
             }
+            code.push(i);
+        }
+    }
+    if let Some(f) = out.last_mut() {
+        f.blocks = blocks(&code);
+    }
+    out
+}
+
+/// The basic blocks of `code` that load, store or multiply on tensor cores: blocks start at
+/// branch targets and after branches and exits.
+fn blocks(code: &[Instruction]) -> Vec<Block> {
+    let targets: std::collections::HashSet<u64> = code.iter().filter_map(|i| i.target).collect();
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut open = false;
+    for i in code {
+        let kind = i.op.split('.').next().unwrap_or_default();
+        if !open || targets.contains(&i.address) {
+            blocks.push(Block {
+                start: i.address,
+                ..Block::default()
+            });
+        }
+        if let Some(b) = blocks.last_mut() {
+            b.instructions += 1;
+            match kind {
+                "LDG" | "LDS" | "LDSM" | "LDGSTS" => b.loads += 1,
+                "STG" | "STS" => b.stores += 1,
+                "HMMA" | "HGMMA" | "IMMA" => b.mmas += 1,
+                _ => {}
+            }
+        }
+        open = !matches!(kind, "BRA" | "EXIT" | "RET" | "BRX" | "JMP");
+    }
+    blocks.retain(|b| b.loads + b.stores + b.mmas > 0);
+    blocks
+}
+
+/// The blocks of the functions of `counts` named in `only`, a line each: where it starts, its
+/// instructions, loads, stores and tensor-core multiplies.
+pub fn format_blocks(counts: &[Counts], only: &[String]) -> String {
+    let mut out = String::new();
+    for c in counts.iter().filter(|c| only.contains(&c.name)) {
+        out.push_str(&format!(
+            "  {} ({}), blocks that load, store or multiply:\n",
+            c.name, c.arch
+        ));
+        for b in &c.blocks {
+            out.push_str(&format!(
+                "    at {:#06x}: {} instructions, {} loads, {} stores, {} mma\n",
+                b.start, b.instructions, b.loads, b.stores, b.mmas
+            ));
         }
     }
     out
 }
 
-/// The opcode of an instruction line, `        /*0110*/  @!P0 LDG.E R2, [R4.64] ;  /* 0x… */`,
-/// without its predicate; `None` for other lines.
-fn opcode(line: &str) -> Option<&str> {
+/// The instruction of a line, `        /*0110*/  @!P0 BRA 0x60 ;  /* 0x… */`: its address,
+/// its opcode without the predicate, and a branch's target; `None` for other lines.
+fn instruction(line: &str) -> Option<Instruction<'_>> {
     let rest = line.trim_start().strip_prefix("/*")?;
     let (address, rest) = rest.split_once("*/")?;
     if address.is_empty() || !address.chars().all(|c| c.is_ascii_hexdigit()) {
         return None;
     }
-    let mut words = rest.split_whitespace();
-    let first = words.next()?;
-    if first.starts_with('@') {
-        words.next()
-    } else {
-        Some(first)
-    }
+    let text = rest.split(';').next().unwrap_or_default();
+    let mut words = text.split_whitespace().skip_while(|w| w.starts_with('@'));
+    let op = words.next()?;
+    let target = op
+        .starts_with("BRA")
+        .then(|| words.last())
+        .flatten()
+        .and_then(|t| u64::from_str_radix(t.strip_prefix("0x")?, 16).ok());
+    Some(Instruction {
+        address: u64::from_str_radix(address, 16).ok()?,
+        op,
+        target,
+    })
+}
+
+/// The opcode of an instruction line, without its predicate; `None` for other lines.
+#[cfg(test)]
+fn opcode(line: &str) -> Option<&str> {
+    instruction(line).map(|i| i.op)
 }
 
 /// The table of `counts`: a row per function, kernels named in `only` alone where it is not
@@ -158,6 +252,45 @@ arch = sm_90
             "{table}"
         );
         assert_eq!(format_table(&counts, &["absent".to_string()]), None);
+    }
+
+    #[test]
+    fn splits_the_code_into_blocks_at_branches_and_their_targets() {
+        let listing = "
+		Function : tile
+        /*0000*/                   LDG.E R2, desc[UR4][R4.64] ;
+        /*0010*/              @P0 BRA 0x50 ;
+        /*0020*/                   LDG.E R3, desc[UR4][R4.64] ;
+        /*0030*/                   LDG.E.S8 R5, desc[UR4][R4.64+0x4] ;
+        /*0040*/                   IADD3 R3, R3, R5, RZ ;
+        /*0050*/                   STG.E desc[UR4][R6.64], R3 ;
+        /*0060*/                   EXIT ;
+		Function : none
+        /*0000*/                   EXIT ;
+";
+        let counts = parse(listing, "sm_90");
+        // The branch ends one block, its target 0x50 starts another.
+        let block = |start, instructions, loads, stores| Block {
+            start,
+            instructions,
+            loads,
+            stores,
+            mmas: 0,
+        };
+        assert_eq!(
+            counts[0].blocks,
+            [
+                block(0x0, 2, 1, 0),
+                block(0x20, 3, 2, 0),
+                block(0x50, 2, 0, 1)
+            ]
+        );
+        assert!(counts[1].blocks.is_empty());
+        let text = format_blocks(&counts, &["tile".to_string()]);
+        assert!(
+            text.contains("at 0x0020: 3 instructions, 2 loads, 0 stores"),
+            "{text}"
+        );
     }
 
     #[test]
