@@ -418,9 +418,12 @@ pub fn shared_rows(cols: u32, out: &mut Array2<u32>) {
     }
 }
 
+/// The dynamic shared memory [`declared_shared`] declares: 40 KiB.
+pub const DECLARED_SHARED: usize = 40 * 1024;
+
 /// The length of the dynamic shared memory a launch gives, as `u32`s, into `out[0]`: the kernel
-/// declares 64 of them, which a launch that gives none or fewer gets.
-#[kernel(dynamic_shared = 64 * 4)]
+/// declares [`DECLARED_SHARED`] bytes, which a launch that gives none or fewer gets.
+#[kernel(dynamic_shared = DECLARED_SHARED)]
 pub fn declared_shared(out: &mut [u32]) {
     let v = dynamic_shared![u32];
     if grid(1) == 0 {

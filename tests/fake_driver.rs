@@ -25,9 +25,9 @@ use kernel_runtime::{
     Device, DeviceArray, DeviceArray1, DeviceKind, Error, Kernel, LaunchConfig, LaunchError,
 };
 use kernel_suite::test_kernels::{
-    axpy_generic, axpy_raw, bounded_block_sizes, convolve_taps, grid_rotate, haxpy, mixed_stencil,
-    off_by_one, reverse_dynamic, saxpy_params, scale3, shared_window_sums, sum_f64,
-    times_three_plus, total_into_scalar, Affine, LOOKUP, TAPS,
+    axpy_generic, axpy_raw, bounded_block_sizes, convolve_taps, declared_shared, grid_rotate,
+    haxpy, mixed_stencil, off_by_one, reverse_dynamic, saxpy_params, scale3, shared_window_sums,
+    sum_f64, times_three_plus, total_into_scalar, Affine, DECLARED_SHARED, LOOKUP, TAPS,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -694,6 +694,36 @@ fn a_reduction_on_a_gpu_runs_its_pass_over_the_array_then_over_the_blocks() {
                 launches[2].starts_with("grid=1,1,1 block=256,1,1 "),
                 "{launches:?}"
             );
+        },
+    );
+}
+
+#[test]
+fn declared_dynamic_shared_memory_reaches_the_occupancy_calculator_and_the_launch() {
+    on_fake_driver(
+        "declared_dynamic_shared_memory_reaches_the_occupancy_calculator_and_the_launch",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(declared_shared.ptx()) {
+                return;
+            }
+            let mut out = gpu.zeros::<u32, _>(1).unwrap();
+            declared_shared.forall(1, &mut out).unwrap();
+            let asked = format!("occupancy declared_shared dynamic={DECLARED_SHARED} limit=0");
+            assert_eq!(log.count(&asked), 1);
+            let launch = &log.launches("declared_shared")[0];
+            assert!(
+                launch.contains(&format!("shared={DECLARED_SHARED} ")),
+                "{launch}"
+            );
+            // What can be resident counts the declared bytes, asked for or not.
+            declared_shared
+                .max_cooperative_grid_blocks(&gpu, 32, 0)
+                .unwrap();
+            let asked =
+                format!("occupancy-blocks declared_shared threads=32 dynamic={DECLARED_SHARED}");
+            assert_eq!(log.count(&asked), 1);
         },
     );
 }

@@ -767,20 +767,21 @@ fn dynamic_shared_memory_is_laid_out_in_rows() {
 #[test]
 fn a_kernel_declares_the_dynamic_shared_memory_every_launch_gives() {
     use kernel_runtime::Kernel;
-    assert_eq!(declared_shared::META.dynamic_shared_bytes, 256);
+    assert_eq!(declared_shared::META.dynamic_shared_bytes, DECLARED_SHARED);
+    let declared = (DECLARED_SHARED / 4) as u32;
     for dev in backends() {
         let at = format!("{:?}", dev.kind());
         let mut out = dev.zeros::<u32, _>(1).unwrap();
         let len = |out: &DeviceArray1<u32>| out.to_vec().unwrap()[0];
         declared_shared.launch(1, 32, &mut out).unwrap();
-        assert_eq!(len(&out), 64, "launch, {at}");
-        for (bytes, want) in [(16, 64), (512, 128)] {
+        assert_eq!(len(&out), declared, "launch, {at}");
+        for (bytes, want) in [(16, declared), (48 * 1024, 12 * 1024)] {
             let config = LaunchConfig::new(1, 32).unwrap().shared_bytes(bytes);
             declared_shared.launch_with(config, &mut out).unwrap();
             assert_eq!(len(&out), want, "{bytes} bytes, {at}");
         }
         declared_shared.forall(1, &mut out).unwrap();
-        assert_eq!(len(&out), 64, "forall, {at}");
+        assert_eq!(len(&out), declared, "forall, {at}");
     }
 }
 

@@ -160,9 +160,10 @@ pub trait Kernel {
     }
 
     /// The most blocks of `threads` threads (with `dynamic_shared_bytes` of dynamic shared
-    /// memory each) that a cooperative launch of this kernel may have on `device`: what can be
-    /// resident at once, as Numba's `kernel.max_cooperative_grid_blocks(blockdim,
-    /// dynsmemsize)`; a generic kernel's is the least of its instances'.
+    /// memory each, or what the kernel declares where that is more, as its launches give) that
+    /// a cooperative launch of this kernel may have on `device`: what can be resident at once,
+    /// as Numba's `kernel.max_cooperative_grid_blocks(blockdim, dynsmemsize)`; a generic
+    /// kernel's is the least of its instances'.
     fn max_cooperative_grid_blocks(
         &self,
         device: &Device,
@@ -177,7 +178,7 @@ pub trait Kernel {
                 entry,
                 meta.ptx,
                 threads,
-                dynamic_shared_bytes,
+                dynamic_shared_bytes.max(meta.dynamic_shared_bytes),
                 meta.static_shared_bytes,
             )?);
         }
