@@ -254,9 +254,9 @@ pub const fn tile_rows(rank: usize) -> usize {
 /// memory, where a strip of rows in one plane reads, for each point, its neighbours in the
 /// planes above and below besides. A thread's loads that no thread of its warp shares are
 /// what moves through the GPU's second-level cache: for the 7-point Laplacian, 2.0 loads a
-/// point in tiles of 4 × 4, against 3.4 in the strips of 16 rows that were the fastest of
-/// one plane (448 µs over 512³ `f32` on an H100, against 466 µs in 8 rows, 3.8 loads a point,
-/// and 574 µs in 2, 6).
+/// point in tiles of 4 × 4, against 3.1 in the strips of 16 rows that were the fastest of
+/// one plane (448 µs over 512³ `f32` on an H100, against 466 µs in 8 rows, 3.25 loads a
+/// point, and 574 µs in 2, 4.0).
 pub const fn tile_planes(rank: usize) -> usize {
     match rank {
         0..=2 => 1,
