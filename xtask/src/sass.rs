@@ -96,10 +96,7 @@ pub fn parse(text: &str, arch: &str) -> Vec<Counts> {
             });
         } else if let (Some(f), Some(i)) = (out.last_mut(), instruction(line)) {
             f.total += 1;
-            if let Some(k) = KINDS
-                .iter()
-                .position(|k| i.op.split('.').next() == Some(*k))
-            {
+            if let Some(k) = KINDS.iter().position(|k| kind(i.op) == *k) {
                 f.kinds[k] += 1;
             }
             code.push(i);
@@ -118,7 +115,7 @@ fn blocks(code: &[Instruction]) -> Vec<Block> {
     let mut blocks: Vec<Block> = Vec::new();
     let mut open = false;
     for i in code {
-        let kind = i.op.split('.').next().unwrap_or_default();
+        let kind = kind(i.op);
         if !open || targets.contains(&i.address) {
             blocks.push(Block {
                 start: i.address,
@@ -182,10 +179,9 @@ fn instruction(line: &str) -> Option<Instruction<'_>> {
     })
 }
 
-/// The opcode of an instruction line, without its predicate; `None` for other lines.
-#[cfg(test)]
-fn opcode(line: &str) -> Option<&str> {
-    instruction(line).map(|i| i.op)
+/// An opcode's kind: its name before the first modifier (`LDG` of `LDG.E.128`).
+fn kind(op: &str) -> &str {
+    op.split('.').next().unwrap_or_default()
 }
 
 /// The table of `counts`: a row per function, kernels named in `only` alone where it is not
@@ -295,9 +291,11 @@ arch = sm_90
 
     #[test]
     fn reads_opcodes_past_predicates() {
+        let opcode = |line| instruction(line).map(|i| i.op);
         assert_eq!(opcode("  /*0a10*/   @!P4 LDG.E R3, [R2] ;"), Some("LDG.E"));
         assert_eq!(opcode("  /*0a10*/   IADD3 R1, R2, R3, RZ ;"), Some("IADD3"));
         assert_eq!(opcode("        /* 0x000e300000000800 */"), None);
         assert_eq!(opcode("Function : x"), None);
+        assert_eq!(kind("LDG.E.128"), "LDG");
     }
 }
