@@ -123,6 +123,12 @@ impl KernelMeta {
         dynamic_shared_bytes: 0,
     };
 
+    /// The dynamic shared memory a launch that asks for `asked` bytes gives each block: at
+    /// least what the kernel declares.
+    fn dynamic_shared(&self, asked: usize) -> usize {
+        asked.max(self.dynamic_shared_bytes)
+    }
+
     /// What the CPU backend needs to know of a launch of the kernel with `config`.
     fn spec(&self, config: &LaunchConfig) -> LaunchSpec {
         LaunchSpec {
@@ -178,7 +184,7 @@ pub trait Kernel {
                 entry,
                 meta.ptx,
                 threads,
-                dynamic_shared_bytes.max(meta.dynamic_shared_bytes),
+                meta.dynamic_shared(dynamic_shared_bytes),
                 meta.static_shared_bytes,
             )?);
         }
@@ -367,7 +373,7 @@ fn configure(
             None => return Ok(None),
         },
     };
-    config.dynamic_shared_bytes = config.dynamic_shared_bytes.max(meta.dynamic_shared_bytes);
+    config.dynamic_shared_bytes = meta.dynamic_shared(config.dynamic_shared_bytes);
     check(meta, entry, device, &config)?;
     Ok(Some(config))
 }
