@@ -431,6 +431,16 @@ pub fn declared_shared(out: &mut [u32]) {
     }
 }
 
+/// A kernel that declares more dynamic shared memory than any GPU gives a block (1 MiB): every
+/// launch of it is refused before it runs.
+#[kernel(dynamic_shared = 1 << 20)]
+pub fn declared_too_much(out: &mut [u32]) {
+    let v = dynamic_shared![u32];
+    if grid(1) == 0 {
+        out[0] = v.len() as u32;
+    }
+}
+
 /// Numba's NaN rules of the float atomics: each thread applies `values[i]` to eight cells with
 /// `atomic_max`, `atomic_min`, `atomic_nanmax` and `atomic_nanmin`, twice over (cells `0..4` and
 /// `4..8`, which the host starts at different values).

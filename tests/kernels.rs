@@ -782,6 +782,19 @@ fn a_kernel_declares_the_dynamic_shared_memory_every_launch_gives() {
         }
         declared_shared.forall(1, &mut out).unwrap();
         assert_eq!(len(&out), declared, "forall, {at}");
+        // A declaration past the device's limit refuses every launch, with the limit.
+        let err = declared_too_much.launch(1, 32, &mut out).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::InvalidLaunch {
+                    reason: LaunchError::TooMuchSharedMemory { .. },
+                    ..
+                }
+            ),
+            "{err}, {at}"
+        );
+        assert!(declared_too_much.forall(1, &mut out).is_err(), "{at}");
     }
 }
 
