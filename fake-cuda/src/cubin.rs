@@ -97,6 +97,7 @@ pub fn parse(image: &[u8]) -> Result<Module, String> {
     Ok(Module {
         version: 0,
         target,
+        specific: false,
         entries,
         variables: variables(image, &sections, &name_of)?,
     })

@@ -709,13 +709,18 @@ impl Driver {
             return fail(INVALID_PTX, format!("{error}: link it with cuLink* first"));
         }
         let cc = self.config.cc;
-        if ptx.target > cc {
+        let suffix = if ptx.specific { "a" } else { "" };
+        if ptx.target > cc || ptx.specific && ptx.target != cc {
             return fail(
                 INVALID_PTX,
-                format!("the PTX targets sm_{}, the GPU is sm_{cc}", ptx.target),
+                format!(
+                    "the PTX targets sm_{}{suffix}, the GPU is sm_{cc}",
+                    ptx.target
+                ),
             );
         }
-        self.install(ctx, ptx, "")
+        let what = format!(" ptx sm_{}{suffix}", ptx.target);
+        self.install(ctx, ptx, &what)
     }
 
     /// Loads a cubin (see [`cubin`]): machine code for one GPU, which a GPU of another major

@@ -10,6 +10,8 @@ pub struct Module {
     pub version: u32,
     /// `.target sm_XY`, as `XY`.
     pub target: u32,
+    /// Whether the target is arch-specific (`sm_90a`): for that GPU alone.
+    pub specific: bool,
     /// The `.entry` points by name.
     pub entries: HashMap<String, Entry>,
     /// The module-level `.const` and `.global` variables, by name, with their sizes.
@@ -48,6 +50,10 @@ pub fn parse(text: &str) -> Result<Module, String> {
         .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
         .ok_or_else(|| format!("bad `.version {version}`"))?;
     let target = directive(".target ")?;
+    let specific = target
+        .split(',')
+        .next()
+        .is_some_and(|t| t.trim().ends_with(|c: char| c.is_ascii_alphabetic()));
     let target = target
         .split(',')
         .next()
@@ -90,6 +96,7 @@ pub fn parse(text: &str) -> Result<Module, String> {
     Ok(Module {
         version: 10 * major + minor,
         target,
+        specific,
         entries,
         variables: variables(text)?,
     })
@@ -278,7 +285,9 @@ mod tests {
     #[test]
     fn entries_list_their_parameters_and_shared_memory() {
         let m = parse(PTX).unwrap();
-        assert_eq!((m.version, m.target), (78, 70));
+        assert_eq!((m.version, m.target, m.specific), (78, 70, false));
+        let a = parse(".version 8.0\n.target sm_90a\n.address_size 64\n").unwrap();
+        assert_eq!((a.target, a.specific), (90, true));
         let pair = &m.entries["pair"];
         let sizes: Vec<_> = pair.params.iter().map(|p| (p.bytes, p.pointer)).collect();
         assert_eq!(sizes, [(8, true), (8, false), (12, false), (4, false)]);

@@ -79,6 +79,7 @@ mod link;
 mod source;
 mod targets;
 mod toolchain;
+mod variant;
 
 use std::collections::HashSet;
 use std::fs;
@@ -88,6 +89,7 @@ pub use cubin::{sections as cubin_sections, CUBIN_SECTION, ENV_CUBIN_ARCHS};
 pub use error::Error;
 pub use link::{ENV_NVCC, SECTION as LINK_SECTION};
 pub use toolchain::{Toolchain, ENV_NVPTX_CARGO, ENV_NVPTX_RUSTC, TARGET};
+pub use variant::VARIANT_SECTION;
 
 /// The variable set for the compilation of a crate whose build script builds its kernels, and
 /// of the device crates: `#[kernel]` refuses to expand without it, as a kernel of a crate
@@ -166,6 +168,7 @@ pub fn build_with(builder: Builder) {
 pub struct Builder {
     arch: Option<String>,
     default_arch: Option<String>,
+    variants: Vec<String>,
     manifest_dir: Option<PathBuf>,
     out_dir: Option<PathBuf>,
     target_dir: Option<PathBuf>,
@@ -198,6 +201,7 @@ impl Builder {
         Builder {
             arch: None,
             default_arch: None,
+            variants: Vec::new(),
             manifest_dir: None,
             out_dir: None,
             target_dir: None,
@@ -226,6 +230,27 @@ impl Builder {
     /// tensor cores, which `KERNEL_PTX_ARCH=sm_90` still builds for an H100.
     pub fn default_arch(mut self, arch: impl Into<String>) -> Self {
         self.default_arch = Some(arch.into());
+        self
+    }
+
+    /// Builds the kernels a second time for the architecture-specific `arch` (`sm_90a`), whose
+    /// module the runtime loads on that GPU alone: code under
+    /// `cfg(target_feature = "sm_90a")` (the warpgroup MMA of `kernel_runtime::wgmma`)
+    /// reaches an H100 or H200, and every other GPU runs the module of [`arch`](Self::arch).
+    /// Each variant is one more device build of every target with kernels. A variant equal to
+    /// the module's own architecture is not built twice; a crate that links foreign code gets
+    /// none.
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     kernel_build::build_with(
+    ///         kernel_build::Builder::new().default_arch("sm_80").variant("sm_90a"),
+    ///     );
+    /// }
+    /// ```
+    pub fn variant(mut self, arch: impl Into<String>) -> Self {
+        self.variants.push(arch.into());
         self
     }
 
@@ -405,6 +430,13 @@ impl Builder {
                 .unwrap_or_else(|| DEFAULT_ARCH.into()),
         };
         validate_arch(&arch)?;
+        let mut variants = Vec::new();
+        for variant in &self.variants {
+            validate_arch(variant)?;
+            if *variant != arch && !variants.contains(variant) {
+                variants.push(variant.clone());
+            }
+        }
         self.directive(format!("rustc-env=KERNEL_PTX_ARCH={arch}"));
         // Tells `#[kernel]` that this crate's kernels are built (see `MARKER`).
         self.directive(format!("rustc-env={MARKER}=1"));
@@ -482,6 +514,7 @@ impl Builder {
                 device_root: &device_root,
                 toolchain: toolchain.as_ref().ok(),
                 arch: &arch,
+                variants: &variants,
                 fma,
                 ptx_out: &out_dir.join(target.ptx_file()),
                 host_only: &host_only,
@@ -499,30 +532,55 @@ impl Builder {
         }
     }
 
-    /// Assembles the module for the architectures of `KERNEL_CUBIN_ARCHS` where `ptxas` is
-    /// found, and adds the cubins to the module file (see [`cubin`]). A module that links
-    /// foreign code gets none: the driver's linker makes its machine code.
-    fn add_cubins(&self, job: &Job<'_>, ptx: &mut String) -> Result<(), Error> {
+    /// Adds what follows the module's PTX in its file: its cubins, for the architectures of
+    /// `KERNEL_CUBIN_ARCHS` where `ptxas` is found (see [`cubin`]), then each of `variants`
+    /// (architecture and PTX), after its own cubin where its architecture or family is named
+    /// (see [`variant`]).
+    fn add_trailers(
+        &self,
+        job: &Job<'_>,
+        ptx: &mut String,
+        variants: &[(&str, String)],
+    ) -> Result<(), Error> {
+        let assemble = self.cubin_archs(job);
+        if let Some((ptxas, archs)) = &assemble {
+            ptx.push_str(&cubin::sections(ptxas, job.ptx_out, archs)?);
+        }
+        for (arch, text) in variants {
+            if let Some((ptxas, archs)) = &assemble {
+                let file = job.ptx_out.with_extension(format!("{arch}.ptx"));
+                devcrate::write_if_changed(&file, text)?;
+                let archs = variant::cubin_archs(arch, archs);
+                ptx.push_str(&cubin::sections(ptxas, &file, &archs)?);
+            }
+            ptx.push_str(&variant::section(arch, text));
+        }
+        devcrate::write_if_changed(job.ptx_out, ptx).map(drop)
+    }
+
+    /// The `ptxas` and the architectures of `KERNEL_CUBIN_ARCHS` to assemble the module for,
+    /// if any. A module that links foreign code gets none: the driver's linker makes its
+    /// machine code.
+    fn cubin_archs(&self, job: &Job<'_>) -> Option<(PathBuf, Vec<String>)> {
         let archs = cubin::archs(&self.env(cubin::ENV_CUBIN_ARCHS).unwrap_or_default());
         if archs.is_empty() {
-            return Ok(());
+            return None;
         }
         if !job.foreign.is_empty() {
             self.directive(
                 "warning=kernel-build: KERNEL_CUBIN_ARCHS is ignored for a crate that links \
                  foreign device code: the driver links and compiles its module at load",
             );
-            return Ok(());
+            return None;
         }
         let Some(ptxas) = cubin::find_ptxas(self.env("KERNEL_PTXAS")) else {
             self.directive(
                 "warning=kernel-build: KERNEL_CUBIN_ARCHS names architectures but no ptxas was \
                  found (KERNEL_PTXAS, PATH): the driver compiles the PTX at load",
             );
-            return Ok(());
+            return None;
         };
-        ptx.push_str(&cubin::sections(&ptxas, job.ptx_out, &archs)?);
-        devcrate::write_if_changed(job.ptx_out, ptx).map(drop)
+        Some((ptxas, archs))
     }
 
     /// The foreign code to link, its paths made absolute from `manifest_dir`, each announced
@@ -619,19 +677,39 @@ impl Builder {
             arch: job.arch,
             fma: job.fma,
         };
-        let built = build.run()?.map_err(rewrite)?;
-        let ptx = fs::read_to_string(&built.ptx).map_err(|e| Error::io(&built.ptx, e))?;
-        let mut ptx = launch_bounds::apply(&ptx);
+        let built = build.run()?.map_err(&rewrite)?;
+        let mut ptx = read_ptx(&built.ptx)?;
+        let mut inputs = built.inputs;
+        let mut variants = Vec::new();
         if !job.foreign.is_empty() {
             let nvcc = link::find_nvcc(self.env(link::ENV_NVCC));
             ptx.push_str(&job.foreign.sections(job.arch, nvcc.as_deref(), out_dir)?);
+        } else {
+            for arch in job.variants {
+                let target_dir = variant::target_dir(job.device_root, arch);
+                let built = compile::DeviceBuild {
+                    arch,
+                    target_dir: &target_dir,
+                    ..build
+                }
+                .run()?
+                .map_err(&rewrite)?;
+                variants.push((arch.as_str(), read_ptx(&built.ptx)?));
+                inputs.extend(built.inputs);
+            }
+        }
+        if !job.foreign.is_empty() && !job.variants.is_empty() {
+            self.directive(
+                "warning=kernel-build: variants are not built for a crate that links foreign \
+                 device code: every GPU gets the module's own PTX",
+            );
         }
         devcrate::write_if_changed(job.ptx_out, &ptx)?;
-        self.add_cubins(job, &mut ptx)?;
+        self.add_trailers(job, &mut ptx, &variants)?;
         drop(lock);
 
         // The sources of the runtime and macros the device code was built with.
-        for input in &built.inputs {
+        for input in &inputs {
             if !input.starts_with(&device_dir) && input.is_file() {
                 self.directive(format!("rerun-if-changed={}", input.display()));
             }
@@ -649,6 +727,8 @@ struct Job<'a> {
     /// The device toolchain; `None`: the device crate is only checked for the host.
     toolchain: Option<&'a Toolchain>,
     arch: &'a str,
+    /// The architecture-specific variants to build beside it (see [`variant`]).
+    variants: &'a [String],
     fma: bool,
     ptx_out: &'a Path,
     /// The foreign code linked into the module.
@@ -695,6 +775,12 @@ fn validate_arch(arch: &str) -> Result<(), Error> {
             arch: arch.to_string(),
         })
     }
+}
+
+/// The PTX a device build wrote, its entries' launch bounds applied.
+fn read_ptx(path: &Path) -> Result<String, Error> {
+    let ptx = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    Ok(launch_bounds::apply(&ptx))
 }
 
 fn absolute(path: PathBuf) -> Result<PathBuf, Error> {

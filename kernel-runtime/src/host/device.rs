@@ -336,6 +336,12 @@ impl Device {
         &self.inner.limits
     }
 
+    /// A GPU's compute capability, `(9, 0)` for an H100 or H200; `None` on the CPU backend. A
+    /// module's variant for an architecture (`sm_90a`) runs on the GPUs it names.
+    pub fn compute_capability(&self) -> Option<(u32, u32)> {
+        self.inner.cuda.as_ref().map(|gpu| gpu.compute_capability())
+    }
+
     /// A human-readable name: `CPU backend (8 threads)`, ...
     pub fn name(&self) -> String {
         if let Some(why) = &self.inner.unavailable {

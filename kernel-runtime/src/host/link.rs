@@ -19,6 +19,10 @@ const SECTION: &str = "// kernel-build link ";
 /// sm_90 BASE64`.
 const CUBIN: &str = "// kernel-build cubin ";
 
+/// The start of each architecture-specific variant's line (`kernel_build::VARIANT_SECTION`):
+/// `// kernel-build variant sm_90a BASE64`.
+const VARIANT: &str = "// kernel-build variant ";
+
 /// One linked piece: its name (the file it came from) and its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Piece<'a> {
@@ -39,29 +43,21 @@ pub(crate) struct Pieces<'a> {
     pub headers: Vec<Piece<'a>>,
     /// Cubins assembled at build time: the architecture (`sm_90`) and the base64 text.
     pub cubins: Vec<Piece<'a>>,
+    /// Architecture-specific builds of the crate's PTX: the architecture (`sm_90a`) and the
+    /// base64 text.
+    pub variants: Vec<Piece<'a>>,
 }
 
 impl<'a> Pieces<'a> {
     /// Splits a module's text at its section lines.
     pub fn of(text: &'a str) -> Self {
-        let line_start = |at: usize| at == 0 || text.as_bytes()[at - 1] == b'\n';
-        let cubin_at: Vec<usize> = text
-            .match_indices(CUBIN)
-            .map(|(at, _)| at)
-            .filter(|&at| line_start(at))
-            .collect();
-        let cubins = cubin_at
-            .iter()
-            .filter_map(|&at| {
-                let line = text[at + CUBIN.len()..].lines().next()?;
-                let (name, text) = line.split_once(' ')?;
-                Some(Piece { name, text })
-            })
-            .collect();
-        let text = &text[..cubin_at.first().copied().unwrap_or(text.len())];
+        let (cubins, cubins_at) = trailers(text, CUBIN);
+        let (variants, variants_at) = trailers(text, VARIANT);
+        let end = cubins_at.min(variants_at).min(text.len());
         Pieces {
             cubins,
-            ..Self::linked(text)
+            variants,
+            ..Self::linked(&text[..end])
         }
     }
 
@@ -106,27 +102,79 @@ impl<'a> Pieces<'a> {
 
     /// The cubin for a GPU of compute capability `major.minor`, decoded: of its major version
     /// and the highest minor version up to its own (an `sm_90a` cubin only for exactly 9.0).
+    /// A module with a [`variant_for`](Self::variant_for) that GPU uses the variant's cubin,
+    /// of the variant's architecture, alone.
     pub fn cubin_for(&self, major: u32, minor: u32) -> Option<Vec<u8>> {
-        use base64::Engine;
-        let fits = |arch: &str| {
-            let digits = arch.strip_prefix("sm_")?;
-            let number: u32 = digits
-                .trim_end_matches(|c: char| c.is_ascii_alphabetic())
-                .parse()
-                .ok()?;
-            let (m, n) = (number / 10, number % 10);
-            let exact = digits.ends_with(|c: char| c.is_ascii_alphabetic());
-            (m == major && (n == minor || (!exact && n < minor))).then_some(n)
+        let cubins = self.cubins.iter();
+        let best = match self.variant_arch(major, minor) {
+            Some(arch) => cubins.rev().find(|c| c.name == arch)?,
+            None => {
+                cubins
+                    .filter_map(|c| Some((serves(c.name, major, minor)?, c)))
+                    .max_by_key(|(n, _)| *n)?
+                    .1
+            }
         };
-        let best = self
-            .cubins
-            .iter()
-            .filter_map(|c| Some((fits(c.name)?, c)))
-            .max_by_key(|(n, _)| *n)?;
-        base64::engine::general_purpose::STANDARD
-            .decode(best.1.text)
-            .ok()
+        decode(best.text)
     }
+
+    /// The PTX of the variant built for a GPU of compute capability `major.minor`, decoded,
+    /// if the module has one: of exactly its architecture (`sm_90a`), or of its major version
+    /// and the highest minor version up to its own (`sm_90`).
+    pub fn variant_for(&self, major: u32, minor: u32) -> Option<String> {
+        let arch = self.variant_arch(major, minor)?;
+        let piece = self.variants.iter().find(|v| v.name == arch)?;
+        String::from_utf8(decode(piece.text)?).ok()
+    }
+
+    /// The architecture of the variant for a GPU of compute capability `major.minor`.
+    fn variant_arch(&self, major: u32, minor: u32) -> Option<&'a str> {
+        self.variants
+            .iter()
+            .filter_map(|v| Some((serves(v.name, major, minor)?, v.name)))
+            .max_by_key(|(n, _)| *n)
+            .map(|(_, name)| name)
+    }
+}
+
+/// The lines of `text` that start with `head`, each as a piece of its first word and the rest,
+/// and where the first of them starts (`usize::MAX` where none does).
+fn trailers<'a>(text: &'a str, head: &str) -> (Vec<Piece<'a>>, usize) {
+    let line_start = |at: usize| at == 0 || text.as_bytes()[at - 1] == b'\n';
+    let starts: Vec<usize> = text
+        .match_indices(head)
+        .map(|(at, _)| at)
+        .filter(|&at| line_start(at))
+        .collect();
+    let pieces = starts
+        .iter()
+        .filter_map(|&at| {
+            let line = text[at + head.len()..].lines().next()?;
+            let (name, text) = line.split_once(' ')?;
+            Some(Piece { name, text })
+        })
+        .collect();
+    (pieces, starts.first().copied().unwrap_or(usize::MAX))
+}
+
+/// The minor version of the architecture `arch` (`sm_86`, `sm_90a`) where code for it runs on
+/// a GPU of compute capability `major.minor`: of the same major version and a minor version up
+/// to the GPU's, or, arch-specific (`a`), exactly the GPU's.
+fn serves(arch: &str, major: u32, minor: u32) -> Option<u32> {
+    let digits = arch.strip_prefix("sm_")?;
+    let number: u32 = digits
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .parse()
+        .ok()?;
+    let (m, n) = (number / 10, number % 10);
+    let exact = digits.ends_with(|c: char| c.is_ascii_alphabetic());
+    (m == major && (n == minor || (!exact && n < minor))).then_some(n)
+}
+
+/// Base64 `text`, decoded.
+fn decode(text: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
 
 /// The error of a foreign piece that could not be made part of the module.
@@ -320,6 +368,31 @@ mod tests {
         assert_eq!(pieces.cubin_for(9, 0).as_deref(), Some(&b"GHI"[..]));
         assert_eq!(pieces.cubin_for(7, 5), None);
         assert_eq!(pieces.cubin_for(10, 0), None);
+    }
+
+    #[test]
+    fn a_variant_and_its_cubin_serve_its_gpu_alone() {
+        // "LnYgYQ==" is base64 of ".v a", "QUJD" of "ABC", "REVG" of "DEF".
+        let text = ".entry k()\n// kernel-build cubin sm_90 QUJD\n\
+            // kernel-build cubin sm_90a REVG\n// kernel-build variant sm_90a LnYgYQ==\n";
+        let pieces = Pieces::of(text);
+        assert_eq!(pieces.main, ".entry k()\n");
+        assert_eq!(pieces.variant_for(9, 0).as_deref(), Some(".v a"));
+        assert_eq!(pieces.cubin_for(9, 0).as_deref(), Some(&b"DEF"[..]));
+        // Another Hopper, or an older GPU: the module's own PTX and cubins.
+        assert_eq!(pieces.variant_for(9, 1), None);
+        assert_eq!(pieces.cubin_for(9, 1).as_deref(), Some(&b"ABC"[..]));
+        assert_eq!(pieces.variant_for(8, 0), None);
+        // A variant without its cubin: its GPU gets the variant's PTX, not another cubin.
+        let text = ".entry k()\n// kernel-build variant sm_90a LnYgYQ==\n\
+            // kernel-build cubin sm_90 QUJD\n";
+        let pieces = Pieces::of(text);
+        assert_eq!(pieces.main, ".entry k()\n");
+        assert_eq!(pieces.cubin_for(9, 0), None);
+        assert_eq!(pieces.variant_for(9, 0).as_deref(), Some(".v a"));
+        // A variant of a family serves its later GPUs.
+        let pieces = Pieces::of(".entry k()\n// kernel-build variant sm_90 LnYgYQ==\n");
+        assert_eq!(pieces.variant_for(9, 1).as_deref(), Some(".v a"));
     }
 
     #[test]

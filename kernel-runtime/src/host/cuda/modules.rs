@@ -163,8 +163,9 @@ impl CudaDevice {
         Ok(&mut modules.loaded[index])
     }
 
-    /// Loads the PTX text `ptx` (for `what`, in messages) into this context: as it is, or,
-    /// where it carries foreign device code, linked with it (see [`link`]).
+    /// Loads the PTX text `ptx` (for `what`, in messages) into this context: as it is, or its
+    /// cubin or architecture-specific variant for this GPU, or, where it carries foreign device
+    /// code, linked with it (see [`link`]).
     fn load(&self, what: &str, ptx: &'static str) -> Result<Module, Error> {
         let pieces = link::Pieces::of(ptx);
         let (major, minor) = self.compute_capability();
@@ -172,12 +173,13 @@ impl CudaDevice {
             true => None,
             false => pieces.cubin_for(major, minor),
         };
+        let variant = pieces.variant_for(major, minor);
         let image = if pieces.is_linked() {
             self.linked_image(&pieces)?
         } else if let Some(cubin) = cubin {
             cubin
         } else {
-            CString::new(pieces.main)
+            CString::new(variant.as_deref().unwrap_or(pieces.main))
                 .map_err(|_| Error::Cuda {
                     op: format!("loading the PTX of {what}"),
                     message: "the PTX text holds a NUL byte".into(),
@@ -231,7 +233,7 @@ impl CudaDevice {
     }
 
     /// This GPU's compute capability (major, minor).
-    fn compute_capability(&self) -> (u32, u32) {
+    pub(crate) fn compute_capability(&self) -> (u32, u32) {
         use sys::CUdevice_attribute::*;
         let cc = |attr| self.ctx.attribute(attr).map_or(0, |v| v as u32);
         (
