@@ -22,9 +22,9 @@ use common::{kernel_ms, median, report, Result};
 use gpu_kernels::{
     add, add_chunked, add_wide, empty3, gaussian5x5, integrate2d_shared, laplace3d, matmul_tensor,
     matmul_tensor_64x64, matmul_tensor_staged, matmul_tensor_tf32, matmul_tensor_tf32_64x64,
-    matmul_tensor_tf32_staged, matmul_tiled, quicksort, smooth, smooth_stencil, smooth_strips,
-    smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS,
-    TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB, WORD_THREADS,
+    matmul_tensor_tf32_staged, matmul_tiled, matmul_wgmma, quicksort, smooth, smooth_stencil,
+    smooth_strips, smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS,
+    STRIP_THREADS, TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB, WG_THREADS, WORD_THREADS,
 };
 use kernel_runtime::ndarray::{Ix1, Ix2};
 use kernel_runtime::prelude::*;
@@ -127,7 +127,7 @@ fn run(args: Args) -> Result {
     quicksort_pass(&dev, reps, &keys, passes)?.print();
     bench_matmul(&dev, reps.min(10), pick(4096, 256))?.print();
     let (reps, n) = (reps.min(10), pick(8192, 256));
-    let f16_matmuls: [Timed<f16>; 3] = [
+    let mut f16_matmuls: Vec<Timed<f16>> = vec![
         ("matmul-f16", "64x32", &|g, x| {
             matmul_tensor.launch(g, TC_THREADS, x)
         }),
@@ -138,6 +138,14 @@ fn run(args: Args) -> Result {
             matmul_tensor_staged.launch(g, TC_THREADS_64X64, x)
         }),
     ];
+    // Warpgroup MMA runs on an H100 or H200 (the module's sm_90a variant) and the CPU.
+    if matches!(dev.compute_capability(), None | Some((9, 0))) {
+        f16_matmuls.push((
+            "matmul-f16-wgmma",
+            "8 (2 warpgroups of 64x128, wgmma, 4 stages)",
+            &|g, x| matmul_wgmma.launch(g, WG_THREADS, x),
+        ));
+    }
     for line in bench_matmul_tensor(&dev, reps, n, &f16_matmuls)? {
         line.print();
     }

@@ -1631,6 +1631,25 @@ pub fn mma_in_two_branches(a: &Array2<f16>, out: &mut Array2<f32>) {
     store_matrix_sync(&mut out, [0, 0], &acc, Layout::RowMajor);
 }
 
+/// Each warp's halves call `wgmma::mma_async` at two places: on a GPU, undefined; on the CPU
+/// backend, an error at the call. Launched with other than whole warpgroups of 128 threads, an
+/// error at the first warpgroup operation.
+#[kernel(barriers)]
+pub fn wgmma_in_two_branches(out: &mut Array2<f32>) {
+    use kernel_runtime::wgmma::*;
+    let (sa, sb) = (shared_array![f16; [2 * 64, 8]], shared_array![f16; [16, 8]]);
+    let mut acc = WgAccumulator::<M64N8K16>::new();
+    fence();
+    if thread_idx().x % 32 < 16 {
+        mma_async::<M64N8K16, f16, 64, 16>(&mut acc, &sa, 0, &sb, 0, false); // wgmma: first half
+    } else {
+        mma_async::<M64N8K16, f16, 64, 16>(&mut acc, &sa, 0, &sb, 0, false); // wgmma: second half
+    }
+    commit_group();
+    wait_group::<0>();
+    acc.for_each(thread_idx().x as usize, |at, x| out[at] = *x);
+}
+
 /// A kernel with no array argument, which runs on the default device: it stops where `x` is
 /// not 7.
 #[kernel]

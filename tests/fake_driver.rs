@@ -1988,3 +1988,44 @@ fn a_kernel_in_a_test_has_ptx_of_its_own() {
         );
     });
 }
+
+/// Launches `matmul_wgmma` on the fake GPU of compute capability `cc`, in `test`'s child, and
+/// checks the module it loaded: `load module .. ptx sm_90a` for its variant.
+fn loads_for_warpgroup_mma(test: &str, cc: &str, loaded: &str) {
+    use gpu_kernels::{matmul_wgmma, WG_THREADS};
+    on_fake_driver(test, &[("FAKE_CUDA_CC", cc)], |log| {
+        if !has_ptx(matmul_wgmma.ptx()) {
+            return;
+        }
+        let gpu = fake_gpu();
+        let a = gpu.zeros::<kernel_runtime::f16, _>((64, 64)).unwrap();
+        let mut c = gpu.zeros::<f32, _>((64, 64)).unwrap();
+        matmul_wgmma
+            .launch((1, 1), WG_THREADS, (&a, &a, &mut c))
+            .unwrap();
+        let lines = log.lines();
+        let loads = lines_of(&lines, "load module ");
+        assert_eq!(loads.len(), 1, "{lines:?}");
+        assert!(lines[loads[0]].ends_with(loaded), "{lines:?}");
+        assert_eq!(log.launches("matmul_wgmma").len(), 1);
+    });
+}
+
+#[test]
+fn an_sm_90_gpu_loads_the_modules_sm_90a_variant() {
+    loads_for_warpgroup_mma(
+        "an_sm_90_gpu_loads_the_modules_sm_90a_variant",
+        "90",
+        " ptx sm_90a",
+    );
+}
+
+#[test]
+fn an_older_gpu_loads_the_modules_own_ptx() {
+    loads_for_warpgroup_mma("an_older_gpu_loads_the_modules_own_ptx", "80", " ptx sm_80");
+}
+
+#[test]
+fn a_newer_gpu_loads_the_modules_own_ptx() {
+    loads_for_warpgroup_mma("a_newer_gpu_loads_the_modules_own_ptx", "100", " ptx sm_80");
+}

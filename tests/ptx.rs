@@ -70,6 +70,8 @@ fn all() -> Vec<Kernel> {
         print_after_barrier => false, haxpy => false, bf16_dot => false,
         half_atomic_sums => false, bounded_block_sizes => false, matmul_tensor => true,
         matmul_tensor_tf32 => true, matmul_tensor_staged => true, matmul_tensor_tf32_staged => true,
+        matmul_wgmma => true, wg_product_n8 => false, wg_product_n64 => false,
+        wg_product_n128 => false, wgmma_in_two_branches => false,
     ]
 }
 
@@ -860,4 +862,59 @@ fn smooth_stencil_divides_in_32_bits() {
         &narrow[..narrow.len().min(3)]
     );
     assert!(body.contains("mul.hi.s32"), "no 32-bit division by 9");
+}
+
+/// The PTX of `module`'s variant for `arch` (`// kernel-build variant ARCH BASE64`).
+fn variant_of(module: &str, arch: &str) -> Option<String> {
+    use base64::Engine;
+    let head = format!("{}{arch} ", kernel_build::VARIANT_SECTION);
+    let line = module.lines().find_map(|l| l.strip_prefix(head.as_str()))?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(line)
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+#[test]
+fn the_warpgroup_matmul_runs_its_depth_back_to_back_on_sm_90a() {
+    use kernel_runtime::Kernel;
+    let Some(module) = gpu_kernels::matmul_wgmma.ptx() else {
+        assert!(!common::ptx_required(), "matmul_wgmma has no PTX");
+        return;
+    };
+    // The crate's own module (sm_80) has no warpgroup MMA; its sm_90a variant does.
+    assert!(!entry_body(module, "matmul_wgmma").contains("wgmma."));
+    let ptx = variant_of(module, "sm_90a").expect("gpu-kernels builds an sm_90a variant");
+    assert_eq!(ptx_target(&ptx), 90);
+    assert!(ptx.contains(".target sm_90a"));
+    let body = entry_body(&ptx, "matmul_wgmma");
+    let mma = "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16";
+    assert_eq!(
+        body.matches(mma).count(),
+        4,
+        "a staged tile's four k16 steps"
+    );
+    let Some(ptxas) = ptxas() else {
+        assert!(!common::ptx_required(), "KERNEL_REQUIRE_PTX=1 but no ptxas");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("kernel-wgmma-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("variant.ptx");
+    std::fs::write(&file, &ptx).unwrap();
+    let log = assemble(&ptxas, &file, "sm_90a", "the sm_90a variant");
+    std::fs::remove_dir_all(&dir).ok();
+    // ptxas serializes the products where the accumulators pass through memory or other
+    // registers between them, and says so.
+    assert!(!log.contains("Performance Loss"), "{log}");
+    let ours = log
+        .split("Compiling entry function 'matmul_wgmma'")
+        .nth(1)
+        .unwrap();
+    let ours = ours.split("Compiling entry function").next().unwrap();
+    assert!(ours.contains(" 0 bytes spill stores"), "{ours}");
+    assert!(
+        !ours.contains("stack size"),
+        "the accumulators in local memory: {ours}"
+    );
 }

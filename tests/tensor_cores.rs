@@ -13,7 +13,7 @@ use kernel_runtime::wmma::Tf32;
 use kernel_runtime::DeviceArray;
 use kernel_suite::test_kernels::{
     fragment_places, mma_bf16_n8, mma_f16, mma_in_two_branches, mma_s8, mma_tf32, mma_u8,
-    mma_without_lane_31,
+    mma_without_lane_31, wgmma_in_two_branches,
 };
 
 /// A small integer-valued pseudo-random matrix of `rows × cols` as `T`s (`f16` or `bf16` hold
@@ -595,5 +595,104 @@ fn a_misused_ldmatrix_is_an_error_at_the_call() {
         common::assert_mentions(&run(0), &["ldmatrix_sync", "16 bytes", "test_kernels.rs"]);
         common::assert_mentions(&run(1), &["ldmatrix_sync", "`a`", "shared array"]);
         common::assert_mentions(&run(2), &["ldmatrix_sync", "lane 31", "test_kernels.rs"]);
+    }
+}
+
+/// The backends that run warpgroup MMA: the CPU backends, and a GPU of exactly sm_90 (its
+/// module's sm_90a variant); another GPU runs the crate's own module, where it traps.
+fn warpgroup_backends() -> Vec<Device> {
+    backends()
+        .into_iter()
+        .filter(|d| matches!(d.compute_capability(), None | Some((9, 0))))
+        .collect()
+}
+
+/// A warpgroup's product on the tensor cores: `out = a · b + c` of 64 × 32 by 32 × `n`.
+type WgProduct = fn(
+    &DeviceArray<f16, Ix2>,
+    &DeviceArray<f16, Ix2>,
+    &DeviceArray<f32, Ix2>,
+    &mut DeviceArray<f32, Ix2>,
+) -> Result<(), kernel_runtime::Error>;
+
+#[test]
+fn a_warpgroup_multiplies_tiles_of_every_shape() {
+    use gpu_kernels::{wg_product_n128, wg_product_n64, wg_product_n8};
+    let products: [(usize, WgProduct); 3] = [
+        (8, |a, b, c, out| {
+            wg_product_n8.launch(1, 128, (a, b, c, out))
+        }),
+        (64, |a, b, c, out| {
+            wg_product_n64.launch(1, 128, (a, b, c, out))
+        }),
+        (128, |a, b, c, out| {
+            wg_product_n128.launch(1, 128, (a, b, c, out))
+        }),
+    ];
+    for (n, product) in products {
+        let a = values(64, 32, 1, f16::from_f32);
+        let b = values(32, n, 2, f16::from_f32);
+        // Each element of `c` names its place, so that a misplaced element shows.
+        let c = Array2::from_shape_fn((64, n), |(i, j)| (i * 1000 + j) as f32);
+        let (wa, wb, wc) = (
+            a.mapv(|v| v.to_f64()),
+            b.mapv(|v| v.to_f64()),
+            c.mapv(f64::from),
+        );
+        for dev in warpgroup_backends() {
+            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+            let dc = dev.to_device(&c).unwrap();
+            let mut out = dev.zeros::<f32, _>((64, n)).unwrap();
+            product(&da, &db, &dc, &mut out).unwrap();
+            let at = format!("m64n{n}k16, {:?}", dev.kind());
+            assert_product(&out.to_host().unwrap(), &wa, &wb, &wc, &at);
+        }
+    }
+}
+
+#[test]
+fn matmul_on_warpgroup_mma_matches_the_host_at_any_size() {
+    use gpu_kernels::{matmul_wgmma, WG_THREADS, WG_TILE};
+    // Rows of 72 and 200 halves start at multiples of 16 bytes, staged by asynchronous copies;
+    // the others by plain stores. (33, 200, 40): four tiles deep, the buffers go round.
+    for (n, k, m) in [(37, 45, 29), (1, 1, 1), (130, 72, 136), (33, 200, 40)] {
+        let a = values(n, k, 7, f16::from_f32);
+        let b = values(k, m, 8, f16::from_f32);
+        let (wa, wb) = (a.mapv(|v| v.to_f64()), b.mapv(|v| v.to_f64()));
+        for dev in warpgroup_backends() {
+            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+            let mut c = dev.zeros::<f32, _>((n, m)).unwrap();
+            let blocks = (m.div_ceil(WG_TILE) as u32, n.div_ceil(WG_TILE) as u32);
+            matmul_wgmma
+                .launch(blocks, WG_THREADS, (&da, &db, &mut c))
+                .unwrap();
+            let at = format!("{n} x {k} x {m}, {:?}", dev.kind());
+            assert_product(&c.to_host().unwrap(), &wa, &wb, &Array2::zeros((n, m)), &at);
+        }
+    }
+}
+
+#[test]
+fn a_warpgroup_divided_between_two_calls_or_cut_short_is_an_error_at_the_call() {
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let mut out = dev.zeros::<f32, _>((64, 8)).unwrap();
+        let err = wgmma_in_two_branches
+            .launch(1, 128, &mut out)
+            .unwrap_err()
+            .to_string();
+        common::assert_mentions(
+            &err,
+            &[
+                "wgmma::mma_async",
+                "lane 16",
+                "test_kernels.rs",
+                "at one place",
+            ],
+        );
+        let err = wgmma_in_two_branches
+            .launch(1, 96, &mut out)
+            .unwrap_err()
+            .to_string();
+        common::assert_mentions(&err, &["wgmma::fence", "96 threads", "multiple of 128"]);
     }
 }

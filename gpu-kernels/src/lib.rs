@@ -14,6 +14,7 @@ pub mod overhead;
 pub mod quicksort;
 pub mod stencil;
 pub mod tensor;
+pub mod warpgroup;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use add_list::add_chunked;
@@ -34,4 +35,8 @@ pub use tensor::{
     matmul_tensor, matmul_tensor_64x64, matmul_tensor_staged, matmul_tensor_tf32,
     matmul_tensor_tf32_64x64, matmul_tensor_tf32_staged, TC_STAGED_SHARED_BYTES, TC_STAGES,
     TC_THREADS, TC_THREADS_64X64, TC_TILE,
+};
+pub use warpgroup::{
+    matmul_wgmma, wg_product_n128, wg_product_n64, wg_product_n8, WG_DEPTH, WG_SHARED_BYTES,
+    WG_STAGES, WG_THREADS, WG_TILE,
 };

@@ -36,6 +36,10 @@
 //! 5. Where `KERNEL_CUBIN_ARCHS` lists architectures and `ptxas` is found, the PTX is also
 //!    assembled for each, and the cubins follow it in the file (base64 comment lines): a GPU
 //!    of one of them loads its machine code, without the driver's JIT compilation.
+//! 6. Each architecture-specific variant the build script asks for ([`Builder::variant`],
+//!    `sm_90a`) is the device crate built again for that GPU, its PTX (and its cubin where
+//!    `KERNEL_CUBIN_ARCHS` names its family) following in the file: the runtime loads it on that
+//!    GPU alone.
 //!
 //! A device build that fails reports rustc's own errors, at the user's files and lines, as
 //! `cargo::error` lines, with a hint where a kernel calls a function that is not `#[device]`.

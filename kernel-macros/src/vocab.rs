@@ -59,8 +59,16 @@ pub(crate) const WARP_COLLECTIVES: &[&str] = &[
 ];
 
 /// Warp collectives the macro does not take apart: a kernel that calls one runs its threads as
-/// coroutines on the CPU backend, never split into thread loops.
-pub(crate) const OPAQUE_COLLECTIVES: &[&str] = &["mma_sync", "ldmatrix_sync"];
+/// coroutines on the CPU backend, never split into thread loops. The warpgroup's (`wgmma::`)
+/// meet as each warp's lanes.
+pub(crate) const OPAQUE_COLLECTIVES: &[&str] = &[
+    "mma_sync",
+    "ldmatrix_sync",
+    "mma_async",
+    "fence",
+    "commit_group",
+    "wait_group",
+];
 
 /// Calls that need a GPU of sm_80 or later, and the instruction each runs there: a kernel or
 /// device function that makes one fails to build for an older GPU, at the call.

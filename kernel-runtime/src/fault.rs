@@ -97,21 +97,42 @@ pub fn misplaced_copy(dst: &'static str, src: &'static str, why: &'static str) -
     }
 }
 
-/// Reports a `memcpy_async_tile` whose block has `block` threads where the copy shares its
-/// tile's runs among `threads`, and stops the thread: on the GPU, a trap.
+/// Reports a block copy `op` (`memcpy_async_tile`) whose block has `block` threads where the
+/// copy shares its tile's runs among `threads`, and stops the thread: on the GPU, a trap.
 #[cold]
 #[cfg_attr(not(target_arch = "nvptx64"), inline(never), track_caller)]
 #[cfg_attr(target_arch = "nvptx64", inline(always))]
-pub fn tile_threads(block: usize, threads: usize) -> ! {
+pub fn tile_threads(op: &'static str, block: usize, threads: usize) -> ! {
     #[cfg(not(target_arch = "nvptx64"))]
     crate::cpu::fault::raise_with_coordinates(format!(
-        "memcpy_async_tile at {}: the block has {block} threads, and the copy shares its tile's \
-         runs among THREADS = {threads}: every thread of a block of THREADS makes the call",
+        "{op} at {}: the block has {block} threads, and the copy shares its tile's runs among \
+         THREADS = {threads}: every thread of a block of THREADS makes the call",
         core::panic::Location::caller()
     ));
     #[cfg(target_arch = "nvptx64")]
     {
-        let _ = (block, threads);
+        let _ = (op, block, threads);
+        trap()
+    }
+}
+
+/// Reports a `wgmma::mma_async` whose tiles do not lie in `a` and `b` as shared arrays of 8
+/// columns, and stops the thread: on the GPU, a trap.
+#[cold]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+pub fn misplaced_operands(a: &'static str, b: &'static str) -> ! {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::fault::raise_with_coordinates(format!(
+        "wgmma::mma_async of `{a}` and `{b}` at {}: each must be a shared array of 8 columns \
+         holding the tile, laid out as a_place and b_place say, the tile of A at a row that is \
+         a multiple of 64 and a column that is a multiple of 16, that of B at a row that is a \
+         multiple of 16 and a column that is a multiple of 8",
+        core::panic::Location::caller()
+    ));
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = (a, b);
         trap()
     }
 }

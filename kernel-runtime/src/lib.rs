@@ -94,6 +94,7 @@ pub mod stencil;
 pub mod sync;
 pub mod view;
 pub mod warp;
+pub mod wgmma;
 pub mod wmma;
 
 #[cfg(not(target_arch = "nvptx64"))]

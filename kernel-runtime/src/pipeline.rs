@@ -68,6 +68,7 @@ use crate::device_copy::AnyBitPattern;
 use crate::view::{View2, View2Mut};
 
 mod tile;
+pub(crate) use tile::block_thread;
 pub use tile::{memcpy_async_tile, runs_shared};
 
 /// A 2-D array a copy reads: an array parameter of the kernel (or any 2-D view).

@@ -631,7 +631,7 @@ impl Matrix16 for MatrixA<M16N8K8, Tf32> {
     label = "ldmatrix moves 16-bit elements",
     note = "`ldmatrix_sync` loads `MatrixA` and `MatrixB` of `f16` or `bf16`, and `MatrixA<M16N8K8, Tf32>`; load other fragments with `load_matrix_sync`"
 )]
-pub trait Half: Operand {}
+pub trait Half: Operand<Acc = f32> {}
 impl Half for half::f16 {}
 impl Half for half::bf16 {}
 

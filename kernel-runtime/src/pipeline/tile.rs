@@ -93,7 +93,7 @@ pub fn memcpy_async_tile<
         );
         R * C / N / THREADS
     };
-    let t = block_thread::<THREADS>();
+    let t = block_thread::<THREADS>("memcpy_async_tile");
     let cols = dst.extent()[1];
     let d0 = place_in(dst, src.label(), to, [R, C], N);
     let (aligned, inside) = source_place::<T, N, R, C>(src, from, dst.label());
@@ -190,13 +190,13 @@ fn run<const N: usize, const C: usize, const THREADS: usize>(t: usize, p: usize)
 /// which the copy stops the kernel unless they are.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-fn block_thread<const THREADS: usize>() -> usize {
+pub(crate) fn block_thread<const THREADS: usize>(op: &'static str) -> usize {
     let ctx = crate::ctx::Ctx::current();
     let (i, d) = (ctx.thread_idx(), ctx.block_dim());
     let n = d.x as usize * d.y as usize * d.z as usize;
     let t = i.x as usize + d.x as usize * (i.y as usize + d.y as usize * i.z as usize);
     if n != THREADS || t >= THREADS {
-        tile_threads(n, THREADS);
+        tile_threads(op, n, THREADS);
     }
     t
 }

@@ -1,0 +1,178 @@
+//! matmul on Hopper's warpgroup MMA (`kernel_runtime::wgmma`): `c = a @ b` for `f16` matrices
+//! into `f32`, any sizes, and one warpgroup's product of a tile, for each accumulator shape.
+//!
+//! A block of [`WG_THREADS`] threads, two warpgroups, computes a 128 × 128 tile of `c`, each
+//! warpgroup 64 rows of it in an `m64n128k16` accumulator. The block stages `a`'s and `b`'s
+//! tiles [`WG_DEPTH`] deep into [`WG_STAGES`] buffers of dynamic shared memory, laid out as the
+//! tensor cores read them (`stage_a`, `stage_b`): two tiles' copies fly while the warpgroups
+//! multiply a third, and the fourth buffer is still read by a warpgroup's product in flight.
+//!
+//! `wgmma` runs on sm_90a alone: this crate's build adds an sm_90a variant of its module
+//! (`build.rs`), which the runtime loads on an H100 or H200. Another GPU runs the crate's own
+//! module, where these kernels trap; the CPU backend runs them everywhere.
+
+use core::ops::{Index, IndexMut};
+use kernel_runtime::pipeline::{pipeline_commit, pipeline_wait_prior, Source};
+use kernel_runtime::prelude::*;
+use kernel_runtime::view::{View1Mut, View2Mut};
+use kernel_runtime::wgmma::*;
+
+/// Threads per block of [`matmul_wgmma`]: two warpgroups.
+pub const WG_THREADS: u32 = 256;
+/// The rows and columns of `c` a block of [`matmul_wgmma`] computes.
+pub const WG_TILE: usize = 128;
+/// The depth of a staged tile: four `k16` steps.
+pub const WG_DEPTH: usize = 64;
+/// The buffers of staged tiles.
+pub const WG_STAGES: usize = 4;
+/// The elements of one buffer's tile of `a` (or of `b`).
+const TILE_ELEMS: usize = WG_TILE * WG_DEPTH;
+/// The dynamic shared memory [`matmul_wgmma`] takes: [`WG_STAGES`] buffers of a tile of `a` and
+/// of `b`, 131 072 bytes.
+pub const WG_SHARED_BYTES: usize = WG_STAGES * 2 * TILE_ELEMS * size_of::<f16>();
+
+/// Stages tile `ti` of `a` and `b` for the block's tile of `c` at `corner` into its buffer.
+#[device]
+fn stage_tiles<X: Source<f16>>(
+    shared: &View1Mut<f16>,
+    (a, b): (&X, &X),
+    ti: usize,
+    corner: [usize; 2],
+) {
+    let at = ti % WG_STAGES * 2 * TILE_ELEMS;
+    let mut sa = shared.slice(at..at + TILE_ELEMS).rows(8);
+    let mut sb = shared.slice(at + TILE_ELEMS..at + 2 * TILE_ELEMS).rows(8);
+    let k0 = ti * WG_DEPTH;
+    stage_a::<f16, WG_TILE, WG_DEPTH, { WG_THREADS as usize }>(&mut sa, a, [corner[0], k0]);
+    stage_b::<f16, WG_DEPTH, WG_TILE, { WG_THREADS as usize }>(&mut sb, b, [k0, corner[1]]);
+}
+
+/// `c = a @ b` on warpgroup MMA. Launch `(n.div_ceil(WG_TILE), m.div_ceil(WG_TILE))` blocks of
+/// [`WG_THREADS`] threads; the kernel declares its [`WG_SHARED_BYTES`] of dynamic shared memory.
+///
+/// ```
+/// use gpu_kernels::{matmul_wgmma, WG_THREADS};
+/// use kernel_runtime::prelude::*;
+///
+/// let dev = Device::cpu();
+/// let a = Array2::from_shape_fn((20, 70), |(i, k)| f16::from_f32((i % 3) as f32 - k as f32 / 8.0));
+/// let b = Array2::from_shape_fn((70, 9), |(k, j)| f16::from_f32((k + j) as f32 / 64.0));
+/// let mut c = dev.zeros::<f32, _>((20, 9))?;
+/// matmul_wgmma.launch((1, 1), WG_THREADS, (&dev.to_device(&a)?, &dev.to_device(&b)?, &mut c))?;
+/// let want = a.mapv(|v| v.to_f32()).dot(&b.mapv(|v| v.to_f32()));
+/// assert!(c.to_host()?.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-2));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[kernel(
+    barriers,
+    boundscheck = false,
+    launch_bounds = (WG_THREADS, 1),
+    dynamic_shared = WG_SHARED_BYTES
+)]
+pub fn matmul_wgmma(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
+    let shared = dynamic_shared![f16];
+    // Every launch gives the bytes the kernel declares; the slices below rely on it.
+    assert!(
+        shared.len() >= WG_STAGES * 2 * TILE_ELEMS,
+        "matmul_wgmma: less dynamic shared memory than WG_SHARED_BYTES"
+    );
+    let t = thread_idx().x as usize % WG_THREADS as usize;
+    let corner = [
+        block_idx().y as usize * WG_TILE,
+        block_idx().x as usize * WG_TILE,
+    ];
+    let tiles = a.dim().1.div_ceil(WG_DEPTH);
+    // Tile `ti + AHEAD` is staged while tile `ti` is multiplied, into the buffer that tile
+    // `ti - 2` was read from: every warpgroup's product of it is done by then.
+    const AHEAD: usize = WG_STAGES - 2;
+    for ti in 0..AHEAD {
+        if ti < tiles {
+            stage_tiles(&shared, (&a, &b), ti, corner);
+        }
+        pipeline_commit();
+    }
+    let mut acc = WgAccumulator::<M64N128K16>::new();
+    let m = 64 * (t / WARPGROUP);
+    for ti in 0..tiles {
+        pipeline_wait_prior::<{ AHEAD as u32 - 1 }>();
+        fence_shared();
+        sync_threads();
+        if ti + AHEAD < tiles {
+            stage_tiles(&shared, (&a, &b), ti + AHEAD, corner);
+        }
+        pipeline_commit();
+        let at = ti % WG_STAGES * 2 * TILE_ELEMS;
+        let sa = shared.slice(at..at + TILE_ELEMS).rows(8);
+        let sb = shared.slice(at + TILE_ELEMS..at + 2 * TILE_ELEMS).rows(8);
+        fence();
+        mma_async::<M64N128K16, f16, WG_TILE, WG_DEPTH>(&mut acc, &sa, m, &sb, 0, ti > 0);
+        commit_group();
+        wait_group::<1>();
+    }
+    wait_group::<0>();
+    let (rows, cols) = c.dim();
+    acc.for_each(t, |[r, col], x| {
+        let (r, col) = (corner[0] + m + r, corner[1] + col);
+        if r < rows && col < cols {
+            c[[r, col]] = *x;
+        }
+    });
+}
+
+/// One warpgroup's `out = a · b + c` for a 64 × 32 `a` and a 32 × `N` `b`, in two `k16` steps
+/// of `S` (`S::N` = `N`), staged by [`stage_a`] and [`stage_b`] into `sa` and `sb`: the
+/// accumulator's elements are read from `c` and written to `out` at [`WgAccumulator::place`].
+#[device]
+fn tile_product<S: WgShape, const N: usize, X, C, Y>(
+    (a, b, c): (&X, &X, &C),
+    out: &mut Y,
+    (sa, sb): (&mut View2Mut<f16>, &mut View2Mut<f16>),
+) where
+    X: Source<f16>,
+    C: Index<[usize; 2], Output = f32>,
+    Y: IndexMut<[usize; 2], Output = f32>,
+{
+    assert!(S::N == N, "tile_product: the shape's columns");
+    stage_a::<f16, 64, 32, 128>(sa, a, [0, 0]);
+    stage_b::<f16, 32, N, 128>(sb, b, [0, 0]);
+    pipeline_commit();
+    pipeline_wait_prior::<0>();
+    fence_shared();
+    sync_threads();
+    let t = thread_idx().x as usize;
+    let mut acc = WgAccumulator::<S>::new();
+    acc.for_each(t, |at, x| *x = c[at]);
+    fence();
+    mma_async::<S, f16, 64, 32>(&mut acc, &*sa, 0, &*sb, 0, true);
+    commit_group();
+    wait_group::<0>();
+    acc.for_each(t, |at, x| out[at] = *x);
+}
+
+/// A warpgroup's `out = a · b + c` in `m64n8k16` steps: `a` 64 × 32, `b` 32 × 8, one block of
+/// 128 threads.
+#[kernel(barriers)]
+pub fn wg_product_n8(a: &Array2<f16>, b: &Array2<f16>, c: &Array2<f32>, out: &mut Array2<f32>) {
+    let (mut sa, mut sb) = (shared_array![f16; [4 * 64, 8]], shared_array![f16; [32, 8]]);
+    tile_product::<M64N8K16, 8, _, _, _>((&a, &b, &c), &mut out, (&mut sa, &mut sb));
+}
+
+/// [`wg_product_n8`] in `m64n64k16` steps: `b` 32 × 64.
+#[kernel(barriers)]
+pub fn wg_product_n64(a: &Array2<f16>, b: &Array2<f16>, c: &Array2<f32>, out: &mut Array2<f32>) {
+    let (mut sa, mut sb) = (
+        shared_array![f16; [4 * 64, 8]],
+        shared_array![f16; [8 * 32, 8]],
+    );
+    tile_product::<M64N64K16, 64, _, _, _>((&a, &b, &c), &mut out, (&mut sa, &mut sb));
+}
+
+/// [`wg_product_n8`] in `m64n128k16` steps: `b` 32 × 128.
+#[kernel(barriers)]
+pub fn wg_product_n128(a: &Array2<f16>, b: &Array2<f16>, c: &Array2<f32>, out: &mut Array2<f32>) {
+    let (mut sa, mut sb) = (
+        shared_array![f16; [4 * 64, 8]],
+        shared_array![f16; [16 * 32, 8]],
+    );
+    tile_product::<M64N128K16, 128, _, _, _>((&a, &b, &c), &mut out, (&mut sa, &mut sb));
+}

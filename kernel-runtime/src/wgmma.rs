@@ -1,0 +1,475 @@
+//! Hopper's warpgroup matrix multiply-accumulate: PTX's `wgmma.mma_async` (sm_90a). The 128
+//! threads of a *warpgroup* (four consecutive warps of a block) multiply a 64 × 16 tile of `A`
+//! by a 16 × `N` tile of `B`, both read from shared memory by the tensor cores, into a 64 × `N`
+//! accumulator held in their registers, `N / 2` elements a thread. One instruction does the
+//! work of `N / 8` warps' `mma_sync`, and the operands never pass through registers.
+//!
+//! | CUDA C++ / PTX | here |
+//! | --- | --- |
+//! | `wgmma.fence.sync.aligned` | [`fence`] |
+//! | `wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 d, da, db, p, 1, 1, 0, 1`, for each `k16` of a staged tile | `mma_async(&mut d, &sa, m, &sb, n, accumulate)` |
+//! | `wgmma.commit_group.sync.aligned` | [`commit_group`] |
+//! | `wgmma.wait_group.sync.aligned N` | [`wait_group::<N>`](wait_group) |
+//! | `fence.proxy.async.shared::cta` | [`fence_shared`] |
+//!
+//! # The operands' layout in shared memory
+//!
+//! The tensor cores read 8 × 8 *core matrices* of 16 bytes a row. Here each operand tile is a
+//! 2-D shared array of 16-bit elements (`f16` or `bf16`) with 8 columns, so that each of its rows
+//! is a core matrix's row, and a tile of `A` or `B` is a stack of column strips of 8:
+//!
+//! - `A`, `M` rows by `K` columns (`M` a multiple of 64, `K` of 16): element `(m, k)` at
+//!   [`a_place::<M>(m, k)`](a_place), `[k / 8 · M + m, k % 8]`; the array is `[K / 8 · M, 8]`.
+//! - `B`, `K` rows by `N` columns (`N` a multiple of 8): element `(k, n)` at
+//!   [`b_place::<K>(k, n)`](b_place), `[n / 8 · K + k, n % 8]`; the array is `[N / 8 · K, 8]`.
+//!
+//! [`stage_a`] and [`stage_b`] copy such tiles from a row-major matrix in global memory with
+//! `cp.async`, zeros past its edges. These are the PTX ISA's canonical layouts without swizzle,
+//! `A` K-major and `B` N-major (the instruction's `imm-trans-b`): a row-major `B` stages
+//! without a transpose.
+//!
+//! # The accumulator
+//!
+//! Thread `t` of the warpgroup (warp `w = t / 32`, `g = t % 32 / 4`, `q = t % 4`) holds
+//! `x[i]` at row `16 w + g + 8 (i / 2 % 2)`, column `8 (i / 4) + 2 q + i % 2`: per warp, the
+//! layout of `mma_sync`'s accumulator, `N / 8` of them side by side. [`WgAccumulator::place`]
+//! gives it.
+//!
+//! # Asynchrony
+//!
+//! On the GPU an `mma_async` starts the product and returns; the tensor cores read the
+//! operands and write the accumulator's registers until the thread's [`wait_group`] lets its
+//! group go. So:
+//!
+//! 1. the block writes the tiles (the copies waited for, `pipeline_wait_prior`), then
+//!    [`fence_shared`] makes them visible to the tensor cores, then a barrier;
+//! 2. [`fence`], then the `mma_async` calls of a group, then [`commit_group`];
+//! 3. [`wait_group::<N>`](wait_group): at most the `N` latest groups still run. A tile may be
+//!    written again once the groups that read it are done; the accumulator is read after
+//!    `wait_group::<0>`. (ptxas keeps a read of an accumulator in flight correct, at the cost of
+//!    waiting there.)
+//!
+//! The CPU backend multiplies at the call, so what it computes does not depend on these steps;
+//! each is checked as the GPU needs it to be called: by every thread of the warpgroup, at one
+//! place.
+//!
+//! # Where it runs
+//!
+//! `wgmma` exists only in PTX for exactly sm_90a (H100, H200). A crate whose kernels call it
+//! builds a variant for it (`kernel_build::Builder::variant("sm_90a")`), which the runtime
+//! loads on such a GPU; in the crate's own module, for other GPUs, these functions trap (the
+//! launch fails). The CPU backend runs them everywhere.
+//!
+//! # Results
+//!
+//! As [`mma_sync`](crate::wmma::mma_sync)'s: products exact in `f32`, the CPU backend adding
+//! them to the accumulator one after another, `k` from 0; a GPU's order may differ by the
+//! rounding of each addition.
+//!
+//! ```
+//! use kernel_runtime::prelude::*;
+//! use kernel_runtime::pipeline::{pipeline_commit, pipeline_wait_prior};
+//! use kernel_runtime::wgmma::*;
+//!
+//! /// One warpgroup computes the 64 × 64 product `a · b` of 64 × 16 by 16 × 64.
+//! #[kernel]
+//! fn warpgroup_product(a: &Array2<f16>, b: &Array2<f16>, out: &mut Array2<f32>) {
+//!     let mut sa = shared_array![f16; [2 * 64, 8]];
+//!     let mut sb = shared_array![f16; [8 * 16, 8]];
+//!     stage_a::<f16, 64, 16, 128>(&mut sa, &a, [0, 0]);
+//!     stage_b::<f16, 16, 64, 128>(&mut sb, &b, [0, 0]);
+//!     pipeline_commit();
+//!     pipeline_wait_prior::<0>();
+//!     fence_shared();
+//!     sync_threads();
+//!     let mut acc = WgAccumulator::<M64N64K16>::new();
+//!     fence();
+//!     mma_async::<M64N64K16, f16, 64, 16>(&mut acc, &sa, 0, &sb, 0, false);
+//!     commit_group();
+//!     wait_group::<0>();
+//!     acc.for_each(thread_idx().x as usize, |at, x| out[at] = *x);
+//! }
+//!
+//! let dev = Device::cpu();
+//! let a = Array2::from_shape_fn((64, 16), |(i, k)| f16::from_f32((i % 5 + k) as f32));
+//! let b = Array2::from_shape_fn((16, 64), |(k, j)| f16::from_f32(if k == j % 16 { 1.0 } else { 0.0 }));
+//! let mut out = dev.zeros::<f32, _>((64, 64)).unwrap();
+//! warpgroup_product.launch(1, 128, (&dev.to_device(&a).unwrap(), &dev.to_device(&b).unwrap(), &mut out)).unwrap();
+//! assert_eq!(out.to_host().unwrap()[[7, 35]], (7 % 5 + 3) as f32); // a[7, 35 % 16]
+//! ```
+
+use crate::device_copy::AnyBitPattern;
+use crate::pipeline::{Destination, Source};
+use crate::wmma::Half;
+
+/// The threads of a warpgroup.
+pub const WARPGROUP: usize = 128;
+
+/// A warpgroup accumulator's shape `m64nNk16`: its columns `N`, and a thread's `N / 2`
+/// elements.
+pub trait WgShape: sealed::WgShape + Copy {
+    /// The accumulator's columns.
+    const N: usize;
+    /// A thread's elements, `[f32; N / 2]`.
+    type Regs: Copy + AsRef<[f32]> + AsMut<[f32]>;
+    /// `Regs` of zeros.
+    const ZERO: Self::Regs;
+}
+
+mod sealed {
+    pub trait WgShape {}
+}
+
+macro_rules! shapes {
+    ($($name:ident $n:literal $doc:literal;)*) => {$(
+        #[doc = $doc]
+        #[derive(Clone, Copy, Debug)]
+        pub struct $name;
+        impl sealed::WgShape for $name {}
+        impl WgShape for $name {
+            const N: usize = $n;
+            type Regs = [f32; $n / 2];
+            const ZERO: Self::Regs = [0.0; $n / 2];
+        }
+    )*};
+}
+
+shapes! {
+    M64N8K16 8 "`m64n8k16`: 64 × 16 by 16 × 8, 4 elements a thread.";
+    M64N64K16 64 "`m64n64k16`: 64 × 16 by 16 × 64, 32 elements a thread.";
+    M64N128K16 128 "`m64n128k16`: 64 × 16 by 16 × 128, 64 elements a thread.";
+}
+
+/// The thread's part of a warpgroup's 64 × `S::N` accumulator, in `f32`.
+#[derive(Clone, Copy, Debug)]
+pub struct WgAccumulator<S: WgShape> {
+    /// The thread's elements (see [`place`](Self::place)).
+    pub x: S::Regs,
+}
+
+impl<S: WgShape> WgAccumulator<S> {
+    /// An accumulator of zeros.
+    #[inline(always)]
+    pub fn new() -> Self {
+        WgAccumulator { x: S::ZERO }
+    }
+
+    /// Calls `f` with the row and column of each of thread `t`'s elements (see
+    /// [`place`](Self::place)) and the element, as straight-line code: on a GPU the elements
+    /// stay in registers, where a loop the compiler leaves rolled would index them in memory.
+    #[inline(always)]
+    pub fn for_each(&mut self, t: usize, mut f: impl FnMut([usize; 2], &mut f32)) {
+        let x = self.x.as_mut();
+        macro_rules! upto {
+            ($($i:literal)*) => { $( if $i < x.len() { f(Self::place(t, $i), &mut x[$i]) } )* };
+        }
+        upto!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30
+            31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
+            60 61 62 63);
+    }
+
+    /// The row and column of element `i` of thread `t` of the warpgroup (`t % 128`).
+    #[inline(always)]
+    pub const fn place(t: usize, i: usize) -> [usize; 2] {
+        let (w, lane) = (t % WARPGROUP / 32, t % 32);
+        [
+            16 * w + lane / 4 + 8 * (i / 2 % 2),
+            8 * (i / 4) + 2 * (lane % 4) + i % 2,
+        ]
+    }
+}
+
+impl<S: WgShape> Default for WgAccumulator<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Where element `(m, k)` of a tile of `A` of `M` rows lies in its shared array of 8 columns.
+#[inline(always)]
+pub const fn a_place<const M: usize>(m: usize, k: usize) -> [usize; 2] {
+    in_strips::<M>(m, k)
+}
+
+/// Where element `(k, n)` of a tile of `B` of `K` rows lies in its shared array of 8 columns.
+#[inline(always)]
+pub const fn b_place<const K: usize>(k: usize, n: usize) -> [usize; 2] {
+    in_strips::<K>(k, n)
+}
+
+/// Where element `(row, col)` of a tile of `R` rows lies when its strips of 8 columns are
+/// stacked: both operands' layout, `A` by its rows `m`, `B` by its rows `k`.
+#[inline(always)]
+const fn in_strips<const R: usize>(row: usize, col: usize) -> [usize; 2] {
+    [col / 8 * R + row, col % 8]
+}
+
+/// Starts copying the `M × K` tile of `a` at `from` into `dst`, laid out as `A`'s tile
+/// ([`a_place`]), zeros past `a`'s edges: the block's `THREADS` threads each start their share
+/// of its runs of 8 elements (`cp.async` of 16 bytes where `a`'s rows allow, plain copies
+/// elsewhere). Each thread then commits and waits as after `memcpy_async`.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn stage_a<T: Half + AnyBitPattern, const M: usize, const K: usize, const THREADS: usize>(
+    dst: &mut impl Destination<T>,
+    a: &impl Source<T>,
+    from: [usize; 2],
+) {
+    stage::<T, M, K, THREADS>(dst, a, from);
+}
+
+/// Starts copying the `K × N` tile of `b` at `from` into `dst`, laid out as `B`'s tile
+/// ([`b_place`]), zeros past `b`'s edges, as [`stage_a`] does.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn stage_b<T: Half + AnyBitPattern, const K: usize, const N: usize, const THREADS: usize>(
+    dst: &mut impl Destination<T>,
+    b: &impl Source<T>,
+    from: [usize; 2],
+) {
+    stage::<T, K, N, THREADS>(dst, b, from);
+}
+
+/// The row and the strip of run `r` of a tile of `strips` strips of 8 columns: runs go down 8
+/// rows of a strip, then across the strips, then to the next 8 rows. Each 8 threads of a warp
+/// then write a core matrix, 128 contiguous bytes of shared memory (no two in one bank), and a
+/// warp reads 64 contiguous bytes of each of 8 rows of the matrix (whole sectors).
+#[inline(always)]
+const fn run_at(r: usize, strips: usize) -> (usize, usize) {
+    (r / (8 * strips) * 8 + r % 8, r % (8 * strips) / 8)
+}
+
+/// The calling thread's share of the runs of 8 elements of the `R × C` tile of `src` at
+/// `from`, each to its place in `dst` ([`in_strips`]).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn stage<T: Half + AnyBitPattern, const R: usize, const C: usize, const THREADS: usize>(
+    dst: &mut impl Destination<T>,
+    src: &impl Source<T>,
+    from: [usize; 2],
+) {
+    use crate::pipeline::memcpy_async;
+    const {
+        assert!(
+            R.is_multiple_of(8) && R > 0 && C.is_multiple_of(8) && C > 0,
+            "a tile of whole core matrices"
+        )
+    };
+    let t = crate::pipeline::block_thread::<THREADS>("wgmma::stage");
+    let [rows, cols] = src.extent();
+    // A row of 16-bit elements whose length is a multiple of 8 keeps every run at a multiple
+    // of 16 bytes; the array's first element is (a GPU's arrays start at 256 bytes).
+    let aligned = cols.is_multiple_of(8) && from[1].is_multiple_of(8);
+    let mut r = t;
+    while r < R * C / 8 {
+        let (row, strip) = run_at(r, C / 8);
+        let to = in_strips::<R>(row, 8 * strip);
+        let [i, k] = [from[0] + row, from[1] + 8 * strip];
+        let valid = if i < rows {
+            cols.saturating_sub(k).min(8)
+        } else {
+            0
+        };
+        if aligned {
+            memcpy_async::<T, 8>(dst, to, src, [i, k], valid);
+        } else {
+            for e in 0..8 {
+                let v = match e < valid {
+                    true => src_at(src, [i, k + e]),
+                    false => T::from_bits(0),
+                };
+                dst.put([to[0], to[1] + e], v);
+            }
+        }
+        r += THREADS;
+    }
+}
+
+/// `src[at]`, an element in bounds.
+#[inline(always)]
+fn src_at<T: Copy>(src: &impl Source<T>, [i, k]: [usize; 2]) -> T {
+    let cols = src.extent()[1];
+    // SAFETY: the caller keeps `[i, k]` in `src`'s extent, whose elements lie from `first`.
+    unsafe { *src.first().add(i * cols + k) }
+}
+
+/// `wgmma.fence.sync.aligned`: orders the warpgroup's earlier accesses of the accumulators'
+/// registers before the `mma_async` calls that follow. Every thread of the warpgroup calls it.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn fence() {
+    imp::sync_op(Op::Fence);
+}
+
+/// `wgmma.commit_group.sync.aligned`: the thread's `mma_async` calls since its last commit
+/// become a group. Every thread of the warpgroup calls it.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn commit_group() {
+    imp::sync_op(Op::Commit);
+}
+
+/// `wgmma.wait_group.sync.aligned N`: waits until at most the thread's `N` latest groups
+/// still run: the others' accumulators are written, and their operands read. Every thread of
+/// the warpgroup calls it.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn wait_group<const N: u32>() {
+    const { assert!(N <= 7, "wait_group takes 0 to 7") };
+    imp::sync_op(Op::Wait(N));
+}
+
+/// `fence.proxy.async.shared::cta`: makes the thread's writes to shared memory (stores and
+/// finished copies) visible to the tensor cores' reads of `mma_async`. Call it after the
+/// copies are waited for and before the barrier that precedes the products. (Nothing in a
+/// module for another GPU, where there are no such reads.)
+#[inline(always)]
+pub fn fence_shared() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+    // SAFETY: a memory fence; no operands.
+    unsafe {
+        core::arch::asm!("fence.proxy.async.shared::cta;", options(nostack))
+    };
+}
+
+/// The warpgroup operations that take no operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Fence,
+    Commit,
+    Wait(u32),
+    Mma,
+}
+
+/// `wgmma.mma_async`, `K / 16` times (`K` up to 128): `d = A · B + d` (or `A · B` where `accumulate` is
+/// false) for the 64 × `K` tile of `A` from row `m` (a multiple of 64) of `sa`, a tile of `A` of
+/// `M` rows and `K` columns laid out as [`a_place`], and the `K` × `S::N` tile of `B` from column
+/// `n` (a multiple of 8) of `sb`, a tile of `B` of `K` rows laid out as [`b_place`]. Every thread
+/// of the warpgroup calls it together, at one place, with the same tiles.
+///
+/// One call issues the whole depth of the staged tiles, its checks made before the first
+/// instruction: the tensor cores then take the instructions back to back.
+///
+/// # Panics
+/// Where a tile does not lie in its array, or an array is not a shared array of 8 columns
+/// (a fault of the kernel, as an index out of bounds).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn mma_async<S: WgShape, T: Half, const M: usize, const K: usize>(
+    d: &mut WgAccumulator<S>,
+    sa: &impl Source<T>,
+    m: usize,
+    sb: &impl Source<T>,
+    n: usize,
+    accumulate: bool,
+) {
+    const {
+        assert!(
+            M.is_multiple_of(64) && M > 0 && K.is_multiple_of(16) && K > 0 && K <= 128,
+            "A's rows are a multiple of 64, the depth a multiple of 16 up to 128"
+        );
+    };
+    let fits = m.is_multiple_of(64)
+        && n.is_multiple_of(8)
+        && m < M
+        && operand_in(sa, a_place::<M>(m + 63, K - 1))
+        && operand_in(sb, b_place::<K>(K - 1, n + S::N - 1));
+    if !fits {
+        crate::fault::misplaced_operands(sa.label(), sb.label());
+    }
+    imp::mma::<S, T, M, K>(d, (sa, m), (sb, n), accumulate);
+}
+
+/// Whether `x` is a shared array of 8 columns that holds `last`.
+#[inline(always)]
+fn operand_in<T>(x: &impl Source<T>, [row, _]: [usize; 2]) -> bool {
+    let [rows, cols] = x.extent();
+    cols == 8 && row < rows && crate::pipeline::in_shared(x.first() as *const u8)
+}
+
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+mod gpu;
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+use gpu as imp;
+
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90a")))]
+mod imp {
+    //! A module for other GPUs: `wgmma` does not exist there.
+    use super::*;
+
+    #[inline(always)]
+    pub(super) fn sync_op(_: Op) {
+        crate::fault::trap()
+    }
+
+    #[inline(always)]
+    pub(super) fn mma<S: WgShape, T: Half, const M: usize, const K: usize>(
+        _: &mut WgAccumulator<S>,
+        _: (&impl Source<T>, usize),
+        _: (&impl Source<T>, usize),
+        _: bool,
+    ) {
+        crate::fault::trap()
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod cpu;
+#[cfg(not(target_arch = "nvptx64"))]
+use cpu as imp;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_thread_holds_the_elements_the_ptx_isa_gives_it() {
+        type Acc = WgAccumulator<M64N128K16>;
+        // Warp 0, lane 0: rows 0 and 8, column pairs every 8.
+        assert_eq!(Acc::place(0, 0), [0, 0]);
+        assert_eq!(Acc::place(0, 1), [0, 1]);
+        assert_eq!(Acc::place(0, 2), [8, 0]);
+        assert_eq!(Acc::place(0, 3), [8, 1]);
+        assert_eq!(Acc::place(0, 4), [0, 8]);
+        // Lane 5 of warp 1 (thread 37): row 16 + 1, columns from 2.
+        assert_eq!(Acc::place(37, 0), [17, 2]);
+        // The last element of the last thread: the tile's corner.
+        assert_eq!(Acc::place(127, 63), [63, 127]);
+        // The 128 threads' 64 elements cover the 64 × 128 tile once.
+        let mut seen = vec![false; 64 * 128];
+        for t in 0..WARPGROUP {
+            for i in 0..64 {
+                let [r, c] = Acc::place(t, i);
+                assert!(!std::mem::replace(&mut seen[r * 128 + c], true));
+            }
+        }
+        assert!(seen.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn a_warp_stages_whole_core_matrices() {
+        // Lanes 0-7: rows 0-7 of strip 0; lanes 8-15 of strip 1; past the strips, rows 8-15.
+        assert_eq!(run_at(0, 8), (0, 0));
+        assert_eq!(run_at(7, 8), (7, 0));
+        assert_eq!(run_at(8, 8), (0, 1));
+        assert_eq!(run_at(63, 8), (7, 7));
+        assert_eq!(run_at(64, 8), (8, 0));
+        // Every run of a 16-row tile of 2 strips once.
+        let mut seen: Vec<_> = (0..32).map(|r| run_at(r, 2)).collect();
+        seen.sort();
+        let all: Vec<_> = (0..16).flat_map(|m| (0..2).map(move |s| (m, s))).collect();
+        assert_eq!(seen, all);
+    }
+
+    #[test]
+    fn operands_lie_in_strips_of_eight_columns() {
+        // A of 128 rows: column 19 is column 3 of strip 2, rows 256 on.
+        assert_eq!(a_place::<128>(5, 19), [261, 3]);
+        // B of 64 rows: column 21 is column 5 of strip 2, rows 128 on.
+        assert_eq!(b_place::<64>(19, 21), [147, 5]);
+        // Each row of a strip is 16 bytes of a core matrix: 8 consecutive elements along K of A,
+        // along N of B.
+        assert_eq!(a_place::<64>(0, 8), [64, 0]);
+        assert_eq!(b_place::<16>(1, 7), [1, 7]);
+    }
+}

@@ -1,0 +1,132 @@
+//! The warpgroup's operations on an sm_90a GPU: the PTX instructions, the operands' shared
+//! memory described to the tensor cores by 64-bit matrix descriptors.
+
+use super::*;
+use crate::wmma::Kind;
+
+/// A matrix descriptor without swizzle: the operand's start, and the bytes from one core
+/// matrix to the next along `K` (`leading`) and along `M` or `N` (`stride`), each in units of
+/// 16 bytes in 14 bits (the start's shared address below 256 KiB).
+#[inline(always)]
+fn descriptor(start: *const u8, leading: usize, stride: usize) -> u64 {
+    let field = |bytes: u64| (bytes >> 4) & 0x3fff;
+    let addr = crate::pipeline::shared_addr(start) as u64;
+    field(addr) | field(leading as u64) << 16 | field(stride as u64) << 32
+}
+
+pub(super) fn sync_op(op: Op) {
+    macro_rules! wait {
+        ($($n:literal)*) => {
+            match op {
+                $(Op::Wait($n) => {
+                    // SAFETY: waits on the thread's own groups; every thread of the warpgroup
+                    // calling it is the caller's contract. Not `nomem`: the accumulators and the
+                    // operands' shared memory are settled here.
+                    unsafe {
+                        core::arch::asm!(
+                            concat!("wgmma.wait_group.sync.aligned ", $n, ";"),
+                            options(nostack)
+                        )
+                    }
+                })*
+                _ => {}
+            }
+        };
+    }
+    match op {
+        // SAFETY: as `wait_group`'s.
+        Op::Fence => unsafe { core::arch::asm!("wgmma.fence.sync.aligned;", options(nostack)) },
+        // SAFETY: as `wait_group`'s.
+        Op::Commit => unsafe {
+            core::arch::asm!("wgmma.commit_group.sync.aligned;", options(nostack))
+        },
+        _ => wait!(0 1 2 3 4 5 6 7),
+    }
+}
+
+/// `"{}, {}, .."`: one positional operand for each register.
+macro_rules! regs {
+    ($first:literal $($i:literal)*) => { concat!("{}" $(, regs!(@next $i))*) };
+    (@next $i:literal) => { ", {}" };
+}
+
+/// `wgmma.mma_async.sync.aligned.SHAPE.f32.T.T` of the accumulator's registers `$x[$i]`, the
+/// descriptors `$da` and `$db`, `B` N-major.
+macro_rules! wgmma {
+    ($shape:literal, $ty:literal, $x:expr, $da:expr, $db:expr, $acc:expr; $($i:literal)*) => {
+        // SAFETY: the descriptors name tiles in the block's shared memory (checked by the
+        // caller); the warpgroup's threads meeting here is the caller's contract. Not `nomem`:
+        // the tensor cores read shared memory.
+        unsafe {
+            core::arch::asm!(
+                // One line: the PTX's lines that start with `.` are its directives.
+                concat!("{{ .reg .pred p; setp.ne.b32 p, {acc}, 0; ",
+                    "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $ty, ".", $ty,
+                    " {{", regs!($($i)*), "}}, {da}, {db}, p, 1, 1, 0, 1; }}"),
+                $(inout(reg32) $x[$i],)*
+                da = in(reg64) $da,
+                db = in(reg64) $db,
+                acc = in(reg32) $acc,
+                options(nostack)
+            )
+        }
+    };
+}
+
+/// One shape's instruction, for each operand type.
+macro_rules! shape {
+    ($shape:literal, $kind:expr, $x:expr, $da:expr, $db:expr, $acc:expr; $($i:literal)*) => {
+        match $kind {
+            Kind::Bf16 => wgmma!($shape, "bf16", $x, $da, $db, $acc; $($i)*),
+            _ => wgmma!($shape, "f16", $x, $da, $db, $acc; $($i)*),
+        }
+    };
+}
+
+#[inline(always)]
+pub(super) fn mma<S: WgShape, T: Half, const M: usize, const K: usize>(
+    d: &mut WgAccumulator<S>,
+    (sa, m): (&impl Source<T>, usize),
+    (sb, n): (&impl Source<T>, usize),
+    accumulate: bool,
+) {
+    let x = d.x.as_mut();
+    let (a, b) = (sa.first() as *const u8, sb.first() as *const u8);
+    // Straight-line steps, so that the accumulator's elements stay in registers.
+    macro_rules! steps {
+        ($($step:literal)*) => {
+            $( if $step < K / 16 {
+                issue::<S, T, M, K>(x, (a, m), (b, n), $step, accumulate || $step > 0)
+            } )*
+        };
+    }
+    steps!(0 1 2 3 4 5 6 7);
+}
+
+/// The instruction of `k16` step `step`: the tiles of `A` from row `m` of the array at `a` and
+/// of `B` from column `n` of the array at `b`.
+#[inline(always)]
+fn issue<S: WgShape, T: Half, const M: usize, const K: usize>(
+    x: &mut [f32],
+    (a, m): (*const u8, usize),
+    (b, n): (*const u8, usize),
+    step: usize,
+    accumulate: bool,
+) {
+    // A, K-major: the 8-row core matrices of a strip 16 bytes a row apart, the strips `M` rows
+    // apart. B, N-major: its rows 16 bytes apart, the strips of 8 columns `K` rows apart.
+    let a0 = a_place::<M>(m, 16 * step)[0];
+    let b0 = b_place::<K>(16 * step, n)[0];
+    let da = descriptor(a.wrapping_add(16 * a0), 16 * M, 128);
+    let db = descriptor(b.wrapping_add(16 * b0), 128, 16 * K);
+    let acc = accumulate as u32;
+    match S::N {
+        8 => shape!("m64n8k16", T::KIND, x, da, db, acc; 0 1 2 3),
+        64 => shape!("m64n64k16", T::KIND, x, da, db, acc;
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31),
+        _ => shape!("m64n128k16", T::KIND, x, da, db, acc;
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60
+            61 62 63),
+    }
+}
