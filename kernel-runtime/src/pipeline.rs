@@ -68,7 +68,7 @@ use crate::device_copy::AnyBitPattern;
 use crate::view::{View2, View2Mut};
 
 mod tile;
-pub(crate) use tile::block_thread;
+pub(crate) use tile::{block_thread, place_in, source_place};
 pub use tile::{memcpy_async_tile, runs_shared};
 
 /// A 2-D array a copy reads: an array parameter of the kernel (or any 2-D view).
@@ -195,6 +195,19 @@ fn copy_now<T: AnyBitPattern, const N: usize>(
         };
         dst.put([to[0], to[1] + e], v);
     }
+}
+
+/// Starts copying `N` elements from `s` to `d`, the address of `dst[to]`, where the caller has
+/// checked both ends as [`memcpy_async`] does: a run of a tile checked whole.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub(crate) fn copy_checked_run<T: AnyBitPattern, const N: usize>(
+    dst: &mut impl Destination<T>,
+    to: [usize; 2],
+    d: *mut T,
+    s: *const T,
+) {
+    imp::copy::<T, N>(dst, to, d as *mut u8, s, N);
 }
 
 /// `__pipeline_commit`: the thread's copies since its last commit become a group.

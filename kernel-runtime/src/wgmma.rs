@@ -215,7 +215,7 @@ pub fn stage_a<T: Half + AnyBitPattern, const M: usize, const K: usize, const TH
     a: &impl Source<T>,
     from: [usize; 2],
 ) {
-    stage::<T, M, K, THREADS>(dst, a, from);
+    stage::<T, _, _, M, K, THREADS>(dst, a, from);
 }
 
 /// Starts copying the `K × N` tile of `b` at `from` into `dst`, laid out as `B`'s tile
@@ -227,7 +227,7 @@ pub fn stage_b<T: Half + AnyBitPattern, const K: usize, const N: usize, const TH
     b: &impl Source<T>,
     from: [usize; 2],
 ) {
-    stage::<T, K, N, THREADS>(dst, b, from);
+    stage::<T, _, _, K, N, THREADS>(dst, b, from);
 }
 
 /// The row and the strip of run `r` of a tile of `strips` strips of 8 columns: runs go down 8
@@ -240,15 +240,20 @@ const fn run_at(r: usize, strips: usize) -> (usize, usize) {
 }
 
 /// The calling thread's share of the runs of 8 elements of the `R × C` tile of `src` at
-/// `from`, each to its place in `dst` ([`in_strips`]).
+/// `from`, each to its place in `dst` ([`in_strips`]). A tile that lies wholly in `src`, its
+/// rows at multiples of 16 bytes, is checked once and copied run by run with `cp.async` alone;
+/// others run by run, each checked, zeros past the edges.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-fn stage<T: Half + AnyBitPattern, const R: usize, const C: usize, const THREADS: usize>(
-    dst: &mut impl Destination<T>,
-    src: &impl Source<T>,
+fn stage<T, D, X, const R: usize, const C: usize, const THREADS: usize>(
+    dst: &mut D,
+    src: &X,
     from: [usize; 2],
-) {
-    use crate::pipeline::memcpy_async;
+) where
+    T: Half + AnyBitPattern,
+    D: Destination<T>,
+    X: Source<T>,
+{
     const {
         assert!(
             R.is_multiple_of(8) && R > 0 && C.is_multiple_of(8) && C > 0,
@@ -256,32 +261,75 @@ fn stage<T: Half + AnyBitPattern, const R: usize, const C: usize, const THREADS:
         )
     };
     let t = crate::pipeline::block_thread::<THREADS>("wgmma::stage");
-    let [rows, cols] = src.extent();
-    // A row of 16-bit elements whose length is a multiple of 8 keeps every run at a multiple
-    // of 16 bytes; the array's first element is (a GPU's arrays start at 256 bytes).
-    let aligned = cols.is_multiple_of(8) && from[1].is_multiple_of(8);
-    let mut r = t;
-    while r < R * C / 8 {
+    let d0 = crate::pipeline::place_in(dst, src.label(), [0, 0], [R * C / 8, 8], 8);
+    let (aligned, inside) = crate::pipeline::source_place::<T, 8, R, C>(src, from, dst.label());
+    let cols = src.extent()[1];
+    let s0 = src.first().wrapping_add(from[0] * cols + from[1]);
+    let place = |r: usize| {
         let (row, strip) = run_at(r, C / 8);
-        let to = in_strips::<R>(row, 8 * strip);
-        let [i, k] = [from[0] + row, from[1] + 8 * strip];
-        let valid = if i < rows {
-            cols.saturating_sub(k).min(8)
-        } else {
-            0
-        };
-        if aligned {
-            memcpy_async::<T, 8>(dst, to, src, [i, k], valid);
-        } else {
-            for e in 0..8 {
-                let v = match e < valid {
-                    true => src_at(src, [i, k + e]),
-                    false => T::from_bits(0),
-                };
-                dst.put([to[0], to[1] + e], v);
-            }
+        (in_strips::<R>(row, 8 * strip), [row, 8 * strip])
+    };
+    if aligned && inside {
+        each_run::<THREADS>(t, R * C / 8, |r| {
+            let (to, [row, col]) = place(r);
+            let (d, s) = (
+                d0.wrapping_add(8 * to[0]),
+                s0.wrapping_add(row * cols + col),
+            );
+            crate::pipeline::copy_checked_run::<T, 8>(dst, to, d, s);
+        });
+    } else {
+        each_run::<THREADS>(t, R * C / 8, |r| {
+            let (to, [row, col]) = place(r);
+            stage_run(dst, src, to, [from[0] + row, from[1] + col], aligned);
+        });
+    }
+}
+
+/// Calls `f` with each of thread `t`'s runs of `runs`: `t`, `t + THREADS`, ..; a constant
+/// count of them where `THREADS` divides `runs` (a constant).
+#[inline(always)]
+fn each_run<const THREADS: usize>(t: usize, runs: usize, mut f: impl FnMut(usize)) {
+    if runs.is_multiple_of(THREADS) {
+        for p in 0..runs / THREADS {
+            f(t + p * THREADS);
         }
-        r += THREADS;
+    } else {
+        let mut r = t;
+        while r < runs {
+            f(r);
+            r += THREADS;
+        }
+    }
+}
+
+/// One run of 8 elements from `src[at]` to `dst[to]`, zeros past `src`'s edges: `cp.async`
+/// where `src`'s rows allow (`aligned`), else plain copies.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn stage_run<T: Half + AnyBitPattern>(
+    dst: &mut impl Destination<T>,
+    src: &impl Source<T>,
+    to: [usize; 2],
+    [i, k]: [usize; 2],
+    aligned: bool,
+) {
+    let [rows, cols] = src.extent();
+    let valid = if i < rows {
+        cols.saturating_sub(k).min(8)
+    } else {
+        0
+    };
+    if aligned {
+        crate::pipeline::memcpy_async::<T, 8>(dst, to, src, [i, k], valid);
+    } else {
+        for e in 0..8 {
+            let v = match e < valid {
+                true => src_at(src, [i, k + e]),
+                false => T::from_bits(0),
+            };
+            dst.put([to[0], to[1] + e], v);
+        }
     }
 }
 

@@ -118,7 +118,7 @@ pub fn memcpy_async_tile<
 /// lies in shared memory.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-fn source_place<T, const N: usize, const R: usize, const C: usize>(
+pub(crate) fn source_place<T, const N: usize, const R: usize, const C: usize>(
     src: &impl Source<T>,
     from: [usize; 2],
     dst: &'static str,
@@ -205,7 +205,7 @@ pub(crate) fn block_thread<const THREADS: usize>(op: &'static str) -> usize {
 /// array whose runs there start at multiples of their bytes: else the copy stops the kernel.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-fn place_in<T>(
+pub(crate) fn place_in<T>(
     dst: &mut impl Destination<T>,
     src: &'static str,
     to: [usize; 2],
