@@ -74,6 +74,11 @@ pub fn run(options: Args) -> Result {
     let scratch = util::target_dir(&ctx.root).join("xtask").join("ptx");
     std::fs::create_dir_all(&scratch)
         .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
+    let tools = Tools {
+        ptxas: &ptxas,
+        cuobjdump: cuobjdump.as_deref(),
+        scratch: &scratch,
+    };
     let mut failures = Vec::new();
     for (package, file) in &modules {
         let ptx = match resolve_ptx(file).and_then(|ptx| own_module(&ptx, &scratch, package)) {
@@ -89,31 +94,58 @@ pub fn run(options: Args) -> Result {
         if ptx.relocatable {
             println!("  (the crate's own module, assembled with -c: the device code linked into it is not)");
         }
-        let (mut reports, mut counts) = (Vec::new(), Vec::new());
+        failures.extend(tools.report(package, &ptx, &options.archs, &options));
+        let variants = resolve_ptx(file).and_then(|ptx| variants(&ptx, &scratch, package));
+        for (arch, module) in variants.unwrap_or_default() {
+            println!();
+            println!("{package}, its {arch} variant: {}", module.path.display());
+            let label = format!("{package}-{arch}-variant");
+            failures.extend(tools.report(&label, &module, &[arch], &options));
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("no complete report for: {}", failures.join(", ")))
+    }
+}
+
+/// What assembles and lists the modules, and where their outputs go.
+struct Tools<'a> {
+    ptxas: &'a Path,
+    cuobjdump: Option<&'a Path>,
+    scratch: &'a Path,
+}
+
+impl Tools<'_> {
+    /// Assembles `ptx` (`label`'s) for each of `archs` from its target on and prints what
+    /// ptxas, and with `--sass` the machine code, say of it: the failures.
+    fn report(&self, label: &str, ptx: &Module, archs: &[String], options: &Args) -> Vec<String> {
+        let (mut reports, mut counts, mut failures) = (Vec::new(), Vec::new(), Vec::new());
         let target = module_target(&ptx.path);
-        for arch in &options.archs {
+        for arch in archs {
             if let (Some(t), Some(a)) = (target, sm_number(arch)) {
                 if a < t {
                     println!("  {arch}: skipped, the module is built for sm_{t}");
                     continue;
                 }
             }
-            let output = scratch.join(format!("{package}-{arch}.cubin"));
-            match assemble(&ptxas, &ptx, arch, &output) {
+            let output = self.scratch.join(format!("{label}-{arch}.cubin"));
+            match assemble(self.ptxas, ptx, arch, &output) {
                 Ok(report) => reports.push(report),
                 Err(message) => {
                     eprintln!("{message}");
-                    failures.push(format!("{package} for {arch}"));
+                    failures.push(format!("{label} for {arch}"));
                     continue;
                 }
             }
-            if let Some(cuobjdump) = &cuobjdump {
+            if let Some(cuobjdump) = self.cuobjdump {
                 let listing = output.with_extension("sass");
                 match sass::count(cuobjdump, &output, arch, &listing) {
                     Ok(c) => counts.extend(c),
                     Err(message) => {
                         eprintln!("{message}");
-                        failures.push(format!("{package}'s SASS for {arch}"));
+                        failures.push(format!("{label}'s SASS for {arch}"));
                     }
                 }
             }
@@ -121,19 +153,15 @@ pub fn run(options: Args) -> Result {
         print!("{}", format_table(&reports));
         if let Some(table) = sass::format_table(&counts, &options.kernels) {
             println!(
-                "  machine code (listings: {}/{package}-ARCH.sass):",
-                scratch.display()
+                "  machine code (listings: {}/{label}-ARCH.sass):",
+                self.scratch.display()
             );
             print!("{table}");
         }
         if options.blocks {
             print!("{}", sass::format_blocks(&counts, &options.kernels));
         }
-    }
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("no complete report for: {}", failures.join(", ")))
+        failures
     }
 }
 
@@ -206,15 +234,19 @@ struct Module {
 }
 
 /// The crate's own module in the PTX file `ptx`: the file itself, or, where the build appended
-/// the device code it links (`kernel_build::LINK_SECTION`) or cubins (`CUBIN_SECTION`), what
-/// precedes them, written to `scratch` as `<package>.ptx`.
+/// the device code it links (`kernel_build::LINK_SECTION`), cubins (`CUBIN_SECTION`) or
+/// variants (`VARIANT_SECTION`), what precedes them, written to `scratch` as `<package>.ptx`.
 fn own_module(ptx: &Path, scratch: &Path, package: &str) -> Result<Module> {
     let text =
         std::fs::read_to_string(ptx).map_err(|e| format!("cannot read {}: {e}", ptx.display()))?;
-    let end = [kernel_build::LINK_SECTION, kernel_build::CUBIN_SECTION]
-        .iter()
-        .filter_map(|section| text.find(section))
-        .min();
+    let end = [
+        kernel_build::LINK_SECTION,
+        kernel_build::CUBIN_SECTION,
+        kernel_build::VARIANT_SECTION,
+    ]
+    .iter()
+    .filter_map(|section| text.find(section))
+    .min();
     let Some(end) = end else {
         return Ok(Module {
             path: ptx.to_path_buf(),
@@ -228,6 +260,35 @@ fn own_module(ptx: &Path, scratch: &Path, package: &str) -> Result<Module> {
         path,
         relocatable: text[end..].contains(kernel_build::LINK_SECTION),
     })
+}
+
+/// The architecture-specific variants in the PTX file `ptx` (`kernel_build::VARIANT_SECTION`
+/// lines), each decoded and written to `scratch` as `<package>-<arch>.ptx`.
+fn variants(ptx: &Path, scratch: &Path, package: &str) -> Result<Vec<(String, Module)>> {
+    use base64::Engine;
+    let text =
+        std::fs::read_to_string(ptx).map_err(|e| format!("cannot read {}: {e}", ptx.display()))?;
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix(kernel_build::VARIANT_SECTION) else {
+            continue;
+        };
+        let Some((arch, encoded)) = rest.split_once(' ') else {
+            continue;
+        };
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .map_err(|e| format!("{package}'s {arch} variant is not base64: {e}"))?;
+        let path = scratch.join(format!("{package}-{arch}.ptx"));
+        std::fs::write(&path, decoded)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let module = Module {
+            path,
+            relocatable: false,
+        };
+        found.push((arch.to_string(), module));
+    }
+    Ok(found)
 }
 
 /// Whether `text` is a PTX module (it has a `.version` or `.target` directive).
@@ -422,6 +483,26 @@ mod tests {
         let module = own_module(&plain, &dir, "plain").unwrap();
         assert!(!module.relocatable);
         assert_eq!(module.path, plain);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn variants_are_decoded_beside_the_module() {
+        use base64::Engine;
+        let dir = std::env::temp_dir().join(format!("xtask-ptx-variant-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let own = ".version 7.0\n.target sm_80\n";
+        let variant = ".version 8.0\n.target sm_90a\n";
+        let encoded = base64::engine::general_purpose::STANDARD.encode(variant);
+        let file = dir.join("kernel_ptx.txt");
+        let section = kernel_build::VARIANT_SECTION;
+        std::fs::write(&file, format!("{own}{section}sm_90a {encoded}\n")).unwrap();
+        let found = variants(&file, &dir, "gpu-kernels").unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].0, "sm_90a");
+        assert_eq!(std::fs::read_to_string(&found[0].1.path).unwrap(), variant);
+        let module = own_module(&file, &dir, "gpu-kernels").unwrap();
+        assert_eq!(std::fs::read_to_string(&module.path).unwrap(), own);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
