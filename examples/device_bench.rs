@@ -22,9 +22,10 @@ use common::{kernel_ms, median, report, Result};
 use gpu_kernels::{
     add, add_chunked, add_wide, empty3, gaussian5x5, integrate2d_shared, laplace3d, matmul_tensor,
     matmul_tensor_64x64, matmul_tensor_staged, matmul_tensor_tf32, matmul_tensor_tf32_64x64,
-    matmul_tensor_tf32_staged, matmul_tiled, matmul_wgmma, quicksort, smooth, smooth_stencil,
-    smooth_strips, smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS,
-    STRIP_THREADS, TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB, WG_THREADS, WORD_THREADS,
+    matmul_tensor_tf32_staged, matmul_tiled, matmul_wgmma, matmul_wgmma_wide, quicksort, smooth,
+    smooth_stencil, smooth_strips, smooth_words, strips_blocks, words_blocks, ADD_WIDE,
+    INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB,
+    WG_THREADS, WORD_THREADS,
 };
 use kernel_runtime::ndarray::{Ix1, Ix2};
 use kernel_runtime::prelude::*;
@@ -144,6 +145,11 @@ fn run(args: Args) -> Result {
             "matmul-f16-wgmma",
             "8 (2 warpgroups of 64x128, wgmma, 4 stages)",
             &|g, x| matmul_wgmma.launch(g, WG_THREADS, x),
+        ));
+        f16_matmuls.push((
+            "matmul-f16-wgmma-wide",
+            "8 (2 warpgroups of 64x256, wgmma, 4 stages)",
+            &|(_, rows), x| matmul_wgmma_wide.launch((rows.div_ceil(2), rows), WG_THREADS, x),
         ));
     }
     for line in bench_matmul_tensor(&dev, reps, n, &f16_matmuls)? {

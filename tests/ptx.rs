@@ -70,7 +70,7 @@ fn all() -> Vec<Kernel> {
         print_after_barrier => false, haxpy => false, bf16_dot => false,
         half_atomic_sums => false, bounded_block_sizes => false, matmul_tensor => true,
         matmul_tensor_tf32 => true, matmul_tensor_staged => true, matmul_tensor_tf32_staged => true,
-        matmul_wgmma => true, wg_product_n8 => false, wg_product_n64 => false,
+        matmul_wgmma => true, matmul_wgmma_wide => true, wg_product_n8 => false, wg_product_n64 => false,
         wg_product_n128 => false, wgmma_in_two_branches => false,
     ]
 }
@@ -876,24 +876,30 @@ fn variant_of(module: &str, arch: &str) -> Option<String> {
 }
 
 #[test]
-fn the_warpgroup_matmul_runs_its_depth_back_to_back_on_sm_90a() {
+fn the_warpgroup_matmuls_run_their_depth_back_to_back_on_sm_90a() {
     use kernel_runtime::Kernel;
     let Some(module) = gpu_kernels::matmul_wgmma.ptx() else {
         assert!(!common::ptx_required(), "matmul_wgmma has no PTX");
         return;
     };
+    let kernels = [
+        ("matmul_wgmma", "m64n128k16"),
+        ("matmul_wgmma_wide", "m64n256k16"),
+    ];
     // The crate's own module (sm_80) has no warpgroup MMA; its sm_90a variant does.
-    assert!(!entry_body(module, "matmul_wgmma").contains("wgmma."));
     let ptx = variant_of(module, "sm_90a").expect("gpu-kernels builds an sm_90a variant");
     assert_eq!(ptx_target(&ptx), 90);
     assert!(ptx.contains(".target sm_90a"));
-    let body = entry_body(&ptx, "matmul_wgmma");
-    let mma = "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16";
-    assert_eq!(
-        body.matches(mma).count(),
-        4,
-        "a staged tile's four k16 steps"
-    );
+    for (name, shape) in kernels {
+        assert!(!entry_body(module, name).contains("wgmma."));
+        let mma = format!("wgmma.mma_async.sync.aligned.{shape}.f32.f16.f16");
+        let body = entry_body(&ptx, name);
+        assert_eq!(
+            body.matches(&mma).count(),
+            4,
+            "{name}: a staged tile's four k16 steps"
+        );
+    }
     let Some(ptxas) = ptxas() else {
         assert!(!common::ptx_required(), "KERNEL_REQUIRE_PTX=1 but no ptxas");
         return;
@@ -907,14 +913,16 @@ fn the_warpgroup_matmul_runs_its_depth_back_to_back_on_sm_90a() {
     // ptxas serializes the products where the accumulators pass through memory or other
     // registers between them, and says so.
     assert!(!log.contains("Performance Loss"), "{log}");
-    let ours = log
-        .split("Compiling entry function 'matmul_wgmma'")
-        .nth(1)
-        .unwrap();
-    let ours = ours.split("Compiling entry function").next().unwrap();
-    assert!(ours.contains(" 0 bytes spill stores"), "{ours}");
-    assert!(
-        !ours.contains("stack size"),
-        "the accumulators in local memory: {ours}"
-    );
+    for (name, _) in kernels {
+        let ours = log
+            .split(&format!("Compiling entry function '{name}'"))
+            .nth(1)
+            .unwrap();
+        let ours = ours.split("Compiling entry function").next().unwrap();
+        assert!(ours.contains(" 0 bytes spill stores"), "{name}: {ours}");
+        assert!(
+            !ours.contains("stack size"),
+            "{name}'s accumulators in local memory: {ours}"
+        );
+    }
 }

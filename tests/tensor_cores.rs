@@ -652,22 +652,29 @@ fn a_warpgroup_multiplies_tiles_of_every_shape() {
 
 #[test]
 fn matmul_on_warpgroup_mma_matches_the_host_at_any_size() {
-    use gpu_kernels::{matmul_wgmma, WG_THREADS, WG_TILE};
-    // Rows of 72 and 200 halves start at multiples of 16 bytes, staged by asynchronous copies;
-    // the others by plain stores. (33, 200, 40): four tiles deep, the buffers go round.
-    for (n, k, m) in [(37, 45, 29), (1, 1, 1), (130, 72, 136), (33, 200, 40)] {
+    use gpu_kernels::{matmul_wgmma, matmul_wgmma_wide, WG_THREADS, WG_TILE, WG_WIDE};
+    let matmuls: [(&str, usize, Matmul<f16>); 2] = [
+        ("128 x 128", WG_TILE, |g, t, x| matmul_wgmma.launch(g, t, x)),
+        ("128 x 256", WG_WIDE, |g, t, x| {
+            matmul_wgmma_wide.launch(g, t, x)
+        }),
+    ];
+    // Rows of 72 and 200 halves start at multiples of 16 bytes, staged by asynchronous copies
+    // (whole tiles with no test a run, those across an edge run by run); the others by plain
+    // stores. (33, 200, 40): four tiles deep, the buffers go round.
+    for (n, k, m) in [(37, 45, 29), (1, 1, 1), (130, 72, 300), (33, 200, 40)] {
         let a = values(n, k, 7, f16::from_f32);
         let b = values(k, m, 8, f16::from_f32);
         let (wa, wb) = (a.mapv(|v| v.to_f64()), b.mapv(|v| v.to_f64()));
         for dev in warpgroup_backends() {
             let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
-            let mut c = dev.zeros::<f32, _>((n, m)).unwrap();
-            let blocks = (m.div_ceil(WG_TILE) as u32, n.div_ceil(WG_TILE) as u32);
-            matmul_wgmma
-                .launch(blocks, WG_THREADS, (&da, &db, &mut c))
-                .unwrap();
-            let at = format!("{n} x {k} x {m}, {:?}", dev.kind());
-            assert_product(&c.to_host().unwrap(), &wa, &wb, &Array2::zeros((n, m)), &at);
+            for (name, width, matmul) in matmuls {
+                let mut c = dev.zeros::<f32, _>((n, m)).unwrap();
+                let blocks = (m.div_ceil(width) as u32, n.div_ceil(WG_TILE) as u32);
+                matmul(blocks, WG_THREADS, (&da, &db, &mut c)).unwrap();
+                let at = format!("{name}: {n} x {k} x {m}, {:?}", dev.kind());
+                assert_product(&c.to_host().unwrap(), &wa, &wb, &Array2::zeros((n, m)), &at);
+            }
         }
     }
 }

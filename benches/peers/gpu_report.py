@@ -63,8 +63,10 @@ GOALS = [
     ("matmul-tf32-staged", "cupy", 1.5),
     # And the f16 one on Hopper's warpgroup MMA (wgmma, the sm_90a variant of the module).
     ("matmul-f16-wgmma", "cupy", 1.5),
+    # And in tiles of 128 x 256, each warpgroup's accumulator m64n256k16.
+    ("matmul-f16-wgmma-wide", "cupy", 1.5),
 ]
-PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "laplace3d", "gaussian", "integrate2d", "quicksort", "matmul", "matmul-f16", "matmul-f16-64x64", "matmul-f16-staged", "matmul-f16-wgmma", "matmul-tf32", "matmul-tf32-64x64", "matmul-tf32-staged"]
+PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "laplace3d", "gaussian", "integrate2d", "quicksort", "matmul", "matmul-f16", "matmul-f16-64x64", "matmul-f16-staged", "matmul-f16-wgmma", "matmul-f16-wgmma-wide", "matmul-tf32", "matmul-tf32-64x64", "matmul-tf32-staged"]
 PEERS = ["numba", "numba @vectorize", "cupy", "cuda", "rayon"]
 # Peers whose one form of a program stands for our variants of it too: CuPy's `a + b` and
 # Numba's @vectorize are all they have of add-list, however ours spreads it over threads.
@@ -79,6 +81,7 @@ SAME_AS = {
     ("matmul-f16-64x64", "cupy"): "matmul-f16",
     ("matmul-f16-staged", "cupy"): "matmul-f16",
     ("matmul-f16-wgmma", "cupy"): "matmul-f16",
+    ("matmul-f16-wgmma-wide", "cupy"): "matmul-f16",
     ("matmul-tf32-64x64", "cupy"): "matmul-tf32",
     ("matmul-tf32-staged", "cupy"): "matmul-tf32",
 }

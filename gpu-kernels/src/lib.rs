@@ -37,6 +37,6 @@ pub use tensor::{
     TC_THREADS, TC_THREADS_64X64, TC_TILE,
 };
 pub use warpgroup::{
-    matmul_wgmma, wg_product_n128, wg_product_n64, wg_product_n8, WG_DEPTH, WG_SHARED_BYTES,
-    WG_STAGES, WG_THREADS, WG_TILE,
+    matmul_wgmma, matmul_wgmma_wide, wg_product_n128, wg_product_n64, wg_product_n8, WG_DEPTH,
+    WG_SHARED_BYTES, WG_STAGES, WG_THREADS, WG_TILE, WG_WIDE, WG_WIDE_SHARED_BYTES,
 };

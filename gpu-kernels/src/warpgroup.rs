@@ -1,9 +1,11 @@
 //! matmul on Hopper's warpgroup MMA (`kernel_runtime::wgmma`): `c = a @ b` for `f16` matrices
 //! into `f32`, any sizes, and one warpgroup's product of a tile, for each accumulator shape.
 //!
-//! A block of [`WG_THREADS`] threads, two warpgroups, computes a 128 × 128 tile of `c`, each
-//! warpgroup 64 rows of it in an `m64n128k16` accumulator. The block stages `a`'s and `b`'s
-//! tiles [`WG_DEPTH`] deep into [`WG_STAGES`] buffers of dynamic shared memory, laid out as the
+//! A block of [`WG_THREADS`] threads, two warpgroups, computes a tile of `c` 128 rows high,
+//! each warpgroup 64 rows of it in one accumulator: 128 columns wide in [`matmul_wgmma`]
+//! (`m64n128k16`), 256 in [`matmul_wgmma_wide`] (`m64n256k16`), whose tiles of `a` and `b`
+//! serve a third more products for each byte staged. The block stages `a`'s and `b`'s tiles
+//! [`WG_DEPTH`] deep into [`WG_STAGES`] buffers of dynamic shared memory, laid out as the
 //! tensor cores read them (`stage_a`, `stage_b`): two tiles' copies fly while the warpgroups
 //! multiply a third, and the fourth buffer is still read by a warpgroup's product in flight.
 //!
@@ -17,38 +19,118 @@ use kernel_runtime::prelude::*;
 use kernel_runtime::view::{View1Mut, View2Mut};
 use kernel_runtime::wgmma::*;
 
-/// Threads per block of [`matmul_wgmma`]: two warpgroups.
+/// Threads per block of [`matmul_wgmma`] and [`matmul_wgmma_wide`]: two warpgroups.
 pub const WG_THREADS: u32 = 256;
-/// The rows and columns of `c` a block of [`matmul_wgmma`] computes.
+/// The rows of `c` a block computes, and the columns in [`matmul_wgmma`].
 pub const WG_TILE: usize = 128;
+/// The columns of `c` a block of [`matmul_wgmma_wide`] computes.
+pub const WG_WIDE: usize = 256;
 /// The depth of a staged tile: four `k16` steps.
 pub const WG_DEPTH: usize = 64;
 /// The buffers of staged tiles.
 pub const WG_STAGES: usize = 4;
-/// The elements of one buffer's tile of `a` (or of `b`).
-const TILE_ELEMS: usize = WG_TILE * WG_DEPTH;
 /// The dynamic shared memory [`matmul_wgmma`] takes: [`WG_STAGES`] buffers of a tile of `a` and
 /// of `b`, 131 072 bytes.
-pub const WG_SHARED_BYTES: usize = WG_STAGES * 2 * TILE_ELEMS * size_of::<f16>();
+pub const WG_SHARED_BYTES: usize = shared_elems(WG_TILE) * size_of::<f16>();
+/// The dynamic shared memory [`matmul_wgmma_wide`] takes: 196 608 bytes.
+pub const WG_WIDE_SHARED_BYTES: usize = shared_elems(WG_WIDE) * size_of::<f16>();
 
-/// Stages tile `ti` of `a` and `b` for the block's tile of `c` at `corner` into its buffer.
+/// The elements of the [`WG_STAGES`] buffers of a block whose tile of `c` is `bn` wide.
 #[device]
-fn stage_tiles<X: Source<f16>>(
+const fn shared_elems(bn: usize) -> usize {
+    WG_STAGES * buffer_elems(bn)
+}
+
+/// The elements of one buffer: a tile of `a`, then one of `b` `bn` wide.
+#[device]
+const fn buffer_elems(bn: usize) -> usize {
+    (WG_TILE + bn) * WG_DEPTH
+}
+
+/// The buffer of tile `ti` in `shared`: its tiles of `a` and of `b`, `BN` wide, each in strips
+/// of 8 columns.
+#[device]
+fn buffers<'a, const BN: usize>(
+    shared: &View1Mut<'a, f16>,
+    ti: usize,
+) -> (View2Mut<'a, f16>, View2Mut<'a, f16>) {
+    let (at, la) = (ti % WG_STAGES * buffer_elems(BN), WG_TILE * WG_DEPTH);
+    let sa = shared.slice(at..at + la).rows(8);
+    let sb = shared.slice(at + la..at + buffer_elems(BN)).rows(8);
+    (sa, sb)
+}
+
+/// Stages tile `ti` of `a` and `b` for the block's tile of `c` at `corner`, `BN` wide, into its
+/// buffer.
+#[device]
+fn stage_tiles<const BN: usize, X: Source<f16>>(
     shared: &View1Mut<f16>,
     (a, b): (&X, &X),
     ti: usize,
     corner: [usize; 2],
 ) {
-    let at = ti % WG_STAGES * 2 * TILE_ELEMS;
-    let mut sa = shared.slice(at..at + TILE_ELEMS).rows(8);
-    let mut sb = shared.slice(at + TILE_ELEMS..at + 2 * TILE_ELEMS).rows(8);
+    let (mut sa, mut sb) = buffers::<BN>(shared, ti);
     let k0 = ti * WG_DEPTH;
     stage_a::<f16, WG_TILE, WG_DEPTH, { WG_THREADS as usize }>(&mut sa, a, [corner[0], k0]);
-    stage_b::<f16, WG_DEPTH, WG_TILE, { WG_THREADS as usize }>(&mut sb, b, [k0, corner[1]]);
+    stage_b::<f16, WG_DEPTH, BN, { WG_THREADS as usize }>(&mut sb, b, [k0, corner[1]]);
 }
 
-/// `c = a @ b` on warpgroup MMA. Launch `(n.div_ceil(WG_TILE), m.div_ceil(WG_TILE))` blocks of
-/// [`WG_THREADS`] threads; the kernel declares its [`WG_SHARED_BYTES`] of dynamic shared memory.
+/// The block's tile of `c = a @ b`, `S::N` = `BN` columns wide, its warpgroups each 64 rows of
+/// it in an accumulator of shape `S`, from tiles staged in `shared`.
+#[device]
+fn product<S: WgShape, const BN: usize, X, Y>(
+    (a, b, c): (&X, &X, &mut Y),
+    shared: &View1Mut<f16>,
+    dim: ([usize; 2], usize),
+) where
+    X: Source<f16>,
+    Y: IndexMut<[usize; 2], Output = f32>,
+{
+    const { assert!(S::N == BN, "the accumulator spans the block's tile") };
+    let ([rows, cols], depth) = dim;
+    let t = thread_idx().x as usize % WG_THREADS as usize;
+    let corner = [
+        block_idx().y as usize * WG_TILE,
+        block_idx().x as usize * BN,
+    ];
+    let tiles = depth.div_ceil(WG_DEPTH);
+    // Tile `ti + AHEAD` is staged while tile `ti` is multiplied, into the buffer that tile
+    // `ti - 2` was read from: every warpgroup's product of it is done by then.
+    const AHEAD: usize = WG_STAGES - 2;
+    for ti in 0..AHEAD {
+        if ti < tiles {
+            stage_tiles::<BN, X>(shared, (a, b), ti, corner);
+        }
+        pipeline_commit();
+    }
+    let mut acc = WgAccumulator::<S>::new();
+    let m = 64 * (t / WARPGROUP);
+    for ti in 0..tiles {
+        pipeline_wait_prior::<{ AHEAD as u32 - 1 }>();
+        fence_shared();
+        sync_threads();
+        if ti + AHEAD < tiles {
+            stage_tiles::<BN, X>(shared, (a, b), ti + AHEAD, corner);
+        }
+        pipeline_commit();
+        let (sa, sb) = buffers::<BN>(shared, ti);
+        fence();
+        mma_async::<S, f16, WG_TILE, WG_DEPTH>(&mut acc, &sa, m, &sb, 0, ti > 0);
+        commit_group();
+        wait_group::<1>();
+    }
+    wait_group::<0>();
+    acc.for_each(t, |[r, col], x| {
+        let (r, col) = (corner[0] + m + r, corner[1] + col);
+        if r < rows && col < cols {
+            c[[r, col]] = *x;
+        }
+    });
+}
+
+/// `c = a @ b` on warpgroup MMA, in tiles of 128 × 128. Launch
+/// `(n.div_ceil(WG_TILE), m.div_ceil(WG_TILE))` blocks of [`WG_THREADS`] threads; the kernel
+/// declares its [`WG_SHARED_BYTES`] of dynamic shared memory.
 ///
 /// ```
 /// use gpu_kernels::{matmul_wgmma, WG_THREADS};
@@ -71,52 +153,34 @@ fn stage_tiles<X: Source<f16>>(
 )]
 pub fn matmul_wgmma(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
     let shared = dynamic_shared![f16];
-    // Every launch gives the bytes the kernel declares; the slices below rely on it.
+    // Every launch gives the bytes the kernel declares; the slices rely on it.
     assert!(
-        shared.len() >= WG_STAGES * 2 * TILE_ELEMS,
+        shared.len() >= shared_elems(WG_TILE),
         "matmul_wgmma: less dynamic shared memory than WG_SHARED_BYTES"
     );
-    let t = thread_idx().x as usize % WG_THREADS as usize;
-    let corner = [
-        block_idx().y as usize * WG_TILE,
-        block_idx().x as usize * WG_TILE,
-    ];
-    let tiles = a.dim().1.div_ceil(WG_DEPTH);
-    // Tile `ti + AHEAD` is staged while tile `ti` is multiplied, into the buffer that tile
-    // `ti - 2` was read from: every warpgroup's product of it is done by then.
-    const AHEAD: usize = WG_STAGES - 2;
-    for ti in 0..AHEAD {
-        if ti < tiles {
-            stage_tiles(&shared, (&a, &b), ti, corner);
-        }
-        pipeline_commit();
-    }
-    let mut acc = WgAccumulator::<M64N128K16>::new();
-    let m = 64 * (t / WARPGROUP);
-    for ti in 0..tiles {
-        pipeline_wait_prior::<{ AHEAD as u32 - 1 }>();
-        fence_shared();
-        sync_threads();
-        if ti + AHEAD < tiles {
-            stage_tiles(&shared, (&a, &b), ti + AHEAD, corner);
-        }
-        pipeline_commit();
-        let at = ti % WG_STAGES * 2 * TILE_ELEMS;
-        let sa = shared.slice(at..at + TILE_ELEMS).rows(8);
-        let sb = shared.slice(at + TILE_ELEMS..at + 2 * TILE_ELEMS).rows(8);
-        fence();
-        mma_async::<M64N128K16, f16, WG_TILE, WG_DEPTH>(&mut acc, &sa, m, &sb, 0, ti > 0);
-        commit_group();
-        wait_group::<1>();
-    }
-    wait_group::<0>();
     let (rows, cols) = c.dim();
-    acc.for_each(t, |[r, col], x| {
-        let (r, col) = (corner[0] + m + r, corner[1] + col);
-        if r < rows && col < cols {
-            c[[r, col]] = *x;
-        }
-    });
+    let dim = ([rows, cols], a.dim().1);
+    product::<M64N128K16, WG_TILE, _, _>((&a, &b, &mut c), &shared, dim);
+}
+
+/// [`matmul_wgmma`] in tiles of 128 × 256, each warpgroup's accumulator `m64n256k16` (128
+/// elements a thread). Launch `(n.div_ceil(WG_WIDE), m.div_ceil(WG_TILE))` blocks of
+/// [`WG_THREADS`] threads; the kernel declares its [`WG_WIDE_SHARED_BYTES`].
+#[kernel(
+    barriers,
+    boundscheck = false,
+    launch_bounds = (WG_THREADS, 1),
+    dynamic_shared = WG_WIDE_SHARED_BYTES
+)]
+pub fn matmul_wgmma_wide(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
+    let shared = dynamic_shared![f16];
+    assert!(
+        shared.len() >= shared_elems(WG_WIDE),
+        "matmul_wgmma_wide: less dynamic shared memory than WG_WIDE_SHARED_BYTES"
+    );
+    let (rows, cols) = c.dim();
+    let dim = ([rows, cols], a.dim().1);
+    product::<M64N256K16, WG_WIDE, _, _>((&a, &b, &mut c), &shared, dim);
 }
 
 /// One warpgroup's `out = a · b + c` for a 64 × 32 `a` and a 32 × `N` `b`, in two `k16` steps
