@@ -1995,6 +1995,46 @@ fn a_kernel_in_a_test_has_ptx_of_its_own() {
     });
 }
 
+#[test]
+fn an_sm_90_gpu_loads_the_variants_cubin_where_the_build_assembled_one() {
+    use base64::Engine;
+    on_fake_driver(
+        "an_sm_90_gpu_loads_the_variants_cubin_where_the_build_assembled_one",
+        &[],
+        |log| {
+            let Some(module) = add.ptx().filter(|p| has_ptx(Some(p))) else {
+                return;
+            };
+            let Some(ptxas) = std::env::var_os("KERNEL_PTXAS") else {
+                eprintln!("skipped: KERNEL_PTXAS names no ptxas to make a cubin with");
+                return;
+            };
+            // As `KERNEL_CUBIN_ARCHS=sm_90` builds gpu-kernels: the variant's own cubin for
+            // sm_90a, then the variant.
+            let at = module.find(kernel_build::VARIANT_SECTION).unwrap();
+            let line = module[at..].lines().next().unwrap();
+            let encoded = line.rsplit(' ').next().unwrap();
+            let engine = base64::engine::general_purpose::STANDARD;
+            let variant = String::from_utf8(engine.decode(encoded).unwrap()).unwrap();
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("variant-cubin-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let file = dir.join("kernel_ptx.sm_90a.ptx");
+            std::fs::write(&file, &variant).unwrap();
+            let archs = ["sm_90a".to_string()];
+            let cubin = kernel_build::cubin_sections(Path::new(&ptxas), &file, &archs).unwrap();
+            let text = format!("{}{cubin}{line}\n", &module[..at]);
+            launch_add_of(&fake_gpu(), Box::leak(text.into_boxed_str())).unwrap();
+            let lines = log.lines();
+            let loads = lines_of(&lines, "load module ");
+            assert!(
+                loads.len() == 1 && lines[loads[0]].ends_with(" cubin"),
+                "{lines:?}"
+            );
+        },
+    );
+}
+
 /// Launches `matmul_wgmma` on the fake GPU of compute capability `cc`, in `test`'s child, and
 /// checks the module it loaded: `load module .. ptx sm_90a` for its variant.
 fn loads_for_warpgroup_mma(test: &str, cc: &str, loaded: &str) {

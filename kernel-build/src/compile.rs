@@ -135,6 +135,9 @@ pub(crate) struct DeviceBuild<'a> {
     pub fma: bool,
 }
 
+/// The outcomes of a build and of its variants' (see [`DeviceBuild::run_with`]).
+pub(crate) type Outcomes = (Result<Built, String>, Vec<Result<Built, String>>);
+
 /// What a successful device build produced.
 pub(crate) struct Built {
     /// The PTX file.
@@ -185,6 +188,32 @@ impl DeviceBuild<'_> {
             cmd.current_dir(dir);
         }
         cmd
+    }
+
+    /// Runs the build and, at the same time, one for each of `variants` (an architecture and
+    /// the target directory it builds in): a build's last steps, LLVM's code generation for the
+    /// one crate, take a core alone, and the variants take the others. Each build's outcome as
+    /// [`run`](Self::run) gives it, the variants' in their order.
+    pub(crate) fn run_with(&self, variants: &[(&str, PathBuf)]) -> Result<Outcomes, Error> {
+        std::thread::scope(|scope| {
+            let builds: Vec<_> = variants
+                .iter()
+                .map(|(arch, target_dir)| {
+                    let build = DeviceBuild {
+                        arch,
+                        target_dir,
+                        ..*self
+                    };
+                    scope.spawn(move || build.run())
+                })
+                .collect();
+            let main = self.run()?;
+            let others = builds
+                .into_iter()
+                .map(|b| b.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect::<Result<Vec<_>, Error>>()?;
+            Ok((main, others))
+        })
     }
 
     /// Runs the build, unless [`up_to_date`](Self::up_to_date). On failure, its errors as

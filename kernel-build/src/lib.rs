@@ -536,6 +536,50 @@ impl Builder {
         }
     }
 
+    /// Runs `build` and the variants' builds beside it, and writes the module file: the PTX,
+    /// the foreign code it links, its cubins and variants. The sources the builds read; a
+    /// build's errors as `rewrite` makes them.
+    fn build_module(
+        &self,
+        job: &Job<'_>,
+        build: &compile::DeviceBuild<'_>,
+        rewrite: &impl Fn(String) -> Error,
+    ) -> Result<Vec<PathBuf>, Error> {
+        // Foreign code is linked into the module's own PTX alone.
+        let archs: &[String] = match job.foreign.is_empty() {
+            true => job.variants,
+            false => &[],
+        };
+        let dirs: Vec<_> = archs
+            .iter()
+            .map(|arch| (arch.as_str(), variant::target_dir(job.device_root, arch)))
+            .collect();
+        let (built, others) = build.run_with(&dirs)?;
+        let built = built.map_err(rewrite)?;
+        let mut ptx = read_ptx(&built.ptx)?;
+        let mut inputs = built.inputs;
+        let mut variants = Vec::new();
+        for (arch, other) in archs.iter().zip(others) {
+            let other = other.map_err(rewrite)?;
+            variants.push((arch.as_str(), read_ptx(&other.ptx)?));
+            inputs.extend(other.inputs);
+        }
+        if !job.foreign.is_empty() {
+            let nvcc = link::find_nvcc(self.env(link::ENV_NVCC));
+            let out_dir = job.ptx_out.parent().unwrap_or(Path::new("."));
+            ptx.push_str(&job.foreign.sections(job.arch, nvcc.as_deref(), out_dir)?);
+            if !job.variants.is_empty() {
+                self.directive(
+                    "warning=kernel-build: variants are not built for a crate that links \
+                     foreign device code: every GPU gets the module's own PTX",
+                );
+            }
+        }
+        devcrate::write_if_changed(job.ptx_out, &ptx)?;
+        self.add_trailers(job, &mut ptx, &variants)?;
+        Ok(inputs)
+    }
+
     /// Adds what follows the module's PTX in its file: its cubins, for the architectures of
     /// `KERNEL_CUBIN_ARCHS` where `ptxas` is found (see [`cubin`]), then each of `variants`
     /// (architecture and PTX), after its own cubin where its architecture or family is named
@@ -681,35 +725,7 @@ impl Builder {
             arch: job.arch,
             fma: job.fma,
         };
-        let built = build.run()?.map_err(&rewrite)?;
-        let mut ptx = read_ptx(&built.ptx)?;
-        let mut inputs = built.inputs;
-        let mut variants = Vec::new();
-        if !job.foreign.is_empty() {
-            let nvcc = link::find_nvcc(self.env(link::ENV_NVCC));
-            ptx.push_str(&job.foreign.sections(job.arch, nvcc.as_deref(), out_dir)?);
-        } else {
-            for arch in job.variants {
-                let target_dir = variant::target_dir(job.device_root, arch);
-                let built = compile::DeviceBuild {
-                    arch,
-                    target_dir: &target_dir,
-                    ..build
-                }
-                .run()?
-                .map_err(&rewrite)?;
-                variants.push((arch.as_str(), read_ptx(&built.ptx)?));
-                inputs.extend(built.inputs);
-            }
-        }
-        if !job.foreign.is_empty() && !job.variants.is_empty() {
-            self.directive(
-                "warning=kernel-build: variants are not built for a crate that links foreign \
-                 device code: every GPU gets the module's own PTX",
-            );
-        }
-        devcrate::write_if_changed(job.ptx_out, &ptx)?;
-        self.add_trailers(job, &mut ptx, &variants)?;
+        let inputs = self.build_module(job, &build, &rewrite)?;
         drop(lock);
 
         // The sources of the runtime and macros the device code was built with.
