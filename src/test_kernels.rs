@@ -1650,6 +1650,20 @@ pub fn wgmma_in_two_branches(out: &mut Array2<f32>) {
     acc.for_each(thread_idx().x as usize, |at, x| out[at] = *x);
 }
 
+/// Warpgroup MMA of a tile of `A` that lies in global memory (`a`, 128 × 8), not in shared
+/// memory: a fault at the call on every backend.
+#[kernel(barriers)]
+pub fn wgmma_from_global(a: &Array2<f16>, out: &mut Array2<f32>) {
+    use kernel_runtime::wgmma::*;
+    let sb = shared_array![f16; [16, 8]];
+    let mut acc = WgAccumulator::<M64N8K16>::new();
+    fence();
+    mma_async::<M64N8K16, f16, 64, 16>(&mut acc, &a, 0, &sb, 0, false);
+    commit_group();
+    wait_group::<0>();
+    acc.for_each(thread_idx().x as usize, |at, x| out[at] = *x);
+}
+
 /// A kernel with no array argument, which runs on the default device: it stops where `x` is
 /// not 7.
 #[kernel]

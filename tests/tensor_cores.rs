@@ -13,7 +13,7 @@ use kernel_runtime::wmma::Tf32;
 use kernel_runtime::DeviceArray;
 use kernel_suite::test_kernels::{
     fragment_places, mma_bf16_n8, mma_f16, mma_in_two_branches, mma_s8, mma_tf32, mma_u8,
-    mma_without_lane_31, wgmma_in_two_branches,
+    mma_without_lane_31, wgmma_from_global, wgmma_in_two_branches,
 };
 
 /// A small integer-valued pseudo-random matrix of `rows × cols` as `T`s (`f16` or `bf16` hold
@@ -701,5 +701,25 @@ fn a_warpgroup_divided_between_two_calls_or_cut_short_is_an_error_at_the_call() 
             .unwrap_err()
             .to_string();
         common::assert_mentions(&err, &["wgmma::fence", "96 threads", "multiple of 128"]);
+    }
+}
+
+#[test]
+fn warpgroup_operands_outside_shared_memory_are_an_error_at_the_call() {
+    let a = values(128, 8, 3, f16::from_f32);
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let mut out = dev.zeros::<f32, _>((64, 8)).unwrap();
+        let err = wgmma_from_global
+            .launch(1, 128, (&dev.to_device(&a).unwrap(), &mut out))
+            .unwrap_err()
+            .to_string();
+        common::assert_mentions(
+            &err,
+            &[
+                "wgmma::mma_async",
+                "shared array of 8 columns",
+                "test_kernels.rs",
+            ],
+        );
     }
 }

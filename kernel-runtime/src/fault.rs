@@ -125,9 +125,8 @@ pub fn misplaced_operands(a: &'static str, b: &'static str) -> ! {
     #[cfg(not(target_arch = "nvptx64"))]
     crate::cpu::fault::raise_with_coordinates(format!(
         "wgmma::mma_async of `{a}` and `{b}` at {}: each must be a shared array of 8 columns \
-         holding the tile, laid out as a_place and b_place say, the tile of A at a row that is \
-         a multiple of 64 and a column that is a multiple of 16, that of B at a row that is a \
-         multiple of 16 and a column that is a multiple of 8",
+         from a multiple of 16 bytes, holding the tile laid out as a_place and b_place say, the \
+         rows of A from a multiple of 64 and the columns of B from a multiple of 8",
         core::panic::Location::caller()
     ));
     #[cfg(target_arch = "nvptx64")]

@@ -433,11 +433,16 @@ pub fn mma_async<S: WgShape, T: Half, const M: usize, const K: usize>(
     imp::mma::<S, T, M, K>(d, (sa, m), (sb, n), accumulate);
 }
 
-/// Whether `x` is a shared array of 8 columns that holds `last`.
+/// Whether `x` is a shared array of 8 columns, from a multiple of 16 bytes (as a descriptor
+/// addresses it), that holds `last`.
 #[inline(always)]
 fn operand_in<T>(x: &impl Source<T>, [row, _]: [usize; 2]) -> bool {
     let [rows, cols] = x.extent();
-    cols == 8 && row < rows && crate::pipeline::in_shared(x.first() as *const u8)
+    let first = x.first() as *const u8;
+    cols == 8
+        && row < rows
+        && crate::pipeline::in_shared(first)
+        && crate::pipeline::shared_offset(first).is_multiple_of(16)
 }
 
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
