@@ -22,11 +22,11 @@ use common::{kernel_ms, median, report, Result};
 use gpu_kernels::{
     add, add_chunked, add_wide, empty3, gaussian5x5, integrate2d_shared, laplace3d, matmul_tensor,
     matmul_tensor_64x64, matmul_tensor_staged, matmul_tensor_tf32, matmul_tensor_tf32_64x64,
-    matmul_tensor_tf32_staged, matmul_tiled, matmul_wgmma, matmul_wgmma_wide, quicksort, smooth,
-    smooth_stencil, smooth_strips, smooth_words, strips_blocks, words_blocks, ADD_WIDE,
-    INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB,
-    WG_THREADS, WORD_THREADS,
+    matmul_tensor_tf32_staged, matmul_tiled, quicksort, smooth, smooth_stencil, smooth_strips,
+    smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS,
+    TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB, WORD_THREADS,
 };
+use hopper_kernels::{matmul_wgmma, matmul_wgmma_wide, WG_THREADS};
 use kernel_runtime::ndarray::{Ix1, Ix2};
 use kernel_runtime::prelude::*;
 use kernel_runtime::PinnedArray;

@@ -1,10 +1,5 @@
 //! Compiles the reference programs' kernels to PTX: for sm_80 (the tensor cores' `mma.sync`
-//! needs it) unless `KERNEL_PTX_ARCH` names another, and a variant for sm_90a, where the
-//! warpgroup MMA of `matmul_wgmma` exists.
+//! needs it) unless `KERNEL_PTX_ARCH` names another.
 fn main() {
-    kernel_build::build_with(
-        kernel_build::Builder::new()
-            .default_arch("sm_80")
-            .variant("sm_90a"),
-    );
+    kernel_build::build_with(kernel_build::Builder::new().default_arch("sm_80"));
 }

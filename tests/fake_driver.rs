@@ -2009,13 +2009,22 @@ fn an_sm_90_gpu_loads_the_variants_cubin_where_the_build_assembled_one() {
                 eprintln!("skipped: KERNEL_PTXAS names no ptxas to make a cubin with");
                 return;
             };
-            // As `KERNEL_CUBIN_ARCHS=sm_90` builds gpu-kernels: the variant's own cubin for
-            // sm_90a, then the variant.
-            let at = module.find(kernel_build::VARIANT_SECTION).unwrap();
-            let line = module[at..].lines().next().unwrap();
-            let encoded = line.rsplit(' ').next().unwrap();
+            // A variant of `add`'s module for sm_90a (its PTX retargeted), after its own cubin,
+            // as `KERNEL_CUBIN_ARCHS=sm_90` builds a crate with a variant.
+            let variant: String = module
+                .lines()
+                .map(|l| match l.trim() {
+                    t if t.starts_with(".version ") => ".version 8.0\n".to_string(),
+                    t if t.starts_with(".target ") => ".target sm_90a\n".to_string(),
+                    _ => format!("{l}\n"),
+                })
+                .collect();
             let engine = base64::engine::general_purpose::STANDARD;
-            let variant = String::from_utf8(engine.decode(encoded).unwrap()).unwrap();
+            let line = format!(
+                "{}sm_90a {}",
+                kernel_build::VARIANT_SECTION,
+                engine.encode(&variant)
+            );
             let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
                 .join(format!("variant-cubin-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
@@ -2023,7 +2032,7 @@ fn an_sm_90_gpu_loads_the_variants_cubin_where_the_build_assembled_one() {
             std::fs::write(&file, &variant).unwrap();
             let archs = ["sm_90a".to_string()];
             let cubin = kernel_build::cubin_sections(Path::new(&ptxas), &file, &archs).unwrap();
-            let text = format!("{}{cubin}{line}\n", &module[..at]);
+            let text = format!("{module}{cubin}{line}\n");
             launch_add_of(&fake_gpu(), Box::leak(text.into_boxed_str())).unwrap();
             let lines = log.lines();
             let loads = lines_of(&lines, "load module ");
@@ -2038,7 +2047,7 @@ fn an_sm_90_gpu_loads_the_variants_cubin_where_the_build_assembled_one() {
 /// Launches `matmul_wgmma` on the fake GPU of compute capability `cc`, in `test`'s child, and
 /// checks the module it loaded: `load module .. ptx sm_90a` for its variant.
 fn loads_for_warpgroup_mma(test: &str, cc: &str, loaded: &str) {
-    use gpu_kernels::{matmul_wgmma, WG_THREADS};
+    use hopper_kernels::{matmul_wgmma, WG_THREADS};
     on_fake_driver(test, &[("FAKE_CUDA_CC", cc)], |log| {
         if !has_ptx(matmul_wgmma.ptx()) {
             return;

@@ -36,6 +36,7 @@ macro_rules! kernels {
 
 fn all() -> Vec<Kernel> {
     use gpu_kernels::*;
+    use hopper_kernels::*;
     use kernel_suite::test_kernels::*;
     use kernel_suite::warp_kernels::*;
     kernels![
@@ -878,7 +879,7 @@ fn variant_of(module: &str, arch: &str) -> Option<String> {
 #[test]
 fn the_warpgroup_matmuls_run_their_depth_back_to_back_on_sm_90a() {
     use kernel_runtime::Kernel;
-    let Some(module) = gpu_kernels::matmul_wgmma.ptx() else {
+    let Some(module) = hopper_kernels::matmul_wgmma.ptx() else {
         assert!(!common::ptx_required(), "matmul_wgmma has no PTX");
         return;
     };
@@ -887,7 +888,7 @@ fn the_warpgroup_matmuls_run_their_depth_back_to_back_on_sm_90a() {
         ("matmul_wgmma_wide", "m64n256k16"),
     ];
     // The crate's own module (sm_80) has no warpgroup MMA; its sm_90a variant does.
-    let ptx = variant_of(module, "sm_90a").expect("gpu-kernels builds an sm_90a variant");
+    let ptx = variant_of(module, "sm_90a").expect("hopper-kernels builds an sm_90a variant");
     assert_eq!(ptx_target(&ptx), 90);
     assert!(ptx.contains(".target sm_90a"));
     for (name, shape) in kernels {

@@ -617,7 +617,7 @@ type WgProduct = fn(
 
 #[test]
 fn a_warpgroup_multiplies_tiles_of_every_shape() {
-    use gpu_kernels::{wg_product_n128, wg_product_n64, wg_product_n8};
+    use hopper_kernels::{wg_product_n128, wg_product_n64, wg_product_n8};
     let products: [(usize, WgProduct); 3] = [
         (8, |a, b, c, out| {
             wg_product_n8.launch(1, 128, (a, b, c, out))
@@ -652,7 +652,7 @@ fn a_warpgroup_multiplies_tiles_of_every_shape() {
 
 #[test]
 fn matmul_on_warpgroup_mma_matches_the_host_at_any_size() {
-    use gpu_kernels::{matmul_wgmma, matmul_wgmma_wide, WG_THREADS, WG_TILE, WG_WIDE};
+    use hopper_kernels::{matmul_wgmma, matmul_wgmma_wide, WG_THREADS, WG_TILE, WG_WIDE};
     let matmuls: [(&str, usize, Matmul<f16>); 2] = [
         ("128 x 128", WG_TILE, |g, t, x| matmul_wgmma.launch(g, t, x)),
         ("128 x 256", WG_WIDE, |g, t, x| {

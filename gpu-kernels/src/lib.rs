@@ -14,7 +14,6 @@ pub mod overhead;
 pub mod quicksort;
 pub mod stencil;
 pub mod tensor;
-pub mod warpgroup;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use add_list::add_chunked;
@@ -35,8 +34,4 @@ pub use tensor::{
     matmul_tensor, matmul_tensor_64x64, matmul_tensor_staged, matmul_tensor_tf32,
     matmul_tensor_tf32_64x64, matmul_tensor_tf32_staged, TC_STAGED_SHARED_BYTES, TC_STAGES,
     TC_THREADS, TC_THREADS_64X64, TC_TILE,
-};
-pub use warpgroup::{
-    matmul_wgmma, matmul_wgmma_wide, wg_product_n128, wg_product_n64, wg_product_n8, WG_DEPTH,
-    WG_SHARED_BYTES, WG_STAGES, WG_THREADS, WG_TILE, WG_WIDE, WG_WIDE_SHARED_BYTES,
 };

@@ -36,6 +36,7 @@ pub const CRATES: &[&str] = &[
     "kernel-build",
     "kernel-macros",
     "gpu-kernels",
+    "hopper-kernels",
     "foreign-kernels",
     "fake-cuda",
     ".",

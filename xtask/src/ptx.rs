@@ -22,9 +22,10 @@ const PTX_FILE: &str = "kernel_ptx.txt";
 
 /// Builds the kernels and reports what ptxas makes of them
 ///
-/// Builds gpu-kernels with KERNEL_REQUIRE_PTX=1, assembles the PTX of every crate with kernels
-/// using ptxas and prints registers, spill stores/loads, stack frame and static shared memory
-/// per kernel; with --sass, its machine code's instructions by kind too.
+/// Builds gpu-kernels and hopper-kernels with KERNEL_REQUIRE_PTX=1, assembles the PTX of every
+/// crate with kernels (and its arch-specific variants) using ptxas and prints registers, spill
+/// stores/loads, stack frame and static shared memory per kernel; with --sass, its machine
+/// code's instructions by kind too.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -60,7 +61,7 @@ pub fn run(options: Args) -> Result {
     ctx.set_env("KERNEL_REQUIRE_PTX", "1");
 
     if !options.no_build {
-        util::run_status(&mut ctx.cargo(["build", "-p", "gpu-kernels"]))?;
+        util::run_status(&mut ctx.cargo(["build", "-p", "gpu-kernels", "-p", "hopper-kernels"]))?;
     }
     let build_dir = util::target_dir(&ctx.root).join("debug").join("build");
     let modules = find_ptx_modules(&build_dir);

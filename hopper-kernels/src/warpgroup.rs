@@ -133,7 +133,7 @@ fn product<S: WgShape, const BN: usize, X, Y>(
 /// declares its [`WG_SHARED_BYTES`] of dynamic shared memory.
 ///
 /// ```
-/// use gpu_kernels::{matmul_wgmma, WG_THREADS};
+/// use hopper_kernels::{matmul_wgmma, WG_THREADS};
 /// use kernel_runtime::prelude::*;
 ///
 /// let dev = Device::cpu();
