@@ -72,7 +72,7 @@ fn all() -> Vec<Kernel> {
         half_atomic_sums => false, bounded_block_sizes => false, matmul_tensor => true,
         matmul_tensor_tf32 => true, matmul_tensor_staged => true, matmul_tensor_tf32_staged => true,
         matmul_wgmma => true, matmul_wgmma_wide => true, wg_product_n8 => false, wg_product_n64 => false,
-        wg_product_n128 => false, wgmma_in_two_branches => false, wgmma_from_global => false,
+        wg_product_n128 => false, wg_product_bf16_n64 => false, wgmma_in_two_branches => false, wgmma_from_global => false,
     ]
 }
 

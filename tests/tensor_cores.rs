@@ -651,6 +651,29 @@ fn a_warpgroup_multiplies_tiles_of_every_shape() {
 }
 
 #[test]
+fn a_warpgroup_multiplies_bf16_tiles() {
+    use hopper_kernels::wg_product_bf16_n64;
+    let a = values(64, 32, 3, bf16::from_f32);
+    let b = values(32, 64, 4, bf16::from_f32);
+    let c = Array2::from_shape_fn((64, 64), |(i, j)| (i * 1000 + j) as f32);
+    let (wa, wb, wc) = (
+        a.mapv(|v| v.to_f64()),
+        b.mapv(|v| v.to_f64()),
+        c.mapv(f64::from),
+    );
+    for dev in warpgroup_backends() {
+        let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+        let dc = dev.to_device(&c).unwrap();
+        let mut out = dev.zeros::<f32, _>((64, 64)).unwrap();
+        wg_product_bf16_n64
+            .launch(1, 128, (&da, &db, &dc, &mut out))
+            .unwrap();
+        let at = format!("bf16 m64n64k16, {:?}", dev.kind());
+        assert_product(&out.to_host().unwrap(), &wa, &wb, &wc, &at);
+    }
+}
+
+#[test]
 fn matmul_on_warpgroup_mma_matches_the_host_at_any_size() {
     use hopper_kernels::{matmul_wgmma, matmul_wgmma_wide, WG_THREADS, WG_TILE, WG_WIDE};
     let matmuls: [(&str, usize, Matmul<f16>); 2] = [

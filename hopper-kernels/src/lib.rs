@@ -9,6 +9,7 @@
 pub mod warpgroup;
 
 pub use warpgroup::{
-    matmul_wgmma, matmul_wgmma_wide, wg_product_n128, wg_product_n64, wg_product_n8, WG_DEPTH,
-    WG_SHARED_BYTES, WG_STAGES, WG_THREADS, WG_TILE, WG_WIDE, WG_WIDE_SHARED_BYTES,
+    matmul_wgmma, matmul_wgmma_wide, wg_product_bf16_n64, wg_product_n128, wg_product_n64,
+    wg_product_n8, WG_DEPTH, WG_SHARED_BYTES, WG_STAGES, WG_THREADS, WG_TILE, WG_WIDE,
+    WG_WIDE_SHARED_BYTES,
 };

@@ -18,6 +18,8 @@ use kernel_runtime::pipeline::{pipeline_commit, pipeline_wait_prior, Source};
 use kernel_runtime::prelude::*;
 use kernel_runtime::view::{View1Mut, View2Mut};
 use kernel_runtime::wgmma::*;
+use kernel_runtime::wmma::Half;
+use kernel_runtime::AnyBitPattern;
 
 /// Threads per block of [`matmul_wgmma`] and [`matmul_wgmma_wide`]: two warpgroups.
 pub const WG_THREADS: u32 = 256;
@@ -187,18 +189,19 @@ pub fn matmul_wgmma_wide(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) 
 /// of `S` (`S::N` = `N`), staged by [`stage_a`] and [`stage_b`] into `sa` and `sb`: the
 /// accumulator's elements are read from `c` and written to `out` at [`WgAccumulator::place`].
 #[device]
-fn tile_product<S: WgShape, const N: usize, X, C, Y>(
+fn tile_product<S: WgShape, const N: usize, T, X, C, Y>(
     (a, b, c): (&X, &X, &C),
     out: &mut Y,
-    (sa, sb): (&mut View2Mut<f16>, &mut View2Mut<f16>),
+    (sa, sb): (&mut View2Mut<T>, &mut View2Mut<T>),
 ) where
-    X: Source<f16>,
+    T: Half + AnyBitPattern + Send + Sync,
+    X: Source<T>,
     C: Index<[usize; 2], Output = f32>,
     Y: IndexMut<[usize; 2], Output = f32>,
 {
     assert!(S::N == N, "tile_product: the shape's columns");
-    stage_a::<f16, 64, 32, 128>(sa, a, [0, 0]);
-    stage_b::<f16, 32, N, 128>(sb, b, [0, 0]);
+    stage_a::<T, 64, 32, 128>(sa, a, [0, 0]);
+    stage_b::<T, 32, N, 128>(sb, b, [0, 0]);
     pipeline_commit();
     pipeline_wait_prior::<0>();
     fence_shared();
@@ -207,7 +210,7 @@ fn tile_product<S: WgShape, const N: usize, X, C, Y>(
     let mut acc = WgAccumulator::<S>::new();
     acc.for_each(t, |at, x| *x = c[at]);
     fence();
-    mma_async::<S, f16, 64, 32>(&mut acc, &*sa, 0, &*sb, 0, true);
+    mma_async::<S, T, 64, 32>(&mut acc, &*sa, 0, &*sb, 0, true);
     commit_group();
     wait_group::<0>();
     acc.for_each(t, |at, x| out[at] = *x);
@@ -218,7 +221,7 @@ fn tile_product<S: WgShape, const N: usize, X, C, Y>(
 #[kernel(barriers)]
 pub fn wg_product_n8(a: &Array2<f16>, b: &Array2<f16>, c: &Array2<f32>, out: &mut Array2<f32>) {
     let (mut sa, mut sb) = (shared_array![f16; [4 * 64, 8]], shared_array![f16; [32, 8]]);
-    tile_product::<M64N8K16, 8, _, _, _>((&a, &b, &c), &mut out, (&mut sa, &mut sb));
+    tile_product::<M64N8K16, 8, f16, _, _, _>((&a, &b, &c), &mut out, (&mut sa, &mut sb));
 }
 
 /// [`wg_product_n8`] in `m64n64k16` steps: `b` 32 × 64.
@@ -228,7 +231,7 @@ pub fn wg_product_n64(a: &Array2<f16>, b: &Array2<f16>, c: &Array2<f32>, out: &m
         shared_array![f16; [4 * 64, 8]],
         shared_array![f16; [8 * 32, 8]],
     );
-    tile_product::<M64N64K16, 64, _, _, _>((&a, &b, &c), &mut out, (&mut sa, &mut sb));
+    tile_product::<M64N64K16, 64, f16, _, _, _>((&a, &b, &c), &mut out, (&mut sa, &mut sb));
 }
 
 /// [`wg_product_n8`] in `m64n128k16` steps: `b` 32 × 128.
@@ -238,5 +241,20 @@ pub fn wg_product_n128(a: &Array2<f16>, b: &Array2<f16>, c: &Array2<f32>, out: &
         shared_array![f16; [4 * 64, 8]],
         shared_array![f16; [16 * 32, 8]],
     );
-    tile_product::<M64N128K16, 128, _, _, _>((&a, &b, &c), &mut out, (&mut sa, &mut sb));
+    tile_product::<M64N128K16, 128, f16, _, _, _>((&a, &b, &c), &mut out, (&mut sa, &mut sb));
+}
+
+/// [`wg_product_n64`] of `bf16` matrices.
+#[kernel(barriers)]
+pub fn wg_product_bf16_n64(
+    a: &Array2<bf16>,
+    b: &Array2<bf16>,
+    c: &Array2<f32>,
+    out: &mut Array2<f32>,
+) {
+    let (mut sa, mut sb) = (
+        shared_array![bf16; [4 * 64, 8]],
+        shared_array![bf16; [8 * 32, 8]],
+    );
+    tile_product::<M64N64K16, 64, bf16, _, _, _>((&a, &b, &c), &mut out, (&mut sa, &mut sb));
 }
