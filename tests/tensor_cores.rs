@@ -608,17 +608,38 @@ fn warpgroup_backends() -> Vec<Device> {
 }
 
 /// A warpgroup's product on the tensor cores: `out = a · b + c` of 64 × 32 by 32 × `n`.
-type WgProduct = fn(
-    &DeviceArray<f16, Ix2>,
-    &DeviceArray<f16, Ix2>,
+type WgProduct<T> = fn(
+    &DeviceArray<T, Ix2>,
+    &DeviceArray<T, Ix2>,
     &DeviceArray<f32, Ix2>,
     &mut DeviceArray<f32, Ix2>,
 ) -> Result<(), kernel_runtime::Error>;
 
+/// Checks `product`'s `a · b + c` of 64 × 32 by 32 × `n` on every backend that runs it, the
+/// inputs made by `make` (as `T`).
+fn check_wg_product<T>(n: usize, make: fn(f32) -> T, product: WgProduct<T>, at: &str)
+where
+    T: kernel_runtime::DeviceCopy + Copy + Into<f32>,
+{
+    let (a, b) = (values(64, 32, 1, make), values(32, n, 2, make));
+    // Each element of `c` names its place, so that a misplaced element shows.
+    let c = Array2::from_shape_fn((64, n), |(i, j)| (i * 1000 + j) as f32);
+    let wide = |x: &Array2<T>| x.mapv(|v| f64::from(v.into()));
+    let (wa, wb, wc) = (wide(&a), wide(&b), c.mapv(f64::from));
+    for dev in warpgroup_backends() {
+        let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+        let dc = dev.to_device(&c).unwrap();
+        let mut out = dev.zeros::<f32, _>((64, n)).unwrap();
+        product(&da, &db, &dc, &mut out).unwrap();
+        let at = format!("{at}, {:?}", dev.kind());
+        assert_product(&out.to_host().unwrap(), &wa, &wb, &wc, &at);
+    }
+}
+
 #[test]
 fn a_warpgroup_multiplies_tiles_of_every_shape() {
     use hopper_kernels::{wg_product_n128, wg_product_n64, wg_product_n8};
-    let products: [(usize, WgProduct); 3] = [
+    let products: [(usize, WgProduct<f16>); 3] = [
         (8, |a, b, c, out| {
             wg_product_n8.launch(1, 128, (a, b, c, out))
         }),
@@ -630,47 +651,16 @@ fn a_warpgroup_multiplies_tiles_of_every_shape() {
         }),
     ];
     for (n, product) in products {
-        let a = values(64, 32, 1, f16::from_f32);
-        let b = values(32, n, 2, f16::from_f32);
-        // Each element of `c` names its place, so that a misplaced element shows.
-        let c = Array2::from_shape_fn((64, n), |(i, j)| (i * 1000 + j) as f32);
-        let (wa, wb, wc) = (
-            a.mapv(|v| v.to_f64()),
-            b.mapv(|v| v.to_f64()),
-            c.mapv(f64::from),
-        );
-        for dev in warpgroup_backends() {
-            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
-            let dc = dev.to_device(&c).unwrap();
-            let mut out = dev.zeros::<f32, _>((64, n)).unwrap();
-            product(&da, &db, &dc, &mut out).unwrap();
-            let at = format!("m64n{n}k16, {:?}", dev.kind());
-            assert_product(&out.to_host().unwrap(), &wa, &wb, &wc, &at);
-        }
+        check_wg_product(n, f16::from_f32, product, &format!("m64n{n}k16"));
     }
 }
 
 #[test]
 fn a_warpgroup_multiplies_bf16_tiles() {
     use hopper_kernels::wg_product_bf16_n64;
-    let a = values(64, 32, 3, bf16::from_f32);
-    let b = values(32, 64, 4, bf16::from_f32);
-    let c = Array2::from_shape_fn((64, 64), |(i, j)| (i * 1000 + j) as f32);
-    let (wa, wb, wc) = (
-        a.mapv(|v| v.to_f64()),
-        b.mapv(|v| v.to_f64()),
-        c.mapv(f64::from),
-    );
-    for dev in warpgroup_backends() {
-        let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
-        let dc = dev.to_device(&c).unwrap();
-        let mut out = dev.zeros::<f32, _>((64, 64)).unwrap();
-        wg_product_bf16_n64
-            .launch(1, 128, (&da, &db, &dc, &mut out))
-            .unwrap();
-        let at = format!("bf16 m64n64k16, {:?}", dev.kind());
-        assert_product(&out.to_host().unwrap(), &wa, &wb, &wc, &at);
-    }
+    let product: WgProduct<bf16> =
+        |a, b, c, out| wg_product_bf16_n64.launch(1, 128, (a, b, c, out));
+    check_wg_product(64, bf16::from_f32, product, "bf16 m64n64k16");
 }
 
 #[test]
