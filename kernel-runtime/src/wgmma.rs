@@ -49,9 +49,11 @@
 //!    `wait_group::<0>`. (ptxas keeps a read of an accumulator in flight correct, at the cost of
 //!    waiting there.)
 //!
-//! The CPU backend multiplies at the call, so what it computes does not depend on these steps;
-//! each is checked as the GPU needs it to be called: by every thread of the warpgroup, at one
-//! place.
+//! The CPU backend multiplies at the call, so what it computes does not depend on these steps.
+//! It checks that each is called as the GPU needs: in a block of whole warpgroups, by all 32
+//! lanes of each warp together, at one place, with the same tiles (a lane that returned, or
+//! lanes at two places, is an error at the call). Warps of one warpgroup at different places are
+//! not compared with each other.
 //!
 //! # Where it runs
 //!
