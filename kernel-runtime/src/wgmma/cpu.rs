@@ -1,6 +1,6 @@
-//! The warpgroup's operations on the CPU backend: each checked as the GPU needs it called (the
-//! whole warpgroup, at one place), and the product computed at the call, each thread its own
-//! elements from the shared tiles.
+//! The warpgroup's operations on the CPU backend: each checked as the GPU needs it called
+//! (whole warpgroups; each warp's 32 lanes together, at one place), and the product computed at
+//! the call, each thread its own elements from the shared tiles.
 
 use super::*;
 use crate::cpu::sched::warp::gather;
