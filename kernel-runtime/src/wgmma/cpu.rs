@@ -31,8 +31,7 @@ fn meet(op: Op, tiles: [usize; 4]) {
         Op::Wait(_) => "wgmma::wait_group",
         Op::Mma => "wgmma::mma_async",
     };
-    let d = crate::ctx::block_dim();
-    let threads = d.x as usize * d.y as usize * d.z as usize;
+    let threads = crate::ctx::block_dim().volume() as usize;
     if !threads.is_multiple_of(WARPGROUP) {
         panic!(
             "{name} at {here}: the block has {threads} threads, not whole warpgroups of 128: \
@@ -78,9 +77,7 @@ pub(super) fn mma<S: WgShape, T: Half, const M: usize, const K: usize>(
     accumulate: bool,
 ) {
     meet(Op::Mma, [m, n, M, K]);
-    let i = crate::ctx::thread_idx();
-    let dim = crate::ctx::block_dim();
-    let t = i.x as usize + dim.x as usize * (i.y as usize + dim.y as usize * i.z as usize);
+    let t = crate::ctx::block_dim().flatten(crate::ctx::thread_idx()) as usize;
     for (e, x) in d.x.as_mut().iter_mut().enumerate() {
         let [r, c] = WgAccumulator::<S>::place(t, e);
         let mut sum = if accumulate { *x } else { 0.0 };

@@ -173,12 +173,12 @@ impl CudaDevice {
             true => None,
             false => pieces.cubin_for(major, minor),
         };
-        let variant = pieces.variant_for(major, minor);
         let image = if pieces.is_linked() {
             self.linked_image(&pieces)?
         } else if let Some(cubin) = cubin {
             cubin
         } else {
+            let variant = pieces.variant_for(major, minor);
             CString::new(variant.as_deref().unwrap_or(pieces.main))
                 .map_err(|_| Error::Cuda {
                     op: format!("loading the PTX of {what}"),
