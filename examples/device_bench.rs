@@ -149,6 +149,7 @@ fn run(args: Args) -> Result {
         f16_matmuls.push((
             "matmul-f16-wgmma-wide",
             "8 (2 warpgroups of 64x256, wgmma, 4 stages)",
+            // The matrices are square: half as many blocks across as down (WG_WIDE columns).
             &|(_, rows), x| matmul_wgmma_wide.launch((rows.div_ceil(2), rows), WG_THREADS, x),
         ));
     }

@@ -78,18 +78,22 @@ fn stage_tiles<const BN: usize, X: Source<f16>>(
 }
 
 /// The block's tile of `c = a @ b`, `S::N` = `BN` columns wide, its warpgroups each 64 rows of
-/// it in an accumulator of shape `S`, from tiles staged in `shared`.
+/// it in an accumulator of shape `S`, from tiles staged in `shared`: the kernel's dynamic
+/// shared memory, which holds the buffers of tiles `BN` wide (as the kernel declares).
 #[device]
-fn product<S: WgShape, const BN: usize, X, Y>(
-    (a, b, c): (&X, &X, &mut Y),
-    shared: &View1Mut<f16>,
-    dim: ([usize; 2], usize),
-) where
+fn product<S: WgShape, const BN: usize, X, Y>((a, b, c): (&X, &X, &mut Y), shared: &View1Mut<f16>)
+where
     X: Source<f16>,
-    Y: IndexMut<[usize; 2], Output = f32>,
+    Y: IndexMut<[usize; 2], Output = f32> + Source<f32>,
 {
     const { assert!(S::N == BN, "the accumulator spans the block's tile") };
-    let ([rows, cols], depth) = dim;
+    // Every launch gives the bytes the kernel declares; the slices rely on it.
+    assert!(
+        shared.len() >= shared_elems(BN),
+        "a warpgroup matmul: less dynamic shared memory than its kernel declares \
+         (WG_SHARED_BYTES, WG_WIDE_SHARED_BYTES)"
+    );
+    let ([rows, cols], depth) = (c.extent(), a.extent()[1]);
     let t = thread_idx().x as usize % WG_THREADS as usize;
     let corner = [
         block_idx().y as usize * WG_TILE,
@@ -155,14 +159,7 @@ fn product<S: WgShape, const BN: usize, X, Y>(
 )]
 pub fn matmul_wgmma(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
     let shared = dynamic_shared![f16];
-    // Every launch gives the bytes the kernel declares; the slices rely on it.
-    assert!(
-        shared.len() >= shared_elems(WG_TILE),
-        "matmul_wgmma: less dynamic shared memory than WG_SHARED_BYTES"
-    );
-    let (rows, cols) = c.dim();
-    let dim = ([rows, cols], a.dim().1);
-    product::<M64N128K16, WG_TILE, _, _>((&a, &b, &mut c), &shared, dim);
+    product::<M64N128K16, WG_TILE, _, _>((&a, &b, &mut c), &shared);
 }
 
 /// [`matmul_wgmma`] in tiles of 128 × 256, each warpgroup's accumulator `m64n256k16` (128
@@ -176,13 +173,7 @@ pub fn matmul_wgmma(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
 )]
 pub fn matmul_wgmma_wide(a: &Array2<f16>, b: &Array2<f16>, c: &mut Array2<f32>) {
     let shared = dynamic_shared![f16];
-    assert!(
-        shared.len() >= shared_elems(WG_WIDE),
-        "matmul_wgmma_wide: less dynamic shared memory than WG_WIDE_SHARED_BYTES"
-    );
-    let (rows, cols) = c.dim();
-    let dim = ([rows, cols], a.dim().1);
-    product::<M64N256K16, WG_WIDE, _, _>((&a, &b, &mut c), &shared, dim);
+    product::<M64N256K16, WG_WIDE, _, _>((&a, &b, &mut c), &shared);
 }
 
 /// One warpgroup's `out = a · b + c` for a 64 × 32 `a` and a 32 × `N` `b`, in two `k16` steps
