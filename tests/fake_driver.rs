@@ -1099,15 +1099,9 @@ fn mapped_arrays_are_host_memory_the_kernels_use_in_place() {
 }
 
 /// `ptx` followed by a cubin of it for sm_90, as `KERNEL_CUBIN_ARCHS=sm_90` builds a module, and
-/// the cubin; none where `KERNEL_PTXAS` names no ptxas (`cargo xtask test` sets it). The
-/// module's variants are left out: the build would assemble theirs too, and an sm_90 GPU would
-/// load the sm_90a variant's.
+/// the cubin; none where `KERNEL_PTXAS` names no ptxas (`cargo xtask test` sets it).
 fn with_cubin(ptx: &str) -> Option<(&'static str, Vec<u8>)> {
     let ptxas = std::env::var_os("KERNEL_PTXAS")?;
-    let ptx = match ptx.find(kernel_build::VARIANT_SECTION) {
-        Some(at) => &ptx[..at],
-        None => ptx,
-    };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cubin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("kernel_ptx.txt");

@@ -782,6 +782,15 @@ fn nvrtc_ptx(name: &str, source: &str) -> String {
         .to_src()
 }
 
+/// The one basic block of `body` (the PTX between its `$L__BB` labels) that `pick` holds of:
+/// an entry's interior tile. Fails where there is not exactly one, saying `what` it looked for.
+#[track_caller]
+fn the_block<'a>(body: &'a str, what: &str, pick: impl Fn(&str) -> bool) -> &'a str {
+    let blocks: Vec<&str> = body.split("$L__BB").filter(|b| pick(b)).collect();
+    assert_eq!(blocks.len(), 1, "{what} in {} blocks", blocks.len());
+    blocks[0]
+}
+
 /// The smooth stencil's interior tile of 4 × 4 `i8` reads its window in words: in one basic block,
 /// six word loads (a row each, the tile's four bytes and the byte on each side of them in the
 /// words beside) and twelve byte loads (the bytes beside the tile), all at once; its window and
@@ -795,18 +804,9 @@ fn smooth_stencil_reads_its_window_in_words() {
     };
     let body = entry_body(ptx, "smooth_stencil");
     let loads = |block: &str, kind: &str| block.matches(&format!("ld.global.{kind}")).count();
-    let windows: Vec<&str> = body
-        .split("$L__BB")
-        .filter(|block| loads(block, "b32") > 0)
-        .collect();
-    assert_eq!(
-        windows.len(),
-        1,
-        "smooth_stencil loads words in {} blocks",
-        windows.len()
-    );
-    assert_eq!(loads(windows[0], "b32"), 6, "{}", windows[0]);
-    assert_eq!(loads(windows[0], "s8"), 12, "{}", windows[0]);
+    let window = the_block(body, "smooth_stencil loads words", |b| loads(b, "b32") > 0);
+    assert_eq!(loads(window, "b32"), 6, "{window}");
+    assert_eq!(loads(window, "s8"), 12, "{window}");
     assert!(!body.contains(".local"), "smooth_stencil uses local memory");
 }
 
@@ -823,17 +823,10 @@ fn laplace3d_reads_its_tile_of_planes_once() {
     };
     let body = entry_body(ptx, "laplace3d");
     let count = |block: &str, what: &str| block.matches(what).count();
-    let tiles: Vec<&str> = body
-        .split("$L__BB")
-        .filter(|block| count(block, "st.global") == 16)
-        .collect();
-    assert_eq!(
-        tiles.len(),
-        1,
-        "laplace3d stores 16 points in {} blocks",
-        tiles.len()
-    );
-    assert_eq!(count(tiles[0], "ld.global"), 64, "{}", tiles[0]);
+    let tile = the_block(body, "laplace3d stores 16 points", |b| {
+        count(b, "st.global") == 16
+    });
+    assert_eq!(count(tile, "ld.global"), 64, "{tile}");
     assert!(!body.contains(".local"), "laplace3d uses local memory");
 }
 

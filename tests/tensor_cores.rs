@@ -309,23 +309,48 @@ const SIZES: [(usize, usize, usize); 6] = [
     (33, 200, 40),
 ];
 
+/// A matmul to check: its name, the rows and columns of `c` a block computes, its threads per
+/// block, and its launch.
+type Checked<E> = (&'static str, [usize; 2], u32, Matmul<E>);
+
+/// The tensor-core matmuls of `gpu-kernels` (`f16_matmuls`, `tf32_matmuls`), each with its tile.
+fn with_tiles<E: kernel_runtime::DeviceCopy, const N: usize>(
+    matmuls: [(&'static str, u32, Matmul<E>); N],
+) -> [Checked<E>; N] {
+    use gpu_kernels::TC_TILE;
+    matmuls.map(|(name, threads, matmul)| (name, [TC_TILE, TC_TILE], threads, matmul))
+}
+
+/// Launches each of `matmuls` over `a` and `b` on each of `devs` and checks its product against
+/// the exact one of `wa` and `wb` (the inputs as the kernels multiply them), naming `kind`.
+fn check_matmuls<E: kernel_runtime::DeviceCopy>(
+    devs: &[Device],
+    (a, b): (&Array2<E>, &Array2<E>),
+    (wa, wb): (&Array2<f64>, &Array2<f64>),
+    matmuls: &[Checked<E>],
+    kind: &str,
+) {
+    let ((n, k), m) = (a.dim(), b.dim().1);
+    for dev in devs {
+        let (da, db) = (dev.to_device(a).unwrap(), dev.to_device(b).unwrap());
+        for &(name, [rows, cols], threads, matmul) in matmuls {
+            let mut c = dev.zeros::<f32, _>((n, m)).unwrap();
+            let blocks = (m.div_ceil(cols) as u32, n.div_ceil(rows) as u32);
+            matmul(blocks, threads, (&da, &db, &mut c)).unwrap();
+            let at = format!("{kind}{name}: {n} x {k} x {m}, {:?}", dev.kind());
+            assert_product(&c.to_host().unwrap(), wa, wb, &Array2::zeros((n, m)), &at);
+        }
+    }
+}
+
 #[test]
 fn matmul_on_tensor_cores_matches_the_host_at_any_size() {
-    use gpu_kernels::TC_TILE;
     for (n, k, m) in SIZES {
         let a = values(n, k, 7, f16::from_f32);
         let b = values(k, m, 8, f16::from_f32);
         let (wa, wb) = (a.mapv(|v| v.to_f64()), b.mapv(|v| v.to_f64()));
-        for dev in backends() {
-            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
-            for (name, threads, matmul) in f16_matmuls() {
-                let mut c = dev.zeros::<f32, _>((n, m)).unwrap();
-                let blocks = (m.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
-                matmul(blocks, threads, (&da, &db, &mut c)).unwrap();
-                let at = format!("{name}: {n} x {k} x {m}, {:?}", dev.kind());
-                assert_product(&c.to_host().unwrap(), &wa, &wb, &Array2::zeros((n, m)), &at);
-            }
-        }
+        let matmuls = with_tiles(f16_matmuls());
+        check_matmuls(&backends(), (&a, &b), (&wa, &wb), &matmuls, "");
     }
 }
 
@@ -333,7 +358,6 @@ fn matmul_on_tensor_cores_matches_the_host_at_any_size() {
 /// more bits than `tf32` holds are compared with the product of their rounded values.
 #[test]
 fn tf32_matmul_on_tensor_cores_matches_the_rounded_host_product() {
-    use gpu_kernels::TC_TILE;
     let fine = |rows, cols, seed| {
         values(rows, cols, seed, |v| v).mapv(|v| v * (1.0 + 1.0 / 3000.0) + 1.0 / 7.0)
     };
@@ -342,16 +366,8 @@ fn tf32_matmul_on_tensor_cores_matches_the_rounded_host_product() {
         let rounded = |x: &Array2<f32>| x.mapv(|v| Tf32::from_f32(v).to_f32() as f64);
         let (wa, wb) = (rounded(&a), rounded(&b));
         assert_ne!(wa, a.mapv(|v| v as f64), "the inputs need the rounding");
-        for dev in backends() {
-            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
-            for (name, threads, matmul) in tf32_matmuls() {
-                let mut c = dev.zeros::<f32, _>((n, m)).unwrap();
-                let blocks = (m.div_ceil(TC_TILE) as u32, n.div_ceil(TC_TILE) as u32);
-                matmul(blocks, threads, (&da, &db, &mut c)).unwrap();
-                let at = format!("tf32, {name}: {n} x {k} x {m}, {:?}", dev.kind());
-                assert_product(&c.to_host().unwrap(), &wa, &wb, &Array2::zeros((n, m)), &at);
-            }
-        }
+        let matmuls = with_tiles(tf32_matmuls());
+        check_matmuls(&backends(), (&a, &b), (&wa, &wb), &matmuls, "tf32, ");
     }
 }
 
@@ -666,9 +682,11 @@ fn a_warpgroup_multiplies_bf16_tiles() {
 #[test]
 fn matmul_on_warpgroup_mma_matches_the_host_at_any_size() {
     use hopper_kernels::{matmul_wgmma, matmul_wgmma_wide, WG_THREADS, WG_TILE, WG_WIDE};
-    let matmuls: [(&str, usize, Matmul<f16>); 2] = [
-        ("128 x 128", WG_TILE, |g, t, x| matmul_wgmma.launch(g, t, x)),
-        ("128 x 256", WG_WIDE, |g, t, x| {
+    let matmuls: [Checked<f16>; 2] = [
+        ("128 x 128", [WG_TILE, WG_TILE], WG_THREADS, |g, t, x| {
+            matmul_wgmma.launch(g, t, x)
+        }),
+        ("128 x 256", [WG_TILE, WG_WIDE], WG_THREADS, |g, t, x| {
             matmul_wgmma_wide.launch(g, t, x)
         }),
     ];
@@ -679,16 +697,7 @@ fn matmul_on_warpgroup_mma_matches_the_host_at_any_size() {
         let a = values(n, k, 7, f16::from_f32);
         let b = values(k, m, 8, f16::from_f32);
         let (wa, wb) = (a.mapv(|v| v.to_f64()), b.mapv(|v| v.to_f64()));
-        for dev in warpgroup_backends() {
-            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
-            for (name, width, matmul) in matmuls {
-                let mut c = dev.zeros::<f32, _>((n, m)).unwrap();
-                let blocks = (m.div_ceil(width) as u32, n.div_ceil(WG_TILE) as u32);
-                matmul(blocks, WG_THREADS, (&da, &db, &mut c)).unwrap();
-                let at = format!("{name}: {n} x {k} x {m}, {:?}", dev.kind());
-                assert_product(&c.to_host().unwrap(), &wa, &wb, &Array2::zeros((n, m)), &at);
-            }
-        }
+        check_matmuls(&warpgroup_backends(), (&a, &b), (&wa, &wb), &matmuls, "");
     }
 }
 
