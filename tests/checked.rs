@@ -1,5 +1,6 @@
 //! Checked mode finds planted bugs: out-of-bounds indices, data races, divergent barriers,
-//! reads of uninitialized shared memory and of array elements nothing has written, each with the
+//! reads of uninitialized shared memory and of array elements nothing has written, operands of
+//! warpgroup products written while in flight, each with the
 //! threads, element and source lines involved. (That it finds nothing wrong with correct kernels is shown by `tests/kernels.rs`,
 //! which runs the whole kernel suite on `Device::cpu_checked()` too.)
 
@@ -1134,4 +1135,104 @@ fn a_stencils_arrays_indexed_as_usual_are_checked_too() {
     taps.copy_from_host_at(2, &[0.25]).unwrap();
     let filtered = filter3.run((&x, &taps)).unwrap().to_vec().unwrap();
     assert_eq!(filtered[1..7], [1.0; 6]);
+}
+
+/// One warpgroup's product of a 64 × 16 tile of ones by a 16 × 8 tile of ones, which its
+/// threads stage with plain stores, into `out` (64 × 8, each element 16), with the hazard
+/// `hazard` planted (0: none).
+#[kernel]
+fn warpgroup_hazards(hazard: u32, out: &mut Array2<f32>) {
+    use kernel_runtime::wgmma::*;
+    let t = thread_idx().x as usize;
+    let mut sa = shared_array![f16; [2 * 64, 8]];
+    let mut sb = shared_array![f16; [16, 8]];
+    if hazard != 3 {
+        // 3: the product reads tiles that nothing wrote.
+        for c in 0..8 {
+            sa[[t, c]] = f16::ONE; // wgmma: stage
+        }
+        sb[[t / 8, t % 8]] = f16::ONE;
+    }
+    fence_shared();
+    if hazard != 1 {
+        // 1: no barrier between the staging and the product.
+        sync_threads();
+    }
+    if hazard == 5 && t / 32 == 3 {
+        // 5: a warp of the warpgroup returns.
+        return;
+    }
+    let mut acc = WgAccumulator::<M64N8K16>::new();
+    fence();
+    if hazard == 4 && t / 32 >= 2 {
+        // 4: half the warpgroup multiplies at another place.
+        mma_async::<M64N8K16, f16, 64, 16>(&mut acc, &sa, 0, &sb, 0, false); // wgmma: apart
+    } else {
+        mma_async::<M64N8K16, f16, 64, 16>(&mut acc, &sa, 0, &sb, 0, false); // wgmma: product
+    }
+    commit_group();
+    sync_threads();
+    if hazard == 2 {
+        // 2: an operand written while the product may still read it, after a barrier.
+        sa[[t, 0]] = f16::ZERO; // wgmma: overwrite
+    }
+    wait_group::<0>();
+    acc.for_each(t, |at, x| out[at] = *x);
+}
+
+#[test]
+fn warpgroup_products_in_flight_and_apart_are_reported() {
+    let dev = Device::cpu_checked();
+    let run = |hazard| {
+        let mut out = dev.zeros::<f32, _>((64, 8)).unwrap();
+        warpgroup_hazards.launch(1, 128, (hazard, &mut out))?;
+        out.to_host()
+    };
+    assert!(run(0).unwrap().iter().all(|&x| x == 16.0));
+
+    // The tiles read before the barrier that orders the other threads' stores.
+    let f = finding(run(1).map(drop));
+    let (array, _, first, second) = race(&f);
+    assert_eq!(array, "sa");
+    assert_eq!(
+        (first.kind, line(first), second.kind, line(second)),
+        (
+            AccessKind::Write,
+            line_of("// wgmma: stage"),
+            AccessKind::Read,
+            line_of("// wgmma: product")
+        )
+    );
+
+    // A write after the barrier, but before the wait: the tensor cores may still read it.
+    let f = finding(run(2).map(drop));
+    let Finding::OperandInFlight {
+        array,
+        write,
+        product,
+        warpgroup,
+        ..
+    } = &f
+    else {
+        panic!("expected an operand in flight, found: {f}");
+    };
+    assert_eq!((*array, *warpgroup), ("sa", 0));
+    assert_eq!(line(write), line_of("// wgmma: overwrite"));
+    assert_eq!(product.line(), line_of("// wgmma: product"));
+    assert_mentions(&f.to_string(), &["wgmma::mma_async", "wgmma::wait_group"]);
+
+    // Tiles nothing wrote.
+    let f = finding(run(3).map(drop));
+    let (array, _, access) = uninit(&f);
+    assert_eq!((array, line(access)), ("sa", line_of("// wgmma: product")));
+
+    // Warps 2 and 3 at another place than warps 0 and 1: each warp's lanes agree.
+    let err = run(4).unwrap_err().to_string();
+    let apart = format!("{THIS_FILE}:{}", line_of("// wgmma: apart"));
+    let product = format!("{THIS_FILE}:{}", line_of("// wgmma: product"));
+    assert_mentions(&err, &["wgmma::mma_async", "warp 2 ", &apart, &product]);
+
+    // Warp 3 returned: the block ends with its warpgroup's operations uncalled.
+    let err = run(5).unwrap_err().to_string();
+    assert_mentions(&err, &["wgmma::fence", "warp 3 of its warpgroup does not"]);
 }

@@ -79,6 +79,10 @@ pub trait Source<T> {
     fn extent(&self) -> [usize; 2];
     /// The array's name, for reports.
     fn label(&self) -> &'static str;
+    /// `self[at]`, as the kernel's own read (checked mode records it).
+    fn read(&self, at: [usize; 2]) -> T
+    where
+        T: Copy;
 }
 
 /// A 2-D array a copy writes: a shared array of the block.
@@ -103,6 +107,14 @@ macro_rules! source {
             #[inline(always)]
             fn label(&self) -> &'static str {
                 self.name()
+            }
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn read(&self, at: [usize; 2]) -> T
+            where
+                T: Copy,
+            {
+                self[at]
             }
         }
     )*};

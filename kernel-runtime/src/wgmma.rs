@@ -52,8 +52,12 @@
 //! The CPU backend multiplies at the call, so what it computes does not depend on these steps.
 //! It checks that each is called as the GPU needs: in a block of whole warpgroups, by all 32
 //! lanes of each warp together, at one place, with the same tiles (a lane that returned, or
-//! lanes at two places, is an error at the call). Warps of one warpgroup at different places are
-//! not compared with each other.
+//! lanes at two places, is an error at the call). Checked mode also compares the four warps of
+//! each warpgroup, one operation after another, and treats the products' reads of their tiles
+//! as the threads' reads, in flight until the warp's `wait_group` lets their group go: a write
+//! to a tile before then ([`Finding::OperandInFlight`](crate::Finding::OperandInFlight)), or
+//! by another warp before the barrier after it, is reported, as are tiles read before the
+//! barrier that orders their staging (a data race) and tiles nothing wrote.
 //!
 //! # Where it runs
 //!

@@ -97,6 +97,22 @@ pub enum Finding {
         /// Why nothing has written it.
         origin: Origin,
     },
+    /// A write to shared memory that a warpgroup product
+    /// ([`wgmma::mma_async`](crate::wgmma::mma_async)) may still read on a GPU: its warpgroup
+    /// had not waited for the product's group ([`wgmma::wait_group`](crate::wgmma::wait_group)),
+    /// or no barrier lies between that wait and another warp's write.
+    OperandInFlight {
+        /// The shared array written.
+        array: &'static str,
+        /// The element.
+        index: Vec<usize>,
+        /// The write.
+        write: Access,
+        /// The product's call.
+        product: &'static Location<'static>,
+        /// The warpgroup of the product, within the block.
+        warpgroup: u32,
+    },
     /// A barrier that part of a block reached while another thread of the block exited, or
     /// waited at another barrier.
     DivergentBarrier {
@@ -264,6 +280,22 @@ impl fmt::Display for Finding {
                 f,
                 "read of unwritten element {}: {reader}; {origin}",
                 element(array, index)
+            ),
+            Finding::OperandInFlight {
+                array,
+                index,
+                write,
+                product,
+                warpgroup,
+            } => write!(
+                f,
+                "write to {} while a warpgroup product may still read it: {write}, but \
+                 warpgroup {warpgroup} (threads {} to {}) started wgmma::mma_async at {product} \
+                 on it and had not waited for it; call wgmma::wait_group for its group, and \
+                 sync_threads() where other warps write it, before writing its operands",
+                element(array, index),
+                128 * warpgroup,
+                128 * warpgroup + 127
             ),
             Finding::DivergentBarrier {
                 block,

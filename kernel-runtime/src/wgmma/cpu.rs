@@ -1,8 +1,16 @@
 //! The warpgroup's operations on the CPU backend: each checked as the GPU needs it called
 //! (whole warpgroups; each warp's 32 lanes together, at one place), and the product computed at
-//! the call, each thread its own elements from the shared tiles.
+//! the call, each thread its own elements from the shared tiles, read as the thread's reads.
+//!
+//! Checked mode also keeps the block's warpgroup record (`check::warpgroup`): the four warps of
+//! a warpgroup call the same operations in the same order, and no thread writes an operand of a
+//! product in flight, which a GPU's tensor cores may still be reading.
 
 use super::*;
+use crate::base::WARP_SIZE;
+use crate::cpu::check::warpgroup::Step;
+use crate::cpu::check::{who, with_warpgroups};
+use crate::cpu::fault::raise_with_coordinates;
 use crate::cpu::sched::warp::gather;
 use std::panic::Location;
 
@@ -33,10 +41,10 @@ fn meet(op: Op, tiles: [usize; 4]) {
     };
     let threads = crate::ctx::block_dim().volume() as usize;
     if !threads.is_multiple_of(WARPGROUP) {
-        panic!(
+        raise_with_coordinates(format!(
             "{name} at {here}: the block has {threads} threads, not whole warpgroups of 128: \
              give the block a multiple of 128 threads"
-        );
+        ));
     }
     let post = Post {
         op,
@@ -64,8 +72,46 @@ fn meet(op: Op, tiles: [usize; 4]) {
         }
     });
     if let Err(why) = met {
-        panic!("{why}");
+        raise_with_coordinates(why);
     }
+    if lane == 0 {
+        in_warpgroup(
+            op,
+            Step {
+                name,
+                at: here,
+                tiles,
+            },
+        );
+    }
+}
+
+/// Checked mode's record of the warp's `op`: compared with the other warps' of its warpgroup,
+/// and its groups counted.
+fn in_warpgroup(op: Op, step: Step) {
+    let warp = warp();
+    let seen = with_warpgroups(|w| {
+        let other = w.step(warp, step);
+        match op {
+            Op::Commit => w.commit(warp),
+            Op::Wait(latest) => w.wait(warp, latest, who().interval),
+            Op::Fence | Op::Mma => {}
+        }
+        other
+    });
+    if let Some(Err((first, by))) = seen {
+        raise_with_coordinates(format!(
+            "{} at {} in warp {warp} of the block, where warp {by} of its warpgroup called {} \
+             at {}: the four warps of a warpgroup call each operation together, at one place, \
+             with the same tiles",
+            step.name, step.at, first.name, first.at
+        ));
+    }
+}
+
+/// The running thread's warp in its block.
+fn warp() -> u32 {
+    crate::ctx::block_dim().flatten(crate::ctx::thread_idx()) / WARP_SIZE
 }
 
 /// The thread's elements of `d = A · B (+ d)`, the `K` products of each added in order.
@@ -78,6 +124,12 @@ pub(super) fn mma<S: WgShape, T: Half, const M: usize, const K: usize>(
 ) {
     meet(Op::Mma, [m, n, M, K]);
     let t = crate::ctx::block_dim().flatten(crate::ctx::thread_idx()) as usize;
+    if crate::cpu::launch::tls::block().shared_shadow.is_some() {
+        if t.is_multiple_of(WARP_SIZE as usize) {
+            in_flight::<S, T, M, K>((sa, m), (sb, n));
+        }
+        reads::<S, T, M, K>(t, (sa, m), (sb, n));
+    }
     for (e, x) in d.x.as_mut().iter_mut().enumerate() {
         let [r, c] = WgAccumulator::<S>::place(t, e);
         let mut sum = if accumulate { *x } else { 0.0 };
@@ -88,4 +140,50 @@ pub(super) fn mma<S: WgShape, T: Half, const M: usize, const K: usize>(
         }
         *x = sum;
     }
+}
+
+/// Checked mode's record of what thread `t`'s elements of the product read, each element of
+/// the operands once: its two rows of `A` and its `S::N / 4` columns of `B`.
+#[track_caller]
+fn reads<S: WgShape, T: Half, const M: usize, const K: usize>(
+    t: usize,
+    (sa, m): (&impl Source<T>, usize),
+    (sb, n): (&impl Source<T>, usize),
+) {
+    // Loops, not closures: each read's line is the caller's.
+    let place = |e| WgAccumulator::<S>::place(t, e);
+    for r in [place(0)[0], place(2)[0]] {
+        for k in 0..K {
+            sa.read(a_place::<M>(m + r, k));
+        }
+    }
+    for e in (0..S::N / 2).step_by(4) {
+        for c in [place(e)[1], place(e + 1)[1]] {
+            for k in 0..K {
+                sb.read(b_place::<K>(k, n + c));
+            }
+        }
+    }
+}
+
+/// Checked mode's record of the warp's product of the 64 × `K` tile of `A` from row `m` of `sa`
+/// and the `K` × `S::N` tile of `B` from column `n` of `sb`: the shared memory it reads, a run
+/// of 16-byte rows from each strip of 8 columns of `A`, and the strips of `B`, in flight until
+/// the warp waits for it.
+#[track_caller]
+fn in_flight<S: WgShape, T: Half, const M: usize, const K: usize>(
+    (sa, m): (&impl Source<T>, usize),
+    (sb, n): (&impl Source<T>, usize),
+) {
+    let row = 8 * size_of::<T>();
+    let offset = |first: *const T| crate::pipeline::shared_offset(first as *const u8);
+    let (a0, b0) = (offset(sa.first()), offset(sb.first()));
+    let a = (0..K / 8).map(|s| {
+        let first = a0 + (s * M + m) * row;
+        (first, first + 64 * row)
+    });
+    let b = b0 + n / 8 * K * row;
+    let bytes = a.chain([(b, b + S::N / 8 * K * row)]);
+    let at = Location::caller();
+    with_warpgroups(|w| w.start(warp(), who().interval, bytes, at));
 }

@@ -6,6 +6,7 @@
 //! launch compares the lanes of different workers when it ends (see
 //! [`launch`](super::launch)).
 
+use super::warpgroup::{Flight, Warpgroups};
 use super::{clock, Who};
 use crate::base::AccessKind;
 use crate::base::WARP_SIZE;
@@ -289,6 +290,10 @@ pub(crate) struct Lane {
     /// A global lane's array's elements that nothing had written before the launch (null where
     /// none): a read of one that no write of the launch on this worker preceded is reported.
     marks: *const Marks,
+    /// A shared lane's block's warpgroup products: the operands in flight, which no write may
+    /// touch; and whether the block has called a warpgroup operation (else writes skip them).
+    warpgroups: RefCell<Warpgroups>,
+    any_warpgroups: Cell<bool>,
 }
 
 // SAFETY: a lane is touched by one OS thread at a time: the worker that claimed it while the
@@ -315,6 +320,8 @@ pub(crate) enum Conflict {
     Uninitialized,
     /// It reads an element of an array that nothing has written, of this origin.
     Unwritten(Origin),
+    /// It writes shared memory that this warpgroup product still reads.
+    InFlight(Flight),
 }
 
 /// A fixed address in the program: source lines are kept as 32-bit distances from it.
@@ -372,6 +379,8 @@ impl Lane {
             blocks: 0,
             marks: std::ptr::null(),
             cleared_at: 0,
+            warpgroups: RefCell::new(Warpgroups::new()),
+            any_warpgroups: Cell::new(false),
         }
     }
 
@@ -499,9 +508,17 @@ impl Lane {
     pub(crate) fn reset_shared(&mut self, len: usize, first: u32) -> Result<(), String> {
         self.grow(len)?;
         self.clear(len);
+        self.warpgroups.get_mut().clear();
+        self.any_warpgroups.set(false);
         self.any_reads.set(true);
         self.first = first;
         Ok(())
+    }
+
+    /// A shared lane's record of its block's warpgroup products, which its writes now test.
+    pub(crate) fn warpgroups(&self) -> &RefCell<Warpgroups> {
+        self.any_warpgroups.set(true);
+        &self.warpgroups
     }
 
     /// The number of the launch's first block.
@@ -631,6 +648,11 @@ impl Lane {
         }
         if self.scope == Scope::Global {
             self.pages[slot >> PAGE_BITS].set(self.first);
+        }
+        if self.any_warpgroups.get() && kind != AccessKind::Read {
+            if let Some(flight) = self.warpgroups.borrow().in_flight(slot, me) {
+                return Err(Conflict::InFlight(flight));
+            }
         }
         let w = &self.writes[slot];
         // Shared memory starts each block unwritten: a read needs a write of this block first.

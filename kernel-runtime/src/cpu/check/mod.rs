@@ -41,6 +41,7 @@ mod lane;
 mod launch;
 mod rows;
 mod run;
+pub(crate) mod warpgroup;
 
 pub(crate) use lane::{Lane, MAX_INTERVAL};
 pub(crate) use launch::unflatten;
@@ -414,6 +415,16 @@ thread_local! {
     static UNWRITTEN: StdCell<Option<Box<Finding>>> = const { StdCell::new(None) };
 }
 
+/// `f` of the running block's record of its warpgroup products, in checked mode (else
+/// `None`).
+pub(crate) fn with_warpgroups<R>(f: impl FnOnce(&mut warpgroup::Warpgroups) -> R) -> Option<R> {
+    let shadow = tls::block().shared_shadow;
+    // SAFETY: a block's shared shadow is its worker's lane (`run::checked_block`), alive while
+    // the block runs.
+    let lane = unsafe { (shadow.0 as *const Lane).as_ref() }?;
+    Some(f(&mut lane.warpgroups().borrow_mut()))
+}
+
 /// Forgets what an earlier block left unreported (it stopped on another finding).
 pub(crate) fn begin_block() {
     UNWRITTEN.with(|u| u.set(None));
@@ -462,6 +473,13 @@ pub fn report(trace: Trace, kind: AccessKind, array: &'static str, dims: &[usize
         ),
     };
     raise_finding(match conflict {
+        Conflict::InFlight(flight) => Finding::OperandInFlight {
+            array,
+            index,
+            write: access,
+            product: flight.at,
+            warpgroup: flight.warpgroup(),
+        },
         Conflict::Unwritten(origin) => Finding::UnwrittenRead {
             array,
             index,

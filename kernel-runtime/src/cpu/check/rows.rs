@@ -425,8 +425,8 @@ impl SpanRecord<'_> {
                 reader: Reader::Thread(access(Rec::of(me), kind, Some(at))),
                 origin,
             }),
-            Conflict::Uninitialized => {
-                unreachable!("only shared memory is read before it is written")
+            Conflict::Uninitialized | Conflict::InFlight(_) => {
+                unreachable!("checked rows touch no shared memory")
             }
         };
         raise_finding(Finding::DataRace {

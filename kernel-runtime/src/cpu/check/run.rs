@@ -60,12 +60,11 @@ pub(crate) fn run_checked(
                 let state = checked_block(spec, &mut lane, first, block_state(spec, b, shared));
                 let block = first.wrapping_add(b as u32);
                 match body {
-                    CheckedBlock::Meeting(body) => run_fibers(
-                        &state,
-                        &coords,
-                        body,
-                        &mut Checker::new(block, coords.len()),
-                    ),
+                    CheckedBlock::Meeting(body) => {
+                        let mut checker = Checker::new(block, coords.len());
+                        run_fibers(&state, &coords, body, &mut checker);
+                        warpgroups_done(&lane);
+                    }
                     CheckedBlock::Threads(threads) => threads(&state, block),
                 }
                 end_interval();
@@ -100,8 +99,22 @@ pub(crate) fn run_checked_cooperative(
         let state = checked_block(spec, &mut lane, first, *state);
         let mut checker = Checker::new(first.wrapping_add(b as u32), coords.len());
         run_fibers(&state, &coords, body, &mut checker);
+        warpgroups_done(&lane);
         end_interval();
     })
+}
+
+/// At a block's end, stops the kernel where a warp of a warpgroup did not call an operation of
+/// the warpgroup (`wgmma`) that another of its warps called.
+fn warpgroups_done(lane: &Lane) {
+    if let Some((step, by, lagging)) = lane.warpgroups().borrow().unfinished() {
+        raise(format!(
+            "{} at {}: warp {by} of the block calls it, but warp {lagging} of its warpgroup does \
+             not (it returned, or called the warpgroup's operations fewer times): the four \
+             warps of a warpgroup call each operation together",
+            step.name, step.at
+        ));
+    }
 }
 
 /// Starts a block of a checked launch whose first block is `first`: its shared memory's `lane`
