@@ -18,8 +18,6 @@ use kernel_runtime::pipeline::{pipeline_commit, pipeline_wait_prior, Source};
 use kernel_runtime::prelude::*;
 use kernel_runtime::view::{View1Mut, View2Mut};
 use kernel_runtime::wgmma::*;
-use kernel_runtime::wmma::Half;
-use kernel_runtime::AnyBitPattern;
 
 /// Threads per block of [`matmul_wgmma`] and [`matmul_wgmma_wide`]: two warpgroups.
 pub const WG_THREADS: u32 = 256;
@@ -185,7 +183,7 @@ fn tile_product<S: WgShape, const N: usize, T, X, C, Y>(
     out: &mut Y,
     (sa, sb): (&mut View2Mut<T>, &mut View2Mut<T>),
 ) where
-    T: Half + AnyBitPattern + Send + Sync,
+    T: WgElement + Send + Sync,
     X: Source<T>,
     C: Index<[usize; 2], Output = f32>,
     Y: IndexMut<[usize; 2], Output = f32>,

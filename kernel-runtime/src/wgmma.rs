@@ -111,6 +111,16 @@ use crate::wmma::Half;
 /// The threads of a warpgroup.
 pub const WARPGROUP: usize = 128;
 
+/// The element types of the warpgroup's operand tiles: `f16` and `bf16`, multiplied into `f32`.
+#[diagnostic::on_unimplemented(
+    message = "warpgroup MMA does not multiply tiles of `{Self}`",
+    label = "`wgmma` stages and multiplies `f16` or `bf16` tiles",
+    note = "stage the operands as `f16` or `bf16`; `tf32` and integer tiles multiply with `wmma::mma_sync`"
+)]
+pub trait WgElement: Half + AnyBitPattern {}
+impl WgElement for half::f16 {}
+impl WgElement for half::bf16 {}
+
 /// A warpgroup accumulator's shape `m64nNk16`: its columns `N`, and a thread's `N / 2`
 /// elements.
 pub trait WgShape: sealed::WgShape + Copy {
@@ -208,6 +218,39 @@ pub const fn b_place<const K: usize>(k: usize, n: usize) -> [usize; 2] {
     in_strips::<K>(k, n)
 }
 
+/// The descriptor's strides of a tile of `A` of `M` rows ([`a_place`]), in bytes: from a core
+/// matrix to the next along `K` (the leading byte offset) and along `M` (the stride byte
+/// offset). `A` is K-major: the canonical layout without swizzle `((8,m),(T,2)):((1T,SBO),(1,LBO))`,
+/// `T` elements in 16 bytes.
+#[inline(always)]
+#[cfg_attr(not(target_feature = "sm_90a"), allow(dead_code))] // the GPU's descriptors
+pub(crate) const fn a_strides<const M: usize>() -> (usize, usize) {
+    strides(a_place::<M>(0, 0), a_place::<M>(0, 8), a_place::<M>(8, 0))
+}
+
+/// The descriptor's strides of a tile of `B` of `K` rows ([`b_place`]), in bytes: from a core
+/// matrix to the next along `K` (leading) and along `N` (stride). `B` is N-major: the canonical
+/// layout without swizzle `((T,1,n),(8,k)):((1,T,SBO),(1T,LBO))`.
+#[inline(always)]
+#[cfg_attr(not(target_feature = "sm_90a"), allow(dead_code))] // the GPU's descriptors
+pub(crate) const fn b_strides<const K: usize>() -> (usize, usize) {
+    strides(b_place::<K>(0, 0), b_place::<K>(8, 0), b_place::<K>(0, 8))
+}
+
+/// The bytes from the core matrix at `origin` to the next along `K` (at `next_k`) and along `M`
+/// or `N` (at `next_mn`).
+#[inline(always)]
+const fn strides(origin: [usize; 2], next_k: [usize; 2], next_mn: [usize; 2]) -> (usize, usize) {
+    let origin = byte_at(origin);
+    (byte_at(next_k) - origin, byte_at(next_mn) - origin)
+}
+
+/// The byte of an operand's array, of 16-bit elements and rows of 16 bytes, at `[row, col]`.
+#[inline(always)]
+const fn byte_at([row, col]: [usize; 2]) -> usize {
+    16 * row + 2 * col
+}
+
 /// Where element `(row, col)` of a tile of `R` rows lies when its strips of 8 columns are
 /// stacked: both operands' layout, `A` by its rows `m`, `B` by its rows `k`.
 #[inline(always)]
@@ -221,7 +264,7 @@ const fn in_strips<const R: usize>(row: usize, col: usize) -> [usize; 2] {
 /// elsewhere). Each thread then commits and waits as after `memcpy_async`.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub fn stage_a<T: Half + AnyBitPattern, const M: usize, const K: usize, const THREADS: usize>(
+pub fn stage_a<T: WgElement, const M: usize, const K: usize, const THREADS: usize>(
     dst: &mut impl Destination<T>,
     a: &impl Source<T>,
     from: [usize; 2],
@@ -233,7 +276,7 @@ pub fn stage_a<T: Half + AnyBitPattern, const M: usize, const K: usize, const TH
 /// ([`b_place`]), zeros past `b`'s edges, as [`stage_a`] does.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub fn stage_b<T: Half + AnyBitPattern, const K: usize, const N: usize, const THREADS: usize>(
+pub fn stage_b<T: WgElement, const K: usize, const N: usize, const THREADS: usize>(
     dst: &mut impl Destination<T>,
     b: &impl Source<T>,
     from: [usize; 2],
@@ -414,7 +457,7 @@ enum Op {
 /// (a fault of the kernel, as an index out of bounds).
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub fn mma_async<S: WgShape, T: Half, const M: usize, const K: usize>(
+pub fn mma_async<S: WgShape, T: WgElement, const M: usize, const K: usize>(
     d: &mut WgAccumulator<S>,
     sa: &impl Source<T>,
     m: usize,
@@ -523,6 +566,41 @@ mod tests {
         seen.sort();
         let all: Vec<_> = (0..16).flat_map(|m| (0..2).map(move |s| (m, s))).collect();
         assert_eq!(seen, all);
+    }
+
+    #[test]
+    fn the_descriptors_describe_the_operands_as_laid_out() {
+        // The canonical layouts without swizzle: within a core matrix, A's row (one m) holds 8
+        // consecutive k and B's row (one k) 8 consecutive n, the rows 16 bytes apart.
+        for k in 0..8 {
+            assert_eq!(
+                byte_at(a_place::<128>(3, k)),
+                byte_at(a_place::<128>(3, 0)) + 2 * k
+            );
+            assert_eq!(
+                byte_at(b_place::<64>(5, k)),
+                byte_at(b_place::<64>(5, 0)) + 2 * k
+            );
+            assert_eq!(
+                byte_at(a_place::<128>(k, 2)),
+                byte_at(a_place::<128>(0, 2)) + 16 * k
+            );
+            assert_eq!(
+                byte_at(b_place::<64>(k, 3)),
+                byte_at(b_place::<64>(0, 3)) + 16 * k
+            );
+        }
+        // A, K-major: the next 8 k a strip of M rows on, the next 8 m a core matrix on.
+        assert_eq!(a_strides::<64>(), (16 * 64, 128));
+        assert_eq!(a_strides::<128>(), (16 * 128, 128));
+        // B, N-major: the next 8 k a core matrix on, the next 8 n a strip of K rows on.
+        assert_eq!(b_strides::<16>(), (128, 16 * 16));
+        assert_eq!(b_strides::<64>(), (128, 16 * 64));
+        // Every core matrix, not only the first, lies where the strides put it.
+        let (lead, stride) = b_strides::<64>();
+        assert_eq!(byte_at(b_place::<64>(40, 24)), 5 * lead + 3 * stride);
+        let (lead, stride) = a_strides::<128>();
+        assert_eq!(byte_at(a_place::<128>(72, 48)), 6 * lead + 9 * stride);
     }
 
     #[test]

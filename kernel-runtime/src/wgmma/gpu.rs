@@ -117,8 +117,9 @@ fn issue<S: WgShape, T: Half, const M: usize, const K: usize>(
     // apart. B, N-major: its rows 16 bytes apart, the strips of 8 columns `K` rows apart.
     let a0 = a_place::<M>(m, 16 * step)[0];
     let b0 = b_place::<K>(16 * step, n)[0];
-    let da = descriptor(a.wrapping_add(16 * a0), 16 * M, 128);
-    let db = descriptor(b.wrapping_add(16 * b0), 128, 16 * K);
+    let ((a_lead, a_stride), (b_lead, b_stride)) = (a_strides::<M>(), b_strides::<K>());
+    let da = descriptor(a.wrapping_add(16 * a0), a_lead, a_stride);
+    let db = descriptor(b.wrapping_add(16 * b0), b_lead, b_stride);
     let acc = accumulate as u32;
     match S::N {
         8 => shape!("m64n8k16", T::KIND, x, da, db, acc; 0 1 2 3),
