@@ -26,7 +26,7 @@ use gpu_kernels::{
     smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS,
     TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB, WORD_THREADS,
 };
-use hopper_kernels::{matmul_wgmma, matmul_wgmma_wide, WG_THREADS};
+use hopper_kernels::{matmul_wgmma, matmul_wgmma_tf32, matmul_wgmma_wide, WG_THREADS};
 use kernel_runtime::ndarray::{Ix1, Ix2};
 use kernel_runtime::prelude::*;
 use kernel_runtime::PinnedArray;
@@ -156,7 +156,7 @@ fn run(args: Args) -> Result {
     for line in bench_matmul_tensor(&dev, reps, n, &f16_matmuls)? {
         line.print();
     }
-    let tf32_matmuls: [Timed<f32>; 3] = [
+    let mut tf32_matmuls: Vec<Timed<f32>> = vec![
         ("matmul-tf32", "64x32", &|g, x| {
             matmul_tensor_tf32.launch(g, TC_THREADS, x)
         }),
@@ -167,6 +167,13 @@ fn run(args: Args) -> Result {
             matmul_tensor_tf32_staged.launch(g, TC_THREADS, x)
         }),
     ];
+    if matches!(dev.compute_capability(), None | Some((9, 0))) {
+        tf32_matmuls.push((
+            "matmul-tf32-wgmma",
+            "8 (2 warpgroups of 64x128, wgmma k8, 4 stages)",
+            &|g, x| matmul_wgmma_tf32.launch(g, WG_THREADS, x),
+        ));
+    }
     for line in bench_matmul_tf32(&dev, reps, n, &tf32_matmuls)? {
         line.print();
     }

@@ -877,8 +877,9 @@ fn the_warpgroup_matmuls_run_their_depth_back_to_back_on_sm_90a() {
         return;
     };
     let kernels = [
-        ("matmul_wgmma", "m64n128k16"),
-        ("matmul_wgmma_wide", "m64n256k16"),
+        ("matmul_wgmma", "m64n128k16.f32.f16.f16"),
+        ("matmul_wgmma_wide", "m64n256k16.f32.f16.f16"),
+        ("matmul_wgmma_tf32", "m64n128k8.f32.tf32.tf32"),
     ];
     // The crate's own module (sm_80) has no warpgroup MMA; its sm_90a variant does.
     let ptx = variant_of(module, "sm_90a").expect("hopper-kernels builds an sm_90a variant");
@@ -886,12 +887,12 @@ fn the_warpgroup_matmuls_run_their_depth_back_to_back_on_sm_90a() {
     assert!(ptx.contains(".target sm_90a"));
     for (name, shape) in kernels {
         assert!(!entry_body(module, name).contains("wgmma."));
-        let mma = format!("wgmma.mma_async.sync.aligned.{shape}.f32.f16.f16");
+        let mma = format!("wgmma.mma_async.sync.aligned.{shape}");
         let body = entry_body(&ptx, name);
         assert_eq!(
             body.matches(&mma).count(),
             4,
-            "{name}: a staged tile's four k16 steps"
+            "{name}: a staged tile's four steps"
         );
     }
     let Some(ptxas) = ptxas() else {

@@ -632,16 +632,16 @@ type WgProduct<T> = fn(
 ) -> Result<(), kernel_runtime::Error>;
 
 /// Checks `product`'s `a · b + c` of 64 × 32 by 32 × `n` on every backend that runs it, the
-/// inputs made by `make` (as `T`).
-fn check_wg_product<T>(n: usize, make: fn(f32) -> T, product: WgProduct<T>, at: &str)
+/// inputs made by `make` (as `T`), against the exact product of the values the tensor cores
+/// multiply (`exact`).
+fn check_wg_product<T>(n: usize, (make, exact): Inputs<T>, product: WgProduct<T>, at: &str)
 where
-    T: kernel_runtime::DeviceCopy + Copy + Into<f32>,
+    T: kernel_runtime::DeviceCopy + Copy,
 {
     let (a, b) = (values(64, 32, 1, make), values(32, n, 2, make));
     // Each element of `c` names its place, so that a misplaced element shows.
     let c = Array2::from_shape_fn((64, n), |(i, j)| (i * 1000 + j) as f32);
-    let wide = |x: &Array2<T>| x.mapv(|v| f64::from(v.into()));
-    let (wa, wb, wc) = (wide(&a), wide(&b), c.mapv(f64::from));
+    let (wa, wb, wc) = (a.mapv(exact), b.mapv(exact), c.mapv(f64::from));
     for dev in warpgroup_backends() {
         let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
         let dc = dev.to_device(&c).unwrap();
@@ -651,6 +651,19 @@ where
         assert_product(&out.to_host().unwrap(), &wa, &wb, &wc, &at);
     }
 }
+
+/// How a test's inputs are made from small values, and the value the tensor cores multiply.
+type Inputs<T> = (fn(f32) -> T, fn(T) -> f64);
+
+/// `f16` inputs, multiplied exactly.
+const F16: Inputs<f16> = (f16::from_f32, |v| v.to_f64());
+
+/// `f32` inputs with more bits than `tf32` holds, and the `tf32` that `wgmma` multiplies: the
+/// low 13 bits of the mantissa dropped.
+const TF32: Inputs<f32> = (
+    |v| v * (1.0 + 1.0 / 3000.0) + 1.0 / 7.0,
+    |v| f32::from_bits(v.to_bits() & !0x1fff) as f64,
+);
 
 #[test]
 fn a_warpgroup_multiplies_tiles_of_every_shape() {
@@ -667,7 +680,7 @@ fn a_warpgroup_multiplies_tiles_of_every_shape() {
         }),
     ];
     for (n, product) in products {
-        check_wg_product(n, f16::from_f32, product, &format!("m64n{n}k16"));
+        check_wg_product(n, F16, product, &format!("m64n{n}k16"));
     }
 }
 
@@ -676,7 +689,28 @@ fn a_warpgroup_multiplies_bf16_tiles() {
     use hopper_kernels::wg_product_bf16_n64;
     let product: WgProduct<bf16> =
         |a, b, c, out| wg_product_bf16_n64.launch(1, 128, (a, b, c, out));
-    check_wg_product(64, bf16::from_f32, product, "bf16 m64n64k16");
+    check_wg_product(
+        64,
+        (bf16::from_f32, |v| v.to_f64()),
+        product,
+        "bf16 m64n64k16",
+    );
+}
+
+#[test]
+fn a_warpgroup_multiplies_f32_tiles_as_tf32_truncated() {
+    use hopper_kernels::{wg_product_tf32_n64, wg_product_tf32_n8};
+    let products: [(usize, WgProduct<f32>); 2] = [
+        (8, |a, b, c, out| {
+            wg_product_tf32_n8.launch(1, 128, (a, b, c, out))
+        }),
+        (64, |a, b, c, out| {
+            wg_product_tf32_n64.launch(1, 128, (a, b, c, out))
+        }),
+    ];
+    for (n, product) in products {
+        check_wg_product(n, TF32, product, &format!("tf32 m64n{n}k8"));
+    }
 }
 
 #[test]
@@ -697,6 +731,22 @@ fn matmul_on_warpgroup_mma_matches_the_host_at_any_size() {
         let a = values(n, k, 7, f16::from_f32);
         let b = values(k, m, 8, f16::from_f32);
         let (wa, wb) = (a.mapv(|v| v.to_f64()), b.mapv(|v| v.to_f64()));
+        check_matmuls(&warpgroup_backends(), (&a, &b), (&wa, &wb), &matmuls, "");
+    }
+}
+
+#[test]
+fn tf32_matmul_on_warpgroup_mma_matches_the_truncated_host_product() {
+    use hopper_kernels::{matmul_wgmma_tf32, WG_THREADS, WG_TILE};
+    let matmuls: [Checked<f32>; 1] = [("tf32", [WG_TILE, WG_TILE], WG_THREADS, |g, t, x| {
+        matmul_wgmma_tf32.launch(g, t, x)
+    })];
+    // Rows of 72 and 200 floats start at multiples of 16 bytes; `b`'s tiles, transposed, go
+    // element by element, whole (no test) or across an edge (each tested).
+    let (make, exact) = TF32;
+    for (n, k, m) in [(37, 45, 29), (1, 1, 1), (130, 72, 300), (33, 200, 40)] {
+        let (a, b) = (values(n, k, 7, make), values(k, m, 8, make));
+        let (wa, wb) = (a.mapv(exact), b.mapv(exact));
         check_matmuls(&warpgroup_backends(), (&a, &b), (&wa, &wb), &matmuls, "");
     }
 }

@@ -17,7 +17,7 @@ if [ -z "$ncu" ]; then
 fi
 kernels=("$@")
 if [ ${#kernels[@]} -eq 0 ]; then
-    kernels=(smooth_stencil smooth_words laplace3d matmul_tensor matmul_tensor_64x64 matmul_tensor_staged matmul_wgmma matmul_wgmma_wide matmul_tensor_tf32 matmul_tensor_tf32_staged)
+    kernels=(smooth_stencil smooth_words laplace3d matmul_tensor matmul_tensor_64x64 matmul_tensor_staged matmul_wgmma matmul_wgmma_wide matmul_wgmma_tf32 matmul_tensor_tf32 matmul_tensor_tf32_staged)
 fi
 mkdir -p results
 out="results/profile-$(date -u +%F).txt"

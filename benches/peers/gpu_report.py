@@ -65,8 +65,10 @@ GOALS = [
     ("matmul-f16-wgmma", "cupy", 1.5),
     # And in tiles of 128 x 256, each warpgroup's accumulator m64n256k16.
     ("matmul-f16-wgmma-wide", "cupy", 1.5),
+    # And the tf32 one on warpgroup MMA (m64n128k8, b staged transposed).
+    ("matmul-tf32-wgmma", "cupy", 1.5),
 ]
-PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "laplace3d", "gaussian", "integrate2d", "quicksort", "matmul", "matmul-f16", "matmul-f16-64x64", "matmul-f16-staged", "matmul-f16-wgmma", "matmul-f16-wgmma-wide", "matmul-tf32", "matmul-tf32-64x64", "matmul-tf32-staged"]
+PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "laplace3d", "gaussian", "integrate2d", "quicksort", "matmul", "matmul-f16", "matmul-f16-64x64", "matmul-f16-staged", "matmul-f16-wgmma", "matmul-f16-wgmma-wide", "matmul-tf32", "matmul-tf32-64x64", "matmul-tf32-staged", "matmul-tf32-wgmma"]
 PEERS = ["numba", "numba @vectorize", "cupy", "cuda", "rayon"]
 # Peers whose one form of a program stands for our variants of it too: CuPy's `a + b` and
 # Numba's @vectorize are all they have of add-list, however ours spreads it over threads.
@@ -84,6 +86,7 @@ SAME_AS = {
     ("matmul-f16-wgmma-wide", "cupy"): "matmul-f16",
     ("matmul-tf32-64x64", "cupy"): "matmul-tf32",
     ("matmul-tf32-staged", "cupy"): "matmul-tf32",
+    ("matmul-tf32-wgmma", "cupy"): "matmul-tf32",
 }
 LAUNCH_GOAL_US = 4.0
 # Per kernel of a graph of 100 launches (issue: CUDA graphs).

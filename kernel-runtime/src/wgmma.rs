@@ -7,26 +7,36 @@
 //! | CUDA C++ / PTX | here |
 //! | --- | --- |
 //! | `wgmma.fence.sync.aligned` | [`fence`] |
-//! | `wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 d, da, db, p, 1, 1, 0, 1`, for each `k16` of a staged tile | `mma_async(&mut d, &sa, m, &sb, n, accumulate)` |
+//! | `wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 d, da, db, p, 1, 1, 0, 1`, for each `k16` of a staged tile | `mma_async::<M64N128K16, f16, M, K>(&mut d, &sa, m, &sb, n, accumulate)` |
+//! | `wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 d, da, db, p, 1, 1`, for each `k8` | `mma_async::<M64N128K8, f32, M, K>(..)` |
 //! | `wgmma.commit_group.sync.aligned` | [`commit_group`] |
 //! | `wgmma.wait_group.sync.aligned N` | [`wait_group::<N>`](wait_group) |
 //! | `fence.proxy.async.shared::cta` | [`fence_shared`] |
 //!
+//! The element types ([`WgElement`]) are `f16` and `bf16` in the `M64N..K16` shapes, and `f32`
+//! in the `M64N..K8` ones, multiplied as `tf32`: the tensor cores keep 10 bits of each
+//! element's mantissa and drop the rest (the PTX ISA: `wgmma` truncates the lower 13 bits),
+//! where [`Tf32::from_f32`](crate::wmma::Tf32::from_f32) rounds. A shape that does not
+//! multiply a type is a compile error at the call.
+//!
 //! # The operands' layout in shared memory
 //!
-//! The tensor cores read 8 × 8 *core matrices* of 16 bytes a row. Here each operand tile is a
-//! 2-D shared array of 16-bit elements (`f16` or `bf16`) with 8 columns, so that each of its rows
-//! is a core matrix's row, and a tile of `A` or `B` is a stack of column strips of 8:
+//! The tensor cores read *core matrices* of 8 rows of 16 bytes. Here each operand tile is a
+//! 2-D shared array of `T::ROW` columns, 16 bytes (8 of 16-bit elements, 4 of `f32`), so that
+//! each of its rows is a core matrix's row, and a tile is a stack of column strips:
 //!
-//! - `A`, `M` rows by `K` columns (`M` a multiple of 64, `K` of 16): element `(m, k)` at
-//!   [`a_place::<M>(m, k)`](a_place), `[k / 8 · M + m, k % 8]`; the array is `[K / 8 · M, 8]`.
-//! - `B`, `K` rows by `N` columns (`N` a multiple of 8): element `(k, n)` at
-//!   [`b_place::<K>(k, n)`](b_place), `[n / 8 · K + k, n % 8]`; the array is `[N / 8 · K, 8]`.
+//! - `A`, `M` rows by `K` columns (`M` a multiple of 64), K-major: element `(m, k)` at
+//!   [`a_place::<T, M>(m, k)`](a_place), `[k / W · M + m, k % W]` with `W = T::ROW`; the array
+//!   is `[K / W · M, W]`.
+//! - `B`, `K` rows by `N` columns (`N` a multiple of 8), for `f16` and `bf16` N-major (the
+//!   instruction's `imm-trans-b`): element `(k, n)` at [`b_place::<T, K, N>(k, n)`](b_place),
+//!   `[n / 8 · K + k, n % 8]`, the array `[N / 8 · K, 8]`, so that a row-major `B` stages
+//!   without a transpose. `tf32` takes `B` K-major only: `[k / 4 · N + n, k % 4]`, the array
+//!   `[K / 4 · N, 4]`, staged transposed.
 //!
 //! [`stage_a`] and [`stage_b`] copy such tiles from a row-major matrix in global memory with
-//! `cp.async`, zeros past its edges. These are the PTX ISA's canonical layouts without swizzle,
-//! `A` K-major and `B` N-major (the instruction's `imm-trans-b`): a row-major `B` stages
-//! without a transpose.
+//! `cp.async`, zeros past its edges: runs of 16 bytes, or for a `tf32` `B` each element alone.
+//! These are the PTX ISA's canonical layouts without swizzle.
 //!
 //! # The accumulator
 //!
@@ -106,44 +116,137 @@
 
 use crate::device_copy::AnyBitPattern;
 use crate::pipeline::{Destination, Source};
-use crate::wmma::Half;
 
 /// The threads of a warpgroup.
 pub const WARPGROUP: usize = 128;
 
-/// The element types of the warpgroup's operand tiles: `f16` and `bf16`, multiplied into `f32`.
+/// The element types of the warpgroup's operand tiles, multiplied into `f32`: `f16` and `bf16`,
+/// and `f32` as `tf32` (the tensor cores keep 10 bits of its mantissa, truncating the rest).
 #[diagnostic::on_unimplemented(
     message = "warpgroup MMA does not multiply tiles of `{Self}`",
-    label = "`wgmma` stages and multiplies `f16` or `bf16` tiles",
-    note = "stage the operands as `f16` or `bf16`; `tf32` and integer tiles multiply with `wmma::mma_sync`"
+    label = "`wgmma` stages and multiplies `f16`, `bf16` or `f32` (as `tf32`) tiles",
+    note = "stage the operands as `f16`, `bf16` or `f32`; integer tiles multiply with `wmma::mma_sync`"
 )]
-pub trait WgElement: Half + AnyBitPattern {}
-impl WgElement for half::f16 {}
-impl WgElement for half::bf16 {}
+pub trait WgElement: Copy + AnyBitPattern + Send + Sync + sealed::WgElement + 'static {
+    /// Elements in a core matrix's row of 16 bytes, the operand arrays' columns: 8, or 4 of
+    /// `f32`.
+    const ROW: usize;
+    /// The depth of one instruction: 16, or 8 for `tf32`.
+    const STEP: usize;
+    /// Which instruction multiplies it.
+    const KIND: WgKind;
+    /// The element as the tensor cores multiply it: exactly, or for `f32` its `tf32` (the low
+    /// 13 bits of the mantissa dropped, as the PTX ISA says `wgmma` does).
+    fn value(self) -> f32;
+    #[doc(hidden)]
+    /// Stages a tile of `A`, or of `B` where `B` is true: see [`stage_a`] and [`stage_b`].
+    fn stage_tile<D, X, const B: bool, const R: usize, const C: usize, const THREADS: usize>(
+        dst: &mut D,
+        src: &X,
+        from: [usize; 2],
+    ) where
+        D: Destination<Self>,
+        X: Source<Self>;
+}
 
-/// A warpgroup accumulator's shape `m64nNk16`: its columns `N`, and a thread's `N / 2`
-/// elements.
+/// The operand types as the instruction names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WgKind {
+    /// `.f16`, `B` N-major.
+    F16,
+    /// `.bf16`, `B` N-major.
+    Bf16,
+    /// `.tf32` from `f32`, `B` K-major.
+    Tf32,
+}
+
+impl WgKind {
+    /// Whether `B` is N-major (the instruction's `imm-trans-b`): its rows `K`, a row-major
+    /// matrix staged as it is. `tf32` takes `B` K-major only, staged transposed.
+    pub const fn b_n_major(self) -> bool {
+        !matches!(self, WgKind::Tf32)
+    }
+}
+
+macro_rules! elements {
+    ($($ty:ty, $row:literal, $step:literal, $kind:ident, |$v:ident| $value:expr, $b:ident;)*) => {$(
+        impl sealed::WgElement for $ty {}
+        impl WgElement for $ty {
+            const ROW: usize = $row;
+            const STEP: usize = $step;
+            const KIND: WgKind = WgKind::$kind;
+            #[inline(always)]
+            fn value(self) -> f32 {
+                let $v = self;
+                $value
+            }
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn stage_tile<D, X, const B: bool, const R: usize, const C: usize, const THREADS: usize>(
+                dst: &mut D,
+                src: &X,
+                from: [usize; 2],
+            ) where
+                D: Destination<Self>,
+                X: Source<Self>,
+            {
+                elements!(@$b (dst, src, from) stage::<$ty, D, X, $row, R, C, THREADS>(dst, src, from))
+            }
+        }
+    )*};
+    // Both operands in runs of 16 bytes (`B` N-major).
+    (@rows $args:tt $rows:expr) => { $rows };
+    // `B` K-major, transposed as it is staged (`tf32`).
+    (@transposed ($dst:ident, $src:ident, $from:ident) $rows:expr) => {
+        match B {
+            true => stage_transposed::<D, X, R, C, THREADS>($dst, $src, $from),
+            false => $rows,
+        }
+    };
+}
+
+elements! {
+    half::f16, 8, 16, F16, |v| v.to_f32(), rows;
+    half::bf16, 8, 16, Bf16, |v| v.to_f32(), rows;
+    f32, 4, 8, Tf32, |v| f32::from_bits(v.to_bits() & !0x1fff), transposed;
+}
+
+/// A warpgroup accumulator's shape `m64nNkK`: its columns `N`, the depth `K` of one
+/// instruction, and a thread's `N / 2` elements.
 pub trait WgShape: sealed::WgShape + Copy {
     /// The accumulator's columns.
     const N: usize;
+    /// The depth of one instruction: 16 for `f16` and `bf16`, 8 for `tf32`.
+    const K: usize;
     /// A thread's elements, `[f32; N / 2]`.
     type Regs: Copy + AsRef<[f32]> + AsMut<[f32]>;
     /// `Regs` of zeros.
     const ZERO: Self::Regs;
 }
 
+/// The shapes whose instruction multiplies `T`: `m64nNk16` 16-bit elements, `m64nNk8` `f32` as
+/// `tf32`.
+#[diagnostic::on_unimplemented(
+    message = "the warpgroup shape `{Self}` does not multiply `{T}`",
+    label = "no `wgmma` instruction multiplies `{T}` in this shape",
+    note = "`f16` and `bf16` go with the `M64N..K16` shapes, `f32` (as `tf32`) with `M64N..K8`"
+)]
+pub trait WgTakes<T: WgElement>: WgShape {}
+
 mod sealed {
     pub trait WgShape {}
+    pub trait WgElement {}
 }
 
 macro_rules! shapes {
-    ($($name:ident $n:literal $doc:literal;)*) => {$(
+    ($($name:ident $n:literal $k:literal $doc:literal;)*) => {$(
         #[doc = $doc]
         #[derive(Clone, Copy, Debug)]
         pub struct $name;
         impl sealed::WgShape for $name {}
         impl WgShape for $name {
             const N: usize = $n;
+            const K: usize = $k;
             type Regs = [f32; $n / 2];
             const ZERO: Self::Regs = [0.0; $n / 2];
         }
@@ -151,11 +254,29 @@ macro_rules! shapes {
 }
 
 shapes! {
-    M64N8K16 8 "`m64n8k16`: 64 × 16 by 16 × 8, 4 elements a thread.";
-    M64N64K16 64 "`m64n64k16`: 64 × 16 by 16 × 64, 32 elements a thread.";
-    M64N128K16 128 "`m64n128k16`: 64 × 16 by 16 × 128, 64 elements a thread.";
-    M64N256K16 256 "`m64n256k16`: 64 × 16 by 16 × 256, 128 elements a thread.";
+    M64N8K16 8 16 "`m64n8k16`: 64 × 16 by 16 × 8, 4 elements a thread.";
+    M64N64K16 64 16 "`m64n64k16`: 64 × 16 by 16 × 64, 32 elements a thread.";
+    M64N128K16 128 16 "`m64n128k16`: 64 × 16 by 16 × 128, 64 elements a thread.";
+    M64N256K16 256 16 "`m64n256k16`: 64 × 16 by 16 × 256, 128 elements a thread.";
+    M64N8K8 8 8 "`m64n8k8` of `tf32`: 64 × 8 by 8 × 8, 4 elements a thread.";
+    M64N64K8 64 8 "`m64n64k8` of `tf32`: 64 × 8 by 8 × 64, 32 elements a thread.";
+    M64N128K8 128 8 "`m64n128k8` of `tf32`: 64 × 8 by 8 × 128, 64 elements a thread.";
+    M64N256K8 256 8 "`m64n256k8` of `tf32`: 64 × 8 by 8 × 256, 128 elements a thread.";
 }
+
+// Written out, so that a shape that does not take a type lists these in its error.
+impl WgTakes<half::f16> for M64N8K16 {}
+impl WgTakes<half::bf16> for M64N8K16 {}
+impl WgTakes<half::f16> for M64N64K16 {}
+impl WgTakes<half::bf16> for M64N64K16 {}
+impl WgTakes<half::f16> for M64N128K16 {}
+impl WgTakes<half::bf16> for M64N128K16 {}
+impl WgTakes<half::f16> for M64N256K16 {}
+impl WgTakes<half::bf16> for M64N256K16 {}
+impl WgTakes<f32> for M64N8K8 {}
+impl WgTakes<f32> for M64N64K8 {}
+impl WgTakes<f32> for M64N128K8 {}
+impl WgTakes<f32> for M64N256K8 {}
 
 /// The thread's part of a warpgroup's 64 × `S::N` accumulator, in `f32`.
 #[derive(Clone, Copy, Debug)]
@@ -206,16 +327,32 @@ impl<S: WgShape> Default for WgAccumulator<S> {
     }
 }
 
-/// Where element `(m, k)` of a tile of `A` of `M` rows lies in its shared array of 8 columns.
+/// Where element `(m, k)` of a tile of `A` of `M` rows lies in its shared array of `T::ROW`
+/// columns (16 bytes): strips of `T::ROW` columns of `A`, stacked.
 #[inline(always)]
-pub const fn a_place<const M: usize>(m: usize, k: usize) -> [usize; 2] {
-    in_strips::<M>(m, k)
+pub const fn a_place<T: WgElement, const M: usize>(m: usize, k: usize) -> [usize; 2] {
+    in_strips(T::ROW, M, m, k)
 }
 
-/// Where element `(k, n)` of a tile of `B` of `K` rows lies in its shared array of 8 columns.
+/// Where element `(k, n)` of a tile of `B`, `K` rows by `N` columns, lies in its shared array of
+/// `T::ROW` columns: N-major for 16-bit elements, strips of 8 columns of `B` stacked (each `K`
+/// rows, a row of `B`'s a row of the array); K-major for `tf32`, strips of 4 rows of `B`
+/// transposed (each `N` rows, a column of `B`'s a row of the array).
 #[inline(always)]
-pub const fn b_place<const K: usize>(k: usize, n: usize) -> [usize; 2] {
-    in_strips::<K>(k, n)
+pub const fn b_place<T: WgElement, const K: usize, const N: usize>(
+    k: usize,
+    n: usize,
+) -> [usize; 2] {
+    b_at::<T>(k, n, K, N)
+}
+
+/// [`b_place`] in a tile `depth` rows by `width` columns.
+#[inline(always)]
+const fn b_at<T: WgElement>(k: usize, n: usize, depth: usize, width: usize) -> [usize; 2] {
+    match T::KIND.b_n_major() {
+        true => in_strips(T::ROW, depth, k, n),
+        false => in_strips(T::ROW, width, n, k),
+    }
 }
 
 /// The descriptor's strides of a tile of `A` of `M` rows ([`a_place`]), in bytes: from a core
@@ -224,44 +361,47 @@ pub const fn b_place<const K: usize>(k: usize, n: usize) -> [usize; 2] {
 /// `T` elements in 16 bytes.
 #[inline(always)]
 #[cfg_attr(not(target_feature = "sm_90a"), allow(dead_code))] // the GPU's descriptors
-pub(crate) const fn a_strides<const M: usize>() -> (usize, usize) {
-    strides(a_place::<M>(0, 0), a_place::<M>(0, 8), a_place::<M>(8, 0))
+pub(crate) fn a_strides<T: WgElement, const M: usize>() -> (usize, usize) {
+    let at = |m, k| byte_at::<T>(a_place::<T, M>(m, k));
+    strides(at(0, 0), at(0, T::ROW), at(8, 0))
 }
 
-/// The descriptor's strides of a tile of `B` of `K` rows ([`b_place`]), in bytes: from a core
-/// matrix to the next along `K` (leading) and along `N` (stride). `B` is N-major: the canonical
-/// layout without swizzle `((T,1,n),(8,k)):((1,T,SBO),(1T,LBO))`.
+/// The descriptor's strides of a tile of `B`, `depth` rows by `width` columns ([`b_place`]), in
+/// bytes: from a core matrix to the next along `K` (leading) and along `N` (stride). N-major,
+/// the canonical layout without swizzle `((T,1,n),(8,k)):((1,T,SBO),(1T,LBO))`; K-major, as
+/// `A`'s.
 #[inline(always)]
 #[cfg_attr(not(target_feature = "sm_90a"), allow(dead_code))] // the GPU's descriptors
-pub(crate) const fn b_strides<const K: usize>() -> (usize, usize) {
-    strides(b_place::<K>(0, 0), b_place::<K>(8, 0), b_place::<K>(0, 8))
+pub(crate) fn b_strides<T: WgElement>(depth: usize, width: usize) -> (usize, usize) {
+    let at = |k, n| byte_at::<T>(b_at::<T>(k, n, depth, width));
+    let next_k = if T::KIND.b_n_major() { 8 } else { T::ROW };
+    strides(at(0, 0), at(next_k, 0), at(0, 8))
 }
 
-/// The bytes from the core matrix at `origin` to the next along `K` (at `next_k`) and along `M`
-/// or `N` (at `next_mn`).
+/// The bytes from the core matrix at byte `origin` to the next along `K` (at `next_k`) and along
+/// `M` or `N` (at `next_mn`).
 #[inline(always)]
-const fn strides(origin: [usize; 2], next_k: [usize; 2], next_mn: [usize; 2]) -> (usize, usize) {
-    let origin = byte_at(origin);
-    (byte_at(next_k) - origin, byte_at(next_mn) - origin)
+const fn strides(origin: usize, next_k: usize, next_mn: usize) -> (usize, usize) {
+    (next_k - origin, next_mn - origin)
 }
 
-/// The byte of an operand's array, of 16-bit elements and rows of 16 bytes, at `[row, col]`.
+/// The byte of an operand's array, rows of 16 bytes, at `[row, col]`.
 #[inline(always)]
-const fn byte_at([row, col]: [usize; 2]) -> usize {
-    16 * row + 2 * col
+const fn byte_at<T>([row, col]: [usize; 2]) -> usize {
+    16 * row + size_of::<T>() * col
 }
 
-/// Where element `(row, col)` of a tile of `R` rows lies when its strips of 8 columns are
-/// stacked: both operands' layout, `A` by its rows `m`, `B` by its rows `k`.
+/// Where element `(row, col)` lies when strips of `w` columns, `rows` rows each, are stacked:
+/// `A` by its rows `m`, an N-major `B` by its rows `k`, a K-major `B` by its columns `n`.
 #[inline(always)]
-const fn in_strips<const R: usize>(row: usize, col: usize) -> [usize; 2] {
-    [col / 8 * R + row, col % 8]
+const fn in_strips(w: usize, rows: usize, row: usize, col: usize) -> [usize; 2] {
+    [col / w * rows + row, col % w]
 }
 
 /// Starts copying the `M × K` tile of `a` at `from` into `dst`, laid out as `A`'s tile
 /// ([`a_place`]), zeros past `a`'s edges: the block's `THREADS` threads each start their share
-/// of its runs of 8 elements (`cp.async` of 16 bytes where `a`'s rows allow, plain copies
-/// elsewhere). Each thread then commits and waits as after `memcpy_async`.
+/// of its runs of 16 bytes (`cp.async` where `a`'s rows allow, plain copies elsewhere). Each
+/// thread then commits and waits as after `memcpy_async`.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn stage_a<T: WgElement, const M: usize, const K: usize, const THREADS: usize>(
@@ -269,11 +409,12 @@ pub fn stage_a<T: WgElement, const M: usize, const K: usize, const THREADS: usiz
     a: &impl Source<T>,
     from: [usize; 2],
 ) {
-    stage::<T, _, _, M, K, THREADS>(dst, a, from);
+    T::stage_tile::<_, _, false, M, K, THREADS>(dst, a, from);
 }
 
 /// Starts copying the `K × N` tile of `b` at `from` into `dst`, laid out as `B`'s tile
-/// ([`b_place`]), zeros past `b`'s edges, as [`stage_a`] does.
+/// ([`b_place`]), zeros past `b`'s edges, as [`stage_a`] does; for `tf32`, transposed, each
+/// element alone (`cp.async` of 4 bytes).
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn stage_b<T: WgElement, const K: usize, const N: usize, const THREADS: usize>(
@@ -281,61 +422,111 @@ pub fn stage_b<T: WgElement, const K: usize, const N: usize, const THREADS: usiz
     b: &impl Source<T>,
     from: [usize; 2],
 ) {
-    stage::<T, _, _, K, N, THREADS>(dst, b, from);
+    T::stage_tile::<_, _, true, K, N, THREADS>(dst, b, from);
 }
 
-/// The row and the strip of run `r` of a tile of `strips` strips of 8 columns: runs go down 8
-/// rows of a strip, then across the strips, then to the next 8 rows. Each 8 threads of a warp
-/// then write a core matrix, 128 contiguous bytes of shared memory (no two in one bank), and a
-/// warp reads 64 contiguous bytes of each of 8 rows of the matrix (whole sectors).
+/// The row and the strip of run `r` of a tile of `strips` strips: runs go down 8 rows of a
+/// strip, then across the strips, then to the next 8 rows. Each 8 threads of a warp then write
+/// a core matrix, 128 contiguous bytes of shared memory (no two in one bank), and a warp reads
+/// 64 contiguous bytes of each of 8 rows of the matrix (whole sectors).
 #[inline(always)]
 const fn run_at(r: usize, strips: usize) -> (usize, usize) {
     (r / (8 * strips) * 8 + r % 8, r % (8 * strips) / 8)
 }
 
-/// The calling thread's share of the runs of 8 elements of the `R × C` tile of `src` at
-/// `from`, each to its place in `dst` ([`in_strips`]). A tile that lies wholly in `src`, its
-/// rows at multiples of 16 bytes, is checked once and copied run by run with `cp.async` alone;
-/// others run by run, each checked, zeros past the edges.
+/// The calling thread's share of the runs of `W` elements (16 bytes) of the `R × C` tile of
+/// `src` at `from`, each to its place in `dst` ([`in_strips`]). A tile that lies wholly in
+/// `src`, its rows at multiples of 16 bytes, is checked once and copied run by run with
+/// `cp.async` alone; others run by run, each checked, zeros past the edges.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-fn stage<T, D, X, const R: usize, const C: usize, const THREADS: usize>(
+fn stage<T, D, X, const W: usize, const R: usize, const C: usize, const THREADS: usize>(
     dst: &mut D,
     src: &X,
     from: [usize; 2],
 ) where
-    T: Half + AnyBitPattern,
+    T: AnyBitPattern,
     D: Destination<T>,
     X: Source<T>,
 {
     const {
         assert!(
-            R.is_multiple_of(8) && R > 0 && C.is_multiple_of(8) && C > 0,
+            R.is_multiple_of(8) && R > 0 && C.is_multiple_of(W) && C > 0,
             "a tile of whole core matrices"
         )
     };
     let t = crate::pipeline::block_thread::<THREADS>("wgmma::stage");
-    let d0 = crate::pipeline::place_in(dst, src.label(), [0, 0], [R * C / 8, 8], 8);
-    let (aligned, inside) = crate::pipeline::source_place::<T, 8, R, C>(src, from, dst.label());
+    let d0 = crate::pipeline::place_in(dst, src.label(), [0, 0], [R * C / W, W], W);
+    let (aligned, inside) = crate::pipeline::source_place::<T, W, R, C>(src, from, dst.label());
     let cols = src.extent()[1];
     let s0 = src.first().wrapping_add(from[0] * cols + from[1]);
     let place = |r: usize| {
-        let (row, strip) = run_at(r, C / 8);
-        (in_strips::<R>(row, 8 * strip), [row, 8 * strip])
+        let (row, strip) = run_at(r, C / W);
+        (in_strips(W, R, row, W * strip), [row, W * strip])
     };
     if aligned && inside {
-        each_run::<THREADS>(t, R * C / 8, |r| {
+        each_run::<THREADS>(t, R * C / W, |r| {
             let (to, [row, col]) = place(r);
             let (d, s) = (
-                d0.wrapping_add(8 * to[0]),
+                d0.wrapping_add(W * to[0]),
                 s0.wrapping_add(row * cols + col),
             );
-            crate::pipeline::copy_checked_run::<T, 8>(dst, to, d, s);
+            crate::pipeline::copy_checked_run::<T, W>(dst, to, d, s);
         });
     } else {
-        each_run::<THREADS>(t, R * C / 8, |r| {
+        each_run::<THREADS>(t, R * C / W, |r| {
             let (to, [row, col]) = place(r);
-            stage_run(dst, src, to, [from[0] + row, from[1] + col], aligned);
+            stage_run::<T, W>(dst, src, to, [from[0] + row, from[1] + col], aligned);
+        });
+    }
+}
+
+/// The calling thread's share of the `K × N` tile of `f32` `src` at `from`, transposed into a
+/// K-major `B` in `dst` ([`b_place`]), each element alone (`cp.async` of 4 bytes), zeros past
+/// the edges. Each 32 consecutive copies, a warp's, fill one core matrix: `src`'s 8 columns in
+/// 4 rows, 32 contiguous bytes of each, to 128 contiguous bytes of shared memory.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn stage_transposed<D, X, const K: usize, const N: usize, const THREADS: usize>(
+    dst: &mut D,
+    src: &X,
+    from: [usize; 2],
+) where
+    D: Destination<f32>,
+    X: Source<f32>,
+{
+    const {
+        assert!(
+            K.is_multiple_of(4) && K > 0 && N.is_multiple_of(8) && N > 0,
+            "a tile of whole core matrices"
+        )
+    };
+    let t = crate::pipeline::block_thread::<THREADS>("wgmma::stage_b");
+    let d0 = crate::pipeline::place_in(dst, src.label(), [0, 0], [K / 4 * N, 4], 1);
+    let (_, inside) = crate::pipeline::source_place::<f32, 1, K, N>(src, from, dst.label());
+    let [rows, cols] = src.extent();
+    let s0 = src.first().wrapping_add(from[0] * cols + from[1]);
+    // Copy `e`: lane `e % 32` of core matrix `e / 32`, the matrices down `K` first.
+    let place = |e: usize| {
+        let (q, lane) = (e / 32, e % 32);
+        let (k, n) = (q % (K / 4) * 4 + lane / 8, q / (K / 4) * 8 + lane % 8);
+        (in_strips(4, N, n, k), [k, n])
+    };
+    if inside {
+        each_run::<THREADS>(t, K * N, |e| {
+            let (to, [k, n]) = place(e);
+            let (d, s) = (
+                d0.wrapping_add(4 * to[0] + to[1]),
+                s0.wrapping_add(k * cols + n),
+            );
+            crate::pipeline::copy_checked_run::<f32, 1>(dst, to, d, s);
+        });
+    } else {
+        each_run::<THREADS>(t, K * N, |e| {
+            let (to, [k, n]) = place(e);
+            let at = [from[0] + k, from[1] + n];
+            let valid = (at[0] < rows && at[1] < cols) as usize;
+            crate::pipeline::memcpy_async::<f32, 1>(dst, to, src, at, valid);
         });
     }
 }
@@ -357,11 +548,11 @@ fn each_run<const THREADS: usize>(t: usize, runs: usize, mut f: impl FnMut(usize
     }
 }
 
-/// One run of 8 elements from `src[at]` to `dst[to]`, zeros past `src`'s edges: `cp.async`
+/// One run of `W` elements from `src[at]` to `dst[to]`, zeros past `src`'s edges: `cp.async`
 /// where `src`'s rows allow (`aligned`), else plain copies.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-fn stage_run<T: Half + AnyBitPattern>(
+fn stage_run<T: AnyBitPattern, const W: usize>(
     dst: &mut impl Destination<T>,
     src: &impl Source<T>,
     to: [usize; 2],
@@ -370,17 +561,18 @@ fn stage_run<T: Half + AnyBitPattern>(
 ) {
     let [rows, cols] = src.extent();
     let valid = if i < rows {
-        cols.saturating_sub(k).min(8)
+        cols.saturating_sub(k).min(W)
     } else {
         0
     };
     if aligned {
-        crate::pipeline::memcpy_async::<T, 8>(dst, to, src, [i, k], valid);
+        crate::pipeline::memcpy_async::<T, W>(dst, to, src, [i, k], valid);
     } else {
-        for e in 0..8 {
+        for e in 0..W {
             let v = match e < valid {
                 true => src_at(src, [i, k + e]),
-                false => T::from_bits(0),
+                // SAFETY: every bit pattern, zeros too, is a `T` (`AnyBitPattern`).
+                false => unsafe { core::mem::zeroed() },
             };
             dst.put([to[0], to[1] + e], v);
         }
@@ -443,21 +635,22 @@ enum Op {
     Mma,
 }
 
-/// `wgmma.mma_async`, `K / 16` times (`K` up to 128): `d = A · B + d` (or `A · B` where `accumulate` is
-/// false) for the 64 × `K` tile of `A` from row `m` (a multiple of 64) of `sa`, a tile of `A` of
-/// `M` rows and `K` columns laid out as [`a_place`], and the `K` × `S::N` tile of `B` from column
-/// `n` (a multiple of 8) of `sb`, a tile of `B` of `K` rows laid out as [`b_place`]. Every thread
-/// of the warpgroup calls it together, at one place, with the same tiles.
+/// `wgmma.mma_async`, `K / S::K` times (up to 8): `d = A · B + d` (or `A · B` where
+/// `accumulate` is false) for the 64 × `K` tile of `A` from row `m` (a multiple of 64) of `sa`,
+/// a tile of `A` of `M` rows and `K` columns laid out as [`a_place`], and the `K` × `S::N` tile
+/// of `B` from column `n` (a multiple of 8) of `sb`, a tile of `B` of `K` rows laid out as
+/// [`b_place`] (for `tf32`, as wide as `sb` holds). Every thread of the warpgroup calls it
+/// together, at one place, with the same tiles.
 ///
 /// One call issues the whole depth of the staged tiles, its checks made before the first
 /// instruction: the tensor cores then take the instructions back to back.
 ///
 /// # Panics
-/// Where a tile does not lie in its array, or an array is not a shared array of 8 columns
+/// Where a tile does not lie in its array, or an array is not a shared array of 16-byte rows
 /// (a fault of the kernel, as an index out of bounds).
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub fn mma_async<S: WgShape, T: WgElement, const M: usize, const K: usize>(
+pub fn mma_async<S: WgTakes<T>, T: WgElement, const M: usize, const K: usize>(
     d: &mut WgAccumulator<S>,
     sa: &impl Source<T>,
     m: usize,
@@ -467,28 +660,40 @@ pub fn mma_async<S: WgShape, T: WgElement, const M: usize, const K: usize>(
 ) {
     const {
         assert!(
-            M.is_multiple_of(64) && M > 0 && K.is_multiple_of(16) && K > 0 && K <= 128,
-            "A's rows are a multiple of 64, the depth a multiple of 16 up to 128"
+            M.is_multiple_of(64) && M > 0 && K.is_multiple_of(S::K) && K > 0 && K <= 8 * S::K,
+            "A's rows are a multiple of 64, the depth a multiple of the shape's up to 8 of them"
         );
     };
+    let width = b_width::<T, K>(sb);
     let fits = m.is_multiple_of(64)
         && n.is_multiple_of(8)
         && m < M
-        && operand_in(sa, a_place::<M>(m + 63, K - 1))
-        && operand_in(sb, b_place::<K>(K - 1, n + S::N - 1));
+        && (T::KIND.b_n_major() || n + S::N <= width)
+        && operand_in(sa, a_place::<T, M>(m + 63, K - 1))
+        && operand_in(sb, b_at::<T>(K - 1, n + S::N - 1, K, width));
     if !fits {
         crate::fault::misplaced_operands(sa.label(), sb.label());
     }
-    imp::mma::<S, T, M, K>(d, (sa, m), (sb, n), accumulate);
+    imp::mma::<S, T, M, K>(d, (sa, m), (sb, n, width), accumulate);
 }
 
-/// Whether `x` is a shared array of 8 columns, from a multiple of 16 bytes (as a descriptor
-/// addresses it), that holds `last`.
+/// The columns of the tile of `B`, `K` deep, that `sb` holds where it is K-major (`tf32`): its
+/// rows over its strips (the column count does not matter to an N-major `B`: 0).
 #[inline(always)]
-fn operand_in<T>(x: &impl Source<T>, [row, _]: [usize; 2]) -> bool {
+fn b_width<T: WgElement, const K: usize>(sb: &impl Source<T>) -> usize {
+    match T::KIND.b_n_major() {
+        true => 0,
+        false => sb.extent()[0] / (K / T::ROW),
+    }
+}
+
+/// Whether `x` is a shared array of rows of 16 bytes, from a multiple of 16 bytes (as a
+/// descriptor addresses it), that holds `last`.
+#[inline(always)]
+fn operand_in<T: WgElement>(x: &impl Source<T>, [row, _]: [usize; 2]) -> bool {
     let [rows, cols] = x.extent();
     let first = x.first() as *const u8;
-    cols == 8
+    cols == T::ROW
         && row < rows
         && crate::pipeline::in_shared(first)
         && crate::pipeline::shared_offset(first).is_multiple_of(16)
@@ -510,10 +715,10 @@ mod imp {
     }
 
     #[inline(always)]
-    pub(super) fn mma<S: WgShape, T: Half, const M: usize, const K: usize>(
+    pub(super) fn mma<S: WgShape, T: WgElement, const M: usize, const K: usize>(
         _: &mut WgAccumulator<S>,
         _: (&impl Source<T>, usize),
-        _: (&impl Source<T>, usize),
+        _: (&impl Source<T>, usize, usize),
         _: bool,
     ) {
         crate::fault::trap()
@@ -568,50 +773,77 @@ mod tests {
         assert_eq!(seen, all);
     }
 
+    /// Asserts that the `n` elements at `place(0)`, `place(1)`, .. lie `step` bytes apart.
+    fn assert_steps<T>(n: usize, step: usize, place: impl Fn(usize) -> [usize; 2]) {
+        for i in 0..n {
+            assert_eq!(byte_at::<T>(place(i)), byte_at::<T>(place(0)) + step * i);
+        }
+    }
+
     #[test]
     fn the_descriptors_describe_the_operands_as_laid_out() {
+        type H = half::f16;
         // The canonical layouts without swizzle: within a core matrix, A's row (one m) holds 8
-        // consecutive k and B's row (one k) 8 consecutive n, the rows 16 bytes apart.
-        for k in 0..8 {
-            assert_eq!(
-                byte_at(a_place::<128>(3, k)),
-                byte_at(a_place::<128>(3, 0)) + 2 * k
-            );
-            assert_eq!(
-                byte_at(b_place::<64>(5, k)),
-                byte_at(b_place::<64>(5, 0)) + 2 * k
-            );
-            assert_eq!(
-                byte_at(a_place::<128>(k, 2)),
-                byte_at(a_place::<128>(0, 2)) + 16 * k
-            );
-            assert_eq!(
-                byte_at(b_place::<64>(k, 3)),
-                byte_at(b_place::<64>(0, 3)) + 16 * k
-            );
-        }
+        // consecutive k and an N-major B's row (one k) 8 consecutive n, the rows 16 bytes apart.
+        assert_steps::<H>(8, 2, |k| a_place::<H, 128>(3, k));
+        assert_steps::<H>(8, 2, |n| b_place::<H, 64, 8>(5, n));
+        assert_steps::<H>(8, 16, |m| a_place::<H, 128>(m, 2));
+        assert_steps::<H>(8, 16, |k| b_place::<H, 64, 8>(k, 3));
         // A, K-major: the next 8 k a strip of M rows on, the next 8 m a core matrix on.
-        assert_eq!(a_strides::<64>(), (16 * 64, 128));
-        assert_eq!(a_strides::<128>(), (16 * 128, 128));
+        assert_eq!(a_strides::<H, 64>(), (16 * 64, 128));
+        assert_eq!(a_strides::<H, 128>(), (16 * 128, 128));
         // B, N-major: the next 8 k a core matrix on, the next 8 n a strip of K rows on.
-        assert_eq!(b_strides::<16>(), (128, 16 * 16));
-        assert_eq!(b_strides::<64>(), (128, 16 * 64));
+        assert_eq!(b_strides::<H>(16, 0), (128, 16 * 16));
+        assert_eq!(b_strides::<H>(64, 0), (128, 16 * 64));
         // Every core matrix, not only the first, lies where the strides put it.
-        let (lead, stride) = b_strides::<64>();
-        assert_eq!(byte_at(b_place::<64>(40, 24)), 5 * lead + 3 * stride);
-        let (lead, stride) = a_strides::<128>();
-        assert_eq!(byte_at(a_place::<128>(72, 48)), 6 * lead + 9 * stride);
+        let (lead, stride) = b_strides::<H>(64, 0);
+        assert_eq!(
+            byte_at::<H>(b_place::<H, 64, 8>(40, 24)),
+            5 * lead + 3 * stride
+        );
+        let (lead, stride) = a_strides::<H, 128>();
+        assert_eq!(
+            byte_at::<H>(a_place::<H, 128>(72, 48)),
+            6 * lead + 9 * stride
+        );
+    }
+
+    #[test]
+    fn tf32_operands_are_k_major_both() {
+        // A core matrix's row: 4 consecutive k of one m of A, of one n of B; rows 16 bytes apart.
+        assert_steps::<f32>(4, 4, |k| a_place::<f32, 64>(3, k));
+        assert_steps::<f32>(4, 4, |k| b_place::<f32, 32, 128>(k, 5));
+        assert_steps::<f32>(8, 16, |m| a_place::<f32, 64>(m, 1));
+        assert_steps::<f32>(8, 16, |n| b_place::<f32, 32, 128>(2, n));
+        // The next 4 k a strip on (of M rows of A, of N rows of B), the next 8 rows a core
+        // matrix on: ((8,m),(T,2)):((1T,SBO),(1,LBO)) for both.
+        assert_eq!(a_strides::<f32, 128>(), (16 * 128, 128));
+        assert_eq!(b_strides::<f32>(32, 128), (16 * 128, 128));
+        let (lead, stride) = b_strides::<f32>(32, 128);
+        assert_eq!(
+            byte_at::<f32>(b_place::<f32, 32, 128>(12, 40)),
+            3 * lead + 5 * stride
+        );
+        // Truncated to tf32: the low 13 bits of the mantissa dropped.
+        assert_eq!(
+            (1.0f32 + 1.0 / 1024.0 + 1.0 / 2048.0).value(),
+            1.0 + 1.0 / 1024.0
+        );
+        assert_eq!((-1.0f32 - 1.0 / 4096.0).value(), -1.0);
     }
 
     #[test]
     fn operands_lie_in_strips_of_eight_columns() {
         // A of 128 rows: column 19 is column 3 of strip 2, rows 256 on.
-        assert_eq!(a_place::<128>(5, 19), [261, 3]);
+        assert_eq!(a_place::<half::f16, 128>(5, 19), [261, 3]);
         // B of 64 rows: column 21 is column 5 of strip 2, rows 128 on.
-        assert_eq!(b_place::<64>(19, 21), [147, 5]);
+        assert_eq!(b_place::<half::f16, 64, 32>(19, 21), [147, 5]);
         // Each row of a strip is 16 bytes of a core matrix: 8 consecutive elements along K of A,
         // along N of B.
-        assert_eq!(a_place::<64>(0, 8), [64, 0]);
-        assert_eq!(b_place::<16>(1, 7), [1, 7]);
+        assert_eq!(a_place::<half::f16, 64>(0, 8), [64, 0]);
+        assert_eq!(b_place::<half::f16, 16, 8>(1, 7), [1, 7]);
+        // tf32: strips of 4 columns; B transposed, a row of the array a column of B.
+        assert_eq!(a_place::<f32, 64>(5, 9), [133, 1]);
+        assert_eq!(b_place::<f32, 32, 128>(9, 21), [277, 1]);
     }
 }

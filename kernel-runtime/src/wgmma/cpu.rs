@@ -116,27 +116,28 @@ fn warp() -> u32 {
 
 /// The thread's elements of `d = A · B (+ d)`, the `K` products of each added in order.
 #[track_caller]
-pub(super) fn mma<S: WgShape, T: Half, const M: usize, const K: usize>(
+pub(super) fn mma<S: WgShape, T: WgElement, const M: usize, const K: usize>(
     d: &mut WgAccumulator<S>,
     (sa, m): (&impl Source<T>, usize),
-    (sb, n): (&impl Source<T>, usize),
+    (sb, n, width): (&impl Source<T>, usize, usize),
     accumulate: bool,
 ) {
     meet(Op::Mma, [m, n, M, K]);
     let t = crate::ctx::block_dim().flatten(crate::ctx::thread_idx()) as usize;
+    let b = |k, n| b_at::<T>(k, n, K, width);
     if crate::cpu::launch::tls::block().shared_shadow.is_some() {
         if t.is_multiple_of(WARP_SIZE as usize) {
-            in_flight::<S, T, M, K>((sa, m), (sb, n));
+            in_flight::<S, T, M, K>((sa, m), (sb, n, width));
         }
-        reads::<S, T, M, K>(t, (sa, m), (sb, n));
+        reads::<S, T, M, K>(t, (sa, m), (sb, n, width));
     }
     for (e, x) in d.x.as_mut().iter_mut().enumerate() {
         let [r, c] = WgAccumulator::<S>::place(t, e);
         let mut sum = if accumulate { *x } else { 0.0 };
         for k in 0..K {
-            let a = src_at(sa, a_place::<M>(m + r, k));
-            let b = src_at(sb, b_place::<K>(k, n + c));
-            sum += a.widen() * b.widen();
+            let a = src_at(sa, a_place::<T, M>(m + r, k));
+            let b = src_at(sb, b(k, n + c));
+            sum += a.value() * b.value();
         }
         *x = sum;
     }
@@ -145,22 +146,22 @@ pub(super) fn mma<S: WgShape, T: Half, const M: usize, const K: usize>(
 /// Checked mode's record of what thread `t`'s elements of the product read, each element of
 /// the operands once: its two rows of `A` and its `S::N / 4` columns of `B`.
 #[track_caller]
-fn reads<S: WgShape, T: Half, const M: usize, const K: usize>(
+fn reads<S: WgShape, T: WgElement, const M: usize, const K: usize>(
     t: usize,
     (sa, m): (&impl Source<T>, usize),
-    (sb, n): (&impl Source<T>, usize),
+    (sb, n, width): (&impl Source<T>, usize, usize),
 ) {
     // Loops, not closures: each read's line is the caller's.
     let place = |e| WgAccumulator::<S>::place(t, e);
     for r in [place(0)[0], place(2)[0]] {
         for k in 0..K {
-            sa.read(a_place::<M>(m + r, k));
+            sa.read(a_place::<T, M>(m + r, k));
         }
     }
     for e in (0..S::N / 2).step_by(4) {
         for c in [place(e)[1], place(e + 1)[1]] {
             for k in 0..K {
-                sb.read(b_place::<K>(k, n + c));
+                sb.read(b_at::<T>(k, n + c, K, width));
             }
         }
     }
@@ -168,22 +169,24 @@ fn reads<S: WgShape, T: Half, const M: usize, const K: usize>(
 
 /// Checked mode's record of the warp's product of the 64 × `K` tile of `A` from row `m` of `sa`
 /// and the `K` × `S::N` tile of `B` from column `n` of `sb`: the shared memory it reads, a run
-/// of 16-byte rows from each strip of 8 columns of `A`, and the strips of `B`, in flight until
-/// the warp waits for it.
+/// of 16-byte rows from each strip of `A`, and of `B` the strips it crosses (N-major) or a run
+/// of each (K-major), in flight until the warp waits for it.
 #[track_caller]
-fn in_flight<S: WgShape, T: Half, const M: usize, const K: usize>(
+fn in_flight<S: WgShape, T: WgElement, const M: usize, const K: usize>(
     (sa, m): (&impl Source<T>, usize),
-    (sb, n): (&impl Source<T>, usize),
+    (sb, n, width): (&impl Source<T>, usize, usize),
 ) {
-    let row = 8 * size_of::<T>();
     let offset = |first: *const T| crate::pipeline::shared_offset(first as *const u8);
     let (a0, b0) = (offset(sa.first()), offset(sb.first()));
-    let a = (0..K / 8).map(|s| {
-        let first = a0 + (s * M + m) * row;
-        (first, first + 64 * row)
-    });
-    let b = b0 + n / 8 * K * row;
-    let bytes = a.chain([(b, b + S::N / 8 * K * row)]);
+    let run = |base: usize, row: usize, rows: usize| (base + 16 * row, base + 16 * (row + rows));
+    let strips = K / T::ROW;
+    let a = (0..strips).map(move |s| run(a0, a_place::<T, M>(m, s * T::ROW)[0], 64));
+    let b: Vec<_> = match T::KIND.b_n_major() {
+        true => vec![run(b0, b_at::<T>(0, n, K, width)[0], S::N / 8 * K)],
+        false => (0..strips)
+            .map(|s| run(b0, b_at::<T>(s * T::ROW, n, K, width)[0], S::N))
+            .collect(),
+    };
     let at = Location::caller();
-    with_warpgroups(|w| w.start(warp(), who().interval, bytes, at));
+    with_warpgroups(|w| w.start(warp(), who().interval, a.chain(b), at));
 }

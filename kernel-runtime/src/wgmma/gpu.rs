@@ -2,7 +2,6 @@
 //! memory described to the tensor cores by 64-bit matrix descriptors.
 
 use super::*;
-use crate::wmma::Kind;
 
 /// A matrix descriptor without swizzle: the operand's start, and the bytes from one core
 /// matrix to the next along `K` (`leading`) and along `M` or `N` (`stride`), each in units of
@@ -50,10 +49,11 @@ macro_rules! regs {
     (@next $i:literal) => { ", {}" };
 }
 
-/// `wgmma.mma_async.sync.aligned.SHAPE.f32.T.T` of the accumulator's registers `$x[$i]`, the
-/// descriptors `$da` and `$db`, `B` N-major.
+/// `wgmma.mma_async.sync.aligned.m64nNkK.f32.T.T` of the accumulator's registers `$x[$i]`, the
+/// descriptors `$da` and `$db`, and the instruction's last operands `$tail` (the scales of `A`
+/// and `B`, and for 16-bit types whether each is transposed).
 macro_rules! wgmma {
-    ($shape:literal, $ty:literal, $x:expr, $da:expr, $db:expr, $acc:expr; $($i:literal)*) => {
+    ($n:literal, $k:literal, $ty:literal, $tail:literal, $x:expr, $da:expr, $db:expr, $acc:expr; $($i:literal)*) => {
         // SAFETY: the descriptors name tiles in the block's shared memory (checked by the
         // caller); the warpgroup's threads meeting here is the caller's contract. Not `nomem`:
         // the tensor cores read shared memory.
@@ -61,8 +61,8 @@ macro_rules! wgmma {
             core::arch::asm!(
                 // One line: the PTX's lines that start with `.` are its directives.
                 concat!("{{ .reg .pred p; setp.ne.b32 p, {acc}, 0; ",
-                    "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $ty, ".", $ty,
-                    " {{", regs!($($i)*), "}}, {da}, {db}, p, 1, 1, 0, 1; }}"),
+                    "wgmma.mma_async.sync.aligned.m64n", $n, "k", $k, ".f32.", $ty, ".", $ty,
+                    " {{", regs!($($i)*), "}}, {da}, {db}, p, ", $tail, "; }}"),
                 $(inout(reg32) $x[$i],)*
                 da = in(reg64) $da,
                 db = in(reg64) $db,
@@ -73,21 +73,23 @@ macro_rules! wgmma {
     };
 }
 
-/// One shape's instruction, for each operand type.
+/// One width's instruction, for each operand type: `A` K-major, `B` N-major for 16-bit types
+/// (`imm-trans-b` 1), K-major for `tf32` (which takes no transpose operands).
 macro_rules! shape {
-    ($shape:literal, $kind:expr, $x:expr, $da:expr, $db:expr, $acc:expr; $($i:literal)*) => {
+    ($n:literal, $kind:expr, $x:expr, $da:expr, $db:expr, $acc:expr; $($i:literal)*) => {
         match $kind {
-            Kind::Bf16 => wgmma!($shape, "bf16", $x, $da, $db, $acc; $($i)*),
-            _ => wgmma!($shape, "f16", $x, $da, $db, $acc; $($i)*),
+            WgKind::F16 => wgmma!($n, "16", "f16", "1, 1, 0, 1", $x, $da, $db, $acc; $($i)*),
+            WgKind::Bf16 => wgmma!($n, "16", "bf16", "1, 1, 0, 1", $x, $da, $db, $acc; $($i)*),
+            WgKind::Tf32 => wgmma!($n, "8", "tf32", "1, 1", $x, $da, $db, $acc; $($i)*),
         }
     };
 }
 
 #[inline(always)]
-pub(super) fn mma<S: WgShape, T: Half, const M: usize, const K: usize>(
+pub(super) fn mma<S: WgShape, T: WgElement, const M: usize, const K: usize>(
     d: &mut WgAccumulator<S>,
     (sa, m): (&impl Source<T>, usize),
-    (sb, n): (&impl Source<T>, usize),
+    (sb, n, width): (&impl Source<T>, usize, usize),
     accumulate: bool,
 ) {
     let x = d.x.as_mut();
@@ -95,41 +97,39 @@ pub(super) fn mma<S: WgShape, T: Half, const M: usize, const K: usize>(
     // Straight-line steps, so that the accumulator's elements stay in registers.
     macro_rules! steps {
         ($($step:literal)*) => {
-            $( if $step < K / 16 {
-                issue::<S, T, M, K>(x, (a, m), (b, n), $step, accumulate || $step > 0)
+            $( if $step < K / S::K {
+                issue::<S, T, M, K>(x, (a, m), (b, n, width), $step, accumulate || $step > 0)
             } )*
         };
     }
     steps!(0 1 2 3 4 5 6 7);
 }
 
-/// The instruction of `k16` step `step`: the tiles of `A` from row `m` of the array at `a` and
-/// of `B` from column `n` of the array at `b`.
+/// The instruction of step `step` (`S::K` deep): the tiles of `A` from row `m` of the array at
+/// `a` and of `B` from column `n` of the array at `b`, `width` columns wide where K-major.
 #[inline(always)]
-fn issue<S: WgShape, T: Half, const M: usize, const K: usize>(
+fn issue<S: WgShape, T: WgElement, const M: usize, const K: usize>(
     x: &mut [f32],
     (a, m): (*const u8, usize),
-    (b, n): (*const u8, usize),
+    (b, n, width): (*const u8, usize, usize),
     step: usize,
     accumulate: bool,
 ) {
-    // A, K-major: the 8-row core matrices of a strip 16 bytes a row apart, the strips `M` rows
-    // apart. B, N-major: its rows 16 bytes apart, the strips of 8 columns `K` rows apart.
-    let a0 = a_place::<M>(m, 16 * step)[0];
-    let b0 = b_place::<K>(16 * step, n)[0];
-    let ((a_lead, a_stride), (b_lead, b_stride)) = (a_strides::<M>(), b_strides::<K>());
+    let k = S::K * step;
+    let (a0, b0) = (a_place::<T, M>(m, k)[0], b_at::<T>(k, n, K, width)[0]);
+    let ((a_lead, a_stride), (b_lead, b_stride)) = (a_strides::<T, M>(), b_strides::<T>(K, width));
     let da = descriptor(a.wrapping_add(16 * a0), a_lead, a_stride);
     let db = descriptor(b.wrapping_add(16 * b0), b_lead, b_stride);
     let acc = accumulate as u32;
     match S::N {
-        8 => shape!("m64n8k16", T::KIND, x, da, db, acc; 0 1 2 3),
-        64 => shape!("m64n64k16", T::KIND, x, da, db, acc;
+        8 => shape!("8", T::KIND, x, da, db, acc; 0 1 2 3),
+        64 => shape!("64", T::KIND, x, da, db, acc;
             0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31),
-        128 => shape!("m64n128k16", T::KIND, x, da, db, acc;
+        128 => shape!("128", T::KIND, x, da, db, acc;
             0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
             32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60
             61 62 63),
-        _ => shape!("m64n256k16", T::KIND, x, da, db, acc;
+        _ => shape!("256", T::KIND, x, da, db, acc;
             0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
             32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60
             61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89
