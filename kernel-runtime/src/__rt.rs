@@ -49,7 +49,7 @@ pub use crate::{
         WholeRow,
     },
     cpu::check::{NoRecord, SpanRecord},
-    cpu::elementwise::{elementwise, SharedPtr},
+    cpu::elementwise::elementwise,
     cpu::exec::{all_exited, BlockRun},
     cpu::fault::KernelFault,
     cpu::launch::enter_thread,
@@ -58,6 +58,7 @@ pub use crate::{
     cpu::rows::Span,
     cpu::sched::warp::each_lane,
     cpu::slots::{flags, Slots},
+    cpu::tasks::SharedPtr,
     fault::foreign_without_cpu_body,
     host::args::{Args, KernelArgs, Views},
     host::elementwise::{

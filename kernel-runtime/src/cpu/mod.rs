@@ -63,4 +63,5 @@ pub(crate) mod sched;
 pub(crate) mod serial;
 pub(crate) mod slots;
 pub(crate) mod strided;
+pub(crate) mod tasks;
 pub(crate) mod unwritten;

@@ -2,7 +2,9 @@
 //! results folded in order, so that a run gives the same value every time, whatever the
 //! threads.
 
-use rayon::prelude::*;
+use super::elementwise::message;
+use super::fault::{describe_panic, KernelFault, KernelPanics};
+use super::tasks::SharedPtr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Elements per chunk.
@@ -16,13 +18,21 @@ where
     F: Fn(T, T) -> T + Sync,
 {
     let fold = |c: &[T]| {
-        let _panics = crate::cpu::fault::KernelPanics::begin();
+        let _panics = KernelPanics::begin();
         catch_unwind(AssertUnwindSafe(|| c.iter().copied().reduce(&op)))
-            .map_err(crate::cpu::fault::describe_panic)
+            .map_err(|payload| KernelFault::Message(describe_panic(payload)))
     };
-    let parts: Vec<Option<T>> = xs.par_chunks(CHUNK).map(fold).collect::<Result<_, _>>()?;
+    let mut parts: Vec<Option<T>> = vec![None; xs.len().div_ceil(CHUNK)];
+    let slots = SharedPtr(parts.as_mut_ptr());
+    let chunk = |c: usize| {
+        let folded = fold(&xs[c * CHUNK..((c + 1) * CHUNK).min(xs.len())])?;
+        // SAFETY: slot `c` is this task's alone, in `parts`, which outlives the tasks.
+        unsafe { slots.slice(c, 1)[0] = folded };
+        Ok(())
+    };
+    super::tasks::run(parts.len(), &chunk).map_err(message)?;
     let parts: Vec<T> = parts.into_iter().flatten().collect();
-    fold(&parts)
+    fold(&parts).map_err(message)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use super::{Geometry, Point};
 use crate::cpu::check::{self, StencilAt};
 use crate::cpu::fault::{describe_panic, KernelFault, KernelPanics};
-use rayon::prelude::*;
+use crate::cpu::tasks::{self, SharedPtr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Columns per task of a long row (a 1-D array is one row).
@@ -27,27 +27,32 @@ pub fn rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync + Copy>
     if out.is_empty() || m == 0 {
         return Ok(());
     }
+    let (rows, cells) = (out.len() / m, SharedPtr(out.as_mut_ptr()));
     if m > CHUNK {
         // Long rows: each in segments of its own.
-        return out.par_chunks_mut(m).enumerate().try_for_each(|(r, row)| {
-            row.par_chunks_mut(CHUNK)
-                .enumerate()
-                .try_for_each(|(c, seg)| {
-                    guarded(|| segment_wide(g, r, c * CHUNK, seg, args, f, border))
-                })
-        });
+        let per_row = m.div_ceil(CHUNK);
+        let task = |t: usize| {
+            let (r, c) = (t / per_row, t % per_row * CHUNK);
+            // SAFETY: the segment lies in row `r` of `out`, and no other task's does.
+            let seg = unsafe { cells.slice(r * m + c, CHUNK.min(m - c)) };
+            guarded(|| segment_wide(g, r, c, seg, args, f, border))
+        };
+        return tasks::run(rows * per_row, &task);
     }
     // Short rows: as many to a task as make a segment's worth, their faults caught once.
     let per_task = CHUNK / m;
-    out.par_chunks_mut(m * per_task)
-        .enumerate()
-        .try_for_each(|(t, rows)| {
-            guarded(|| {
-                for (k, row) in rows.chunks_mut(m).enumerate() {
-                    segment_wide(g, t * per_task + k, 0, row, args, f, border);
-                }
-            })
+    let task = |t: usize| {
+        let first = t * per_task;
+        let count = per_task.min(rows - first);
+        // SAFETY: the task's rows of `out`, which no other task's overlap.
+        let rows = unsafe { cells.slice(first * m, count * m) };
+        guarded(|| {
+            for (k, row) in rows.chunks_mut(m).enumerate() {
+                segment_wide(g, first + k, 0, row, args, f, border);
+            }
         })
+    };
+    tasks::run(rows.div_ceil(per_task), &task)
 }
 
 /// [`rows`] in checked mode, where `f` tests its reads, over arrays of `rank` axes: a task per
@@ -69,16 +74,17 @@ pub fn checked_rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync
         }
         f(args, p)
     };
-    // An array with no column has no element: `max` only keeps the chunks' size valid.
-    out.par_chunks_mut(g.shape[2].max(1))
-        .enumerate()
-        .map(|(r, row)| {
-            let run = guarded(|| segment(g, r, 0, row, args, f, border));
-            at(None);
-            run
-        })
-        .find_first(Result::is_err)
-        .unwrap_or(Ok(()))
+    // An array with no column has no element: `max` only keeps the rows' length valid.
+    let m = g.shape[2].max(1);
+    let cells = SharedPtr(out.as_mut_ptr());
+    let task = |r: usize| {
+        // SAFETY: row `r` of `out`, which no other task touches.
+        let row = unsafe { cells.slice(r * m, m) };
+        let run = guarded(|| segment(g, r, 0, row, args, f, border));
+        at(None);
+        run
+    };
+    tasks::run(out.len() / m, &task)
 }
 
 /// Runs `work`, a fault in it its error, a panic its message.
