@@ -1171,6 +1171,10 @@ fn warpgroup_hazards(hazard: u32, out: &mut Array2<f32>) {
         mma_async::<M64N8K16, f16, 64, 16>(&mut acc, &sa, 0, &sb, 0, false); // wgmma: product
     }
     commit_group();
+    if hazard == 6 {
+        // 6: the accumulator read while its product may still write it.
+        acc.for_each(t, |at, x| out[at] = *x); // wgmma: early
+    }
     sync_threads();
     if hazard == 2 {
         // 2: an operand written while the product may still read it, after a barrier.
@@ -1235,4 +1239,9 @@ fn warpgroup_products_in_flight_and_apart_are_reported() {
     // Warp 3 returned: the block ends with its warpgroup's operations uncalled.
     let err = run(5).unwrap_err().to_string();
     assert_mentions(&err, &["wgmma::fence", "warp 3 of its warpgroup does not"]);
+
+    // The accumulator read before the wait for its product.
+    let err = run(6).unwrap_err().to_string();
+    let early = format!("{THIS_FILE}:{}", line_of("// wgmma: early"));
+    assert_mentions(&err, &["WgAccumulator::for_each", &early, "wait_group"]);
 }

@@ -41,7 +41,7 @@
 //! # The accumulator
 //!
 //! Thread `t` of the warpgroup (warp `w = t / 32`, `g = t % 32 / 4`, `q = t % 4`) holds
-//! `x[i]` at row `16 w + g + 8 (i / 2 % 2)`, column `8 (i / 4) + 2 q + i % 2`: per warp, the
+//! element `i` at row `16 w + g + 8 (i / 2 % 2)`, column `8 (i / 4) + 2 q + i % 2`: per warp, the
 //! layout of `mma_sync`'s accumulator, `N / 8` of them side by side. [`WgAccumulator::place`]
 //! gives it.
 //!
@@ -56,8 +56,8 @@
 //! 2. [`fence`], then the `mma_async` calls of a group, then [`commit_group`];
 //! 3. [`wait_group::<N>`](wait_group): at most the `N` latest groups still run. A tile may be
 //!    written again once the groups that read it are done; the accumulator is read after
-//!    `wait_group::<0>`. (ptxas keeps a read of an accumulator in flight correct, at the cost of
-//!    waiting there.)
+//!    the wait for its last product's group (the PTX ISA makes an earlier read undefined).
+//!    Its elements are reached through [`WgAccumulator::for_each`] alone.
 //!
 //! The CPU backend multiplies at the call, so what it computes does not depend on these steps.
 //! It checks that each is called as the GPU needs: in a block of whole warpgroups, by all 32
@@ -67,7 +67,8 @@
 //! as the threads' reads, in flight until the warp's `wait_group` lets their group go: a write
 //! to a tile before then ([`Finding::OperandInFlight`](crate::Finding::OperandInFlight)), or
 //! by another warp before the barrier after it, is reported, as are tiles read before the
-//! barrier that orders their staging (a data race) and tiles nothing wrote.
+//! barrier that orders their staging (a data race), tiles nothing wrote, and an accumulator
+//! read before the wait for its last product.
 //!
 //! # Where it runs
 //!
@@ -278,25 +279,41 @@ impl WgTakes<f32> for M64N64K8 {}
 impl WgTakes<f32> for M64N128K8 {}
 impl WgTakes<f32> for M64N256K8 {}
 
-/// The thread's part of a warpgroup's 64 × `S::N` accumulator, in `f32`.
+/// The thread's part of a warpgroup's 64 × `S::N` accumulator, in `f32`. Its elements are
+/// the tensor cores' until the warp waits for the group of the last product into it
+/// ([`wait_group`]): [`for_each`](Self::for_each) before then is undefined on a GPU, and checked
+/// mode stops the kernel there.
 #[derive(Clone, Copy, Debug)]
 pub struct WgAccumulator<S: WgShape> {
     /// The thread's elements (see [`place`](Self::place)).
-    pub x: S::Regs,
+    pub(crate) x: S::Regs,
+    /// Checked mode: the group of the last product into it, while the warp may not have waited
+    /// for it.
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub(crate) group: Option<u32>,
 }
 
 impl<S: WgShape> WgAccumulator<S> {
     /// An accumulator of zeros.
     #[inline(always)]
     pub fn new() -> Self {
-        WgAccumulator { x: S::ZERO }
+        WgAccumulator {
+            x: S::ZERO,
+            #[cfg(not(target_arch = "nvptx64"))]
+            group: None,
+        }
     }
 
     /// Calls `f` with the row and column of each of thread `t`'s elements (see
     /// [`place`](Self::place)) and the element, as straight-line code: on a GPU the elements
     /// stay in registers, where a loop the compiler leaves rolled would index them in memory.
+    /// Call it once the warp has waited for the accumulator's last product ([`wait_group`]), or
+    /// before any product.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub fn for_each(&mut self, t: usize, mut f: impl FnMut([usize; 2], &mut f32)) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        imp::settled(&mut self.group);
         let x = self.x.as_mut();
         macro_rules! upto {
             ($($i:literal)*) => { $( if $i < x.len() { f(Self::place(t, $i), &mut x[$i]) } )* };

@@ -109,6 +109,23 @@ fn in_warpgroup(op: Op, step: Step) {
     }
 }
 
+/// Checked mode's test of a read of an accumulator whose last product is of `group`: the warp
+/// must have waited for it; the accumulator is then its own again.
+#[track_caller]
+pub(super) fn settled(group: &mut Option<u32>) {
+    let Some(g) = *group else { return };
+    let warp = warp();
+    if with_warpgroups(|w| w.waited_for(warp, g)) == Some(false) {
+        raise_with_coordinates(format!(
+            "WgAccumulator::for_each at {} in warp {warp}: the accumulator's last product, of \
+             the warp's group {g}, may still be writing it (on a GPU its registers are the \
+             tensor cores' until then): call wgmma::wait_group for that group first",
+            Location::caller()
+        ));
+    }
+    *group = None;
+}
+
 /// The running thread's warp in its block.
 fn warp() -> u32 {
     crate::ctx::block_dim().flatten(crate::ctx::thread_idx()) / WARP_SIZE
@@ -123,6 +140,7 @@ pub(super) fn mma<S: WgShape, T: WgElement, const M: usize, const K: usize>(
     accumulate: bool,
 ) {
     meet(Op::Mma, [m, n, M, K]);
+    d.group = with_warpgroups(|w| w.open_of(warp()));
     let t = crate::ctx::block_dim().flatten(crate::ctx::thread_idx()) as usize;
     let b = |k, n| b_at::<T>(k, n, K, width);
     if crate::cpu::launch::tls::block().shared_shadow.is_some() {

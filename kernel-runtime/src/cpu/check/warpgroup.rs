@@ -68,11 +68,13 @@ struct Log {
     done: [u64; WARPS],
 }
 
-/// The block's warpgroup products in flight, each warp's open group, and each warpgroup's log.
+/// The block's warpgroup products in flight, each warp's open group and the groups it has
+/// waited for (those below), and each warpgroup's log.
 #[derive(Debug, Default)]
 pub(crate) struct Warpgroups {
     flights: Vec<Flight>,
     open: Vec<u32>,
+    waited: Vec<u32>,
     logs: Vec<Log>,
 }
 
@@ -82,6 +84,7 @@ impl Warpgroups {
         Warpgroups {
             flights: Vec::new(),
             open: Vec::new(),
+            waited: Vec::new(),
             logs: Vec::new(),
         }
     }
@@ -90,6 +93,7 @@ impl Warpgroups {
     pub(crate) fn clear(&mut self) {
         self.flights.clear();
         self.open.clear();
+        self.waited.clear();
         self.logs.clear();
     }
 
@@ -138,14 +142,24 @@ impl Warpgroups {
                 f.waited = Some(interval);
             }
         }
+        let done = open.saturating_sub(latest);
+        self.waited[warp as usize] = self.waited[warp as usize].max(done);
     }
 
-    fn open_of(&mut self, warp: u32) -> u32 {
+    /// The group that warp `warp`'s next product joins.
+    pub(crate) fn open_of(&mut self, warp: u32) -> u32 {
         let w = warp as usize;
         if self.open.len() <= w {
             self.open.resize(w + 1, 0);
+            self.waited.resize(w + 1, 0);
         }
         self.open[w]
+    }
+
+    /// Whether warp `warp` has waited for its group `group`.
+    pub(crate) fn waited_for(&mut self, warp: u32, group: u32) -> bool {
+        self.open_of(warp);
+        group < self.waited[warp as usize]
     }
 
     /// Warp `warp` calls `step`: where another warp of its warpgroup called a different
@@ -216,6 +230,8 @@ mod tests {
         // A later product forgets it.
         w.start(1, 3, [], at);
         assert!(w.flights.is_empty());
+        // The group of the first product was waited for; the open one not.
+        assert!(w.waited_for(1, 0) && !w.waited_for(1, 1) && !w.waited_for(2, 0));
     }
 
     #[test]
