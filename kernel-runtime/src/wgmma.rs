@@ -67,8 +67,9 @@
 //! as the threads' reads, in flight until the warp's `wait_group` lets their group go: a write
 //! to a tile before then ([`Finding::OperandInFlight`](crate::Finding::OperandInFlight)), or
 //! by another warp before the barrier after it, is reported, as are tiles read before the
-//! barrier that orders their staging (a data race), tiles nothing wrote, and an accumulator
-//! read before the wait for its last product.
+//! barrier that orders their staging (a data race), tiles nothing wrote, an accumulator read
+//! before the wait for its last product, and a product into an accumulator written since the
+//! warp's last [`fence`].
 //!
 //! # Where it runs
 //!
@@ -282,7 +283,8 @@ impl WgTakes<f32> for M64N256K8 {}
 /// The thread's part of a warpgroup's 64 × `S::N` accumulator, in `f32`. Its elements are
 /// the tensor cores' until the warp waits for the group of the last product into it
 /// ([`wait_group`]): [`for_each`](Self::for_each) before then is undefined on a GPU, and checked
-/// mode stops the kernel there.
+/// mode stops the kernel there. A product into it after its threads wrote it ([`new`](Self::new),
+/// [`for_each`](Self::for_each)) needs a [`fence`] between, which checked mode checks too.
 #[derive(Clone, Copy, Debug)]
 pub struct WgAccumulator<S: WgShape> {
     /// The thread's elements (see [`place`](Self::place)).
@@ -291,6 +293,9 @@ pub struct WgAccumulator<S: WgShape> {
     /// for it.
     #[cfg(not(target_arch = "nvptx64"))]
     pub(crate) group: Option<u32>,
+    /// Checked mode: the warp's count of fences when its threads last wrote the elements.
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub(crate) written: Option<u32>,
 }
 
 impl<S: WgShape> WgAccumulator<S> {
@@ -301,6 +306,8 @@ impl<S: WgShape> WgAccumulator<S> {
             x: S::ZERO,
             #[cfg(not(target_arch = "nvptx64"))]
             group: None,
+            #[cfg(not(target_arch = "nvptx64"))]
+            written: imp::fences(),
         }
     }
 
@@ -313,7 +320,10 @@ impl<S: WgShape> WgAccumulator<S> {
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub fn for_each(&mut self, t: usize, mut f: impl FnMut([usize; 2], &mut f32)) {
         #[cfg(not(target_arch = "nvptx64"))]
-        imp::settled(&mut self.group);
+        {
+            imp::settled(&mut self.group);
+            self.written = imp::fences();
+        }
         let x = self.x.as_mut();
         macro_rules! upto {
             ($($i:literal)*) => { $( if $i < x.len() { f(Self::place(t, $i), &mut x[$i]) } )* };

@@ -95,7 +95,8 @@ fn in_warpgroup(op: Op, step: Step) {
         match op {
             Op::Commit => w.commit(warp),
             Op::Wait(latest) => w.wait(warp, latest, who().interval),
-            Op::Fence | Op::Mma => {}
+            Op::Fence => w.fence(warp),
+            Op::Mma => {}
         }
         other
     });
@@ -126,6 +127,28 @@ pub(super) fn settled(group: &mut Option<u32>) {
     *group = None;
 }
 
+/// Checked mode: the warp's count of fences, for an accumulator its threads write now.
+pub(super) fn fences() -> Option<u32> {
+    with_warpgroups(|w| w.fences_of(warp()))
+}
+
+/// Checked mode's test of a product into an accumulator that the threads wrote when the warp
+/// had passed `written` fences: a fence must lie between, or the tensor cores may read the
+/// registers before the writes.
+#[track_caller]
+fn fenced(written: Option<u32>) {
+    let Some(before) = written else { return };
+    if fences() == Some(before) {
+        raise_with_coordinates(format!(
+            "wgmma::mma_async at {} in warp {}: the accumulator was written (WgAccumulator::new \
+             or for_each) since the warp's last wgmma::fence: call fence() between the writes \
+             and the product",
+            Location::caller(),
+            warp()
+        ));
+    }
+}
+
 /// The running thread's warp in its block.
 fn warp() -> u32 {
     crate::ctx::block_dim().flatten(crate::ctx::thread_idx()) / WARP_SIZE
@@ -140,6 +163,7 @@ pub(super) fn mma<S: WgShape, T: WgElement, const M: usize, const K: usize>(
     accumulate: bool,
 ) {
     meet(Op::Mma, [m, n, M, K]);
+    fenced(d.written.take());
     d.group = with_warpgroups(|w| w.open_of(warp()));
     let t = crate::ctx::block_dim().flatten(crate::ctx::thread_idx()) as usize;
     let b = |k, n| b_at::<T>(k, n, K, width);

@@ -75,6 +75,7 @@ pub(crate) struct Warpgroups {
     flights: Vec<Flight>,
     open: Vec<u32>,
     waited: Vec<u32>,
+    fences: Vec<u32>,
     logs: Vec<Log>,
 }
 
@@ -85,6 +86,7 @@ impl Warpgroups {
             flights: Vec::new(),
             open: Vec::new(),
             waited: Vec::new(),
+            fences: Vec::new(),
             logs: Vec::new(),
         }
     }
@@ -94,6 +96,7 @@ impl Warpgroups {
         self.flights.clear();
         self.open.clear();
         self.waited.clear();
+        self.fences.clear();
         self.logs.clear();
     }
 
@@ -152,8 +155,21 @@ impl Warpgroups {
         if self.open.len() <= w {
             self.open.resize(w + 1, 0);
             self.waited.resize(w + 1, 0);
+            self.fences.resize(w + 1, 0);
         }
         self.open[w]
+    }
+
+    /// Warp `warp` passes a `wgmma::fence`.
+    pub(crate) fn fence(&mut self, warp: u32) {
+        self.open_of(warp);
+        self.fences[warp as usize] += 1;
+    }
+
+    /// The fences warp `warp` has passed.
+    pub(crate) fn fences_of(&mut self, warp: u32) -> u32 {
+        self.open_of(warp);
+        self.fences[warp as usize]
     }
 
     /// Whether warp `warp` has waited for its group `group`.
@@ -232,6 +248,9 @@ mod tests {
         assert!(w.flights.is_empty());
         // The group of the first product was waited for; the open one not.
         assert!(w.waited_for(1, 0) && !w.waited_for(1, 1) && !w.waited_for(2, 0));
+        // Fences are counted per warp.
+        w.fence(1);
+        assert_eq!((w.fences_of(1), w.fences_of(0)), (1, 0));
     }
 
     #[test]
