@@ -190,7 +190,7 @@ pub fn memcpy_async<T: AnyBitPattern, const N: usize>(
 /// `s` and zeros in the rest, as the thread's loads and stores.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-fn copy_now<T: AnyBitPattern, const N: usize>(
+pub(crate) fn copy_now<T: AnyBitPattern, const N: usize>(
     dst: &mut impl Destination<T>,
     to: [usize; 2],
     s: *const T,

@@ -133,8 +133,6 @@ pub trait WgElement: Copy + AnyBitPattern + Send + Sync + sealed::WgElement + 's
     /// Elements in a core matrix's row of 16 bytes, the operand arrays' columns: 8, or 4 of
     /// `f32`.
     const ROW: usize;
-    /// The depth of one instruction: 16, or 8 for `tf32`.
-    const STEP: usize;
     /// Which instruction multiplies it.
     const KIND: WgKind;
     /// The element as the tensor cores multiply it: exactly, or for `f32` its `tf32` (the low
@@ -171,11 +169,10 @@ impl WgKind {
 }
 
 macro_rules! elements {
-    ($($ty:ty, $row:literal, $step:literal, $kind:ident, |$v:ident| $value:expr, $b:ident;)*) => {$(
+    ($($ty:ty, $row:literal, $kind:ident, |$v:ident| $value:expr, $b:ident;)*) => {$(
         impl sealed::WgElement for $ty {}
         impl WgElement for $ty {
             const ROW: usize = $row;
-            const STEP: usize = $step;
             const KIND: WgKind = WgKind::$kind;
             #[inline(always)]
             fn value(self) -> f32 {
@@ -208,9 +205,9 @@ macro_rules! elements {
 }
 
 elements! {
-    half::f16, 8, 16, F16, |v| v.to_f32(), rows;
-    half::bf16, 8, 16, Bf16, |v| v.to_f32(), rows;
-    f32, 4, 8, Tf32, |v| f32::from_bits(v.to_bits() & !0x1fff), transposed;
+    half::f16, 8, F16, |v| v.to_f32(), rows;
+    half::bf16, 8, Bf16, |v| v.to_f32(), rows;
+    f32, 4, Tf32, |v| f32::from_bits(v.to_bits() & !0x1fff), transposed;
 }
 
 /// A warpgroup accumulator's shape `m64nNkK`: its columns `N`, the depth `K` of one
@@ -595,23 +592,9 @@ fn stage_run<T: AnyBitPattern, const W: usize>(
     if aligned {
         crate::pipeline::memcpy_async::<T, W>(dst, to, src, [i, k], valid);
     } else {
-        for e in 0..W {
-            let v = match e < valid {
-                true => src_at(src, [i, k + e]),
-                // SAFETY: every bit pattern, zeros too, is a `T` (`AnyBitPattern`).
-                false => unsafe { core::mem::zeroed() },
-            };
-            dst.put([to[0], to[1] + e], v);
-        }
+        let s = src.first().wrapping_add(i * cols + k);
+        crate::pipeline::copy_now::<T, W>(dst, to, s, valid);
     }
-}
-
-/// `src[at]`, an element in bounds.
-#[inline(always)]
-fn src_at<T: Copy>(src: &impl Source<T>, [i, k]: [usize; 2]) -> T {
-    let cols = src.extent()[1];
-    // SAFETY: the caller keeps `[i, k]` in `src`'s extent, whose elements lie from `first`.
-    unsafe { *src.first().add(i * cols + k) }
 }
 
 /// `wgmma.fence.sync.aligned`: orders the warpgroup's earlier accesses of the accumulators'

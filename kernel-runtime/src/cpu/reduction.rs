@@ -2,10 +2,7 @@
 //! results folded in order, so that a run gives the same value every time, whatever the
 //! threads.
 
-use super::elementwise::message;
-use super::fault::{describe_panic, KernelFault, KernelPanics};
-use super::tasks::SharedPtr;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use super::tasks::{guarded, message, SharedPtr};
 
 /// Elements per chunk.
 const CHUNK: usize = 1 << 15;
@@ -17,11 +14,7 @@ where
     T: Copy + Send + Sync,
     F: Fn(T, T) -> T + Sync,
 {
-    let fold = |c: &[T]| {
-        let _panics = KernelPanics::begin();
-        catch_unwind(AssertUnwindSafe(|| c.iter().copied().reduce(&op)))
-            .map_err(|payload| KernelFault::Message(describe_panic(payload)))
-    };
+    let fold = |c: &[T]| guarded(|| c.iter().copied().reduce(&op));
     let mut parts: Vec<Option<T>> = vec![None; xs.len().div_ceil(CHUNK)];
     let slots = SharedPtr(parts.as_mut_ptr());
     let chunk = |c: usize| {

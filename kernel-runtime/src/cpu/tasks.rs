@@ -2,8 +2,9 @@
 //! `#[stencil]`): tasks by index, through `dyn`, so that rayon's machinery is compiled once, in
 //! this crate, rather than once for each kernel that runs this way.
 
-use super::fault::KernelFault;
+use super::fault::{describe_panic, KernelFault, KernelPanics};
 use rayon::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Runs `task(0)`, .., `task(n - 1)` in parallel; the error of the first task, in order, that
 /// fails (tasks after it may not run).
@@ -19,6 +20,25 @@ pub(crate) fn run(
             .map(task)
             .find_first(Result::is_err)
             .unwrap_or(Ok(())),
+    }
+}
+
+/// Runs `work`, a task's part: a fault in it its error, a panic its message.
+pub(crate) fn guarded<R>(work: impl FnOnce() -> R) -> Result<R, KernelFault> {
+    let _panics = KernelPanics::begin();
+    catch_unwind(AssertUnwindSafe(work)).map_err(|payload| {
+        match payload.downcast::<KernelFault>() {
+            Ok(fault) => *fault,
+            Err(payload) => KernelFault::Message(describe_panic(payload)),
+        }
+    })
+}
+
+/// A task's fault as the message that the element-wise and reduction launches return.
+pub(crate) fn message(fault: KernelFault) -> String {
+    match fault {
+        KernelFault::Message(message) => message,
+        KernelFault::Finding(finding) => finding.to_string(),
     }
 }
 

@@ -3,9 +3,8 @@
 
 use super::{Geometry, Point};
 use crate::cpu::check::{self, StencilAt};
-use crate::cpu::fault::{describe_panic, KernelFault, KernelPanics};
-use crate::cpu::tasks::{self, SharedPtr};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use crate::cpu::fault::KernelFault;
+use crate::cpu::tasks::{self, guarded, SharedPtr};
 
 /// Columns per task of a long row (a 1-D array is one row).
 const CHUNK: usize = 1 << 14;
@@ -85,17 +84,6 @@ pub fn checked_rows<T: Copy + Send + Sync, A: Sync, F: Fn(&A, Point) -> T + Sync
         run
     };
     tasks::run(out.len() / m, &task)
-}
-
-/// Runs `work`, a fault in it its error, a panic its message.
-fn guarded(work: impl FnOnce()) -> Result<(), KernelFault> {
-    let _panics = KernelPanics::begin();
-    catch_unwind(AssertUnwindSafe(work)).map_err(|payload| {
-        match payload.downcast::<KernelFault>() {
-            Ok(fault) => *fault,
-            Err(payload) => KernelFault::Message(describe_panic(payload)),
-        }
-    })
 }
 
 crate::cpu::exec::wide_variants!(

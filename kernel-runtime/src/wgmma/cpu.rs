@@ -232,3 +232,11 @@ fn in_flight<S: WgShape, T: WgElement, const M: usize, const K: usize>(
     let at = Location::caller();
     with_warpgroups(|w| w.start(warp(), who().interval, a.chain(b), at));
 }
+
+/// `src[at]`, an element in bounds.
+#[inline(always)]
+fn src_at<T: Copy>(src: &impl Source<T>, [i, k]: [usize; 2]) -> T {
+    let cols = src.extent()[1];
+    // SAFETY: the caller keeps `[i, k]` in `src`'s extent, whose elements lie from `first`.
+    unsafe { *src.first().add(i * cols + k) }
+}

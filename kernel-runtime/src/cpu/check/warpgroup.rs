@@ -68,14 +68,23 @@ struct Log {
     done: [u64; WARPS],
 }
 
-/// The block's warpgroup products in flight, each warp's open group and the groups it has
-/// waited for (those below), and each warpgroup's log.
+/// One warp's groups and fences.
+#[derive(Clone, Copy, Debug, Default)]
+struct Warp {
+    /// The group its next product joins.
+    open: u32,
+    /// Its groups below this one it has waited for.
+    waited: u32,
+    /// The fences it has passed.
+    fences: u32,
+}
+
+/// The block's warpgroup products in flight, each warp's groups and fences, and each
+/// warpgroup's log.
 #[derive(Debug, Default)]
 pub(crate) struct Warpgroups {
     flights: Vec<Flight>,
-    open: Vec<u32>,
-    waited: Vec<u32>,
-    fences: Vec<u32>,
+    warps: Vec<Warp>,
     logs: Vec<Log>,
 }
 
@@ -84,9 +93,7 @@ impl Warpgroups {
     pub(crate) const fn new() -> Warpgroups {
         Warpgroups {
             flights: Vec::new(),
-            open: Vec::new(),
-            waited: Vec::new(),
-            fences: Vec::new(),
+            warps: Vec::new(),
             logs: Vec::new(),
         }
     }
@@ -94,9 +101,7 @@ impl Warpgroups {
     /// Forgets everything: a new block.
     pub(crate) fn clear(&mut self) {
         self.flights.clear();
-        self.open.clear();
-        self.waited.clear();
-        self.fences.clear();
+        self.warps.clear();
         self.logs.clear();
     }
 
@@ -132,50 +137,49 @@ impl Warpgroups {
 
     /// Warp `warp` commits its products since its last commit as a group.
     pub(crate) fn commit(&mut self, warp: u32) {
-        let group = self.open_of(warp) + 1;
-        self.open[warp as usize] = group;
+        self.warp(warp).open += 1;
     }
 
     /// Warp `warp` waits, in barrier interval `interval`, for all but its `latest` latest
     /// groups.
     pub(crate) fn wait(&mut self, warp: u32, latest: u32, interval: u32) {
-        let open = self.open_of(warp);
+        let w = self.warp(warp);
+        let open = w.open;
+        w.waited = w.waited.max(open.saturating_sub(latest));
         for f in self.flights.iter_mut() {
             if f.warp == warp && f.waited.is_none() && f.group + latest < open {
                 f.waited = Some(interval);
             }
         }
-        let done = open.saturating_sub(latest);
-        self.waited[warp as usize] = self.waited[warp as usize].max(done);
     }
 
     /// The group that warp `warp`'s next product joins.
     pub(crate) fn open_of(&mut self, warp: u32) -> u32 {
-        let w = warp as usize;
-        if self.open.len() <= w {
-            self.open.resize(w + 1, 0);
-            self.waited.resize(w + 1, 0);
-            self.fences.resize(w + 1, 0);
-        }
-        self.open[w]
+        self.warp(warp).open
     }
 
     /// Warp `warp` passes a `wgmma::fence`.
     pub(crate) fn fence(&mut self, warp: u32) {
-        self.open_of(warp);
-        self.fences[warp as usize] += 1;
+        self.warp(warp).fences += 1;
     }
 
     /// The fences warp `warp` has passed.
     pub(crate) fn fences_of(&mut self, warp: u32) -> u32 {
-        self.open_of(warp);
-        self.fences[warp as usize]
+        self.warp(warp).fences
     }
 
     /// Whether warp `warp` has waited for its group `group`.
     pub(crate) fn waited_for(&mut self, warp: u32, group: u32) -> bool {
-        self.open_of(warp);
-        group < self.waited[warp as usize]
+        group < self.warp(warp).waited
+    }
+
+    /// Warp `warp`'s record, from nothing on its first operation.
+    fn warp(&mut self, warp: u32) -> &mut Warp {
+        let w = warp as usize;
+        if self.warps.len() <= w {
+            self.warps.resize(w + 1, Warp::default());
+        }
+        &mut self.warps[w]
     }
 
     /// Warp `warp` calls `step`: where another warp of its warpgroup called a different
