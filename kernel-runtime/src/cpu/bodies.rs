@@ -43,7 +43,8 @@ pub trait FastRun<S: ViewTypes, const CHECK: bool> {
     /// Checked mode's run of a launch of `spec` in `shadows`, with the traced `views`:
     /// `checked(ctx, views, false)` is one thread. Threads that meet at barriers or
     /// collectives ([`FastRun::MEET`]) run as coroutines; others, one after another, the body
-    /// inlined into the loop (checked mode's price is the records it keeps, not calls).
+    /// called from one loop that every kernel shares (checked mode's price is the records it
+    /// keeps, not calls).
     /// Grid-level forms run rows instead (`check::run_rows`).
     fn run_checked<G>(
         self,
@@ -79,7 +80,7 @@ where
         return shadows.run(spec, cooperative, CheckedBlock::Meeting(&body));
     }
     let threads = |state: &BlockState, block| {
-        check::serial_block(state, block, move |ctx| checked(ctx, views, false))
+        check::serial_block(state, block, &|ctx| checked(ctx, views, false))
     };
     shadows.run(spec, cooperative, CheckedBlock::Threads(&threads))
 }

@@ -186,7 +186,10 @@ where
                     }
                 }
             },
-            &mut || replay(spec, &rows, base, segments.clone(), views, body),
+            &mut || {
+                let row = |ctx, xs| serial::row(ctx, xs, untraced, body, Track::Threads);
+                replay(spec, &rows, base, segments.clone(), &row)
+            },
         )
     })
 }
@@ -287,14 +290,14 @@ fn inside_loop<V: LaunchViews, F: Fn(Ctx, V, bool) + Copy>(
 }
 
 /// The segments of a task that faulted, again, thread by thread with each thread's own block
-/// and thread recorded, so that the fault names them.
-fn replay<V: LaunchViews, F: Fn(Ctx, V, bool) + Copy>(
+/// and thread recorded, so that the fault names them: `row(ctx, xs)` runs the threads `xs`
+/// of the row of the thread `ctx`, each tracked. Compiled once: it runs only after a fault.
+fn replay(
     spec: &LaunchSpec,
     rows: &Rows,
     base: Ctx,
     segments: Range<u64>,
-    views: V,
-    body: F,
+    row: &dyn Fn(Ctx, Range<u32>),
 ) {
     let d = spec.block.x as usize;
     let launch = block_state(spec, 0, base.shared);
@@ -314,14 +317,7 @@ fn replay<V: LaunchViews, F: Fn(Ctx, V, bool) + Copy>(
                 ..ctx.thread
             };
             tls::BLOCK.with(|c| c.set(state));
-            let xs = thread.x..thread.x + 1;
-            serial::row(
-                ctx_of(&state, thread),
-                xs,
-                views.untraced(),
-                body,
-                Track::Threads,
-            );
+            row(ctx_of(&state, thread), thread.x..thread.x + 1);
         }
     }
 }

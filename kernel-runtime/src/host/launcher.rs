@@ -275,6 +275,9 @@ fn cover(
 /// (and a cooperative launch against what can be resident), then the GPU's launch, checked
 /// mode's run or the fast CPU run, whose faults name the kernel.
 ///
+/// Only what depends on the kernel's parameters and bodies is compiled per kernel; the rest of
+/// the launch is compiled once, in this crate.
+///
 /// # Safety
 /// `instance` must be `kernel`'s own: its PTX entry takes the parameters that `args` push, and
 /// with index checks off (`CHECK` false) its bodies keep every index within its array (the
@@ -293,36 +296,109 @@ where
     F: FastRun<S, CHECK>,
     G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
 {
-    let meta = &K::META;
-    let mut args = args.0;
+    let entry = instance.entry;
+    let mut bound = Launch::<S, F, G, CHECK> {
+        args: args.0,
+        instance: Some(instance),
+    };
+    // SAFETY: the caller's contract.
+    unsafe { drive(&K::META, entry, sizing, &mut bound) }
+}
+
+/// A launch's arguments and bodies, as [`drive`] uses them: the one part of a launch compiled
+/// per kernel.
+trait Bound {
+    /// The device the launch runs on: `explicit` where the configuration names one, else the
+    /// arguments'.
+    fn device(&self, meta: &KernelMeta, explicit: Option<&Device>) -> Result<Device, Error>;
+
+    /// Appends pointers to the arguments' PTX parameters.
+    fn push_gpu<'p>(&'p self, params: &mut GpuParams<'p>);
+
+    /// Runs the launch of `spec` on the CPU backend, in checked mode where `checked` says.
+    ///
+    /// # Safety
+    /// As [`launch`], every array argument on the CPU backend.
+    unsafe fn run_cpu(
+        &mut self,
+        meta: &KernelMeta,
+        spec: &LaunchSpec,
+        checked: bool,
+    ) -> Result<(), KernelFault>;
+}
+
+/// [`Bound`] of a kernel of the parameters `S`, with the bodies `F` and `G` (until the run
+/// takes them).
+struct Launch<'a, S: Params, F, G, const CHECK: bool> {
+    args: S::Args<'a>,
+    instance: Option<Instance<F, G>>,
+}
+
+impl<S, F, G, const CHECK: bool> Bound for Launch<'_, S, F, G, CHECK>
+where
+    S: Params,
+    F: FastRun<S, CHECK>,
+    G: for<'v> Fn(Ctx, S::Views<'v, CHECK>, bool) + Copy + Sync,
+{
+    fn device(&self, meta: &KernelMeta, explicit: Option<&Device>) -> Result<Device, Error> {
+        S::device(&self.args, meta.name, meta.params, explicit)
+    }
+
+    fn push_gpu<'p>(&'p self, params: &mut GpuParams<'p>) {
+        S::push_gpu(&self.args, params)
+    }
+
+    unsafe fn run_cpu(
+        &mut self,
+        meta: &KernelMeta,
+        spec: &LaunchSpec,
+        checked: bool,
+    ) -> Result<(), KernelFault> {
+        let Some(instance) = self.instance.take() else {
+            return Ok(());
+        };
+        if checked {
+            // SAFETY: the caller's contract.
+            return unsafe { run_checked::<S, F, G, CHECK>(spec, meta, &mut self.args, instance) };
+        }
+        // SAFETY: the caller's contract.
+        let views = unsafe { S::views::<CHECK>(&mut self.args, meta.params) };
+        instance.fast.run(spec, views)
+    }
+}
+
+/// [`launch`] of the instance `entry` of `meta`, its arguments and bodies `bound`.
+///
+/// # Safety
+/// As [`launch`].
+unsafe fn drive(
+    meta: &KernelMeta,
+    entry: &'static str,
+    sizing: Sizing,
+    bound: &mut dyn Bound,
+) -> Result<(), Error> {
     let explicit = match &sizing {
         Sizing::Config(config) => config.device.as_ref(),
         _ => None,
     };
-    let device = S::device(&args, meta.name, meta.params, explicit)?;
+    let device = bound.device(meta, explicit)?;
     let on_stream = matches!(&sizing, Sizing::Config(c) if c.stream.is_some());
     super::device::launch_permitted(&device, meta.name, on_stream)?;
-    let Some(config) = configure(meta, instance.entry, sizing, &device)? else {
+    let Some(config) = configure(meta, entry, sizing, &device)? else {
         return Ok(());
     };
     if device.gpu().is_some() {
         let mut params = GpuParams::with_capacity(meta.instances.first().map_or(0, |i| i.1.len()));
-        S::push_gpu(&args, &mut params);
+        bound.push_gpu(&mut params);
         // SAFETY: the caller's contract: `params` are the entry's, the arrays the device's.
-        return unsafe { gpu_launch(meta, instance.entry, &device, &config, &mut params) };
+        return unsafe { gpu_launch(meta, entry, &device, &config, &mut params) };
     }
     let spec = meta.spec(&config);
     // Module arrays keep their values while the launch runs, as a GPU orders a `set` after it.
     let _reading = crate::cpu::launch::running();
-    let run = if device.is_checked() {
-        // SAFETY: the launch runs on the CPU backend, where every array argument lives
-        // (`device` checked); `CHECK` false is the caller's promise.
-        unsafe { run_checked::<S, F, G, CHECK>(&spec, meta, &mut args, instance) }
-    } else {
-        // SAFETY: as above.
-        let views = unsafe { S::views::<CHECK>(&mut args, meta.params) };
-        instance.fast.run(&spec, views)
-    };
+    // SAFETY: the launch runs on the CPU backend, where every array argument lives (`device`
+    // checked); the rest is the caller's contract.
+    let run = unsafe { bound.run_cpu(meta, &spec, device.is_checked()) };
     run.map_err(|fault| fault.into_error(meta.name))
 }
 

@@ -29,7 +29,7 @@ use crate::cpu::exec::untracked_then_replay;
 use crate::cpu::fault::{raise_finding, KernelFault};
 use crate::cpu::finding::{Finding, Reader};
 use crate::cpu::launch::context::Ctx;
-use crate::cpu::launch::shapes::{Common, LaunchViews};
+use crate::cpu::launch::shapes::LaunchViews;
 use crate::cpu::launch::{block_state, ctx_of, tls, BlockState, LaunchSpec};
 use crate::cpu::rows::{run_inside, Rows, Span};
 use crate::dim::Dim3;
@@ -55,6 +55,9 @@ pub(crate) struct RowBodies<F, G, S, R> {
 /// [`shapes`](crate::cpu::launch::shapes)), the threads of a row's span run the fast body, as
 /// the fast backend's rows do, and the record then gives their accesses to the lanes one
 /// access at a time, for all of the span's threads at once; a row's ends run thread by thread.
+///
+/// Only the kernel's bodies, bound to the views, are compiled per kernel; the rows are run by
+/// [`run_erased`], compiled once.
 pub(crate) fn run_rows<V, F, G, S, R>(
     spec: &LaunchSpec,
     shadows: &LaunchShadows,
@@ -68,12 +71,63 @@ where
     S: Fn(Ctx, V, Span) -> Span + Sync,
     R: RecordSpan<V> + Sync,
 {
+    let shapes = views.shapes(true);
+    let bound = shapes.length().unwrap_or(usize::MAX);
+    // The fast body drops the read-only views' traces, and so their tests of elements nothing
+    // has written: such a launch's threads run one at a time.
+    let common = shapes
+        .common()
+        .filter(|_| R::BULK && !views.tests_unwritten())
+        .map(|common| common.with_length(bound));
+    let span = |ctx, row| (bodies.span)(ctx, views, row);
+    let checked =
+        |ctx, me: Who, inside| (bodies.checked)(ctx, views.named(me.block, me.thread), inside);
+    let bulk_of;
+    let bulk: Option<&BulkBody<'_>> = match common {
+        Some(common) => {
+            bulk_of = move |ctx, xs: Range<u32>, inside, record: &mut SpanRecord<'_>| {
+                run_inside::<V, F>(ctx, xs, bound, views, common, bodies.fast);
+                bodies.record.record(ctx, views, inside, record);
+            };
+            Some(&bulk_of)
+        }
+        None => None,
+    };
+    let rows = Erased {
+        span: &span,
+        checked: &checked,
+        bulk,
+        bound,
+    };
+    run_erased(spec, shadows, &rows)
+}
+
+/// The fast body's run of a segment's threads `xs` (x-indices from its first thread `ctx`),
+/// whose grid x-indices are `inside`, with the record of their accesses given to `record`.
+type BulkBody<'a> = dyn Fn(Ctx, Range<u32>, Span, &mut SpanRecord<'_>) + Sync + 'a;
+
+/// A grid-level kernel's bodies, bound to its views, as [`run_erased`] runs them.
+struct Erased<'a> {
+    /// Where along a row its guard holds: `span(ctx, row)` of the row of the thread `ctx`.
+    span: &'a (dyn Fn(Ctx, Span) -> Span + Sync),
+    /// Checked mode's body of one thread: `checked(ctx, who, inside)`.
+    checked: &'a (dyn Fn(Ctx, Who, bool) + Sync),
+    /// Where a span's threads run the fast body and the record gives their accesses (the
+    /// kernel has a record, its arrays agree in shape and none tests unwritten elements).
+    bulk: Option<&'a BulkBody<'a>>,
+    /// The 1-D arrays' length, or `usize::MAX`.
+    bound: usize,
+}
+
+/// [`run_rows`] of the bodies `rows`.
+fn run_erased(
+    spec: &LaunchSpec,
+    shadows: &LaunchShadows,
+    bodies: &Erased<'_>,
+) -> Result<(), KernelFault> {
     debug_assert!(spec.grid_level);
     let rows = Rows::of(spec);
     let numbers = Numbers::of(spec, shadows.first());
-    let shapes = views.shapes(true);
-    let bulk = shapes.common().filter(|_| R::BULK);
-    let bound = shapes.length().unwrap_or(usize::MAX);
     rows.run_tasks(spec, &|segments, shared, _| {
         let launch = block_state(spec, 0, shared);
         // Reports take the launch's shape from here.
@@ -86,42 +140,25 @@ where
             rows: &rows,
             numbers: &numbers,
             launch: &launch,
-            bulk,
-            bound,
         };
-        let run = |track: bool| task.run(segments.clone(), views, &bodies, track);
+        let run = |track: bool| task.run(segments.clone(), bodies, track);
         untracked_then_replay(&mut || run(false), &mut || run(true))
     })?;
     shadows.compare(spec)
 }
 
 /// What each task of [`run_rows`] runs its segments with: the launch's rows, numbers and
-/// state, and where its spans are recorded at once, the views' common shapes and 1-D length.
+/// state.
 struct Task<'a> {
     rows: &'a Rows,
     numbers: &'a Numbers,
     launch: &'a BlockState,
-    bulk: Option<Common>,
-    bound: usize,
 }
 
 impl Task<'_> {
     /// Runs the `segments`, each thread tracked where `track` says (the replay of a task that
-    /// faulted). Not inlined: the run and its replay share one copy of the kernel's loops.
-    #[inline(never)]
-    fn run<V, F, G, S, R>(
-        &self,
-        segments: Range<u64>,
-        views: V,
-        bodies: &RowBodies<F, G, S, R>,
-        track: bool,
-    ) where
-        V: LaunchViews,
-        F: Fn(Ctx, V, bool) + Copy,
-        G: Fn(Ctx, V, bool) + Copy,
-        S: Fn(Ctx, V, Span) -> Span,
-        R: RecordSpan<V>,
-    {
+    /// faulted).
+    fn run(&self, segments: Range<u64>, bodies: &Erased<'_>, track: bool) {
         let base = ctx_of(self.launch, Dim3::ZERO);
         for s in segments {
             let (ctx, x0, threads) = self.rows.segment(base, s);
@@ -129,24 +166,24 @@ impl Task<'_> {
                 lo: x0,
                 hi: x0 + threads as usize,
             };
-            let inside = (bodies.span)(ctx, views, row).and(row);
+            let inside = (bodies.span)(ctx, row).and(row);
             let segment = Segment {
                 ctx,
                 threads,
                 inside,
             };
-            let ends = match self.bulk.filter(|_| !track) {
-                Some(common) => {
+            let ends = match bodies.bulk.filter(|_| !track) {
+                Some(bulk) => {
                     let inside = inside.and(Span {
                         lo: 0,
-                        hi: self.bound,
+                        hi: bodies.bound,
                     });
-                    segment.bulk(self.numbers, views, bodies, common, self.bound, inside)
+                    segment.bulk(self.numbers, bulk, inside)
                 }
                 None => [0..threads, 0..0],
             };
             for xs in ends {
-                segment.run(self.numbers, self.launch, views, bodies.checked, track, xs);
+                segment.run(self.numbers, self.launch, bodies.checked, track, xs);
             }
         }
     }
@@ -207,32 +244,14 @@ struct Segment {
 
 impl Segment {
     /// Runs the threads of `inside` (grid x-indices, within the segment's) with the fast body,
-    /// untraced, and gives their accesses to the lanes with the kernel's record; the threads of
-    /// the segment left to run one at a time, before and after them.
-    #[inline(always)]
-    fn bulk<V, F, G, S, R>(
-        &self,
-        numbers: &Numbers,
-        views: V,
-        bodies: &RowBodies<F, G, S, R>,
-        common: Common,
-        bound: usize,
-        inside: Span,
-    ) -> [Range<u32>; 2]
-    where
-        V: LaunchViews,
-        F: Fn(Ctx, V, bool) + Copy,
-        R: RecordSpan<V>,
-    {
+    /// untraced, and gives their accesses to the lanes with the kernel's record (`bulk`); the
+    /// threads of the segment left to run one at a time, before and after them.
+    fn bulk(&self, numbers: &Numbers, bulk: &BulkBody<'_>, inside: Span) -> [Range<u32>; 2] {
         let x0 = self.ctx.block.x as usize * numbers.block.x as usize;
-        // The fast body drops the read-only views' traces, and so their tests of elements
-        // nothing has written: such a launch's threads run one at a time.
-        if inside.is_empty() || views.tests_unwritten() {
+        if inside.is_empty() {
             return [0..self.threads, 0..0];
         }
         let xs = (inside.lo - x0) as u32..(inside.hi - x0) as u32;
-        let common = common.with_length(bound);
-        run_inside::<V, F>(self.ctx, xs.clone(), bound, views, common, bodies.fast);
         let mut record = SpanRecord {
             numbers,
             x0,
@@ -240,20 +259,18 @@ impl Segment {
             row_thread: numbers.row_thread(self.ctx.thread),
             span: inside,
         };
-        bodies.record.record(self.ctx, views, inside, &mut record);
+        bulk(self.ctx, xs.clone(), inside, &mut record);
         [0..xs.start, xs.end..self.threads]
     }
 
     /// Runs the segment's threads `xs` (x-indices from its first thread), each named in its
     /// views; with `track`, each made the running thread as well, so that a fault names it and
     /// is reported as a finding (the replay of a task that faulted).
-    #[inline(always)]
-    fn run<V: LaunchViews, G: Fn(Ctx, V, bool)>(
+    fn run(
         &self,
         numbers: &Numbers,
         launch: &BlockState,
-        views: V,
-        body: G,
+        body: &(dyn Fn(Ctx, Who, bool) + Sync),
         track: bool,
         xs: Range<u32>,
     ) {
@@ -270,7 +287,7 @@ impl Segment {
             }
             let g = x0 + x as usize;
             let inside = self.inside.lo <= g && g < self.inside.hi;
-            body(ctx, views.named(me.block, me.thread), inside);
+            body(ctx, me, inside);
         }
     }
 

@@ -195,9 +195,9 @@ impl Observer for Checker {
 }
 
 /// Checked mode's run of the threads of the block `state`, which is the launch's block number
-/// `block`, one after another, each given to the shadow memory.
-#[inline(always)]
-pub(crate) fn serial_block(state: &BlockState, block: u32, body: impl Fn(Ctx)) {
+/// `block`, one after another, each given to the shadow memory. Compiled once, the body called
+/// through its pointer: checked mode's price is the records a thread keeps, not the call.
+pub(crate) fn serial_block(state: &BlockState, block: u32, body: &dyn Fn(Ctx)) {
     let d = state.block_dim;
     let mut t = 0;
     for z in 0..d.z {
