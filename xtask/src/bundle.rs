@@ -1,4 +1,4 @@
-//! `cargo xtask gpu-bundle DIR`: packs the release examples and release test binaries into a
+//! `cargo xtask gpu-bundle DIR`: packs the optimised examples and test binaries into a
 //! directory that can be copied to a machine with an NVIDIA GPU and run there with `DIR/run.sh`,
 //! which needs neither cargo nor the sources.
 //!
@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! DIR/bin.tar.gz         bin/, packed; run.sh unpacks it on its first run:
-//!   bin/example-NAME     release examples (run without arguments)
+//!   bin/example-NAME     examples (run without arguments)
 //!   bin/test-NAME        integration test binaries (`tests/NAME.rs`)
 //!   bin/unit-NAME        unit test binaries of library crates
 //! DIR/run.sh             runs each binary, logs to DIR/log/BIN.log, writes DIR/summary.txt;
@@ -50,11 +50,11 @@ const DEFAULT_EXCLUDES: [&str; 9] = [
     "ptx",
 ];
 
-/// Packs release examples and test binaries for a machine with a GPU
+/// Packs the examples and test binaries for a machine with a GPU
 ///
-/// Builds the release examples and release test binaries, copies them (stripped) to DIR/bin
-/// and writes DIR/run.sh, which runs each one on a machine with a GPU, logs to DIR/log and
-/// writes DIR/summary.txt. Fails when the bundle exceeds 64 MiB.
+/// Builds the examples and test binaries in the bench profile (optimised, whole), copies them
+/// (stripped) to DIR/bin and writes DIR/run.sh, which runs each one on a machine with a GPU,
+/// logs to DIR/log and writes DIR/summary.txt. Fails when the bundle exceeds 64 MiB.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -209,7 +209,7 @@ pub fn run(options: Args) -> Result {
 
     if !options.no_provision {
         if let Err(e) = provision::device_toolchain() {
-            eprintln!("xtask: warning: {e}; the release build needs PTX and will fail");
+            eprintln!("xtask: warning: {e}; the build needs PTX and will fail");
         }
         if let Err(e) = provision::ptxas(&ctx.root) {
             eprintln!("xtask: warning: ptxas: {e}");
@@ -229,8 +229,13 @@ pub fn run(options: Args) -> Result {
         ctx.set_env("KERNEL_CUBIN_ARCHS", arch);
     }
 
-    let examples = cargo_executables(&ctx, &["build", "--release", "--examples"])?;
-    let tests = cargo_executables(&ctx, &["test", "--release", "--workspace", "--no-run"])?;
+    // The benchmarks' profile: the crates built whole, not in the release profile's
+    // incremental units, so that the host code around the GPU's is at its fastest.
+    let examples = cargo_executables(&ctx, &["build", "--profile", "bench", "--examples"])?;
+    let tests = cargo_executables(
+        &ctx,
+        &["test", "--profile", "bench", "--workspace", "--no-run"],
+    )?;
     let chosen = select(examples, tests, &options.excludes);
     if chosen.is_empty() {
         return Err("cargo reported no examples or test binaries to bundle".into());

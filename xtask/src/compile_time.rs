@@ -2,11 +2,12 @@
 //!
 //! Four measurements, each the median of several runs on this machine:
 //! (a) a crate of one kernel outside the workspace, its kernel edited, rebuilt in release (PTX
-//! and host); (b) one kernel of `gpu-kernels` edited, that crate rebuilt in release; (c) the
-//! same reference programs written by hand as rayon loops (`xtask/rayon_reference.rs`), in a
-//! crate of their own, `add` edited, rebuilt in release: the cost of the CPU code alone, with no
-//! DSL, which (b) is measured against; (d) with `--fresh-clone`, `cargo xtask test` on a fresh
-//! clone of the committed tree.
+//! and host); (b) one kernel of `gpu-kernels` edited, that crate rebuilt in release (the
+//! workspace's release profile, which compiles incrementally); (c) the same reference programs
+//! written by hand as rayon loops (`xtask/rayon_reference.rs`), in a crate of their own, `add`
+//! edited, rebuilt in release: the cost of the CPU code alone, with no DSL, which (b) is
+//! measured against; (d) with `--fresh-clone`, `cargo xtask test` on a fresh clone of the
+//! committed tree.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
