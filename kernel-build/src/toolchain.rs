@@ -163,52 +163,90 @@ fn from_override(rustc: &str) -> Result<Toolchain, Error> {
     })
 }
 
-/// The toolchain names in the output of `rustup toolchain list`.
-fn parse_toolchain_list(list: &str) -> Vec<String> {
+/// A toolchain that `rustup toolchain list -v` names: its name and, where rustup gives it, its
+/// directory.
+#[derive(Debug, PartialEq, Eq)]
+struct Listed {
+    name: String,
+    dir: Option<PathBuf>,
+}
+
+/// The toolchains in the output of `rustup toolchain list -v` (`NAME [(default)] [(active)]
+/// PATH` per line; a rustup that prints no path gives the name alone).
+fn parse_toolchain_list(list: &str) -> Vec<Listed> {
     if list.contains("no installed toolchains") {
         return Vec::new();
     }
     list.lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .map(str::to_string)
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let name = words.next()?.to_string();
+            let dir = words
+                .last()
+                .filter(|w| !w.starts_with('('))
+                .map(PathBuf::from);
+            Some(Listed { name, dir })
+        })
         .collect()
 }
 
+/// Whether the toolchain has the target's library: in its directory where the list gave one
+/// (no process to run), else as `rustup +NAME target list --installed` says.
+fn has_target(toolchain: &Listed) -> Result<bool, String> {
+    if let Some(dir) = toolchain.dir.as_ref().filter(|d| d.is_dir()) {
+        return Ok(dir.join("lib/rustlib").join(TARGET).join("lib").is_dir());
+    }
+    let plus = format!("+{}", toolchain.name);
+    let targets = output("rustup", &[&plus, "target", "list", "--installed"])?;
+    Ok(targets.lines().any(|l| l.trim() == TARGET))
+}
+
+/// The toolchain's `tool` (`rustc`, `cargo`): in its directory's `bin`, else where `rustup
+/// +NAME which` finds it.
+fn tool_of(toolchain: &Listed, tool: &str) -> Result<PathBuf, String> {
+    let exe = format!("{tool}{}", std::env::consts::EXE_SUFFIX);
+    if let Some(path) = toolchain.dir.as_ref().map(|d| d.join("bin").join(&exe)) {
+        if path.is_file() {
+            return Ok(path);
+        }
+    }
+    let plus = format!("+{}", toolchain.name);
+    output("rustup", &[&plus, "which", tool]).map(|p| PathBuf::from(p.trim()))
+}
+
 fn from_rustup(tried: &mut Vec<String>) -> Option<Toolchain> {
-    let list = match output("rustup", &["toolchain", "list"]) {
+    let list = match output("rustup", &["toolchain", "list", "-v"]) {
         Ok(list) => list,
         Err(e) => {
             tried.push(format!("rustup: {e}"));
             return None;
         }
     };
-    let names = parse_toolchain_list(&list);
-    if names.is_empty() {
+    let toolchains = parse_toolchain_list(&list);
+    if toolchains.is_empty() {
         tried.push("rustup: no toolchains installed".into());
     }
-    for name in names {
-        let plus = format!("+{name}");
-        let installed = match output("rustup", &[&plus, "target", "list", "--installed"]) {
-            Ok(targets) => targets.lines().any(|l| l.trim() == TARGET),
+    for toolchain in toolchains {
+        let name = &toolchain.name;
+        match has_target(&toolchain) {
+            Ok(true) => {}
+            Ok(false) => {
+                tried.push(format!(
+                    "rustup toolchain {name}: target {TARGET} not installed"
+                ));
+                continue;
+            }
             Err(e) => {
                 tried.push(format!("rustup toolchain {name}: {e}"));
                 continue;
             }
-        };
-        if !installed {
-            tried.push(format!(
-                "rustup toolchain {name}: target {TARGET} not installed"
-            ));
-            continue;
         }
-        let which = |tool: &str| output("rustup", &[&plus, "which", tool]);
-        match (which("rustc"), which("cargo")) {
+        match (tool_of(&toolchain, "rustc"), tool_of(&toolchain, "cargo")) {
             (Ok(rustc), Ok(cargo)) => {
-                let rustc = PathBuf::from(rustc.trim());
                 return Some(Toolchain {
                     llvm: llvm_major(&rustc),
                     rustc,
-                    cargo: PathBuf::from(cargo.trim()),
+                    cargo,
                     build_std: false,
                     origin: format!("rustup toolchain {name}"),
                 });
@@ -229,9 +267,14 @@ fn from_debian(tried: &mut Vec<String>) -> Option<Toolchain> {
         return None;
     }
     let rustc = PathBuf::from(DEBIAN_RUSTC);
-    match has_target_libs(&rustc) {
+    // Its two questions to rustc at once: each starts a rustc.
+    let (installed, llvm) = std::thread::scope(|s| {
+        let llvm = s.spawn(|| llvm_major(&rustc));
+        (has_target_libs(&rustc), llvm.join().ok().flatten())
+    });
+    match installed {
         Ok(installed) => Some(Toolchain {
-            llvm: llvm_major(&rustc),
+            llvm,
             rustc,
             cargo: PathBuf::from(DEBIAN_CARGO),
             build_std: !installed,
@@ -249,20 +292,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn toolchain_list_names() {
-        let list = "stable-x86_64-unknown-linux-gnu (default)\n\
-                    nightly-x86_64-unknown-linux-gnu\n\
+    fn toolchain_list_names_and_directories() {
+        let listed = |name: &str, dir: Option<&str>| Listed {
+            name: name.to_string(),
+            dir: dir.map(PathBuf::from),
+        };
+        let list = "stable-x86_64-unknown-linux-gnu (default) /r/toolchains/stable\n\
+                    nightly-x86_64-unknown-linux-gnu /r/toolchains/nightly\n\
                     1.95.0-x86_64-unknown-linux-gnu (active)\n";
         assert_eq!(
             parse_toolchain_list(list),
             [
-                "stable-x86_64-unknown-linux-gnu",
-                "nightly-x86_64-unknown-linux-gnu",
-                "1.95.0-x86_64-unknown-linux-gnu"
+                listed(
+                    "stable-x86_64-unknown-linux-gnu",
+                    Some("/r/toolchains/stable")
+                ),
+                listed(
+                    "nightly-x86_64-unknown-linux-gnu",
+                    Some("/r/toolchains/nightly")
+                ),
+                listed("1.95.0-x86_64-unknown-linux-gnu", None),
             ]
         );
         assert!(parse_toolchain_list("no installed toolchains\n").is_empty());
         assert!(parse_toolchain_list("").is_empty());
+    }
+
+    #[test]
+    fn a_listed_directory_says_whether_the_target_is_installed() {
+        let root = std::env::temp_dir().join(format!("kernel-build-tc-{}", std::process::id()));
+        let libs = root.join("lib/rustlib").join(TARGET).join("lib");
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        let toolchain = Listed {
+            name: "no-such-toolchain".into(),
+            dir: Some(root.clone()),
+        };
+        assert_eq!(has_target(&toolchain), Ok(false));
+        std::fs::create_dir_all(&libs).unwrap();
+        assert_eq!(has_target(&toolchain), Ok(true));
+        let rustc = root
+            .join("bin")
+            .join(format!("rustc{}", std::env::consts::EXE_SUFFIX));
+        std::fs::write(&rustc, "").unwrap();
+        assert_eq!(tool_of(&toolchain, "rustc"), Ok(rustc));
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
