@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod gufuncs;
 pub mod reference;
 pub mod test_kernels;
 pub mod warp_kernels;

@@ -24,6 +24,7 @@ use kernel_runtime::ndarray::{array, s, Array2, Array3};
 use kernel_runtime::{
     Device, DeviceArray, DeviceArray1, DeviceKind, Error, Kernel, LaunchConfig, LaunchError,
 };
+use kernel_suite::gufuncs::{dot, shift};
 use kernel_suite::test_kernels::{
     axpy_generic, axpy_raw, bounded_block_sizes, convolve_taps, declared_shared, grid_rotate,
     haxpy, mixed_stencil, off_by_one, reverse_dynamic, saxpy_params, scale3, shared_window_sums,
@@ -148,6 +149,15 @@ fn fake_gpu() -> Device {
 }
 
 /// How a parameter value shows in the log.
+/// A struct parameter of 64-bit `fields` as the driver's log shows it: its bytes in hex.
+fn words(fields: &[u64]) -> String {
+    fields
+        .iter()
+        .flat_map(|f| f.to_le_bytes())
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 fn hex(v: u64) -> String {
     format!("{v:#x}")
 }
@@ -560,6 +570,58 @@ fn a_stencil_launches_tiles_over_its_array_with_the_three_axes() {
                 hex(1),
                 hex(5),
                 hex(7)
+            );
+            assert!(launch.ends_with(&want), "{launch} vs {want}");
+        },
+    );
+}
+
+#[test]
+fn a_generalized_ufunc_launches_a_thread_per_loop_index_with_each_core() {
+    on_fake_driver(
+        "a_generalized_ufunc_launches_a_thread_per_loop_index_with_each_core",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let x = gpu.zeros::<f64, _>((300, 6)).unwrap();
+            let mut out = gpu.zeros::<f64, _>((300, 6)).unwrap();
+            let done = shift.apply((&x, 2.5), &mut out);
+            if !has_ptx(shift.ptx()) {
+                assert!(matches!(done, Err(Error::NoPtx { .. })), "{done:?}");
+                return;
+            }
+            done.unwrap();
+            let launch = &log.launches("shift")[0];
+            // 300 loop indices in blocks of 128.
+            assert!(
+                launch.starts_with("grid=3,1,1 block=128,1,1 shared=0 "),
+                "{launch}"
+            );
+            let addr = |a: &DeviceArray<f64, _>| kernel_runtime::__rt::device_addr(a);
+            // Each operand one parameter, as the driver shows a struct's bytes: `x`'s cores 6
+            // apart, of 6; the scalar by value, its pointer null; the output's cores; then the
+            // loop indices.
+            let want = format!(
+                "params={},{},{},{}",
+                words(&[addr(&x), 6, 6]),
+                words(&[2.5f64.to_bits(), 0, 0]),
+                words(&[addr(&out), 6, 6]),
+                hex(300)
+            );
+            assert!(launch.ends_with(&want), "{launch} vs {want}");
+            // One `b` for every row of `a`: its step is 0; a new 1-D output.
+            let a = gpu.zeros::<f32, _>((1000, 4)).unwrap();
+            let b = gpu.zeros::<f32, _>(4).unwrap();
+            let c = dot.call((&a, &b)).unwrap();
+            assert_eq!(c.shape(), [1000]);
+            let launch = &log.launches("dot")[0];
+            assert!(launch.starts_with("grid=8,1,1 block=128,1,1 "), "{launch}");
+            let want = format!(
+                "params={},{},{},{}",
+                words(&[kernel_runtime::__rt::device_addr(&a), 4, 4]),
+                words(&[kernel_runtime::__rt::device_addr(&b), 0, 4]),
+                words(&[kernel_runtime::__rt::device_addr(&c), 1]),
+                hex(1000)
             );
             assert!(launch.ends_with(&want), "{launch} vs {want}");
         },

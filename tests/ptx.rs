@@ -37,6 +37,7 @@ macro_rules! kernels {
 fn all() -> Vec<Kernel> {
     use gpu_kernels::*;
     use hopper_kernels::*;
+    use kernel_suite::gufuncs::*;
     use kernel_suite::test_kernels::*;
     use kernel_suite::warp_kernels::*;
     kernels![
@@ -73,6 +74,8 @@ fn all() -> Vec<Kernel> {
         matmul_tensor_tf32 => true, matmul_tensor_staged => true, matmul_tensor_tf32_staged => true,
         matmul_wgmma => true, matmul_wgmma_wide => true, wg_product_n8 => false, wg_product_n64 => false,
         wg_product_n128 => false, wg_product_bf16_n64 => false, wgmma_in_two_branches => false, wgmma_from_global => false,
+        dot => false, shift => false, matmul_gu => false, running_sum => false,
+        last_plus_one => false, matvec => false,
     ]
 }
 

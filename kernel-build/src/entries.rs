@@ -1,6 +1,7 @@
-//! PTX entry points: each `#[kernel]`, `#[vectorize]`, `#[reduce]` and `#[stencil]` function becomes one named
-//! like it, so two of one name anywhere in a crate would clash in its PTX module. The clash is
-//! refused here, on every build (with or without the nvptx toolchain), naming both places.
+//! PTX entry points: each `#[kernel]`, `#[vectorize]`, `#[guvectorize]`, `#[reduce]` and
+//! `#[stencil]` function becomes one named like it, so two of one name anywhere in a crate would
+//! clash in its PTX module. The clash is refused here, on every build (with or without the
+//! nvptx toolchain), naming both places.
 
 use std::collections::HashMap;
 
@@ -13,7 +14,7 @@ use crate::extract::walk;
 use crate::source::SourceTree;
 
 /// Attribute names whose functions become PTX entry points.
-const ENTRY_MARKERS: [&str; 4] = ["kernel", "vectorize", "reduce", "stencil"];
+const ENTRY_MARKERS: [&str; 5] = ["kernel", "vectorize", "guvectorize", "reduce", "stencil"];
 
 /// `Ok` where every entry point of the crate has a name of its own.
 pub(crate) fn check_unique(tree: &SourceTree) -> Result<(), Error> {

@@ -28,7 +28,14 @@ pub(crate) const ROOT_PREFIX: &str = "#![no_std] \
     #![allow(unused, non_snake_case)]";
 
 /// Attribute names that mark a function as device code.
-const MARKERS: [&str; 5] = ["kernel", "device", "vectorize", "reduce", "stencil"];
+const MARKERS: [&str; 6] = [
+    "kernel",
+    "device",
+    "vectorize",
+    "guvectorize",
+    "reduce",
+    "stencil",
+];
 
 /// Macros that declare a module array, kept with the kernels that read it.
 const MODULE_ARRAYS: [&str; 2] = ["constant_array", "global_array"];

@@ -1,5 +1,5 @@
-//! Expansion snapshots: what `#[kernel]` and `#[vectorize]` make of seven typical kernels, and
-//! `#[device(extern)]` of a foreign declaration,
+//! Expansion snapshots: what `#[kernel]`, `#[vectorize]` and `#[guvectorize]` make of eight
+//! typical kernels, and `#[device(extern)]` of a foreign declaration,
 //! pretty-printed under `src/snapshots/`, so that a change to the generated code shows in
 //! review. `cargo insta review` (or `INSTA_UPDATE=always cargo test -p kernel-macros`)
 //! accepts a deliberate change.
@@ -148,6 +148,24 @@ fn a_vectorized_function() {
             /// `a·x + y`.
             pub fn saxpy(a: f32, x: f32, y: f32) -> f32 {
                 a * x + y
+            }
+        },
+    )
+    .unwrap_or_else(|e| panic!("the function does not expand: {e}"));
+    let expanded = pretty(out);
+    insta::assert_snapshot!(expanded);
+}
+
+#[test]
+fn a_generalized_ufunc() {
+    let out = crate::guvectorize::guvectorize(
+        quote!("(n),()->(n)"),
+        quote! {
+            /// A vector plus a scalar.
+            pub fn shift(x: &[f32], y: f32, out: &mut [f32]) {
+                for i in 0..x.len() {
+                    out[i] = x[i] + y;
+                }
             }
         },
     )

@@ -8,6 +8,7 @@
 //! Use them through `kernel_runtime` (`use kernel_runtime::prelude::*;`).
 
 mod emit;
+mod guvectorize;
 mod kernel;
 mod split;
 mod stencil;
@@ -121,6 +122,23 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
     out.extend(
         emit::vectorize::vectorize(attr.into(), item)
             .unwrap_or_else(syn::Error::into_compile_error),
+    );
+    out.into()
+}
+
+/// Applies a function of core arrays at every index of the loop dimensions in front of them, as
+/// Numba's `@guvectorize` (a generalized ufunc): `#[guvectorize("(n),(n)->()")] fn dot(a: &[f32],
+/// b: &[f32]) -> f32` gives `dot.apply((&a, &b), &mut out)` and `dot.call((&a, &b))` (a new
+/// array), on the arrays' device. The layout names each input's core dimensions, then the
+/// output's: a `()` input is a scalar (an array of the loop dimensions, or one value for all), a
+/// `(n)` one `&[T]`, a `(m,n)` one `&Array2<T>`; a `()` output is the return value, another the
+/// last parameter, `&mut [T]` or `&mut Array2<T>`.
+#[proc_macro_attribute]
+pub fn guvectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
+    let mut out = build_script_check(&item, "guvectorize");
+    out.extend(
+        guvectorize::guvectorize(attr.into(), item).unwrap_or_else(syn::Error::into_compile_error),
     );
     out.into()
 }

@@ -67,6 +67,10 @@ pub use crate::{
     },
     host::embedded::PTX_MODULES,
     host::error::Error,
+    host::gufunc::{
+        device_of as gu_device, launch as gu_launch, made_output as gu_output, plan as gu_plan,
+        run_cpu as gu_cpu, GuInput, Layout as GuLayout, Operand as GuOperand,
+    },
     host::instance::KernelInstance,
     host::kernel::{ByValue, KernelArg},
     host::launch::{IntoDim3, LaunchConfig},
@@ -86,6 +90,7 @@ pub use crate::{
 #[cfg(not(target_arch = "nvptx64"))]
 pub use ndarray::{Array0, Array2, Array3, Ix1};
 
+pub use crate::cores::{Cores, Scalars};
 pub use crate::ctx::Ctx;
 pub use crate::device_copy::{AnyBitPattern, DeviceCopy};
 pub use crate::math::DeviceFloat;

@@ -74,6 +74,7 @@
 
 pub mod atomic;
 mod base;
+pub mod cores;
 pub mod ctx;
 pub mod device_copy;
 pub mod dim;
@@ -118,7 +119,8 @@ pub use grid::GridGroup;
 /// Half-precision floats (the `half` crate's), as kernel scalars and array elements.
 pub use half::{bf16, f16};
 pub use kernel_macros::{
-    constant_array, device, global_array, kernel, kprintln, reduce, stencil, vectorize, DeviceCopy,
+    constant_array, device, global_array, guvectorize, kernel, kprintln, reduce, stencil,
+    vectorize, DeviceCopy,
 };
 pub use module_array::{ModuleArray, ModuleView};
 pub use number::DeviceNumber;
@@ -135,6 +137,7 @@ pub use host::{
     error::{Error, LaunchError},
     event::Event,
     graph::Graph,
+    gufunc::GuInput,
     instance::KernelInstance,
     kernel::{ByValue, KernelArg},
     launch::{IntoDim3, LaunchConfig},
@@ -180,8 +183,8 @@ pub mod prelude {
     };
     pub use crate::{bf16, f16};
     pub use crate::{
-        constant_array, device, global_array, kernel, kprintln, reduce, stencil, vectorize,
-        DeviceCopy, Dim3,
+        constant_array, device, global_array, guvectorize, kernel, kprintln, reduce, stencil,
+        vectorize, DeviceCopy, Dim3,
     };
     pub use crate::{dynamic_shared, shared_array};
     pub use crate::{

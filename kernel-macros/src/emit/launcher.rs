@@ -388,6 +388,62 @@ pub fn value_struct(
     }
 }
 
+/// What a function that its launcher maps over whole arrays expands to (`#[vectorize]`,
+/// `#[guvectorize]`): its element types' `checks`, the function `func` it keeps (renamed,
+/// hidden), the PTX `entry`, the unit struct `value` named `name`, the `Kernel` record of
+/// `params` of kinds `abi`, and the `methods` host code calls on the value.
+pub struct ArrayFunction<'a> {
+    pub name: &'a syn::Ident,
+    pub checks: TokenStream,
+    pub func: &'a syn::ItemFn,
+    pub entry: TokenStream,
+    pub value: TokenStream,
+    pub params: &'a [String],
+    pub abi: &'a [String],
+    pub methods: TokenStream,
+}
+
+/// The items of an [`ArrayFunction`].
+pub fn array_function(f: ArrayFunction<'_>) -> TokenStream {
+    let ArrayFunction {
+        name,
+        checks,
+        func,
+        entry,
+        value,
+        params,
+        abi,
+        methods,
+    } = f;
+    let name_str = name.to_string();
+    let meta = grid_level_meta(&name_str, params, abi);
+    let registration = register_ptx(name);
+    quote! {
+        #checks
+
+        #[doc(hidden)]
+        #[inline(always)]
+        #[allow(non_snake_case)]
+        #func
+
+        #entry
+
+        #value
+        #registration
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl ::kernel_runtime::__rt::Kernel for #name {
+            #meta
+        }
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl #name {
+            const NAME: &'static str = #name_str;
+            #methods
+        }
+    }
+}
+
 /// The `Kernel` record of a function with one PTX entry `name` of parameters `params` (their
 /// names) and `abi` (their PTX types), without shared memory or barriers, whose threads need
 /// only their grid-level indices: a `#[vectorize]` or `#[stencil]` function's.

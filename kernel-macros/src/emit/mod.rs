@@ -102,6 +102,34 @@ fn type_checks(k: &Kernel) -> TokenStream {
     quote!(#(#checks)*)
 }
 
+/// Refuses an `async` or generic signature of a function that `what` (`"a vectorized
+/// function"`) names, which its launcher maps over arrays of one element type.
+pub fn plain_signature(sig: &syn::Signature, what: &str) -> syn::Result<()> {
+    if let Some(a) = &sig.asyncness {
+        return Err(syn::Error::new_spanned(
+            a,
+            format!("{what} cannot be `async`"),
+        ));
+    }
+    if !sig.generics.params.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &sig.generics,
+            format!("{what} cannot be generic: write one per element type"),
+        ));
+    }
+    Ok(())
+}
+
+/// The type the signature returns, where it returns one other than `()`.
+pub fn returned(sig: &syn::Signature) -> Option<syn::Type> {
+    match &sig.output {
+        syn::ReturnType::Type(_, t) if !matches!(&**t, syn::Type::Tuple(tt) if tt.elems.is_empty()) => {
+            Some((**t).clone())
+        }
+        _ => None,
+    }
+}
+
 /// What an attribute that keeps a function as the scalar operation beside the launcher it
 /// makes of its name (`#[vectorize]`, `#[reduce]`) takes of it: the function is renamed
 /// `{prefix}{name}` and made private, its docs move to the launcher.

@@ -6,11 +6,11 @@
 //! are checked once at the call, so no element access needs a check.
 
 use crate::kernel::params::{self, Kind};
-use crate::kernel::rewrite::{self, Scope};
+use crate::kernel::rewrite;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{ItemFn, ReturnType, Type};
+use syn::{ItemFn, Type};
 
 pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     if !attr.is_empty() {
@@ -22,92 +22,52 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
     let mut func: ItemFn = syn::parse2(item)?;
     let (params, ret) = signature(&func.sig)?;
     let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
-    rewrite::rewrite(
-        &mut func.block,
-        Scope::Device,
-        format_ident!("__KERNEL_SHARED_NONE"),
-        &names,
-        &func.sig.generics,
-    )?;
+    rewrite::mapped_body(&mut func, &names)?;
     let v = Vectorized::new(func, params, ret);
-    let (name, scalar_fn) = (&v.name, &v.func);
-    let name_str = name.to_string();
-    let (args, tys, ret, scalar) = (&v.args, &v.tys, &v.ret, &v.scalar);
-    let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let (name, args, tys, ret, scalar) = (&v.name, &v.args, &v.tys, &v.ret, &v.scalar);
     // One pointer per input, the output pointer, the element count.
     let abi: Vec<String> = std::iter::repeat_n("ptr", args.len() + 1)
         .chain(["usize"])
         .map(String::from)
         .collect();
-    let params: Vec<String> = arg_strs
+    let params: Vec<String> = args
         .iter()
-        .cloned()
+        .map(|a| a.to_string())
         .chain(["out".into(), "n".into()])
         .collect();
-    let meta = crate::emit::launcher::grid_level_meta(&name_str, &params, &abi);
-    let checks = v.type_checks();
-    let entry = v.entry();
-    let launcher = crate::emit::launcher::launcher_struct(&v.docs, &v.vis, name);
-    let registration = crate::emit::launcher::register_ptx(name);
-    let apply = v.apply();
-    let call = v.call();
-    Ok(quote! {
-        #checks
+    let (apply, call) = (v.apply(), v.call());
+    Ok(crate::emit::launcher::array_function(
+        crate::emit::launcher::ArrayFunction {
+            name,
+            checks: v.type_checks(),
+            func: &v.func,
+            entry: v.entry(),
+            value: crate::emit::launcher::launcher_struct(&v.docs, &v.vis, name),
+            params: &params,
+            abi: &abi,
+            methods: quote! {
+                /// The function on one element.
+                #[inline(always)]
+                pub fn scalar(&self, #(#args: #tys),*) -> #ret {
+                    #scalar(#(#args),*)
+                }
 
-        #[doc(hidden)]
-        #[inline(always)]
-        #[allow(non_snake_case)]
-        #scalar_fn
-
-        #entry
-
-        #launcher
-        #registration
-
-        #[cfg(not(target_arch = "nvptx64"))]
-        impl ::kernel_runtime::__rt::Kernel for #name {
-            #meta
-        }
-
-        #[cfg(not(target_arch = "nvptx64"))]
-        impl #name {
-            const NAME: &'static str = #name_str;
-
-            /// The function on one element.
-            #[inline(always)]
-            pub fn scalar(&self, #(#args: #tys),*) -> #ret {
-                #scalar(#(#args),*)
-            }
-
-            #apply
-            #call
-        }
-    })
+                #apply
+                #call
+            },
+        },
+    ))
 }
 
 /// The element-wise signature's parameters and result, or the error that refuses it.
 fn signature(sig: &syn::Signature) -> syn::Result<(Vec<params::Param>, Type)> {
-    if let Some(a) = &sig.asyncness {
-        return Err(syn::Error::new_spanned(
-            a,
-            "a vectorized function cannot be `async`",
-        ));
-    }
-    if !sig.generics.params.is_empty() {
-        return Err(syn::Error::new_spanned(
-            &sig.generics,
-            "a vectorized function cannot be generic: write one per element type",
-        ));
-    }
-    let ret: Type = match &sig.output {
-        ReturnType::Type(_, t) if !matches!(&**t, Type::Tuple(tt) if tt.elems.is_empty()) => {
-            (**t).clone()
-        }
-        _ => return Err(syn::Error::new_spanned(
+    crate::emit::plain_signature(sig, "a vectorized function")?;
+    let ret = crate::emit::returned(sig).ok_or_else(|| {
+        syn::Error::new_spanned(
             &sig.ident,
             "a vectorized function returns the element it computes: `fn f(a: f32, b: f32) -> f32`",
-        )),
-    };
+        )
+    })?;
     if sig.inputs.is_empty() {
         return Err(syn::Error::new_spanned(
             &sig.ident,

@@ -73,6 +73,20 @@ struct Pass {
 /// Rewrites `block` in place. `layout` names the kernel's shared-layout constant; `params` are
 /// the parameter names (runtime values, never valid as shared array sizes); `generics` the
 /// function's generic parameters.
+/// The pass over the body of `func`, a function that a launcher maps over arrays
+/// (`#[vectorize]`, `#[guvectorize]`) and whose parameters are named `params`: device code
+/// with no shared memory of its own.
+pub fn mapped_body(func: &mut syn::ItemFn, params: &[String]) -> syn::Result<Rewritten> {
+    let generics = func.sig.generics.clone();
+    rewrite(
+        &mut func.block,
+        Scope::Device,
+        quote::format_ident!("__KERNEL_SHARED_NONE"),
+        params,
+        &generics,
+    )
+}
+
 pub fn rewrite(
     block: &mut Block,
     scope: Scope,

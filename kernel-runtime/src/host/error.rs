@@ -49,6 +49,16 @@ pub enum Error {
         /// The shape given.
         found: Vec<usize>,
     },
+    /// The arrays of a `#[guvectorize]` function's call do not fit its layout.
+    #[error("the arrays of a call of `{function}` do not fit its layout {layout}: {reason}")]
+    LayoutMismatch {
+        /// The function called.
+        function: &'static str,
+        /// Its layout, `"(n),(n)->()"`.
+        layout: &'static str,
+        /// What does not fit, and where.
+        reason: String,
+    },
     /// A kernel argument lives on another device than the launch.
     #[error("kernel `{kernel}`: argument `{argument}` lives on {found}, the launch runs on {expected}; copy it with `to_device` first")]
     DeviceMismatch {

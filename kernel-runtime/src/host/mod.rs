@@ -16,6 +16,7 @@ pub(crate) mod embedded;
 pub mod error;
 pub mod event;
 pub mod graph;
+pub mod gufunc;
 pub mod instance;
 pub mod kernel;
 pub mod launch;

@@ -1,0 +1,197 @@
+//! A generalized ufunc's operand (`#[guvectorize]`) as its loop indices read it, the same on
+//! both targets: where its cores lie ([`Cores`]) or, for an input whose core is `()`, its value
+//! ([`Scalars`]). A GPU launch passes each as one parameter; the CPU backend hands the same
+//! values to its tasks.
+//!
+//! ```
+//! use kernel_runtime::cores::Cores;
+//!
+//! // Two loop indices of 2 × 3 matrices.
+//! let mut m: Vec<f32> = (0..12).map(|v| v as f32).collect();
+//! let cores = Cores::<f32, 2>::new(m.as_mut_ptr(), 6, [2, 3]);
+//! // SAFETY: `m` holds both cores, and outlives the view.
+//! let second = unsafe { cores.view(1, "m") };
+//! assert_eq!(second[[1, 0]], 9.0);
+//! ```
+
+use crate::view::{View1, View1Mut, View2, View2Mut, View3, View3Mut};
+use core::mem::MaybeUninit;
+
+/// Where one operand's cores lie: one every `step` elements from `ptr`, each of extents `dims`
+/// (row-major). A step of 0 gives every loop index the same core.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Cores<T, const R: usize> {
+    ptr: *mut T,
+    step: usize,
+    dims: [usize; R],
+}
+
+impl<T, const R: usize> Clone for Cores<T, R> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const R: usize> Copy for Cores<T, R> {}
+
+// SAFETY: a launch's loop indices write disjoint output cores and only read the inputs, so the
+// tasks that share the pointers never touch an element that another writes.
+unsafe impl<T, const R: usize> Send for Cores<T, R> {}
+// SAFETY: as above.
+unsafe impl<T, const R: usize> Sync for Cores<T, R> {}
+
+impl<T, const R: usize> Cores<T, R> {
+    /// The cores at `ptr`, `step` elements apart, of extents `dims`.
+    #[inline(always)]
+    pub fn new(ptr: *mut T, step: usize, dims: [usize; R]) -> Self {
+        Cores { ptr, step, dims }
+    }
+
+    /// The first element of loop index `i`'s core.
+    ///
+    /// # Safety
+    /// The core of `i` lies in the operand's allocation.
+    #[inline(always)]
+    unsafe fn at(self, i: usize) -> *mut T {
+        // SAFETY: the caller's contract.
+        unsafe { self.ptr.add(i * self.step) }
+    }
+}
+
+impl<T: Copy> Cores<T, 0> {
+    /// Loop index `i`'s element.
+    ///
+    /// # Safety
+    /// The element lies in the operand's allocation, initialised.
+    #[inline(always)]
+    pub unsafe fn get(self, i: usize) -> T {
+        // SAFETY: the caller's contract.
+        unsafe { *self.at(i) }
+    }
+
+    /// Writes loop index `i`'s element.
+    ///
+    /// # Safety
+    /// The element lies in the operand's allocation, and no other thread touches it.
+    #[inline(always)]
+    pub unsafe fn set(self, i: usize, value: T) {
+        // SAFETY: the caller's contract.
+        unsafe { *self.at(i) = value }
+    }
+}
+
+macro_rules! views {
+    ($($rank:literal: $view:ident, $view_mut:ident;)*) => {$(
+        impl<T> Cores<T, $rank> {
+            /// Loop index `i`'s core, to read, each index checked against its extents; `name`
+            /// is the parameter's, for the error of an index outside.
+            ///
+            /// # Safety
+            /// The core lies in the operand's allocation, initialised, for as long as `'a`.
+            #[inline(always)]
+            pub unsafe fn view<'a>(self, i: usize, name: &'static str) -> $view<'a, T, true> {
+                // SAFETY: the caller's contract.
+                unsafe { $view::from_raw(self.at(i), self.dims, name) }
+            }
+
+            /// Loop index `i`'s core, to write, as [`view`](Self::view).
+            ///
+            /// # Safety
+            /// As [`view`](Self::view), and no other thread touches the core.
+            #[inline(always)]
+            pub unsafe fn view_mut<'a>(self, i: usize, name: &'static str) -> $view_mut<'a, T, true> {
+                // SAFETY: the caller's contract.
+                unsafe { $view_mut::from_raw(self.at(i), self.dims, name) }
+            }
+        }
+    )*};
+}
+
+views! {
+    1: View1, View1Mut;
+    2: View2, View2Mut;
+    3: View3, View3Mut;
+}
+
+/// An input whose core is `()`: an array of one element per loop index, or, where its pointer
+/// is null, one value that every loop index reads.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Scalars<T> {
+    value: MaybeUninit<T>,
+    cores: Cores<T, 0>,
+}
+
+impl<T: Copy> Clone for Scalars<T> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Copy> Copy for Scalars<T> {}
+
+impl<T: Copy> Scalars<T> {
+    /// The value every loop index reads.
+    #[inline(always)]
+    pub fn one(value: T) -> Self {
+        Scalars {
+            value: MaybeUninit::new(value),
+            cores: Cores::new(core::ptr::null_mut(), 0, []),
+        }
+    }
+
+    /// An array of one element per loop index, `step` apart (0: one for all) at `ptr`, not
+    /// null.
+    #[inline(always)]
+    pub fn each(ptr: *mut T, step: usize) -> Self {
+        Scalars {
+            value: MaybeUninit::uninit(),
+            cores: Cores::new(ptr, step, []),
+        }
+    }
+
+    /// Loop index `i`'s value.
+    ///
+    /// # Safety
+    /// Made by [`one`](Self::one), or by [`each`](Self::each) of an array holding loop index
+    /// `i`'s element, initialised.
+    #[inline(always)]
+    pub unsafe fn get(self, i: usize) -> T {
+        if self.cores.ptr.is_null() {
+            // SAFETY: `one` wrote the value; `each` takes no null pointer.
+            unsafe { self.value.assume_init() }
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { self.cores.get(i) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cores_and_scalars_read_each_loop_index() {
+        let mut v: Vec<i32> = (0..24).collect();
+        let c = Cores::<i32, 3>::new(v.as_mut_ptr(), 12, [2, 2, 3]);
+        // SAFETY: `v` holds both cores of 12.
+        unsafe {
+            assert_eq!(c.view(1, "v")[[1, 1, 2]], 23);
+            c.view_mut(0, "v")[[0, 1, 0]] = -1;
+        }
+        assert_eq!(v[3], -1);
+        let one = Scalars::one(7u8);
+        let mut each = [1u8, 2, 3];
+        let many = Scalars::each(each.as_mut_ptr(), 1);
+        // SAFETY: `one`'s value; `each` holds three elements.
+        unsafe {
+            assert_eq!((one.get(5), many.get(2)), (7, 3));
+        }
+        let flat = Cores::<u8, 0>::new(each.as_mut_ptr(), 1, []);
+        // SAFETY: as above.
+        unsafe { flat.set(0, 9) };
+        assert_eq!(each[0], 9);
+    }
+}

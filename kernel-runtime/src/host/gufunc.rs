@@ -1,0 +1,557 @@
+//! What a `#[guvectorize]` function's call takes from the host API: its layout checked against
+//! the arrays' shapes ([`plan`]), its inputs as arrays or scalars ([`GuInput`]), and the CPU
+//! backend's parallel loop over its loop indices ([`run_cpu`]); on a GPU, [`launch`].
+//!
+//! A generalized ufunc (NumPy's, Numba's `@guvectorize`) applies a function of *core* arrays to
+//! every index of the *loop* dimensions in front of them: under the layout `(n),(n)->()`, `dot`
+//! of two `5 × 3` arrays is the 5 dot products of their rows of 3. Here an input has the loop
+//! dimensions of the output or none, where every loop index reads the same core (Numba's
+//! broadcasting of a missing dimension); an input of no core dimensions may be a scalar, which
+//! every loop index reads too.
+//!
+//! ```
+//! use kernel_runtime::host::gufunc::{plan, Layout};
+//!
+//! // (m,n),(n)->(m): a matrix per loop index times one vector for all.
+//! const LAYOUT: Layout = Layout {
+//!     text: "(m,n),(n)->(m)",
+//!     names: &["m", "n"],
+//!     inputs: &[("a", &[0, 1]), ("x", &[1])],
+//!     output: ("out", &[0]),
+//! };
+//! let p = plan("matvec", &LAYOUT, &[Some(&[4, 2, 3]), Some(&[3])], Some(&[4, 2]))?;
+//! assert_eq!((p.loops, p.inputs[0].step, p.inputs[1].step), (4, 6, 0));
+//! assert_eq!((p.inputs[0].dims, p.output.dims), ([2, 3, 0], [2, 0, 0]));
+//! let wrong = plan("matvec", &LAYOUT, &[Some(&[4, 2, 3]), Some(&[5])], Some(&[4, 2]));
+//! assert!(wrong.unwrap_err().to_string().contains("dimension `n` is 3 in `a` and 5 in `x`"));
+//! # Ok::<(), kernel_runtime::Error>(())
+//! ```
+
+use super::array::{DeviceArray, Rank};
+use super::device::Device;
+use super::error::Error;
+use super::launch::LaunchConfig;
+use super::order::{Access, Users};
+use super::params::GpuParams;
+use crate::cores::{Cores, Scalars};
+use crate::device_copy::DeviceCopy;
+
+/// A generalized ufunc's layout as the macro writes it: the names of its core dimensions, and
+/// each operand's name and core dimensions, as indices into the names.
+#[derive(Debug)]
+pub struct Layout {
+    /// The layout as written, `"(n),(n)->()"`.
+    pub text: &'static str,
+    /// The core dimensions' names, in order of first use.
+    pub names: &'static [&'static str],
+    /// Each input's parameter name and core dimensions.
+    pub inputs: &'static [(&'static str, &'static [usize])],
+    /// The output's parameter name and core dimensions.
+    pub output: (&'static str, &'static [usize]),
+}
+
+/// Where one operand's cores lie: `step` elements apart from one loop index to the next (0:
+/// every loop index reads the same core), each of extents `dims` (its core rank's first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Core {
+    /// Elements from the core of one loop index to the next's.
+    pub step: usize,
+    /// The core's extents, padded with zeros to three.
+    pub dims: [usize; 3],
+}
+
+/// A call's shapes, checked: how many loop indices it runs, and where each operand's cores lie.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The number of loop indices: the product of the loop dimensions.
+    pub loops: usize,
+    /// Each input's cores.
+    pub inputs: Vec<Core>,
+    /// The output's cores.
+    pub output: Core,
+    /// The output's whole shape: the loop dimensions, then its core.
+    pub shape: Vec<usize>,
+}
+
+impl Plan {
+    /// The elements one loop index touches: its cores' sizes together, at least 1.
+    pub fn work(&self) -> usize {
+        let size = |c: &Core| c.dims.iter().filter(|&&d| d != 0).product::<usize>();
+        self.inputs.iter().map(size).sum::<usize>() + size(&self.output)
+    }
+}
+
+/// The error of `function`'s call whose shapes do not fit its layout.
+fn unfit(function: &'static str, layout: &Layout, reason: String) -> Error {
+    Error::LayoutMismatch {
+        function,
+        layout: layout.text,
+        reason,
+    }
+}
+
+/// The core dimensions' sizes as the operands bind them, and the loop dimensions they share.
+struct Binding<'l> {
+    function: &'static str,
+    layout: &'l Layout,
+    sizes: Vec<Option<(usize, &'static str)>>,
+    loops: Option<(Vec<usize>, &'static str)>,
+}
+
+impl Binding<'_> {
+    /// Binds the operand `name` of `shape` with core dimensions `core`: its core's extents,
+    /// and its loop dimensions (where it has any) to the others'.
+    fn bind(&mut self, name: &'static str, shape: &[usize], core: &[usize]) -> Result<Core, Error> {
+        let Some(split) = shape.len().checked_sub(core.len()) else {
+            let reason = format!(
+                "`{name}` has {} dimensions, fewer than its core's {}",
+                shape.len(),
+                core.len()
+            );
+            return Err(unfit(self.function, self.layout, reason));
+        };
+        let mut dims = [0; 3];
+        for (k, (&d, &extent)) in core.iter().zip(&shape[split..]).enumerate() {
+            match self.sizes[d] {
+                Some((size, first)) if size != extent => {
+                    let dim = self.layout.names[d];
+                    let reason = format!(
+                        "dimension `{dim}` is {size} in `{first}` and {extent} in `{name}`"
+                    );
+                    return Err(unfit(self.function, self.layout, reason));
+                }
+                _ => self.sizes[d] = Some((extent, name)),
+            }
+            dims[k] = extent;
+        }
+        let looped = &shape[..split];
+        let step = if looped.is_empty() {
+            0
+        } else {
+            self.same_loops(name, looped)?;
+            shape[split..].iter().product()
+        };
+        Ok(Core { step, dims })
+    }
+
+    /// Checks that `looped`, the loop dimensions of `name`, are those of the operands before.
+    fn same_loops(&mut self, name: &'static str, looped: &[usize]) -> Result<(), Error> {
+        match &self.loops {
+            Some((loops, first)) if loops != looped => {
+                let reason = format!(
+                    "`{name}` has the loop dimensions {looped:?} where `{first}` has {loops:?}: \
+                     an input has the output's loop dimensions, or none"
+                );
+                Err(unfit(self.function, self.layout, reason))
+            }
+            Some(_) => Ok(()),
+            None => {
+                self.loops = Some((looped.to_vec(), name));
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Checks the shapes of a call of `function` against its `layout`: `inputs` in order (`None`
+/// for a scalar), and the output's where given (`None` for a call that makes it, whose shape
+/// is then the inputs' loop dimensions and its core's extents as they bind them).
+pub fn plan(
+    function: &'static str,
+    layout: &Layout,
+    inputs: &[Option<&[usize]>],
+    output: Option<&[usize]>,
+) -> Result<Plan, Error> {
+    let mut b = Binding {
+        function,
+        layout,
+        sizes: vec![None; layout.names.len()],
+        loops: None,
+    };
+    let mut cores = Vec::with_capacity(inputs.len());
+    for (&(name, core), shape) in layout.inputs.iter().zip(inputs) {
+        cores.push(match shape {
+            Some(shape) => b.bind(name, shape, core)?,
+            None => Core {
+                step: 0,
+                dims: [0; 3],
+            },
+        });
+    }
+    let (name, core) = layout.output;
+    let shape = match output {
+        Some(shape) => shape.to_vec(),
+        None => made_shape(&b, core)?,
+    };
+    let inputs_loop = b.loops.clone();
+    let mut out = b.bind(name, &shape, core)?;
+    out.step = shape[shape.len() - core.len()..].iter().product();
+    if let Some((loops, first)) = inputs_loop.filter(|_| shape.len() == core.len()) {
+        let reason = format!(
+            "`{name}` has no loop dimensions where `{first}` has {loops:?}: the output has the \
+             inputs' loop dimensions"
+        );
+        return Err(unfit(function, layout, reason));
+    }
+    let loops = b.loops.map_or(1, |(l, _)| l.iter().product());
+    Ok(Plan {
+        loops,
+        inputs: cores,
+        output: out,
+        shape,
+    })
+}
+
+/// The shape of the output a call makes: the inputs' loop dimensions, then its core's extents,
+/// each bound by an input.
+fn made_shape(b: &Binding<'_>, core: &[usize]) -> Result<Vec<usize>, Error> {
+    let mut shape = b.loops.as_ref().map_or(Vec::new(), |(l, _)| l.clone());
+    for &d in core {
+        let Some((size, _)) = b.sizes[d] else {
+            let reason = format!(
+                "the output's dimension `{}` is in no input: give the output, with `apply`",
+                b.layout.names[d]
+            );
+            return Err(unfit(b.function, b.layout, reason));
+        };
+        shape.push(size);
+    }
+    Ok(shape)
+}
+
+/// An input of a generalized ufunc with `CORE` core dimensions: an array, whose dimensions
+/// before its last `CORE` are loop dimensions; or, where `CORE` is 0, a scalar, which every
+/// loop index reads.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an input of a generalized ufunc for a core of rank {CORE}",
+    label = "not a `&DeviceArray<{T}, _>`",
+    note = "an input takes a `&DeviceArray` of its element type; one of no core dimensions, `()` in the layout, may also be a scalar that every loop index reads"
+)]
+pub trait GuInput<'a, T: DeviceCopy, const CORE: usize> {
+    /// The array's rank, for a call that makes its output (a scalar's is 0).
+    type Dim: Rank;
+    /// The input, as the launch reads it.
+    #[doc(hidden)]
+    fn operand(self) -> Operand<'a, T>;
+}
+
+impl<'a, T: DeviceCopy, D: Rank, const CORE: usize> GuInput<'a, T, CORE> for &'a DeviceArray<T, D> {
+    type Dim = D;
+    fn operand(self) -> Operand<'a, T> {
+        Operand {
+            value: None,
+            addr: *self.device_addr(),
+            host: self.host_ptr(),
+            array: Some((self.device(), self.shape(), self.users())),
+        }
+    }
+}
+
+impl<'a, T: DeviceCopy> GuInput<'a, T, 0> for T {
+    type Dim = ndarray::Ix0;
+    fn operand(self) -> Operand<'a, T> {
+        Operand {
+            value: Some(self),
+            addr: 0,
+            host: core::ptr::null_mut(),
+            array: None,
+        }
+    }
+}
+
+/// One input or the output of a call, its array's type forgotten: a scalar's value, or an
+/// array's addresses (on a GPU and on the host), device, shape and users.
+pub struct Operand<'a, T> {
+    value: Option<T>,
+    addr: u64,
+    host: *mut T,
+    array: Option<(&'a Device, &'a [usize], &'a Users)>,
+}
+
+impl<'a, T: DeviceCopy> Operand<'a, T> {
+    /// The output `out`, whose every element the call writes.
+    pub fn output<D: Rank>(out: &'a mut DeviceArray<T, D>) -> Operand<'a, T> {
+        let host = out.host_ptr_mut();
+        Operand {
+            value: None,
+            addr: *out.device_addr(),
+            host,
+            array: Some((out.device(), out.shape(), out.users())),
+        }
+    }
+
+    /// The array's shape; `None` for a scalar.
+    pub fn shape(&self) -> Option<&'a [usize]> {
+        self.array.map(|(_, shape, _)| shape)
+    }
+
+    /// The array's device; `None` for a scalar.
+    pub fn device(&self) -> Option<&'a Device> {
+        self.array.map(|(device, _, _)| device)
+    }
+
+    /// The array's cores as the plan lays them out (`core`), in a GPU's memory where `gpu`,
+    /// else the host's.
+    pub fn cores<const R: usize>(&self, core: &Core, gpu: bool) -> Cores<T, R> {
+        let ptr = if gpu { self.addr as *mut T } else { self.host };
+        let mut dims = [0; R];
+        dims.copy_from_slice(&core.dims[..R]);
+        Cores::new(ptr, core.step, dims)
+    }
+
+    /// An input whose core is `()`: the scalar, or the array's elements as [`cores`](Self::cores).
+    pub fn scalars(&self, core: &Core, gpu: bool) -> Scalars<T> {
+        match self.value {
+            Some(value) => Scalars::one(value),
+            None => {
+                let ptr = if gpu { self.addr as *mut T } else { self.host };
+                Scalars::each(ptr, core.step)
+            }
+        }
+    }
+
+    /// Records that the GPU launch `params` reads the array (writes it, where `write`).
+    pub fn record<'p>(&'p self, params: &mut GpuParams<'p>, write: bool) {
+        if let Some((_, _, users)) = self.array {
+            let access = if write { Access::Write } else { Access::Read };
+            params.uses(users, access);
+        }
+    }
+}
+
+/// The device of a call of `function` over `operands` (by name): the one their arrays live on,
+/// `Device::default()` where none is an array.
+pub fn device_of(
+    function: &'static str,
+    operands: &[(&'static str, Option<&Device>)],
+) -> Result<Device, Error> {
+    let mut arrays = operands.iter().filter_map(|&(n, d)| Some((n, d?)));
+    super::args::pick_device(function, None, &mut arrays)
+}
+
+/// The output of a call of `function` over `inputs` that makes it: zeros of the shape the
+/// inputs give it, on their device. Its rank `O` is the first input's, less its core and with
+/// the output's core: a first input without loop dimensions under another's that has them
+/// gives a rank other than `O`'s, which is an error naming `apply`.
+pub fn made_output<T: DeviceCopy, O: Rank>(
+    function: &'static str,
+    layout: &Layout,
+    inputs: &[Option<&[usize]>],
+    device: &Device,
+) -> Result<DeviceArray<T, O>, Error> {
+    let shape = plan(function, layout, inputs, None)?.shape;
+    if O::NDIM != Some(shape.len()) {
+        let reason = format!(
+            "its output has {} dimensions, where the first input's rank gives {}: give the \
+             output, with `apply`",
+            shape.len(),
+            O::NDIM.unwrap_or(0)
+        );
+        return Err(unfit(function, layout, reason));
+    }
+    let mut dim = O::zeros(shape.len());
+    dim.slice_mut().copy_from_slice(&shape);
+    DeviceArray::zeros(device, dim)
+}
+
+/// Threads per block of a GPU launch: one loop index each, in a grid-stride loop.
+const GPU_THREADS: u32 = 128;
+
+/// Launches the PTX entry `kernel` of `ptx` on the GPU `device` over `loops` loop indices, in
+/// enough blocks of 128 threads, at most the device allows.
+///
+/// # Safety
+/// `params` must point at one value per parameter of the entry, of its type, in order, and the
+/// arrays among them must be the device's and fit the layout.
+pub unsafe fn launch(
+    device: &Device,
+    kernel: &'static str,
+    ptx: Result<&'static str, &'static str>,
+    loops: usize,
+    params: &mut GpuParams<'_>,
+) -> Result<(), Error> {
+    let blocks = loops
+        .div_ceil(GPU_THREADS as usize)
+        .clamp(1, device.limits().max_grid.x as usize);
+    let config = LaunchConfig::new(blocks, GPU_THREADS)
+        .map_err(|reason| Error::InvalidLaunch { kernel, reason })?;
+    // SAFETY: the caller's contract.
+    unsafe { super::elementwise::cuda_launch(device, kernel, ptx, &config, params) }
+}
+
+/// Runs `f(lo, hi)` over the loop indices of `plan` on the CPU backend, in parallel; a
+/// panic is the fault of `kernel`.
+pub fn run_cpu(
+    kernel: &'static str,
+    plan: &Plan,
+    f: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(), Error> {
+    loops(plan.loops, plan.work(), f).map_err(|message| Error::KernelFault { kernel, message })
+}
+
+/// Loop indices per task of the CPU backend's loop, at least: enough that a task's work is
+/// worth handing to another core.
+const TASK_WORK: usize = 1 << 14;
+
+/// Runs `f(lo, hi)` over disjoint ranges of loop indices covering `0..loops`, in parallel, each
+/// range of about `TASK_WORK` elements' work at `work` elements a loop index; a panic becomes
+/// the returned message, with its source line.
+pub fn loops(loops: usize, work: usize, f: &(dyn Fn(usize, usize) + Sync)) -> Result<(), String> {
+    let chunk = TASK_WORK.div_ceil(work.max(1)).max(1);
+    let task = |c: usize| crate::cpu::tasks::guarded(|| f(c * chunk, ((c + 1) * chunk).min(loops)));
+    crate::cpu::tasks::run(loops.div_ceil(chunk), &task).map_err(crate::cpu::tasks::message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MATMUL: Layout = Layout {
+        text: "(m,n),(n,p)->(m,p)",
+        names: &["m", "n", "p"],
+        inputs: &[("a", &[0, 1]), ("b", &[1, 2])],
+        output: ("c", &[0, 2]),
+    };
+
+    const SHIFT: Layout = Layout {
+        text: "(n),()->(n)",
+        names: &["n"],
+        inputs: &[("x", &[0]), ("y", &[])],
+        output: ("out", &[0]),
+    };
+
+    fn err(r: Result<Plan, Error>) -> String {
+        r.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn loop_dimensions_and_cores_follow_the_layout() {
+        let p = plan("mm", &MATMUL, &[Some(&[2, 3, 4]), Some(&[2, 4, 5])], None).unwrap();
+        assert_eq!((p.loops, p.shape.clone()), (2, vec![2, 3, 5]));
+        assert_eq!(
+            p.inputs,
+            [
+                Core {
+                    step: 12,
+                    dims: [3, 4, 0]
+                },
+                Core {
+                    step: 20,
+                    dims: [4, 5, 0]
+                }
+            ]
+        );
+        assert_eq!(
+            p.output,
+            Core {
+                step: 15,
+                dims: [3, 5, 0]
+            }
+        );
+        assert_eq!(p.work(), 12 + 20 + 15);
+        // One `b` for every loop index; no loop dimensions at all.
+        let p = plan("mm", &MATMUL, &[Some(&[7, 3, 4]), Some(&[4, 5])], None).unwrap();
+        assert_eq!((p.loops, p.inputs[1].step, p.shape), (7, 0, vec![7, 3, 5]));
+        let p = plan(
+            "mm",
+            &MATMUL,
+            &[Some(&[3, 4]), Some(&[4, 5])],
+            Some(&[3, 5]),
+        )
+        .unwrap();
+        assert_eq!((p.loops, p.inputs[0].step, p.output.step), (1, 0, 15));
+    }
+
+    #[test]
+    fn scalars_and_empty_loops() {
+        let p = plan("shift", &SHIFT, &[Some(&[0, 6]), None], None).unwrap();
+        assert_eq!(
+            (p.loops, p.inputs[1], p.shape),
+            (
+                0,
+                Core {
+                    step: 0,
+                    dims: [0; 3]
+                },
+                vec![0, 6]
+            )
+        );
+        let p = plan("shift", &SHIFT, &[Some(&[4, 6]), Some(&[4])], Some(&[4, 6])).unwrap();
+        assert_eq!((p.loops, p.inputs[1].step), (4, 1));
+    }
+
+    #[test]
+    fn shapes_that_do_not_fit_are_named() {
+        // The error of `mm` over `a`, `b` and `c` (made where `None`), which must say `what`.
+        let refused = |a: &[usize], b: &[usize], c: Option<&[usize]>, what: &str| {
+            let e = err(plan("mm", &MATMUL, &[Some(a), Some(b)], c));
+            assert!(
+                e.contains("`mm`") && e.contains("(m,n),(n,p)->(m,p)"),
+                "{e}"
+            );
+            assert!(e.contains(what), "{e}");
+        };
+        refused(
+            &[2, 3, 4],
+            &[2, 5, 5],
+            None,
+            "dimension `n` is 4 in `a` and 5 in `b`",
+        );
+        refused(
+            &[2, 3, 4],
+            &[3, 4, 5],
+            None,
+            "`b` has the loop dimensions [3] where `a` has [2]",
+        );
+        refused(
+            &[4],
+            &[4, 5],
+            None,
+            "`a` has 1 dimensions, fewer than its core's 2",
+        );
+        refused(
+            &[3, 4],
+            &[4, 5],
+            Some(&[3, 6]),
+            "dimension `p` is 5 in `b` and 6 in `c`",
+        );
+        let loops = "`c` has the loop dimensions [3] where `a` has [2]";
+        refused(&[2, 3, 4], &[4, 5], Some(&[3, 3, 5]), loops);
+        refused(
+            &[2, 3, 4],
+            &[4, 5],
+            Some(&[3, 5]),
+            "`c` has no loop dimensions where `a` has [2]",
+        );
+        const GROW: Layout = Layout {
+            text: "(n)->(k)",
+            names: &["n", "k"],
+            inputs: &[("x", &[0])],
+            output: ("y", &[1]),
+        };
+        let e = err(plan("grow", &GROW, &[Some(&[3])], None));
+        assert!(e.contains("dimension `k` is in no input"), "{e}");
+        let p = plan("grow", &GROW, &[Some(&[2, 3])], Some(&[2, 8])).unwrap();
+        assert_eq!((p.loops, p.output.step), (2, 8));
+    }
+
+    #[test]
+    fn the_cpu_loop_covers_every_index_once() {
+        for (n, work) in [(0, 1), (1, 1), (100_000, 1), (37, 100_000), (1000, 100)] {
+            let seen: Vec<_> = (0..n)
+                .map(|_| std::sync::atomic::AtomicU8::new(0))
+                .collect();
+            loops(n, work, &|lo, hi| {
+                for s in &seen[lo..hi] {
+                    s.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            })
+            .unwrap();
+            assert!(seen
+                .iter()
+                .all(|s| s.load(std::sync::atomic::Ordering::Relaxed) == 1));
+        }
+        let e = loops(10, 1, &|_, _| panic!("in the core")).unwrap_err();
+        assert!(e.contains("in the core"), "{e}");
+    }
+}

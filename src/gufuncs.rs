@@ -1,0 +1,68 @@
+//! Generalized ufuncs of the test suite (`#[guvectorize]`, Numba's `@guvectorize`): one of
+//! each kind of core, input and output.
+
+use kernel_runtime::prelude::*;
+
+/// The dot product of two vectors: `(n),(n)->()`, the result returned.
+#[guvectorize("(n),(n)->()")]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut s = 0.0;
+    for k in 0..a.len() {
+        s += a[k] * b[k];
+    }
+    s
+}
+
+/// A vector plus a scalar: `(n),()->(n)`; the scalar is one value for every loop index, or an
+/// array of one per loop index.
+#[guvectorize("(n),()->(n)")]
+pub fn shift(x: &[f64], y: f64, out: &mut [f64]) {
+    for i in 0..x.len() {
+        out[i] = x[i] + y;
+    }
+}
+
+/// The product of two matrices: `(m,n),(n,p)->(m,p)`.
+#[guvectorize("(m,n),(n,p)->(m,p)")]
+pub fn matmul_gu(a: &Array2<f32>, b: &Array2<f32>, c: &mut Array2<f32>) {
+    let (m, n) = a.dim();
+    let p = b.dim().1;
+    for i in 0..m {
+        for j in 0..p {
+            let mut s = 0.0;
+            for k in 0..n {
+                s += a[[i, k]] * b[[k, j]];
+            }
+            c[[i, j]] = s;
+        }
+    }
+}
+
+/// The running sums of a vector: `(n)->(n)`.
+#[guvectorize("(n)->(n)")]
+pub fn running_sum(x: &[i64], out: &mut [i64]) {
+    let mut s = 0;
+    for i in 0..x.len() {
+        s += x[i];
+        out[i] = s;
+    }
+}
+
+/// Reads one past the end of its core: `(n)->()`, a bug the views catch.
+#[guvectorize("(n)->()")]
+pub fn last_plus_one(x: &[u32]) -> u32 {
+    x[x.len()]
+}
+
+/// A matrix times a vector: `(m,n),(n)->(m)`, the README's example.
+#[guvectorize("(m,n),(n)->(m)")]
+pub fn matvec(a: &Array2<f32>, x: &[f32], y: &mut [f32]) {
+    let (m, n) = a.dim();
+    for i in 0..m {
+        let mut s = 0.0;
+        for k in 0..n {
+            s += a[[i, k]] * x[k];
+        }
+        y[i] = s;
+    }
+}

@@ -1,0 +1,197 @@
+//! `#[guvectorize]` on every backend: generalized ufuncs against plain host loops, over loop
+//! dimensions, broadcast inputs, scalars and awkward sizes, and the errors of shapes that do
+//! not fit a layout.
+
+use kernel_runtime::prelude::*;
+use kernel_runtime::DeviceArray0;
+use kernel_suite::gufuncs::{dot, last_plus_one, matmul_gu, matvec, running_sum, shift};
+use kernel_suite::reference::SplitMix64;
+use ndarray::{Array1, Axis};
+
+mod common;
+use common::{assert_mentions, assert_trapped, backends};
+
+/// `rows × n` random floats from `seed`, small whole numbers so that sums are exact.
+fn whole(rows: usize, n: usize, seed: u64) -> Array2<f32> {
+    let mut rng = SplitMix64(seed);
+    Array2::from_shape_fn((rows, n), |_| (rng.next_u64() % 17) as f32 - 8.0)
+}
+
+#[test]
+fn dot_products_over_loop_dimensions() {
+    for dev in backends() {
+        for (rows, n) in [(1, 1), (5, 3), (257, 31), (1000, 1), (3, 1000)] {
+            let (a, b) = (whole(rows, n, 1), whole(rows, n, 2));
+            let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+            let expect: Array1<f32> = (&a * &b).sum_axis(Axis(1));
+            let got = dot.call((&da, &db)).unwrap();
+            assert_eq!(
+                got.to_host().unwrap(),
+                expect,
+                "{:?} {rows} x {n}",
+                dev.kind()
+            );
+            // One `b` for every row: Numba's broadcasting of a missing loop dimension.
+            let b0 = b.row(0).to_owned();
+            let db0 = dev.to_device(&b0).unwrap();
+            let mut out = dev.zeros::<f32, _>(rows).unwrap();
+            dot.apply((&da, &db0), &mut out).unwrap();
+            assert_eq!(out.to_host().unwrap(), a.dot(&b0), "{rows} x {n}");
+        }
+        // No loop dimensions: one dot product, a 0-D array.
+        let v = dev.to_device(&vec![1.0f32, 2.0, 3.0]).unwrap();
+        let one: DeviceArray0<f32> = dot.call((&v, &v)).unwrap();
+        assert_eq!(one.value().unwrap(), 14.0);
+        // No loop index at all, and cores of no element.
+        let none = dev.zeros::<f32, _>((0, 4)).unwrap();
+        assert_eq!(dot.call((&none, &none)).unwrap().len(), 0);
+        let empty = dev.zeros::<f32, _>((3, 0)).unwrap();
+        let zeros = dot.call((&empty, &empty)).unwrap();
+        assert_eq!(zeros.to_vec().unwrap(), [0.0; 3]);
+    }
+}
+
+#[test]
+fn scalars_broadcast_or_vary_per_loop_index() {
+    for dev in backends() {
+        let x = Array2::from_shape_fn((4, 6), |(i, j)| (i * 6 + j) as f64);
+        let dx = dev.to_device(&x).unwrap();
+        let got = shift.call((&dx, 2.5)).unwrap();
+        assert_eq!(got.to_host().unwrap(), &x + 2.5, "{:?}", dev.kind());
+        let y = dev.to_device(&vec![10.0, 20.0, 30.0, 40.0]).unwrap();
+        let mut out = dev.zeros::<f64, _>((4, 6)).unwrap();
+        shift.apply((&dx, &y), &mut out).unwrap();
+        let expect = Array2::from_shape_fn((4, 6), |(i, j)| x[[i, j]] + 10.0 * (i + 1) as f64);
+        assert_eq!(out.to_host().unwrap(), expect);
+    }
+}
+
+#[test]
+fn matrix_products_per_loop_index() {
+    for dev in backends() {
+        let (l, m, n, p) = (3, 5, 7, 2);
+        let mut rng = SplitMix64(7);
+        let a = Array3::from_shape_fn((l, m, n), |_| (rng.next_u64() % 9) as f32 - 4.0);
+        let b = Array3::from_shape_fn((l, n, p), |_| (rng.next_u64() % 9) as f32 - 4.0);
+        let (da, db) = (dev.to_device(&a).unwrap(), dev.to_device(&b).unwrap());
+        let got = matmul_gu.call((&da, &db)).unwrap().to_host().unwrap();
+        for k in 0..l {
+            let expect = a.index_axis(Axis(0), k).dot(&b.index_axis(Axis(0), k));
+            assert_eq!(got.index_axis(Axis(0), k), expect, "{:?} {k}", dev.kind());
+        }
+        // Every loop index times one matrix.
+        let b0 = b.index_axis(Axis(0), 0).to_owned();
+        let got = matmul_gu.call((&da, &dev.to_device(&b0).unwrap())).unwrap();
+        let got = got.to_host().unwrap();
+        for k in 0..l {
+            assert_eq!(
+                got.index_axis(Axis(0), k),
+                a.index_axis(Axis(0), k).dot(&b0)
+            );
+        }
+    }
+}
+
+/// The README's example: every matrix of a stack times one vector.
+fn each(
+    dev: &Device,
+    a: &Array3<f32>,
+    x: &Array1<f32>,
+) -> Result<Array2<f32>, kernel_runtime::Error> {
+    let (a, x) = (dev.to_device(a)?, dev.to_device(x)?);
+    matvec.call((&a, &x))?.to_host()
+}
+
+#[test]
+fn a_stack_of_matrices_times_one_vector() {
+    for dev in backends() {
+        let a = Array3::from_shape_fn((6, 4, 3), |(l, i, k)| (l + 2 * i + 3 * k) as f32);
+        let x = Array1::from(vec![1.0f32, -2.0, 0.5]);
+        let got = each(&dev, &a, &x).unwrap();
+        for l in 0..6 {
+            assert_eq!(
+                got.row(l),
+                a.index_axis(Axis(0), l).dot(&x),
+                "{:?} {l}",
+                dev.kind()
+            );
+        }
+    }
+}
+
+#[test]
+fn running_sums_write_whole_cores() {
+    for dev in backends() {
+        for (rows, n) in [(1, 1), (7, 9), (40_000, 3)] {
+            let x = Array2::from_shape_fn((rows, n), |(i, j)| (i as i64 - j as i64) * 3);
+            let got = running_sum.call(&dev.to_device(&x).unwrap()).unwrap();
+            let mut expect = x.clone();
+            expect.accumulate_axis_inplace(Axis(1), |&prev, cur| *cur += prev);
+            assert_eq!(
+                got.to_host().unwrap(),
+                expect,
+                "{:?} {rows} x {n}",
+                dev.kind()
+            );
+        }
+    }
+}
+
+#[test]
+fn shapes_that_do_not_fit_the_layout_are_errors() {
+    for dev in backends() {
+        let a = dev.zeros::<f32, _>((4, 3)).unwrap();
+        let b = dev.zeros::<f32, _>((4, 5)).unwrap();
+        let err = dot.call((&a, &b)).unwrap_err();
+        assert!(
+            matches!(err, kernel_runtime::Error::LayoutMismatch { .. }),
+            "{err:?}"
+        );
+        assert_mentions(
+            &err.to_string(),
+            &[
+                "`dot`",
+                "(n),(n)->()",
+                "dimension `n` is 3 in `a` and 5 in `b`",
+            ],
+        );
+        let c = dev.zeros::<f32, _>((2, 3)).unwrap();
+        let err = dot.call((&a, &c)).unwrap_err().to_string();
+        assert_mentions(&err, &["`b` has the loop dimensions [2] where `a` has [4]"]);
+        let mut wrong = dev.zeros::<f32, _>(5).unwrap();
+        let err = dot.apply((&a, &a), &mut wrong).unwrap_err().to_string();
+        assert_mentions(
+            &err,
+            &["`out` has the loop dimensions [5] where `a` has [4]"],
+        );
+        let mut flat = dev.zeros::<f32, _>((4, 4)).unwrap();
+        let err = matmul_gu
+            .apply((&a, &a), &mut flat)
+            .unwrap_err()
+            .to_string();
+        assert_mentions(&err, &["dimension `n` is 3 in `a` and 4 in `b`"]);
+    }
+}
+
+#[test]
+fn an_index_past_the_core_stops_the_call() {
+    for dev in backends() {
+        let x = dev.to_device(&Array2::<u32>::zeros((3, 4))).unwrap();
+        let err = last_plus_one.call(&x).unwrap_err();
+        if matches!(dev.kind(), kernel_runtime::DeviceKind::Cuda(_)) {
+            assert_trapped(&err, "last_plus_one");
+        } else {
+            assert!(
+                matches!(
+                    err,
+                    kernel_runtime::Error::KernelFault {
+                        kernel: "last_plus_one",
+                        ..
+                    }
+                ),
+                "{err:?}"
+            );
+            assert_mentions(&err.to_string(), &["4", "src/gufuncs.rs"]);
+        }
+    }
+}
