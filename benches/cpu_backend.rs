@@ -5,7 +5,8 @@
 //! same computation. The ratio of the two is the price of writing the kernel once for the GPU
 //! and running it on the CPU. Two more groups price what the backend does beside: `checked`,
 //! checked mode against the fast backend, and `warp`, warp shuffles (each a stop of every
-//! thread's coroutine) against split barriers.
+//! thread's coroutine) against split barriers. `gufunc` is a `#[guvectorize]` function beside the
+//! rayon loop that computes the same.
 //!
 //! ```sh
 //! cargo bench --bench cpu_backend            # or: -- --quick, -- smooth
@@ -17,6 +18,7 @@ use gpu_kernels::{
     smooth_stencil, GAUSS5, INTEGRATE_TPB, TPB,
 };
 use kernel_runtime::prelude::*;
+use kernel_suite::gufuncs::dot;
 use kernel_suite::reference::{self, SplitMix64};
 use rayon::prelude::*;
 use std::hint::black_box;
@@ -197,6 +199,52 @@ fn bench_add(c: &mut Criterion) {
     });
     g.bench_function("rayon", |bch| {
         bch.iter(|| add_rayon(black_box(&a), black_box(&b), &mut hc))
+    });
+    g.finish();
+}
+
+/// Rows of the generalized ufuncs' inputs, and their length: one dot product a row.
+const DOT_ROWS: usize = 1 << 20;
+const DOT_N: usize = 16;
+
+/// The dot product of each row pair, rows of `n`: what `#[guvectorize("(n),(n)->()")]`
+/// computes, in the same order.
+fn dot_rayon(a: &[f32], b: &[f32], out: &mut [f32], n: usize) {
+    out.par_iter_mut()
+        .zip(a.par_chunks(n).zip(b.par_chunks(n)))
+        .for_each(|(o, (a, b))| *o = a.iter().zip(b).fold(0.0, |s, (x, y)| s + x * y));
+}
+
+fn bench_gufunc(c: &mut Criterion) {
+    let dev = Device::cpu();
+    let (a, b) = (
+        random_f32(DOT_ROWS * DOT_N, 3),
+        random_f32(DOT_ROWS * DOT_N, 4),
+    );
+    let shape = (DOT_ROWS, DOT_N);
+    let da = dev
+        .to_device(&Array2::from_shape_vec(shape, a.clone()).unwrap())
+        .unwrap();
+    let db = dev
+        .to_device(&Array2::from_shape_vec(shape, b.clone()).unwrap())
+        .unwrap();
+    let mut dout = dev.zeros::<f32, _>(DOT_ROWS).unwrap();
+    let mut hout = vec![0.0f32; DOT_ROWS];
+    dot.apply((&da, &db), &mut dout).unwrap();
+    dot_rayon(&a, &b, &mut hout, DOT_N);
+    assert_eq!(
+        dout.to_vec().unwrap(),
+        hout,
+        "dot: gufunc and rayon disagree"
+    );
+
+    let mut g = c.benchmark_group("gufunc");
+    g.throughput(Throughput::Elements((DOT_ROWS * DOT_N) as u64));
+    g.bench_function("dot", |bch| {
+        bch.iter(|| dot.apply((&da, &db), &mut dout).unwrap())
+    });
+    g.bench_function("rayon", |bch| {
+        bch.iter(|| dot_rayon(black_box(&a), black_box(&b), &mut hout, DOT_N))
     });
     g.finish();
 }
@@ -753,6 +801,7 @@ criterion_group!(
     bench_warp,
     bench_checked,
     bench_add,
+    bench_gufunc,
     bench_smooth,
     bench_gaussian,
     bench_laplace,
