@@ -627,6 +627,54 @@ pub fn math_chain(x: &[f64], out: &mut [f64]) {
     }
 }
 
+/// The rest of Numba's `math` functions of `v`, as a kernel (or host code) calls them.
+#[device]
+pub fn more_math(v: f64) -> [f64; 12] {
+    let (m, e) = math::frexp(v);
+    let (f, w) = math::modf(v);
+    [
+        v.asinh(),
+        (1.0 + v.abs()).acosh(),
+        (v / 4.0).atanh(),
+        math::gamma(v),
+        math::lgamma(v),
+        math::remainder(v, 0.75),
+        math::fmod(v, 0.75),
+        math::ldexp(v, 3),
+        m,
+        e as f64,
+        f,
+        w,
+    ]
+}
+
+/// [`more_math`] on the device, `out[i, k]` the `k`th function of `x[i]`.
+#[kernel]
+pub fn math_more(x: &[f64], out: &mut Array2<f64>) {
+    let i = grid(1);
+    if i < x.len() {
+        for (k, value) in more_math(x[i]).into_iter().enumerate() {
+            out[[i, k]] = value;
+        }
+    }
+}
+
+/// [`math_more`]'s functions of `f32`, summed.
+#[kernel]
+pub fn math_more_f32(x: &[f32], out: &mut [f32]) {
+    let i = grid(1);
+    if i < x.len() {
+        let v = x[i];
+        out[i] = math::gamma(v)
+            + math::lgamma(v)
+            + v.asinh()
+            + math::remainder(v, 0.75)
+            + math::ldexp(v, 2)
+            + math::frexp(v).0
+            + math::modf(v).1;
+    }
+}
+
 /// A 3-D stencil-free copy with scaling, for 3-D views.
 #[kernel]
 pub fn scale3(x: &Array3<f32>, s: f32, out: &mut Array3<f32>) {

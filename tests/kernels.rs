@@ -865,6 +865,51 @@ fn struct_parameters_device_functions_and_math() {
             assert!((o - e).abs() < 1e-9 * (1.0 + e.abs()), "{v}: {o} vs {e}");
         }
 
+        // The rest of Numba's `math`: the same functions as the host's, within rounding on a
+        // GPU (the CPU backend calls the host's).
+        let mut out = dev.zeros::<f64, _>((50, 12)).unwrap();
+        math_more.launch(2, 32, (&dx, &mut out)).unwrap();
+        let out = out.to_host().unwrap();
+        for (i, &v) in x.iter().enumerate() {
+            let expect = more_math(v);
+            for (k, e) in expect.into_iter().enumerate() {
+                let o = out[[i, k]];
+                let same = o == e || (o.is_nan() && e.is_nan());
+                assert!(
+                    same || (o - e).abs() <= 1e-12 * (1.0 + e.abs()),
+                    "{v}, function {k}: {o} vs {e}"
+                );
+            }
+            // frexp and modf give back what they split.
+            assert_eq!(
+                (
+                    expect[8] * 2f64.powi(expect[9] as i32),
+                    expect[10] + expect[11]
+                ),
+                (v, v)
+            );
+        }
+        let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        let mut out = dev.zeros::<f32, _>(50).unwrap();
+        math_more_f32
+            .launch(2, 32, (&dev.to_device(&x32).unwrap(), &mut out))
+            .unwrap();
+        for (&v, o) in x32.iter().zip(out.to_vec().unwrap()) {
+            use kernel_runtime::math;
+            let e = math::gamma(v)
+                + math::lgamma(v)
+                + v.asinh()
+                + math::remainder(v, 0.75)
+                + v * 4.0
+                + math::frexp(v).0
+                + v.trunc();
+            let same = o == e || (o.is_nan() && e.is_nan());
+            assert!(
+                same || (o - e).abs() <= 1e-5 * (1.0 + e.abs()),
+                "{v}: {o} vs {e}"
+            );
+        }
+
         let x = Array3::from_shape_fn((3, 4, 5), |(i, j, k)| (i * 20 + j * 5 + k) as f32);
         let dx = dev.to_device(&x).unwrap();
         let mut out = dev.zeros::<f32, _>((3, 4, 5)).unwrap();

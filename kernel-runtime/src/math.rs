@@ -49,14 +49,14 @@ macro_rules! device_float {
         }
         device_float!(@impl f32, [$($name ($($arg: $at),*) -> $ret, $host, $dev32;)*]);
         device_float!(@impl f64, [$($name ($($arg: $at),*) -> $ret, $host, $dev64;)*]);
-        device_float!(@half half::f16, [$($name ($($arg: $at),*);)*]);
-        device_float!(@half half::bf16, [$($name ($($arg: $at),*);)*]);
+        device_float!(@half half::f16, [$($name ($($arg: $at),*) -> $ret;)*]);
+        device_float!(@half half::bf16, [$($name ($($arg: $at),*) -> $ret;)*]);
     };
-    (@half $t:ty, [$($name:ident ($($arg:ident: $at:ty),*);)*]) => {
+    (@half $t:ty, [$($name:ident ($($arg:ident: $at:ty),*) -> $ret:ty;)*]) => {
         impl DeviceFloat for $t {
             $(
                 #[inline(always)]
-                fn $name(self $(, $arg: $at)*) -> Self {
+                fn $name(self $(, $arg: $at)*) -> $ret {
                     half_method!($t, $name, self $(, $arg)*)
                 }
             )*
@@ -157,6 +157,29 @@ device_float! {
     fn erf() -> Self => host libm::Libm::<F>::erf, device erff, erf;
     /// The complementary error function `1 - erf(self)`.
     fn erfc() -> Self => host libm::Libm::<F>::erfc, device erfcf, erfc;
+    /// Inverse hyperbolic sine.
+    fn asinh() -> Self => host libm::Libm::<F>::asinh, device asinhf, asinh;
+    /// Inverse hyperbolic cosine.
+    fn acosh() -> Self => host libm::Libm::<F>::acosh, device acoshf, acosh;
+    /// Inverse hyperbolic tangent.
+    fn atanh() -> Self => host libm::Libm::<F>::atanh, device atanhf, atanh;
+    /// The gamma function, `Γ(self)` (C's `tgamma`; not `gamma`, which the standard library
+    /// may take).
+    fn tgamma() -> Self => host libm::Libm::<F>::tgamma, device tgammaf, tgamma;
+    /// The natural logarithm of `|Γ(self)|` (C's `lgamma`).
+    fn lgamma() -> Self => host libm::Libm::<F>::lgamma, device lgammaf, lgamma;
+    /// The IEEE remainder of `self / other`: `self - n · other`, `n` the nearest integer to
+    /// the quotient (halves to even).
+    fn remainder(other: Self) -> Self => host libm::Libm::<F>::remainder, device remainderf, remainder;
+    /// The remainder of `self / other` truncated, with the sign of `self` (C's `fmod`, Rust's
+    /// `%`).
+    fn fmod(other: Self) -> Self => host libm::Libm::<F>::fmod, device fmodf, fmod;
+    /// `self · 2^n`.
+    fn ldexp(n: i32) -> Self => host libm::Libm::<F>::ldexp, device ldexpf, ldexp;
+    /// The mantissa in `[0.5, 1)` (or 0) and the exponent: `self = m · 2^e`.
+    fn frexp() -> (Self, i32) => host libm::Libm::<F>::frexp, device frexpf, frexp;
+    /// The fractional and the integer part, each with the sign of `self`.
+    fn modf() -> (Self, Self) => host libm::Libm::<F>::modf, device modff, modf;
 }
 
 /// A half-precision method: in `f32`, rounded to the half; `mul_add` in `f64`, which holds a
@@ -171,6 +194,14 @@ macro_rules! half_method {
             $b.to_f64(),
         )))
     };
+    ($t:ty, frexp, $x:expr) => {{
+        let (m, e) = DeviceFloat::frexp($x.to_f32());
+        (<$t>::from_f32(m), e)
+    }};
+    ($t:ty, modf, $x:expr) => {{
+        let (f, i) = DeviceFloat::modf($x.to_f32());
+        (<$t>::from_f32(f), <$t>::from_f32(i))
+    }};
     ($t:ty, $name:ident, $x:expr $(, $arg:expr)*) => {
         <$t>::from_f32(DeviceFloat::$name($x.to_f32() $(, Widen::widen($arg))*))
     };
@@ -360,6 +391,38 @@ free_fns! {
     erf => erf();
     /// The complementary error function.
     erfc => erfc();
+    /// Inverse hyperbolic sine.
+    asinh => asinh();
+    /// Inverse hyperbolic cosine.
+    acosh => acosh();
+    /// Inverse hyperbolic tangent.
+    atanh => atanh();
+    /// The gamma function.
+    gamma => tgamma();
+    /// The natural logarithm of the gamma function's magnitude.
+    lgamma => lgamma();
+    /// The IEEE remainder of `x / y`.
+    remainder => remainder(y);
+    /// The remainder of `x / y` truncated, with the sign of `x`.
+    fmod => fmod(y);
+}
+
+/// `x · 2^n`.
+#[inline(always)]
+pub fn ldexp<F: DeviceFloat>(x: F, n: i32) -> F {
+    x.ldexp(n)
+}
+
+/// The mantissa in `[0.5, 1)` (or 0) and the exponent of `x`: `x = m · 2^e`.
+#[inline(always)]
+pub fn frexp<F: DeviceFloat>(x: F) -> (F, i32) {
+    x.frexp()
+}
+
+/// The fractional and the integer part of `x`, each with its sign.
+#[inline(always)]
+pub fn modf<F: DeviceFloat>(x: F) -> (F, F) {
+    x.modf()
 }
 
 /// `x^n` for an integer exponent.
@@ -398,5 +461,21 @@ mod tests {
         assert_eq!(powi(2.0f32, -2), 0.25);
         assert!((erfc(0.5f32) - (1.0 - erf(0.5f32))).abs() < 1e-6);
         assert_eq!(atan2(1.0f64, 1.0), std::f64::consts::FRAC_PI_4);
+    }
+
+    #[test]
+    fn numbas_other_math_functions() {
+        assert_eq!((gamma(5.0f64), lgamma(1.0f64)), (24.0, 0.0));
+        assert!((gamma(0.5f32) - std::f32::consts::PI.sqrt()).abs() < 1e-6);
+        // 5 / 2 is 2.5, whose nearest even integer is 2; fmod truncates and keeps the sign.
+        assert_eq!((remainder(5.0f64, 2.0), fmod(-5.0f64, 3.0)), (1.0, -2.0));
+        assert_eq!(
+            (ldexp(1.0f32, 3), frexp(8.0f64), modf(-2.5f64)),
+            (8.0, (0.5, 4), (-0.5, -2.0))
+        );
+        assert_eq!(DeviceFloat::atanh(0.5f64), 0.5f64.atanh());
+        let h = half::f16::from_f32(6.0);
+        assert_eq!(frexp(h), (half::f16::from_f32(0.75), 3));
+        assert_eq!(h.tgamma(), half::f16::from_f32(120.0));
     }
 }
