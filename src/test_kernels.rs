@@ -18,6 +18,23 @@ pub fn grid1_ids(ids: &mut [u32], sizes: &mut [u32]) {
     }
 }
 
+/// A spin lock on `lock[0]` with a back-off (`nanosleep`), taken by one thread of each block
+/// at a time, which adds its block's index to `total[0]` by a read and a write (atomic each,
+/// so that checked mode, which knows no locks, sees no race) that the lock keeps whole:
+/// `total[0]` ends as the sum of the block indices.
+#[kernel]
+pub fn locked_sums(lock: &mut [u32], total: &mut [u32]) {
+    if thread_idx().x == 0 {
+        while atomic_cas(&lock, 0, 0, 1) != 0 {
+            nanosleep(100);
+        }
+        let t = atomic_add(&total, 0, 0);
+        atomic_exch(&total, 0, t + block_idx().x);
+        threadfence();
+        atomic_exch(&lock, 0, 0);
+    }
+}
+
 /// Writes each thread's block size at its index `grid(1)`, in blocks of at most 128 threads (its
 /// launch bounds), four of them to be resident on a multiprocessor.
 #[kernel(launch_bounds = (128, 4))]

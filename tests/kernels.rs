@@ -69,6 +69,37 @@ fn wide_add_covers_every_element_for_any_grid() {
 }
 
 #[test]
+fn a_spin_lock_with_a_back_off_serialises_the_blocks() {
+    for dev in backends() {
+        let mut lock = dev.zeros::<u32, _>(1).unwrap();
+        let mut total = dev.zeros::<u32, _>(1).unwrap();
+        locked_sums.launch(40, 32, (&mut lock, &mut total)).unwrap();
+        assert_eq!(
+            total.to_vec().unwrap(),
+            [(0..40).sum::<u32>()],
+            "{:?}",
+            dev.kind()
+        );
+        assert_eq!(lock.to_vec().unwrap(), [0]);
+    }
+}
+
+#[test]
+fn arrays_reshape_in_place() {
+    for dev in backends() {
+        let flat = dev.to_device(&(0..24).collect::<Vec<u16>>()).unwrap();
+        let cube = flat.reshape((2, 3, 4)).unwrap();
+        assert_eq!(cube.to_host().unwrap()[[1, 2, 3]], 23);
+        let err = cube.reshape((5, 5)).unwrap_err();
+        assert!(
+            matches!(err, kernel_runtime::Error::ShapeMismatch { .. }),
+            "{err:?}"
+        );
+        assert_mentions(&err.to_string(), &["24 elements", "[5, 5]"]);
+    }
+}
+
+#[test]
 fn vectorized_add_maps_arrays_of_one_shape() {
     for dev in backends() {
         for &n in AWKWARD {

@@ -173,8 +173,8 @@ pub mod prelude {
         xoroshiro128p_uniform_f64, Xoroshiro128pState,
     };
     pub use crate::sync::{
-        sync_threads, sync_threads_and, sync_threads_count, sync_threads_or, threadfence,
-        threadfence_block, threadfence_system,
+        nanosleep, sync_threads, sync_threads_and, sync_threads_count, sync_threads_or,
+        threadfence, threadfence_block, threadfence_system,
     };
     pub use crate::warp::{
         activemask, all_sync, any_sync, ballot_sync, eq_sync, lane_id, lanemask_lt, match_all_sync,

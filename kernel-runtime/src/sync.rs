@@ -92,6 +92,21 @@ pub fn sync_threads_or(pred: bool) -> bool {
     }
 }
 
+/// `__nanosleep(ns)`, Numba's `cuda.nanosleep(ns)`: suspends the thread for about `ns`
+/// nanoseconds (between none and twice that, as the GPU chooses), as a back-off in a loop that
+/// waits for another thread. PTX's `nanosleep` (sm_70 and later); on the CPU backend the host
+/// thread running it sleeps.
+#[inline(always)]
+pub fn nanosleep(ns: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a sleep has no preconditions.
+    unsafe {
+        core::arch::asm!("nanosleep.u32 {t};", t = in(reg32) ns)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    std::thread::sleep(std::time::Duration::from_nanos(ns.into()));
+}
+
 /// The memory fences: PTX's `membar` of a scope on the GPU; on the CPU backend, whose blocks
 /// share one memory, a sequentially consistent fence for every scope.
 macro_rules! fences {

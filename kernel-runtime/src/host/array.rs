@@ -682,6 +682,60 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         })
     }
 
+    /// The same elements, in C order, under another shape of as many, as Numba's
+    /// `d.reshape(shape)`: the array moves into the new one, its memory where it was (no
+    /// copy, on a GPU or on the host).
+    ///
+    /// ```
+    /// use kernel_runtime::prelude::*;
+    ///
+    /// let dev = Device::default();
+    /// let flat = dev.to_device(&(0..6).collect::<Vec<i32>>())?;
+    /// let m = flat.reshape((2, 3))?;
+    /// assert_eq!(m.to_host()?[[1, 0]], 3);
+    /// assert_eq!(m.ravel().to_vec()?, [0, 1, 2, 3, 4, 5]);
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] where `shape` holds another number of elements; a negative
+    /// extent is the shape's own error.
+    pub fn reshape<S: ShapeArg>(self, shape: S) -> Result<DeviceArray<T, S::Dim>, Error> {
+        let dim = shape.into_shape()?;
+        if dim.size() != self.dim.size() {
+            return Err(Error::ShapeMismatch {
+                what: format!(
+                    "a reshape of an array of {} elements, which keeps them all",
+                    self.dim.size()
+                ),
+                expected: self.shape().to_vec(),
+                found: dim.slice().to_vec(),
+            });
+        }
+        Ok(self.moved_to(dim))
+    }
+
+    /// The elements in C order as a 1-D array, as Numba's `d.ravel()` (no copy).
+    pub fn ravel(self) -> DeviceArray<T, Ix1> {
+        let n = self.len();
+        self.moved_to(Ix1(n))
+    }
+
+    /// The array under the shape `dim`, of as many elements.
+    fn moved_to<E: Rank>(mut self, dim: E) -> DeviceArray<T, E> {
+        // The storage moves to the new array, which frees it; this one is left none (a null
+        // pointer is never freed).
+        DeviceArray {
+            device: self.device.clone(),
+            dim,
+            data: std::mem::replace(&mut self.data, Storage::Gpu(0)),
+            owned: self.owned,
+            users: std::mem::take(&mut self.users),
+            mapped: std::mem::take(&mut self.mapped),
+            unwritten: std::mem::take(&mut self.unwritten),
+        }
+    }
+
     /// The shape as a fixed-size array, for kernel views.
     pub(crate) fn dims_array<const N: usize>(&self) -> [usize; N] {
         let mut dims = [0usize; N];
