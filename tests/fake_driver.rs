@@ -598,14 +598,17 @@ fn a_generalized_ufunc_launches_a_thread_per_loop_index_with_each_core() {
                 "{launch}"
             );
             let addr = |a: &DeviceArray<f64, _>| kernel_runtime::__rt::device_addr(a);
-            // Each operand one parameter, as the driver shows a struct's bytes: `x`'s cores 6
-            // apart, of 6; the scalar by value, its pointer null; the output's cores; then the
-            // loop indices.
+            // Each operand its pointer, then the rest as a struct (the driver shows its bytes):
+            // `x`'s cores 6 apart, of 6; the scalar's pointer null, its value and step; the
+            // output's cores; then the loop indices.
             let want = format!(
-                "params={},{},{},{}",
-                words(&[addr(&x), 6, 6]),
-                words(&[2.5f64.to_bits(), 0, 0]),
-                words(&[addr(&out), 6, 6]),
+                "params={},{},{},{},{},{},{}",
+                hex(addr(&x)),
+                words(&[6, 6]),
+                hex(0),
+                words(&[2.5f64.to_bits(), 0]),
+                hex(addr(&out)),
+                words(&[6, 6]),
                 hex(300)
             );
             assert!(launch.ends_with(&want), "{launch} vs {want}");
@@ -617,10 +620,14 @@ fn a_generalized_ufunc_launches_a_thread_per_loop_index_with_each_core() {
             let launch = &log.launches("dot")[0];
             assert!(launch.starts_with("grid=8,1,1 block=128,1,1 "), "{launch}");
             let want = format!(
-                "params={},{},{},{}",
-                words(&[kernel_runtime::__rt::device_addr(&a), 4, 4]),
-                words(&[kernel_runtime::__rt::device_addr(&b), 0, 4]),
-                words(&[kernel_runtime::__rt::device_addr(&c), 1]),
+                "params={},{},{},{},{},{},{}",
+                hex(kernel_runtime::__rt::device_addr(&a)),
+                words(&[4, 4]),
+                hex(kernel_runtime::__rt::device_addr(&b)),
+                words(&[0, 4]),
+                hex(kernel_runtime::__rt::device_addr(&c)),
+                // The step alone, 8 bytes, which the driver shows as a number.
+                hex(1),
                 hex(1000)
             );
             assert!(launch.ends_with(&want), "{launch} vs {want}");

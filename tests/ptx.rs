@@ -413,6 +413,31 @@ fn item_end(ptx: &str) -> usize {
 }
 
 #[test]
+fn generalized_ufuncs_address_their_cores_in_global_memory() {
+    let Some(kernels) = with_ptx() else { return };
+    // Each operand's pointer is a parameter of its own, which the compiler knows to be global
+    // memory; inside a struct parameter it would be read through generic addressing.
+    for name in ["dot", "matmul_gu", "shift"] {
+        let body = kernel_entry(&kernels, name);
+        let generic = body
+            .lines()
+            .filter(|l| {
+                let op = l.split_whitespace().next().unwrap_or("");
+                (op.starts_with("ld.") || op.starts_with("st."))
+                    && !op.contains(".global")
+                    && !op.contains(".param")
+                    && !op.contains(".local")
+            })
+            .count();
+        assert_eq!(
+            generic, 0,
+            "{name} reads or writes through generic addresses"
+        );
+        assert_instructions(&kernels, name, &["ld.global", "st.global"]);
+    }
+}
+
+#[test]
 fn a_back_off_is_one_nanosleep() {
     let Some(kernels) = with_ptx() else { return };
     assert_instructions(&kernels, "locked_sums", &["nanosleep.u32"]);

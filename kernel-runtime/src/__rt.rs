@@ -90,7 +90,7 @@ pub use crate::{
 #[cfg(not(target_arch = "nvptx64"))]
 pub use ndarray::{Array0, Array2, Array3, Ix1};
 
-pub use crate::cores::{Cores, Scalars};
+pub use crate::cores::{CoreShape, Cores, ScalarShape, Scalars};
 pub use crate::ctx::Ctx;
 pub use crate::device_copy::{AnyBitPattern, DeviceCopy};
 pub use crate::math::DeviceFloat;

@@ -1,7 +1,7 @@
 //! A generalized ufunc's operand (`#[guvectorize]`) as its loop indices read it, the same on
 //! both targets: where its cores lie ([`Cores`]) or, for an input whose core is `()`, its value
-//! ([`Scalars`]). A GPU launch passes each as one parameter; the CPU backend hands the same
-//! values to its tasks.
+//! ([`Scalars`]). A GPU launch passes each as two parameters, its pointer and the rest; the CPU
+//! backend hands the same values to its tasks.
 //!
 //! ```
 //! use kernel_runtime::cores::Cores;
@@ -19,10 +19,21 @@ use core::mem::MaybeUninit;
 
 /// Where one operand's cores lie: one every `step` elements from `ptr`, each of extents `dims`
 /// (row-major). A step of 0 gives every loop index the same core.
-#[repr(C)]
+///
+/// A GPU launch passes the pointer as a parameter of its own, which the compiler then knows to
+/// be in global memory (a pointer inside a struct parameter is read and written through
+/// generic addressing), and the rest as a [`CoreShape`]: [`parts`](Self::parts),
+/// [`from_parts`](Self::from_parts).
 #[derive(Debug)]
 pub struct Cores<T, const R: usize> {
     ptr: *mut T,
+    shape: CoreShape<R>,
+}
+
+/// The step and extents of an operand's cores (see [`Cores`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CoreShape<const R: usize> {
     step: usize,
     dims: [usize; R],
 }
@@ -45,7 +56,22 @@ impl<T, const R: usize> Cores<T, R> {
     /// The cores at `ptr`, `step` elements apart, of extents `dims`.
     #[inline(always)]
     pub fn new(ptr: *mut T, step: usize, dims: [usize; R]) -> Self {
-        Cores { ptr, step, dims }
+        Cores {
+            ptr,
+            shape: CoreShape { step, dims },
+        }
+    }
+
+    /// The pointer and the shape, as a GPU launch passes them.
+    #[inline(always)]
+    pub fn parts(&self) -> (&*mut T, &CoreShape<R>) {
+        (&self.ptr, &self.shape)
+    }
+
+    /// The cores of a launch's parameters ([`parts`](Self::parts)).
+    #[inline(always)]
+    pub fn from_parts(ptr: *mut T, shape: CoreShape<R>) -> Self {
+        Cores { ptr, shape }
     }
 
     /// The first element of loop index `i`'s core.
@@ -55,7 +81,7 @@ impl<T, const R: usize> Cores<T, R> {
     #[inline(always)]
     unsafe fn at(self, i: usize) -> *mut T {
         // SAFETY: the caller's contract.
-        unsafe { self.ptr.add(i * self.step) }
+        unsafe { self.ptr.add(i * self.shape.step) }
     }
 }
 
@@ -92,7 +118,7 @@ macro_rules! views {
             #[inline(always)]
             pub unsafe fn view<'a>(self, i: usize, name: &'static str) -> $view<'a, T, true> {
                 // SAFETY: the caller's contract.
-                unsafe { $view::from_raw(self.at(i), self.dims, name) }
+                unsafe { $view::from_raw(self.at(i), self.shape.dims, name) }
             }
 
             /// Loop index `i`'s core, to write, as [`view`](Self::view).
@@ -102,7 +128,7 @@ macro_rules! views {
             #[inline(always)]
             pub unsafe fn view_mut<'a>(self, i: usize, name: &'static str) -> $view_mut<'a, T, true> {
                 // SAFETY: the caller's contract.
-                unsafe { $view_mut::from_raw(self.at(i), self.dims, name) }
+                unsafe { $view_mut::from_raw(self.at(i), self.shape.dims, name) }
             }
         }
     )*};
@@ -115,13 +141,29 @@ views! {
 }
 
 /// An input whose core is `()`: an array of one element per loop index, or, where its pointer
-/// is null, one value that every loop index reads.
-#[repr(C)]
+/// is null, one value that every loop index reads. A GPU launch passes it as [`Cores`]: the
+/// pointer, then the rest ([`ScalarShape`]).
 #[derive(Debug)]
 pub struct Scalars<T> {
-    value: MaybeUninit<T>,
-    cores: Cores<T, 0>,
+    ptr: *mut T,
+    shape: ScalarShape<T>,
 }
+
+/// The value and the step of [`Scalars`].
+#[repr(C)]
+#[derive(Debug)]
+pub struct ScalarShape<T> {
+    value: MaybeUninit<T>,
+    step: usize,
+}
+
+impl<T: Copy> Clone for ScalarShape<T> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Copy> Copy for ScalarShape<T> {}
 
 impl<T: Copy> Clone for Scalars<T> {
     #[inline(always)]
@@ -131,13 +173,21 @@ impl<T: Copy> Clone for Scalars<T> {
 }
 impl<T: Copy> Copy for Scalars<T> {}
 
+// SAFETY: as `Cores`: the loop indices only read an input.
+unsafe impl<T: Send> Send for Scalars<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for Scalars<T> {}
+
 impl<T: Copy> Scalars<T> {
     /// The value every loop index reads.
     #[inline(always)]
     pub fn one(value: T) -> Self {
         Scalars {
-            value: MaybeUninit::new(value),
-            cores: Cores::new(core::ptr::null_mut(), 0, []),
+            ptr: core::ptr::null_mut(),
+            shape: ScalarShape {
+                value: MaybeUninit::new(value),
+                step: 0,
+            },
         }
     }
 
@@ -146,9 +196,24 @@ impl<T: Copy> Scalars<T> {
     #[inline(always)]
     pub fn each(ptr: *mut T, step: usize) -> Self {
         Scalars {
-            value: MaybeUninit::uninit(),
-            cores: Cores::new(ptr, step, []),
+            ptr,
+            shape: ScalarShape {
+                value: MaybeUninit::uninit(),
+                step,
+            },
         }
+    }
+
+    /// The pointer and the rest, as a GPU launch passes them.
+    #[inline(always)]
+    pub fn parts(&self) -> (&*mut T, &ScalarShape<T>) {
+        (&self.ptr, &self.shape)
+    }
+
+    /// The scalars of a launch's parameters ([`parts`](Self::parts)).
+    #[inline(always)]
+    pub fn from_parts(ptr: *mut T, shape: ScalarShape<T>) -> Self {
+        Scalars { ptr, shape }
     }
 
     /// Loop index `i`'s value.
@@ -158,12 +223,12 @@ impl<T: Copy> Scalars<T> {
     /// `i`'s element, initialised.
     #[inline(always)]
     pub unsafe fn get(self, i: usize) -> T {
-        if self.cores.ptr.is_null() {
+        if self.ptr.is_null() {
             // SAFETY: `one` wrote the value; `each` takes no null pointer.
-            unsafe { self.value.assume_init() }
+            unsafe { self.shape.value.assume_init() }
         } else {
             // SAFETY: the caller's contract.
-            unsafe { self.cores.get(i) }
+            unsafe { *self.ptr.add(i * self.shape.step) }
         }
     }
 }

@@ -227,26 +227,43 @@ impl Gufunc {
         self.inputs.iter().chain([&self.output.op])
     }
 
-    /// The type an operand is passed as: `Scalars<T>` for an input whose core is `()`, else
-    /// `Cores<T, R>`.
-    fn passed(&self, op: &Operand, input: bool) -> TokenStream {
-        let (e, r) = (&op.elem, op.rank);
-        if input && r == 0 {
-            quote!(::kernel_runtime::__rt::Scalars<#e>)
-        } else {
-            quote!(::kernel_runtime::__rt::Cores<#e, #r>)
-        }
+    /// Every operand with whether it is a `()` input, passed as `Scalars`.
+    fn kinds(&self) -> impl Iterator<Item = (&Operand, bool)> {
+        let ins = self.inputs.iter().map(|op| (op, op.rank == 0));
+        ins.chain([(&self.output.op, false)])
     }
 
-    /// The entry's parameters: each operand's name and type, then the loop count.
+    /// The entry's parameters of each operand: its pointer, of its name, then the rest of it,
+    /// `NAME__shape` (see the runtime's `Cores`); then the loop count.
     fn params(&self) -> Vec<TokenStream> {
-        let ins = self.inputs.iter().map(|op| (op, true));
-        let ops = ins.chain([(&self.output.op, false)]);
-        ops.map(|(op, input)| {
-            let (n, ty) = (&op.name, self.passed(op, input));
-            quote!(#n: #ty)
-        })
-        .collect()
+        self.kinds()
+            .map(|(op, scalar)| {
+                let (n, e, r) = (&op.name, &op.elem, op.rank);
+                let shape = format_ident!("{}__shape", n);
+                let ty = if scalar {
+                    quote!(::kernel_runtime::__rt::ScalarShape<#e>)
+                } else {
+                    quote!(::kernel_runtime::__rt::CoreShape<#r>)
+                };
+                quote!(#n: *mut #e, #shape: #ty)
+            })
+            .collect()
+    }
+
+    /// The entry's operands rebuilt from their parameters.
+    fn rebuilt(&self) -> Vec<TokenStream> {
+        self.kinds()
+            .map(|(op, scalar)| {
+                let n = &op.name;
+                let shape = format_ident!("{}__shape", n);
+                let ty = if scalar {
+                    quote!(Scalars)
+                } else {
+                    quote!(Cores)
+                };
+                quote!(let #n = ::kernel_runtime::__rt::#ty::from_parts(#n, #shape);)
+            })
+            .collect()
     }
 
     /// The function at loop index `i`, from the operands as passed.
@@ -271,8 +288,13 @@ impl Gufunc {
 
     fn emit(&self) -> TokenStream {
         let name = &self.scalar.name;
-        let mut params: Vec<String> = self.all().map(|o| o.name.to_string()).collect();
-        let mut abi: Vec<String> = vec!["struct".into(); params.len()];
+        // Each operand's pointer and the rest of it, then the loop count.
+        let mut params: Vec<String> = Vec::new();
+        let mut abi: Vec<String> = Vec::new();
+        for op in self.all() {
+            params.extend([op.name.to_string(), format!("{}__shape", op.name)]);
+            abi.extend(["ptr".to_string(), "struct".to_string()]);
+        }
         params.push("loops".into());
         abi.push("usize".into());
         let how = format!(
@@ -317,11 +339,14 @@ impl Gufunc {
     fn entry(&self) -> TokenStream {
         let (name, vis) = (&self.scalar.name, &self.scalar.vis);
         let params = self.params();
+        let rebuilt = self.rebuilt();
         let call = self.call_at();
         quote! {
             #[cfg(target_arch = "nvptx64")]
             #[unsafe(no_mangle)]
+            #[allow(non_snake_case)]
             #vis unsafe extern "ptx-kernel" fn #name(#(#params,)* loops: usize) {
+                #(#rebuilt)*
                 let ctx = ::kernel_runtime::__rt::Ctx;
                 let mut i = ctx.grid_1d();
                 let step = ctx.gridsize_1d();
@@ -470,7 +495,7 @@ impl Gufunc {
             }
         });
         let or = o.rank;
-        let count = self.inputs.len() + 2;
+        let count = 2 * self.inputs.len() + 3;
         let call = self.call_at();
         quote! {
             fn run(
@@ -492,8 +517,14 @@ impl Gufunc {
                 let #on = #on.cores::<#or>(&plan.output, gpu);
                 if gpu {
                     let mut params = ::kernel_runtime::__rt::gpu_params(#count);
-                    #(params.push(&#names);)*
-                    params.push(&#on);
+                    #(
+                        let (ptr, shape) = #names.parts();
+                        params.push(ptr);
+                        params.push(shape);
+                    )*
+                    let (ptr, shape) = #on.parts();
+                    params.push(ptr);
+                    params.push(shape);
                     params.push(&plan.loops);
                     let (#(#names,)* #on) = operands;
                     #(#names.record(&mut params, false);)*
