@@ -66,3 +66,12 @@ pub fn matvec(a: &Array2<f32>, x: &[f32], y: &mut [f32]) {
         y[i] = s;
     }
 }
+
+/// Parameters named as the expansion's own variables would be, were they not kept apart:
+/// `(n),()->(n)`.
+#[guvectorize("(n),()->(n)")]
+pub fn awkward_names(plan: &[i32], i: i32, loops: &mut [i32]) {
+    for device in 0..plan.len() {
+        loops[device] = plan[device] * i;
+    }
+}

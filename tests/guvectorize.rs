@@ -4,7 +4,9 @@
 
 use kernel_runtime::prelude::*;
 use kernel_runtime::DeviceArray0;
-use kernel_suite::gufuncs::{dot, last_plus_one, matmul_gu, matvec, running_sum, shift};
+use kernel_suite::gufuncs::{
+    awkward_names, dot, last_plus_one, matmul_gu, matvec, running_sum, shift,
+};
 use kernel_suite::reference::SplitMix64;
 use ndarray::{Array1, Axis};
 
@@ -116,6 +118,17 @@ fn a_stack_of_matrices_times_one_vector() {
                 dev.kind()
             );
         }
+    }
+}
+
+#[test]
+fn parameters_keep_their_names() {
+    for dev in backends() {
+        let x = Array2::from_shape_fn((3, 5), |(i, j)| (i * 5 + j) as i32);
+        let got = awkward_names
+            .call((&dev.to_device(&x).unwrap(), -2))
+            .unwrap();
+        assert_eq!(got.to_host().unwrap(), &x * -2, "{:?}", dev.kind());
     }
 }
 

@@ -77,7 +77,7 @@ fn all() -> Vec<Kernel> {
         matmul_wgmma => true, matmul_wgmma_wide => true, wg_product_n8 => false, wg_product_n64 => false,
         wg_product_n128 => false, wg_product_bf16_n64 => false, wgmma_in_two_branches => false, wgmma_from_global => false,
         dot => false, shift => false, matmul_gu => false, running_sum => false,
-        last_plus_one => false, matvec => false,
+        last_plus_one => false, matvec => false, awkward_names => false,
     ]
 }
 

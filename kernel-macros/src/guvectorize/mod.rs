@@ -272,17 +272,17 @@ impl Gufunc {
         let args = self.inputs.iter().map(|op| {
             let (n, s) = (&op.name, label(op));
             if op.rank == 0 {
-                quote!(#n.get(i))
+                quote!(#n.get(__i))
             } else {
-                quote!(#n.view(i, #s))
+                quote!(#n.view(__i, #s))
             }
         });
         let o = &self.output.op;
         let (on, os) = (&o.name, label(o));
         if self.output.returned {
-            quote!(#on.set(i, #core(#(#args),*)))
+            quote!(#on.set(__i, #core(#(#args),*)))
         } else {
-            quote!(#core(#(#args,)* #on.view_mut(i, #os)))
+            quote!(#core(#(#args,)* #on.view_mut(__i, #os)))
         }
     }
 
@@ -345,16 +345,16 @@ impl Gufunc {
             #[cfg(target_arch = "nvptx64")]
             #[unsafe(no_mangle)]
             #[allow(non_snake_case)]
-            #vis unsafe extern "ptx-kernel" fn #name(#(#params,)* loops: usize) {
+            #vis unsafe extern "ptx-kernel" fn #name(#(#params,)* __loops: usize) {
                 #(#rebuilt)*
-                let ctx = ::kernel_runtime::__rt::Ctx;
-                let mut i = ctx.grid_1d();
-                let step = ctx.gridsize_1d();
-                while i < loops {
+                let __ctx = ::kernel_runtime::__rt::Ctx;
+                let mut __i = __ctx.grid_1d();
+                let __step = __ctx.gridsize_1d();
+                while __i < __loops {
                     // SAFETY: the host checked every operand against the layout (its `plan`),
                     // and each loop index has one thread.
                     unsafe { #call };
-                    i += step;
+                    __i += __step;
                 }
             }
         }
@@ -436,7 +436,7 @@ impl Gufunc {
     /// the output's.
     fn call(&self) -> TokenStream {
         let gens: Vec<Ident> = (0..self.inputs.len())
-            .map(|k| format_ident!("A{}", k))
+            .map(|k| format_ident!("__A{}", k))
             .collect();
         let bounds = self.inputs.iter().zip(&gens).map(|(op, g)| {
             let (e, r) = (&op.elem, op.rank);
@@ -446,7 +446,7 @@ impl Gufunc {
         let (args_ty, ops) = self.args(&tys);
         let first = &self.inputs[0];
         let (fe, fr) = (&first.elem, first.rank);
-        let mut dim = quote!(<A0 as ::kernel_runtime::__rt::GuInput<'a, #fe, #fr>>::Dim);
+        let mut dim = quote!(<__A0 as ::kernel_runtime::__rt::GuInput<'a, #fe, #fr>>::Dim);
         let delta = self.output.op.rank as isize - fr as isize;
         let step = if delta < 0 {
             quote!(Smaller)
@@ -470,10 +470,10 @@ impl Gufunc {
                 #dim: ::kernel_runtime::__rt::Rank,
             {
                 #ops
-                let device = ::kernel_runtime::__rt::gu_device(Self::NAME, &[#((#names, __ops.#idx.device())),*])?;
-                let mut out = ::kernel_runtime::__rt::gu_output(Self::NAME, &Self::LAYOUT, &[#(__ops.#idx.shape()),*], &device)?;
-                self.run(__ops, ::kernel_runtime::__rt::GuOperand::output(&mut out))?;
-                Ok(out)
+                let __device = ::kernel_runtime::__rt::gu_device(Self::NAME, &[#((#names, __ops.#idx.device())),*])?;
+                let mut __made = ::kernel_runtime::__rt::gu_output(Self::NAME, &Self::LAYOUT, &[#(__ops.#idx.shape()),*], &__device)?;
+                self.run(__ops, ::kernel_runtime::__rt::GuOperand::output(&mut __made))?;
+                Ok(__made)
             }
         }
     }
@@ -489,9 +489,9 @@ impl Gufunc {
         let passed = self.inputs.iter().enumerate().map(|(k, op)| {
             let (n, r) = (&op.name, op.rank);
             if r == 0 {
-                quote!(let #n = #n.scalars(&plan.inputs[#k], gpu);)
+                quote!(let #n = #n.scalars(&__plan.inputs[#k], __gpu);)
             } else {
-                quote!(let #n = #n.cores::<#r>(&plan.inputs[#k], gpu);)
+                quote!(let #n = #n.cores::<#r>(&__plan.inputs[#k], __gpu);)
             }
         });
         let or = o.rank;
@@ -503,40 +503,40 @@ impl Gufunc {
                 (#(#names,)*): (#(::kernel_runtime::__rt::GuOperand<'_, #elems>,)*),
                 #on: ::kernel_runtime::__rt::GuOperand<'_, #oe>,
             ) -> ::core::result::Result<(), ::kernel_runtime::__rt::Error> {
-                let device = ::kernel_runtime::__rt::gu_device(
+                let __device = ::kernel_runtime::__rt::gu_device(
                     Self::NAME,
                     &[#((#labels, #names.device()),)* (#on_str, #on.device())],
                 )?;
-                let plan = ::kernel_runtime::__rt::gu_plan(Self::NAME, &Self::LAYOUT, &[#(#names.shape()),*], #on.shape())?;
-                if plan.loops == 0 {
+                let __plan = ::kernel_runtime::__rt::gu_plan(Self::NAME, &Self::LAYOUT, &[#(#names.shape()),*], #on.shape())?;
+                if __plan.loops == 0 {
                     return Ok(());
                 }
-                let gpu = ::kernel_runtime::__rt::on_gpu(&device);
-                let operands = (#(&#names,)* &#on);
+                let __gpu = ::kernel_runtime::__rt::on_gpu(&__device);
+                let __operands = (#(&#names,)* &#on);
                 #(#passed)*
-                let #on = #on.cores::<#or>(&plan.output, gpu);
-                if gpu {
-                    let mut params = ::kernel_runtime::__rt::gpu_params(#count);
+                let #on = #on.cores::<#or>(&__plan.output, __gpu);
+                if __gpu {
+                    let mut __params = ::kernel_runtime::__rt::gpu_params(#count);
                     #(
-                        let (ptr, shape) = #names.parts();
-                        params.push(ptr);
-                        params.push(shape);
+                        let (__ptr, __shape) = #names.parts();
+                        __params.push(__ptr);
+                        __params.push(__shape);
                     )*
-                    let (ptr, shape) = #on.parts();
-                    params.push(ptr);
-                    params.push(shape);
-                    params.push(&plan.loops);
-                    let (#(#names,)* #on) = operands;
-                    #(#names.record(&mut params, false);)*
-                    #on.record(&mut params, true);
+                    let (__ptr, __shape) = #on.parts();
+                    __params.push(__ptr);
+                    __params.push(__shape);
+                    __params.push(&__plan.loops);
+                    let (#(#names,)* #on) = __operands;
+                    #(#names.record(&mut __params, false);)*
+                    #on.record(&mut __params, true);
                     // SAFETY: the entry's parameters in order, each operand as the entry takes
                     // it; every array lives on the device and fits the layout (`plan`).
                     return unsafe {
-                        ::kernel_runtime::__rt::gu_launch(&device, Self::NAME, <Self as ::kernel_runtime::__rt::Kernel>::META.ptx, plan.loops, &mut params)
+                        ::kernel_runtime::__rt::gu_launch(&__device, Self::NAME, <Self as ::kernel_runtime::__rt::Kernel>::META.ptx, __plan.loops, &mut __params)
                     };
                 }
-                ::kernel_runtime::__rt::gu_cpu(Self::NAME, &plan, &move |lo, hi| {
-                    for i in lo..hi {
+                ::kernel_runtime::__rt::gu_cpu(Self::NAME, &__plan, &move |__lo, __hi| {
+                    for __i in __lo..__hi {
                         // SAFETY: every array fits the layout (`plan`), and the tasks' loop
                         // indices are disjoint, so each output core has one writer.
                         unsafe { #call };
