@@ -644,6 +644,13 @@ pub fn math_chain(x: &[f64], out: &mut [f64]) {
     }
 }
 
+/// A vectorized function whose parameters are named as the expansion's own variables would
+/// be, were they not kept apart.
+#[vectorize]
+pub fn vector_names(n: f32, out: f32, k: f32, len: f32) -> f32 {
+    n + 2.0 * out + 3.0 * k + 4.0 * len
+}
+
 /// The rest of Numba's `math` functions of `v`, as a kernel (or host code) calls them.
 #[device]
 pub fn more_math(v: f64) -> [f64; 12] {

@@ -113,6 +113,8 @@ fn vectorized_add_maps_arrays_of_one_shape() {
         add_vectorized.apply((&da, &da), &mut out).unwrap();
         assert_eq!(out.to_host().unwrap(), &a * 2.0);
         assert_eq!(add_vectorized.scalar(1.5, 2.0), 3.5);
+        let named = vector_names.call((&da, &da, &da, &da)).unwrap();
+        assert_eq!(named.to_host().unwrap(), &a * 10.0);
         let mut wrong = dev.zeros::<f32, _>((5, 3)).unwrap();
         let err = add_vectorized.apply((&da, &da), &mut wrong).unwrap_err();
         assert!(

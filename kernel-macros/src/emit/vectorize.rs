@@ -24,7 +24,7 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
     let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
     rewrite::mapped_body(&mut func, &names)?;
     let v = Vectorized::new(func, params, ret);
-    let (name, args, tys, ret, scalar) = (&v.name, &v.args, &v.tys, &v.ret, &v.scalar);
+    let (name, args, tys, ret, scalar) = (&v.name, &v.names, &v.tys, &v.ret, &v.scalar);
     // One pointer per input, the output pointer, the element count.
     let abi: Vec<String> = std::iter::repeat_n("ptr", args.len() + 1)
         .chain(["usize"])
@@ -100,6 +100,10 @@ struct Vectorized {
     func: ItemFn,
     scalar: syn::Ident,
     params: Vec<params::Param>,
+    /// The parameters' names, for messages and the scalar method.
+    names: Vec<syn::Ident>,
+    /// The generated code's names of the arguments: positional, so that no parameter's name
+    /// meets one of the expansion's own (`out`, `n`, ...).
     args: Vec<syn::Ident>,
     tys: Vec<Type>,
     ret: Type,
@@ -122,7 +126,10 @@ impl Vectorized {
                 }
             })
             .collect();
-        let args = params.iter().map(|p| p.name.clone()).collect();
+        let names = params.iter().map(|p| p.name.clone()).collect();
+        let args = (0..params.len())
+            .map(|k| format_ident!("__in{}", k))
+            .collect();
         Vectorized {
             name,
             vis,
@@ -130,6 +137,7 @@ impl Vectorized {
             func,
             scalar,
             params,
+            names,
             args,
             tys,
             ret,
@@ -155,7 +163,7 @@ impl Vectorized {
     fn ptrs(&self) -> Vec<syn::Ident> {
         self.args
             .iter()
-            .map(|a| format_ident!("__{}_ptr", a))
+            .map(|a| format_ident!("{}_ptr", a))
             .collect()
     }
 
@@ -206,7 +214,7 @@ impl Vectorized {
         let (args, scalar, ret) = (&self.args, &self.scalar, &self.ret);
         let ptrs = self.ptrs();
         let count = args.len() + 2;
-        let arg_strs: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let arg_strs: Vec<String> = self.names.iter().map(|a| a.to_string()).collect();
         let (args_ty, destructure) = self.args_ty();
         quote! {
             /// `out[i] = f(args[i]..)` for arrays of one shape, on their device.
@@ -218,13 +226,13 @@ impl Vectorized {
                 #destructure
                 ::kernel_runtime::__rt::common_device(Self::NAME, &[#((#arg_strs, #args.device()),)* ("out", out.device())])?;
                 #(::kernel_runtime::__rt::same_shape(Self::NAME, #arg_strs, out.shape(), #args.shape())?;)*
-                let n = out.len();
+                let __n = out.len();
                 let __device = out.device().clone();
                 if ::kernel_runtime::__rt::on_gpu(&__device) {
                     // A grid-stride loop: enough blocks of 256 threads for `n`, at most the
                     // device allows.
-                    let blocks = n.div_ceil(256).clamp(1, __device.limits().max_grid.x as usize);
-                    let config = ::kernel_runtime::__rt::LaunchConfig::new(blocks, 256u32).map_err(|reason| {
+                    let __blocks = __n.div_ceil(256).clamp(1, __device.limits().max_grid.x as usize);
+                    let __config = ::kernel_runtime::__rt::LaunchConfig::new(__blocks, 256u32).map_err(|reason| {
                         ::kernel_runtime::__rt::Error::InvalidLaunch { kernel: Self::NAME, reason }
                     })?;
                     #(let #ptrs: u64 = ::kernel_runtime::__rt::device_addr(#args);)*
@@ -232,26 +240,26 @@ impl Vectorized {
                     let mut __params = ::kernel_runtime::__rt::gpu_params(#count);
                     #(__params.push(&#ptrs);)*
                     __params.push(&__out_ptr);
-                    __params.push(&n);
+                    __params.push(&__n);
                     #(::kernel_runtime::__rt::reads(&mut __params, #args);)*
                     ::kernel_runtime::__rt::writes(&mut __params, &*out);
                     // SAFETY: the entry's parameters: one pointer per input, the output's, `n`;
                     // every array lives on the device and has `n` elements (checked above).
                     return unsafe {
-                        ::kernel_runtime::__rt::cuda_launch(&__device, Self::NAME, <Self as ::kernel_runtime::__rt::Kernel>::META.ptx, &config, &mut __params)
+                        ::kernel_runtime::__rt::cuda_launch(&__device, Self::NAME, <Self as ::kernel_runtime::__rt::Kernel>::META.ptx, &__config, &mut __params)
                     };
                 }
                 #(let #ptrs = ::kernel_runtime::__rt::SharedPtr(::kernel_runtime::__rt::host_ptr(#args));)*
                 let __out_ptr = ::kernel_runtime::__rt::SharedPtr(::kernel_runtime::__rt::host_ptr_mut(out));
-                ::kernel_runtime::__rt::elementwise(n, move |lo, hi| {
+                ::kernel_runtime::__rt::elementwise(__n, move |__lo, __hi| {
                     // SAFETY: every array has `n` elements (checked above) and the ranges given
                     // to the workers are disjoint, so each output element has one writer.
-                    let out = unsafe { ::core::slice::from_raw_parts_mut(__out_ptr.get().add(lo), hi - lo) };
-                    #(let #args = unsafe { ::core::slice::from_raw_parts(#ptrs.get().add(lo), hi - lo) };)*
-                    let len = out.len();
-                    #(let #args = &#args[..len];)*
-                    for k in 0..len {
-                        out[k] = #scalar(#(#args[k]),*);
+                    let __out = unsafe { ::core::slice::from_raw_parts_mut(__out_ptr.get().add(__lo), __hi - __lo) };
+                    #(let #args = unsafe { ::core::slice::from_raw_parts(#ptrs.get().add(__lo), __hi - __lo) };)*
+                    let __len = __out.len();
+                    #(let #args = &#args[..__len];)*
+                    for __k in 0..__len {
+                        __out[__k] = #scalar(#(#args[__k]),*);
                     }
                 })
                 .map_err(|message| ::kernel_runtime::__rt::Error::KernelFault { kernel: Self::NAME, message })
