@@ -12,7 +12,7 @@
 
 use crate::kernel::params::{self, Kind};
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::quote;
 use syn::{ItemFn, ReturnType, Type};
 
 /// Threads per block of the pass, a multiple of the warp's 32.
@@ -42,13 +42,7 @@ pub fn reduce(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         .iter()
         .filter_map(|a| params::parse(a).ok().map(|p| p.name.to_string()))
         .collect();
-    crate::kernel::rewrite::rewrite(
-        &mut func.block,
-        crate::kernel::rewrite::Scope::Device,
-        format_ident!("__KERNEL_SHARED_NONE"),
-        &params,
-        &func.sig.generics,
-    )?;
+    crate::kernel::rewrite::mapped_body(&mut func, &params)?;
     let pass = pass(&name, &vis, &docs, &scalar, &ty);
     let host = host(&name, &scalar, &ty);
     Ok(quote! {

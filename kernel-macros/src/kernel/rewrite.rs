@@ -74,8 +74,8 @@ struct Pass {
 /// the parameter names (runtime values, never valid as shared array sizes); `generics` the
 /// function's generic parameters.
 /// The pass over the body of `func`, a function that a launcher maps over arrays
-/// (`#[vectorize]`, `#[guvectorize]`) and whose parameters are named `params`: device code
-/// with no shared memory of its own.
+/// (`#[vectorize]`, `#[guvectorize]`, `#[reduce]`) and whose parameters are named `params`:
+/// device code with no shared memory of its own.
 pub fn mapped_body(func: &mut syn::ItemFn, params: &[String]) -> syn::Result<Rewritten> {
     let generics = func.sig.generics.clone();
     rewrite(
