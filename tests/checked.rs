@@ -1112,6 +1112,63 @@ fn elements_a_launch_left_unwritten_stay_so_for_the_next() {
     assert_eq!(out.to_vec().unwrap(), vec![2.0; 64]);
 }
 
+/// `a + b`, element by element.
+#[vectorize]
+fn plus(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+#[test]
+fn an_element_wise_function_of_elements_nothing_wrote_is_reported() {
+    let dev = Device::cpu_checked();
+    let mut half = dev.empty::<f32, _>((3, 4)).unwrap();
+    half.copy_from_host_at(0, &[1.0; 6]).unwrap();
+    let ones = dev.to_device(&Array2::from_elem((3, 4), 1.0f32)).unwrap();
+    // Every element of every input is read: the first one nothing wrote is reported.
+    let f = finding(plus.call((&ones, &half)).map(drop));
+    let (array, index, reader, origin) = unwritten(&f);
+    assert_eq!((array, index, origin), ("b", &[1, 2][..], Origin::Empty));
+    assert_eq!(reader, &Reader::Element);
+    assert_mentions(&f.to_string(), &["`b[[1, 2]]`", "reads every element"]);
+    // Written, it reads as any other.
+    half.copy_from_host_at(6, &[2.0; 6]).unwrap();
+    let sum = plus.call((&ones, &half)).unwrap().to_vec().unwrap();
+    assert_eq!(sum, [[2.0; 6], [3.0; 6]].concat());
+}
+
+#[test]
+fn a_generalized_ufunc_that_reads_elements_nothing_wrote_is_reported_at_the_read() {
+    use kernel_suite::gufuncs::{dot, shift};
+    let dev = Device::cpu_checked();
+    let mut a = dev.empty::<f32, _>((4, 3)).unwrap();
+    a.copy_from_host_at(0, &[1.0; 7]).unwrap();
+    let ones = dev.to_device(&vec![1.0f32; 3]).unwrap();
+    // Rows 0 and 1 are whole; row 2 has its first element: the read of its second is the one.
+    let f = finding(dot.call((&a, &ones)).map(drop));
+    let (array, index, reader, origin) = unwritten(&f);
+    assert_eq!((array, index, origin), ("a", &[1][..], Origin::Empty));
+    let Reader::LoopIndex { loop_index, at } = reader else {
+        panic!("a read in a core: {f}")
+    };
+    assert_eq!(*loop_index, 2);
+    assert!(at.file().ends_with("gufuncs.rs"), "{f}");
+    assert_mentions(&f.to_string(), &["`a[1]`", "loop index 2"]);
+    // A `()` input is read at every loop index.
+    let x = dev.zeros::<f64, _>((3, 2)).unwrap();
+    let mut y = dev.empty::<f64, _>(3).unwrap();
+    y.copy_from_host_at(0, &[1.0, 2.0]).unwrap();
+    let f = finding(shift.call((&x, &y)).map(drop));
+    assert_eq!(unwritten(&f).1, &[2][..]);
+    // Written, both read as any other array.
+    a.copy_from_host_at(7, &[1.0; 5]).unwrap();
+    assert_eq!(dot.call((&a, &ones)).unwrap().to_vec().unwrap(), [3.0; 4]);
+    y.copy_from_host_at(2, &[3.0]).unwrap();
+    assert_eq!(
+        shift.call((&x, &y)).unwrap().to_vec().unwrap(),
+        [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
+    );
+}
+
 /// A 3-tap filter whose taps are an array indexed as usual.
 #[stencil(standard_indexing = (taps))]
 fn filter3(x: &[f32], taps: &[f32]) -> f32 {

@@ -63,7 +63,7 @@ pub use crate::{
     host::args::{Args, KernelArgs, Views},
     host::elementwise::{
         common_device, cuda_launch, device_addr, gpu_params, host_ptr, host_ptr_mut, on_gpu, reads,
-        same_shape, writes,
+        reads_whole, same_shape, writes,
     },
     host::embedded::PTX_MODULES,
     host::error::Error,

@@ -28,6 +28,10 @@ use core::mem::MaybeUninit;
 pub struct Cores<T, const R: usize> {
     ptr: *mut T,
     shape: CoreShape<R>,
+    /// On the CPU backend in checked mode, the input's elements that nothing has written
+    /// (null: none, or not checked).
+    #[cfg(not(target_arch = "nvptx64"))]
+    marks: *const crate::cpu::unwritten::Marks,
 }
 
 /// The step and extents of an operand's cores (see [`Cores`]).
@@ -56,10 +60,18 @@ impl<T, const R: usize> Cores<T, R> {
     /// The cores at `ptr`, `step` elements apart, of extents `dims`.
     #[inline(always)]
     pub fn new(ptr: *mut T, step: usize, dims: [usize; R]) -> Self {
-        Cores {
-            ptr,
-            shape: CoreShape { step, dims },
-        }
+        Cores::from_parts(ptr, CoreShape { step, dims })
+    }
+
+    /// The same cores, their reads tested against `marks`, the input's elements that nothing
+    /// has written (checked mode).
+    ///
+    /// # Safety
+    /// The marks must be the input's, and outlive every view of the cores.
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub(crate) unsafe fn checked(self, marks: Option<&crate::cpu::unwritten::Marks>) -> Self {
+        let marks = marks.map_or(core::ptr::null(), |m| m as *const _);
+        Cores { marks, ..self }
     }
 
     /// The pointer and the shape, as a GPU launch passes them.
@@ -71,7 +83,12 @@ impl<T, const R: usize> Cores<T, R> {
     /// The cores of a launch's parameters ([`parts`](Self::parts)).
     #[inline(always)]
     pub fn from_parts(ptr: *mut T, shape: CoreShape<R>) -> Self {
-        Cores { ptr, shape }
+        Cores {
+            ptr,
+            shape,
+            #[cfg(not(target_arch = "nvptx64"))]
+            marks: core::ptr::null(),
+        }
     }
 
     /// The first element of loop index `i`'s core.
@@ -121,6 +138,25 @@ macro_rules! views {
                 unsafe { $view::from_raw(self.at(i), self.shape.dims, name) }
             }
 
+            /// [`view`](Self::view) in checked mode: each read tested against the elements
+            /// of the input that nothing has written, where there are any. A view of its own,
+            /// so that `view`'s reads have no test to make.
+            ///
+            /// # Safety
+            /// As [`view`](Self::view).
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[inline(always)]
+            pub unsafe fn view_checked<'a>(self, i: usize, name: &'static str) -> $view<'a, T, true> {
+                // SAFETY: the caller's contract.
+                let view = unsafe { self.view(i, name) };
+                if self.marks.is_null() {
+                    return view;
+                }
+                // SAFETY: the marks are the input's and outlive the view (`checked`), and the
+                // trace starts at the core's first element, the view's.
+                unsafe { view.traced(self.trace(i)) }
+            }
+
             /// Loop index `i`'s core, to write, as [`view`](Self::view).
             ///
             /// # Safety
@@ -132,6 +168,22 @@ macro_rules! views {
             }
         }
     )*};
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl<T, const R: usize> Cores<T, R> {
+    /// The trace of a view of loop index `i`'s core: its reads tested against the marks; and
+    /// this thread's loop index made `i`, for a report.
+    ///
+    /// # Safety
+    /// The marks are not null, the input's, and outlive the view.
+    #[cold]
+    unsafe fn trace(self, i: usize) -> crate::cpu::check::Trace {
+        crate::cpu::check::at_loop_index(Some(i));
+        // SAFETY: the caller's contract.
+        let marks = unsafe { &*self.marks };
+        crate::cpu::check::unwritten_reads(Some(marks)).skip(i * self.shape.step)
+    }
 }
 
 views! {

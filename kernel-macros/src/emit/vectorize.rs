@@ -249,6 +249,7 @@ impl Vectorized {
                         ::kernel_runtime::__rt::cuda_launch(&__device, Self::NAME, <Self as ::kernel_runtime::__rt::Kernel>::META.ptx, &__config, &mut __params)
                     };
                 }
+                #(::kernel_runtime::__rt::reads_whole(Self::NAME, #arg_strs, #args)?;)*
                 #(let #ptrs = ::kernel_runtime::__rt::SharedPtr(::kernel_runtime::__rt::host_ptr(#args));)*
                 let __out_ptr = ::kernel_runtime::__rt::SharedPtr(::kernel_runtime::__rt::host_ptr_mut(out));
                 ::kernel_runtime::__rt::elementwise(__n, move |__lo, __hi| {

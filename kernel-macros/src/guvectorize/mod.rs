@@ -266,15 +266,22 @@ impl Gufunc {
             .collect()
     }
 
-    /// The function at loop index `i`, from the operands as passed.
-    fn call_at(&self) -> TokenStream {
+    /// The function at loop index `__i`, from the operands as passed; its inputs' reads tested
+    /// against the elements nothing has written where `checked` (the CPU backend's checked
+    /// mode), else not, with nothing to test.
+    fn call_at(&self, checked: bool) -> TokenStream {
         let core = &self.scalar.scalar;
+        let view = if checked {
+            quote!(view_checked)
+        } else {
+            quote!(view)
+        };
         let args = self.inputs.iter().map(|op| {
             let (n, s) = (&op.name, label(op));
             if op.rank == 0 {
                 quote!(#n.get(__i))
             } else {
-                quote!(#n.view(__i, #s))
+                quote!(#n.#view(__i, #s))
             }
         });
         let o = &self.output.op;
@@ -340,7 +347,7 @@ impl Gufunc {
         let (name, vis) = (&self.scalar.name, &self.scalar.vis);
         let params = self.params();
         let rebuilt = self.rebuilt();
-        let call = self.call_at();
+        let call = self.call_at(false);
         quote! {
             #[cfg(target_arch = "nvptx64")]
             #[unsafe(no_mangle)]
@@ -489,14 +496,15 @@ impl Gufunc {
         let passed = self.inputs.iter().enumerate().map(|(k, op)| {
             let (n, r) = (&op.name, op.rank);
             if r == 0 {
-                quote!(let #n = #n.scalars(&__plan.inputs[#k], __gpu);)
+                let s = label(op);
+                quote!(let #n = #n.scalars(&__plan.inputs[#k], __gpu, (Self::NAME, #s))?;)
             } else {
                 quote!(let #n = #n.cores::<#r>(&__plan.inputs[#k], __gpu);)
             }
         });
         let or = o.rank;
         let count = 2 * self.inputs.len() + 3;
-        let call = self.call_at();
+        let (call, checked) = (self.call_at(false), self.call_at(true));
         quote! {
             fn run(
                 &self,
@@ -535,11 +543,18 @@ impl Gufunc {
                         ::kernel_runtime::__rt::gu_launch(&__device, Self::NAME, <Self as ::kernel_runtime::__rt::Kernel>::META.ptx, __plan.loops, &mut __params)
                     };
                 }
+                let __checked = __device.is_checked();
                 ::kernel_runtime::__rt::gu_cpu(Self::NAME, &__plan, &move |__lo, __hi| {
-                    for __i in __lo..__hi {
-                        // SAFETY: every array fits the layout (`plan`), and the tasks' loop
-                        // indices are disjoint, so each output core has one writer.
-                        unsafe { #call };
+                    // SAFETY: every array fits the layout (`plan`), and the tasks' loop indices
+                    // are disjoint, so each output core has one writer.
+                    if __checked {
+                        for __i in __lo..__hi {
+                            unsafe { #checked };
+                        }
+                    } else {
+                        for __i in __lo..__hi {
+                            unsafe { #call };
+                        }
                     }
                 })
             }

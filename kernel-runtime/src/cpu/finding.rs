@@ -167,6 +167,17 @@ pub enum Reader {
         /// The read in the stencil's function.
         at: &'static Location<'static>,
     },
+    /// A function that reads every element of the argument, one for each element of its
+    /// output (`#[vectorize]`) or each loop index (a `()` input of `#[guvectorize]`).
+    Element,
+    /// A generalized ufunc (`#[guvectorize]`), in the core of a loop index (flat, in C
+    /// order): the element's index is in that core.
+    LoopIndex {
+        /// The loop index.
+        loop_index: usize,
+        /// The read in the function.
+        at: &'static Location<'static>,
+    },
 }
 
 impl fmt::Display for Reader {
@@ -177,6 +188,16 @@ impl fmt::Display for Reader {
                 f,
                 "the stencil read it at {at}, for its point {}",
                 signed_index(point)
+            ),
+            Reader::Element => write!(
+                f,
+                "the function reads every element of it, one for each element (or loop index) \
+                 of its output"
+            ),
+            Reader::LoopIndex { loop_index, at } => write!(
+                f,
+                "the generalized ufunc read it at {at}, in the core of its loop index \
+                 {loop_index}"
             ),
         }
     }

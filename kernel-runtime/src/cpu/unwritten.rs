@@ -48,6 +48,12 @@ impl Marks {
             .is_some_and(|word| word >> (i % 64) & 1 == 1)
     }
 
+    /// The first unwritten element.
+    pub(crate) fn first(&self) -> Option<usize> {
+        let (w, word) = self.bits.iter().enumerate().find(|(_, w)| **w != 0)?;
+        Some(w * 64 + word.trailing_zeros() as usize)
+    }
+
     /// Where the unwritten elements come from.
     pub(crate) fn origin(&self) -> Origin {
         self.origin

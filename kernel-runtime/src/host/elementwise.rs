@@ -8,6 +8,9 @@ use super::error::Error;
 use super::launch::LaunchConfig;
 use super::order::Access;
 use super::params::GpuParams;
+use crate::cpu::check::unflatten;
+use crate::cpu::finding::{Finding, Reader};
+use crate::cpu::unwritten::Marks;
 use crate::device_copy::DeviceCopy;
 
 /// The device all `arrays` of an element-wise call live on.
@@ -37,6 +40,38 @@ pub fn same_shape(
             found: found.to_vec(),
         })
     }
+}
+
+/// Checked mode's test of `array`, argument `argument` of the element-wise function
+/// `function`, which reads every element: the first element nothing has written is
+/// [`Finding::UnwrittenRead`](crate::Finding::UnwrittenRead).
+pub fn reads_whole<T: DeviceCopy, D: Rank>(
+    function: &'static str,
+    argument: &'static str,
+    array: &DeviceArray<T, D>,
+) -> Result<(), Error> {
+    whole_read(function, argument, array.unwritten().marks(), array.shape())
+}
+
+/// [`reads_whole`] of an array of shape `shape` whose unwritten elements `marks` has, if any.
+pub(crate) fn whole_read(
+    function: &'static str,
+    argument: &'static str,
+    marks: Option<&Marks>,
+    shape: &[usize],
+) -> Result<(), Error> {
+    let Some((marks, first)) = marks.and_then(|m| Some((m, m.first()?))) else {
+        return Ok(());
+    };
+    Err(Error::CheckFailed {
+        kernel: function,
+        finding: Box::new(Finding::UnwrittenRead {
+            array: argument,
+            index: unflatten(first, shape),
+            reader: Reader::Element,
+            origin: marks.origin(),
+        }),
+    })
 }
 
 /// Whether a launch on `device` goes to a GPU (else the CPU backend runs it).

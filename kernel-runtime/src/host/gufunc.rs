@@ -34,6 +34,7 @@ use super::launch::LaunchConfig;
 use super::order::{Access, Users};
 use super::params::GpuParams;
 use crate::cores::{Cores, Scalars};
+use crate::cpu::unwritten::Marks;
 use crate::device_copy::DeviceCopy;
 
 /// A generalized ufunc's layout as the macro writes it: the names of its core dimensions, and
@@ -243,6 +244,7 @@ impl<'a, T: DeviceCopy, D: Rank, const CORE: usize> GuInput<'a, T, CORE> for &'a
             addr: *self.device_addr(),
             host: self.host_ptr(),
             array: Some((self.device(), self.shape(), self.users())),
+            marks: self.unwritten().marks(),
         }
     }
 }
@@ -255,6 +257,7 @@ impl<'a, T: DeviceCopy> GuInput<'a, T, 0> for T {
             addr: 0,
             host: core::ptr::null_mut(),
             array: None,
+            marks: None,
         }
     }
 }
@@ -266,6 +269,8 @@ pub struct Operand<'a, T> {
     addr: u64,
     host: *mut T,
     array: Option<(&'a Device, &'a [usize], &'a Users)>,
+    /// In checked mode, an input's elements that nothing has written.
+    marks: Option<&'a Marks>,
 }
 
 impl<'a, T: DeviceCopy> Operand<'a, T> {
@@ -277,6 +282,7 @@ impl<'a, T: DeviceCopy> Operand<'a, T> {
             addr: *out.device_addr(),
             host,
             array: Some((out.device(), out.shape(), out.users())),
+            marks: None,
         }
     }
 
@@ -291,23 +297,37 @@ impl<'a, T: DeviceCopy> Operand<'a, T> {
     }
 
     /// The array's cores as the plan lays them out (`core`), in a GPU's memory where `gpu`,
-    /// else the host's.
+    /// else the host's, where checked mode tests each read of an input against the elements
+    /// nothing has written.
     pub fn cores<const R: usize>(&self, core: &Core, gpu: bool) -> Cores<T, R> {
         let ptr = if gpu { self.addr as *mut T } else { self.host };
         let mut dims = [0; R];
         dims.copy_from_slice(&core.dims[..R]);
-        Cores::new(ptr, core.step, dims)
+        let cores = Cores::new(ptr, core.step, dims);
+        if gpu {
+            return cores;
+        }
+        // SAFETY: the marks are the array's, which the operand borrows for as long as the call
+        // that makes views of the cores.
+        unsafe { cores.checked(self.marks) }
     }
 
-    /// An input whose core is `()`: the scalar, or the array's elements as [`cores`](Self::cores).
-    pub fn scalars(&self, core: &Core, gpu: bool) -> Scalars<T> {
-        match self.value {
-            Some(value) => Scalars::one(value),
-            None => {
-                let ptr = if gpu { self.addr as *mut T } else { self.host };
-                Scalars::each(ptr, core.step)
-            }
-        }
+    /// An input whose core is `()`, `name` of `function`: the scalar, or the array's elements
+    /// as [`cores`](Self::cores). Every loop index reads its element, so in checked mode an
+    /// element nothing has written is an error.
+    pub fn scalars(
+        &self,
+        core: &Core,
+        gpu: bool,
+        (function, name): (&'static str, &'static str),
+    ) -> Result<Scalars<T>, Error> {
+        let Some(value) = self.value else {
+            let shape = self.shape().unwrap_or(&[]);
+            super::elementwise::whole_read(function, name, self.marks, shape)?;
+            let ptr = if gpu { self.addr as *mut T } else { self.host };
+            return Ok(Scalars::each(ptr, core.step));
+        };
+        Ok(Scalars::one(value))
     }
 
     /// Records that the GPU launch `params` reads the array (writes it, where `write`).
@@ -379,14 +399,15 @@ pub unsafe fn launch(
     unsafe { super::elementwise::cuda_launch(device, kernel, ptx, &config, params) }
 }
 
-/// Runs `f(lo, hi)` over the loop indices of `plan` on the CPU backend, in parallel; a
-/// panic is the fault of `kernel`.
+/// Runs `f(lo, hi)` over the loop indices of `plan` on the CPU backend, in parallel, each range
+/// of about `TASK_WORK` elements' work; a panic is the fault of `kernel`, a read that checked
+/// mode finds the finding.
 pub fn run_cpu(
     kernel: &'static str,
     plan: &Plan,
     f: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(), Error> {
-    loops(plan.loops, plan.work(), f).map_err(|message| Error::KernelFault { kernel, message })
+    loops(plan.loops, plan.work(), f).map_err(|fault| fault.into_error(kernel))
 }
 
 /// Loop indices per task of the CPU backend's loop, at least: enough that a task's work is
@@ -394,12 +415,20 @@ pub fn run_cpu(
 const TASK_WORK: usize = 1 << 14;
 
 /// Runs `f(lo, hi)` over disjoint ranges of loop indices covering `0..loops`, in parallel, each
-/// range of about `TASK_WORK` elements' work at `work` elements a loop index; a panic becomes
-/// the returned message, with its source line.
-pub fn loops(loops: usize, work: usize, f: &(dyn Fn(usize, usize) + Sync)) -> Result<(), String> {
+/// range of about `TASK_WORK` elements' work at `work` elements a loop index.
+fn loops(
+    loops: usize,
+    work: usize,
+    f: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(), crate::cpu::fault::KernelFault> {
     let chunk = TASK_WORK.div_ceil(work.max(1)).max(1);
-    let task = |c: usize| crate::cpu::tasks::guarded(|| f(c * chunk, ((c + 1) * chunk).min(loops)));
-    crate::cpu::tasks::run(loops.div_ceil(chunk), &task).map_err(crate::cpu::tasks::message)
+    let task = |c: usize| {
+        let done = crate::cpu::tasks::guarded(|| f(c * chunk, ((c + 1) * chunk).min(loops)));
+        // Checked cores name the loop index they read for (see `Cores::view`): no longer.
+        crate::cpu::check::at_loop_index(None);
+        done
+    };
+    crate::cpu::tasks::run(loops.div_ceil(chunk), &task)
 }
 
 #[cfg(test)]
@@ -552,6 +581,7 @@ mod tests {
                 .all(|s| s.load(std::sync::atomic::Ordering::Relaxed) == 1));
         }
         let e = loops(10, 1, &|_, _| panic!("in the core")).unwrap_err();
+        let e = e.into_error("f").to_string();
         assert!(e.contains("in the core"), "{e}");
     }
 }

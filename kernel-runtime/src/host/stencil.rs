@@ -4,7 +4,7 @@
 use super::array::{DeviceArray, Rank};
 use super::error::Error;
 use super::launch::LaunchConfig;
-use crate::cpu::check::stencil_reads;
+use crate::cpu::check::unwritten_reads;
 use crate::cpu::launch::shapes::LaunchView;
 use crate::device_copy::DeviceCopy;
 use crate::stencil::{gpu_blocks, Geometry, Input, BLOCK_THREADS};
@@ -43,7 +43,7 @@ macro_rules! standard_view {
             array: &'a DeviceArray<T, $ix>,
             name: &'static str,
         ) -> $view<'a, T> {
-            let trace = stencil_reads(array.unwritten().marks());
+            let trace = unwritten_reads(array.unwritten().marks());
             // SAFETY: the array holds the elements of its shape and outlives the view, and the
             // trace's marks are its own.
             unsafe { $view::from_raw(array.host_ptr(), array.dims_array(), name).traced(trace) }

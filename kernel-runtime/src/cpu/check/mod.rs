@@ -287,9 +287,10 @@ pub fn record(trace: &Trace, offset: usize, kind: AccessKind) -> bool {
     record_slot(trace.target, slot, kind, trace.thread)
 }
 
-/// The trace of a stencil's `standard_indexing` array on the CPU backend: its reads tested
-/// against `marks`, the elements nothing has written, where there are any; else none.
-pub(crate) fn stencil_reads(marks: Option<&Marks>) -> Trace {
+/// The trace of an array that a stencil (its `standard_indexing` arrays) or a generalized
+/// ufunc reads on the CPU backend: its reads tested against `marks`, the elements nothing has
+/// written, where there are any; else none.
+pub(crate) fn unwritten_reads(marks: Option<&Marks>) -> Trace {
     marks.map_or(Trace::OFF, Trace::unwritten)
 }
 
@@ -320,6 +321,17 @@ pub(crate) fn at_stencil_point(at: Option<StencilAt>) {
     STENCIL_AT.with(|c| c.set(at));
 }
 
+thread_local! {
+    /// The loop index of a generalized ufunc that this thread computes, where its inputs are
+    /// checked, for a report of a read through a view of a core.
+    static LOOP_AT: StdCell<Option<usize>> = const { StdCell::new(None) };
+}
+
+/// Makes `i` the loop index of a generalized ufunc computed on this thread (`None`: none).
+pub(crate) fn at_loop_index(i: Option<usize>) {
+    LOOP_AT.with(|c| c.set(i));
+}
+
 /// Tests a read through a read-only view whose trace [tests
 /// unwritten](Trace::tests_unwritten) elements, of its element at `offset`, stopping the kernel
 /// with [`report_unwritten`] where nothing has written it.
@@ -348,6 +360,17 @@ fn report_unwritten(trace: Trace, offset: usize, array: &'static str, dims: &[us
         unreachable!("a report follows a read that `read_unwritten` found")
     };
     let at = Location::caller();
+    // SAFETY: as in `read_unwritten`.
+    let origin = unsafe { &*marks }.origin();
+    if let Some(loop_index) = LOOP_AT.with(|c| c.get()) {
+        // A core of a generalized ufunc: the element's index in the core.
+        raise_finding(Finding::UnwrittenRead {
+            array,
+            index: unflatten(offset, dims),
+            reader: Reader::LoopIndex { loop_index, at },
+            origin,
+        })
+    }
     let reader = match (STENCIL_AT.with(|c| c.get()), trace.thread) {
         (Some(point), _) => Reader::Stencil {
             point: point.index(),
@@ -371,8 +394,7 @@ fn report_unwritten(trace: Trace, offset: usize, array: &'static str, dims: &[us
         array,
         index: unflatten(trace.base + offset, dims),
         reader,
-        // SAFETY: as in `read_unwritten`.
-        origin: unsafe { &*marks }.origin(),
+        origin,
     })
 }
 
