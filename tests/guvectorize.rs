@@ -39,6 +39,11 @@ fn dot_products_over_loop_dimensions() {
             let mut out = dev.zeros::<f32, _>(rows).unwrap();
             dot.apply((&da, &db0), &mut out).unwrap();
             assert_eq!(out.to_host().unwrap(), a.dot(&b0), "{rows} x {n}");
+            // The same row as a 1 × n array: a loop dimension of 1 broadcasts as none.
+            let row = dev.to_device(&b0.clone().insert_axis(Axis(0))).unwrap();
+            let mut again = dev.zeros::<f32, _>(rows).unwrap();
+            dot.apply((&row, &da), &mut again).unwrap();
+            assert_eq!(again.to_host().unwrap(), a.dot(&b0), "{rows} x {n}");
         }
         // No loop dimensions: one dot product, a 0-D array.
         let v = dev.to_device(&vec![1.0f32, 2.0, 3.0]).unwrap();

@@ -5,9 +5,9 @@
 //! A generalized ufunc (NumPy's, Numba's `@guvectorize`) applies a function of *core* arrays to
 //! every index of the *loop* dimensions in front of them: under the layout `(n),(n)->()`, `dot`
 //! of two `5 × 3` arrays is the 5 dot products of their rows of 3. Here an input has the loop
-//! dimensions of the output or none, where every loop index reads the same core (Numba's
-//! broadcasting of a missing dimension); an input of no core dimensions may be a scalar, which
-//! every loop index reads too.
+//! dimensions of the output, or none, or only ones, where every loop index reads the same core
+//! (NumPy's broadcasting of a missing dimension or one of 1); an input of no core dimensions may
+//! be a scalar, which every loop index reads too.
 //!
 //! ```
 //! use kernel_runtime::host::gufunc::{plan, Layout};
@@ -97,6 +97,9 @@ struct Binding<'l> {
     layout: &'l Layout,
     sizes: Vec<Option<(usize, &'static str)>>,
     loops: Option<(Vec<usize>, &'static str)>,
+    /// The most loop dimensions of only ones an input has: a made output's where no input has
+    /// others.
+    ones: Vec<usize>,
 }
 
 impl Binding<'_> {
@@ -126,13 +129,24 @@ impl Binding<'_> {
             dims[k] = extent;
         }
         let looped = &shape[..split];
-        let step = if looped.is_empty() {
+        let step = if looped.iter().all(|&d| d == 1) && !self.is_output(name) {
+            // No loop dimension, or only ones (`a[None, :]`): one core for every loop index.
+            if looped.len() > self.ones.len() {
+                self.ones = looped.to_vec();
+            }
             0
         } else {
-            self.same_loops(name, looped)?;
+            if !looped.is_empty() {
+                self.same_loops(name, looped)?;
+            }
             shape[split..].iter().product()
         };
         Ok(Core { step, dims })
+    }
+
+    /// Whether `name` is the output's, whose loop dimensions are the loops themselves.
+    fn is_output(&self, name: &str) -> bool {
+        self.layout.output.0 == name
     }
 
     /// Checks that `looped`, the loop dimensions of `name`, are those of the operands before.
@@ -141,7 +155,7 @@ impl Binding<'_> {
             Some((loops, first)) if loops != looped => {
                 let reason = format!(
                     "`{name}` has the loop dimensions {looped:?} where `{first}` has {loops:?}: \
-                     an input has the output's loop dimensions, or none"
+                     an input has the output's loop dimensions, or none, or only ones"
                 );
                 Err(unfit(self.function, self.layout, reason))
             }
@@ -168,6 +182,7 @@ pub fn plan(
         layout,
         sizes: vec![None; layout.names.len()],
         loops: None,
+        ones: Vec::new(),
     };
     let mut cores = Vec::with_capacity(inputs.len());
     for (&(name, core), shape) in layout.inputs.iter().zip(inputs) {
@@ -206,7 +221,7 @@ pub fn plan(
 /// The shape of the output a call makes: the inputs' loop dimensions, then its core's extents,
 /// each bound by an input.
 fn made_shape(b: &Binding<'_>, core: &[usize]) -> Result<Vec<usize>, Error> {
-    let mut shape = b.loops.as_ref().map_or(Vec::new(), |(l, _)| l.clone());
+    let mut shape = b.loops.as_ref().map_or(b.ones.clone(), |(l, _)| l.clone());
     for &d in core {
         let Some((size, _)) = b.sizes[d] else {
             let reason = format!(
@@ -489,6 +504,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!((p.loops, p.inputs[0].step, p.output.step), (1, 0, 15));
+        // Loop dimensions of 1 broadcast as none; an output's are the loops.
+        let p = plan("mm", &MATMUL, &[Some(&[1, 3, 4]), Some(&[6, 4, 5])], None).unwrap();
+        assert_eq!((p.loops, p.inputs[0].step, p.shape), (6, 0, vec![6, 3, 5]));
+        let p = plan("mm", &MATMUL, &[Some(&[1, 3, 4]), Some(&[4, 5])], None).unwrap();
+        assert_eq!((p.loops, p.output.step, p.shape), (1, 15, vec![1, 3, 5]));
     }
 
     #[test]
