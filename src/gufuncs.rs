@@ -75,3 +75,25 @@ pub fn awkward_names(plan: &[i32], i: i32, loops: &mut [i32]) {
         loops[device] = plan[device] * i;
     }
 }
+
+/// The least and the greatest element: `(n)->(),()`, two outputs of no core dimension.
+#[guvectorize("(n)->(),()")]
+pub fn min_max(x: &[f32], lo: &mut f32, hi: &mut f32) {
+    *lo = f32::INFINITY;
+    *hi = f32::NEG_INFINITY;
+    for k in 0..x.len() {
+        *lo = lo.min(x[k]);
+        *hi = hi.max(x[k]);
+    }
+}
+
+/// A vector's sum and its running sums: `(n)->(),(n)`, outputs of two kinds.
+#[guvectorize("(n)->(),(n)")]
+pub fn total_and_running(x: &[i64], total: &mut i64, running: &mut [i64]) {
+    let mut s = 0;
+    for i in 0..x.len() {
+        s += x[i];
+        running[i] = s;
+    }
+    *total = s;
+}

@@ -5,7 +5,8 @@
 use kernel_runtime::prelude::*;
 use kernel_runtime::DeviceArray0;
 use kernel_suite::gufuncs::{
-    awkward_names, dot, last_plus_one, matmul_gu, matvec, running_sum, shift,
+    awkward_names, dot, last_plus_one, matmul_gu, matvec, min_max, running_sum, shift,
+    total_and_running,
 };
 use kernel_suite::reference::SplitMix64;
 use ndarray::{Array1, Axis};
@@ -123,6 +124,45 @@ fn a_stack_of_matrices_times_one_vector() {
                 dev.kind()
             );
         }
+    }
+}
+
+#[test]
+fn several_outputs_come_back_together() {
+    for dev in backends() {
+        let x = whole(257, 9, 5);
+        let dx = dev.to_device(&x).unwrap();
+        let (lo, hi) = min_max.call(&dx).unwrap();
+        let fold =
+            |f: fn(f32, f32) -> f32, init| x.map_axis(Axis(1), |r| r.fold(init, |a, &b| f(a, b)));
+        assert_eq!(
+            lo.to_host().unwrap(),
+            fold(f32::min, f32::INFINITY),
+            "{:?}",
+            dev.kind()
+        );
+        assert_eq!(hi.to_host().unwrap(), fold(f32::max, f32::NEG_INFINITY));
+        // Outputs of two kinds, given.
+        let ints = Array2::from_shape_fn((4, 6), |(i, j)| (i * 6 + j) as i64 - 9);
+        let di = dev.to_device(&ints).unwrap();
+        let mut total = dev.zeros::<i64, _>(4).unwrap();
+        let mut running = dev.zeros::<i64, _>((4, 6)).unwrap();
+        total_and_running
+            .apply(&di, (&mut total, &mut running))
+            .unwrap();
+        let mut expect = ints.clone();
+        expect.accumulate_axis_inplace(Axis(1), |&prev, cur| *cur += prev);
+        assert_eq!(running.to_host().unwrap(), expect);
+        assert_eq!(total.to_host().unwrap(), ints.sum_axis(Axis(1)));
+        // Each output's loop dimensions are the inputs'.
+        let mut short = dev.zeros::<i64, _>(3).unwrap();
+        let err = total_and_running
+            .apply(&di, (&mut short, &mut running))
+            .unwrap_err();
+        assert_mentions(
+            &err.to_string(),
+            &["`total` has the loop dimensions [3] where `x` has [4]"],
+        );
     }
 }
 

@@ -78,6 +78,7 @@ fn all() -> Vec<Kernel> {
         wg_product_n128 => false, wg_product_bf16_n64 => false, wgmma_in_two_branches => false, wgmma_from_global => false,
         dot => false, shift => false, matmul_gu => false, running_sum => false,
         last_plus_one => false, matvec => false, awkward_names => false,
+        min_max => false, total_and_running => false,
     ]
 }
 
@@ -417,7 +418,7 @@ fn generalized_ufuncs_address_their_cores_in_global_memory() {
     let Some(kernels) = with_ptx() else { return };
     // Each operand's pointer is a parameter of its own, which the compiler knows to be global
     // memory; inside a struct parameter it would be read through generic addressing.
-    for name in ["dot", "matmul_gu", "shift"] {
+    for name in ["dot", "matmul_gu", "shift", "min_max", "total_and_running"] {
         let body = kernel_entry(&kernels, name);
         let generic = body
             .lines()

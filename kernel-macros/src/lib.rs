@@ -130,9 +130,9 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// Numba's `@guvectorize` (a generalized ufunc): `#[guvectorize("(n),(n)->()")] fn dot(a: &[f32],
 /// b: &[f32]) -> f32` gives `dot.apply((&a, &b), &mut out)` and `dot.call((&a, &b))` (a new
 /// array), on the arrays' device. The layout names each input's core dimensions, then the
-/// output's: a `()` input is a scalar (an array of the loop dimensions, or one value for all), a
-/// `(n)` one `&[T]`, a `(m,n)` one `&Array2<T>`; a `()` output is the return value, another the
-/// last parameter, `&mut [T]` or `&mut Array2<T>`.
+/// outputs': a `()` input is a scalar (an array of the loop dimensions, or one value for all), a
+/// `(n)` one `&[T]`, a `(m,n)` one `&Array2<T>`; one `()` output is the return value, other
+/// outputs the last parameters, `&mut [T]`, `&mut Array2<T>`, or `&mut T` for a `()` one.
 #[proc_macro_attribute]
 pub fn guvectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);

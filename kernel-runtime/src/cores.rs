@@ -102,6 +102,19 @@ impl<T, const R: usize> Cores<T, R> {
     }
 }
 
+impl<T> Cores<T, 0> {
+    /// Loop index `i`'s element, to write: an output's whose core is `()`.
+    ///
+    /// # Safety
+    /// The element lies in the operand's allocation, and no other thread touches it for as
+    /// long as `'a`.
+    #[inline(always)]
+    pub unsafe fn element<'a>(self, i: usize) -> &'a mut T {
+        // SAFETY: the caller's contract.
+        unsafe { &mut *self.at(i) }
+    }
+}
+
 impl<T: Copy> Cores<T, 0> {
     /// Loop index `i`'s element.
     ///

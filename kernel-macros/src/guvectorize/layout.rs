@@ -1,5 +1,5 @@
 //! A generalized ufunc's layout, NumPy's signature `"(m,n),(n)->(m)"`: each operand's core
-//! dimensions by name, the inputs before the arrow, the one output after it.
+//! dimensions by name, the inputs before the arrow, the outputs after it.
 
 /// A parsed layout: the dimensions' names in order of first use, and each operand's core
 /// dimensions as indices into them.
@@ -7,7 +7,7 @@
 pub struct Layout {
     pub names: Vec<String>,
     pub inputs: Vec<Vec<usize>>,
-    pub output: Vec<usize>,
+    pub outputs: Vec<Vec<usize>>,
 }
 
 impl Layout {
@@ -26,18 +26,14 @@ impl Layout {
         if inputs.is_empty() {
             return Err("a generalized ufunc takes at least one input, as `\"(n)->()\"`".into());
         }
-        let mut outputs = groups(outs, &mut names)?;
-        if outputs.len() != 1 {
-            return Err(format!(
-                "it gives {} outputs: a generalized ufunc here has one, its return value (`()`) \
-                 or its last parameter",
-                outputs.len()
-            ));
+        let outputs = groups(outs, &mut names)?;
+        if outputs.is_empty() {
+            return Err("it gives no output: write at least one, as `\"(n)->()\"`".into());
         }
         Ok(Layout {
             names,
             inputs,
-            output: outputs.remove(0),
+            outputs,
         })
     }
 }
@@ -111,11 +107,16 @@ mod tests {
         let l = Layout::parse("(m, n),(n,p) -> (m,p)").unwrap();
         assert_eq!(l.names, ["m", "n", "p"]);
         assert_eq!(
-            (l.inputs, l.output),
-            (vec![vec![0, 1], vec![1, 2]], vec![0, 2])
+            (l.inputs, l.outputs),
+            (vec![vec![0, 1], vec![1, 2]], vec![vec![0, 2]])
         );
         let l = Layout::parse("(n),()->(n)").unwrap();
-        assert_eq!((l.inputs, l.output), (vec![vec![0], vec![]], vec![0]));
+        assert_eq!(
+            (l.inputs, l.outputs),
+            (vec![vec![0], vec![]], vec![vec![0]])
+        );
+        let l = Layout::parse("(n)->(),(n)").unwrap();
+        assert_eq!(l.outputs, vec![vec![], vec![0]]);
         let l = Layout::parse("(n,n)->()").unwrap();
         assert_eq!((l.names.len(), l.inputs), (1, vec![vec![0, 0]]));
     }
@@ -124,7 +125,7 @@ mod tests {
     fn malformed_layouts_say_why() {
         let err = |t: &str| Layout::parse(t).unwrap_err();
         assert!(err("(n),(n)").contains("the layout `(n),(n)`: it has no `->`"));
-        assert!(err("(n)->(),()").contains("2 outputs"));
+        assert!(err("(n)->").contains("no output"));
         assert!(err("->()").contains("at least one input"));
         assert!(err("(n)(n)->()").contains("`(n)` follows a group with no `,`"));
         assert!(err("n->()").contains("in parentheses"));

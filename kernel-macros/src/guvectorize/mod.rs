@@ -2,15 +2,16 @@
 //! loop dimensions in front of them, as Numba's `@guvectorize` (a generalized ufunc).
 //!
 //! The function keeps its body; its array parameters become bounds-checked views of one loop
-//! index's cores (`&[T]` a `View1`, `&Array2<T>` a `View2`, the output's `&mut` a mutable
-//! view), a `()` input stays a scalar, and a `()` output is the return value. What it expands
-//! to:
-//! - the core function, and `__guvectorize_at_NAME(i, ..)`: its call at loop index `i`, from
-//!   raw pointers, steps and extents, the same on both targets;
-//! - the PTX entry, a grid-stride loop over the loop indices calling it;
+//! index's cores (`&[T]` a `View1`, `&Array2<T>` a `View2`, an output's `&mut` a mutable view),
+//! a `()` input stays a scalar, and one `()` output is the return value (among several, a
+//! `&mut T`). What it expands to:
+//! - the core function;
+//! - the PTX entry: each operand's pointer and the rest of it as parameters, then a grid-stride
+//!   loop over the loop indices calling the core function on the runtime's `Cores`;
 //! - on the host, the layout as a `const`, and `apply`, `call` and a private `run` that checks
 //!   the shapes against the layout (the runtime's `gufunc::plan`), then launches the entry on a
-//!   GPU or runs the loop indices in parallel on the CPU backend.
+//!   GPU or runs the loop indices in parallel on the CPU backend (a second loop in checked
+//!   mode, whose views test their reads).
 
 mod layout;
 
@@ -31,7 +32,7 @@ pub fn guvectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStr
     })?;
     let layout = Layout::parse(&text.value()).map_err(|m| syn::Error::new(text.span(), m))?;
     let mut func: ItemFn = syn::parse2(item)?;
-    let (inputs, output) = operands(&func.sig, &layout)?;
+    let (inputs, outputs) = operands(&func.sig, &layout)?;
     let names: Vec<String> = func.sig.inputs.iter().filter_map(arg_name).collect();
     let found = rewrite::mapped_body(&mut func, &names)?;
     if found.barriers || found.cooperative || found.warp_context || !found.shared.is_empty() {
@@ -42,14 +43,14 @@ pub fn guvectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStr
         ));
     }
     let scalar = crate::emit::Scalar::take(&mut func, "__guvectorize_core_");
-    as_views(&mut func, &inputs, &output);
+    as_views(&mut func, &inputs, &outputs);
     let g = Gufunc {
         scalar,
         func,
         layout,
         text: text.value(),
         inputs,
-        output,
+        outputs,
     };
     Ok(g.emit())
 }
@@ -73,85 +74,117 @@ struct Operand {
     span: Span,
 }
 
-/// The output: an operand that is the return value where its core is `()`, else the last
-/// parameter.
-struct Output {
-    op: Operand,
+/// The outputs: one that is the return value, where the layout's one output is `()`; else the
+/// last parameters, one each.
+struct Outputs {
+    ops: Vec<Operand>,
     returned: bool,
 }
 
-/// How an operand of `rank` core dimensions is written: `f32`, `&[f32]`, `&mut Array2<f32>`.
+/// How an operand of `rank` core dimensions is written: `T`, `&[T]`, `&mut Array2<T>` (an
+/// output's `()`: `&mut T`).
 fn written(rank: usize, mutable: bool) -> String {
     let amp = if mutable { "&mut " } else { "&" };
     match rank {
+        0 if mutable => "&mut T".into(),
         0 => "T".into(),
         1 => format!("{amp}[T]"),
         r => format!("{amp}Array{r}<T>"),
     }
 }
 
-/// The inputs and the output of the signature, each checked against the layout.
-fn operands(sig: &syn::Signature, layout: &Layout) -> syn::Result<(Vec<Operand>, Output)> {
+/// What the layout makes of the outputs, for the error of a signature that has another count.
+fn outputs_text(layout: &Layout) -> String {
+    match &layout.outputs[..] {
+        [core] if core.is_empty() => "its output `()` is the return value".into(),
+        [core] => format!(
+            "its output is the last parameter, `{}`",
+            written(core.len(), true)
+        ),
+        outs => format!(
+            "its {} outputs are the last parameters, `{}`",
+            outs.len(),
+            outs.iter()
+                .map(|c| written(c.len(), true))
+                .collect::<Vec<_>>()
+                .join("`, `")
+        ),
+    }
+}
+
+/// The inputs and the outputs of the signature, each checked against the layout.
+fn operands(sig: &syn::Signature, layout: &Layout) -> syn::Result<(Vec<Operand>, Outputs)> {
     crate::emit::plain_signature(sig, "a generalized ufunc")?;
-    let returned = layout.output.is_empty();
-    let count = layout.inputs.len() + usize::from(!returned);
+    let returned = matches!(&layout.outputs[..], [core] if core.is_empty());
+    let n_in = layout.inputs.len();
+    let count = n_in + if returned { 0 } else { layout.outputs.len() };
     if sig.inputs.len() != count {
-        let out = if returned {
-            "its output `()` is the return value".to_string()
-        } else {
-            format!(
-                "its output is the last parameter, `{}`",
-                written(layout.output.len(), true)
-            )
-        };
         return Err(syn::Error::new_spanned(
             &sig.ident,
             format!(
-                "the layout has {} inputs and {out}: the function takes {count} parameters, not {}",
-                layout.inputs.len(),
+                "the layout has {n_in} inputs and {}: the function takes {count} parameters, not {}",
+                outputs_text(layout),
                 sig.inputs.len()
             ),
         ));
     }
-    let params: Vec<params::Param> = sig
-        .inputs
-        .iter()
-        .map(params::parse)
-        .collect::<Result<_, _>>()?;
-    let inputs = params
+    let args: Vec<&FnArg> = sig.inputs.iter().collect();
+    let inputs = args[..n_in]
         .iter()
         .zip(&layout.inputs)
-        .map(|(p, core)| operand(p, core.len(), false))
+        .map(|(a, core)| operand(&params::parse(a)?, core.len(), false))
         .collect::<syn::Result<Vec<_>>>()?;
-    let output = if returned {
+    let ops = if returned {
         let elem = crate::emit::returned(sig).ok_or_else(|| {
             syn::Error::new_spanned(
                 &sig.ident,
                 "the layout's output `()` is the function's return value: `-> T`",
             )
         })?;
-        Operand {
+        vec![Operand {
             // Not `out`, which an input may be called.
             name: format_ident!("__out"),
             span: elem.span(),
             elem,
             rank: 0,
-        }
+        }]
     } else {
         if let ReturnType::Type(_, t) = &sig.output {
             return Err(syn::Error::new_spanned(
                 t,
-                "the output is the last parameter, which the function writes: it returns nothing",
+                "the outputs are the last parameters, which the function writes: it returns \
+                 nothing",
             ));
         }
-        operand(&params[count - 1], layout.output.len(), true)?
+        args[n_in..]
+            .iter()
+            .zip(&layout.outputs)
+            .map(|(a, core)| match core.len() {
+                0 => element_out(a),
+                r => operand(&params::parse(a)?, r, true),
+            })
+            .collect::<syn::Result<Vec<_>>>()?
     };
-    Ok((
-        inputs,
-        Output {
-            op: output,
-            returned,
-        },
+    Ok((inputs, Outputs { ops, returned }))
+}
+
+/// An output of core `()` among the parameters: `name: &mut T`.
+fn element_out(arg: &FnArg) -> syn::Result<Operand> {
+    if let FnArg::Typed(pt) = arg {
+        if let (syn::Pat::Ident(pi), Type::Reference(r)) = (&*pt.pat, &*pt.ty) {
+            if r.mutability.is_some() {
+                return Ok(Operand {
+                    name: pi.ident.clone(),
+                    elem: (*r.elem).clone(),
+                    rank: 0,
+                    span: pt.ty.span(),
+                });
+            }
+        }
+    }
+    Err(syn::Error::new_spanned(
+        arg,
+        "the layout gives this output no core dimension: write it `name: &mut T`",
     ))
 }
 
@@ -192,11 +225,12 @@ fn operand(p: &params::Param, rank: usize, output: bool) -> syn::Result<Operand>
     })
 }
 
-/// The core function's array parameters as views (`mut` for the output), so that the body
-/// indexes one loop index's cores with its indices checked.
-fn as_views(func: &mut ItemFn, inputs: &[Operand], output: &Output) {
+/// The core function's array parameters as views (`mut` for the outputs), so that the body
+/// indexes one loop index's cores with its indices checked; a `()` output stays `&mut T`.
+fn as_views(func: &mut ItemFn, inputs: &[Operand], outputs: &Outputs) {
     let ops = inputs.iter().map(|o| (o, false));
-    let ops = ops.chain((!output.returned).then_some((&output.op, true)));
+    let outs = outputs.ops.iter().filter(|_| !outputs.returned);
+    let ops = ops.chain(outs.map(|o| (o, true)));
     for (arg, (op, mutable)) in func.sig.inputs.iter_mut().zip(ops) {
         let FnArg::Typed(pt) = arg else { continue };
         if op.rank == 0 {
@@ -218,19 +252,24 @@ struct Gufunc {
     layout: Layout,
     text: String,
     inputs: Vec<Operand>,
-    output: Output,
+    outputs: Outputs,
 }
 
 impl Gufunc {
-    /// Every operand, the output last.
+    /// Every operand, the outputs last.
     fn all(&self) -> impl Iterator<Item = &Operand> {
-        self.inputs.iter().chain([&self.output.op])
+        self.inputs.iter().chain(&self.outputs.ops)
     }
 
     /// Every operand with whether it is a `()` input, passed as `Scalars`.
     fn kinds(&self) -> impl Iterator<Item = (&Operand, bool)> {
         let ins = self.inputs.iter().map(|op| (op, op.rank == 0));
-        ins.chain([(&self.output.op, false)])
+        ins.chain(self.outputs.ops.iter().map(|op| (op, false)))
+    }
+
+    /// The outputs' names in the generated code.
+    fn out_names(&self) -> Vec<&Ident> {
+        self.outputs.ops.iter().map(|o| &o.name).collect()
     }
 
     /// The entry's parameters of each operand: its pointer, of its name, then the rest of it,
@@ -284,12 +323,19 @@ impl Gufunc {
                 quote!(#n.#view(__i, #s))
             }
         });
-        let o = &self.output.op;
-        let (on, os) = (&o.name, label(o));
-        if self.output.returned {
+        let outs = self.outputs.ops.iter().map(|op| {
+            let (n, s) = (&op.name, label(op));
+            if op.rank == 0 {
+                quote!(#n.element(__i))
+            } else {
+                quote!(#n.view_mut(__i, #s))
+            }
+        });
+        if self.outputs.returned {
+            let on = &self.outputs.ops[0].name;
             quote!(#on.set(__i, #core(#(#args),*)))
         } else {
-            quote!(#core(#(#args,)* #on.view_mut(__i, #os)))
+            quote!(#core(#(#args,)* #(#outs),*))
         }
     }
 
@@ -379,14 +425,21 @@ impl Gufunc {
                 let n = op.name.to_string();
                 quote!((#n, &[#(#core),*]))
             });
-        let on = label(&self.output.op);
-        let oc = &self.layout.output;
+        let outs = self
+            .outputs
+            .ops
+            .iter()
+            .zip(&self.layout.outputs)
+            .map(|(op, core)| {
+                let n = label(op);
+                quote!((#n, &[#(#core),*]))
+            });
         quote! {
             const LAYOUT: ::kernel_runtime::__rt::GuLayout = ::kernel_runtime::__rt::GuLayout {
                 text: #text,
                 names: &[#(#names),*],
                 inputs: &[#(#ins),*],
-                output: (#on, &[#(#oc),*]),
+                outputs: &[#(#outs),*],
             };
         }
     }
@@ -412,6 +465,19 @@ impl Gufunc {
         (ty, quote!(let #pattern = args; let __ops = (#(#ops,)*);))
     }
 
+    /// The type of the outputs' argument of `apply`, with `out(elem)` each output's type, and
+    /// the runtime's operands of it (`outs`), as `run` takes them.
+    fn outs_arg(&self, out: impl Fn(&Type) -> TokenStream) -> (TokenStream, TokenStream) {
+        let tys: Vec<TokenStream> = self.outputs.ops.iter().map(|o| out(&o.elem)).collect();
+        let made = |e: TokenStream| quote!(::kernel_runtime::__rt::GuOperand::output(#e));
+        if let [ty] = &tys[..] {
+            return (ty.clone(), made(quote!(outs)));
+        }
+        let idx = (0..tys.len()).map(syn::Index::from);
+        let ops = idx.map(|k| made(quote!(outs.#k)));
+        (quote!((#(#tys,)*)), quote!((#(#ops,)*)))
+    }
+
     /// `apply`: the arrays checked against the layout, then the launch or the CPU's loop.
     fn apply(&self) -> TokenStream {
         let tys: Vec<TokenStream> = self
@@ -423,24 +489,49 @@ impl Gufunc {
             })
             .collect();
         let (args_ty, ops) = self.args(&tys);
-        let oe = &self.output.op.elem;
+        let (outs_ty, outs) = self.outs_arg(|e| {
+            quote!(&mut ::kernel_runtime::__rt::DeviceArray<#e, impl ::kernel_runtime::__rt::Rank>)
+        });
+        let outs = if self.outputs.ops.len() == 1 {
+            quote!((#outs,))
+        } else {
+            outs
+        };
         quote! {
             /// The function at every loop index: `out[i..] = f(args[i..]..)`, each input an
-            /// array with the loop dimensions of `out` or none, or a scalar where its core is
-            /// `()`; on the arrays' device.
+            /// array with the loop dimensions of the outputs, or none, or only ones, or a
+            /// scalar where its core is `()`; on the arrays' device. Several outputs are a
+            /// tuple.
             pub fn apply<'a>(
                 &self,
                 args: #args_ty,
-                out: &mut ::kernel_runtime::__rt::DeviceArray<#oe, impl ::kernel_runtime::__rt::Rank>,
+                outs: #outs_ty,
             ) -> ::core::result::Result<(), ::kernel_runtime::__rt::Error> {
                 #ops
-                self.run(__ops, ::kernel_runtime::__rt::GuOperand::output(out))
+                self.run(__ops, #outs)
             }
         }
     }
 
-    /// `call`: a new array of the result, its rank the first input's, less its core and with
-    /// the output's.
+    /// The rank of the output `op` that `call` makes: the first input's, less its core and
+    /// with the output's.
+    fn made_dim(&self, op: &Operand) -> TokenStream {
+        let first = &self.inputs[0];
+        let (fe, fr) = (&first.elem, first.rank);
+        let mut dim = quote!(<__A0 as ::kernel_runtime::__rt::GuInput<'a, #fe, #fr>>::Dim);
+        let delta = op.rank as isize - fr as isize;
+        let step = if delta < 0 {
+            quote!(Smaller)
+        } else {
+            quote!(Larger)
+        };
+        for _ in 0..delta.unsigned_abs() {
+            dim = quote!(<#dim as ::kernel_runtime::ndarray::Dimension>::#step);
+        }
+        dim
+    }
+
+    /// `call`: new arrays of the results, each of rank [`made_dim`](Self::made_dim).
     fn call(&self) -> TokenStream {
         let gens: Vec<Ident> = (0..self.inputs.len())
             .map(|k| format_ident!("__A{}", k))
@@ -451,36 +542,44 @@ impl Gufunc {
         });
         let tys: Vec<TokenStream> = gens.iter().map(|g| quote!(#g)).collect();
         let (args_ty, ops) = self.args(&tys);
-        let first = &self.inputs[0];
-        let (fe, fr) = (&first.elem, first.rank);
-        let mut dim = quote!(<__A0 as ::kernel_runtime::__rt::GuInput<'a, #fe, #fr>>::Dim);
-        let delta = self.output.op.rank as isize - fr as isize;
-        let step = if delta < 0 {
-            quote!(Smaller)
+        let dims: Vec<TokenStream> = self.outputs.ops.iter().map(|o| self.made_dim(o)).collect();
+        let arrays: Vec<TokenStream> = self
+            .outputs
+            .ops
+            .iter()
+            .zip(&dims)
+            .map(|(o, d)| {
+                let e = &o.elem;
+                quote!(::kernel_runtime::__rt::DeviceArray<#e, #d>)
+            })
+            .collect();
+        let made: Vec<Ident> = (0..dims.len())
+            .map(|k| format_ident!("__made{}", k))
+            .collect();
+        let ks = 0..dims.len();
+        let (ret, value) = if let [array] = &arrays[..] {
+            (array.clone(), quote!(__made0))
         } else {
-            quote!(Larger)
+            (quote!((#(#arrays,)*)), quote!((#(#made,)*)))
         };
-        for _ in 0..delta.unsigned_abs() {
-            dim = quote!(<#dim as ::kernel_runtime::ndarray::Dimension>::#step);
-        }
-        let oe = &self.output.op.elem;
         let idx: Vec<syn::Index> = (0..self.inputs.len()).map(syn::Index::from).collect();
         let names: Vec<String> = self.inputs.iter().map(|o| o.name.to_string()).collect();
         quote! {
-            /// A new array of the function at every loop index, as calling a Numba gufunc:
-            /// the inputs' loop dimensions, then the output's core.
+            /// New arrays of the function at every loop index, as calling a Numba gufunc:
+            /// the inputs' loop dimensions, then each output's core.
             pub fn call<'a, #(#bounds),*>(
                 &self,
                 args: #args_ty,
-            ) -> ::core::result::Result<::kernel_runtime::__rt::DeviceArray<#oe, #dim>, ::kernel_runtime::__rt::Error>
+            ) -> ::core::result::Result<#ret, ::kernel_runtime::__rt::Error>
             where
-                #dim: ::kernel_runtime::__rt::Rank,
+                #(#dims: ::kernel_runtime::__rt::Rank,)*
             {
                 #ops
                 let __device = ::kernel_runtime::__rt::gu_device(Self::NAME, &[#((#names, __ops.#idx.device())),*])?;
-                let mut __made = ::kernel_runtime::__rt::gu_output(Self::NAME, &Self::LAYOUT, &[#(__ops.#idx.shape()),*], &__device)?;
-                self.run(__ops, ::kernel_runtime::__rt::GuOperand::output(&mut __made))?;
-                Ok(__made)
+                let __shapes = [#(__ops.#idx.shape()),*];
+                #(let mut #made = ::kernel_runtime::__rt::gu_output(Self::NAME, &Self::LAYOUT, (&__shapes, #ks), &__device)?;)*
+                self.run(__ops, (#(::kernel_runtime::__rt::GuOperand::output(&mut #made),)*))?;
+                Ok(#value)
             }
         }
     }
@@ -491,8 +590,9 @@ impl Gufunc {
         let names: Vec<&Ident> = self.inputs.iter().map(|o| &o.name).collect();
         let labels: Vec<String> = self.inputs.iter().map(label).collect();
         let elems = self.inputs.iter().map(|o| &o.elem);
-        let o = &self.output.op;
-        let (on, on_str, oe) = (&o.name, label(o), &o.elem);
+        let outs = self.out_names();
+        let out_labels: Vec<String> = self.outputs.ops.iter().map(label).collect();
+        let out_elems = self.outputs.ops.iter().map(|o| &o.elem);
         let passed = self.inputs.iter().enumerate().map(|(k, op)| {
             let (n, r) = (&op.name, op.rank);
             if r == 0 {
@@ -502,27 +602,35 @@ impl Gufunc {
                 quote!(let #n = #n.cores::<#r>(&__plan.inputs[#k], __gpu);)
             }
         });
-        let or = o.rank;
-        let count = 2 * self.inputs.len() + 3;
+        let out_passed = self.outputs.ops.iter().enumerate().map(|(k, op)| {
+            let (n, r) = (&op.name, op.rank);
+            quote!(let #n = #n.cores::<#r>(&__plan.outputs[#k], __gpu);)
+        });
+        let count = 2 * (self.inputs.len() + outs.len()) + 1;
         let (call, checked) = (self.call_at(false), self.call_at(true));
         quote! {
             fn run(
                 &self,
                 (#(#names,)*): (#(::kernel_runtime::__rt::GuOperand<'_, #elems>,)*),
-                #on: ::kernel_runtime::__rt::GuOperand<'_, #oe>,
+                (#(#outs,)*): (#(::kernel_runtime::__rt::GuOperand<'_, #out_elems>,)*),
             ) -> ::core::result::Result<(), ::kernel_runtime::__rt::Error> {
                 let __device = ::kernel_runtime::__rt::gu_device(
                     Self::NAME,
-                    &[#((#labels, #names.device()),)* (#on_str, #on.device())],
+                    &[#((#labels, #names.device()),)* #((#out_labels, #outs.device()),)*],
                 )?;
-                let __plan = ::kernel_runtime::__rt::gu_plan(Self::NAME, &Self::LAYOUT, &[#(#names.shape()),*], #on.shape())?;
+                let __plan = ::kernel_runtime::__rt::gu_plan(
+                    Self::NAME,
+                    &Self::LAYOUT,
+                    &[#(#names.shape()),*],
+                    &[#(#outs.shape()),*],
+                )?;
                 if __plan.loops == 0 {
                     return Ok(());
                 }
                 let __gpu = ::kernel_runtime::__rt::on_gpu(&__device);
-                let __operands = (#(&#names,)* &#on);
+                let __operands = (#(&#names,)* #(&#outs,)*);
                 #(#passed)*
-                let #on = #on.cores::<#or>(&__plan.output, __gpu);
+                #(#out_passed)*
                 if __gpu {
                     let mut __params = ::kernel_runtime::__rt::gpu_params(#count);
                     #(
@@ -530,13 +638,15 @@ impl Gufunc {
                         __params.push(__ptr);
                         __params.push(__shape);
                     )*
-                    let (__ptr, __shape) = #on.parts();
-                    __params.push(__ptr);
-                    __params.push(__shape);
+                    #(
+                        let (__ptr, __shape) = #outs.parts();
+                        __params.push(__ptr);
+                        __params.push(__shape);
+                    )*
                     __params.push(&__plan.loops);
-                    let (#(#names,)* #on) = __operands;
+                    let (#(#names,)* #(#outs,)*) = __operands;
                     #(#names.record(&mut __params, false);)*
-                    #on.record(&mut __params, true);
+                    #(#outs.record(&mut __params, true);)*
                     // SAFETY: the entry's parameters in order, each operand as the entry takes
                     // it; every array lives on the device and fits the layout (`plan`).
                     return unsafe {

@@ -17,12 +17,12 @@
 //!     text: "(m,n),(n)->(m)",
 //!     names: &["m", "n"],
 //!     inputs: &[("a", &[0, 1]), ("x", &[1])],
-//!     output: ("out", &[0]),
+//!     outputs: &[("out", &[0])],
 //! };
-//! let p = plan("matvec", &LAYOUT, &[Some(&[4, 2, 3]), Some(&[3])], Some(&[4, 2]))?;
+//! let p = plan("matvec", &LAYOUT, &[Some(&[4, 2, 3]), Some(&[3])], &[Some(&[4, 2])])?;
 //! assert_eq!((p.loops, p.inputs[0].step, p.inputs[1].step), (4, 6, 0));
-//! assert_eq!((p.inputs[0].dims, p.output.dims), ([2, 3, 0], [2, 0, 0]));
-//! let wrong = plan("matvec", &LAYOUT, &[Some(&[4, 2, 3]), Some(&[5])], Some(&[4, 2]));
+//! assert_eq!((p.inputs[0].dims, p.outputs[0].dims), ([2, 3, 0], [2, 0, 0]));
+//! let wrong = plan("matvec", &LAYOUT, &[Some(&[4, 2, 3]), Some(&[5])], &[Some(&[4, 2])]);
 //! assert!(wrong.unwrap_err().to_string().contains("dimension `n` is 3 in `a` and 5 in `x`"));
 //! # Ok::<(), kernel_runtime::Error>(())
 //! ```
@@ -47,8 +47,8 @@ pub struct Layout {
     pub names: &'static [&'static str],
     /// Each input's parameter name and core dimensions.
     pub inputs: &'static [(&'static str, &'static [usize])],
-    /// The output's parameter name and core dimensions.
-    pub output: (&'static str, &'static [usize]),
+    /// Each output's parameter name (`out` for the return value) and core dimensions.
+    pub outputs: &'static [(&'static str, &'static [usize])],
 }
 
 /// Where one operand's cores lie: `step` elements apart from one loop index to the next (0:
@@ -68,17 +68,21 @@ pub struct Plan {
     pub loops: usize,
     /// Each input's cores.
     pub inputs: Vec<Core>,
-    /// The output's cores.
-    pub output: Core,
-    /// The output's whole shape: the loop dimensions, then its core.
-    pub shape: Vec<usize>,
+    /// Each output's cores.
+    pub outputs: Vec<Core>,
+    /// Each output's whole shape: the loop dimensions, then its core.
+    pub shapes: Vec<Vec<usize>>,
 }
 
 impl Plan {
     /// The elements one loop index touches: its cores' sizes together, at least 1.
     pub fn work(&self) -> usize {
         let size = |c: &Core| c.dims.iter().filter(|&&d| d != 0).product::<usize>();
-        self.inputs.iter().map(size).sum::<usize>() + size(&self.output)
+        self.inputs
+            .iter()
+            .chain(&self.outputs)
+            .map(size)
+            .sum::<usize>()
     }
 }
 
@@ -144,9 +148,9 @@ impl Binding<'_> {
         Ok(Core { step, dims })
     }
 
-    /// Whether `name` is the output's, whose loop dimensions are the loops themselves.
+    /// Whether `name` is an output's, whose loop dimensions are the loops themselves.
     fn is_output(&self, name: &str) -> bool {
-        self.layout.output.0 == name
+        self.layout.outputs.iter().any(|&(n, _)| n == name)
     }
 
     /// Checks that `looped`, the loop dimensions of `name`, are those of the operands before.
@@ -169,13 +173,13 @@ impl Binding<'_> {
 }
 
 /// Checks the shapes of a call of `function` against its `layout`: `inputs` in order (`None`
-/// for a scalar), and the output's where given (`None` for a call that makes it, whose shape
-/// is then the inputs' loop dimensions and its core's extents as they bind them).
+/// for a scalar), and the outputs' where given (`None` for a call that makes them, whose shapes
+/// are then the inputs' loop dimensions and their cores' extents as the inputs bind them).
 pub fn plan(
     function: &'static str,
     layout: &Layout,
     inputs: &[Option<&[usize]>],
-    output: Option<&[usize]>,
+    outputs: &[Option<&[usize]>],
 ) -> Result<Plan, Error> {
     let mut b = Binding {
         function,
@@ -194,27 +198,31 @@ pub fn plan(
             },
         });
     }
-    let (name, core) = layout.output;
-    let shape = match output {
-        Some(shape) => shape.to_vec(),
-        None => made_shape(&b, core)?,
-    };
     let inputs_loop = b.loops.clone();
-    let mut out = b.bind(name, &shape, core)?;
-    out.step = shape[shape.len() - core.len()..].iter().product();
-    if let Some((loops, first)) = inputs_loop.filter(|_| shape.len() == core.len()) {
-        let reason = format!(
-            "`{name}` has no loop dimensions where `{first}` has {loops:?}: the output has the \
-             inputs' loop dimensions"
-        );
-        return Err(unfit(function, layout, reason));
+    let (mut outs, mut shapes) = (Vec::new(), Vec::new());
+    for (&(name, core), given) in layout.outputs.iter().zip(outputs) {
+        let shape = match given {
+            Some(shape) => shape.to_vec(),
+            None => made_shape(&b, core)?,
+        };
+        let mut out = b.bind(name, &shape, core)?;
+        out.step = shape[shape.len() - core.len()..].iter().product();
+        if let Some((loops, first)) = inputs_loop.as_ref().filter(|_| shape.len() == core.len()) {
+            let reason = format!(
+                "`{name}` has no loop dimensions where `{first}` has {loops:?}: an output has \
+                 the inputs' loop dimensions"
+            );
+            return Err(unfit(function, layout, reason));
+        }
+        outs.push(out);
+        shapes.push(shape);
     }
     let loops = b.loops.map_or(1, |(l, _)| l.iter().product());
     Ok(Plan {
         loops,
         inputs: cores,
-        output: out,
-        shape,
+        outputs: outs,
+        shapes,
     })
 }
 
@@ -364,17 +372,19 @@ pub fn device_of(
     super::args::pick_device(function, None, &mut arrays)
 }
 
-/// The output of a call of `function` over `inputs` that makes it: zeros of the shape the
+/// Output `k` of a call of `function` over `inputs` that makes it: zeros of the shape the
 /// inputs give it, on their device. Its rank `O` is the first input's, less its core and with
 /// the output's core: a first input without loop dimensions under another's that has them
 /// gives a rank other than `O`'s, which is an error naming `apply`.
 pub fn made_output<T: DeviceCopy, O: Rank>(
     function: &'static str,
     layout: &Layout,
-    inputs: &[Option<&[usize]>],
+    (inputs, k): (&[Option<&[usize]>], usize),
     device: &Device,
 ) -> Result<DeviceArray<T, O>, Error> {
-    let shape = plan(function, layout, inputs, None)?.shape;
+    let none = vec![None; layout.outputs.len()];
+    let mut shapes = plan(function, layout, inputs, &none)?.shapes;
+    let shape = shapes.swap_remove(k);
     if O::NDIM != Some(shape.len()) {
         let reason = format!(
             "its output has {} dimensions, where the first input's rank gives {}: give the \
@@ -454,14 +464,14 @@ mod tests {
         text: "(m,n),(n,p)->(m,p)",
         names: &["m", "n", "p"],
         inputs: &[("a", &[0, 1]), ("b", &[1, 2])],
-        output: ("c", &[0, 2]),
+        outputs: &[("c", &[0, 2])],
     };
 
     const SHIFT: Layout = Layout {
         text: "(n),()->(n)",
         names: &["n"],
         inputs: &[("x", &[0]), ("y", &[])],
-        output: ("out", &[0]),
+        outputs: &[("out", &[0])],
     };
 
     fn err(r: Result<Plan, Error>) -> String {
@@ -470,8 +480,14 @@ mod tests {
 
     #[test]
     fn loop_dimensions_and_cores_follow_the_layout() {
-        let p = plan("mm", &MATMUL, &[Some(&[2, 3, 4]), Some(&[2, 4, 5])], None).unwrap();
-        assert_eq!((p.loops, p.shape.clone()), (2, vec![2, 3, 5]));
+        let p = plan(
+            "mm",
+            &MATMUL,
+            &[Some(&[2, 3, 4]), Some(&[2, 4, 5])],
+            &[None],
+        )
+        .unwrap();
+        assert_eq!((p.loops, p.shapes[0].clone()), (2, vec![2, 3, 5]));
         assert_eq!(
             p.inputs,
             [
@@ -486,7 +502,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            p.output,
+            p.outputs[0],
             Core {
                 step: 15,
                 dims: [3, 5, 0]
@@ -494,28 +510,67 @@ mod tests {
         );
         assert_eq!(p.work(), 12 + 20 + 15);
         // One `b` for every loop index; no loop dimensions at all.
-        let p = plan("mm", &MATMUL, &[Some(&[7, 3, 4]), Some(&[4, 5])], None).unwrap();
-        assert_eq!((p.loops, p.inputs[1].step, p.shape), (7, 0, vec![7, 3, 5]));
+        let p = plan("mm", &MATMUL, &[Some(&[7, 3, 4]), Some(&[4, 5])], &[None]).unwrap();
+        assert_eq!(
+            (p.loops, p.inputs[1].step, p.shapes[0].clone()),
+            (7, 0, vec![7, 3, 5])
+        );
         let p = plan(
             "mm",
             &MATMUL,
             &[Some(&[3, 4]), Some(&[4, 5])],
-            Some(&[3, 5]),
+            &[Some(&[3, 5])],
         )
         .unwrap();
-        assert_eq!((p.loops, p.inputs[0].step, p.output.step), (1, 0, 15));
+        assert_eq!((p.loops, p.inputs[0].step, p.outputs[0].step), (1, 0, 15));
         // Loop dimensions of 1 broadcast as none; an output's are the loops.
-        let p = plan("mm", &MATMUL, &[Some(&[1, 3, 4]), Some(&[6, 4, 5])], None).unwrap();
-        assert_eq!((p.loops, p.inputs[0].step, p.shape), (6, 0, vec![6, 3, 5]));
-        let p = plan("mm", &MATMUL, &[Some(&[1, 3, 4]), Some(&[4, 5])], None).unwrap();
-        assert_eq!((p.loops, p.output.step, p.shape), (1, 15, vec![1, 3, 5]));
+        let p = plan(
+            "mm",
+            &MATMUL,
+            &[Some(&[1, 3, 4]), Some(&[6, 4, 5])],
+            &[None],
+        )
+        .unwrap();
+        assert_eq!(
+            (p.loops, p.inputs[0].step, p.shapes[0].clone()),
+            (6, 0, vec![6, 3, 5])
+        );
+        let p = plan("mm", &MATMUL, &[Some(&[1, 3, 4]), Some(&[4, 5])], &[None]).unwrap();
+        assert_eq!(
+            (p.loops, p.outputs[0].step, p.shapes[0].clone()),
+            (1, 15, vec![1, 3, 5])
+        );
+    }
+
+    #[test]
+    fn several_outputs_share_the_loops() {
+        // (n)->(),(n): a norm and the normalised vector.
+        const SPLIT: Layout = Layout {
+            text: "(n)->(),(n)",
+            names: &["n"],
+            inputs: &[("x", &[0])],
+            outputs: &[("norm", &[]), ("unit", &[0])],
+        };
+        let p = plan("split", &SPLIT, &[Some(&[5, 3])], &[None, None]).unwrap();
+        assert_eq!((p.loops, p.shapes.clone()), (5, vec![vec![5], vec![5, 3]]));
+        assert_eq!((p.outputs[0].step, p.outputs[1].step), (1, 3));
+        let e = err(plan(
+            "split",
+            &SPLIT,
+            &[Some(&[5, 3])],
+            &[Some(&[5]), Some(&[4, 3])],
+        ));
+        assert!(
+            e.contains("`unit` has the loop dimensions [4] where `x` has [5]"),
+            "{e}"
+        );
     }
 
     #[test]
     fn scalars_and_empty_loops() {
-        let p = plan("shift", &SHIFT, &[Some(&[0, 6]), None], None).unwrap();
+        let p = plan("shift", &SHIFT, &[Some(&[0, 6]), None], &[None]).unwrap();
         assert_eq!(
-            (p.loops, p.inputs[1], p.shape),
+            (p.loops, p.inputs[1], p.shapes[0].clone()),
             (
                 0,
                 Core {
@@ -525,7 +580,13 @@ mod tests {
                 vec![0, 6]
             )
         );
-        let p = plan("shift", &SHIFT, &[Some(&[4, 6]), Some(&[4])], Some(&[4, 6])).unwrap();
+        let p = plan(
+            "shift",
+            &SHIFT,
+            &[Some(&[4, 6]), Some(&[4])],
+            &[Some(&[4, 6])],
+        )
+        .unwrap();
         assert_eq!((p.loops, p.inputs[1].step), (4, 1));
     }
 
@@ -533,7 +594,7 @@ mod tests {
     fn shapes_that_do_not_fit_are_named() {
         // The error of `mm` over `a`, `b` and `c` (made where `None`), which must say `what`.
         let refused = |a: &[usize], b: &[usize], c: Option<&[usize]>, what: &str| {
-            let e = err(plan("mm", &MATMUL, &[Some(a), Some(b)], c));
+            let e = err(plan("mm", &MATMUL, &[Some(a), Some(b)], &[c]));
             assert!(
                 e.contains("`mm`") && e.contains("(m,n),(n,p)->(m,p)"),
                 "{e}"
@@ -576,12 +637,12 @@ mod tests {
             text: "(n)->(k)",
             names: &["n", "k"],
             inputs: &[("x", &[0])],
-            output: ("y", &[1]),
+            outputs: &[("y", &[1])],
         };
-        let e = err(plan("grow", &GROW, &[Some(&[3])], None));
+        let e = err(plan("grow", &GROW, &[Some(&[3])], &[None]));
         assert!(e.contains("dimension `k` is in no input"), "{e}");
-        let p = plan("grow", &GROW, &[Some(&[2, 3])], Some(&[2, 8])).unwrap();
-        assert_eq!((p.loops, p.output.step), (2, 8));
+        let p = plan("grow", &GROW, &[Some(&[2, 3])], &[Some(&[2, 8])]).unwrap();
+        assert_eq!((p.loops, p.outputs[0].step), (2, 8));
     }
 
     #[test]
