@@ -62,14 +62,14 @@ pub use crate::{
     fault::foreign_without_cpu_body,
     host::args::{Args, KernelArgs, Views},
     host::elementwise::{
-        common_device, cuda_launch, device_addr, gpu_params, host_ptr, host_ptr_mut, on_gpu, reads,
-        reads_whole, same_shape, writes,
+        common_device, cuda_launch, device_addr, gpu_params, grid_stride_launch, host_ptr,
+        host_ptr_mut, on_gpu, reads, reads_whole, same_shape, writes,
     },
     host::embedded::PTX_MODULES,
     host::error::Error,
     host::gufunc::{
-        device_of as gu_device, launch as gu_launch, made_output as gu_output, plan as gu_plan,
-        run_cpu as gu_cpu, GuInput, Layout as GuLayout, Operand as GuOperand,
+        device_of as gu_device, made_output as gu_output, made_shapes as gu_shapes,
+        plan as gu_plan, run_cpu as gu_cpu, GuInput, Layout as GuLayout, Operand as GuOperand,
     },
     host::instance::KernelInstance,
     host::kernel::{ByValue, KernelArg},

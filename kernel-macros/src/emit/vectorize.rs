@@ -229,12 +229,6 @@ impl Vectorized {
                 let __n = out.len();
                 let __device = out.device().clone();
                 if ::kernel_runtime::__rt::on_gpu(&__device) {
-                    // A grid-stride loop: enough blocks of 256 threads for `n`, at most the
-                    // device allows.
-                    let __blocks = __n.div_ceil(256).clamp(1, __device.limits().max_grid.x as usize);
-                    let __config = ::kernel_runtime::__rt::LaunchConfig::new(__blocks, 256u32).map_err(|reason| {
-                        ::kernel_runtime::__rt::Error::InvalidLaunch { kernel: Self::NAME, reason }
-                    })?;
                     #(let #ptrs: u64 = ::kernel_runtime::__rt::device_addr(#args);)*
                     let __out_ptr: u64 = ::kernel_runtime::__rt::device_addr(out);
                     let mut __params = ::kernel_runtime::__rt::gpu_params(#count);
@@ -244,9 +238,10 @@ impl Vectorized {
                     #(::kernel_runtime::__rt::reads(&mut __params, #args);)*
                     ::kernel_runtime::__rt::writes(&mut __params, &*out);
                     // SAFETY: the entry's parameters: one pointer per input, the output's, `n`;
-                    // every array lives on the device and has `n` elements (checked above).
+                    // every array lives on the device and has `n` elements (checked above). A
+                    // grid-stride loop in blocks of 256 threads.
                     return unsafe {
-                        ::kernel_runtime::__rt::cuda_launch(&__device, Self::NAME, <Self as ::kernel_runtime::__rt::Kernel>::META.ptx, &__config, &mut __params)
+                        ::kernel_runtime::__rt::grid_stride_launch(&__device, Self::NAME, <Self as ::kernel_runtime::__rt::Kernel>::META.ptx, (__n, 256), &mut __params)
                     };
                 }
                 #(::kernel_runtime::__rt::reads_whole(Self::NAME, #arg_strs, #args)?;)*

@@ -576,8 +576,8 @@ impl Gufunc {
             {
                 #ops
                 let __device = ::kernel_runtime::__rt::gu_device(Self::NAME, &[#((#names, __ops.#idx.device())),*])?;
-                let __shapes = [#(__ops.#idx.shape()),*];
-                #(let mut #made = ::kernel_runtime::__rt::gu_output(Self::NAME, &Self::LAYOUT, (&__shapes, #ks), &__device)?;)*
+                let __shapes = ::kernel_runtime::__rt::gu_shapes(Self::NAME, &Self::LAYOUT, &[#(__ops.#idx.shape()),*])?;
+                #(let mut #made = ::kernel_runtime::__rt::gu_output(Self::NAME, &Self::LAYOUT, &__shapes[#ks], &__device)?;)*
                 self.run(__ops, (#(::kernel_runtime::__rt::GuOperand::output(&mut #made),)*))?;
                 Ok(#value)
             }
@@ -648,9 +648,10 @@ impl Gufunc {
                     #(#names.record(&mut __params, false);)*
                     #(#outs.record(&mut __params, true);)*
                     // SAFETY: the entry's parameters in order, each operand as the entry takes
-                    // it; every array lives on the device and fits the layout (`plan`).
+                    // it; every array lives on the device and fits the layout (`plan`). One
+                    // thread a loop index, in blocks of 128.
                     return unsafe {
-                        ::kernel_runtime::__rt::gu_launch(&__device, Self::NAME, <Self as ::kernel_runtime::__rt::Kernel>::META.ptx, __plan.loops, &mut __params)
+                        ::kernel_runtime::__rt::grid_stride_launch(&__device, Self::NAME, <Self as ::kernel_runtime::__rt::Kernel>::META.ptx, (__plan.loops, 128), &mut __params)
                     };
                 }
                 let __checked = __device.is_checked();

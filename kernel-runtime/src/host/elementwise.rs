@@ -100,6 +100,28 @@ pub unsafe fn cuda_launch(
     unsafe { gpu.launch(kernel, ptx, &config.on_gpu(0, false), params) }
 }
 
+/// Launches the PTX entry `kernel` of `ptx` on the GPU `device` as a grid-stride loop over
+/// `items` (the elements of a `#[vectorize]` call, the loop indices of a `#[guvectorize]` one):
+/// enough blocks of `threads` threads for them, at most the device allows.
+///
+/// # Safety
+/// As [`cuda_launch`]'s.
+pub unsafe fn grid_stride_launch(
+    device: &Device,
+    kernel: &'static str,
+    ptx: Result<&'static str, &'static str>,
+    (items, threads): (usize, u32),
+    params: &mut GpuParams<'_>,
+) -> Result<(), Error> {
+    let blocks = items
+        .div_ceil(threads as usize)
+        .clamp(1, device.limits().max_grid.x as usize);
+    let config = LaunchConfig::new(blocks, threads)
+        .map_err(|reason| Error::InvalidLaunch { kernel, reason })?;
+    // SAFETY: the caller's contract.
+    unsafe { cuda_launch(device, kernel, ptx, &config, params) }
+}
+
 /// The device address of `array` (a `#[vectorize]` launch passes pointers alone).
 pub fn device_addr<T: DeviceCopy, D: Rank>(array: &DeviceArray<T, D>) -> u64 {
     *array.device_addr()

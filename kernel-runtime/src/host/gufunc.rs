@@ -1,6 +1,6 @@
 //! What a `#[guvectorize]` function's call takes from the host API: its layout checked against
 //! the arrays' shapes ([`plan`]), its inputs as arrays or scalars ([`GuInput`]), and the CPU
-//! backend's parallel loop over its loop indices ([`run_cpu`]); on a GPU, [`launch`].
+//! backend's parallel loop over its loop indices ([`run_cpu`]).
 //!
 //! A generalized ufunc (NumPy's, Numba's `@guvectorize`) applies a function of *core* arrays to
 //! every index of the *loop* dimensions in front of them: under the layout `(n),(n)->()`, `dot`
@@ -30,7 +30,6 @@
 use super::array::{DeviceArray, Rank};
 use super::device::Device;
 use super::error::Error;
-use super::launch::LaunchConfig;
 use super::order::{Access, Users};
 use super::params::GpuParams;
 use crate::cores::{Cores, Scalars};
@@ -107,9 +106,14 @@ struct Binding<'l> {
 }
 
 impl Binding<'_> {
-    /// Binds the operand `name` of `shape` with core dimensions `core`: its core's extents,
-    /// and its loop dimensions (where it has any) to the others'.
-    fn bind(&mut self, name: &'static str, shape: &[usize], core: &[usize]) -> Result<Core, Error> {
+    /// Binds the operand `name` of `shape` with core dimensions `core`, an output's where
+    /// `output`: its core's extents, and its loop dimensions (where it has any) to the others'.
+    fn bind(
+        &mut self,
+        name: &'static str,
+        shape: &[usize],
+        (core, output): (&[usize], bool),
+    ) -> Result<Core, Error> {
         let Some(split) = shape.len().checked_sub(core.len()) else {
             let reason = format!(
                 "`{name}` has {} dimensions, fewer than its core's {}",
@@ -133,7 +137,8 @@ impl Binding<'_> {
             dims[k] = extent;
         }
         let looped = &shape[..split];
-        let step = if looped.iter().all(|&d| d == 1) && !self.is_output(name) {
+        // An output's loop dimensions are the loops themselves.
+        let step = if looped.iter().all(|&d| d == 1) && !output {
             // No loop dimension, or only ones (`a[None, :]`): one core for every loop index.
             if looped.len() > self.ones.len() {
                 self.ones = looped.to_vec();
@@ -146,11 +151,6 @@ impl Binding<'_> {
             shape[split..].iter().product()
         };
         Ok(Core { step, dims })
-    }
-
-    /// Whether `name` is an output's, whose loop dimensions are the loops themselves.
-    fn is_output(&self, name: &str) -> bool {
-        self.layout.outputs.iter().any(|&(n, _)| n == name)
     }
 
     /// Checks that `looped`, the loop dimensions of `name`, are those of the operands before.
@@ -191,7 +191,7 @@ pub fn plan(
     let mut cores = Vec::with_capacity(inputs.len());
     for (&(name, core), shape) in layout.inputs.iter().zip(inputs) {
         cores.push(match shape {
-            Some(shape) => b.bind(name, shape, core)?,
+            Some(shape) => b.bind(name, shape, (core, false))?,
             None => Core {
                 step: 0,
                 dims: [0; 3],
@@ -205,8 +205,7 @@ pub fn plan(
             Some(shape) => shape.to_vec(),
             None => made_shape(&b, core)?,
         };
-        let mut out = b.bind(name, &shape, core)?;
-        out.step = shape[shape.len() - core.len()..].iter().product();
+        let out = b.bind(name, &shape, (core, true))?;
         if let Some((loops, first)) = inputs_loop.as_ref().filter(|_| shape.len() == core.len()) {
             let reason = format!(
                 "`{name}` has no loop dimensions where `{first}` has {loops:?}: an output has \
@@ -319,11 +318,20 @@ impl<'a, T: DeviceCopy> Operand<'a, T> {
         self.array.map(|(device, _, _)| device)
     }
 
+    /// The array's elements in a GPU's memory where `gpu`, else the host's.
+    fn ptr(&self, gpu: bool) -> *mut T {
+        if gpu {
+            self.addr as *mut T
+        } else {
+            self.host
+        }
+    }
+
     /// The array's cores as the plan lays them out (`core`), in a GPU's memory where `gpu`,
     /// else the host's, where checked mode tests each read of an input against the elements
     /// nothing has written.
     pub fn cores<const R: usize>(&self, core: &Core, gpu: bool) -> Cores<T, R> {
-        let ptr = if gpu { self.addr as *mut T } else { self.host };
+        let ptr = self.ptr(gpu);
         let mut dims = [0; R];
         dims.copy_from_slice(&core.dims[..R]);
         let cores = Cores::new(ptr, core.step, dims);
@@ -347,8 +355,7 @@ impl<'a, T: DeviceCopy> Operand<'a, T> {
         let Some(value) = self.value else {
             let shape = self.shape().unwrap_or(&[]);
             super::elementwise::whole_read(function, name, self.marks, shape)?;
-            let ptr = if gpu { self.addr as *mut T } else { self.host };
-            return Ok(Scalars::each(ptr, core.step));
+            return Ok(Scalars::each(self.ptr(gpu), core.step));
         };
         Ok(Scalars::one(value))
     }
@@ -372,19 +379,27 @@ pub fn device_of(
     super::args::pick_device(function, None, &mut arrays)
 }
 
-/// Output `k` of a call of `function` over `inputs` that makes it: zeros of the shape the
-/// inputs give it, on their device. Its rank `O` is the first input's, less its core and with
-/// the output's core: a first input without loop dimensions under another's that has them
-/// gives a rank other than `O`'s, which is an error naming `apply`.
+/// The shapes of the outputs of a call of `function` over `inputs` that makes them: the inputs'
+/// loop dimensions, then each output's core as the inputs bind it.
+pub fn made_shapes(
+    function: &'static str,
+    layout: &Layout,
+    inputs: &[Option<&[usize]>],
+) -> Result<Vec<Vec<usize>>, Error> {
+    let none = vec![None; layout.outputs.len()];
+    Ok(plan(function, layout, inputs, &none)?.shapes)
+}
+
+/// An output of `shape` (of [`made_shapes`]) of a call of `function` that makes it: zeros, on
+/// `device`. Its rank `O` is the first input's, less its core and with the output's core: a
+/// first input without loop dimensions under another's that has them gives a rank other than
+/// `O`'s, which is an error naming `apply`.
 pub fn made_output<T: DeviceCopy, O: Rank>(
     function: &'static str,
     layout: &Layout,
-    (inputs, k): (&[Option<&[usize]>], usize),
+    shape: &[usize],
     device: &Device,
 ) -> Result<DeviceArray<T, O>, Error> {
-    let none = vec![None; layout.outputs.len()];
-    let mut shapes = plan(function, layout, inputs, &none)?.shapes;
-    let shape = shapes.swap_remove(k);
     if O::NDIM != Some(shape.len()) {
         let reason = format!(
             "its output has {} dimensions, where the first input's rank gives {}: give the \
@@ -395,33 +410,8 @@ pub fn made_output<T: DeviceCopy, O: Rank>(
         return Err(unfit(function, layout, reason));
     }
     let mut dim = O::zeros(shape.len());
-    dim.slice_mut().copy_from_slice(&shape);
+    dim.slice_mut().copy_from_slice(shape);
     DeviceArray::zeros(device, dim)
-}
-
-/// Threads per block of a GPU launch: one loop index each, in a grid-stride loop.
-const GPU_THREADS: u32 = 128;
-
-/// Launches the PTX entry `kernel` of `ptx` on the GPU `device` over `loops` loop indices, in
-/// enough blocks of 128 threads, at most the device allows.
-///
-/// # Safety
-/// `params` must point at one value per parameter of the entry, of its type, in order, and the
-/// arrays among them must be the device's and fit the layout.
-pub unsafe fn launch(
-    device: &Device,
-    kernel: &'static str,
-    ptx: Result<&'static str, &'static str>,
-    loops: usize,
-    params: &mut GpuParams<'_>,
-) -> Result<(), Error> {
-    let blocks = loops
-        .div_ceil(GPU_THREADS as usize)
-        .clamp(1, device.limits().max_grid.x as usize);
-    let config = LaunchConfig::new(blocks, GPU_THREADS)
-        .map_err(|reason| Error::InvalidLaunch { kernel, reason })?;
-    // SAFETY: the caller's contract.
-    unsafe { super::elementwise::cuda_launch(device, kernel, ptx, &config, params) }
 }
 
 /// Runs `f(lo, hi)` over the loop indices of `plan` on the CPU backend, in parallel, each range
@@ -563,6 +553,22 @@ mod tests {
         assert!(
             e.contains("`unit` has the loop dimensions [4] where `x` has [5]"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn an_input_named_as_the_return_value_is_an_input() {
+        // The return value is `out` in the layout; so may an input be called.
+        const DOT: Layout = Layout {
+            text: "(n),(n)->()",
+            names: &["n"],
+            inputs: &[("out", &[0]), ("x", &[0])],
+            outputs: &[("out", &[])],
+        };
+        let p = plan("dot", &DOT, &[Some(&[1, 3]), Some(&[5, 3])], &[None]).unwrap();
+        assert_eq!(
+            (p.loops, p.inputs[0].step, p.shapes.clone()),
+            (5, 0, vec![vec![5]])
         );
     }
 
