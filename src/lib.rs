@@ -3,6 +3,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod complex_kernels;
 pub mod gufuncs;
 pub mod reference;
 pub mod test_kernels;

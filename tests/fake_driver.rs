@@ -24,6 +24,7 @@ use kernel_runtime::ndarray::{array, s, Array2, Array3};
 use kernel_runtime::{
     Device, DeviceArray, DeviceArray1, DeviceKind, Error, Kernel, LaunchConfig, LaunchError,
 };
+use kernel_suite::complex_kernels::mandelbrot;
 use kernel_suite::gufuncs::{dot, shift};
 use kernel_suite::test_kernels::{
     axpy_generic, axpy_raw, bounded_block_sizes, convolve_taps, declared_shared, grid_rotate,
@@ -483,6 +484,19 @@ fn launches_pass_each_parameter_as_the_ptx_entry_declares_it() {
             );
             assert!(launch.starts_with("grid=1,1,1 block=4,3,2 "), "{launch}");
             assert!(launch.contains(&want), "{launch} vs {want}");
+
+            // A `Complex32` is one 64-bit parameter, its real part in the low half.
+            let mut counts = gpu.zeros::<u32, _>((8, 16)).unwrap();
+            let origin = kernel_runtime::cmath::Complex32::new(-2.0, 1.5);
+            mandelbrot
+                .launch(1, (16, 8), (origin, 0.25f32, 10u32, &mut counts))
+                .unwrap();
+            let launch = &log.launches("mandelbrot")[0];
+            let params: Vec<&str> = launch.split("params=").nth(1).unwrap().split(',').collect();
+            let parts = (1.5f32.to_bits() as u64) << 32 | (-2.0f32).to_bits() as u64;
+            assert_eq!(params[0], hex(parts), "{launch}");
+            assert_eq!(params[1], hex(0.25f32.to_bits() as u64), "{launch}");
+            assert_eq!(params[2], hex(10), "{launch}");
 
             // Shared memory: the static arrays the macro laid out, plus the dynamic bytes asked for.
             let m = gpu.zeros::<f32, _>((32, 32)).unwrap();

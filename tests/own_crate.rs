@@ -188,6 +188,10 @@ fn device_build_errors_read_as_compiler_errors() {
         ),
         ("c[i] = helper(a[i]);", "mark it `#[device]`"),
         ("let x: u32 = a[i];", "mismatched types"),
+        (
+            "c[i] = Complex32::new(a[i], 0.0).exp().re;",
+            "kernels compute it as `cmath::exp(z)`",
+        ),
         // The README's build script builds for sm_70, which has no `mma.sync.m16n8k16`.
         (
             "{ use kernel_runtime::wmma::*; let z = Accumulator::<M16N8K16>::new(); let mut d = z; \

@@ -37,6 +37,7 @@ macro_rules! kernels {
 fn all() -> Vec<Kernel> {
     use gpu_kernels::*;
     use hopper_kernels::*;
+    use kernel_suite::complex_kernels::*;
     use kernel_suite::gufuncs::*;
     use kernel_suite::test_kernels::*;
     use kernel_suite::warp_kernels::*;
@@ -79,6 +80,8 @@ fn all() -> Vec<Kernel> {
         dot => false, shift => false, matmul_gu => false, running_sum => false,
         last_plus_one => false, matvec => false, awkward_names => false,
         min_max => false, total_and_running => false,
+        cmath_all => false, mandelbrot => false, warp_complex_sums => false,
+        times_conj => false, complex_ops => false,
     ]
 }
 
@@ -666,6 +669,10 @@ fn warp_primitives_are_single_instructions() {
     );
     // The shuffles of a `#[device]` function are inlined into its kernel.
     assert!(ptx("warp_totals").contains("shfl.sync.bfly.b32"));
+    // A `Complex32` moves as its two parts, in registers: five steps of two shuffles.
+    let complex = ptx("warp_complex_sums");
+    assert_eq!(complex.matches("shfl.sync.down.b32").count(), 10);
+    assert!(!complex.contains(".local"), "warp_complex_sums spills");
 }
 
 /// A constant array is read with `ld.const` and a global one with `ld.global.nc` where `get`

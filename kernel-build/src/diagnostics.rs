@@ -58,20 +58,72 @@ fn without_progress(stderr: &str) -> String {
 
 /// `text` with a help line under each "cannot find function `f`" error where `f` is one of the
 /// crate's host functions: rustc knows only that the device crate lacks it, the build knows why.
+///
+/// A complex method that `num_complex` has only with a float library (`z.exp()`) gets the
+/// `cmath` function to call instead.
 pub(crate) fn with_device_hints(text: &str, host_functions: &HashSet<String>) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut pending: Option<&str> = None;
+    let mut pending: Option<String> = None;
     for line in text.split_inclusive('\n') {
         if line.trim().is_empty() {
             push_hint(&mut out, pending.take());
         } else if let Some(name) = missing_function(line) {
             push_hint(&mut out, pending.take());
-            pending = host_functions.contains(name).then_some(name);
+            pending = host_functions.contains(name).then(|| {
+                format!("`{name}` is a host function: mark it `#[device]` to call it from kernels")
+            });
+        } else if let Some(name) = missing_complex_method(line) {
+            push_hint(&mut out, pending.take());
+            pending = Some(format!(
+                "kernels compute it as `cmath::{}(z)`: `num_complex`'s float methods need a \
+                 float library that device code has not",
+                CMATH_FOR_METHOD
+                    .iter()
+                    .find(|(method, _)| *method == name)
+                    .map_or(name, |&(_, f)| f)
+            ));
         }
         out.push_str(line);
     }
     push_hint(&mut out, pending);
     out
+}
+
+/// `num_complex`'s methods that need its `std` or `libm` feature, and the `cmath` function of
+/// each where the names differ (the others keep theirs).
+const CMATH_FOR_METHOD: [(&str, &str); 23] = [
+    ("exp", "exp"),
+    ("ln", "log"),
+    ("log10", "log10"),
+    ("log", "log_base"),
+    ("sqrt", "sqrt"),
+    ("sin", "sin"),
+    ("cos", "cos"),
+    ("tan", "tan"),
+    ("sinh", "sinh"),
+    ("cosh", "cosh"),
+    ("tanh", "tanh"),
+    ("asin", "asin"),
+    ("acos", "acos"),
+    ("atan", "atan"),
+    ("asinh", "asinh"),
+    ("acosh", "acosh"),
+    ("atanh", "atanh"),
+    ("norm", "abs"),
+    ("arg", "phase"),
+    ("to_polar", "polar"),
+    ("from_polar", "rect"),
+    ("powf", "pow"),
+    ("powc", "pow"),
+];
+
+/// The method of a `Complex` that an E0599 headline says cannot be found, where it is one of
+/// `num_complex`'s float methods.
+fn missing_complex_method(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix("error[E0599]: no method named `")?;
+    let (name, rest) = rest.split_once('`')?;
+    let complex = rest.contains("`Complex`") || rest.contains("`Complex<");
+    (complex && CMATH_FOR_METHOD.iter().any(|(m, _)| *m == name)).then_some(name)
 }
 
 /// The function an E0425 headline says cannot be found.
@@ -80,14 +132,12 @@ fn missing_function(line: &str) -> Option<&str> {
     rest.split('`').next()
 }
 
-fn push_hint(out: &mut String, name: Option<&str>) {
-    if let Some(name) = name {
+fn push_hint(out: &mut String, help: Option<String>) {
+    if let Some(help) = help {
         if !out.ends_with('\n') {
             out.push('\n');
         }
-        out.push_str(&format!(
-            "  = help: `{name}` is a host function: mark it `#[device]` to call it from kernels\n"
-        ));
+        out.push_str(&format!("  = help: {help}\n"));
     }
 }
 
@@ -192,6 +242,19 @@ mod tests {
             .find("= help: `helper` is a host function: mark it `#[device]`")
             .unwrap();
         assert!(hint < out.find("nowhere").unwrap(), "{out}");
+    }
+
+    #[test]
+    fn a_float_method_of_a_complex_number_gets_its_cmath_function() {
+        let text = "error[E0599]: no method named `ln` found for struct `Complex<f64>` in the \
+                    current scope\n --> src/lib.rs:7:15\n\n\
+                    error[E0599]: no method named `frobnicate` found for struct `Complex<f32>`\n\n";
+        let out = with_device_hints(text, &HashSet::new());
+        assert_eq!(out.matches("= help").count(), 1, "{out}");
+        assert!(
+            out.contains("= help: kernels compute it as `cmath::log(z)`"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -17,13 +17,13 @@ pub enum AccessKind {
     Atomic,
 }
 
-/// The values a warp can shuffle and match: 32- and 64-bit integers and floats. A 64-bit value
-/// moves as two 32-bit halves on the GPU.
+/// The values a warp can shuffle and match: 32- and 64-bit integers and floats, and
+/// [`Complex32`](num_complex::Complex32). A 64-bit value moves as two 32-bit halves on the GPU.
 #[diagnostic::on_unimplemented(
     message = "a warp cannot shuffle or match a `{Self}`",
     label = "not a 32- or 64-bit integer or float",
-    note = "shuffles and matches take i32, u32, f32, i64, u64 or f64: convert the value first \
-            (`v as u32`), and back after"
+    note = "shuffles and matches take i32, u32, f32, i64, u64, f64 or Complex32: convert the \
+            value first (`v as u32`; a Complex64 as its `re` and `im`), and back after"
 )]
 pub trait WarpValue: Copy + sealed::Sealed {
     /// The value's bits, zero-extended to 64.
@@ -62,6 +62,23 @@ warp_value! {
     i64 => u64, true;
     u64 => u64, true;
     f64 => u64, true;
+}
+
+impl sealed::Sealed for num_complex::Complex32 {}
+/// The real part in the low 32 bits, the imaginary part in the high ones.
+impl WarpValue for num_complex::Complex32 {
+    #[inline(always)]
+    fn to_bits(self) -> u64 {
+        self.re.to_bits() as u64 | (self.im.to_bits() as u64) << 32
+    }
+    #[inline(always)]
+    fn from_bits(bits: u64) -> Self {
+        Self::new(
+            f32::from_bits(bits as u32),
+            f32::from_bits((bits >> 32) as u32),
+        )
+    }
+    const WIDE: bool = true;
 }
 
 /// The decimal digits of `n`: a buffer and where they start in it (compile-time messages and

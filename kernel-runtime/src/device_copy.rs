@@ -4,7 +4,7 @@
 /// Plain data that may be copied to a device bit for bit and for which all-zero bits are a
 /// valid value: the element types of device arrays and the types of by-value kernel parameters.
 ///
-/// Implemented for the primitive numbers and `bool`; derive it for your own `#[repr(C)]`
+/// Implemented for the primitive numbers, `bool` and complex numbers; derive it for your own `#[repr(C)]`
 /// structs of such fields with `#[derive(Clone, Copy, DeviceCopy)]`.
 ///
 /// # Safety
@@ -13,7 +13,7 @@
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed to a kernel or stored in a device array",
     label = "not plain device data",
-    note = "kernel parameters and array elements must be primitive numbers, `bool`, or `#[repr(C)]` structs with `#[derive(Clone, Copy, DeviceCopy)]`"
+    note = "kernel parameters and array elements must be primitive numbers, `bool`, complex numbers (`Complex32`, `Complex64`), or `#[repr(C)]` structs with `#[derive(Clone, Copy, DeviceCopy)]`"
 )]
 pub unsafe trait DeviceCopy: Copy + Send + Sync + 'static {}
 
@@ -28,6 +28,10 @@ impl_device_copy!(half::f16, half::bf16);
 
 // SAFETY: arrays of plain data are plain data.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+
+// SAFETY: `Complex<T>` is `#[repr(C)]`, its two fields `T`s (real, then imaginary): plain data
+// when `T` is, all-zero bits are `0 + 0i`.
+unsafe impl<T: DeviceCopy> DeviceCopy for num_complex::Complex<T> {}
 
 /// [`DeviceCopy`] data for which every bit pattern is a valid value and that has no padding:
 /// the element types of memory that is not cleared before a kernel reads it (arrays from
@@ -74,6 +78,10 @@ impl_any_bit_pattern!(half::f16, half::bf16);
 
 // SAFETY: an array is valid when each element is.
 unsafe impl<T: AnyBitPattern, const N: usize> AnyBitPattern for [T; N] {}
+
+// SAFETY: two `T`s of one type in a `#[repr(C)]` struct leave no padding, and the pair is valid
+// when each is.
+unsafe impl<T: AnyBitPattern> AnyBitPattern for num_complex::Complex<T> {}
 
 /// `NoPadding<true>` is [`Holds`]: how `#[derive(DeviceCopy)]` makes a struct [`AnyBitPattern`]
 /// only when its fields fill it without padding.

@@ -74,6 +74,7 @@
 
 pub mod atomic;
 mod base;
+pub mod cmath;
 pub mod cores;
 pub mod ctx;
 pub mod device_copy;
@@ -162,6 +163,7 @@ pub mod prelude {
         atomic_add, atomic_and, atomic_cas, atomic_dec, atomic_exch, atomic_inc, atomic_max,
         atomic_min, atomic_nanmax, atomic_nanmin, atomic_or, atomic_sub, atomic_xor,
     };
+    pub use crate::cmath::{self, Complex32, Complex64};
     pub use crate::ctx::{block_dim, block_idx, grid_dim, thread_idx};
     pub use crate::fp16;
     pub use crate::grid::GridGroup;

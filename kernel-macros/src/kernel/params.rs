@@ -377,12 +377,7 @@ fn classify(ty: &Type) -> syn::Result<Kind> {
             if PRIMITIVES.contains(&name.as_str()) && seg.arguments.is_none() {
                 return Ok(Kind::Scalar(ty.clone()));
             }
-            if !seg.arguments.is_none() {
-                return Err(syn::Error::new_spanned(
-                    ty,
-                    format!("generic type `{name}<..>` cannot be a kernel parameter; {ACCEPTED}"),
-                ));
-            }
+            // A struct, generic ones (`Complex<f32>`) included: `DeviceCopy` decides.
             Ok(Kind::Struct(ty.clone()))
         }
         Type::TraitObject(_) | Type::ImplTrait(_) | Type::BareFn(_) => Err(code_error(ty)),
