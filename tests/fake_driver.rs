@@ -159,6 +159,11 @@ fn words(fields: &[u64]) -> String {
         .collect()
 }
 
+/// The words of a generalized ufunc operand's steps of `step` elements a loop index.
+fn steps(step: u64) -> Vec<u64> {
+    vec![step, 0, 0, 0, 1, 1, 1, 0]
+}
+
 fn hex(v: u64) -> String {
     format!("{v:#x}")
 }
@@ -613,16 +618,16 @@ fn a_generalized_ufunc_launches_a_thread_per_loop_index_with_each_core() {
             );
             let addr = |a: &DeviceArray<f64, _>| kernel_runtime::__rt::device_addr(a);
             // Each operand its pointer, then the rest as a struct (the driver shows its bytes):
-            // `x`'s cores 6 apart, of 6; the scalar's pointer null, its value and step; the
+            // `x`'s cores 6 apart, of 6; the scalar's pointer null, its value and steps; the
             // output's cores; then the loop indices.
             let want = format!(
                 "params={},{},{},{},{},{},{}",
                 hex(addr(&x)),
-                words(&[6, 6]),
+                words(&[steps(6), vec![6]].concat()),
                 hex(0),
-                words(&[2.5f64.to_bits(), 0]),
+                words(&[vec![2.5f64.to_bits()], steps(0)].concat()),
                 hex(addr(&out)),
-                words(&[6, 6]),
+                words(&[steps(6), vec![6]].concat()),
                 hex(300)
             );
             assert!(launch.ends_with(&want), "{launch} vs {want}");
@@ -636,15 +641,25 @@ fn a_generalized_ufunc_launches_a_thread_per_loop_index_with_each_core() {
             let want = format!(
                 "params={},{},{},{},{},{},{}",
                 hex(kernel_runtime::__rt::device_addr(&a)),
-                words(&[4, 4]),
+                words(&[steps(4), vec![4]].concat()),
                 hex(kernel_runtime::__rt::device_addr(&b)),
-                words(&[0, 4]),
+                words(&[steps(0), vec![4]].concat()),
                 hex(kernel_runtime::__rt::device_addr(&c)),
-                // The step alone, 8 bytes, which the driver shows as a number.
-                hex(1),
+                // The steps alone.
+                words(&steps(1)),
                 hex(1000)
             );
             assert!(launch.ends_with(&want), "{launch} vs {want}");
+            // Every row of `x` against every row of `y`: loops of 4 × 5, which `x` steps
+            // through by rows and `y` by columns.
+            let x = gpu.zeros::<f32, _>((4, 1, 3)).unwrap();
+            let y = gpu.zeros::<f32, _>((1, 5, 3)).unwrap();
+            assert_eq!(dot.call((&x, &y)).unwrap().shape(), [4, 5]);
+            let launch = &log.launches("dot")[1];
+            let by = |strides: [u64; 2]| words(&[strides[0], strides[1], 0, 0, 5, 1, 1, 1, 3]);
+            let (sx, sy) = (by([3, 0]), by([0, 3]));
+            assert!(launch.contains(&format!(",{sx},")), "{launch} vs {sx}");
+            assert!(launch.contains(&format!(",{sy},")), "{launch} vs {sy}");
         },
     );
 }

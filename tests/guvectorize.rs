@@ -9,7 +9,7 @@ use kernel_suite::gufuncs::{
     total_and_running,
 };
 use kernel_suite::reference::SplitMix64;
-use ndarray::{Array1, Axis};
+use ndarray::{Array1, Array3, Axis};
 
 mod common;
 use common::{assert_mentions, assert_trapped, backends};
@@ -161,7 +161,43 @@ fn several_outputs_come_back_together() {
             .unwrap_err();
         assert_mentions(
             &err.to_string(),
-            &["`total` has the loop dimensions [3] where `x` has [4]"],
+            &["`total` has the loop dimension 3 where `x` has 4"],
+        );
+    }
+}
+
+#[test]
+fn loop_dimensions_broadcast_as_numpys() {
+    for dev in backends() {
+        // Every row of `x` against every row of `y`: Numba's `dot(x[:, None], y[None, :])`.
+        let (x, y) = (whole(4, 7, 3), whole(5, 7, 4));
+        let x3 = dev.to_device(&x.clone().insert_axis(Axis(1))).unwrap();
+        let y3 = dev.to_device(&y.clone().insert_axis(Axis(0))).unwrap();
+        let got = dot.call((&x3, &y3)).unwrap().to_host().unwrap();
+        assert_eq!(got, x.dot(&y.t()), "{:?}", dev.kind());
+        // (4, 1, n) against (5, n): fewer dimensions align at the last.
+        let y2 = dev.to_device(&y).unwrap();
+        let got = dot.call((&x3, &y2)).unwrap().to_host().unwrap();
+        assert_eq!(got, x.dot(&y.t()), "{:?}", dev.kind());
+        // A `()` input of one value per column, against a stack of rows: (2, 3, n) and (3).
+        let rows = Array3::from_shape_fn((2, 3, 4), |(a, b, c)| (a * 100 + b * 10 + c) as f64);
+        let per_column = Array1::from_vec(vec![0.5, -1.0, 7.0]);
+        let got = shift
+            .call((
+                &dev.to_device(&rows).unwrap(),
+                &dev.to_device(&per_column).unwrap(),
+            ))
+            .unwrap()
+            .to_host()
+            .unwrap();
+        let want = Array3::from_shape_fn((2, 3, 4), |(a, b, c)| rows[[a, b, c]] + per_column[b]);
+        assert_eq!(got, want, "{:?}", dev.kind());
+        // Dimensions that neither match nor are 1 are an error naming both.
+        let other = dev.to_device(&whole(3, 7, 5).insert_axis(Axis(1))).unwrap();
+        let err = dot.call((&x3, &other)).unwrap_err();
+        assert_mentions(
+            &err.to_string(),
+            &["`b` has the loop dimension 3 where `a` has 4"],
         );
     }
 }
@@ -215,13 +251,10 @@ fn shapes_that_do_not_fit_the_layout_are_errors() {
         );
         let c = dev.zeros::<f32, _>((2, 3)).unwrap();
         let err = dot.call((&a, &c)).unwrap_err().to_string();
-        assert_mentions(&err, &["`b` has the loop dimensions [2] where `a` has [4]"]);
+        assert_mentions(&err, &["`b` has the loop dimension 2 where `a` has 4"]);
         let mut wrong = dev.zeros::<f32, _>(5).unwrap();
         let err = dot.apply((&a, &a), &mut wrong).unwrap_err().to_string();
-        assert_mentions(
-            &err,
-            &["`out` has the loop dimensions [5] where `a` has [4]"],
-        );
+        assert_mentions(&err, &["`out` has the loop dimension 5 where `a` has 4"]);
         let mut flat = dev.zeros::<f32, _>((4, 4)).unwrap();
         let err = matmul_gu
             .apply((&a, &a), &mut flat)

@@ -17,8 +17,9 @@
 use crate::view::{View1, View1Mut, View2, View2Mut, View3, View3Mut};
 use core::mem::MaybeUninit;
 
-/// Where one operand's cores lie: one every `step` elements from `ptr`, each of extents `dims`
-/// (row-major). A step of 0 gives every loop index the same core.
+/// Where one operand's cores lie: loop index `i`'s at `ptr` plus [`LoopSteps::offset`]`(i)`
+/// elements, each of extents `dims` (row-major). A step of 0 gives every loop index the same
+/// core.
 ///
 /// A GPU launch passes the pointer as a parameter of its own, which the compiler then knows to
 /// be in global memory (a pointer inside a struct parameter is read and written through
@@ -34,12 +35,96 @@ pub struct Cores<T, const R: usize> {
     marks: *const crate::cpu::unwritten::Marks,
 }
 
-/// The step and extents of an operand's cores (see [`Cores`]).
+/// The steps and extents of an operand's cores (see [`Cores`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct CoreShape<const R: usize> {
-    step: usize,
+    steps: LoopSteps,
     dims: [usize; R],
+}
+
+/// The most loop dimensions that a call's operands step through differently, once the
+/// dimensions that every operand steps through alike are taken as one.
+pub const MAX_LOOP_DIMS: usize = 4;
+
+/// How far one operand's core of each loop index lies from its first: the loop index taken
+/// apart over the loop dimensions (NumPy's order, the last fastest), times the operand's
+/// stride along each, 0 along those it broadcasts over.
+///
+/// ```
+/// use kernel_runtime::cores::LoopSteps;
+///
+/// // Loops of 2 × 3; an operand of one core of 5 per row (it broadcasts over the columns).
+/// let rows = LoopSteps::new(&[2, 3], &[5, 0]);
+/// assert_eq!((0..6).map(|i| rows.offset(i)).collect::<Vec<_>>(), [0, 0, 0, 5, 5, 5]);
+/// assert_eq!(LoopSteps::uniform(4).offset(3), 12);
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoopSteps {
+    /// The stride along each loop dimension, the outermost first.
+    strides: [usize; MAX_LOOP_DIMS],
+    /// The extents of the loop dimensions after the outermost.
+    inner: [usize; MAX_LOOP_DIMS - 1],
+    /// How many of `inner` there are: 0 where one step covers the loops.
+    rank: usize,
+}
+
+impl LoopSteps {
+    /// Loop index `i` at `i * step`.
+    #[inline(always)]
+    pub const fn uniform(step: usize) -> Self {
+        LoopSteps {
+            strides: [step, 0, 0, 0],
+            inner: [1; MAX_LOOP_DIMS - 1],
+            rank: 0,
+        }
+    }
+
+    /// Loops of `extents` (the outermost first; at most [`MAX_LOOP_DIMS`], none of them 0)
+    /// with `strides` along them.
+    ///
+    /// # Panics
+    /// Where the two differ in length, or are longer than [`MAX_LOOP_DIMS`].
+    pub fn new(extents: &[usize], strides: &[usize]) -> Self {
+        assert!(extents.len() == strides.len() && extents.len() <= MAX_LOOP_DIMS);
+        let Some((&outer, rest)) = strides.split_first() else {
+            return Self::uniform(0);
+        };
+        let mut steps = Self::uniform(outer);
+        steps.rank = rest.len();
+        steps.strides[1..=rest.len()].copy_from_slice(rest);
+        steps.inner[..rest.len()].copy_from_slice(&extents[1..]);
+        steps
+    }
+
+    /// The operand's stride from one loop index to the next, where the loops are one
+    /// dimension to it.
+    pub fn step(&self) -> Option<usize> {
+        (self.rank == 0).then_some(self.strides[0])
+    }
+
+    /// Elements from the first core to loop index `i`'s.
+    #[inline(always)]
+    pub fn offset(&self, i: usize) -> usize {
+        if self.rank == 0 {
+            return i * self.strides[0];
+        }
+        // The innermost dimension first, each index a constant, so that on a GPU the steps
+        // stay in registers (an index that varies puts an array in local memory).
+        let (mut rest, mut offset) = (i, 0);
+        if self.rank >= 3 {
+            offset += rest % self.inner[2] * self.strides[3];
+            rest /= self.inner[2];
+        }
+        if self.rank >= 2 {
+            offset += rest % self.inner[1] * self.strides[2];
+            rest /= self.inner[1];
+        }
+        offset += rest % self.inner[0] * self.strides[1];
+        rest /= self.inner[0];
+        offset + rest * self.strides[0]
+    }
 }
 
 impl<T, const R: usize> Clone for Cores<T, R> {
@@ -60,7 +145,13 @@ impl<T, const R: usize> Cores<T, R> {
     /// The cores at `ptr`, `step` elements apart, of extents `dims`.
     #[inline(always)]
     pub fn new(ptr: *mut T, step: usize, dims: [usize; R]) -> Self {
-        Cores::from_parts(ptr, CoreShape { step, dims })
+        Self::with_steps(ptr, LoopSteps::uniform(step), dims)
+    }
+
+    /// The cores at `ptr`, where `steps` puts each loop index's, of extents `dims`.
+    #[inline(always)]
+    pub fn with_steps(ptr: *mut T, steps: LoopSteps, dims: [usize; R]) -> Self {
+        Cores::from_parts(ptr, CoreShape { steps, dims })
     }
 
     /// The same cores, their reads tested against `marks`, the input's elements that nothing
@@ -98,7 +189,7 @@ impl<T, const R: usize> Cores<T, R> {
     #[inline(always)]
     unsafe fn at(self, i: usize) -> *mut T {
         // SAFETY: the caller's contract.
-        unsafe { self.ptr.add(i * self.shape.step) }
+        unsafe { self.ptr.add(self.shape.steps.offset(i)) }
     }
 }
 
@@ -195,7 +286,7 @@ impl<T, const R: usize> Cores<T, R> {
         crate::cpu::check::at_loop_index(Some(i));
         // SAFETY: the caller's contract.
         let marks = unsafe { &*self.marks };
-        crate::cpu::check::unwritten_reads(Some(marks)).skip(i * self.shape.step)
+        crate::cpu::check::unwritten_reads(Some(marks)).skip(self.shape.steps.offset(i))
     }
 }
 
@@ -214,12 +305,12 @@ pub struct Scalars<T> {
     shape: ScalarShape<T>,
 }
 
-/// The value and the step of [`Scalars`].
+/// The value and the steps of [`Scalars`].
 #[repr(C)]
 #[derive(Debug)]
 pub struct ScalarShape<T> {
     value: MaybeUninit<T>,
-    step: usize,
+    steps: LoopSteps,
 }
 
 impl<T: Copy> Clone for ScalarShape<T> {
@@ -251,20 +342,19 @@ impl<T: Copy> Scalars<T> {
             ptr: core::ptr::null_mut(),
             shape: ScalarShape {
                 value: MaybeUninit::new(value),
-                step: 0,
+                steps: LoopSteps::uniform(0),
             },
         }
     }
 
-    /// An array of one element per loop index, `step` apart (0: one for all) at `ptr`, not
-    /// null.
+    /// An array of one element per loop index at `ptr`, not null, where `steps` puts each.
     #[inline(always)]
-    pub fn each(ptr: *mut T, step: usize) -> Self {
+    pub fn each(ptr: *mut T, steps: LoopSteps) -> Self {
         Scalars {
             ptr,
             shape: ScalarShape {
                 value: MaybeUninit::uninit(),
-                step,
+                steps,
             },
         }
     }
@@ -293,7 +383,7 @@ impl<T: Copy> Scalars<T> {
             unsafe { self.shape.value.assume_init() }
         } else {
             // SAFETY: the caller's contract.
-            unsafe { *self.ptr.add(i * self.shape.step) }
+            unsafe { *self.ptr.add(self.shape.steps.offset(i)) }
         }
     }
 }
@@ -314,7 +404,7 @@ mod tests {
         assert_eq!(v[3], -1);
         let one = Scalars::one(7u8);
         let mut each = [1u8, 2, 3];
-        let many = Scalars::each(each.as_mut_ptr(), 1);
+        let many = Scalars::each(each.as_mut_ptr(), LoopSteps::uniform(1));
         // SAFETY: `one`'s value; `each` holds three elements.
         unsafe {
             assert_eq!((one.get(5), many.get(2)), (7, 3));
@@ -323,5 +413,18 @@ mod tests {
         // SAFETY: as above.
         unsafe { flat.set(0, 9) };
         assert_eq!(each[0], 9);
+    }
+
+    #[test]
+    fn loop_steps_take_the_loop_index_apart() {
+        // Loops of 2 × 3 × 4: an operand that broadcasts over the middle one, cores of 10.
+        let steps = LoopSteps::new(&[2, 3, 4], &[40, 0, 10]);
+        for i in 0..24 {
+            let (a, c) = (i / 12, i % 4);
+            assert_eq!(steps.offset(i), a * 40 + c * 10, "{i}");
+        }
+        assert_eq!(steps.step(), None);
+        assert_eq!(LoopSteps::new(&[7], &[3]), LoopSteps::uniform(3));
+        assert_eq!(LoopSteps::new(&[], &[]).offset(5), 0);
     }
 }

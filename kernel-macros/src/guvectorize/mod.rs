@@ -498,10 +498,9 @@ impl Gufunc {
             outs
         };
         quote! {
-            /// The function at every loop index: `out[i..] = f(args[i..]..)`, each input an
-            /// array with the loop dimensions of the outputs, or none, or only ones, or a
-            /// scalar where its core is `()`; on the arrays' device. Several outputs are a
-            /// tuple.
+            /// The function at every loop index: `out[i..] = f(args[i..]..)`, the inputs'
+            /// loop dimensions broadcast to the outputs' as NumPy's, a `()` input an array
+            /// or a scalar; on the arrays' device. Several outputs are a tuple.
             pub fn apply<'a>(
                 &self,
                 args: #args_ty,
@@ -656,6 +655,9 @@ impl Gufunc {
                 }
                 let __checked = __device.is_checked();
                 ::kernel_runtime::__rt::gu_cpu(Self::NAME, &__plan, &move |__lo, __hi| {
+                    // Copies of the captures, which no store through a core can change, so
+                    // that their steps stay in registers over the loop.
+                    let (#(#names,)* #(#outs,)*) = (#(#names,)* #(#outs,)*);
                     // SAFETY: every array fits the layout (`plan`), and the tasks' loop indices
                     // are disjoint, so each output core has one writer.
                     if __checked {

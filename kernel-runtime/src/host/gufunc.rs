@@ -4,10 +4,12 @@
 //!
 //! A generalized ufunc (NumPy's, Numba's `@guvectorize`) applies a function of *core* arrays to
 //! every index of the *loop* dimensions in front of them: under the layout `(n),(n)->()`, `dot`
-//! of two `5 × 3` arrays is the 5 dot products of their rows of 3. Here an input has the loop
-//! dimensions of the output, or none, or only ones, where every loop index reads the same core
-//! (NumPy's broadcasting of a missing dimension or one of 1); an input of no core dimensions may
-//! be a scalar, which every loop index reads too.
+//! of two `5 × 3` arrays is the 5 dot products of their rows of 3. The operands' loop
+//! dimensions broadcast as NumPy's do: aligned at their last, each dimension is the same in
+//! every operand that has it, or 1, where one core serves every index along it (`dot` of
+//! `4 × 1 × 3` and `5 × 3` arrays is a `4 × 5` array, every row against every row); an output
+//! has all of them. An input of no core dimensions may be a scalar, which every loop index
+//! reads. Each operand's cores are then where [`LoopSteps`] puts them.
 //!
 //! ```
 //! use kernel_runtime::host::gufunc::{plan, Layout};
@@ -20,7 +22,7 @@
 //!     outputs: &[("out", &[0])],
 //! };
 //! let p = plan("matvec", &LAYOUT, &[Some(&[4, 2, 3]), Some(&[3])], &[Some(&[4, 2])])?;
-//! assert_eq!((p.loops, p.inputs[0].step, p.inputs[1].step), (4, 6, 0));
+//! assert_eq!((p.loops, p.inputs[0].steps.step(), p.inputs[1].steps.step()), (4, Some(6), Some(0)));
 //! assert_eq!((p.inputs[0].dims, p.outputs[0].dims), ([2, 3, 0], [2, 0, 0]));
 //! let wrong = plan("matvec", &LAYOUT, &[Some(&[4, 2, 3]), Some(&[5])], &[Some(&[4, 2])]);
 //! assert!(wrong.unwrap_err().to_string().contains("dimension `n` is 3 in `a` and 5 in `x`"));
@@ -32,7 +34,7 @@ use super::device::Device;
 use super::error::Error;
 use super::order::{Access, Users};
 use super::params::GpuParams;
-use crate::cores::{Cores, Scalars};
+use crate::cores::{Cores, LoopSteps, Scalars, MAX_LOOP_DIMS};
 use crate::cpu::unwritten::Marks;
 use crate::device_copy::DeviceCopy;
 
@@ -50,12 +52,12 @@ pub struct Layout {
     pub outputs: &'static [(&'static str, &'static [usize])],
 }
 
-/// Where one operand's cores lie: `step` elements apart from one loop index to the next (0:
-/// every loop index reads the same core), each of extents `dims` (its core rank's first).
+/// Where one operand's cores lie: `steps` from one loop index's to another's, each of extents
+/// `dims` (its core rank's first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Core {
-    /// Elements from the core of one loop index to the next's.
-    pub step: usize,
+    /// Elements from the first loop index's core to each other's.
+    pub steps: LoopSteps,
     /// The core's extents, padded with zeros to three.
     pub dims: [usize; 3],
 }
@@ -94,26 +96,32 @@ fn unfit(function: &'static str, layout: &Layout, reason: String) -> Error {
     }
 }
 
-/// The core dimensions' sizes as the operands bind them, and the loop dimensions they share.
+/// An operand's shape split at its core: its loop dimensions, and its core's size and extents.
+struct Split {
+    name: &'static str,
+    shape: Vec<usize>,
+    looped: Vec<usize>,
+    size: usize,
+    dims: [usize; 3],
+}
+
+/// The core dimensions' sizes as the operands bind them, each with the operand that bound it
+/// first.
 struct Binding<'l> {
     function: &'static str,
     layout: &'l Layout,
     sizes: Vec<Option<(usize, &'static str)>>,
-    loops: Option<(Vec<usize>, &'static str)>,
-    /// The most loop dimensions of only ones an input has: a made output's where no input has
-    /// others.
-    ones: Vec<usize>,
 }
 
 impl Binding<'_> {
-    /// Binds the operand `name` of `shape` with core dimensions `core`, an output's where
-    /// `output`: its core's extents, and its loop dimensions (where it has any) to the others'.
+    /// Splits the operand `name` of `shape` at its core dimensions `core`, binding the core's
+    /// extents to the others'.
     fn bind(
         &mut self,
         name: &'static str,
         shape: &[usize],
-        (core, output): (&[usize], bool),
-    ) -> Result<Core, Error> {
+        core: &[usize],
+    ) -> Result<Split, Error> {
         let Some(split) = shape.len().checked_sub(core.len()) else {
             let reason = format!(
                 "`{name}` has {} dimensions, fewer than its core's {}",
@@ -136,99 +144,169 @@ impl Binding<'_> {
             }
             dims[k] = extent;
         }
-        let looped = &shape[..split];
-        // An output's loop dimensions are the loops themselves.
-        let step = if looped.iter().all(|&d| d == 1) && !output {
-            // No loop dimension, or only ones (`a[None, :]`): one core for every loop index.
-            if looped.len() > self.ones.len() {
-                self.ones = looped.to_vec();
-            }
-            0
-        } else {
-            if !looped.is_empty() {
-                self.same_loops(name, looped)?;
-            }
-            shape[split..].iter().product()
-        };
-        Ok(Core { step, dims })
+        Ok(Split {
+            name,
+            shape: shape.to_vec(),
+            looped: shape[..split].to_vec(),
+            size: shape[split..].iter().product(),
+            dims,
+        })
     }
+}
 
-    /// Checks that `looped`, the loop dimensions of `name`, are those of the operands before.
-    fn same_loops(&mut self, name: &'static str, looped: &[usize]) -> Result<(), Error> {
-        match &self.loops {
-            Some((loops, first)) if loops != looped => {
-                let reason = format!(
-                    "`{name}` has the loop dimensions {looped:?} where `{first}` has {loops:?}: \
-                     an input has the output's loop dimensions, or none, or only ones"
-                );
-                Err(unfit(self.function, self.layout, reason))
-            }
-            Some(_) => Ok(()),
-            None => {
-                self.loops = Some((looped.to_vec(), name));
-                Ok(())
+/// The loop dimensions of a call: the operands' broadcast as NumPy's are, aligned at their
+/// last, each either the same or 1 (or missing); each with the operand that set it.
+#[derive(Default)]
+struct Loops {
+    dims: Vec<(usize, &'static str)>,
+}
+
+impl Loops {
+    /// Broadcasts `op`'s loop dimensions with those of the operands before.
+    fn add(&mut self, op: &Split) -> Result<(), String> {
+        let extra = op.looped.len().saturating_sub(self.dims.len());
+        self.dims
+            .splice(0..0, op.looped[..extra].iter().map(|&d| (d, op.name)));
+        let offset = self.dims.len() - op.looped.len();
+        for (k, &d) in op.looped.iter().enumerate().skip(extra) {
+            let (have, first) = self.dims[offset + k];
+            if have == 1 {
+                self.dims[offset + k] = (d, op.name);
+            } else if d != 1 && d != have {
+                return Err(format!(
+                    "`{}` has the loop dimension {d} where `{first}` has {have} (`{}` has the \
+                     loop dimensions {:?}, the operands before broadcast to {:?}): loop \
+                     dimensions broadcast where they are equal, 1 or missing",
+                    op.name,
+                    op.name,
+                    op.looped,
+                    self.shape()
+                ));
             }
         }
+        Ok(())
     }
+
+    /// The loop dimensions so far.
+    fn shape(&self) -> Vec<usize> {
+        self.dims.iter().map(|&(d, _)| d).collect()
+    }
+}
+
+/// Each operand's steps over the loop dimensions `loops` (`None` for a scalar): its stride
+/// along each, 0 where it broadcasts, with the dimensions of 1 left out and neighbours it steps
+/// through as one taken as one, so that an operand of the loops' own layout (or of one core
+/// for all) has one step, and any other at most [`MAX_LOOP_DIMS`] dimensions.
+fn steps(loops: &[usize], ops: &[Option<&Split>]) -> Result<Vec<LoopSteps>, String> {
+    let mut all = Vec::with_capacity(ops.len());
+    for op in ops {
+        let Some(op) = op.filter(|_| !loops.contains(&0)) else {
+            all.push(LoopSteps::uniform(0));
+            continue;
+        };
+        let missing = loops.len() - op.looped.len();
+        let (mut extents, mut strides): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+        for (k, &extent) in loops.iter().enumerate().filter(|&(_, &e)| e != 1) {
+            let stride = match k.checked_sub(missing) {
+                Some(j) if op.looped[j] != 1 => {
+                    op.size * op.looped[j + 1..].iter().product::<usize>()
+                }
+                _ => 0,
+            };
+            // One dimension with the one before where that one's stride is this one's times
+            // this extent.
+            match (extents.last_mut(), strides.last_mut()) {
+                (Some(e), Some(s)) if *s == stride * extent => {
+                    *e *= extent;
+                    *s = stride;
+                }
+                _ => {
+                    extents.push(extent);
+                    strides.push(stride);
+                }
+            }
+        }
+        if extents.len() > MAX_LOOP_DIMS {
+            return Err(format!(
+                "`{}` broadcasts differently over {} of the loop dimensions {loops:?}, more \
+                 than the {MAX_LOOP_DIMS} a call takes",
+                op.name,
+                extents.len()
+            ));
+        }
+        all.push(LoopSteps::new(&extents, &strides));
+    }
+    Ok(all)
 }
 
 /// Checks the shapes of a call of `function` against its `layout`: `inputs` in order (`None`
 /// for a scalar), and the outputs' where given (`None` for a call that makes them, whose shapes
-/// are then the inputs' loop dimensions and their cores' extents as the inputs bind them).
+/// are then the inputs' loop dimensions broadcast and their cores' extents as the inputs bind
+/// them).
 pub fn plan(
     function: &'static str,
     layout: &Layout,
     inputs: &[Option<&[usize]>],
     outputs: &[Option<&[usize]>],
 ) -> Result<Plan, Error> {
+    let fail = |reason: String| unfit(function, layout, reason);
     let mut b = Binding {
         function,
         layout,
         sizes: vec![None; layout.names.len()],
-        loops: None,
-        ones: Vec::new(),
     };
-    let mut cores = Vec::with_capacity(inputs.len());
+    let mut ins = Vec::with_capacity(inputs.len());
+    let mut loops = Loops::default();
     for (&(name, core), shape) in layout.inputs.iter().zip(inputs) {
-        cores.push(match shape {
-            Some(shape) => b.bind(name, shape, (core, false))?,
-            None => Core {
-                step: 0,
-                dims: [0; 3],
-            },
-        });
+        let split = shape.map(|shape| b.bind(name, shape, core)).transpose()?;
+        if let Some(op) = &split {
+            loops.add(op).map_err(fail)?;
+        }
+        ins.push(split);
     }
-    let inputs_loop = b.loops.clone();
-    let (mut outs, mut shapes) = (Vec::new(), Vec::new());
+    let from_inputs = loops.shape();
+    let mut outs = Vec::with_capacity(outputs.len());
     for (&(name, core), given) in layout.outputs.iter().zip(outputs) {
         let shape = match given {
             Some(shape) => shape.to_vec(),
-            None => made_shape(&b, core)?,
+            None => made_shape(&b, &from_inputs, core)?,
         };
-        let out = b.bind(name, &shape, (core, true))?;
-        if let Some((loops, first)) = inputs_loop.as_ref().filter(|_| shape.len() == core.len()) {
-            let reason = format!(
-                "`{name}` has no loop dimensions where `{first}` has {loops:?}: an output has \
-                 the inputs' loop dimensions"
-            );
-            return Err(unfit(function, layout, reason));
-        }
-        outs.push(out);
-        shapes.push(shape);
+        let op = b.bind(name, &shape, core)?;
+        loops.add(&op).map_err(fail)?;
+        outs.push(op);
     }
-    let loops = b.loops.map_or(1, |(l, _)| l.iter().product());
+    let all = loops.shape();
+    if let Some(out) = outs.iter().find(|op| op.looped != all) {
+        return Err(fail(format!(
+            "`{}` has the loop dimensions {:?} where the operands broadcast to {all:?}: an \
+             output has them all",
+            out.name, out.looped
+        )));
+    }
+    let ops: Vec<Option<&Split>> = ins
+        .iter()
+        .map(Option::as_ref)
+        .chain(outs.iter().map(Some))
+        .collect();
+    let steps = steps(&all, &ops).map_err(fail)?;
+    let core = |(op, steps): (&Option<&Split>, &LoopSteps)| Core {
+        steps: *steps,
+        dims: op.map_or([0; 3], |op| op.dims),
+    };
+    let cores: Vec<Core> = ops.iter().zip(&steps).map(core).collect();
+    let (inputs, outputs) = cores.split_at(ins.len());
     Ok(Plan {
-        loops,
-        inputs: cores,
-        outputs: outs,
-        shapes,
+        loops: all.iter().product(),
+        inputs: inputs.to_vec(),
+        outputs: outputs.to_vec(),
+        shapes: outs.into_iter().map(|op| op.shape).collect(),
     })
 }
 
-/// The shape of the output a call makes: the inputs' loop dimensions, then its core's extents,
-/// each bound by an input.
-fn made_shape(b: &Binding<'_>, core: &[usize]) -> Result<Vec<usize>, Error> {
-    let mut shape = b.loops.as_ref().map_or(b.ones.clone(), |(l, _)| l.clone());
+/// The shape of the output a call makes: the inputs' loop dimensions `loops`, then its core's
+/// extents, each bound by an input.
+fn made_shape(b: &Binding<'_>, loops: &[usize], core: &[usize]) -> Result<Vec<usize>, Error> {
+    let mut shape = loops.to_vec();
     for &d in core {
         let Some((size, _)) = b.sizes[d] else {
             let reason = format!(
@@ -334,7 +412,7 @@ impl<'a, T: DeviceCopy> Operand<'a, T> {
         let ptr = self.ptr(gpu);
         let mut dims = [0; R];
         dims.copy_from_slice(&core.dims[..R]);
-        let cores = Cores::new(ptr, core.step, dims);
+        let cores = Cores::with_steps(ptr, core.steps, dims);
         if gpu {
             return cores;
         }
@@ -355,7 +433,7 @@ impl<'a, T: DeviceCopy> Operand<'a, T> {
         let Some(value) = self.value else {
             let shape = self.shape().unwrap_or(&[]);
             super::elementwise::whole_read(function, name, self.marks, shape)?;
-            return Ok(Scalars::each(self.ptr(gpu), core.step));
+            return Ok(Scalars::each(self.ptr(gpu), core.steps));
         };
         Ok(Scalars::one(value))
     }
@@ -482,11 +560,11 @@ mod tests {
             p.inputs,
             [
                 Core {
-                    step: 12,
+                    steps: LoopSteps::uniform(12),
                     dims: [3, 4, 0]
                 },
                 Core {
-                    step: 20,
+                    steps: LoopSteps::uniform(20),
                     dims: [4, 5, 0]
                 }
             ]
@@ -494,7 +572,7 @@ mod tests {
         assert_eq!(
             p.outputs[0],
             Core {
-                step: 15,
+                steps: LoopSteps::uniform(15),
                 dims: [3, 5, 0]
             }
         );
@@ -502,7 +580,11 @@ mod tests {
         // One `b` for every loop index; no loop dimensions at all.
         let p = plan("mm", &MATMUL, &[Some(&[7, 3, 4]), Some(&[4, 5])], &[None]).unwrap();
         assert_eq!(
-            (p.loops, p.inputs[1].step, p.shapes[0].clone()),
+            (
+                p.loops,
+                p.inputs[1].steps.step().unwrap(),
+                p.shapes[0].clone()
+            ),
             (7, 0, vec![7, 3, 5])
         );
         let p = plan(
@@ -512,7 +594,15 @@ mod tests {
             &[Some(&[3, 5])],
         )
         .unwrap();
-        assert_eq!((p.loops, p.inputs[0].step, p.outputs[0].step), (1, 0, 15));
+        // One loop index: no step at all.
+        assert_eq!(
+            (
+                p.loops,
+                p.inputs[0].steps.step().unwrap(),
+                p.outputs[0].steps.step().unwrap()
+            ),
+            (1, 0, 0)
+        );
         // Loop dimensions of 1 broadcast as none; an output's are the loops.
         let p = plan(
             "mm",
@@ -522,13 +612,62 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (p.loops, p.inputs[0].step, p.shapes[0].clone()),
+            (
+                p.loops,
+                p.inputs[0].steps.step().unwrap(),
+                p.shapes[0].clone()
+            ),
             (6, 0, vec![6, 3, 5])
         );
         let p = plan("mm", &MATMUL, &[Some(&[1, 3, 4]), Some(&[4, 5])], &[None]).unwrap();
         assert_eq!(
-            (p.loops, p.outputs[0].step, p.shapes[0].clone()),
-            (1, 15, vec![1, 3, 5])
+            (
+                p.loops,
+                p.outputs[0].steps.step().unwrap(),
+                p.shapes[0].clone()
+            ),
+            (1, 0, vec![1, 3, 5])
+        );
+    }
+
+    #[test]
+    fn loop_dimensions_broadcast_as_numpys() {
+        const DOT: Layout = Layout {
+            text: "(n),(n)->()",
+            names: &["n"],
+            inputs: &[("x", &[0]), ("y", &[0])],
+            outputs: &[("out", &[])],
+        };
+        let dot = |x: &[usize], y: &[usize]| plan("dot", &DOT, &[Some(x), Some(y)], &[None]);
+        // Every row of `x` against every row of `y`: `x[:, None]` and `y[None, :]`.
+        let p = dot(&[4, 1, 3], &[1, 5, 3]).unwrap();
+        assert_eq!((p.loops, p.shapes[0].clone()), (20, vec![4, 5]));
+        let offsets = |c: &Core| (0..20).map(|i| c.steps.offset(i)).collect::<Vec<_>>();
+        let want_x: Vec<usize> = (0..20).map(|i| i / 5 * 3).collect();
+        let want_y: Vec<usize> = (0..20).map(|i| i % 5 * 3).collect();
+        assert_eq!(offsets(&p.inputs[0]), want_x);
+        assert_eq!(offsets(&p.inputs[1]), want_y);
+        assert_eq!(p.outputs[0].steps.step(), Some(1));
+        // Fewer dimensions align at the last: (5, 1, n) against (4, n).
+        let p = dot(&[5, 1, 3], &[4, 3]).unwrap();
+        assert_eq!((p.loops, p.shapes[0].clone()), (20, vec![5, 4]));
+        let rows_of_y: Vec<usize> = (0..20).map(|i| i % 4 * 3).collect();
+        assert_eq!(offsets(&p.inputs[1]), rows_of_y);
+        // Dimensions that an operand steps through as one are one step.
+        let p = dot(&[2, 3, 4, 3], &[2, 3, 4, 3]).unwrap();
+        assert_eq!((p.loops, p.inputs[0].steps.step()), (24, Some(3)));
+        let p = dot(&[2, 1, 1, 3], &[2, 3, 4, 3]).unwrap();
+        assert_eq!(p.inputs[0].steps, LoopSteps::new(&[2, 12], &[3, 0]));
+        // Broadcasting that alternates over five dimensions is more than a call takes.
+        let e = err(dot(&[2, 1, 2, 1, 2, 3], &[1, 2, 1, 2, 1, 3]));
+        assert!(
+            e.contains("differently over 5 of the loop dimensions"),
+            "{e}"
+        );
+        let e = err(dot(&[2, 3, 3], &[4, 3]));
+        assert!(
+            e.contains("`y` has the loop dimension 4 where `x` has 3"),
+            "{e}"
         );
     }
 
@@ -543,7 +682,13 @@ mod tests {
         };
         let p = plan("split", &SPLIT, &[Some(&[5, 3])], &[None, None]).unwrap();
         assert_eq!((p.loops, p.shapes.clone()), (5, vec![vec![5], vec![5, 3]]));
-        assert_eq!((p.outputs[0].step, p.outputs[1].step), (1, 3));
+        assert_eq!(
+            (
+                p.outputs[0].steps.step().unwrap(),
+                p.outputs[1].steps.step().unwrap()
+            ),
+            (1, 3)
+        );
         let e = err(plan(
             "split",
             &SPLIT,
@@ -551,7 +696,7 @@ mod tests {
             &[Some(&[5]), Some(&[4, 3])],
         ));
         assert!(
-            e.contains("`unit` has the loop dimensions [4] where `x` has [5]"),
+            e.contains("`unit` has the loop dimension 4 where `x` has 5"),
             "{e}"
         );
     }
@@ -567,7 +712,7 @@ mod tests {
         };
         let p = plan("dot", &DOT, &[Some(&[1, 3]), Some(&[5, 3])], &[None]).unwrap();
         assert_eq!(
-            (p.loops, p.inputs[0].step, p.shapes.clone()),
+            (p.loops, p.inputs[0].steps.step().unwrap(), p.shapes.clone()),
             (5, 0, vec![vec![5]])
         );
     }
@@ -580,7 +725,7 @@ mod tests {
             (
                 0,
                 Core {
-                    step: 0,
+                    steps: LoopSteps::uniform(0),
                     dims: [0; 3]
                 },
                 vec![0, 6]
@@ -593,7 +738,7 @@ mod tests {
             &[Some(&[4, 6])],
         )
         .unwrap();
-        assert_eq!((p.loops, p.inputs[1].step), (4, 1));
+        assert_eq!((p.loops, p.inputs[1].steps.step().unwrap()), (4, 1));
     }
 
     #[test]
@@ -617,7 +762,7 @@ mod tests {
             &[2, 3, 4],
             &[3, 4, 5],
             None,
-            "`b` has the loop dimensions [3] where `a` has [2]",
+            "`b` has the loop dimension 3 where `a` has 2",
         );
         refused(
             &[4],
@@ -631,13 +776,13 @@ mod tests {
             Some(&[3, 6]),
             "dimension `p` is 5 in `b` and 6 in `c`",
         );
-        let loops = "`c` has the loop dimensions [3] where `a` has [2]";
+        let loops = "`c` has the loop dimension 3 where `a` has 2";
         refused(&[2, 3, 4], &[4, 5], Some(&[3, 3, 5]), loops);
         refused(
             &[2, 3, 4],
             &[4, 5],
             Some(&[3, 5]),
-            "`c` has no loop dimensions where `a` has [2]",
+            "`c` has the loop dimensions [] where the operands broadcast to [2]",
         );
         const GROW: Layout = Layout {
             text: "(n)->(k)",
@@ -648,7 +793,7 @@ mod tests {
         let e = err(plan("grow", &GROW, &[Some(&[3])], &[None]));
         assert!(e.contains("dimension `k` is in no input"), "{e}");
         let p = plan("grow", &GROW, &[Some(&[2, 3])], &[Some(&[2, 8])]).unwrap();
-        assert_eq!((p.loops, p.outputs[0].step), (2, 8));
+        assert_eq!((p.loops, p.outputs[0].steps.step().unwrap()), (2, 8));
     }
 
     #[test]
