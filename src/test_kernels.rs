@@ -45,6 +45,17 @@ pub fn bounded_block_sizes(sizes: &mut [u32], scale: u32) {
     }
 }
 
+/// Several float functions of each element, each thread's registers capped at 32
+/// (`max_registers`, more than ptxas would give it otherwise): what does not fit spills.
+#[kernel(max_registers = 32)]
+pub fn capped_registers(x: &mut [f64]) {
+    let i = grid(1);
+    if i < x.len() {
+        let v = x[i];
+        x[i] = v.exp() * v.sin() + v.cos() / (1.0 + v.tan().abs()) + v.cbrt();
+    }
+}
+
 /// Writes, at `[y, x]` of the grid, the flat index `y * width + x` from `grid(2)`.
 #[kernel]
 pub fn grid2_ids(out: &mut Array2<u32>) {

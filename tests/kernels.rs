@@ -1457,6 +1457,27 @@ fn launch_bounds_refuse_larger_blocks_and_size_a_forall() {
 }
 
 #[test]
+fn a_register_cap_changes_no_result() {
+    let x: Vec<f64> = (0..1000).map(|i| i as f64 * 0.013 - 6.0).collect();
+    let want: Vec<f64> = x
+        .iter()
+        .map(|&v| v.exp() * v.sin() + v.cos() / (1.0 + v.tan().abs()) + v.cbrt())
+        .collect();
+    for dev in backends() {
+        let mut d = dev.to_device(&x).unwrap();
+        capped_registers.launch(8, 128, &mut d).unwrap();
+        for (g, w) in d.to_vec().unwrap().iter().zip(&want) {
+            // The GPU's functions are within a few ulps of the host's; the CPU's are the host's.
+            assert!(
+                (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+                "{:?}: {g} vs {w}",
+                dev.kind()
+            );
+        }
+    }
+}
+
+#[test]
 fn bad_launches_are_typed_errors() {
     let dev = Device::cpu();
     let a = dev.to_device(&[1.0f32; 10]).unwrap();

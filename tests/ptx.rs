@@ -73,7 +73,7 @@ fn all() -> Vec<Kernel> {
         grid_rotate_generic => false, convolve_taps => false, gather_lookup => false,
         scale_pairs => false, shared_window_sums => false, print_lines => false,
         print_after_barrier => false, haxpy => false, bf16_dot => false,
-        half_atomic_sums => false, bounded_block_sizes => false, matmul_tensor => true,
+        half_atomic_sums => false, bounded_block_sizes => false, capped_registers => false, matmul_tensor => true,
         matmul_tensor_tf32 => true, matmul_tensor_staged => true, matmul_tensor_tf32_staged => true,
         matmul_wgmma => true, matmul_wgmma_wide => true, wg_product_n8 => false, wg_product_n64 => false,
         wg_product_n128 => false, wg_product_bf16_n64 => false, wgmma_in_two_branches => false, wgmma_from_global => false,
@@ -265,8 +265,8 @@ fn ptxas_accepts_every_kernel_without_spills() {
 }
 
 /// The registers a thread of entry `name` of `ptx` may take where the entry has launch bounds
-/// (`.maxntid` and `.minnctapersm`): what that many blocks of that many threads leave each of
-/// 65536.
+/// (`.maxntid` and `.minnctapersm`: what that many blocks of that many threads leave each of
+/// 65536) or a cap (`.maxnreg`), the fewer where it has both.
 fn registers_within_bounds(ptx: &str, name: &str) -> Option<u32> {
     let start = ptx.find(&format!(".entry {name}("))?;
     let head = &ptx[start..start + ptx[start..].find("\n{")?];
@@ -274,7 +274,12 @@ fn registers_within_bounds(ptx: &str, name: &str) -> Option<u32> {
         let rest = head.split(directive).nth(1)?.trim_start();
         rest.split([',', '\n']).next()?.trim().parse().ok()
     };
-    Some(65536 / (value(".maxntid")? * value(".minnctapersm")?))
+    let bounds = value(".maxntid").zip(value(".minnctapersm"));
+    let from_bounds = bounds.map(|(threads, blocks)| 65536 / (threads * blocks));
+    match (from_bounds, value(".maxnreg")) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 #[test]
@@ -317,6 +322,16 @@ fn launch_bounds_reach_the_ptx_and_bound_the_registers() {
             Some(65536 / (threads * blocks))
         );
     }
+    // `max_registers`: the cap alone, which ptxas keeps.
+    let body = kernel_entry(&kernels, "capped_registers");
+    assert!(body.contains(")\n.maxnreg 32\n{"), "{body}");
+    let ptx = kernels
+        .iter()
+        .find(|k| k.name == "capped_registers")
+        .unwrap()
+        .ptx
+        .unwrap();
+    assert_eq!(registers_within_bounds(ptx, "capped_registers"), Some(32));
     // Each instance of a generic kernel is an entry of its own, with the kernel's bounds.
     for ty in ["f32", "f64", "i32", "u64", "f16"] {
         let body = kernel_entry(&kernels, &format!("axpy_generic__{ty}"));
@@ -402,13 +417,15 @@ fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
 
 /// Where the top-level item (directive, entry or function) that `ptx` starts with ends: at the
 /// line break before the next line that starts with `.`, but an entry's performance directives
-/// (`.maxntid`, `.minnctapersm`, between its parameters and its body), or at the end.
+/// (`.maxntid`, `.minnctapersm`, `.maxnreg`, between its parameters and its body), or at the
+/// end.
 fn item_end(ptx: &str) -> usize {
     let mut from = 1;
     while let Some(i) = ptx[from.min(ptx.len())..].find("\n.") {
         let at = from + i;
         let line = &ptx[at + 1..];
-        if !(line.starts_with(".maxntid") || line.starts_with(".minnctapersm")) {
+        let directive = [".maxntid", ".minnctapersm", ".maxnreg"];
+        if !directive.iter().any(|d| line.starts_with(d)) {
             return at;
         }
         from = at + 1;

@@ -1,8 +1,8 @@
-//! Launch bounds in the PTX. `#[kernel(launch_bounds = (threads, blocks))]` leaves, for each of
-//! the kernel's entries, a static `__kernel_launch_bounds_<entry>` of two `u32`s in the device
-//! build's PTX (Rust has no attribute for the PTX directives). [`apply`] writes them as the
-//! entry's `.maxntid threads, 1, 1` and `.minnctapersm blocks` (none for 0), which ptxas and
-//! the driver read, and removes the statics.
+//! Launch bounds in the PTX. `#[kernel(launch_bounds = (threads, blocks), max_registers = n)]`
+//! leaves, for each of the kernel's entries, a static `__kernel_launch_bounds_<entry>` of three
+//! `u32`s in the device build's PTX (Rust has no attribute for the PTX directives). [`apply`]
+//! writes them as the entry's `.maxntid threads, 1, 1`, `.minnctapersm blocks` and
+//! `.maxnreg n` (each left out for 0), which ptxas and the driver read, and removes the statics.
 
 use std::collections::HashMap;
 
@@ -33,10 +33,15 @@ pub(crate) fn apply(ptx: &str) -> String {
             pending = bounds.get(name).copied();
         }
         if line.trim() == "{" {
-            if let Some([threads, blocks]) = pending.take() {
-                out.push_str(&format!(".maxntid {threads}, 1, 1\n"));
+            if let Some([threads, blocks, registers]) = pending.take() {
+                if threads > 0 {
+                    out.push_str(&format!(".maxntid {threads}, 1, 1\n"));
+                }
                 if blocks > 0 {
                     out.push_str(&format!(".minnctapersm {blocks}\n"));
+                }
+                if registers > 0 {
+                    out.push_str(&format!(".maxnreg {registers}\n"));
                 }
             }
         }
@@ -46,16 +51,16 @@ pub(crate) fn apply(ptx: &str) -> String {
 }
 
 /// The entry and the bounds of a line that defines a bounds static:
-/// `.visible .global .align 4 .b8 __kernel_launch_bounds_k[8] = {0, 1, 0, 0, 2};`, its bytes
+/// `.visible .global .align 4 .b8 __kernel_launch_bounds_k[12] = {0, 1, 0, 0, 2};`, its bytes
 /// little-endian, the trailing zeros left out.
-fn bounds_static(line: &str) -> Option<(String, [u32; 2])> {
+fn bounds_static(line: &str) -> Option<(String, [u32; 3])> {
     let rest = &line[line.find(PREFIX)? + PREFIX.len()..];
-    let (entry, rest) = rest.split_once("[8]")?;
+    let (entry, rest) = rest.split_once("[12]")?;
     if !line.contains(".global") {
         return None;
     }
     let list = rest.split_once('{')?.1.split_once('}')?.0;
-    let mut bytes = [0u8; 8];
+    let mut bytes = [0u8; 12];
     for (i, b) in list
         .split(',')
         .map(str::trim)
@@ -65,7 +70,7 @@ fn bounds_static(line: &str) -> Option<(String, [u32; 2])> {
         *bytes.get_mut(i)? = b.parse().ok()?;
     }
     let word = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
-    Some((entry.to_string(), [word(0), word(4)]))
+    Some((entry.to_string(), [word(0), word(4), word(8)]))
 }
 
 /// The name of the entry a line declares (`.visible .entry name(` or `.entry name(`).
@@ -84,8 +89,9 @@ mod tests {
 .address_size 64
 
 \t// .globl\t__kernel_launch_bounds_mm
-.visible .global .align 4 .b8 __kernel_launch_bounds_mm[8] = {0, 1, 0, 0, 2};
-.visible .global .align 4 .b8 __kernel_launch_bounds_small[8] = {64};
+.visible .global .align 4 .b8 __kernel_launch_bounds_mm[12] = {0, 1, 0, 0, 2};
+.visible .global .align 4 .b8 __kernel_launch_bounds_small[12] = {64};
+.visible .global .align 4 .b8 __kernel_launch_bounds_capped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 40};
 \t// .globl\tmm
 .visible .entry mm(
 \t.param .u64 mm_param_0
@@ -98,6 +104,10 @@ mod tests {
 \tret;
 }
 .visible .entry plain()
+{
+\tret;
+}
+.visible .entry capped()
 {
 \tret;
 }
@@ -116,6 +126,10 @@ mod tests {
             "{out}"
         );
         assert!(out.contains(".visible .entry plain()\n{"), "{out}");
+        assert!(
+            out.contains(".visible .entry capped()\n.maxnreg 40\n{"),
+            "{out}"
+        );
         assert_eq!(out.matches(".maxntid").count(), 2);
         assert!(out.contains("\t// .globl\tmm\n"));
     }

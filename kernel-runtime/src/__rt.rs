@@ -6,6 +6,7 @@ pub use crate::device_copy::{assert_device_copy, Holds, NoPadding};
 pub use crate::function_shared::symbol as shared_symbol;
 pub use crate::function_shared::{bytes as shared_site_bytes, traced as function_traced};
 pub use crate::launch_bounds::checked as launch_bounds;
+pub use crate::launch_bounds::max_registers;
 pub use crate::pipeline::runs_shared as tile_runs_shared;
 #[cfg(target_arch = "nvptx64")]
 pub use crate::print::gpu_print;

@@ -16,6 +16,8 @@ pub struct KernelOptions {
     pub instances: Option<Instances>,
     /// `launch_bounds = threads` or `launch_bounds = (threads, blocks)`.
     pub launch_bounds: Option<LaunchBounds>,
+    /// `max_registers = n`: each thread's registers capped at `n`.
+    pub max_registers: Option<Expr>,
     /// `dynamic_shared = bytes`: the dynamic shared memory every launch gives a block at least
     /// (a constant `usize` expression).
     pub dynamic_shared: Option<Expr>,
@@ -74,6 +76,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
         barriers: false,
         instances: None,
         launch_bounds: None,
+        max_registers: None,
         dynamic_shared: None,
     };
     let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
@@ -94,6 +97,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
             Meta::NameValue(nv) if nv.path.is_ident("launch_bounds") => {
                 options.launch_bounds = Some(LaunchBounds::parse(&nv.value)?);
             }
+            Meta::NameValue(nv) if nv.path.is_ident("max_registers") => {
+                options.max_registers = Some(nv.value.clone());
+            }
             Meta::NameValue(nv) if nv.path.is_ident("dynamic_shared") => {
                 options.dynamic_shared = Some(nv.value.clone());
             }
@@ -109,8 +115,8 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
                 return Err(syn::Error::new_spanned(
                     other,
                     "unknown kernel option: expected `boundscheck = false`, `barriers`, \
-                     `launch_bounds = (threads, blocks)`, `dynamic_shared = bytes` or \
-                     `instances(T1, T2, ..)`",
+                     `launch_bounds = (threads, blocks)`, `max_registers = n`, \
+                     `dynamic_shared = bytes` or `instances(T1, T2, ..)`",
                 ))
             }
         }
