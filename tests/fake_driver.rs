@@ -1196,6 +1196,49 @@ fn mapped_arrays_are_host_memory_the_kernels_use_in_place() {
     );
 }
 
+#[test]
+fn managed_arrays_are_one_address_for_the_kernels_and_the_host() {
+    on_fake_driver(
+        "managed_arrays_are_one_address_for_the_kernels_and_the_host",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let mut x = gpu.managed::<u32, _>(1000).unwrap();
+            assert!(x.is_host_visible());
+            assert!(x.host_view().unwrap().iter().all(|&v| v == 0), "zeroed");
+            x.host_view_mut().unwrap().fill(5);
+            let addr = format!("{:#x}", x.as_device_ptr().unwrap());
+            assert_eq!(log.count(&format!("alloc {addr} 4000")), 1);
+            if has_ptx(times_three_plus.ptx()) {
+                times_three_plus.forall(1000, (&mut x, 1)).unwrap();
+                let launch = &log.launches("times_three_plus")[0];
+                assert!(launch.contains(&format!("params={addr},")), "{launch}");
+                // The host's view waits for the kernel (this driver runs none).
+                let syncs = log.count("sync ");
+                let _ = x.host_view().unwrap();
+                assert!(log.count("sync ") > syncs);
+            }
+            assert_eq!(log.count("htod "), 0);
+            assert_eq!(log.count("dtoh "), 0);
+            drop(x);
+            assert_eq!(log.count(&format!("free {addr}")), 1);
+        },
+    );
+}
+
+#[test]
+fn a_gpu_that_cannot_share_managed_memory_while_kernels_run_refuses_it() {
+    on_fake_driver(
+        "a_gpu_that_cannot_share_managed_memory_while_kernels_run_refuses_it",
+        &[("FAKE_CUDA_CC", "52")],
+        |_| {
+            let err = fake_gpu().managed::<f32, _>(10).unwrap_err().to_string();
+            assert!(err.contains("cannot share managed memory"), "{err}");
+            assert!(err.contains("Device::mapped"), "{err}");
+        },
+    );
+}
+
 /// `ptx` followed by a cubin of it for sm_90, as `KERNEL_CUBIN_ARCHS=sm_90` builds a module, and
 /// the cubin; none where `KERNEL_PTXAS` names no ptxas (`cargo xtask test` sets it).
 fn with_cubin(ptx: &str) -> Option<(&'static str, Vec<u8>)> {

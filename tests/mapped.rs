@@ -1,6 +1,7 @@
-//! Mapped (zero-copy) arrays (`Device::mapped`, Numba's `cuda.mapped_array`) on every backend:
-//! kernels write and read them in place, the host views them in place after the kernels that
-//! use them, and a GPU's array in device memory is not viewed in place.
+//! Mapped (zero-copy) and managed arrays (`Device::mapped`, `Device::managed`, Numba's
+//! `cuda.mapped_array` and `cuda.managed_array`) on every backend: kernels write and read them
+//! in place, the host views them in place after the kernels that use them, and a GPU's array in
+//! device memory is not viewed in place.
 
 use kernel_runtime::ndarray::array;
 use kernel_runtime::{DeviceKind, Error, LaunchConfig};
@@ -35,6 +36,33 @@ fn kernels_and_the_host_share_a_mapped_array_in_place() {
             "{:?}: after the stream's kernel",
             dev.kind()
         );
+    }
+}
+
+#[test]
+fn kernels_and_the_host_share_a_managed_array_in_place() {
+    for dev in backends() {
+        let mut x = match dev.managed::<u32, _>((10, 100)) {
+            Ok(x) => x.ravel(),
+            // A GPU that cannot share managed memory while kernels run says so.
+            Err(e @ Error::Cuda { .. }) => {
+                assert!(e.to_string().contains("Device::mapped"), "{e}");
+                continue;
+            }
+            Err(e) => panic!("{:?}: {e}", dev.kind()),
+        };
+        assert!(x.is_host_visible());
+        x.host_view_mut()
+            .unwrap()
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, v)| *v = i as u32);
+        times_three_plus.forall(1000, (&mut x, 2)).unwrap();
+        let want: Vec<u32> = (0..1000).map(|i| i * 3 + 2).collect();
+        assert_eq!(x.host_view().unwrap().to_vec(), want, "{:?}", dev.kind());
+        assert_eq!(x.to_vec().unwrap(), want);
+        let empty = dev.managed::<f32, _>(0).unwrap();
+        assert_eq!(empty.host_view().unwrap().len(), 0);
     }
 }
 

@@ -345,6 +345,8 @@ impl Driver {
             76 => cc % 10,                                // compute capability minor
             115 => i32::from(!self.config.no_pools),      // memory pools supported
             19 => 1,                                      // can map host memory
+            83 => 1,                                      // managed memory
+            89 => i32::from(cc >= 60),                    // concurrent managed access
             _ => return None,
         })
     }

@@ -270,6 +270,24 @@ pub unsafe extern "C" fn cuMemAlloc_v2(ptr: *mut DevicePtr, bytes: usize) -> CuR
     call("cuMemAlloc_v2", |d| put(ptr, d.alloc(bytes, None)?))
 }
 
+/// `CU_MEM_ATTACH_GLOBAL` and `CU_MEM_ATTACH_HOST`: who may reach managed memory at first.
+const ATTACH_FLAGS: [c_uint; 2] = [1, 2];
+
+/// Managed memory is device memory here, which is host memory already.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAllocManaged(
+    ptr: *mut DevicePtr,
+    bytes: usize,
+    flags: c_uint,
+) -> CuResult {
+    call("cuMemAllocManaged", |d| {
+        if !ATTACH_FLAGS.contains(&flags) {
+            return fail(INVALID_VALUE, format!("attach flags {flags}"));
+        }
+        put(ptr, d.alloc(bytes, None)?)
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFree_v2(ptr: DevicePtr) -> CuResult {
     call("cuMemFree_v2", |d| d.free(ptr, None))

@@ -43,11 +43,23 @@ pub struct DeviceArray<T: DeviceCopy, D: Rank> {
     owned: bool,
     /// The GPU streams that used the memory, by which work on them is ordered.
     users: Users,
-    /// The host address of a GPU's array in mapped host memory ([`Device::mapped`]); 0 for
-    /// one in device memory.
-    mapped: usize,
+    /// Where the host reaches a GPU's array in place, if it does ([`Device::mapped`],
+    /// [`Device::managed`]).
+    mapped: InPlace,
     /// In checked mode, the elements nothing has written since `empty` made the array.
     unwritten: Unwritten,
+}
+
+/// Where the host reaches a GPU's array in place.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum InPlace {
+    /// Nowhere: device memory.
+    #[default]
+    No,
+    /// Mapped page-locked host memory at this host address.
+    Mapped(usize),
+    /// Managed memory, at its device address.
+    Managed,
 }
 
 /// Where the elements are.
@@ -62,11 +74,16 @@ impl<T: DeviceCopy, D: Rank> Drop for DeviceArray<T, D> {
     fn drop(&mut self) {
         if let (Storage::Gpu(ptr), Some(gpu), true) = (&self.data, self.device.gpu(), self.owned) {
             match self.mapped {
-                0 => gpu.free(*ptr, &self.users),
-                host => {
+                InPlace::No => gpu.free(*ptr, &self.users),
+                InPlace::Mapped(host) => {
                     // A failed wait (a lost context) stops every kernel with the context.
                     let _ = self.users.host_wait(Access::Write);
                     gpu.free_host(host as *mut std::ffi::c_void);
+                }
+                InPlace::Managed => {
+                    // As above.
+                    let _ = self.users.host_wait(Access::Write);
+                    gpu.free_managed(*ptr);
                 }
             }
         }
@@ -200,7 +217,7 @@ impl<T: AnyBitPattern, D: Rank> DeviceArray<T, D> {
             data: Storage::Host(unsafe { filled_vec(len, 0xFF, || device.name()) }?),
             owned: true,
             users: Users::default(),
-            mapped: 0,
+            mapped: InPlace::No,
             unwritten: Unwritten::all(len),
         })
     }
@@ -226,7 +243,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             data,
             owned: true,
             users: Users::default(),
-            mapped: 0,
+            mapped: InPlace::No,
             unwritten: Unwritten::default(),
         })
     }
@@ -250,7 +267,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             dim,
             owned: true,
             users: Users::default(),
-            mapped: 0,
+            mapped: InPlace::No,
             unwritten: Unwritten::default(),
         })
     }
@@ -338,7 +355,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             data: Storage::Gpu(ptr),
             owned: false,
             users: Users::default(),
-            mapped: 0,
+            mapped: InPlace::No,
             unwritten: Unwritten::default(),
         })
     }
@@ -358,7 +375,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
                 data: Storage::Host(copied_vec(self.host(), || self.device.name())?),
                 owned: true,
                 users: Users::default(),
-                mapped: 0,
+                mapped: InPlace::No,
                 unwritten: self.unwritten.clone(),
             }),
         }
@@ -812,27 +829,32 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         }
     }
 
-    /// An array of `dim` on the GPU `device` over mapped host memory at `host`, whose device
-    /// address is `ptr`, which it frees.
+    /// An array of `dim` on the GPU `device` at the device address `ptr`, which the host
+    /// reaches `mapped`, and which the array frees.
     ///
     /// # Safety
-    /// `host` and `ptr` are the two addresses of mapped page-locked memory holding `dim`'s
-    /// elements, initialised, from `alloc_mapped` of `device`'s GPU.
-    pub(crate) unsafe fn from_mapped(device: &Device, dim: D, host: usize, ptr: u64) -> Self {
+    /// `ptr` holds `dim`'s elements, initialised: mapped page-locked memory from
+    /// `alloc_mapped` of `device`'s GPU whose host address `mapped` gives, or managed memory
+    /// from its `alloc_managed`.
+    pub(crate) unsafe fn from_mapped(device: &Device, dim: D, mapped: InPlace, ptr: u64) -> Self {
         DeviceArray {
             device: device.clone(),
             dim,
             data: Storage::Gpu(ptr),
             owned: true,
             users: Users::default(),
-            mapped: host,
+            mapped,
             unwritten: Unwritten::default(),
         }
     }
 
-    /// The host address of a GPU's array in mapped host memory.
+    /// The host address of a GPU's array in mapped host memory or managed memory.
     pub(crate) fn mapped_host(&self) -> Option<*mut T> {
-        (self.mapped != 0).then_some(self.mapped as *mut T)
+        match (self.mapped, &self.data) {
+            (InPlace::Mapped(host), _) => Some(host as *mut T),
+            (InPlace::Managed, Storage::Gpu(ptr)) => Some(*ptr as *mut T),
+            _ => None,
+        }
     }
 
     /// The GPU streams that used the array (see [`order`](super::order)).

@@ -136,7 +136,7 @@ pub enum Error {
     },
     /// The host asked to view in place an array in a GPU's memory
     /// ([`DeviceArray::host_view`](crate::DeviceArray::host_view)).
-    #[error("the array of shape {shape:?} is in a GPU's memory, which the host cannot view in place: copy it with `to_host`, or make it with `Device::mapped`")]
+    #[error("the array of shape {shape:?} is in a GPU's memory, which the host cannot view in place: copy it with `to_host`, or make it with `Device::mapped` or `Device::managed`")]
     NotHostVisible {
         /// The array's shape.
         shape: Vec<usize>,

@@ -1,15 +1,20 @@
-//! Mapped (zero-copy) arrays, as Numba's `cuda.mapped_array`: [`Device::mapped`] makes a device
-//! array in page-locked host memory that a GPU's kernels read and write in place, over the bus,
-//! and [`DeviceArray::host_view`] lets the host read and write it where it is, with no copy.
+//! Arrays that the host and a GPU's kernels share in place. Mapped (zero-copy) arrays, as Numba's
+//! `cuda.mapped_array`: [`Device::mapped`] makes a device array in page-locked host memory that a
+//! GPU's kernels read and write in place, over the bus. Managed arrays, as Numba's
+//! `cuda.managed_array`: [`Device::managed`] makes one in managed memory, whose pages the driver
+//! moves to the GPU or to the host where they are used. [`DeviceArray::host_view`] lets the host
+//! read and write either where it is, with no copy.
 //!
-//! Worth it where each element crosses the bus once (a kernel that reads its input once, a
-//! result read once by the host); an array that kernels read many times belongs in device
-//! memory. On the CPU backend every array is host memory: `mapped` is `zeros`, and the host
-//! views any array in place.
+//! A mapped array is worth it where each element crosses the bus once (a kernel that reads its
+//! input once, a result read once by the host); a managed one where kernels use it many times
+//! between the host's uses, or where it is larger than the GPU's memory. On the CPU backend
+//! every array is host memory: `mapped` and `managed` are `zeros`, and the host views any array
+//! in place.
 
 use ndarray::{ArrayView, ArrayViewMut, Dimension};
 
-use super::array::{checked_len, DeviceArray, Rank, ShapeArg};
+use super::array::{checked_len, DeviceArray, InPlace, Rank, ShapeArg};
+use super::cuda::CudaDevice;
 use super::device::Device;
 use super::error::Error;
 use super::order::Access;
@@ -40,6 +45,51 @@ impl Device {
         &self,
         shape: S,
     ) -> Result<DeviceArray<T, S::Dim>, Error> {
+        self.in_place(shape, |gpu, bytes| {
+            let (host, ptr) = gpu.alloc_mapped(bytes)?;
+            Ok((InPlace::Mapped(host as usize), ptr))
+        })
+    }
+
+    /// A zero-filled array of `shape` in managed memory (Numba's `cuda.managed_array`): one
+    /// address that this device's kernels and the host both use, its pages moved by the driver
+    /// to where they are used. It launches as any device array, and
+    /// [`host_view`](DeviceArray::host_view) reads it on the host without a copy.
+    ///
+    /// ```
+    /// use kernel_runtime::prelude::*;
+    /// # #[kernel]
+    /// # fn fill(v: u32, out: &mut [u32]) { let i = grid(1); if i < out.len() { out[i] = v; } }
+    /// let dev = Device::cpu();
+    /// let mut counts = dev.managed::<u32, _>(100)?;
+    /// counts.host_view_mut()?[3] = 5;
+    /// fill.launch_with(LaunchConfig::cover(100, 64)?, (7, &mut counts))?;
+    /// // Waits for the kernel, then reads the memory it wrote.
+    /// assert_eq!(counts.host_view()?[3], 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] where the GPU cannot share managed memory with the host while kernels
+    /// run (`concurrentManagedAccess`: GPUs before Pascal, Windows); [`Error::OutOfMemory`]
+    /// where the driver has no managed memory to give.
+    pub fn managed<T: DeviceCopy, S: ShapeArg>(
+        &self,
+        shape: S,
+    ) -> Result<DeviceArray<T, S::Dim>, Error> {
+        self.in_place(shape, |gpu, bytes| {
+            Ok((InPlace::Managed, gpu.alloc_managed(bytes)?))
+        })
+    }
+
+    /// A zero-filled array of `shape` that the host reaches in place: on a GPU, in the memory
+    /// that `alloc(gpu, bytes)` gives (how the host reaches it, and its device address);
+    /// `zeros` on the CPU backend, and for no elements.
+    fn in_place<T: DeviceCopy, S: ShapeArg>(
+        &self,
+        shape: S,
+        alloc: impl FnOnce(&CudaDevice, usize) -> Result<(InPlace, u64), Error>,
+    ) -> Result<DeviceArray<T, S::Dim>, Error> {
         let Some(gpu) = self.gpu() else {
             return self.zeros(shape);
         };
@@ -48,17 +98,24 @@ impl Device {
         if bytes == 0 {
             return DeviceArray::zeros(self, dim);
         }
-        let (host, ptr) = gpu.alloc_mapped(bytes)?;
-        // SAFETY: `host` holds `bytes` bytes; all-zero bits are a `T` (`DeviceCopy`).
-        unsafe { host.cast::<u8>().write_bytes(0, bytes) };
-        // SAFETY: the two addresses of mapped memory of this GPU, holding `dim`'s elements.
-        Ok(unsafe { DeviceArray::from_mapped(self, dim, host as usize, ptr) })
+        let (mapped, ptr) = alloc(gpu, bytes)?;
+        let host = match mapped {
+            InPlace::Mapped(host) => host,
+            _ => ptr as usize,
+        };
+        // SAFETY: the host reaches the `bytes` bytes at `host`, which no kernel uses yet (for
+        // managed memory, `alloc_managed` made sure the host may touch it while kernels run);
+        // all-zero bits are a `T` (`DeviceCopy`).
+        unsafe { (host as *mut u8).write_bytes(0, bytes) };
+        // SAFETY: memory of this GPU that the host reaches as `mapped`, holding `dim`'s
+        // elements.
+        Ok(unsafe { DeviceArray::from_mapped(self, dim, mapped, ptr) })
     }
 }
 
 impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// Whether the host can view the array in place: an array of the CPU backend, or a GPU's
-    /// in mapped memory ([`Device::mapped`]).
+    /// in mapped or managed memory ([`Device::mapped`], [`Device::managed`]).
     pub fn is_host_visible(&self) -> bool {
         self.device().gpu().is_none() || self.mapped_host().is_some() || self.is_empty()
     }
@@ -68,7 +125,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     ///
     /// # Errors
     /// [`Error::NotHostVisible`] for a GPU's array in device memory: copy it with
-    /// [`to_host`](Self::to_host), or make it with [`Device::mapped`].
+    /// [`to_host`](Self::to_host), or make it with [`Device::mapped`] or [`Device::managed`].
     pub fn host_view(&self) -> Result<ArrayView<'_, T, D>, Error> {
         let ptr = match self.device().gpu() {
             None => self.host_ptr(),
@@ -94,8 +151,8 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         Ok(unsafe { ArrayViewMut::from_shape_ptr(self.raw_dim(), ptr) })
     }
 
-    /// The host address of a GPU's array in mapped memory, after waiting for the GPU work
-    /// that a host use `access` conflicts with.
+    /// The host address of a GPU's array in mapped or managed memory, after waiting for the
+    /// GPU work that a host use `access` conflicts with.
     fn mapped_elements(&self, access: Access) -> Result<*mut T, Error> {
         if self.is_empty() {
             return Ok(std::ptr::NonNull::dangling().as_ptr());

@@ -402,6 +402,51 @@ impl CudaDevice {
         }
     }
 
+    /// `bytes` of managed memory (`cuMemAllocManaged`, attached to every stream): one address
+    /// that the GPU's kernels and the host both use, the driver moving its pages to where they
+    /// are used. Only on a GPU where the host may touch managed memory while kernels run
+    /// (`CONCURRENT_MANAGED_ACCESS`): elsewhere a host access during any kernel faults the
+    /// process, which a safe view must not risk. Freed with
+    /// [`free_managed`](Self::free_managed).
+    pub(crate) fn alloc_managed(&self, bytes: usize) -> Result<u64, Error> {
+        use sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS;
+        self.outside_capture("allocating managed memory")?;
+        self.bind()?;
+        let concurrent = self
+            .ctx
+            .attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)
+            .ok();
+        if concurrent != Some(1) {
+            return Err(Error::Cuda {
+                op: "allocating managed memory".into(),
+                message: format!(
+                    "{} cannot share managed memory with the host while kernels run: use \
+                     Device::mapped, or device arrays and copies",
+                    self.name
+                ),
+            });
+        }
+        let global = sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL;
+        // SAFETY: a plain allocation; the caller frees it with `free_managed`.
+        unsafe { result::malloc_managed(bytes, global) }.map_err(|e| match e.0 {
+            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory {
+                place: format!("managed memory of CUDA device {}", self.ordinal),
+                bytes,
+            },
+            _ => self.error(&format!("allocating {bytes} bytes of managed memory"), e),
+        })
+    }
+
+    /// Frees memory from [`alloc_managed`](Self::alloc_managed), which no queued work uses.
+    pub(crate) fn free_managed(&self, ptr: sys::CUdeviceptr) {
+        if ptr == 0 || self.bind().is_err() {
+            return;
+        }
+        // SAFETY: `ptr` came from `alloc_managed`, and no work uses it any more. A failure (a
+        // context already lost) leaks the memory with its context.
+        let _ = unsafe { result::free_sync(ptr) };
+    }
+
     /// Frees memory from [`alloc_host`](Self::alloc_host), whose transfers have finished.
     pub(crate) fn free_host(&self, ptr: *mut c_void) {
         if ptr.is_null() || self.bind().is_err() {
