@@ -694,6 +694,47 @@ pub fn math_more(x: &[f64], out: &mut Array2<f64>) {
     }
 }
 
+/// The number of functions [`cuda_math`] gives.
+pub const CUDA_MATH: usize = 17;
+
+/// CUDA's math API functions of `v` that Rust's float methods lack (Numba's `cuda.libdevice`),
+/// as a kernel (or host code) calls them.
+#[device]
+pub fn cuda_math<F: math::LibdeviceFloat + From<i16>>(v: F) -> [F; CUDA_MATH] {
+    let (s, c) = math::sincos(v);
+    let a = v.abs();
+    [
+        math::exp10(v),
+        math::rsqrt(a),
+        s,
+        c,
+        math::sinpi(v),
+        math::cospi(v),
+        math::normcdf(v),
+        math::j0(v),
+        math::j1(v),
+        math::jn(3, v),
+        math::y0(a),
+        math::y1(a),
+        math::yn(2, a),
+        math::nextafter(v, F::ONE),
+        math::fdim(v, F::HALF),
+        math::scalbn(v, -3),
+        F::from(math::ilogb(a).clamp(-1000, 1000) as i16),
+    ]
+}
+
+/// [`cuda_math`] on the device, `out[i, k]` the `k`th function of `x[i]`.
+#[kernel(instances(f32, f64))]
+pub fn cuda_math_all<F: math::LibdeviceFloat + From<i16>>(x: &[F], out: &mut Array2<F>) {
+    let i = grid(1);
+    if i < x.len() {
+        for (k, value) in cuda_math(x[i]).into_iter().enumerate() {
+            out[[i, k]] = value;
+        }
+    }
+}
+
 /// [`math_more`]'s functions of `f32`, summed.
 #[kernel]
 pub fn math_more_f32(x: &[f32], out: &mut [f32]) {

@@ -1457,6 +1457,51 @@ fn launch_bounds_refuse_larger_blocks_and_size_a_forall() {
 }
 
 #[test]
+fn cuda_math_api_functions_match_the_host() {
+    let x: Vec<f64> = (0..64)
+        .map(|i| i as f64 * 0.37 - 9.0)
+        .chain([0.0, 2.0, -3.5])
+        .collect();
+    let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+    for dev in backends() {
+        // The CPU backend runs the host's code; a GPU's sin and cos are its own (within 2 ulps).
+        let tolerance = if matches!(dev.kind(), DeviceKind::Cuda(_)) {
+            1e-12
+        } else {
+            0.0
+        };
+        let mut out = dev.zeros::<f64, _>((x.len(), CUDA_MATH)).unwrap();
+        cuda_math_all
+            .launch(3, 32, (&dev.to_device(&x).unwrap(), &mut out))
+            .unwrap();
+        let out = out.to_host().unwrap();
+        for (i, &v) in x.iter().enumerate() {
+            for (k, e) in cuda_math(v).into_iter().enumerate() {
+                let o = out[[i, k]];
+                let same = o == e || (o.is_nan() && e.is_nan());
+                assert!(
+                    same || (o - e).abs() <= tolerance * (1.0 + e.abs()),
+                    "{v}, {k}: {o} vs {e}"
+                );
+            }
+        }
+        let mut out = dev.zeros::<f32, _>((x.len(), CUDA_MATH)).unwrap();
+        cuda_math_all
+            .launch(3, 32, (&dev.to_device(&x32).unwrap(), &mut out))
+            .unwrap();
+        let out = out.to_host().unwrap();
+        for (i, &v) in x32.iter().enumerate() {
+            for (k, e) in cuda_math(v).into_iter().enumerate() {
+                let o = out[[i, k]];
+                let same = o == e || (o.is_nan() && e.is_nan());
+                let close = (o - e).abs() <= tolerance as f32 * 1e6 * (1.0 + e.abs());
+                assert!(same || close, "{v}, {k}: {o} vs {e}");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_register_cap_changes_no_result() {
     let x: Vec<f64> = (0..1000).map(|i| i as f64 * 0.013 - 6.0).collect();
     let want: Vec<f64> = x

@@ -50,6 +50,7 @@ fn all() -> Vec<Kernel> {
         divergent_barrier => false, off_by_one => false, unchecked_copy => false,
         atomics => false, shared_atomic_count => false, shared_float_sums => false, reverse_dynamic => false,
         saxpy_params => false, math_chain => false, math_more => false, math_more_f32 => false,
+        cuda_math_all => false,
         locked_sums => false, vector_names => false,
         scale3 => false,
         rotate_with_device_barrier => false, early_exit_before_barrier => false,

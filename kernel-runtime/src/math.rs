@@ -38,6 +38,12 @@
 #[cfg(any(target_arch = "nvptx64", test))]
 mod trig;
 
+mod libdevice;
+pub use libdevice::{
+    cospi, exp10, fdim, ilogb, j0, j1, jn, nextafter, normcdf, rsqrt, scalbn, sincos, sinpi, y0,
+    y1, yn, LibdeviceFloat,
+};
+
 macro_rules! device_float {
     ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $at:ty),*) -> $ret:ty
         => host $host:expr, device $dev32:expr, $dev64:expr;)*) => {
