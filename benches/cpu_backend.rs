@@ -6,7 +6,8 @@
 //! and running it on the CPU. Two more groups price what the backend does beside: `checked`,
 //! checked mode against the fast backend, and `warp`, warp shuffles (each a stop of every
 //! thread's coroutine) against split barriers. `gufunc` is a `#[guvectorize]` function beside the
-//! rayon loop that computes the same.
+//! rayon loop that computes the same; `mandelbrot`, Numba's classic example in `complex64`, is
+//! work that differs from point to point.
 //!
 //! ```sh
 //! cargo bench --bench cpu_backend            # or: -- --quick, -- smooth
@@ -18,6 +19,7 @@ use gpu_kernels::{
     smooth_stencil, GAUSS5, INTEGRATE_TPB, TPB,
 };
 use kernel_runtime::prelude::*;
+use kernel_suite::complex_kernels::{escape_time, mandelbrot};
 use kernel_suite::gufuncs::dot;
 use kernel_suite::reference::{self, SplitMix64};
 use rayon::prelude::*;
@@ -245,6 +247,49 @@ fn bench_gufunc(c: &mut Criterion) {
     });
     g.bench_function("rayon", |bch| {
         bch.iter(|| dot_rayon(black_box(&a), black_box(&b), &mut hout, DOT_N))
+    });
+    g.finish();
+}
+
+/// The Mandelbrot set's grid: rows, columns and the most iterations.
+const MANDEL: (usize, usize, u32) = (768, 1024, 200);
+
+/// `mandelbrot` as a rayon programmer writes it: the rows in parallel.
+fn mandelbrot_rayon(origin: Complex32, step: f32, out: &mut [u32]) {
+    let (_, cols, max_iter) = MANDEL;
+    out.par_chunks_mut(cols).enumerate().for_each(|(y, row)| {
+        for (x, o) in row.iter_mut().enumerate() {
+            let c = origin + Complex32::new(x as f32 * step, y as f32 * step);
+            *o = escape_time(c, max_iter);
+        }
+    });
+}
+
+fn bench_mandelbrot(c: &mut Criterion) {
+    let dev = Device::cpu();
+    let (rows, cols, max_iter) = MANDEL;
+    let (origin, step) = (Complex32::new(-2.2, -1.2), 3.2 / cols as f32);
+    let mut dout = dev.zeros::<u32, _>((rows, cols)).unwrap();
+    let mut hout = vec![0u32; rows * cols];
+    let blocks = ((cols as u32).div_ceil(16), (rows as u32).div_ceil(8));
+    let launch = |out: &mut DeviceArray2<u32>| {
+        mandelbrot
+            .launch(blocks, (16, 8), (origin, step, max_iter, out))
+            .unwrap()
+    };
+    launch(&mut dout);
+    mandelbrot_rayon(origin, step, &mut hout);
+    assert_eq!(
+        dout.to_vec().unwrap(),
+        hout,
+        "mandelbrot: kernel and rayon disagree"
+    );
+
+    let mut g = c.benchmark_group("mandelbrot");
+    g.throughput(Throughput::Elements((rows * cols) as u64));
+    g.bench_function("kernel", |bch| bch.iter(|| launch(&mut dout)));
+    g.bench_function("rayon", |bch| {
+        bch.iter(|| mandelbrot_rayon(black_box(origin), step, &mut hout))
     });
     g.finish();
 }
@@ -802,6 +847,7 @@ criterion_group!(
     bench_checked,
     bench_add,
     bench_gufunc,
+    bench_mandelbrot,
     bench_smooth,
     bench_gaussian,
     bench_laplace,
