@@ -107,3 +107,10 @@ pub fn complex_ops(z: &[Complex64], w: Complex64, out: &mut [Complex64]) {
         out[i] = z[i].powi(3) - z[i] / w * 2.0 + z[i].scale(0.5).conj();
     }
 }
+
+/// The sum of `complex64` numbers (`cuda.reduce` on them): a warp shuffles each as one 64-bit
+/// value.
+#[reduce]
+pub fn sum_c32(a: Complex32, b: Complex32) -> Complex32 {
+    a + b
+}

@@ -10,8 +10,8 @@ use kernel_runtime::cmath::{self, Complex, ComplexFloat};
 use kernel_runtime::prelude::*;
 use kernel_runtime::DeviceKind;
 use kernel_suite::complex_kernels::{
-    cmath_all, cmath_row, complex_ops, escape_time, mandelbrot, times_conj, warp_complex_sums,
-    CMATH_FUNCTIONS,
+    cmath_all, cmath_row, complex_ops, escape_time, mandelbrot, sum_c32, times_conj,
+    warp_complex_sums, CMATH_FUNCTIONS,
 };
 use kernel_suite::reference::SplitMix64;
 
@@ -239,5 +239,22 @@ fn complex_arrays_cross_to_a_device_and_back() {
         assert_eq!(zeros.to_vec().unwrap(), vec![Complex64::new(0.0, 0.0); 5]);
         let empty = dev.empty::<Complex64, _>(5).unwrap();
         assert_eq!(empty.len(), 5);
+    }
+}
+
+#[test]
+fn complex64_values_reduce() {
+    // Small whole parts: every sum is exact, in any order.
+    let z: Vec<Complex32> = (0..100_000)
+        .map(|i| Complex32::new((i % 13) as f32 - 6.0, (i % 7) as f32))
+        .collect();
+    let want: Complex32 = z.iter().sum();
+    for dev in backends() {
+        let dz = dev.to_device(&z).unwrap();
+        assert_eq!(sum_c32.reduce(&dz).unwrap(), Some(want), "{:?}", dev.kind());
+        let one = Complex32::new(1.0, -1.0);
+        assert_eq!(sum_c32.fold(&dz, one).unwrap(), want + one);
+        let empty = dev.zeros::<Complex32, _>(0).unwrap();
+        assert_eq!(sum_c32.reduce(&empty).unwrap(), None);
     }
 }

@@ -82,7 +82,7 @@ fn all() -> Vec<Kernel> {
         last_plus_one => false, matvec => false, awkward_names => false,
         min_max => false, total_and_running => false,
         cmath_all => false, mandelbrot => false, warp_complex_sums => false,
-        times_conj => false, complex_ops => false,
+        times_conj => false, complex_ops => false, sum_c32 => false,
     ]
 }
 

@@ -1,6 +1,7 @@
 //! The one door for the code that `#[kernel]`, `#[vectorize]` and `#[derive(DeviceCopy)]`
 //! write: re-exports only, not a public API.
 
+pub use crate::base::assert_warp_value;
 pub use crate::device_copy::{assert_device_copy, Holds, NoPadding};
 #[cfg(target_arch = "nvptx64")]
 pub use crate::function_shared::symbol as shared_symbol;

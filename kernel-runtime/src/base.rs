@@ -38,6 +38,10 @@ mod sealed {
     pub trait Sealed {}
 }
 
+/// Fails at compile time, at the caller's span, unless a warp can shuffle a `T` (the element
+/// type of a `#[reduce]`).
+pub const fn assert_warp_value<T: WarpValue>() {}
+
 macro_rules! warp_value {
     ($($t:ty => $bits:ty, $wide:expr;)*) => {$(
         impl sealed::Sealed for $t {}

@@ -12,13 +12,14 @@
 
 use crate::kernel::params::{self, Kind};
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::{ItemFn, ReturnType, Type};
 
 /// Threads per block of the pass, a multiple of the warp's 32.
 const THREADS: usize = 256;
 
-/// The element types of a reduction: those a warp shuffle moves.
+/// The primitive element types of a reduction: those a warp shuffle moves.
 const NUMBERS: [&str; 6] = ["i32", "u32", "i64", "u64", "f32", "f64"];
 
 pub fn reduce(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
@@ -44,6 +45,9 @@ pub fn reduce(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         .collect();
     crate::kernel::rewrite::mapped_body(&mut func, &params)?;
     let pass = pass(&name, &vis, &docs, &scalar, &ty);
+    let shuffled = quote_spanned! {ty.span()=>
+        const _: () = ::kernel_runtime::__rt::assert_warp_value::<#ty>();
+    };
     let host = host(&name, &scalar, &ty);
     Ok(quote! {
         #[doc(hidden)]
@@ -51,6 +55,7 @@ pub fn reduce(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         #[allow(non_snake_case)]
         #func
 
+        #shuffled
         #pass
         #host
     })
@@ -78,12 +83,15 @@ fn signature(sig: &syn::Signature) -> syn::Result<Type> {
         .iter()
         .map(|a| {
             let p = params::parse(a)?;
+            // The types a warp shuffle moves: primitives by name, others (`Complex32`) by the
+            // compiler's check of `WarpValue`.
             match p.kind {
                 Kind::Scalar(t) if NUMBERS.contains(&quote!(#t).to_string().as_str()) => Ok(t),
+                Kind::Struct(t) => Ok(t),
                 _ => Err(syn::Error::new(
                     p.ty_span,
-                    "a reduction combines two numbers of one of the types a warp shuffle moves: \
-                     `i32`, `u32`, `i64`, `u64`, `f32` or `f64`",
+                    "a reduction combines two values of a type a warp shuffle moves: `i32`, \
+                     `u32`, `i64`, `u64`, `f32`, `f64` or `Complex32`",
                 )),
             }
         })
@@ -124,7 +132,7 @@ fn pass(
             let width = d.x as usize * d.y as usize * d.z as usize;
             let block = (b.z as usize * g.y as usize + b.y as usize) * g.x as usize + b.x as usize;
             let stride = g.x as usize * g.y as usize * g.z as usize * width;
-            let mut acc: #ty = 0 as #ty;
+            let mut acc: #ty = ::core::default::Default::default();
             let mut have = 0u32;
             let mut i = block * width + t;
             while i < x.len() {
