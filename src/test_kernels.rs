@@ -718,7 +718,7 @@ pub fn cuda_math<F: math::LibdeviceFloat + From<i16>>(v: F) -> [F; CUDA_MATH] {
         math::y1(a),
         math::yn(2, a),
         math::nextafter(v, F::ONE),
-        math::fdim(v, F::HALF),
+        math::fdim(v, F::ONE / (F::ONE + F::ONE)),
         math::scalbn(v, -3),
         F::from(math::ilogb(a).clamp(-1000, 1000) as i16),
     ]

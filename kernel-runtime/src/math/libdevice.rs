@@ -18,18 +18,13 @@
 //! 2 units in the last place too).
 
 use super::DeviceFloat;
-use core::ops::{Add, Div, Mul, Neg, Sub};
+use crate::number::DeviceNumber;
+use core::ops::Neg;
 
-/// The floats of CUDA's math API functions here: `f32` and `f64`.
-pub trait LibdeviceFloat:
-    DeviceFloat
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + Div<Output = Self>
-    + Neg<Output = Self>
-    + sealed::Sealed
-{
+/// The floats of CUDA's math API functions here: `f32` and `f64`. Its constants have names no
+/// other bound of a float has ([`DeviceNumber`]'s `ONE`, the `cmath` bound's `HALF`), so that a
+/// function may take both.
+pub trait LibdeviceFloat: DeviceFloat + DeviceNumber + Neg<Output = Self> + sealed::Sealed {
     /// `10^self`.
     fn exp10_(self) -> Self;
     /// The next float after `self` towards `y`.
@@ -52,12 +47,6 @@ pub trait LibdeviceFloat:
     fn y1_(self) -> Self;
     /// As above, order `n`.
     fn yn_(self, n: i32) -> Self;
-    /// ½.
-    const HALF: Self;
-    /// 1.
-    const ONE: Self;
-    /// 2.
-    const TWO: Self;
     /// π.
     const PI: Self;
     /// 1/√2.
@@ -74,9 +63,6 @@ macro_rules! libdevice_float {
     ($t:ident: $($method:ident => $f32:ident, $f64:ident;)*) => {
         impl LibdeviceFloat for $t {
             libdevice_float!(@each $t: $($method => $f32, $f64;)*);
-            const HALF: Self = 0.5;
-            const ONE: Self = 1.0;
-            const TWO: Self = 2.0;
             const PI: Self = core::$t::consts::PI;
             const FRAC_1_SQRT_2: Self = core::$t::consts::FRAC_1_SQRT_2;
         }
@@ -231,14 +217,21 @@ pub fn sincos<F: LibdeviceFloat>(x: F) -> (F, F) {
     (x.sin(), x.cos())
 }
 
+/// ½ and 2.
+fn half_and_two<F: LibdeviceFloat>() -> (F, F) {
+    let two = F::ONE + F::ONE;
+    (F::ONE / two, two)
+}
+
 /// `sin(π x)`, exactly 0 at whole `x` (`sinpi`): `x` is reduced modulo 2 exactly before the
 /// multiplication by π rounds.
 pub fn sinpi<F: LibdeviceFloat>(x: F) -> F {
+    let (half, two) = half_and_two::<F>();
     // In [-1, 1], exactly; sin(π r) = sin(π (±1 - r)), which is exact too (Sterbenz).
-    let r = x.remainder(F::TWO);
-    let t = if r > F::HALF {
+    let r = x.remainder(two);
+    let t = if r > half {
         F::ONE - r
-    } else if r < -F::HALF {
+    } else if r < -half {
         -F::ONE - r
     } else {
         r
@@ -249,14 +242,15 @@ pub fn sinpi<F: LibdeviceFloat>(x: F) -> F {
 /// `cos(π x)`, exactly 0 halfway between whole numbers (`cospi`): `cos(π r) = sin(π (½ -
 /// |r|))` for `r = x` reduced modulo 2 exactly.
 pub fn cospi<F: LibdeviceFloat>(x: F) -> F {
-    let r = x.remainder(F::TWO).abs();
-    (F::PI * (F::HALF - r)).sin()
+    let (half, two) = half_and_two::<F>();
+    let r = x.remainder(two).abs();
+    (F::PI * (half - r)).sin()
 }
 
 /// The standard normal distribution's cumulative distribution function, `P(Z ≤ x)`
 /// (`normcdf`): `erfc(-x / √2) / 2`.
 pub fn normcdf<F: LibdeviceFloat>(x: F) -> F {
-    (-x * F::FRAC_1_SQRT_2).erfc() * F::HALF
+    (-x * F::FRAC_1_SQRT_2).erfc() * half_and_two::<F>().0
 }
 
 #[cfg(test)]
@@ -285,6 +279,15 @@ mod tests {
         assert_eq!(sincos(0.5f64), (0.5f64.sin(), 0.5f64.cos()));
         assert_eq!(normcdf(0.0f64), 0.5);
         assert!((normcdf(1.959_963_984_540_054f64) - 0.975).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_function_may_take_the_cmath_bound_too() {
+        // Each constant has one name among the bounds: this compiles.
+        fn both<F: crate::cmath::ComplexFloat + LibdeviceFloat>(x: F) -> F {
+            sinpi(x) + F::ONE + F::TWO * F::PI
+        }
+        assert_eq!(both(1.0f64), 1.0 + 2.0 * core::f64::consts::PI);
     }
 
     #[test]
