@@ -69,12 +69,10 @@ pub trait ComplexFloat: DeviceFloat + DeviceNumber + Neg<Output = Self> + sealed
     const E: Self;
     /// Not a number.
     const NAN: Self;
-    /// Whether the value is NaN.
-    fn is_nan(self) -> bool;
-    /// Whether the value is infinite.
-    fn is_infinite(self) -> bool;
     /// 100: the largest whole power [`pow`] computes by products.
     const HUNDRED: Self;
+    /// `[1/√2, √2 + 1/2]`: magnitudes near enough to 1 that `log` takes them through `ln_1p`.
+    const NEAR_ONE: [Self; 2];
     /// The largest value over 4: beyond it, `x + 1` or a product of two parts may overflow.
     const LARGE: Self;
     /// The square root of [`LARGE`](Self::LARGE): beyond it, a square may overflow.
@@ -83,6 +81,10 @@ pub trait ComplexFloat: DeviceFloat + DeviceNumber + Neg<Output = Self> + sealed
     const LN_LARGE: Self;
     /// The square root of the smallest normal value.
     const SQRT_MIN: Self;
+    /// Whether the value is NaN.
+    fn is_nan(self) -> bool;
+    /// Whether the value is infinite.
+    fn is_infinite(self) -> bool;
 }
 
 mod sealed {
@@ -101,6 +103,11 @@ macro_rules! complex_float {
             const E: Self = core::$t::consts::E;
             const HUNDRED: Self = 100.0;
             const NAN: Self = $t::NAN;
+            // As `1 / sqrt(2)` and `sqrt(2) + 1 / 2` round (sqrt rounds correctly).
+            const NEAR_ONE: [Self; 2] = [
+                1.0 / core::$t::consts::SQRT_2,
+                core::$t::consts::SQRT_2 + 0.5,
+            ];
             #[inline(always)]
             fn is_nan(self) -> bool {
                 $t::is_nan(self)
@@ -171,7 +178,7 @@ fn ln_abs<T: ComplexFloat>(z: Complex<T>) -> T {
     let (ax, ay) = (z.re.abs(), z.im.abs());
     let (big, small) = if ax >= ay { (ax, ay) } else { (ay, ax) };
     let h = big.hypot(small);
-    let (near_lo, near_hi) = (T::ONE / T::TWO.sqrt(), T::TWO.sqrt() + T::ONE / T::TWO);
+    let [near_lo, near_hi] = T::NEAR_ONE;
     if near_lo <= h && h <= near_hi {
         ((big - T::ONE) * (big + T::ONE) + small * small).ln_1p() * T::HALF
     } else {
@@ -394,13 +401,7 @@ pub fn tan<T: ComplexFloat>(z: Complex<T>) -> Complex<T> {
 pub fn asinh<T: ComplexFloat>(z: Complex<T>) -> Complex<T> {
     let (x, y) = (z.re, z.im);
     if x.abs() > T::LARGE || y.abs() > T::LARGE {
-        let l = ln_abs_twice(z);
-        let re = if y >= T::ZERO {
-            l.copysign(x)
-        } else {
-            -l.copysign(-x)
-        };
-        return Complex::new(re, y.atan2(x.abs()));
+        return Complex::new(ln_abs_twice(z).copysign(x), y.atan2(x.abs()));
     }
     // Kahan: with s1 = √(1 - iz) and s2 = √(1 + iz).
     let s1 = sqrt(Complex::new(T::ONE + y, -x));
@@ -420,13 +421,7 @@ pub fn asin<T: ComplexFloat>(z: Complex<T>) -> Complex<T> {
 pub fn acos<T: ComplexFloat>(z: Complex<T>) -> Complex<T> {
     let (x, y) = (z.re, z.im);
     if x.abs() > T::LARGE || y.abs() > T::LARGE {
-        let l = ln_abs_twice(z);
-        let im = if x < T::ZERO {
-            -l.copysign(y)
-        } else {
-            l.copysign(-y)
-        };
-        return Complex::new(y.abs().atan2(x), im);
+        return Complex::new(y.abs().atan2(x), ln_abs_twice(z).copysign(-y));
     }
     // Kahan: with s1 = √(1 - z) and s2 = √(1 + z).
     let s1 = sqrt(Complex::new(T::ONE - x, -y));

@@ -354,6 +354,12 @@ fn huge_f32_arguments_take_the_scaled_forms() {
 }
 
 #[test]
+fn log_switches_to_ln_1p_where_the_square_root_of_2_puts_it() {
+    assert_eq!(f64::NEAR_ONE, [1.0 / 2f64.sqrt(), 2f64.sqrt() + 0.5]);
+    assert_eq!(f32::NEAR_ONE, [1.0 / 2f32.sqrt(), 2f32.sqrt() + 0.5]);
+}
+
+#[test]
 fn exact_values() {
     let c = Complex64::new;
     assert_eq!(sqrt(c(-4.0, 0.0)), c(0.0, 2.0));
