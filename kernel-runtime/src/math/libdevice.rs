@@ -21,36 +21,66 @@ use super::DeviceFloat;
 use crate::number::DeviceNumber;
 use core::ops::Neg;
 
-/// The floats of CUDA's math API functions here: `f32` and `f64`. Its constants have names no
-/// other bound of a float has ([`DeviceNumber`]'s `ONE`, the `cmath` bound's `HALF`), so that a
-/// function may take both.
-pub trait LibdeviceFloat: DeviceFloat + DeviceNumber + Neg<Output = Self> + sealed::Sealed {
+/// The trait of the functions' floats, with a method per `libm` function: each listed once,
+/// as `fn method(x; args) -> type = libm_name(call args)`, `x` standing for `self`, and
+/// implemented for `f32` and `f64` through `libm::Libm`.
+macro_rules! libdevice_float {
+    ($($(#[$doc:meta])* fn $method:ident($x:ident $(; $arg:ident: $at:ty)*) -> $ret:ty
+        = $libm:ident($($call:ident),*);)*) => {
+        /// The floats of CUDA's math API functions here: `f32` and `f64`. Its constants have
+        /// names no other bound of a float has ([`DeviceNumber`]'s `ONE`, the `cmath` bound's
+        /// `HALF`), so that a function may take both.
+        pub trait LibdeviceFloat:
+            DeviceFloat + DeviceNumber + Neg<Output = Self> + sealed::Sealed
+        {
+            $($(#[$doc])* fn $method(self $(, $arg: $at)*) -> $ret;)*
+            /// π.
+            const PI: Self;
+            /// 1/√2.
+            const FRAC_1_SQRT_2: Self;
+        }
+        libdevice_float!(@impl f32 $(fn $method($x $(; $arg: $at)*) -> $ret = $libm($($call),*);)*);
+        libdevice_float!(@impl f64 $(fn $method($x $(; $arg: $at)*) -> $ret = $libm($($call),*);)*);
+    };
+    (@impl $t:ident $(fn $method:ident($x:ident $(; $arg:ident: $at:ty)*) -> $ret:ty
+        = $libm:ident($($call:ident),*);)*) => {
+        impl LibdeviceFloat for $t {
+            $(
+                #[inline(always)]
+                fn $method(self $(, $arg: $at)*) -> $ret {
+                    let $x = self;
+                    libm::Libm::<$t>::$libm($($call),*)
+                }
+            )*
+            const PI: Self = core::$t::consts::PI;
+            const FRAC_1_SQRT_2: Self = core::$t::consts::FRAC_1_SQRT_2;
+        }
+    };
+}
+
+libdevice_float! {
     /// `10^self`.
-    fn exp10_(self) -> Self;
+    fn exp10_(x) -> Self = exp10(x);
     /// The next float after `self` towards `y`.
-    fn nextafter_(self, y: Self) -> Self;
+    fn nextafter_(x; y: Self) -> Self = nextafter(x, y);
     /// `self - y` where positive, else `+0`.
-    fn fdim_(self, y: Self) -> Self;
+    fn fdim_(x; y: Self) -> Self = fdim(x, y);
     /// `self · 2^n`.
-    fn scalbn_(self, n: i32) -> Self;
+    fn scalbn_(x; n: i32) -> Self = scalbn(x, n);
     /// The unbiased exponent of `self`.
-    fn ilogb_(self) -> i32;
-    /// The Bessel function of the first kind of order 0, 1 and `n`.
-    fn j0_(self) -> Self;
+    fn ilogb_(x) -> i32 = ilogb(x);
+    /// The Bessel function of the first kind of order 0.
+    fn j0_(x) -> Self = j0(x);
     /// As above, order 1.
-    fn j1_(self) -> Self;
+    fn j1_(x) -> Self = j1(x);
     /// As above, order `n`.
-    fn jn_(self, n: i32) -> Self;
+    fn jn_(x; n: i32) -> Self = jn(n, x);
     /// The Bessel function of the second kind of order 0.
-    fn y0_(self) -> Self;
+    fn y0_(x) -> Self = y0(x);
     /// As above, order 1.
-    fn y1_(self) -> Self;
+    fn y1_(x) -> Self = y1(x);
     /// As above, order `n`.
-    fn yn_(self, n: i32) -> Self;
-    /// π.
-    const PI: Self;
-    /// 1/√2.
-    const FRAC_1_SQRT_2: Self;
+    fn yn_(x; n: i32) -> Self = yn(n, x);
 }
 
 mod sealed {
@@ -58,86 +88,6 @@ mod sealed {
     impl Sealed for f32 {}
     impl Sealed for f64 {}
 }
-
-macro_rules! libdevice_float {
-    ($t:ident: $($method:ident => $f32:ident, $f64:ident;)*) => {
-        impl LibdeviceFloat for $t {
-            libdevice_float!(@each $t: $($method => $f32, $f64;)*);
-            const PI: Self = core::$t::consts::PI;
-            const FRAC_1_SQRT_2: Self = core::$t::consts::FRAC_1_SQRT_2;
-        }
-    };
-    (@each f32: $($method:ident => $f32:ident, $f64:ident;)*) => {
-        libdevice_float!(@fns $($method => $f32;)*);
-    };
-    (@each f64: $($method:ident => $f32:ident, $f64:ident;)*) => {
-        libdevice_float!(@fns $($method => $f64;)*);
-    };
-    (@fns $($method:ident => $f:ident;)*) => {$(
-        libdevice_float!(@fn $method => $f);
-    )*};
-    (@fn jn_ => $f:ident) => {
-        #[inline(always)]
-        fn jn_(self, n: i32) -> Self {
-            libm::$f(n, self)
-        }
-    };
-    (@fn yn_ => $f:ident) => {
-        #[inline(always)]
-        fn yn_(self, n: i32) -> Self {
-            libm::$f(n, self)
-        }
-    };
-    (@fn nextafter_ => $f:ident) => {
-        #[inline(always)]
-        fn nextafter_(self, y: Self) -> Self {
-            libm::$f(self, y)
-        }
-    };
-    (@fn fdim_ => $f:ident) => {
-        #[inline(always)]
-        fn fdim_(self, y: Self) -> Self {
-            libm::$f(self, y)
-        }
-    };
-    (@fn scalbn_ => $f:ident) => {
-        #[inline(always)]
-        fn scalbn_(self, n: i32) -> Self {
-            libm::$f(self, n)
-        }
-    };
-    (@fn ilogb_ => $f:ident) => {
-        #[inline(always)]
-        fn ilogb_(self) -> i32 {
-            libm::$f(self)
-        }
-    };
-    (@fn $method:ident => $f:ident) => {
-        #[inline(always)]
-        fn $method(self) -> Self {
-            libm::$f(self)
-        }
-    };
-}
-
-macro_rules! both {
-    ($($t:ident),*) => {$(
-        libdevice_float!($t:
-            exp10_ => exp10f, exp10;
-            nextafter_ => nextafterf, nextafter;
-            fdim_ => fdimf, fdim;
-            scalbn_ => scalbnf, scalbn;
-            ilogb_ => ilogbf, ilogb;
-            j0_ => j0f, j0;
-            j1_ => j1f, j1;
-            jn_ => jnf, jn;
-            y0_ => y0f, y0;
-            y1_ => y1f, y1;
-            yn_ => ynf, yn;
-        );
-    )*};
-}
-both!(f32, f64);
 
 /// `10^x` (CUDA's `exp10`).
 #[inline]
