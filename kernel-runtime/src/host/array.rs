@@ -62,6 +62,17 @@ pub(crate) enum InPlace {
     Managed,
 }
 
+impl InPlace {
+    /// The host address of memory at the device address `ptr` that the host reaches so.
+    pub(crate) fn host(self, ptr: u64) -> Option<usize> {
+        match self {
+            InPlace::No => None,
+            InPlace::Mapped(host) => Some(host),
+            InPlace::Managed => Some(ptr as usize),
+        }
+    }
+}
+
 /// Where the elements are.
 enum Storage<T> {
     /// In host memory, for the CPU backend.
@@ -850,11 +861,10 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
 
     /// The host address of a GPU's array in mapped host memory or managed memory.
     pub(crate) fn mapped_host(&self) -> Option<*mut T> {
-        match (self.mapped, &self.data) {
-            (InPlace::Mapped(host), _) => Some(host as *mut T),
-            (InPlace::Managed, Storage::Gpu(ptr)) => Some(*ptr as *mut T),
-            _ => None,
-        }
+        let Storage::Gpu(ptr) = self.data else {
+            return None;
+        };
+        self.mapped.host(ptr).map(|host| host as *mut T)
     }
 
     /// The GPU streams that used the array (see [`order`](super::order)).

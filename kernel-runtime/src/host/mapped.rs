@@ -99,9 +99,8 @@ impl Device {
             return DeviceArray::zeros(self, dim);
         }
         let (mapped, ptr) = alloc(gpu, bytes)?;
-        let host = match mapped {
-            InPlace::Mapped(host) => host,
-            _ => ptr as usize,
+        let Some(host) = mapped.host(ptr) else {
+            unreachable!("`alloc` gives memory that the host reaches, mapped or managed");
         };
         // SAFETY: the host reaches the `bytes` bytes at `host`, which no kernel uses yet (for
         // managed memory, `alloc_managed` made sure the host may touch it while kernels run);

@@ -71,13 +71,8 @@ impl CudaDevice {
         self.outside_capture("allocating device memory")?;
         self.bind()?;
         let s = self.stream.cu_stream();
-        let failed = |e: DriverError| match e.0 {
-            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory {
-                place: format!("CUDA device {} ({})", self.ordinal, self.name),
-                bytes,
-            },
-            _ => self.error(&format!("allocating {bytes} bytes"), e),
-        };
+        let place = || format!("CUDA device {} ({})", self.ordinal, self.name);
+        let failed = |e| self.allocation_error(e, bytes, "", place);
         // SAFETY: allocation and clearing are ordered on the device's stream, before any later
         // use of the memory on that stream; memory from `cuMemAlloc` is not in use by anything.
         unsafe {
@@ -343,15 +338,9 @@ impl CudaDevice {
         self.outside_capture("allocating page-locked host memory")?;
         self.bind()?;
         // SAFETY: a plain allocation; the caller frees it with `free_host`.
-        unsafe { result::malloc_host(bytes, 0) }.map_err(|e| match e.0 {
-            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory {
-                place: format!("page-locked host memory for CUDA device {}", self.ordinal),
-                bytes,
-            },
-            _ => self.error(
-                &format!("allocating {bytes} bytes of page-locked host memory"),
-                e,
-            ),
+        unsafe { result::malloc_host(bytes, 0) }.map_err(|e| {
+            let place = || format!("page-locked host memory for CUDA device {}", self.ordinal);
+            self.allocation_error(e, bytes, " of page-locked host memory", place)
         })
     }
 
@@ -379,16 +368,8 @@ impl CudaDevice {
         // SAFETY: a plain allocation; it is freed with `free_host` below or by the caller.
         let host =
             unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP) }.map_err(|e| {
-                match e.0 {
-                    sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory {
-                        place: format!("mapped host memory for CUDA device {}", self.ordinal),
-                        bytes,
-                    },
-                    _ => self.error(
-                        &format!("allocating {bytes} bytes of mapped host memory"),
-                        e,
-                    ),
-                }
+                let place = || format!("mapped host memory for CUDA device {}", self.ordinal);
+                self.allocation_error(e, bytes, " of mapped host memory", place)
             })?;
         let mut device = 0;
         // SAFETY: `host` is mapped page-locked memory of this context; flags must be 0.
@@ -428,13 +409,29 @@ impl CudaDevice {
         }
         let global = sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL;
         // SAFETY: a plain allocation; the caller frees it with `free_managed`.
-        unsafe { result::malloc_managed(bytes, global) }.map_err(|e| match e.0 {
+        unsafe { result::malloc_managed(bytes, global) }.map_err(|e| {
+            let place = || format!("managed memory of CUDA device {}", self.ordinal);
+            self.allocation_error(e, bytes, " of managed memory", place)
+        })
+    }
+
+    /// The error of an allocation of `bytes` (`kind`: ` of managed memory`, ...) that failed
+    /// with `e`: [`Error::OutOfMemory`] at `place` where the driver has no more, else the
+    /// driver's error.
+    fn allocation_error(
+        &self,
+        e: DriverError,
+        bytes: usize,
+        kind: &str,
+        place: impl FnOnce() -> String,
+    ) -> Error {
+        match e.0 {
             sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => Error::OutOfMemory {
-                place: format!("managed memory of CUDA device {}", self.ordinal),
+                place: place(),
                 bytes,
             },
-            _ => self.error(&format!("allocating {bytes} bytes of managed memory"), e),
-        })
+            _ => self.error(&format!("allocating {bytes} bytes{kind}"), e),
+        }
     }
 
     /// Frees memory from [`alloc_managed`](Self::alloc_managed), which no queued work uses.
