@@ -72,15 +72,11 @@ pub(crate) fn with_device_hints(text: &str, host_functions: &HashSet<String>) ->
             pending = host_functions.contains(name).then(|| {
                 format!("`{name}` is a host function: mark it `#[device]` to call it from kernels")
             });
-        } else if let Some(name) = missing_complex_method(line) {
+        } else if let Some(function) = cmath_for_missing_method(line) {
             push_hint(&mut out, pending.take());
             pending = Some(format!(
-                "kernels compute it as `cmath::{}(z)`: `num_complex`'s float methods need a \
-                 float library that device code has not",
-                CMATH_FOR_METHOD
-                    .iter()
-                    .find(|(method, _)| *method == name)
-                    .map_or(name, |&(_, f)| f)
+                "kernels compute it as `cmath::{function}(z)`: `num_complex`'s float methods \
+                 need a float library that device code has not"
             ));
         }
         out.push_str(line);
@@ -89,8 +85,8 @@ pub(crate) fn with_device_hints(text: &str, host_functions: &HashSet<String>) ->
     out
 }
 
-/// `num_complex`'s methods that need its `std` or `libm` feature, and the `cmath` function of
-/// each where the names differ (the others keep theirs).
+/// `num_complex`'s methods that need its `std` or `libm` feature, each with the `cmath`
+/// function that computes it.
 const CMATH_FOR_METHOD: [(&str, &str); 23] = [
     ("exp", "exp"),
     ("ln", "log"),
@@ -117,13 +113,18 @@ const CMATH_FOR_METHOD: [(&str, &str); 23] = [
     ("powc", "pow"),
 ];
 
-/// The method of a `Complex` that an E0599 headline says cannot be found, where it is one of
-/// `num_complex`'s float methods.
-fn missing_complex_method(line: &str) -> Option<&str> {
+/// The `cmath` function of the method of a `Complex` that an E0599 headline says cannot be
+/// found, where it is one of `num_complex`'s float methods.
+fn cmath_for_missing_method(line: &str) -> Option<&'static str> {
     let rest = line.strip_prefix("error[E0599]: no method named `")?;
     let (name, rest) = rest.split_once('`')?;
-    let complex = rest.contains("`Complex`") || rest.contains("`Complex<");
-    (complex && CMATH_FOR_METHOD.iter().any(|(m, _)| *m == name)).then_some(name)
+    if !(rest.contains("`Complex`") || rest.contains("`Complex<")) {
+        return None;
+    }
+    let (_, function) = CMATH_FOR_METHOD
+        .iter()
+        .find(|(method, _)| *method == name)?;
+    Some(function)
 }
 
 /// The function an E0425 headline says cannot be found.
