@@ -55,7 +55,7 @@ pub const MAX_LOOP_DIMS: usize = 4;
 /// use kernel_runtime::cores::LoopSteps;
 ///
 /// // Loops of 2 × 3; an operand of one core of 5 per row (it broadcasts over the columns).
-/// let rows = LoopSteps::new(&[2, 3], &[5, 0]);
+/// let rows = LoopSteps::new(&[2, 3], &[5, 0]).unwrap();
 /// assert_eq!((0..6).map(|i| rows.offset(i)).collect::<Vec<_>>(), [0, 0, 0, 5, 5, 5]);
 /// assert_eq!(LoopSteps::uniform(4).offset(3), 12);
 /// ```
@@ -81,21 +81,22 @@ impl LoopSteps {
         }
     }
 
-    /// Loops of `extents` (the outermost first; at most [`MAX_LOOP_DIMS`], none of them 0)
-    /// with `strides` along them.
-    ///
-    /// # Panics
-    /// Where the two differ in length, or are longer than [`MAX_LOOP_DIMS`].
-    pub fn new(extents: &[usize], strides: &[usize]) -> Self {
-        assert!(extents.len() == strides.len() && extents.len() <= MAX_LOOP_DIMS);
+    /// Loops of `extents` (the outermost first) with `strides` along them; `None` where the two
+    /// differ in length, are longer than [`MAX_LOOP_DIMS`], or an extent after the first is 0
+    /// (which no loop index could be taken apart over).
+    pub fn new(extents: &[usize], strides: &[usize]) -> Option<Self> {
+        let fits = extents.len() == strides.len() && extents.len() <= MAX_LOOP_DIMS;
+        if !fits || extents.iter().skip(1).any(|&e| e == 0) {
+            return None;
+        }
         let Some((&outer, rest)) = strides.split_first() else {
-            return Self::uniform(0);
+            return Some(Self::uniform(0));
         };
         let mut steps = Self::uniform(outer);
         steps.rank = rest.len();
         steps.strides[1..=rest.len()].copy_from_slice(rest);
         steps.inner[..rest.len()].copy_from_slice(&extents[1..]);
-        steps
+        Some(steps)
     }
 
     /// The operand's stride from one loop index to the next, where the loops are one
@@ -418,13 +419,17 @@ mod tests {
     #[test]
     fn loop_steps_take_the_loop_index_apart() {
         // Loops of 2 × 3 × 4: an operand that broadcasts over the middle one, cores of 10.
-        let steps = LoopSteps::new(&[2, 3, 4], &[40, 0, 10]);
+        let steps = LoopSteps::new(&[2, 3, 4], &[40, 0, 10]).unwrap();
         for i in 0..24 {
             let (a, c) = (i / 12, i % 4);
             assert_eq!(steps.offset(i), a * 40 + c * 10, "{i}");
         }
         assert_eq!(steps.step(), None);
-        assert_eq!(LoopSteps::new(&[7], &[3]), LoopSteps::uniform(3));
-        assert_eq!(LoopSteps::new(&[], &[]).offset(5), 0);
+        assert_eq!(LoopSteps::new(&[7], &[3]), Some(LoopSteps::uniform(3)));
+        assert_eq!(LoopSteps::new(&[], &[]).unwrap().offset(5), 0);
+        // What no loop index could be taken apart over is no steps, not a panic.
+        assert_eq!(LoopSteps::new(&[2, 3], &[1]), None);
+        assert_eq!(LoopSteps::new(&[2, 0], &[1, 1]), None);
+        assert_eq!(LoopSteps::new(&[1; 5], &[1; 5]), None);
     }
 }

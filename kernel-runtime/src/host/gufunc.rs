@@ -226,15 +226,16 @@ fn steps(loops: &[usize], ops: &[Option<&Split>]) -> Result<Vec<LoopSteps>, Stri
                 }
             }
         }
-        if extents.len() > MAX_LOOP_DIMS {
+        // The extents are as many as the strides, and none is 0: only too many refuse.
+        let Some(steps) = LoopSteps::new(&extents, &strides) else {
             return Err(format!(
                 "`{}` broadcasts differently over {} of the loop dimensions {loops:?}, more \
                  than the {MAX_LOOP_DIMS} a call takes",
                 op.name,
                 extents.len()
             ));
-        }
-        all.push(LoopSteps::new(&extents, &strides));
+        };
+        all.push(steps);
     }
     Ok(all)
 }
@@ -657,7 +658,7 @@ mod tests {
         let p = dot(&[2, 3, 4, 3], &[2, 3, 4, 3]).unwrap();
         assert_eq!((p.loops, p.inputs[0].steps.step()), (24, Some(3)));
         let p = dot(&[2, 1, 1, 3], &[2, 3, 4, 3]).unwrap();
-        assert_eq!(p.inputs[0].steps, LoopSteps::new(&[2, 12], &[3, 0]));
+        assert_eq!(Some(p.inputs[0].steps), LoopSteps::new(&[2, 12], &[3, 0]));
         // Broadcasting that alternates over five dimensions is more than a call takes.
         let e = err(dot(&[2, 1, 2, 1, 2, 3], &[1, 2, 1, 2, 1, 3]));
         assert!(
