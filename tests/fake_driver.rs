@@ -1227,6 +1227,80 @@ fn managed_arrays_are_one_address_for_the_kernels_and_the_host() {
 }
 
 #[test]
+fn a_view_passes_its_first_elements_address_and_its_own_extents() {
+    on_fake_driver(
+        "a_view_passes_its_first_elements_address_and_its_own_extents",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let v: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+            let a = gpu.to_device(&v).unwrap();
+            let mut c = gpu.zeros::<f32, _>(1000).unwrap();
+            let at = |array: &DeviceArray1<f32>, first: u64| {
+                hex(kernel_runtime::__rt::device_addr(array) + 4 * first)
+            };
+            // Copies of a view move its bytes alone, from where they start.
+            c.slice_mut(10..13)
+                .unwrap()
+                .copy_from_host(&[1.0, 2.0, 3.0])
+                .unwrap();
+            let dst = format!("dst={:#x}", kernel_runtime::__rt::device_addr(&c) + 40);
+            let uploads = log.lines();
+            let uploads = uploads.iter().filter(|l| l.starts_with("htod 12 "));
+            assert_eq!(
+                uploads.filter(|l| l.contains(&dst)).count(),
+                1,
+                "{:?}",
+                log.lines()
+            );
+            assert_eq!(
+                c.slice(9..14).unwrap().to_vec().unwrap(),
+                [0.0, 1.0, 2.0, 3.0, 0.0]
+            );
+            assert_eq!(a.subarray(999).unwrap().to_vec().unwrap(), [999.0]);
+            if !has_ptx(add.ptx()) {
+                return;
+            }
+            let (x, y) = (a.slice(100..300).unwrap(), a.slice(..200).unwrap());
+            add.launch(1, 256, (x, y, c.slice_mut(800..).unwrap()))
+                .unwrap();
+            let want = [
+                at(&a, 100),
+                hex(200),
+                at(&a, 0),
+                hex(200),
+                at(&c, 800),
+                hex(200),
+            ];
+            let launch = &log.launches("add")[0];
+            assert!(
+                launch.ends_with(&format!("params={}", want.join(","))),
+                "{launch}"
+            );
+            // Rows of a 2-D array: the address of the first, and the rows' extents.
+            let img = gpu.zeros::<i8, _>((40, 70)).unwrap();
+            let mut out = gpu.zeros::<i8, _>((40, 70)).unwrap();
+            let (top, _) = out.split_at_mut(16).unwrap();
+            smooth
+                .launch((5, 1), (16, 16), (img.slice(24..).unwrap(), top))
+                .unwrap();
+            let launch = &log.launches("smooth")[0];
+            let addr = |d: &DeviceArray<i8, _>| kernel_runtime::__rt::device_addr(d);
+            let want = format!(
+                "params={},{},{},{},{},{}",
+                hex(addr(&img) + 24 * 70),
+                hex(16),
+                hex(70),
+                hex(addr(&out)),
+                hex(16),
+                hex(70)
+            );
+            assert!(launch.ends_with(&want), "{launch} vs {want}");
+        },
+    );
+}
+
+#[test]
 fn a_gpu_that_cannot_share_managed_memory_while_kernels_run_refuses_it() {
     on_fake_driver(
         "a_gpu_that_cannot_share_managed_memory_while_kernels_run_refuses_it",
@@ -1259,7 +1333,7 @@ fn launch_add_of(gpu: &Device, module: &'static str) -> Result<(), Error> {
     type AddParams = (&'static [f32], &'static [f32], &'static mut [f32]);
     let (a, b) = (gpu.zeros::<f32, _>(256)?, gpu.zeros::<f32, _>(256)?);
     let mut c = gpu.zeros::<f32, _>(256)?;
-    let args = (&a, &b, &mut c);
+    let args = (a.view(), b.view(), c.view_mut());
     let mut params = gpu_params(6);
     AddParams::push_gpu(&args, &mut params);
     let config = LaunchConfig::new(2, 128).unwrap();

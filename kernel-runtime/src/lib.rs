@@ -133,8 +133,12 @@ pub use cpu::finding::{Access, AccessKind, Finding, Origin, Reader};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::{
     args::KernelArgs,
-    array::{DeviceArray, DeviceArray0, DeviceArray1, DeviceArray2, DeviceArray3, Rank, ToDevice},
+    array::{
+        DeviceArray, DeviceArray0, DeviceArray1, DeviceArray2, DeviceArray3, Rank, Sliceable,
+        ToDevice,
+    },
     device::{Device, DeviceKind, Limits},
+    device_view::{DeviceView, DeviceViewMut},
     error::{Error, LaunchError},
     event::Event,
     graph::Graph,

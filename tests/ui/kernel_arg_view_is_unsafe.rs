@@ -6,7 +6,7 @@ use kernel_runtime::prelude::*;
 fn main() {
     let dev = Device::cpu();
     let a = dev.zeros::<f32, _>(4).unwrap();
-    let mut arg = &a;
+    let mut arg = a.view();
     let v = <&'static [f32] as Param>::view::<false>(&mut arg, "a");
     drop(v[1000]);
 }

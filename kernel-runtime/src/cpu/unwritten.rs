@@ -121,13 +121,19 @@ impl Unwritten {
 
     /// Records a write of each element below `len` that `written` says a launch wrote.
     pub(crate) fn clear_where(&mut self, len: usize, written: impl Fn(usize) -> bool) {
+        self.clear_within(0..len, written);
+    }
+
+    /// Records a write of each element of `range` that `written` says was written.
+    fn clear_within(&mut self, range: Range<usize>, written: impl Fn(usize) -> bool) {
         let Some(marks) = &mut self.0 else { return };
-        for w in 0..marks.bits.len().min(len.div_ceil(64)) {
+        let words = range.start / 64..marks.bits.len().min(range.end.div_ceil(64));
+        for w in words {
             let mut word = marks.bits[w];
             while word != 0 {
                 let i = w * 64 + word.trailing_zeros() as usize;
                 word &= word - 1;
-                if i < len && written(i) {
+                if range.contains(&i) && written(i) {
                     marks.clear(i..i + 1);
                 }
             }
@@ -135,6 +141,34 @@ impl Unwritten {
         if marks.set == 0 {
             self.0 = None;
         }
+    }
+
+    /// The record of the elements `range` alone, numbered from its start: what a checked
+    /// launch on a view of them starts from.
+    pub(crate) fn window(&self, range: Range<usize>) -> Unwritten {
+        let Some(marks) = &self.0 else {
+            return Unwritten(None);
+        };
+        let mut out = Unwritten::all(range.len());
+        if let Some(new) = &mut out.0 {
+            new.origin = marks.origin;
+            for (j, i) in range.enumerate() {
+                if !marks.contains(i) {
+                    new.clear(j..j + 1);
+                }
+            }
+            if new.set == 0 {
+                out.0 = None;
+            }
+        }
+        out
+    }
+
+    /// Records the writes to the elements from `start` on that `window`, the record
+    /// [`window`](Self::window) gave of `len` of them, no longer holds unwritten.
+    pub(crate) fn written_within(&mut self, start: usize, len: usize, window: &Unwritten) {
+        let still = |i: usize| window.marks().is_some_and(|m| m.contains(i - start));
+        self.clear_within(start..start + len, |i| !still(i));
     }
 
     /// Records a write of a stencil's interior, the runs of elements `interior`, by `stencil`:
@@ -221,6 +255,31 @@ mod tests {
         assert_eq!(unwritten(&u, 200), left);
         u.clear_where(200, |_| true);
         assert!(u.marks().is_none());
+    }
+
+    #[test]
+    fn a_window_is_taken_and_given_back() {
+        let mut u = Unwritten::all(200);
+        u.clear_range(70..75);
+        let mut w = u.window(60..130);
+        assert_eq!(
+            unwritten(&w, 80),
+            (0..70)
+                .filter(|j| !(10..15).contains(j))
+                .collect::<Vec<_>>()
+        );
+        // A launch on the window writes its elements 0..5 and 60..70.
+        w.clear_range(0..5);
+        w.clear_range(60..70);
+        u.written_within(60, 70, &w);
+        let left: Vec<usize> = (0..200)
+            .filter(|i| !(60..65).contains(i) && !(70..75).contains(i) && !(120..130).contains(i))
+            .collect();
+        assert_eq!(unwritten(&u, 200), left);
+        // A window with nothing left unwritten clears its whole range.
+        u.written_within(0, 200, &Unwritten::default());
+        assert!(u.marks().is_none());
+        assert!(u.window(0..10).marks().is_none());
     }
 
     #[test]

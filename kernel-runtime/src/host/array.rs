@@ -5,14 +5,14 @@ use super::bytes::{bytes_of, bytes_of_mut, cast_vec};
 use super::device::permitted;
 use super::device::Device;
 use super::error::Error;
+use super::host_vec::{c_order_vec, copied_vec, reserve, zeroed_vec};
 use super::order::{Access, Users};
 use super::ptr::DevicePtr;
-pub use super::shape::{Rank, ShapeArg, ShapeComponent};
+pub use super::shape::{Rank, ShapeArg, ShapeComponent, Sliceable};
 pub use super::to_device::ToDevice;
 use crate::cpu::unwritten::Unwritten;
 use crate::device_copy::{AnyBitPattern, DeviceCopy};
 use ndarray::{Array, ArrayBase, DataMut, Dimension, Ix0, Ix1, Ix2, Ix3};
-use std::ops::{Bound, RangeBounds};
 
 /// A 0-D device array, one value: what a `&Array0<T>` / `&mut Array0<T>` kernel parameter
 /// takes, as a kernel's scalar result (`out[()] = v`, `atomic_add(&out, (), v)`).
@@ -101,34 +101,7 @@ impl<T: DeviceCopy, D: Rank> Drop for DeviceArray<T, D> {
     }
 }
 
-/// Room for `len` elements of host memory, for an array of `place` (a device's name, or the
-/// host): an allocation the host cannot make is [`Error::OutOfMemory`], never an abort.
-fn reserve<T>(len: usize, place: impl FnOnce() -> String) -> Result<Vec<T>, Error> {
-    let bytes = len.saturating_mul(std::mem::size_of::<T>());
-    let mut v = Vec::new();
-    if !crate::zeroed::host_can_hold(bytes) || v.try_reserve_exact(len).is_err() {
-        return Err(Error::OutOfMemory {
-            place: place(),
-            bytes,
-        });
-    }
-    Ok(v)
-}
-
-/// `len` zero elements in host memory (see [`reserve`]), from the allocator's zeroed memory:
-/// fresh pages from the system are zero already, and are touched only as they are used.
-pub(crate) fn zeroed_vec<T: DeviceCopy>(
-    len: usize,
-    place: impl FnOnce() -> String,
-) -> Result<Vec<T>, Error> {
-    // SAFETY: all-zero bits are a value of `T` (the `DeviceCopy` contract).
-    unsafe { crate::zeroed::zeroed_vec(len) }.ok_or_else(|| Error::OutOfMemory {
-        place: place(),
-        bytes: len.saturating_mul(std::mem::size_of::<T>()),
-    })
-}
-
-/// `len` elements in host memory, each byte `byte` (see [`reserve`]).
+/// `len` elements in host memory, each byte `byte` (see [`reserve`](super::host_vec::reserve)).
 ///
 /// # Safety
 /// `T` must be valid with every byte `byte`.
@@ -145,47 +118,6 @@ unsafe fn filled_vec<T>(
         v.set_len(len);
     }
     Ok(v)
-}
-
-/// A copy of `items` in host memory (see [`reserve`]).
-fn copied_vec<T: Copy>(items: &[T], place: impl FnOnce() -> String) -> Result<Vec<T>, Error> {
-    let mut v = reserve(items.len(), place)?;
-    v.extend_from_slice(items);
-    Ok(v)
-}
-
-/// The elements of `host` in C order, in host memory (see [`reserve`]).
-fn c_order_vec<H: ToDevice + ?Sized>(
-    host: &H,
-    place: impl FnOnce() -> String,
-) -> Result<Vec<H::Elem>, Error> {
-    let mut v = reserve(host.host_dim().size(), place)?;
-    host.extend_c_order(&mut v);
-    Ok(v)
-}
-
-/// The bounds of `range` within `len` elements, as `(start, end)`; elements that do not lie
-/// within them are [`Error::OutOfRange`].
-pub(crate) fn within(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize), Error> {
-    let start = match range.start_bound() {
-        Bound::Included(&s) => s,
-        Bound::Excluded(&s) => s.saturating_add(1),
-        Bound::Unbounded => 0,
-    };
-    let end = match range.end_bound() {
-        Bound::Included(&e) => e.saturating_add(1),
-        Bound::Excluded(&e) => e,
-        Bound::Unbounded => len,
-    };
-    if start > end || end > len {
-        return Err(Error::OutOfRange { start, end, len });
-    }
-    Ok((start, end))
-}
-
-/// The host, as [`Error::OutOfMemory`] names it for copies coming back from a device.
-fn the_host() -> String {
-    "the host".to_string()
 }
 
 impl<T: DeviceCopy + std::fmt::Debug, D: Rank> std::fmt::Debug for DeviceArray<T, D> {
@@ -433,30 +365,16 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// Copies the array back to the host as an ndarray array (on a GPU, after the work queued
     /// before; a kernel that failed there is reported here).
     pub fn to_host(&self) -> Result<Array<T, D>, Error> {
-        let v = self.to_vec()?;
-        let found = vec![v.len()];
-        Array::from_shape_vec(self.dim.clone(), v).map_err(|_| Error::ShapeMismatch {
-            what: "to_host".into(),
-            expected: self.shape().to_vec(),
-            found,
-        })
+        self.view().to_host()
     }
 
     /// Copies the array back to the host as a `Vec` in C order.
     pub fn to_vec(&self) -> Result<Vec<T>, Error> {
-        permitted(&self.device, "copying from the device")?;
-        match (&self.data, self.device.gpu()) {
-            (Storage::Gpu(ptr), Some(gpu)) => {
-                let mut v = zeroed_vec(self.len(), the_host)?;
-                gpu.download(&mut v, *ptr, &self.users)?;
-                Ok(v)
-            }
-            _ => copied_vec(self.host(), the_host),
-        }
+        self.view().to_vec()
     }
 
     /// Copies the elements `range` of the array (in C order) back to the host, as Numba's
-    /// `d_a[start:end].copy_to_host()`: only those bytes cross to the host.
+    /// `d_a[start:end].copy_to_host()` of a 1-D array: only those bytes cross to the host.
     ///
     /// ```
     /// use kernel_runtime::Device;
@@ -471,21 +389,12 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// [`Error::OutOfRange`] where `range` does not lie within the array.
     pub fn to_vec_range(&self, range: std::ops::Range<usize>) -> Result<Vec<T>, Error> {
         permitted(&self.device, "copying from the device")?;
-        let (start, end) = within(range.clone(), self.len())?;
-        match (&self.data, self.device.gpu()) {
-            (Storage::Gpu(ptr), Some(gpu)) => {
-                let mut v = zeroed_vec(end - start, the_host)?;
-                // Within the allocation: `start <= end <= len`.
-                let from = *ptr + (start * std::mem::size_of::<T>()) as u64;
-                gpu.download(&mut v, from, &self.users)?;
-                Ok(v)
-            }
-            _ => copied_vec(&self.host()[range], the_host),
-        }
+        self.view().elements(range)?.to_vec()
     }
 
     /// Overwrites the elements from `start` on (in C order) with `values`, as Numba's
-    /// `d_a[start:end].copy_to_device(values)`: only those bytes cross to the device.
+    /// `d_a[start:end].copy_to_device(values)` of a 1-D array: only those bytes cross to the
+    /// device.
     ///
     /// ```
     /// use kernel_runtime::Device;
@@ -500,20 +409,8 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// [`Error::OutOfRange`] where the elements do not lie within the array.
     pub fn copy_from_host_at(&mut self, start: usize, values: &[T]) -> Result<(), Error> {
         permitted(&self.device, "copying to the device")?;
-        let (start, end) = within(start..start.saturating_add(values.len()), self.len())?;
-        match (&mut self.data, self.device.gpu()) {
-            (Storage::Gpu(ptr), Some(gpu)) => {
-                // Within the allocation: `start <= end <= len`.
-                let at = *ptr + (start * std::mem::size_of::<T>()) as u64;
-                gpu.upload(at, &self.users, values)
-            }
-            (Storage::Host(v), _) => {
-                v[start..end].copy_from_slice(values);
-                self.unwritten.clear_range(start..end);
-                Ok(())
-            }
-            (Storage::Gpu(_), None) => unreachable!("a GPU's array has a GPU"),
-        }
+        let range = start..start.saturating_add(values.len());
+        self.view_mut().elements(range)?.copy_from_host(values)
     }
 
     /// Overwrites the array with host data of the same shape.
@@ -521,30 +418,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         &mut self,
         host: &H,
     ) -> Result<(), Error> {
-        permitted(&self.device, "copying to the device")?;
-        let dim = host.host_dim();
-        if dim != self.dim {
-            return Err(Error::ShapeMismatch {
-                what: "the host data given to copy_from_host".into(),
-                expected: self.shape().to_vec(),
-                found: dim.slice().to_vec(),
-            });
-        }
-        match (&mut self.data, self.device.gpu()) {
-            (Storage::Gpu(ptr), Some(gpu)) => match host.as_c_slice() {
-                Some(slice) => gpu.upload(*ptr, &self.users, slice),
-                None => gpu.upload(*ptr, &self.users, &c_order_vec(host, the_host)?),
-            },
-            (data, _) => {
-                // Same shape: the elements are overwritten in place.
-                if let Storage::Host(v) = data {
-                    v.clear();
-                    host.extend_c_order(v);
-                }
-                self.unwritten.clear();
-                Ok(())
-            }
-        }
+        self.view_mut().copy_from_host(host)
     }
 
     /// Overwrites the array with another array of the same shape: a copy within the device's
@@ -586,26 +460,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         &self,
         out: &mut ArrayBase<S, D>,
     ) -> Result<(), Error> {
-        if out.raw_dim() != self.dim {
-            return Err(Error::ShapeMismatch {
-                what: "the host array given to copy_to_host".into(),
-                expected: self.shape().to_vec(),
-                found: out.shape().to_vec(),
-            });
-        }
-        if let (Storage::Gpu(ptr), Some(gpu), Some(slice)) =
-            (&self.data, self.device.gpu(), out.as_slice_mut())
-        {
-            return gpu.download(slice, *ptr, &self.users);
-        }
-        match &self.data {
-            Storage::Host(v) => out.iter_mut().zip(v).for_each(|(o, v)| *o = *v),
-            Storage::Gpu(_) => {
-                let v = self.to_vec()?;
-                out.iter_mut().zip(v).for_each(|(o, v)| *o = v);
-            }
-        }
-        Ok(())
+        self.view().copy_to_host(out)
     }
 
     /// The array's bytes as elements of `U`, as Numba's and CuPy's `a.view(np.uint32)`: the
@@ -771,11 +626,6 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         dims
     }
 
-    /// The extents, where a GPU launch's parameters point.
-    pub(crate) fn dims_slice(&self) -> &[usize] {
-        self.dim.slice()
-    }
-
     /// A pointer for the CPU backend's kernel views that only read (dangling for a GPU's
     /// array, which a CPU launch never takes).
     pub(crate) fn host_ptr(&self) -> *mut T {
@@ -798,17 +648,6 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// In checked mode, the elements that nothing has written.
     pub(crate) fn unwritten(&self) -> &Unwritten {
         &self.unwritten
-    }
-
-    /// The elements that nothing has written, for a checked launch that writes the array and
-    /// gives back what it leaves unwritten ([`set_unwritten`](Self::set_unwritten)).
-    pub(crate) fn take_unwritten(&mut self) -> Unwritten {
-        std::mem::take(&mut self.unwritten)
-    }
-
-    /// Records that nothing has written the elements `unwritten`.
-    pub(crate) fn set_unwritten(&mut self, unwritten: Unwritten) {
-        self.unwritten = unwritten;
     }
 
     /// The elements of a CPU array as a slice that a stencil's `apply` writes, its interior
@@ -865,6 +704,31 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             return None;
         };
         self.mapped.host(ptr).map(|host| host as *mut T)
+    }
+
+    /// What a view of the whole array holds: its device, users, device address (0 on the
+    /// host), host elements (none on a GPU) and record of unwritten elements.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn parts(&self) -> (&Device, &Users, u64, &[T], &Unwritten) {
+        let addr = *self.device_addr();
+        (
+            &self.device,
+            &self.users,
+            addr,
+            self.host(),
+            &self.unwritten,
+        )
+    }
+
+    /// As [`parts`](Self::parts), writable.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn parts_mut(&mut self) -> (&Device, &Users, u64, &mut [T], &mut Unwritten) {
+        let addr = *self.device_addr();
+        let host: &mut [T] = match &mut self.data {
+            Storage::Host(v) => v,
+            Storage::Gpu(_) => &mut [],
+        };
+        (&self.device, &self.users, addr, host, &mut self.unwritten)
     }
 
     /// The GPU streams that used the array (see [`order`](super::order)).

@@ -7,9 +7,10 @@ use std::ops::Range;
 
 use ndarray::{s, ArrayView2, Ix1, Ix2};
 
-use super::array::{zeroed_vec, DeviceArray};
+use super::array::DeviceArray;
 use super::cuda::{CudaDevice, Pitched};
 use super::error::Error;
+use super::host_vec::zeroed_vec;
 use super::order::Access;
 use crate::device_copy::DeviceCopy;
 

@@ -208,6 +208,23 @@ pub enum Error {
         /// The array's number of elements.
         len: usize,
     },
+    /// A slice or subarray of a device array's first axis that the array does not hold
+    /// ([`DeviceArray::slice`](crate::DeviceArray::slice), `subarray`, `split_at`).
+    #[error("{start}..{end} of the first axis asked of an array of shape {shape:?}: it must lie within 0..{}", shape.first().copied().unwrap_or(0))]
+    AxisOutOfRange {
+        /// The first index along the axis.
+        start: usize,
+        /// The index after the last.
+        end: usize,
+        /// The shape of the array or view sliced.
+        shape: Vec<usize>,
+    },
+    /// Chunks of no rows asked of a device array ([`DeviceArray::chunks`](crate::DeviceArray::chunks)).
+    #[error("chunks of 0 along the first axis asked of an array of shape {shape:?}: a chunk holds at least 1")]
+    EmptyChunks {
+        /// The shape of the array or view split.
+        shape: Vec<usize>,
+    },
     /// `KERNEL_DEVICE` holds something other than `cpu`, `cpu-checked` or `cuda[:N]`.
     #[error(
         "KERNEL_DEVICE={value:?} is not understood: use `cpu`, `cpu-checked`, `cuda` or `cuda:N`"

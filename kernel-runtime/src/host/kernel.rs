@@ -4,22 +4,24 @@
 //! A parameter's declared type, as the launcher's signature names it, is a [`Param`]:
 //! `&'static [T]` and `&'static ArrayN<T>` are read-only views, `&'static mut [T]` and
 //! `&'static mut ArrayN<T>` writable ones, a [`DeviceCopy`] type its value, `*const T` and
-//! `*mut T` a pointer. It says what a launch holds of the argument ([`Param::Arg`]: a borrow of
-//! a device array, the value, a [`DevicePtr`]) and what the body sees of it. What a caller may
-//! pass for it is a [`KernelArg`] of it, as cudarc's `PushKernelArg`: `&DeviceArray` for `&`
-//! (or `&mut DeviceArray`, which the launch reads), `&mut DeviceArray` for `&mut`, the value
-//! itself, a `DevicePtr`.
+//! `*mut T` a pointer. It says what a launch holds of the argument ([`Param::Arg`]: a view of a
+//! device array, the value, a [`DevicePtr`]) and what the body sees of it. What a caller may
+//! pass for it is a [`KernelArg`] of it, as cudarc's `PushKernelArg`: `&DeviceArray` or a
+//! [`DeviceView`] for `&` (or a writable array or view, which the launch reads),
+//! `&mut DeviceArray` or a [`DeviceViewMut`] for `&mut`, the value itself, a `DevicePtr`.
 
 use super::array::DeviceArray;
 use super::device::Device;
+use super::device_view::{DeviceView, DeviceViewMut};
 use super::order::Access;
 use super::params::GpuParams;
 use super::ptr::{DevicePtr, SyncPtr};
 use crate::cpu::check::LaunchShadows;
 use crate::cpu::launch::shapes::LaunchView;
+use crate::cpu::unwritten::Unwritten;
 use crate::device_copy::DeviceCopy;
 use crate::view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
-use ndarray::{Array0, Array2, Array3, Ix0, Ix1, Ix2, Ix3};
+use ndarray::{Array0, Array2, Array3, Dimension, Ix0, Ix1, Ix2, Ix3};
 
 /// The type a kernel parameter is declared with, as the launcher's signature names it
 /// (`&'static [f32]`, `&'static mut Array2<f32>`, `u32`, `*mut f32`): what a launch holds of
@@ -73,7 +75,7 @@ pub trait Param {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed for a kernel parameter of type `{P}`",
     label = "not a kernel argument for `{P}`",
-    note = "an array parameter takes a device array of its element type and rank: copy host data to the device first (`let x = dev.to_device(&x)?;`), then pass `&x`, or `&mut x` for a `&mut` parameter",
+    note = "an array parameter takes a device array of its element type and rank: copy host data to the device first (`let x = dev.to_device(&x)?;`), then pass `&x`, or `&mut x` for a `&mut` parameter; or rows of one, `x.slice(i..j)?` or `x.slice_mut(i..j)?`",
     note = "a scalar or struct parameter takes a value of its own type; a raw pointer parameter, a `DevicePtr`"
 )]
 pub trait KernelArg<P: Param> {
@@ -223,23 +225,31 @@ macro_rules! pointer_param {
 pointer_param!(*const);
 pointer_param!(*mut);
 
-/// The array parameter `$param` of rank `$rank`, viewed as `$view`, whose argument is a device
-/// array borrowed `&` (or `&mut`, with `mut`).
+/// The dims of a view of rank `N`, for the CPU backend's kernel views.
+fn dims<D: Dimension, const N: usize>(dim: &D) -> [usize; N] {
+    let mut dims = [0usize; N];
+    dims.copy_from_slice(dim.slice());
+    dims
+}
+
+/// The array parameter `$param` of rank `$rank`, viewed as `$view`, whose argument is a view
+/// of a device array, read-only (`$arg` a [`DeviceView`]) or writable (a [`DeviceViewMut`],
+/// with `mut`): a whole array's (`&x`, `&mut x`) or part of one (`x.slice(1..)?`).
 macro_rules! array_param {
-    ($param:ty, $ix:ty, $rank:literal, $view:ident $(, $mut:tt)?) => {
+    ($param:ty, $ix:ty, $rank:literal, $view:ident, $arg:ident $(, $mut:tt)?) => {
         impl<T: DeviceCopy> Param for $param {
-            type Arg<'a> = &'a $($mut)? DeviceArray<T, $ix>;
+            type Arg<'a> = $arg<'a, T, $ix>;
             type View<'v, const CHECK: bool> = $view<'v, T, CHECK>;
 
             #[inline(always)]
             fn device<'r>(arg: &'r Self::Arg<'_>) -> Option<&'r Device> {
-                Some(arg.device())
+                Some(arg.device)
             }
 
             fn push_gpu<'p>(arg: &'p Self::Arg<'_>, params: &mut GpuParams<'p>) {
-                params.push(arg.device_addr());
-                arg.dims_slice().iter().for_each(|d| params.push(d));
-                params.uses(arg.users(), array_param!(@access $($mut)?));
+                params.push(&arg.addr);
+                arg.dim.slice().iter().for_each(|d| params.push(d));
+                params.uses(arg.users, array_param!(@access $($mut)?));
             }
 
             #[inline(always)]
@@ -247,11 +257,11 @@ macro_rules! array_param {
                 arg: &'v mut Self::Arg<'_>,
                 name: &'static str,
             ) -> $view<'v, T, CHECK> {
-                let dims: [usize; $rank] = arg.dims_array();
+                $(array_param!(@forget arg, $mut);)?
                 let ptr = array_param!(@ptr arg $(, $mut)?);
                 // SAFETY: the memory is the host's (the caller's contract), so the view covers
-                // the array's elements; it lives no longer than the borrow of the argument.
-                unsafe { $view::from_raw(ptr, dims, name) }
+                // the argument's elements; it lives no longer than the borrow of the argument.
+                unsafe { $view::from_raw(ptr, dims::<_, $rank>(&arg.dim), name) }
             }
 
             #[inline(always)]
@@ -261,9 +271,10 @@ macro_rules! array_param {
                 shadows: &mut LaunchShadows,
             ) -> $view<'v, T, CHECK> {
                 let trace = array_param!(@trace shadows, name, arg $(, $mut)?);
-                // SAFETY: the caller's contract, which is `view`'s, and it keeps `shadows`, which
-                // the trace points into, for as long as the view.
-                unsafe { Self::view::<CHECK>(arg, name).traced(trace) }
+                let ptr = array_param!(@ptr arg $(, $mut)?);
+                // SAFETY: as in `view`; the caller keeps `shadows`, which the trace points into,
+                // for as long as the view.
+                unsafe { $view::from_raw(ptr, dims::<_, $rank>(&arg.dim), name).traced(trace) }
             }
 
             $(
@@ -277,25 +288,54 @@ macro_rules! array_param {
         #[diagnostic::do_not_recommend]
         impl<'b, T: DeviceCopy> KernelArg<$param> for &'b $($mut)? DeviceArray<T, $ix> {
             #[inline(always)]
-            fn arg<'a>(self) -> &'a $($mut)? DeviceArray<T, $ix>
+            fn arg<'a>(self) -> $arg<'a, T, $ix>
+            where
+                Self: 'a,
+            {
+                array_param!(@whole self $(, $mut)?)
+            }
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl<'b, T: DeviceCopy> KernelArg<$param> for $arg<'b, T, $ix> {
+            #[inline(always)]
+            fn arg<'a>(self) -> $arg<'a, T, $ix>
             where
                 Self: 'a,
             {
                 self
             }
         }
-    };
-    (@trace $shadows:ident, $name:ident, $array:ident, mut) => {
-        {
-            let unwritten = $array.take_unwritten();
-            $shadows.writable($name, $array.dims_slice(), unwritten)
+
+        #[diagnostic::do_not_recommend]
+        impl<'b, 'c, T: DeviceCopy> KernelArg<$param> for &'c $($mut)? $arg<'b, T, $ix> {
+            #[inline(always)]
+            fn arg<'a>(self) -> $arg<'a, T, $ix>
+            where
+                Self: 'a,
+            {
+                array_param!(@again self $(, $mut)?)
+            }
         }
     };
-    (@trace $shadows:ident, $name:ident, $array:ident) => {
-        $shadows.read_only($array.unwritten())
+    (@trace $shadows:ident, $name:ident, $arg:ident, mut) => {
+        $shadows.writable($name, $arg.dim.slice(), $arg.unwritten_window())
     };
-    (@written $array:ident, $shadows:ident, mut) => {
-        $array.set_unwritten($shadows.written())
+    (@trace $shadows:ident, $name:ident, $arg:ident) => {
+        match $arg.unwritten {
+            Some(unwritten) if $arg.start == 0 => $shadows.read_only(unwritten),
+            Some(unwritten) => {
+                let range = $arg.start..$arg.start + $arg.len();
+                $shadows.read_only_window(unwritten.window(range))
+            }
+            None => $shadows.read_only(&Unwritten::default()),
+        }
+    };
+    (@written $arg:ident, $shadows:ident, mut) => {
+        $arg.written(&$shadows.written())
+    };
+    (@forget $arg:ident, mut) => {
+        $arg.forget_unwritten()
     };
     (@access mut) => {
         Access::Write
@@ -303,34 +343,61 @@ macro_rules! array_param {
     (@access) => {
         Access::Read
     };
-    (@ptr $array:ident, mut) => {
-        $array.host_ptr_mut()
+    (@ptr $arg:ident, mut) => {
+        $arg.host.as_mut_ptr()
     };
-    (@ptr $array:ident) => {
-        $array.host_ptr()
+    (@ptr $arg:ident) => {
+        $arg.host.as_ptr().cast_mut()
+    };
+    (@whole $array:ident, mut) => {
+        $array.view_mut()
+    };
+    (@whole $array:ident) => {
+        $array.view()
+    };
+    (@again $view:ident, mut) => {
+        $view.reborrow()
+    };
+    (@again $view:ident) => {
+        $view.clone()
     };
 }
 
-array_param!(&'static Array0<T>, Ix0, 0, View0);
-array_param!(&'static [T], Ix1, 1, View1);
-array_param!(&'static Array2<T>, Ix2, 2, View2);
-array_param!(&'static Array3<T>, Ix3, 3, View3);
-array_param!(&'static mut Array0<T>, Ix0, 0, View0Mut, mut);
-array_param!(&'static mut [T], Ix1, 1, View1Mut, mut);
-array_param!(&'static mut Array2<T>, Ix2, 2, View2Mut, mut);
-array_param!(&'static mut Array3<T>, Ix3, 3, View3Mut, mut);
+array_param!(&'static Array0<T>, Ix0, 0, View0, DeviceView);
+array_param!(&'static [T], Ix1, 1, View1, DeviceView);
+array_param!(&'static Array2<T>, Ix2, 2, View2, DeviceView);
+array_param!(&'static Array3<T>, Ix3, 3, View3, DeviceView);
+array_param!(&'static mut Array0<T>, Ix0, 0, View0Mut, DeviceViewMut, mut);
+array_param!(&'static mut [T], Ix1, 1, View1Mut, DeviceViewMut, mut);
+array_param!(&'static mut Array2<T>, Ix2, 2, View2Mut, DeviceViewMut, mut);
+array_param!(&'static mut Array3<T>, Ix3, 3, View3Mut, DeviceViewMut, mut);
 
-/// A writable array passed for a read-only parameter: the launch reads it.
+/// A writable array or view passed for a read-only parameter: the launch reads it.
 macro_rules! read_through_mut {
     ($param:ty, $ix:ty) => {
         #[diagnostic::do_not_recommend]
         impl<'b, T: DeviceCopy> KernelArg<$param> for &'b mut DeviceArray<T, $ix> {
             #[inline(always)]
-            fn arg<'a>(self) -> &'a DeviceArray<T, $ix>
+            fn arg<'a>(self) -> DeviceView<'a, T, $ix>
             where
                 Self: 'a,
             {
-                self
+                self.view()
+            }
+        }
+
+        read_through_mut!(@view $param, $ix, &'c DeviceViewMut<'b, T, $ix>);
+        read_through_mut!(@view $param, $ix, &'c mut DeviceViewMut<'b, T, $ix>);
+    };
+    (@view $param:ty, $ix:ty, $view:ty) => {
+        #[diagnostic::do_not_recommend]
+        impl<'b, 'c, T: DeviceCopy> KernelArg<$param> for $view {
+            #[inline(always)]
+            fn arg<'a>(self) -> DeviceView<'a, T, $ix>
+            where
+                Self: 'a,
+            {
+                self.view()
             }
         }
     };

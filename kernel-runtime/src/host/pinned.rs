@@ -9,10 +9,11 @@ use std::ops::RangeBounds;
 
 use ndarray::{ArrayView, ArrayViewMut, Dimension};
 
-use super::array::{checked_len, within, zeroed_vec, DeviceArray, Rank, ShapeArg};
+use super::array::{checked_len, DeviceArray, Rank, ShapeArg};
 use super::device::permitted;
 use super::device::Device;
 use super::error::Error;
+use super::host_vec::{within, zeroed_vec};
 use super::order::{Access, Users};
 use super::transfer::{PinnedSlice, PinnedSliceMut};
 use crate::device_copy::DeviceCopy;

@@ -11,6 +11,32 @@ impl Rank for Ix1 {}
 impl Rank for Ix2 {}
 impl Rank for Ix3 {}
 
+/// The ranks with a first axis to slice and index: `Ix1`, `Ix2`, `Ix3` (sealed, as [`Rank`]).
+pub trait Sliceable: Rank {
+    /// The rank of one index of the first axis: `Ix0` of `Ix1`, `Ix1` of `Ix2`, `Ix2` of `Ix3`.
+    type Sub: Rank;
+    /// The shape of one index of the first axis.
+    fn row_dim(&self) -> Self::Sub;
+}
+impl Sliceable for Ix1 {
+    type Sub = Ix0;
+    fn row_dim(&self) -> Ix0 {
+        ndarray::Ix0()
+    }
+}
+impl Sliceable for Ix2 {
+    type Sub = Ix1;
+    fn row_dim(&self) -> Ix1 {
+        ndarray::Ix1(self[1])
+    }
+}
+impl Sliceable for Ix3 {
+    type Sub = Ix2;
+    fn row_dim(&self) -> Ix2 {
+        ndarray::Ix2(self[1], self[2])
+    }
+}
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for ndarray::Ix0 {}

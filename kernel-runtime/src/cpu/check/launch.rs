@@ -102,6 +102,9 @@ pub struct LaunchShadows {
     blocks: u32,
     /// How many writable arrays [`written`](Self::written) has given back.
     returned: usize,
+    /// The records of unwritten elements of the read-only views of parts of arrays, which
+    /// their traces point into (each record's marks are boxed, so they do not move).
+    windows: Vec<Unwritten>,
 }
 
 /// Restores the worker's previous lane set when a group of blocks ends.
@@ -135,6 +138,7 @@ impl LaunchShadows {
         };
         Ok(LaunchShadows {
             arrays: Vec::new(),
+            windows: Vec::new(),
             sets: Mutex::new(Vec::new()),
             start,
             blocks: volume as u32,
@@ -184,6 +188,15 @@ impl LaunchShadows {
             Some(marks) => Trace::unwritten(marks),
             None => Trace::READ_ONLY,
         }
+    }
+
+    /// As [`read_only`](Self::read_only), for a view of part of an array whose record of
+    /// unwritten elements, numbered from the view's first, is `window`: the shadows keep it
+    /// for the launch.
+    pub(crate) fn read_only_window(&mut self, window: Unwritten) -> Trace {
+        self.windows.push(window);
+        let kept = self.windows.last().expect("just pushed");
+        self.read_only(kept)
     }
 
     /// The number of the launch's first block.

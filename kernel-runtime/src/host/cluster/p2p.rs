@@ -203,7 +203,7 @@ impl Cluster {
     ) -> Result<Option<Vec<T>>, Error> {
         let process = |rank: usize| self.world.process_at_rank(rank as mpi::Rank);
         let mut got = match recv {
-            Some((_, len)) => crate::host::array::zeroed_vec::<T>(len, || "the host".into())?,
+            Some((_, len)) => crate::host::host_vec::zeroed_vec::<T>(len, || "the host".into())?,
             None => Vec::new(),
         };
         match (&send, recv) {

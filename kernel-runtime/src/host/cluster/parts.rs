@@ -10,8 +10,9 @@ use ndarray::Ix1;
 
 use super::Cluster;
 use crate::device_copy::DeviceCopy;
-use crate::host::array::{zeroed_vec, DeviceArray, Rank};
+use crate::host::array::{DeviceArray, Rank};
 use crate::host::error::Error;
+use crate::host::host_vec::zeroed_vec;
 use crate::host::nccl::Transfer;
 use crate::host::order::Access;
 

@@ -1,0 +1,292 @@
+//! Parts of device arrays passed to kernels and copied, as Numba's `d[i:j]`, `d[i]` and
+//! `d.split(n)`, on every backend: a kernel sees a view as an array of its own, its indices
+//! checked against the view; checked mode keeps the array's record of unwritten elements.
+
+use kernel_runtime::ndarray::{s, Array1, Array2, Array3};
+use kernel_runtime::prelude::*;
+use kernel_runtime::{Finding, Stream};
+use kernel_suite::test_kernels::{grid_stride_double, row_sums_plus, scale3, total_into_scalar};
+
+mod common;
+use common::{assert_mentions, backends};
+
+#[test]
+fn a_slice_is_an_array_of_its_own_to_a_kernel() {
+    for dev in backends() {
+        let x: Vec<i64> = (0..100).collect();
+        let d_x = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<i64, _>(100).unwrap();
+        // Numba's grid_stride_double[2, 32](d_x[10:60], out[20:70]).
+        grid_stride_double
+            .launch(
+                2,
+                32,
+                (d_x.slice(10..60).unwrap(), out.slice_mut(20..70).unwrap()),
+            )
+            .unwrap();
+        let want: Vec<i64> = (0..100)
+            .map(|i| {
+                if (20..70).contains(&i) {
+                    2 * (i - 10)
+                } else {
+                    0
+                }
+            })
+            .collect();
+        assert_eq!(out.to_vec().unwrap(), want, "{dev:?}");
+        // A view passed by reference, twice, and a view of a view.
+        let mut part = out.slice_mut(..50).unwrap();
+        let head = d_x.slice(50..).unwrap();
+        grid_stride_double
+            .launch(1, 64, (&head, &mut part))
+            .unwrap();
+        grid_stride_double
+            .launch(1, 64, (head.slice(..10).unwrap(), part.reborrow()))
+            .unwrap();
+        assert_eq!(
+            part.view().to_vec().unwrap(),
+            (100..200).step_by(2).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            out.slice(48..52).unwrap().to_vec().unwrap(),
+            [196, 198, 80, 82]
+        );
+    }
+}
+
+#[test]
+fn rows_planes_and_elements_are_views_one_rank_less() {
+    for dev in backends() {
+        let x = Array2::from_shape_fn((8, 6), |(i, j)| (10 * i + j) as u32);
+        let d_x = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<u32, _>((8, 6)).unwrap();
+        row_sums_plus
+            .launch(
+                (1, 1),
+                (8, 8),
+                (d_x.slice(2..5).unwrap(), out.slice_mut(5..).unwrap()),
+            )
+            .unwrap();
+        let out = out.to_host().unwrap();
+        for (r, src) in (5..8).zip(2..5) {
+            for j in 1..5 {
+                let want = x[[src, j - 1]] + x[[src, j]] + x[[src, j + 1]];
+                assert_eq!(out[[r, j]], want, "{dev:?} ({r}, {j})");
+            }
+        }
+        assert!(out.slice(s![..5, ..]).iter().all(|&v| v == 0), "{dev:?}");
+
+        // A plane of a 3-D array is a 2-D array; an element of a 1-D array a 0-D one.
+        let cube = Array3::from_shape_fn((3, 4, 5), |(i, j, k)| (i * 100 + j * 10 + k) as f32);
+        let d_cube = dev.to_device(&cube).unwrap();
+        let mut scaled = dev.zeros::<f32, _>((3, 4, 5)).unwrap();
+        scale3
+            .launch(
+                (1, 1, 1),
+                (8, 8, 2),
+                (
+                    d_cube.slice(1..).unwrap(),
+                    2.0f32,
+                    scaled.slice_mut(..2).unwrap(),
+                ),
+            )
+            .unwrap();
+        let scaled = scaled.to_host().unwrap();
+        assert_eq!(
+            scaled.slice(s![..2, .., ..]),
+            cube.slice(s![1.., .., ..]).mapv(|v| 2.0 * v)
+        );
+        assert_eq!(
+            d_cube.subarray(2).unwrap().to_host().unwrap(),
+            cube.slice(s![2, .., ..])
+        );
+        let d_v = dev.to_device(&(1..=40u64).collect::<Vec<_>>()).unwrap();
+        let mut totals = dev.zeros::<u64, _>(4).unwrap();
+        let mut firsts = dev.zeros::<u64, _>(4).unwrap();
+        for (k, part) in d_v.chunks(10).unwrap().enumerate() {
+            let args = (
+                part,
+                totals.subarray_mut(k).unwrap(),
+                firsts.subarray_mut(k).unwrap(),
+            );
+            total_into_scalar.launch(1, 32, args).unwrap();
+        }
+        assert_eq!(totals.to_vec().unwrap(), [55, 155, 255, 355], "{dev:?}");
+        assert_eq!(firsts.to_vec().unwrap(), [1, 11, 21, 31], "{dev:?}");
+    }
+}
+
+#[test]
+fn chunks_go_to_launches_of_their_own_on_streams_of_their_own() {
+    for dev in backends() {
+        let x: Vec<i64> = (0..1000).collect();
+        let d_x = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<i64, _>(1000).unwrap();
+        let streams: Vec<Stream> = (0..3).map(|_| dev.stream().unwrap()).collect();
+        // Numba's `for s, a, o in zip(streams, d_x.split(300), out.split(300))`.
+        let parts = d_x.chunks(300).unwrap().zip(out.chunks_mut(300).unwrap());
+        let mut lens = vec![];
+        for (k, (a, o)) in parts.enumerate() {
+            lens.push(a.len());
+            let config = LaunchConfig::new(2, 64).unwrap().on_stream(&streams[k % 3]);
+            grid_stride_double.launch_with(config, (a, o)).unwrap();
+        }
+        assert_eq!(lens, [300, 300, 300, 100]);
+        let want: Vec<i64> = x.iter().map(|v| 2 * v).collect();
+        assert_eq!(out.to_vec().unwrap(), want, "{dev:?}");
+        // Two halves split apart, launched one after the other, each writing its own.
+        let (mut lo, mut hi) = out.split_at_mut(400).unwrap();
+        grid_stride_double
+            .launch(1, 128, (d_x.slice(600..).unwrap(), &mut lo))
+            .unwrap();
+        grid_stride_double
+            .launch(1, 128, (d_x.slice(..600).unwrap(), &mut hi))
+            .unwrap();
+        assert_eq!(lo.view().to_vec().unwrap()[..2], [1200, 1202]);
+        let out = out.to_vec().unwrap();
+        assert_eq!((out[399], out[400], out[999]), (1998, 0, 1198), "{dev:?}");
+    }
+}
+
+#[test]
+fn a_views_elements_copy_to_and_from_the_host_alone() {
+    for dev in backends() {
+        let mut a = dev.zeros::<i32, _>((4, 3)).unwrap();
+        a.slice_mut(1..3)
+            .unwrap()
+            .copy_from_host(&Array2::from_elem((2, 3), 7))
+            .unwrap();
+        a.subarray_mut(3)
+            .unwrap()
+            .copy_from_host(&[1, 2, 3])
+            .unwrap();
+        let want = Array2::from_shape_fn((4, 3), |(i, j)| match i {
+            0 => 0,
+            3 => j as i32 + 1,
+            _ => 7,
+        });
+        assert_eq!(a.to_host().unwrap(), want, "{dev:?}");
+        // Into a host array, from a transposed one.
+        let mut row = Array1::zeros(3);
+        a.subarray(3).unwrap().copy_to_host(&mut row).unwrap();
+        assert_eq!(row.to_vec(), [1, 2, 3]);
+        let t = Array2::from_shape_fn((3, 2), |(i, j)| (10 * i + j) as i32);
+        a.slice_mut(..2).unwrap().copy_from_host(&t.t()).unwrap();
+        assert_eq!(a.slice(..2).unwrap().to_host().unwrap(), t.t());
+        let err = a.slice_mut(..2).unwrap().copy_from_host(&t).unwrap_err();
+        assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+    }
+}
+
+#[test]
+fn views_past_the_array_are_errors_that_name_the_shape() {
+    let dev = Device::cpu();
+    let mut a = dev.zeros::<u8, _>((4, 3)).unwrap();
+    let err = a.slice(2..5).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::AxisOutOfRange {
+                start: 2,
+                end: 5,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_mentions(&err.to_string(), &["2..5", "[4, 3]", "0..4"]);
+    let (from, to) = (3, 2);
+    assert!(matches!(
+        a.slice(from..to),
+        Err(Error::AxisOutOfRange { .. })
+    ));
+    assert!(matches!(
+        a.subarray_mut(4),
+        Err(Error::AxisOutOfRange {
+            start: 4,
+            end: 5,
+            ..
+        })
+    ));
+    assert!(matches!(
+        a.split_at_mut(5),
+        Err(Error::AxisOutOfRange { .. })
+    ));
+    let err = a.chunks(0).err().unwrap();
+    assert!(matches!(err, Error::EmptyChunks { .. }), "{err}");
+    // The ends are views too: empty ones.
+    assert!(a.slice(4..).unwrap().is_empty());
+    assert_eq!(a.chunks_mut(4).unwrap().count(), 1);
+    assert_eq!(dev.zeros::<u8, _>(0).unwrap().chunks(3).unwrap().count(), 0);
+}
+
+#[test]
+fn an_index_past_a_view_faults_though_the_array_holds_it() {
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let x = dev.to_device(&[1i64; 10]).unwrap();
+        let mut out = dev.zeros::<i64, _>(10).unwrap();
+        // `out[i]` for every `i` of `x`, into the first 5 of `out`'s 10.
+        let err = grid_stride_double
+            .launch(1, 16, (&x, out.slice_mut(..5).unwrap()))
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::KernelFault { .. } | Error::CheckFailed { .. }),
+            "{err}"
+        );
+        assert_mentions(&err.to_string(), &["grid_stride_double", "out", "5"]);
+    }
+}
+
+/// Writes `out[i] = x[i] + 1`.
+#[kernel]
+fn plus_one(x: &[f32], out: &mut [f32]) {
+    let i = grid(1);
+    if i < out.len() {
+        out[i] = x[i] + 1.0;
+    }
+}
+
+fn unwritten_read(result: Result<(), Error>) -> (String, Vec<usize>) {
+    match result {
+        Err(Error::CheckFailed { finding, .. }) => match *finding {
+            Finding::UnwrittenRead { array, index, .. } => (array.to_string(), index),
+            f => panic!("expected a read of an unwritten element, found: {f}"),
+        },
+        other => panic!("expected a finding, got {other:?}"),
+    }
+}
+
+#[test]
+fn checked_mode_keeps_the_arrays_record_of_unwritten_elements_through_views() {
+    let dev = Device::cpu_checked();
+    let ones = dev.to_device(&[1.0f32; 10]).unwrap();
+    let mut y = dev.empty::<f32, _>(10).unwrap();
+    // A launch on a view writes its elements alone: 3..6.
+    plus_one
+        .launch(
+            1,
+            32,
+            (ones.slice(..3).unwrap(), y.slice_mut(3..6).unwrap()),
+        )
+        .unwrap();
+    let mut z = dev.zeros::<f32, _>(10).unwrap();
+    plus_one
+        .launch(1, 32, (y.slice(3..6).unwrap(), z.slice_mut(..3).unwrap()))
+        .unwrap();
+    assert_eq!(z.to_vec().unwrap()[..3], [3.0; 3]);
+    // A read of a view is numbered in the view: its element 3 is the array's 6.
+    let got =
+        unwritten_read(plus_one.launch(1, 32, (y.slice(3..).unwrap(), z.slice_mut(..5).unwrap())));
+    assert_eq!(got, ("x".to_string(), vec![3]));
+    // A copy into a view writes it.
+    y.slice_mut(6..).unwrap().copy_from_host(&[0.0; 4]).unwrap();
+    plus_one
+        .launch(1, 32, (y.slice(3..).unwrap(), z.slice_mut(..7).unwrap()))
+        .unwrap();
+    let got = unwritten_read(plus_one.launch(1, 32, (&y, &mut z)));
+    assert_eq!(got.1, vec![0]);
+    // Halves split apart count as written: nothing is reported of them.
+    let mut w = dev.empty::<f32, _>(10).unwrap();
+    let _ = w.split_at_mut(5).unwrap();
+    plus_one.launch(1, 32, (&w, &mut z)).unwrap();
+}
