@@ -735,6 +735,44 @@ pub fn cuda_math_all<F: math::LibdeviceFloat + From<i16>>(x: &[F], out: &mut Arr
     }
 }
 
+/// The number of functions [`fast_math`] gives.
+pub const FAST_MATH: usize = 11;
+
+/// CUDA's fast intrinsics of `a` (and of `p = |a| + 1/8` for the logarithms and the power),
+/// as a kernel (or host code) calls them: `__fdividef(a, y)`, `__expf(a)`, `__exp10f(a)`,
+/// `__logf(p)`, `__log2f(p)`, `__log10f(p)`, `__sinf(a)`, `__cosf(a)`, `__tanf(a)`,
+/// `__powf(p, y)`, `__saturatef(a)`.
+#[device]
+pub fn fast_math(a: f32, y: f32) -> [f32; FAST_MATH] {
+    use math::fast;
+    let p = a.abs() + 0.125;
+    [
+        fast::div(a, y),
+        fast::exp(a),
+        fast::exp10(a),
+        fast::log(p),
+        fast::log2(p),
+        fast::log10(p),
+        fast::sin(a),
+        fast::cos(a),
+        fast::tan(a),
+        fast::pow(p, y),
+        fast::saturate(a),
+    ]
+}
+
+/// [`fast_math`] of each `(x[i], y[i])`, a row each.
+#[kernel]
+pub fn fast_math_all(x: &[f32], y: &[f32], out: &mut Array2<f32>) {
+    let i = grid(1);
+    if i < x.len() {
+        let f = fast_math(x[i], y[i]);
+        for (k, v) in f.iter().enumerate() {
+            out[[i, k]] = *v;
+        }
+    }
+}
+
 /// [`math_more`]'s functions of `f32`, summed.
 #[kernel]
 pub fn math_more_f32(x: &[f32], out: &mut [f32]) {

@@ -1501,6 +1501,63 @@ fn cuda_math_api_functions_match_the_host() {
     }
 }
 
+/// How far CUDA's programming guide says a GPU's fast intrinsic `k` of [`fast_math`] may be
+/// from the correctly rounded `want`, at `a` (and `p = |a| + 1/8`) and `y`; `ulp` over-counts
+/// a unit in the last place by at most 2.
+fn fast_math_error(k: usize, a: f32, y: f32, want: f32) -> f32 {
+    let ulp = |v: f32| f32::EPSILON * v.abs().max(f32::MIN_POSITIVE);
+    let p = a.abs() + 0.125;
+    let near_one = (0.5..=2.0).contains(&p);
+    let lg2 = if near_one {
+        2f32.powf(-22.0)
+    } else {
+        2.0 * ulp(p.log2())
+    };
+    match k {
+        0 => 2.0 * ulp(want),
+        1 => (2.0 + (1.173 * a).abs().floor()) * ulp(want),
+        2 => (2.0 + (2.97 * a).abs().floor()) * ulp(want),
+        3 if near_one => 2f32.powf(-21.41),
+        4 => lg2,
+        5 if near_one => 2f32.powf(-24.0),
+        3 | 5 => 3.0 * ulp(want),
+        6 | 7 => 2f32.powf(-21.19),
+        8 => (2f32.powf(-21.41) + want.abs() * 2f32.powf(-21.19)) / a.cos().abs() + 4.0 * ulp(want),
+        9 => want * (4.0 * f32::EPSILON + std::f32::consts::LN_2 * y * lg2),
+        _ => 0.0,
+    }
+}
+
+#[test]
+fn cuda_fast_intrinsics_are_within_cudas_bounds_of_the_correctly_rounded_functions() {
+    // `a` within [-π, π], where CUDA bounds `__sinf` and `__cosf`; `y` in [0.5, 3].
+    let x: Vec<f32> = (0..200).map(|i| i as f32 * 0.0314 - 3.13).collect();
+    let y: Vec<f32> = (0..200).map(|i| 0.5 + (i % 11) as f32 * 0.25).collect();
+    for dev in backends() {
+        let mut out = dev.zeros::<f32, _>((x.len(), FAST_MATH)).unwrap();
+        let (d_x, d_y) = (dev.to_device(&x).unwrap(), dev.to_device(&y).unwrap());
+        fast_math_all.launch(7, 32, (&d_x, &d_y, &mut out)).unwrap();
+        let out = out.to_host().unwrap();
+        let on_gpu = matches!(dev.kind(), DeviceKind::Cuda(_));
+        for (i, (&a, &b)) in x.iter().zip(&y).enumerate() {
+            // On the host, the same functions are the correctly rounded ones.
+            for (k, want) in fast_math(a, b).into_iter().enumerate() {
+                let got = out[[i, k]];
+                let bound = if on_gpu {
+                    fast_math_error(k, a, b, want)
+                } else {
+                    0.0
+                };
+                assert!(
+                    (got - want).abs() <= bound,
+                    "{:?} {k} at ({a}, {b}): {got} vs {want}",
+                    dev.kind()
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn a_register_cap_changes_no_result() {
     let x: Vec<f64> = (0..1000).map(|i| i as f64 * 0.013 - 6.0).collect();

@@ -50,7 +50,7 @@ fn all() -> Vec<Kernel> {
         divergent_barrier => false, off_by_one => false, unchecked_copy => false,
         atomics => false, shared_atomic_count => false, shared_float_sums => false, reverse_dynamic => false,
         saxpy_params => false, math_chain => false, math_more => false, math_more_f32 => false,
-        cuda_math_all => false,
+        cuda_math_all => false, fast_math_all => false,
         locked_sums => false, vector_names => false,
         scale3 => false,
         rotate_with_device_barrier => false, early_exit_before_barrier => false,
@@ -501,6 +501,27 @@ fn device_math_takes_the_gpus_instructions() {
         integrate.contains("ld.global.nc.v2"),
         "no 16-byte coefficient-table load"
     );
+}
+
+#[test]
+fn fast_intrinsics_are_the_approximate_instructions() {
+    let Some(kernels) = with_ptx() else { return };
+    // __fdividef, __expf, __logf, __sinf, __cosf and __saturatef as nvcc writes them; no
+    // correctly rounded division or software function is left.
+    assert_instructions(
+        &kernels,
+        "fast_math_all",
+        &[
+            "div.approx.f32",
+            "ex2.approx.f32",
+            "lg2.approx.f32",
+            "sin.approx.f32",
+            "cos.approx.f32",
+            "cvt.sat.f32.f32",
+        ],
+    );
+    let body = kernel_entry(&kernels, "fast_math_all");
+    assert!(!body.contains("div.rn") && !body.contains("call"), "{body}");
 }
 
 /// The memory instructions of `body` that name no state space (`ld.b32`, `atom.add.f32`, ...):

@@ -9,7 +9,8 @@
 //! On the device, `sqrt`, `mul_add`/`fma`, `floor`, `ceil`, `round` and `trunc` are single PTX
 //! instructions (`sqrt.rn`, `fma.rn`, `cvt.rmi`, ...), and `sin` and `cos` are inlined
 //! multiply-adds (within 2 ulp; see the `trig` module); the other functions come from the
-//! `libm` crate.
+//! `libm` crate. [`fast`] has CUDA's approximate `f32` intrinsics (`__expf`, `__fdividef`, ...),
+//! which Numba's `fastmath=True` uses.
 //!
 //! ```
 //! use kernel_runtime::prelude::*;
@@ -38,6 +39,7 @@
 #[cfg(any(target_arch = "nvptx64", test))]
 mod trig;
 
+pub mod fast;
 mod libdevice;
 pub use libdevice::{
     cospi, exp10, fdim, ilogb, j0, j1, jn, nextafter, normcdf, rsqrt, scalbn, sincos, sinpi, y0,
