@@ -27,9 +27,10 @@ use kernel_runtime::{
 use kernel_suite::complex_kernels::mandelbrot;
 use kernel_suite::gufuncs::{dot, shift};
 use kernel_suite::test_kernels::{
-    axpy_generic, axpy_raw, bounded_block_sizes, convolve_taps, declared_shared, grid_rotate,
-    haxpy, mixed_stencil, off_by_one, reverse_dynamic, saxpy_params, scale3, shared_window_sums,
-    sum_f64, times_three_plus, total_into_scalar, Affine, DECLARED_SHARED, LOOKUP, TAPS,
+    axpy_generic, axpy_raw, bounded_block_sizes, capped_registers, convolve_taps, declared_shared,
+    grid_rotate, haxpy, mixed_stencil, off_by_one, reverse_dynamic, reverse_in_blocks,
+    saxpy_params, scale3, shared_window_sums, sum_f64, times_three_plus, total_into_scalar, Affine,
+    DECLARED_SHARED, LOOKUP, TAPS,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -1296,6 +1297,38 @@ fn a_view_passes_its_first_elements_address_and_its_own_extents() {
                 hex(70)
             );
             assert!(launch.ends_with(&want), "{launch} vs {want}");
+        },
+    );
+}
+
+#[test]
+fn a_kernels_attributes_are_what_the_driver_reports_of_its_function() {
+    on_fake_driver(
+        "a_kernels_attributes_are_what_the_driver_reports_of_its_function",
+        &[],
+        |_log| {
+            let gpu = fake_gpu();
+            if !has_ptx(add.ptx()) {
+                assert!(matches!(add.attributes(&gpu), Err(Error::NoPtx { .. })));
+                return;
+            }
+            // The fake compiles nothing: 32 registers unless capped, no local memory, its
+            // binary for the GPU's compute capability (9.0).
+            let a = add.attributes(&gpu).unwrap();
+            assert_eq!((a.registers, a.local_bytes, a.const_bytes), (32, 0, 0));
+            assert_eq!((a.max_threads_per_block, a.binary_version), (1024, 90));
+            assert!(a.ptx_version >= 60, "{a:?}");
+            // Caps and bounds reach the PTX (`.maxnreg`, `.maxntid`), and the driver's limits.
+            assert_eq!(capped_registers.attributes(&gpu).unwrap().registers, 32);
+            let bounded = bounded_block_sizes.attributes(&gpu).unwrap();
+            assert_eq!(bounded.max_threads_per_block, 128);
+            // A block's shared arrays count, where a launch places them.
+            assert_eq!(
+                reverse_in_blocks.attributes(&gpu).unwrap().shared_bytes,
+                512
+            );
+            // A generic kernel's hold for each of its instances.
+            assert_eq!(axpy_generic.attributes(&gpu).unwrap().registers, 32);
         },
     );
 }

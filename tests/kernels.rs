@@ -1559,6 +1559,31 @@ fn cuda_fast_intrinsics_are_within_cudas_bounds_of_the_correctly_rounded_functio
 }
 
 #[test]
+fn the_cpu_backend_has_no_compiled_function_to_describe() {
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let err = capped_registers.attributes(&dev).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                kernel_runtime::Error::NoGpuFunction {
+                    kernel: "capped_registers",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_mentions(&err.to_string(), &["capped_registers", "Device::cuda(0)"]);
+    }
+    for dev in backends()
+        .into_iter()
+        .filter(|d| matches!(d.kind(), DeviceKind::Cuda(_)))
+    {
+        let a = capped_registers.attributes(&dev).unwrap();
+        assert!(a.registers <= 32 && a.max_threads_per_block >= 32, "{a:?}");
+    }
+}
+
+#[test]
 fn a_register_cap_changes_no_result() {
     let x: Vec<f64> = (0..1000).map(|i| i as f64 * 0.013 - 6.0).collect();
     let want: Vec<f64> = x

@@ -90,6 +90,8 @@ pub fn parse(image: &[u8]) -> Result<Module, String> {
                 Entry {
                     params,
                     static_shared,
+                    max_threads: None,
+                    max_registers: None,
                 },
             )
         })

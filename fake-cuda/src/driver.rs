@@ -1093,6 +1093,28 @@ impl Driver {
         Ok(())
     }
 
+    /// `cuFuncGetAttribute`. The fake compiles nothing, so a function's registers are its
+    /// `.maxnreg`, else 32, and it has no local or constant memory of its own; its threads per
+    /// block are its `.maxntid`'s, else 1024; its binary is for the GPU's compute capability.
+    pub fn function_attribute(&self, function: usize, attribute: u32) -> Result<i32, Failure> {
+        let (module, name) = self.function_of(function)?;
+        let (ptx, entry) = (
+            &self.modules[&module].ptx,
+            &self.modules[&module].ptx.entries[&name],
+        );
+        let value = match attribute {
+            0 => entry.max_threads.unwrap_or(1024).min(1024),
+            1 => entry.static_shared,
+            2 | 3 => 0,
+            4 => entry.max_registers.unwrap_or(32) as usize,
+            5 => ptx.version as usize,
+            6 => self.config.cc as usize,
+            8 => self.functions[&function].max_dynamic_shared,
+            _ => return fail(INVALID_VALUE, format!("function attribute {attribute}")),
+        };
+        Ok(value as i32)
+    }
+
     /// Checks a launch as the driver does and logs it with its parameters' values; runs
     /// nothing. A pointer parameter outside the context's memory, or `FAKE_CUDA_TRAP`, makes
     /// the context fault as the kernel would have: the launch succeeds and every later call

@@ -665,6 +665,20 @@ pub unsafe extern "C" fn cuFuncSetAttribute(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn cuFuncGetAttribute(
+    value: *mut c_int,
+    attribute: c_int,
+    function: Handle,
+) -> CuResult {
+    call("cuFuncGetAttribute", |d| {
+        put(
+            value,
+            d.function_attribute(handle(function), attribute as u32)?,
+        )
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn cuModuleGetGlobal_v2(
     dptr: *mut DevicePtr,
     bytes: *mut usize,

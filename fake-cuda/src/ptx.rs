@@ -25,6 +25,10 @@ pub struct Entry {
     pub params: Vec<Param>,
     /// Bytes of `.shared` memory it declares itself.
     pub static_shared: usize,
+    /// The threads of a block its `.maxntid` allows, if it has one.
+    pub max_threads: Option<usize>,
+    /// Its `.maxnreg`, if it has one.
+    pub max_registers: Option<u32>,
 }
 
 /// One `.param` of an entry.
@@ -78,6 +82,7 @@ pub fn parse(text: &str) -> Result<Module, String> {
             .map(param)
             .collect::<Result<Vec<_>, _>>()?;
         rest = &rest[close..];
+        let header = &rest[..rest.find('{').unwrap_or(rest.len())];
         let body = body(rest).ok_or_else(|| format!("entry `{name}` has no body"))?;
         let static_shared = body
             .lines()
@@ -90,6 +95,10 @@ pub fn parse(text: &str) -> Result<Module, String> {
             Entry {
                 params,
                 static_shared,
+                max_threads: performance_directive(header, ".maxntid")
+                    .map(|dims| dims.iter().product()),
+                max_registers: performance_directive(header, ".maxnreg")
+                    .and_then(|n| u32::try_from(n[0]).ok()),
             },
         );
     }
@@ -100,6 +109,16 @@ pub fn parse(text: &str) -> Result<Module, String> {
         entries,
         variables: variables(text)?,
     })
+}
+
+/// The numbers of the performance-tuning directive `name` (`.maxntid 256, 1, 1`) in an entry's
+/// header, the text between its parameters and its body.
+fn performance_directive(header: &str, name: &str) -> Option<Vec<usize>> {
+    let line = header
+        .lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix(name))?;
+    line.split(',').map(|n| n.trim().parse().ok()).collect()
 }
 
 /// The module-level `.const` and `.global` variables of `text`, such as
@@ -277,6 +296,8 @@ mod tests {
 }
 
 .visible .entry none()
+.maxntid 128, 2, 1
+.maxnreg 40
 {
 	ret;
 }
@@ -293,6 +314,12 @@ mod tests {
         assert_eq!(sizes, [(8, true), (8, false), (12, false), (4, false)]);
         assert_eq!(pair.static_shared, 64);
         assert!(m.entries["none"].params.is_empty());
+        let none = &m.entries["none"];
+        assert_eq!(
+            (none.max_threads, none.max_registers),
+            (Some(256), Some(40))
+        );
+        assert_eq!((pair.max_threads, pair.max_registers), (None, None));
     }
 
     #[test]

@@ -137,6 +137,7 @@ pub use host::{
         DeviceArray, DeviceArray0, DeviceArray1, DeviceArray2, DeviceArray3, Rank, Sliceable,
         ToDevice,
     },
+    attributes::KernelAttributes,
     device::{Device, DeviceKind, Limits},
     device_view::{DeviceView, DeviceViewMut},
     error::{Error, LaunchError},

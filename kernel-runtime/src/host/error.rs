@@ -225,6 +225,15 @@ pub enum Error {
         /// The shape of the array or view split.
         shape: Vec<usize>,
     },
+    /// What a GPU compiled of a kernel, asked of a device that compiles nothing
+    /// ([`Kernel::attributes`](crate::Kernel::attributes) on the CPU backend).
+    #[error("the attributes of kernel `{kernel}` are those of its compiled GPU function, and {device} compiles none: ask them of a GPU's `Device` (`Device::cuda(0)?`)")]
+    NoGpuFunction {
+        /// The kernel.
+        kernel: &'static str,
+        /// The device asked.
+        device: String,
+    },
     /// `KERNEL_DEVICE` holds something other than `cpu`, `cpu-checked` or `cuda[:N]`.
     #[error(
         "KERNEL_DEVICE={value:?} is not understood: use `cpu`, `cpu-checked`, `cuda` or `cuda:N`"

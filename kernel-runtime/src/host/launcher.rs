@@ -23,6 +23,7 @@
 //! ```
 
 use super::args::{Args, Params};
+use super::attributes::KernelAttributes;
 use super::cooperative::{check_cooperative, cuda_launch_cooperative};
 use super::device::Device;
 use super::error::{Error, LaunchError};
@@ -189,6 +190,21 @@ pub trait Kernel {
             )?);
         }
         Ok(blocks)
+    }
+
+    /// What the GPU `device` compiled of this kernel: its registers, shared, local and
+    /// constant memory, and the most threads a block of it may have, as Numba's
+    /// `kernel.get_regs_per_thread()` and the others read them from the driver; a generic
+    /// kernel's hold for every instance (its largest use of each, its smallest limit).
+    ///
+    /// # Errors
+    /// [`Error::NoGpuFunction`] on the CPU backend, which compiles nothing;
+    /// [`Error::NoPtx`] where the crate has no PTX module.
+    fn attributes(&self, device: &Device) -> Result<KernelAttributes, Error> {
+        let meta = &Self::META;
+        let entries = meta.instances.iter().map(|&(entry, _)| entry);
+        let shared = meta.static_shared_bytes;
+        super::attributes::of_kernel(device, meta.name, meta.ptx, entries, shared)
     }
 }
 

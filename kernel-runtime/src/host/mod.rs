@@ -3,6 +3,7 @@
 pub(crate) mod alloc;
 pub mod args;
 pub mod array;
+pub mod attributes;
 pub(crate) mod bytes;
 #[cfg(feature = "mpi")]
 pub mod cluster;

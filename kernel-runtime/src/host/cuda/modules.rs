@@ -115,6 +115,26 @@ impl CudaDevice {
         Ok(f)
     }
 
+    /// The attributes `attributes` of the function `kernel` of the module `ptx`, as the driver
+    /// reports them (`cuFuncGetAttribute`), loading the module on first use.
+    pub(crate) fn function_attributes<const N: usize>(
+        &self,
+        kernel: &'static str,
+        ptx: &'static str,
+        attributes: [sys::CUfunction_attribute; N],
+    ) -> Result<[i32; N], Error> {
+        let f = self.function(kernel, ptx)?;
+        let mut values = [0; N];
+        for (value, attribute) in values.iter_mut().zip(attributes) {
+            // SAFETY: `f` is a live function of this context.
+            *value =
+                unsafe { result::function::get_function_attribute(f, attribute) }.map_err(|e| {
+                    self.error(&format!("reading the attributes of kernel `{kernel}`"), e)
+                })?;
+        }
+        Ok(values)
+    }
+
     /// The device address and size of the module-level variable `symbol` of the module `ptx`
     /// (declared as `name`), loading the module on first use.
     pub(crate) fn global(
