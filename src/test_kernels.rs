@@ -695,7 +695,7 @@ pub fn math_more(x: &[f64], out: &mut Array2<f64>) {
 }
 
 /// The number of functions [`cuda_math`] gives.
-pub const CUDA_MATH: usize = 17;
+pub const CUDA_MATH: usize = 20;
 
 /// CUDA's math API functions of `v` that Rust's float methods lack (Numba's `cuda.libdevice`),
 /// as a kernel (or host code) calls them.
@@ -703,6 +703,8 @@ pub const CUDA_MATH: usize = 17;
 pub fn cuda_math<F: math::LibdeviceFloat + From<i16>>(v: F) -> [F; CUDA_MATH] {
     let (s, c) = math::sincos(v);
     let a = v.abs();
+    // In [-1, 1] for the tests' arguments, which lie in [-9, 14].
+    let y = v / F::from(16);
     [
         math::exp10(v),
         math::rsqrt(a),
@@ -721,6 +723,9 @@ pub fn cuda_math<F: math::LibdeviceFloat + From<i16>>(v: F) -> [F; CUDA_MATH] {
         math::fdim(v, F::ONE / (F::ONE + F::ONE)),
         math::scalbn(v, -3),
         F::from(math::ilogb(a).clamp(-1000, 1000) as i16),
+        math::erfinv(y),
+        math::erfcinv(y + F::ONE),
+        math::normcdfinv((y + F::ONE) / (F::ONE + F::ONE)),
     ]
 }
 

@@ -39,8 +39,10 @@
 #[cfg(any(target_arch = "nvptx64", test))]
 mod trig;
 
+mod erfinv;
 pub mod fast;
 mod libdevice;
+pub use erfinv::{erfcinv, erfinv, normcdfinv};
 pub use libdevice::{
     cospi, exp10, fdim, ilogb, j0, j1, jn, nextafter, normcdf, rsqrt, scalbn, sincos, sinpi, y0,
     y1, yn, LibdeviceFloat,

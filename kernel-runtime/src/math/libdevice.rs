@@ -1,6 +1,7 @@
 //! Functions of CUDA's math API (Numba's `cuda.libdevice`) that Rust's float methods lack, for
 //! `f32` and `f64`, under CUDA's names: `math::exp10(x)`, `math::sinpi(x)`, `math::rsqrt(x)`,
-//! the Bessel functions `math::j0(x)` ... `math::yn(n, x)`, and others.
+//! the Bessel functions `math::j0(x)` ... `math::yn(n, x)`, and others; the inverse error
+//! functions `math::erfinv`, `erfcinv` and `normcdfinv` are in the `erfinv` module.
 //!
 //! ```
 //! use kernel_runtime::math;
@@ -34,6 +35,9 @@ macro_rules! libdevice_float {
             DeviceFloat + DeviceNumber + Neg<Output = Self> + sealed::Sealed
         {
             $($(#[$doc])* fn $method(self $(, $arg: $at)*) -> $ret;)*
+            /// `v` rounded to the type.
+            #[doc(hidden)]
+            fn from_f64_(v: f64) -> Self;
             /// π.
             const PI: Self;
             /// 1/√2.
@@ -52,6 +56,10 @@ macro_rules! libdevice_float {
                     libm::Libm::<$t>::$libm($($call),*)
                 }
             )*
+            #[inline(always)]
+            fn from_f64_(v: f64) -> Self {
+                v as $t
+            }
             const PI: Self = core::$t::consts::PI;
             const FRAC_1_SQRT_2: Self = core::$t::consts::FRAC_1_SQRT_2;
         }
