@@ -5,6 +5,7 @@
 use kernel_runtime::ndarray::{s, Array1, Array2, Array3};
 use kernel_runtime::prelude::*;
 use kernel_runtime::{Finding, Stream};
+use kernel_suite::reference::SplitMix64;
 use kernel_suite::test_kernels::{grid_stride_double, row_sums_plus, scale3, total_into_scalar};
 
 mod common;
@@ -145,6 +146,52 @@ fn chunks_go_to_launches_of_their_own_on_streams_of_their_own() {
         assert_eq!(lo.view().to_vec().unwrap()[..2], [1200, 1202]);
         let out = out.to_vec().unwrap();
         assert_eq!((out[399], out[400], out[999]), (1998, 0, 1198), "{dev:?}");
+    }
+}
+
+#[test]
+fn random_views_of_views_are_the_rows_ndarray_slices() {
+    let mut rng = SplitMix64(11);
+    let mut below = |n: usize| (rng.next_u64() % (n as u64 + 1)) as usize;
+    for dev in backends() {
+        let host = Array2::from_shape_fn((37, 5), |(i, j)| (100 * i + j) as i64);
+        let d = dev.to_device(&host).unwrap();
+        let flat: Vec<i64> = host.iter().copied().collect();
+        let d_flat = dev.to_device(&flat).unwrap();
+        for _ in 0..40 {
+            // Rows a..b, then rows c..e of those: ndarray's slices of the same.
+            let (a, b) = {
+                let (x, y) = (below(37), below(37));
+                (x.min(y), x.max(y))
+            };
+            let (c, e) = {
+                let (x, y) = (below(b - a), below(b - a));
+                (x.min(y), x.max(y))
+            };
+            let view = d.slice(a..b).unwrap().slice(c..e).unwrap();
+            assert_eq!(
+                view.to_host().unwrap(),
+                host.slice(s![a..b, ..]).slice(s![c..e, ..])
+            );
+            // A kernel on elements a..a+n of one array into elements c..c+n of another.
+            let n = below(flat.len() / 2);
+            let (a, c) = (below(flat.len() - n), below(flat.len() - n));
+            let mut out = dev.zeros::<i64, _>(flat.len()).unwrap();
+            let args = (
+                d_flat.slice(a..a + n).unwrap(),
+                out.slice_mut(c..c + n).unwrap(),
+            );
+            grid_stride_double.launch(2, 32, args).unwrap();
+            let got = out.to_vec().unwrap();
+            for (k, g) in got.iter().enumerate() {
+                let want = if (c..c + n).contains(&k) {
+                    2 * flat[a + k - c]
+                } else {
+                    0
+                };
+                assert_eq!(*g, want, "{dev:?}: {a}+{n} into {c}, element {k}");
+            }
+        }
     }
 }
 
