@@ -1334,6 +1334,30 @@ fn a_kernels_attributes_are_what_the_driver_reports_of_its_function() {
 }
 
 #[test]
+fn a_gpus_free_memory_is_what_its_allocations_leave() {
+    on_fake_driver(
+        "a_gpus_free_memory_is_what_its_allocations_leave",
+        &[],
+        |_log| {
+            let gpu = fake_gpu();
+            let before = gpu.memory_info().unwrap();
+            // The fake GPU has 16 GiB.
+            assert_eq!(before.total, 1 << 34);
+            let a = gpu.zeros::<u8, _>(1 << 30).unwrap();
+            let during = gpu.memory_info().unwrap();
+            assert_eq!(
+                before.free - during.free,
+                1 << 30,
+                "{before:?} then {during:?}"
+            );
+            drop(a);
+            gpu.synchronize().unwrap();
+            assert!(gpu.memory_info().unwrap().free >= during.free);
+        },
+    );
+}
+
+#[test]
 fn a_gpu_that_cannot_share_managed_memory_while_kernels_run_refuses_it() {
     on_fake_driver(
         "a_gpu_that_cannot_share_managed_memory_while_kernels_run_refuses_it",

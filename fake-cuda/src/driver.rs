@@ -609,6 +609,13 @@ impl Driver {
         Ok(())
     }
 
+    /// `cuMemGetInfo`: the device memory no allocation holds, and all of it.
+    pub fn memory_info(&self) -> Result<(usize, usize), Failure> {
+        self.current()?;
+        let in_use: usize = self.memory.values().map(|a| a.len).sum();
+        Ok((MEMORY_BYTES.saturating_sub(in_use), MEMORY_BYTES))
+    }
+
     /// `bytes` of device memory in the current context, filled with 0xCD as fresh memory holds
     /// whatever was there before.
     pub fn alloc(&mut self, bytes: usize, stream: Option<usize>) -> Result<u64, Failure> {

@@ -266,6 +266,15 @@ pub unsafe extern "C" fn cuEventDestroy_v2(event: Handle) -> CuResult {
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CuResult {
+    call("cuMemGetInfo_v2", |d| {
+        let (f, t) = d.memory_info()?;
+        put(free, f)?;
+        put(total, t)
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn cuMemAlloc_v2(ptr: *mut DevicePtr, bytes: usize) -> CuResult {
     call("cuMemAlloc_v2", |d| put(ptr, d.alloc(bytes, None)?))
 }

@@ -148,6 +148,7 @@ pub use host::{
     kernel::{ByValue, KernelArg},
     launch::{IntoDim3, LaunchConfig},
     launcher::{Kernel, KernelMeta},
+    memory_info::MemoryInfo,
     pinned::PinnedArray,
     ptr::DevicePtr,
     stream::Stream,

@@ -29,6 +29,21 @@ fn host_room() -> u128 {
     (info.totalram as u128 + info.totalswap as u128) * info.mem_unit.max(1) as u128
 }
 
+/// The host's available and total memory, in bytes: `/proc/meminfo`'s `MemAvailable` and
+/// `MemTotal` (on Linux; elsewhere unknown, `usize::MAX` both).
+pub(crate) fn host_memory() -> (usize, usize) {
+    let Ok(info) = std::fs::read_to_string("/proc/meminfo") else {
+        return (usize::MAX, usize::MAX);
+    };
+    let field = |name: &str| {
+        let line = info.lines().find_map(|l| l.strip_prefix(name))?;
+        let kib: usize = line.trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kib.saturating_mul(1024))
+    };
+    let total = field("MemTotal:").unwrap_or(usize::MAX);
+    (field("MemAvailable:").unwrap_or(total).min(total), total)
+}
+
 /// The host's memory and swap, unknown here: the allocator alone decides.
 #[cfg(not(target_os = "linux"))]
 fn host_room() -> u128 {

@@ -27,6 +27,7 @@ pub mod launcher;
 pub mod limits;
 pub(crate) mod link;
 pub mod mapped;
+pub mod memory_info;
 #[cfg(feature = "mpi")]
 pub(crate) mod nccl;
 pub(crate) mod order;

@@ -316,6 +316,12 @@ impl CudaDevice {
         }
     }
 
+    /// The GPU's free and total memory, in bytes (`cuMemGetInfo`).
+    pub(crate) fn memory_info(&self) -> Result<(usize, usize), Error> {
+        self.bind()?;
+        result::mem_get_info().map_err(|e| self.error("reading the GPU's free memory", e))
+    }
+
     /// Waits for all work queued on the device.
     pub(crate) fn synchronize(&self) -> Result<(), Error> {
         self.outside_capture("waiting for the GPU")?;
