@@ -35,6 +35,13 @@ fn reductions_match_the_host_on_every_backend() {
                 0.5 + xs.iter().sum::<f64>(),
                 "{what}"
             );
+            // Part of an array, as Numba's `sum_reduce(d[k:])`.
+            let k = n / 3;
+            assert_eq!(
+                sum_f64.reduce(dx.slice(k..).unwrap()).unwrap(),
+                Some(xs[k..].iter().sum()),
+                "{what}"
+            );
             let di = dev.to_device(&ints).unwrap();
             assert_eq!(
                 max_i32.reduce(&di).unwrap(),
@@ -51,6 +58,10 @@ fn reductions_match_the_host_on_every_backend() {
         let empty = dev.zeros::<f64, _>(0).unwrap();
         assert_eq!(sum_f64.reduce(&empty).unwrap(), None);
         assert_eq!(sum_f64.fold(&empty, 7.0).unwrap(), 7.0);
+        let mut halves = dev.to_device(&[1.0f64, 2.0, 3.0, 4.0]).unwrap();
+        let (lo, hi) = halves.split_at_mut(2).unwrap();
+        assert_eq!(sum_f64.fold(&lo, 0.5).unwrap(), 3.5);
+        assert_eq!(sum_f64.reduce(hi.view()).unwrap(), Some(7.0));
     }
 }
 

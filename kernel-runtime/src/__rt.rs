@@ -42,6 +42,8 @@ pub use crate::grid::hooks::gpu_grid;
 pub use crate::ctx::{block_dim, block_idx, grid_dim, thread_idx};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::host::array::{DeviceArray, Rank};
+#[cfg(not(target_arch = "nvptx64"))]
+pub use crate::host::device_view::IntoDeviceView;
 pub use crate::sync::sync_threads;
 pub use crate::warp::{lane_id, shfl_down_sync};
 #[cfg(not(target_arch = "nvptx64"))]
@@ -64,8 +66,8 @@ pub use crate::{
     fault::foreign_without_cpu_body,
     host::args::{Args, KernelArgs, Views},
     host::elementwise::{
-        common_device, cuda_launch, device_addr, gpu_params, grid_stride_launch, host_ptr,
-        host_ptr_mut, on_gpu, reads, reads_whole, same_shape, writes,
+        common_device, cuda_launch, device_addr, gpu_params, grid_stride_launch, host_elements,
+        host_ptr, host_ptr_mut, on_gpu, reads, reads_whole, same_shape, writes,
     },
     host::embedded::PTX_MODULES,
     host::error::Error,

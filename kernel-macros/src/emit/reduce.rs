@@ -190,12 +190,13 @@ fn host(name: &syn::Ident, op: &syn::Ident, ty: &Type) -> TokenStream {
                 #op(a, b)
             }
 
-            /// The reduction of every element of `array` by the operation, on the array's
-            /// device; `None` for an empty array.
-            pub fn reduce(
+            /// The reduction of every element of `array` (a device array or a view of one)
+            /// by the operation, on the array's device; `None` for an empty array.
+            pub fn reduce<'a>(
                 &self,
-                array: &::kernel_runtime::__rt::DeviceArray<#ty, ::kernel_runtime::__rt::Ix1>,
+                array: impl ::kernel_runtime::__rt::IntoDeviceView<'a, #ty, ::kernel_runtime::__rt::Ix1>,
             ) -> ::core::result::Result<::core::option::Option<#ty>, ::kernel_runtime::__rt::Error> {
+                let array = array.into_view();
                 let device = array.device().clone();
                 if array.is_empty() {
                     return Ok(None);
@@ -213,19 +214,14 @@ fn host(name: &syn::Ident, op: &syn::Ident, ty: &Type) -> TokenStream {
                     }
                     return Ok(partials.to_vec()?.first().copied());
                 }
-                // SAFETY: the array lives on the CPU backend, in host memory of `len` elements,
-                // and the shared borrow keeps every writer away while the slice lives.
-                let xs = unsafe {
-                    ::core::slice::from_raw_parts(::kernel_runtime::__rt::host_ptr(array), array.len())
-                };
-                self.on_host(xs)
+                self.on_host(::kernel_runtime::__rt::host_elements(&array))
             }
 
             /// `op(init, reduce(array))`, or `init` for an empty array: Numba's
             /// `reduce(array, init=init)`.
-            pub fn fold(
+            pub fn fold<'a>(
                 &self,
-                array: &::kernel_runtime::__rt::DeviceArray<#ty, ::kernel_runtime::__rt::Ix1>,
+                array: impl ::kernel_runtime::__rt::IntoDeviceView<'a, #ty, ::kernel_runtime::__rt::Ix1>,
                 init: #ty,
             ) -> ::core::result::Result<#ty, ::kernel_runtime::__rt::Error> {
                 match self.reduce(array)? {

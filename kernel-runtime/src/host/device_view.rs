@@ -515,6 +515,50 @@ impl<'a, T: DeviceCopy, D: Sliceable> DeviceViewMut<'a, T, D> {
     }
 }
 
+/// What reads as a view: a device array, or a view of one, by reference or by value
+/// (`#[reduce]`'s `reduce` and `fold` take one).
+pub trait IntoDeviceView<'a, T: DeviceCopy, D: Rank> {
+    /// The elements as a read-only view.
+    fn into_view(self) -> DeviceView<'a, T, D>;
+}
+
+impl<'a, T: DeviceCopy, D: Rank> IntoDeviceView<'a, T, D> for &'a DeviceArray<T, D> {
+    fn into_view(self) -> DeviceView<'a, T, D> {
+        self.view()
+    }
+}
+
+impl<'a, T: DeviceCopy, D: Rank> IntoDeviceView<'a, T, D> for &'a mut DeviceArray<T, D> {
+    fn into_view(self) -> DeviceView<'a, T, D> {
+        self.view()
+    }
+}
+
+impl<'a, T: DeviceCopy, D: Rank> IntoDeviceView<'a, T, D> for DeviceView<'a, T, D> {
+    fn into_view(self) -> DeviceView<'a, T, D> {
+        self
+    }
+}
+
+impl<'a, T: DeviceCopy, D: Rank> IntoDeviceView<'a, T, D> for &'a DeviceView<'_, T, D> {
+    fn into_view(self) -> DeviceView<'a, T, D> {
+        self.clone()
+    }
+}
+
+impl<'a, T: DeviceCopy, D: Rank> IntoDeviceView<'a, T, D> for &'a DeviceViewMut<'_, T, D> {
+    fn into_view(self) -> DeviceView<'a, T, D> {
+        self.view()
+    }
+}
+
+impl<'a, T: DeviceCopy, D: Rank> DeviceView<'a, T, D> {
+    /// The elements in host memory: all of them on the CPU backend, none on a GPU.
+    pub(crate) fn host_elements(&self) -> &'a [T] {
+        self.host
+    }
+}
+
 /// The whole array as a view.
 impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// The whole array as a read-only view: what a kernel's `&` parameter takes of it.

@@ -4,6 +4,7 @@
 use super::args::pick_device;
 use super::array::{DeviceArray, Rank};
 use super::device::Device;
+use super::device_view::DeviceView;
 use super::error::Error;
 use super::launch::LaunchConfig;
 use super::order::Access;
@@ -125,6 +126,11 @@ pub unsafe fn grid_stride_launch(
 /// The device address of `array` (a `#[vectorize]` launch passes pointers alone).
 pub fn device_addr<T: DeviceCopy, D: Rank>(array: &DeviceArray<T, D>) -> u64 {
     *array.device_addr()
+}
+
+/// The elements of `view` in host memory: all of them on the CPU backend, none on a GPU.
+pub fn host_elements<'a, T: DeviceCopy, D: Rank>(view: &DeviceView<'a, T, D>) -> &'a [T] {
+    view.host_elements()
 }
 
 /// A pointer to `array`'s elements, to read, on the CPU backend.
