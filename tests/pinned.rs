@@ -110,6 +110,15 @@ fn copies_on_a_stream_take_ranges_of_pinned_arrays() {
         host.fill(0);
         assert_eq!(&back[..], [0, 4, 7, 25, 0, 0, 0, 0], "{:?}", dev.kind());
         assert_eq!(d.to_vec().unwrap(), [4, 7, 25]);
+        // Into and out of parts of a device array: `d[1:3].copy_to_device(h[6:], stream=s)`.
+        host.copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        s.upload(host.slice(6..).unwrap(), d.slice_mut(1..).unwrap())
+            .unwrap();
+        s.download(d.slice(2..).unwrap(), back.slice_mut(..1).unwrap())
+            .unwrap();
+        s.synchronize().unwrap();
+        assert_eq!(d.to_vec().unwrap(), [4, 7, 8], "{:?}", dev.kind());
+        assert_eq!(back[0], 8);
     }
 }
 

@@ -123,8 +123,8 @@ pub fn add_chunked<const S: usize>(
     for (k, start) in (0..n).step_by(chunk).enumerate() {
         let (s, (da, db, dc)) = (&streams[k % S], &mut buffers[k % S]);
         let r = start..(start + chunk).min(n);
-        s.upload(a.slice(r.clone())?, da)?;
-        s.upload(b.slice(r.clone())?, db)?;
+        s.upload(a.slice(r.clone())?, &mut *da)?;
+        s.upload(b.slice(r.clone())?, &mut *db)?;
         let cfg = LaunchConfig::cover(r.len(), 256)
             .map_err(|reason| Error::InvalidLaunch {
                 kernel: "add",

@@ -139,7 +139,7 @@ pub use host::{
     },
     attributes::KernelAttributes,
     device::{Device, DeviceKind, Limits},
-    device_view::{DeviceView, DeviceViewMut, IntoDeviceView},
+    device_view::{DeviceView, DeviceViewMut, IntoDeviceView, IntoDeviceViewMut},
     error::{Error, LaunchError},
     event::Event,
     graph::Graph,

@@ -552,6 +552,31 @@ impl<'a, T: DeviceCopy, D: Rank> IntoDeviceView<'a, T, D> for &'a DeviceViewMut<
     }
 }
 
+/// What writes as a view: a device array borrowed uniquely, or a writable view of one
+/// ([`Stream::upload`](crate::Stream::upload) takes one).
+pub trait IntoDeviceViewMut<'a, T: DeviceCopy, D: Rank> {
+    /// The elements as a writable view.
+    fn into_view_mut(self) -> DeviceViewMut<'a, T, D>;
+}
+
+impl<'a, T: DeviceCopy, D: Rank> IntoDeviceViewMut<'a, T, D> for &'a mut DeviceArray<T, D> {
+    fn into_view_mut(self) -> DeviceViewMut<'a, T, D> {
+        self.view_mut()
+    }
+}
+
+impl<'a, T: DeviceCopy, D: Rank> IntoDeviceViewMut<'a, T, D> for DeviceViewMut<'a, T, D> {
+    fn into_view_mut(self) -> DeviceViewMut<'a, T, D> {
+        self
+    }
+}
+
+impl<'a, T: DeviceCopy, D: Rank> IntoDeviceViewMut<'a, T, D> for &'a mut DeviceViewMut<'_, T, D> {
+    fn into_view_mut(self) -> DeviceViewMut<'a, T, D> {
+        self.reborrow()
+    }
+}
+
 impl<'a, T: DeviceCopy, D: Rank> DeviceView<'a, T, D> {
     /// The elements in host memory: all of them on the CPU backend, none on a GPU.
     pub(crate) fn host_elements(&self) -> &'a [T] {

@@ -216,7 +216,7 @@ impl<T: DeviceCopy, D: Rank> PinnedArray<T, D> {
             self.shape(),
             src,
         )?;
-        self.slice_mut(..)?.copy_from(None, src)
+        self.slice_mut(..)?.copy_from(None, src.view())
     }
 }
 
@@ -231,7 +231,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             src.shape(),
             self,
         )?;
-        src.slice(..)?.copy_to(None, self)
+        src.slice(..)?.copy_to(None, self.view_mut())
     }
 }
 

@@ -10,9 +10,10 @@
 
 use std::marker::PhantomData;
 
-use super::array::{DeviceArray, Rank};
+use super::array::Rank;
 use super::device::permitted;
 use super::device::Device;
+use super::device_view::{DeviceView, DeviceViewMut, IntoDeviceView, IntoDeviceViewMut};
 use super::error::Error;
 use super::order::{Access, Users};
 use super::stream::Stream;
@@ -67,30 +68,37 @@ impl<T: DeviceCopy> PinnedSlice<'_, T> {
     pub(crate) fn copy_to<D: Rank>(
         self,
         stream: Option<&Stream>,
-        dst: &mut DeviceArray<T, D>,
+        mut dst: DeviceViewMut<'_, T, D>,
     ) -> Result<(), Error> {
         check(
             "Stream::upload",
             self.device,
             stream,
-            dst.device(),
+            dst.device,
             self.len,
             dst.len(),
         )?;
-        match (dst.as_device_ptr(), dst.device().gpu()) {
-            (Some(to), Some(gpu)) => {
-                let uses = [(self.users, Access::Read), (dst.users(), Access::Write)];
+        match dst.device.gpu() {
+            Some(gpu) => {
+                let uses = [(self.users, Access::Read), (dst.users, Access::Write)];
                 // SAFETY: `len` elements of page-locked memory of the array `users` belongs to,
                 // which waits for the copy before the host writes or frees them; `dst` holds at
                 // least as many (checked).
                 unsafe {
-                    gpu.upload_on(stream.and_then(Stream::cuda), to, self.ptr, self.len, &uses)
+                    gpu.upload_on(
+                        stream.and_then(Stream::cuda),
+                        dst.addr,
+                        self.ptr,
+                        self.len,
+                        &uses,
+                    )
                 }
             }
-            _ => {
+            None => {
+                dst.forget_unwritten();
                 // SAFETY: both backends' memory is the host's here: `len` elements at `ptr`,
                 // borrowed for reading, and at least as many in `dst`, borrowed uniquely.
-                unsafe { std::ptr::copy_nonoverlapping(self.ptr, dst.host_ptr_mut(), self.len) };
+                unsafe { std::ptr::copy_nonoverlapping(self.ptr, dst.host.as_mut_ptr(), self.len) };
                 Ok(())
             }
         }
@@ -102,19 +110,19 @@ impl<T: DeviceCopy> PinnedSliceMut<'_, T> {
     pub(crate) fn copy_from<D: Rank>(
         self,
         stream: Option<&Stream>,
-        src: &DeviceArray<T, D>,
+        src: DeviceView<'_, T, D>,
     ) -> Result<(), Error> {
         check(
             "Stream::download",
             self.device,
             stream,
-            src.device(),
+            src.device,
             self.len,
             src.len(),
         )?;
-        match (src.as_device_ptr(), src.device().gpu()) {
-            (Some(from), Some(gpu)) => {
-                let uses = [(src.users(), Access::Read), (self.users, Access::Write)];
+        match src.device.gpu() {
+            Some(gpu) => {
+                let uses = [(src.users, Access::Read), (self.users, Access::Write)];
                 // SAFETY: `len` elements of page-locked memory of the array `users` belongs to,
                 // which waits for the copy before the host uses or frees them; `src` holds at
                 // least as many (checked).
@@ -123,14 +131,14 @@ impl<T: DeviceCopy> PinnedSliceMut<'_, T> {
                         stream.and_then(Stream::cuda),
                         self.ptr,
                         self.len,
-                        from,
+                        src.addr,
                         &uses,
                     )
                 }
             }
-            _ => {
+            None => {
                 // SAFETY: as in `copy_to`, the other way.
-                unsafe { std::ptr::copy_nonoverlapping(src.host_ptr(), self.ptr, self.len) };
+                unsafe { std::ptr::copy_nonoverlapping(src.host.as_ptr(), self.ptr, self.len) };
                 Ok(())
             }
         }
@@ -173,9 +181,10 @@ fn check(
 
 impl Stream {
     /// Queues on this stream a copy of page-locked host elements into the first elements of
-    /// `dst`, and returns at once (Numba's `cuda.to_device(a[i:j], stream=s)`). The copy
-    /// waits for the work on other streams that uses `dst`, and the host's next write to the
-    /// page-locked array waits for it.
+    /// `dst` (a device array, `&mut d`, or a writable view of one, `d.slice_mut(i..j)?`), and
+    /// returns at once (Numba's `cuda.to_device(a[i:j], stream=s)`, `d[i:j].copy_to_device(a,
+    /// stream=s)`). The copy waits for the work on other streams that uses `dst`'s array, and
+    /// the host's next write to the page-locked array waits for it.
     ///
     /// ```
     /// use kernel_runtime::Device;
@@ -194,26 +203,27 @@ impl Stream {
     /// # Errors
     /// [`Error::OutOfRange`] where `dst` holds fewer elements than `src`;
     /// [`Error::DeviceMismatch`] where the arrays or the stream are of other devices.
-    pub fn upload<T: DeviceCopy, D: Rank>(
+    pub fn upload<'d, T: DeviceCopy, D: Rank>(
         &self,
         src: PinnedSlice<'_, T>,
-        dst: &mut DeviceArray<T, D>,
+        dst: impl IntoDeviceViewMut<'d, T, D>,
     ) -> Result<(), Error> {
-        src.copy_to(Some(self), dst)
+        src.copy_to(Some(self), dst.into_view_mut())
     }
 
-    /// Queues on this stream a copy of the first elements of `src` into page-locked host
-    /// elements, and returns at once (Numba's `d.copy_to_host(a[i:j], stream=s)`). The copy
-    /// waits for the work on other streams that writes `src`, and the host's next use of the
-    /// page-locked array waits for it.
+    /// Queues on this stream a copy of the first elements of `src` (a device array, `&d`, or a
+    /// view of one, `d.slice(i..j)?`) into page-locked host elements, and returns at once
+    /// (Numba's `d[i:j].copy_to_host(a[i:j], stream=s)`). The copy waits for the work on other
+    /// streams that writes `src`'s array, and the host's next use of the page-locked array
+    /// waits for it.
     ///
     /// # Errors
     /// As [`upload`](Self::upload)'s, where `src` holds fewer elements than `dst`.
-    pub fn download<T: DeviceCopy, D: Rank>(
+    pub fn download<'s, T: DeviceCopy, D: Rank>(
         &self,
-        src: &DeviceArray<T, D>,
+        src: impl IntoDeviceView<'s, T, D>,
         dst: PinnedSliceMut<'_, T>,
     ) -> Result<(), Error> {
-        dst.copy_from(Some(self), src)
+        dst.copy_from(Some(self), src.into_view())
     }
 }
