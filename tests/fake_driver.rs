@@ -1259,6 +1259,18 @@ fn a_view_passes_its_first_elements_address_and_its_own_extents() {
                 [0.0, 1.0, 2.0, 3.0, 0.0]
             );
             assert_eq!(a.subarray(999).unwrap().to_vec().unwrap(), [999.0]);
+            // A copy between two parts of one array: from the address of each part's first.
+            let base = kernel_runtime::__rt::device_addr(&c);
+            let (lo, hi) = c.split_at_mut(500).unwrap();
+            let last = hi.view().slice(490..).unwrap();
+            lo.slice_mut(..10).unwrap().copy_from_device(last).unwrap();
+            let copies = log.lines();
+            let copy = copies.iter().rfind(|l| l.starts_with("dtod 40 ")).unwrap();
+            let (dst, src) = (
+                format!("dst={base:#x}"),
+                format!("src={:#x}", base + 4 * 990),
+            );
+            assert!(copy.contains(&dst) && copy.contains(&src), "{copy}");
             if !has_ptx(add.ptx()) {
                 return;
             }

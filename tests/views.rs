@@ -226,6 +226,39 @@ fn a_views_elements_copy_to_and_from_the_host_alone() {
 }
 
 #[test]
+fn views_copy_between_devices_and_within_an_array() {
+    for dev in backends() {
+        let mut a = dev.to_device(&(0..10).collect::<Vec<u32>>()).unwrap();
+        // `a[0:3] = a[7:10]`, the two halves of one array split apart.
+        let (mut head, tail) = a.split_at_mut(5).unwrap();
+        head.reborrow()
+            .slice_mut(..3)
+            .unwrap()
+            .copy_from_device(tail.view().slice(2..).unwrap())
+            .unwrap();
+        assert_eq!(
+            a.to_vec().unwrap(),
+            [7, 8, 9, 3, 4, 5, 6, 7, 8, 9],
+            "{dev:?}"
+        );
+        // From and to the CPU backend's arrays, whatever the device.
+        let cpu = Device::cpu();
+        let host = cpu.to_device(&[40u32, 41, 42]).unwrap();
+        a.slice_mut(4..7).unwrap().copy_from_device(&host).unwrap();
+        let mut back = cpu.zeros::<u32, _>(2).unwrap();
+        back.view_mut()
+            .copy_from_device(a.slice(5..7).unwrap())
+            .unwrap();
+        assert_eq!(back.to_vec().unwrap(), [41, 42], "{dev:?}");
+        let err = back
+            .view_mut()
+            .copy_from_device(a.slice(..3).unwrap())
+            .unwrap_err();
+        assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+    }
+}
+
+#[test]
 fn views_past_the_array_are_errors_that_name_the_shape() {
     let dev = Device::cpu();
     let mut a = dev.zeros::<u8, _>((4, 3)).unwrap();

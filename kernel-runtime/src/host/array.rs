@@ -423,32 +423,15 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
 
     /// Overwrites the array with another array of the same shape: a copy within the device's
     /// memory, or from another device's array (between two GPUs, straight over their link where
-    /// they have one).
+    /// they have one). See [`DeviceViewMut::copy_from_device`](crate::DeviceViewMut) for parts
+    /// of arrays.
     pub fn copy_from_device(&mut self, src: &DeviceArray<T, D>) -> Result<(), Error> {
-        permitted(&self.device, "copying on the device")?;
-        if src.dim != self.dim {
-            return Err(Error::ShapeMismatch {
-                what: "the source array of copy_from_device".into(),
-                expected: self.shape().to_vec(),
-                found: src.shape().to_vec(),
-            });
+        self.view_mut().copy_from_device(src)?;
+        // Between arrays of the CPU backend, what was unwritten in the source is in the copy.
+        if self.device.gpu().is_none() && src.device.gpu().is_none() {
+            self.copy_unwritten(src);
         }
-        if src.device != self.device {
-            return self.copy_across(src);
-        }
-        let bytes = self.len() * std::mem::size_of::<T>();
-        match (&mut self.data, &src.data, self.device.gpu()) {
-            (Storage::Gpu(dst), Storage::Gpu(from), Some(gpu)) => {
-                let uses = [(&src.users, Access::Read), (&self.users, Access::Write)];
-                gpu.copy(*dst, *from, bytes, &uses)
-            }
-            (Storage::Host(dst), Storage::Host(from), _) => {
-                dst.copy_from_slice(from);
-                self.copy_unwritten(src);
-                Ok(())
-            }
-            _ => unreachable!("arrays of one device share a storage kind"),
-        }
+        Ok(())
     }
 
     /// Copies the array into a host array of the same shape, as Numba's

@@ -44,7 +44,7 @@ use super::array::{DeviceArray, ToDevice};
 use super::device::{permitted, Device};
 use super::error::Error;
 use super::host_vec::{c_order_vec, copied_vec, the_host, within, zeroed_vec};
-use super::order::Users;
+use super::order::{Access, Users};
 use super::shape::{Rank, Sliceable};
 use crate::cpu::unwritten::Unwritten;
 use crate::device_copy::DeviceCopy;
@@ -415,6 +415,55 @@ impl<'a, T: DeviceCopy, D: Rank> DeviceViewMut<'a, T, D> {
             Some(gpu) => gpu.upload(self.addr, self.users, values),
             None => {
                 self.host.copy_from_slice(values);
+                self.forget_unwritten();
+                Ok(())
+            }
+        }
+    }
+
+    /// Overwrites the view with `src` (a device array or a view of one) of the same shape, as
+    /// Numba's `d[i:j].copy_to_device(e[k:l])`: a copy within the device's memory, or from
+    /// another device (between two GPUs, straight over their link where they have one).
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// let dev = Device::cpu();
+    /// let mut a = dev.to_device(&[1, 2, 3, 4, 5, 6])?;
+    /// let (mut head, tail) = a.split_at_mut(3)?;
+    /// head.copy_from_device(&tail)?;
+    /// assert_eq!(a.to_vec()?, [4, 5, 6, 4, 5, 6]);
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] where the shapes differ.
+    pub fn copy_from_device<'s>(
+        &mut self,
+        src: impl IntoDeviceView<'s, T, D>,
+    ) -> Result<(), Error> {
+        let src = src.into_view();
+        permitted(self.device, "copying on the device")?;
+        if src.dim != self.dim {
+            return Err(Error::ShapeMismatch {
+                what: "the source array of copy_from_device".into(),
+                expected: self.shape().to_vec(),
+                found: src.shape().to_vec(),
+            });
+        }
+        let bytes = self.len() * std::mem::size_of::<T>();
+        let uses = [(src.users, Access::Read), (self.users, Access::Write)];
+        match (self.device.gpu(), src.device.gpu()) {
+            (Some(to), Some(_)) if self.device == src.device => {
+                to.copy(self.addr, src.addr, bytes, &uses)
+            }
+            (Some(to), Some(from)) => to.copy_from_peer(self.addr, from, src.addr, bytes, &uses),
+            (Some(to), None) => to.upload(self.addr, self.users, src.host),
+            (None, Some(from)) => {
+                self.forget_unwritten();
+                from.download(self.host, src.addr, src.users)
+            }
+            (None, None) => {
+                self.host.copy_from_slice(src.host);
                 self.forget_unwritten();
                 Ok(())
             }

@@ -12,7 +12,6 @@ use super::array::{DeviceArray, Rank};
 use super::cuda;
 use super::device::Device;
 use super::error::Error;
-use super::order::Access;
 use crate::device_copy::DeviceCopy;
 
 impl Device {
@@ -51,24 +50,5 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         let mut copy = DeviceArray::alloc(device, self.raw_dim(), false)?;
         copy.copy_from_device(self)?;
         Ok(copy)
-    }
-
-    /// Overwrites this array with `src`, an array of its shape on another device.
-    pub(crate) fn copy_across(&mut self, src: &DeviceArray<T, D>) -> Result<(), Error> {
-        match (self.device().gpu(), src.device().gpu()) {
-            (Some(to), Some(from)) => {
-                let bytes = self.len() * std::mem::size_of::<T>();
-                let (dst, at) = (*self.device_addr(), *src.device_addr());
-                let uses = [(src.users(), Access::Read), (self.users(), Access::Write)];
-                to.copy_from_peer(dst, from, at, bytes, &uses)
-            }
-            (Some(_), None) => self.copy_from_host(&src.host_view()?),
-            (None, Some(_)) => src.copy_to_host(&mut self.host_view_mut()?),
-            (None, None) => {
-                self.host_view_mut()?.assign(&src.host_view()?);
-                self.copy_unwritten(src);
-                Ok(())
-            }
-        }
     }
 }

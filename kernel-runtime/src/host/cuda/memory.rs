@@ -275,7 +275,8 @@ impl CudaDevice {
         }
         self.outside_capture("copying on the GPU")?;
         let stream = self.copy_stream(None, uses)?;
-        // SAFETY: both regions hold `bytes` bytes and are distinct allocations.
+        // SAFETY: both regions hold `bytes` bytes and do not overlap: the destination is borrowed
+        // uniquely, so no source that shares a byte with it can be borrowed meanwhile.
         unsafe { result::memcpy_dtod_async(dst, src, bytes, stream.cu_stream()) }
             .map_err(|e| self.error("copying on the GPU", e))
     }
