@@ -2,6 +2,7 @@
 //! `d.split(n)`, on every backend: a kernel sees a view as an array of its own, its indices
 //! checked against the view; checked mode keeps the array's record of unwritten elements.
 
+use gpu_kernels::add_vectorized;
 use kernel_runtime::ndarray::{s, Array1, Array2, Array3};
 use kernel_runtime::prelude::*;
 use kernel_runtime::{Finding, Stream};
@@ -256,6 +257,39 @@ fn views_copy_between_devices_and_within_an_array() {
             .unwrap_err();
         assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
     }
+}
+
+#[test]
+fn vectorized_functions_apply_to_views() {
+    for dev in backends() {
+        let x = dev
+            .to_device(&Array2::from_shape_fn((6, 4), |(i, j)| (10 * i + j) as f32))
+            .unwrap();
+        let mut out = dev.zeros::<f32, _>((6, 4)).unwrap();
+        // out[4:6] = x[0:2] + x[2:4]
+        let args = (x.slice(..2).unwrap(), x.slice(2..4).unwrap());
+        add_vectorized
+            .apply(args, out.slice_mut(4..).unwrap())
+            .unwrap();
+        let out = out.to_host().unwrap();
+        assert!(out.slice(s![..4, ..]).iter().all(|&v| v == 0.0), "{dev:?}");
+        assert_eq!(out[[5, 3]], 13.0 + 33.0, "{dev:?}");
+        let sum = add_vectorized
+            .call((x.subarray(5).unwrap(), &x.subarray(0).unwrap()))
+            .unwrap();
+        assert_eq!(sum.to_vec().unwrap(), [50.0, 52.0, 54.0, 56.0], "{dev:?}");
+    }
+    // Checked mode reads a view's elements against the array's record, numbered in the view.
+    let dev = Device::cpu_checked();
+    let mut y = dev.empty::<f32, _>(8).unwrap();
+    y.slice_mut(..5).unwrap().copy_from_host(&[1.0; 5]).unwrap();
+    let mut out = dev.zeros::<f32, _>(4).unwrap();
+    add_vectorized
+        .apply((y.slice(..4).unwrap(), y.slice(1..5).unwrap()), &mut out)
+        .unwrap();
+    let err = add_vectorized.apply((y.slice(..4).unwrap(), y.slice(3..7).unwrap()), &mut out);
+    let (array, index) = unwritten_read(err);
+    assert_eq!((array.as_str(), index), ("b", vec![2]));
 }
 
 #[test]

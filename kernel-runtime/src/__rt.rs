@@ -43,7 +43,7 @@ pub use crate::ctx::{block_dim, block_idx, grid_dim, thread_idx};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::host::array::{DeviceArray, Rank};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use crate::host::device_view::IntoDeviceView;
+pub use crate::host::device_view::{IntoDeviceView, IntoDeviceViewMut};
 pub use crate::sync::sync_threads;
 pub use crate::warp::{lane_id, shfl_down_sync};
 #[cfg(not(target_arch = "nvptx64"))]
@@ -67,7 +67,7 @@ pub use crate::{
     host::args::{Args, KernelArgs, Views},
     host::elementwise::{
         common_device, cuda_launch, device_addr, gpu_params, grid_stride_launch, host_elements,
-        host_ptr, host_ptr_mut, on_gpu, reads, reads_whole, same_shape, writes,
+        host_ptr, host_ptr_mut, on_gpu, reads, reads_whole, same_shape, writes, zeros_like,
     },
     host::embedded::PTX_MODULES,
     host::error::Error,

@@ -167,22 +167,27 @@ impl Vectorized {
             .collect()
     }
 
-    /// The argument type of `apply` and `call`, and the statement that names its parts.
-    fn args_ty(&self) -> (TokenStream, TokenStream) {
+    /// The argument type of `apply` and `call` (arrays or views, each anything that reads as a
+    /// view), the statement that names its parts as views, and the parts passed on as `args`.
+    fn args_ty(&self) -> (TokenStream, TokenStream, TokenStream) {
         let args = &self.args;
         let arg_tys: Vec<_> = self
             .tys
             .iter()
-            .map(|t| quote!(&::kernel_runtime::__rt::DeviceArray<#t, D>))
+            .map(|t| quote!(impl ::kernel_runtime::__rt::IntoDeviceView<'__a, #t, D>))
             .collect();
         if args.len() == 1 {
-            let t = &arg_tys[0];
-            let a = &args[0];
-            (quote!(#t), quote!(let #a = args;))
+            let (t, a) = (&arg_tys[0], &args[0]);
+            (quote!(#t), quote!(let #a = args.into_view();), quote!(#a))
         } else {
             (
                 quote!((#(#arg_tys,)*)),
-                quote!(#[allow(unused_variables)] let (#(#args,)*) = args;),
+                quote! {
+                    let (#(#args,)*) = args;
+                    #[allow(unused_variables)]
+                    let (#(#args,)*) = (#(#args.into_view(),)*);
+                },
+                quote!((#(#args,)*)),
             )
         }
     }
@@ -215,28 +220,29 @@ impl Vectorized {
         let ptrs = self.ptrs();
         let count = args.len() + 2;
         let arg_strs: Vec<String> = self.names.iter().map(|a| a.to_string()).collect();
-        let (args_ty, destructure) = self.args_ty();
+        let (args_ty, destructure, _) = self.args_ty();
         quote! {
-            /// `out[i] = f(args[i]..)` for arrays of one shape, on their device.
-            pub fn apply<D: ::kernel_runtime::__rt::Rank>(
+            /// `out[i] = f(args[i]..)` for arrays (or views) of one shape, on their device.
+            pub fn apply<'__a, '__o, D: ::kernel_runtime::__rt::Rank>(
                 &self,
                 args: #args_ty,
-                out: &mut ::kernel_runtime::__rt::DeviceArray<#ret, D>,
+                out: impl ::kernel_runtime::__rt::IntoDeviceViewMut<'__o, #ret, D>,
             ) -> ::core::result::Result<(), ::kernel_runtime::__rt::Error> {
                 #destructure
+                let mut out = out.into_view_mut();
                 ::kernel_runtime::__rt::common_device(Self::NAME, &[#((#arg_strs, #args.device()),)* ("out", out.device())])?;
                 #(::kernel_runtime::__rt::same_shape(Self::NAME, #arg_strs, out.shape(), #args.shape())?;)*
                 let __n = out.len();
                 let __device = out.device().clone();
                 if ::kernel_runtime::__rt::on_gpu(&__device) {
-                    #(let #ptrs: u64 = ::kernel_runtime::__rt::device_addr(#args);)*
-                    let __out_ptr: u64 = ::kernel_runtime::__rt::device_addr(out);
+                    #(let #ptrs: u64 = ::kernel_runtime::__rt::device_addr(&#args);)*
+                    let __out_ptr: u64 = ::kernel_runtime::__rt::device_addr(&out);
                     let mut __params = ::kernel_runtime::__rt::gpu_params(#count);
                     #(__params.push(&#ptrs);)*
                     __params.push(&__out_ptr);
                     __params.push(&__n);
-                    #(::kernel_runtime::__rt::reads(&mut __params, #args);)*
-                    ::kernel_runtime::__rt::writes(&mut __params, &*out);
+                    #(::kernel_runtime::__rt::reads(&mut __params, &#args);)*
+                    ::kernel_runtime::__rt::writes(&mut __params, &out);
                     // SAFETY: the entry's parameters: one pointer per input, the output's, `n`;
                     // every array lives on the device and has `n` elements (checked above). A
                     // grid-stride loop in blocks of 256 threads.
@@ -244,9 +250,9 @@ impl Vectorized {
                         ::kernel_runtime::__rt::grid_stride_launch(&__device, Self::NAME, <Self as ::kernel_runtime::__rt::Kernel>::META.ptx, (__n, 256), &mut __params)
                     };
                 }
-                #(::kernel_runtime::__rt::reads_whole(Self::NAME, #arg_strs, #args)?;)*
-                #(let #ptrs = ::kernel_runtime::__rt::SharedPtr(::kernel_runtime::__rt::host_ptr(#args));)*
-                let __out_ptr = ::kernel_runtime::__rt::SharedPtr(::kernel_runtime::__rt::host_ptr_mut(out));
+                #(::kernel_runtime::__rt::reads_whole(Self::NAME, #arg_strs, &#args)?;)*
+                #(let #ptrs = ::kernel_runtime::__rt::SharedPtr(::kernel_runtime::__rt::host_ptr(&#args));)*
+                let __out_ptr = ::kernel_runtime::__rt::SharedPtr(::kernel_runtime::__rt::host_ptr_mut(&mut out));
                 ::kernel_runtime::__rt::elementwise(__n, move |__lo, __hi| {
                     // SAFETY: every array has `n` elements (checked above) and the ranges given
                     // to the workers are disjoint, so each output element has one writer.
@@ -267,18 +273,16 @@ impl Vectorized {
     fn call(&self) -> TokenStream {
         let ret = &self.ret;
         let first = &self.args[0];
-        let (args_ty, destructure) = self.args_ty();
+        let (args_ty, destructure, passed) = self.args_ty();
         quote! {
             /// A new array `f(args)`, as calling a Numba ufunc.
-            pub fn call<D: ::kernel_runtime::__rt::Rank>(
+            pub fn call<'__a, D: ::kernel_runtime::__rt::Rank>(
                 &self,
                 args: #args_ty,
             ) -> ::core::result::Result<::kernel_runtime::__rt::DeviceArray<#ret, D>, ::kernel_runtime::__rt::Error> {
-                let mut out = {
-                    #destructure
-                    #first.device().zeros_like(#first)?
-                };
-                self.apply(args, &mut out)?;
+                #destructure
+                let mut out = ::kernel_runtime::__rt::zeros_like(&#first)?;
+                self.apply(#passed, &mut out)?;
                 Ok(out)
             }
         }

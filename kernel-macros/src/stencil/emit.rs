@@ -538,7 +538,7 @@ impl Stencil {
                     #(let #ptrs: u64 = #rt::device_addr(#arrays);)*
                     #(let #std_ptrs: u64 = #rt::device_addr(#std_locals);)*
                     #(#std_dims)*
-                    let __out_ptr: u64 = #rt::device_addr(__out);
+                    let __out_ptr: u64 = #rt::device_addr(&*__out);
                     let mut __params = #rt::gpu_params(#count);
                     #(__params.push(&#pushed);)*
                     __params.push(&__out_ptr);

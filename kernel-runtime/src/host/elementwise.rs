@@ -4,7 +4,7 @@
 use super::args::pick_device;
 use super::array::{DeviceArray, Rank};
 use super::device::Device;
-use super::device_view::DeviceView;
+use super::device_view::{DeviceView, DeviceViewMut, IntoDeviceView};
 use super::error::Error;
 use super::launch::LaunchConfig;
 use super::order::Access;
@@ -43,15 +43,19 @@ pub fn same_shape(
     }
 }
 
-/// Checked mode's test of `array`, argument `argument` of the element-wise function
+/// Checked mode's test of `view`, argument `argument` of the element-wise function
 /// `function`, which reads every element: the first element nothing has written is
-/// [`Finding::UnwrittenRead`](crate::Finding::UnwrittenRead).
+/// [`Finding::UnwrittenRead`](crate::Finding::UnwrittenRead), numbered in the view.
 pub fn reads_whole<T: DeviceCopy, D: Rank>(
     function: &'static str,
     argument: &'static str,
-    array: &DeviceArray<T, D>,
+    view: &DeviceView<'_, T, D>,
 ) -> Result<(), Error> {
-    whole_read(function, argument, array.unwritten().marks(), array.shape())
+    let Some(unwritten) = view.unwritten.filter(|u| u.marks().is_some()) else {
+        return Ok(());
+    };
+    let window = unwritten.window(view.start..view.start + view.len());
+    whole_read(function, argument, window.marks(), view.shape())
 }
 
 /// [`reads_whole`] of an array of shape `shape` whose unwritten elements `marks` has, if any.
@@ -123,9 +127,10 @@ pub unsafe fn grid_stride_launch(
     unsafe { cuda_launch(device, kernel, ptx, &config, params) }
 }
 
-/// The device address of `array` (a `#[vectorize]` launch passes pointers alone).
-pub fn device_addr<T: DeviceCopy, D: Rank>(array: &DeviceArray<T, D>) -> u64 {
-    *array.device_addr()
+/// The device address of `array`'s first element, an array or a view (a `#[vectorize]`
+/// launch passes pointers alone).
+pub fn device_addr<'a, T: DeviceCopy, D: Rank>(array: impl IntoDeviceView<'a, T, D>) -> u64 {
+    array.into_view().addr
 }
 
 /// The elements of `view` in host memory: all of them on the CPU backend, none on a GPU.
@@ -133,14 +138,23 @@ pub fn host_elements<'a, T: DeviceCopy, D: Rank>(view: &DeviceView<'a, T, D>) ->
     view.host_elements()
 }
 
-/// A pointer to `array`'s elements, to read, on the CPU backend.
-pub fn host_ptr<T: DeviceCopy, D: Rank>(array: &DeviceArray<T, D>) -> *mut T {
-    array.host_ptr()
+/// A pointer to `view`'s elements, to read, on the CPU backend.
+pub fn host_ptr<T: DeviceCopy, D: Rank>(view: &DeviceView<'_, T, D>) -> *mut T {
+    view.host.as_ptr().cast_mut()
 }
 
-/// A pointer to `array`'s elements, to write, on the CPU backend.
-pub fn host_ptr_mut<T: DeviceCopy, D: Rank>(array: &mut DeviceArray<T, D>) -> *mut T {
-    array.host_ptr_mut()
+/// A pointer to `view`'s elements, to write, on the CPU backend; checked mode counts every
+/// element written.
+pub fn host_ptr_mut<T: DeviceCopy, D: Rank>(view: &mut DeviceViewMut<'_, T, D>) -> *mut T {
+    view.forget_unwritten();
+    view.host.as_mut_ptr()
+}
+
+/// A zero-filled array of `view`'s shape and device, for `#[vectorize]`'s `call`.
+pub fn zeros_like<R: DeviceCopy, T: DeviceCopy, D: Rank>(
+    view: &DeviceView<'_, T, D>,
+) -> Result<DeviceArray<R, D>, Error> {
+    DeviceArray::zeros(view.device, view.dim.clone())
 }
 
 /// Room for the pointers to a GPU launch's `count` PTX parameters.
@@ -148,15 +162,18 @@ pub fn gpu_params<'a>(count: usize) -> GpuParams<'a> {
     GpuParams::with_capacity(count)
 }
 
-/// Records that a `#[vectorize]` launch reads `array`.
-pub fn reads<'a, T: DeviceCopy, D: Rank>(params: &mut GpuParams<'a>, array: &'a DeviceArray<T, D>) {
-    params.uses(array.users(), Access::Read);
+/// Records that an element-wise launch reads `array` (an array or a view of one).
+pub fn reads<'a, T: DeviceCopy, D: Rank>(
+    params: &mut GpuParams<'a>,
+    array: impl IntoDeviceView<'a, T, D>,
+) {
+    params.uses(array.into_view().users, Access::Read);
 }
 
-/// Records that a `#[vectorize]` launch writes `array`.
+/// Records that an element-wise launch writes `array` (an array or a view of one).
 pub fn writes<'a, T: DeviceCopy, D: Rank>(
     params: &mut GpuParams<'a>,
-    array: &'a DeviceArray<T, D>,
+    array: impl IntoDeviceView<'a, T, D>,
 ) {
-    params.uses(array.users(), Access::Write);
+    params.uses(array.into_view().users, Access::Write);
 }
