@@ -5,7 +5,8 @@
 use gpu_kernels::add_vectorized;
 use kernel_runtime::ndarray::{s, Array1, Array2, Array3};
 use kernel_runtime::prelude::*;
-use kernel_runtime::{Finding, Stream};
+use kernel_runtime::{Finding, Reader, Stream};
+use kernel_suite::gufuncs::dot;
 use kernel_suite::reference::SplitMix64;
 use kernel_suite::test_kernels::{grid_stride_double, row_sums_plus, scale3, total_into_scalar};
 
@@ -290,6 +291,50 @@ fn vectorized_functions_apply_to_views() {
     let err = add_vectorized.apply((y.slice(..4).unwrap(), y.slice(3..7).unwrap()), &mut out);
     let (array, index) = unwritten_read(err);
     assert_eq!((array.as_str(), index), ("b", vec![2]));
+}
+
+#[test]
+fn generalized_ufuncs_take_views_of_rows_as_inputs() {
+    for dev in backends() {
+        let m = Array2::from_shape_fn((6, 3), |(i, j)| (i * 3 + j) as f32);
+        let d = dev.to_device(&m).unwrap();
+        // dot(m[2:5], m[0]): each of rows 2 to 4 against row 0.
+        let got = dot
+            .call((&d.slice(2..5).unwrap(), &d.subarray(0).unwrap()))
+            .unwrap();
+        let want: Vec<f32> = (2..5).map(|i| m.row(i).dot(&m.row(0))).collect();
+        assert_eq!(got.to_vec().unwrap(), want, "{dev:?}");
+    }
+    // Checked mode reads a view against its array's record, numbered in the view.
+    let dev = Device::cpu_checked();
+    let mut y = dev.empty::<f32, _>((4, 2)).unwrap();
+    y.slice_mut(..3)
+        .unwrap()
+        .copy_from_host(&Array2::ones((3, 2)))
+        .unwrap();
+    let ones = dev.to_device(&[1.0f32, 1.0]).unwrap();
+    assert_eq!(
+        dot.call((&y.slice(1..3).unwrap(), &ones))
+            .unwrap()
+            .to_vec()
+            .unwrap(),
+        [2.0, 2.0]
+    );
+    // Loop index 1 is the array's row 3, which nothing wrote: its core's element 0.
+    match dot.call((&y.slice(2..).unwrap(), &ones)) {
+        Err(Error::CheckFailed { finding, .. }) => match *finding {
+            Finding::UnwrittenRead {
+                array,
+                index,
+                reader: Reader::LoopIndex { loop_index, .. },
+                ..
+            } => {
+                assert_eq!((array, index, loop_index), ("a", vec![0], 1));
+            }
+            f => panic!("expected a read of an unwritten element, found: {f}"),
+        },
+        other => panic!("expected a finding, got {other:?}"),
+    }
 }
 
 #[test]

@@ -31,11 +31,12 @@
 
 use super::array::{DeviceArray, Rank};
 use super::device::Device;
+use super::device_view::DeviceView;
 use super::error::Error;
 use super::order::{Access, Users};
 use super::params::GpuParams;
 use crate::cores::{Cores, LoopSteps, Scalars, MAX_LOOP_DIMS};
-use crate::cpu::unwritten::Marks;
+use crate::cpu::unwritten::{Marks, Unwritten};
 use crate::device_copy::DeviceCopy;
 
 /// A generalized ufunc's layout as the macro writes it: the names of its core dimensions, and
@@ -327,7 +328,7 @@ fn made_shape(b: &Binding<'_>, loops: &[usize], core: &[usize]) -> Result<Vec<us
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an input of a generalized ufunc for a core of rank {CORE}",
     label = "not a `&DeviceArray<{T}, _>`",
-    note = "an input takes a `&DeviceArray` of its element type; one of no core dimensions, `()` in the layout, may also be a scalar that every loop index reads"
+    note = "an input takes a `&DeviceArray` of its element type, or a view of rows of one (`&x.slice(i..j)?`); one of no core dimensions, `()` in the layout, may also be a scalar that every loop index reads"
 )]
 pub trait GuInput<'a, T: DeviceCopy, const CORE: usize> {
     /// The array's rank, for a call that makes its output (a scalar's is 0).
@@ -346,6 +347,31 @@ impl<'a, T: DeviceCopy, D: Rank, const CORE: usize> GuInput<'a, T, CORE> for &'a
             host: self.host_ptr(),
             array: Some((self.device(), self.shape(), self.users())),
             marks: self.unwritten().marks(),
+            window: Unwritten::default(),
+        }
+    }
+}
+
+/// Part of an array: its rows (`&x.slice(i..j)?`), as Numba's `f(x[i:j])`.
+impl<'a, T: DeviceCopy, D: Rank, const CORE: usize> GuInput<'a, T, CORE>
+    for &'a DeviceView<'_, T, D>
+{
+    type Dim = D;
+    fn operand(self) -> Operand<'a, T> {
+        // The record numbered from the view's first element: the array's own where they start
+        // together, else a window of it, which the operand keeps.
+        let (marks, window) = match self.unwritten {
+            Some(u) if self.start == 0 => (u.marks(), Unwritten::default()),
+            Some(u) => (None, u.window(self.start..self.start + self.len())),
+            None => (None, Unwritten::default()),
+        };
+        Operand {
+            value: None,
+            addr: self.addr,
+            host: self.host.as_ptr().cast_mut(),
+            array: Some((self.device, self.dim.slice(), self.users)),
+            marks,
+            window,
         }
     }
 }
@@ -359,6 +385,7 @@ impl<'a, T: DeviceCopy> GuInput<'a, T, 0> for T {
             host: core::ptr::null_mut(),
             array: None,
             marks: None,
+            window: Unwritten::default(),
         }
     }
 }
@@ -370,8 +397,10 @@ pub struct Operand<'a, T> {
     addr: u64,
     host: *mut T,
     array: Option<(&'a Device, &'a [usize], &'a Users)>,
-    /// In checked mode, an input's elements that nothing has written.
+    /// In checked mode, an input's elements that nothing has written: its array's record, or
+    /// `window`, the record of a view's elements.
     marks: Option<&'a Marks>,
+    window: Unwritten,
 }
 
 impl<'a, T: DeviceCopy> Operand<'a, T> {
@@ -384,7 +413,13 @@ impl<'a, T: DeviceCopy> Operand<'a, T> {
             host,
             array: Some((out.device(), out.shape(), out.users())),
             marks: None,
+            window: Unwritten::default(),
         }
+    }
+
+    /// In checked mode, the elements of an input that nothing has written.
+    fn marks(&self) -> Option<&Marks> {
+        self.marks.or(self.window.marks())
     }
 
     /// The array's shape; `None` for a scalar.
@@ -418,8 +453,8 @@ impl<'a, T: DeviceCopy> Operand<'a, T> {
             return cores;
         }
         // SAFETY: the marks are the array's, which the operand borrows for as long as the call
-        // that makes views of the cores.
-        unsafe { cores.checked(self.marks) }
+        // that makes views of the cores, or the operand's window, boxed, which it keeps as long.
+        unsafe { cores.checked(self.marks()) }
     }
 
     /// An input whose core is `()`, `name` of `function`: the scalar, or the array's elements
@@ -433,7 +468,7 @@ impl<'a, T: DeviceCopy> Operand<'a, T> {
     ) -> Result<Scalars<T>, Error> {
         let Some(value) = self.value else {
             let shape = self.shape().unwrap_or(&[]);
-            super::elementwise::whole_read(function, name, self.marks, shape)?;
+            super::elementwise::whole_read(function, name, self.marks(), shape)?;
             return Ok(Scalars::each(self.ptr(gpu), core.steps));
         };
         Ok(Scalars::one(value))
