@@ -294,7 +294,7 @@ fn vectorized_functions_apply_to_views() {
 }
 
 #[test]
-fn generalized_ufuncs_take_views_of_rows_as_inputs() {
+fn generalized_ufuncs_take_views_of_rows() {
     for dev in backends() {
         let m = Array2::from_shape_fn((6, 3), |(i, j)| (i * 3 + j) as f32);
         let d = dev.to_device(&m).unwrap();
@@ -304,6 +304,15 @@ fn generalized_ufuncs_take_views_of_rows_as_inputs() {
             .unwrap();
         let want: Vec<f32> = (2..5).map(|i| m.row(i).dot(&m.row(0))).collect();
         assert_eq!(got.to_vec().unwrap(), want, "{dev:?}");
+        // Into part of an output: out[1:4] = dot(m[2:5], m[0]).
+        let mut out = dev.zeros::<f32, _>(5).unwrap();
+        let args = (&d.slice(2..5).unwrap(), &d.subarray(0).unwrap());
+        dot.apply(args, &mut out.slice_mut(1..4).unwrap()).unwrap();
+        assert_eq!(
+            out.to_vec().unwrap(),
+            [0.0, want[0], want[1], want[2], 0.0],
+            "{dev:?}"
+        );
     }
     // Checked mode reads a view against its array's record, numbered in the view.
     let dev = Device::cpu_checked();

@@ -73,7 +73,8 @@ pub use crate::{
     host::error::Error,
     host::gufunc::{
         device_of as gu_device, made_output as gu_output, made_shapes as gu_shapes,
-        plan as gu_plan, run_cpu as gu_cpu, GuInput, Layout as GuLayout, Operand as GuOperand,
+        plan as gu_plan, run_cpu as gu_cpu, GuInput, GuOutput, Layout as GuLayout,
+        Operand as GuOperand,
     },
     host::instance::KernelInstance,
     host::kernel::{ByValue, KernelArg},

@@ -143,7 +143,7 @@ pub use host::{
     error::{Error, LaunchError},
     event::Event,
     graph::Graph,
-    gufunc::GuInput,
+    gufunc::{GuInput, GuOutput},
     instance::KernelInstance,
     kernel::{ByValue, KernelArg},
     launch::{IntoDim3, LaunchConfig},

@@ -469,7 +469,7 @@ impl Gufunc {
     /// the runtime's operands of it (`outs`), as `run` takes them.
     fn outs_arg(&self, out: impl Fn(&Type) -> TokenStream) -> (TokenStream, TokenStream) {
         let tys: Vec<TokenStream> = self.outputs.ops.iter().map(|o| out(&o.elem)).collect();
-        let made = |e: TokenStream| quote!(::kernel_runtime::__rt::GuOperand::output(#e));
+        let made = |e: TokenStream| quote!(::kernel_runtime::__rt::GuOutput::operand(#e));
         if let [ty] = &tys[..] {
             return (ty.clone(), made(quote!(outs)));
         }
@@ -489,9 +489,8 @@ impl Gufunc {
             })
             .collect();
         let (args_ty, ops) = self.args(&tys);
-        let (outs_ty, outs) = self.outs_arg(|e| {
-            quote!(&mut ::kernel_runtime::__rt::DeviceArray<#e, impl ::kernel_runtime::__rt::Rank>)
-        });
+        let (outs_ty, outs) =
+            self.outs_arg(|e| quote!(impl ::kernel_runtime::__rt::GuOutput<'a, #e>));
         let outs = if self.outputs.ops.len() == 1 {
             quote!((#outs,))
         } else {
@@ -577,7 +576,7 @@ impl Gufunc {
                 let __device = ::kernel_runtime::__rt::gu_device(Self::NAME, &[#((#names, __ops.#idx.device())),*])?;
                 let __shapes = ::kernel_runtime::__rt::gu_shapes(Self::NAME, &Self::LAYOUT, &[#(__ops.#idx.shape()),*])?;
                 #(let mut #made = ::kernel_runtime::__rt::gu_output(Self::NAME, &Self::LAYOUT, &__shapes[#ks], &__device)?;)*
-                self.run(__ops, (#(::kernel_runtime::__rt::GuOperand::output(&mut #made),)*))?;
+                self.run(__ops, (#(::kernel_runtime::__rt::GuOutput::operand(&mut #made),)*))?;
                 Ok(#value)
             }
         }

@@ -31,7 +31,7 @@
 
 use super::array::{DeviceArray, Rank};
 use super::device::Device;
-use super::device_view::DeviceView;
+use super::device_view::{DeviceView, DeviceViewMut};
 use super::error::Error;
 use super::order::{Access, Users};
 use super::params::GpuParams;
@@ -376,6 +376,50 @@ impl<'a, T: DeviceCopy, D: Rank, const CORE: usize> GuInput<'a, T, CORE>
     }
 }
 
+/// An output of a generalized ufunc: a device array borrowed uniquely (`&mut out`), or a
+/// writable view of rows of one (`&mut out.slice_mut(i..j)?`), every element of which the call
+/// writes.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an output of a generalized ufunc",
+    label = "not a `&mut DeviceArray<{T}, _>`",
+    note = "an output takes a `&mut DeviceArray` of its element type, or a writable view of rows of one (`&mut x.slice_mut(i..j)?`)"
+)]
+pub trait GuOutput<'a, T: DeviceCopy> {
+    /// The output, as the launch writes it.
+    #[doc(hidden)]
+    fn operand(self) -> Operand<'a, T>;
+}
+
+impl<'a, T: DeviceCopy, D: Rank> GuOutput<'a, T> for &'a mut DeviceArray<T, D> {
+    fn operand(self) -> Operand<'a, T> {
+        let host = self.host_ptr_mut();
+        Operand {
+            value: None,
+            addr: *self.device_addr(),
+            host,
+            array: Some((self.device(), self.shape(), self.users())),
+            marks: None,
+            window: Unwritten::default(),
+        }
+    }
+}
+
+impl<'a, T: DeviceCopy, D: Rank> GuOutput<'a, T> for &'a mut DeviceViewMut<'_, T, D> {
+    fn operand(self) -> Operand<'a, T> {
+        self.forget_unwritten();
+        let host = self.host.as_mut_ptr();
+        let view: &'a DeviceViewMut<'_, T, D> = self;
+        Operand {
+            value: None,
+            addr: view.addr,
+            host,
+            array: Some((view.device, view.dim.slice(), view.users)),
+            marks: None,
+            window: Unwritten::default(),
+        }
+    }
+}
+
 impl<'a, T: DeviceCopy> GuInput<'a, T, 0> for T {
     type Dim = ndarray::Ix0;
     fn operand(self) -> Operand<'a, T> {
@@ -404,19 +448,6 @@ pub struct Operand<'a, T> {
 }
 
 impl<'a, T: DeviceCopy> Operand<'a, T> {
-    /// The output `out`, whose every element the call writes.
-    pub fn output<D: Rank>(out: &'a mut DeviceArray<T, D>) -> Operand<'a, T> {
-        let host = out.host_ptr_mut();
-        Operand {
-            value: None,
-            addr: *out.device_addr(),
-            host,
-            array: Some((out.device(), out.shape(), out.users())),
-            marks: None,
-            window: Unwritten::default(),
-        }
-    }
-
     /// In checked mode, the elements of an input that nothing has written.
     fn marks(&self) -> Option<&Marks> {
         self.marks.or(self.window.marks())
