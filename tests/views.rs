@@ -6,7 +6,7 @@ use gpu_kernels::add_vectorized;
 use kernel_runtime::ndarray::{s, Array1, Array2, Array3};
 use kernel_runtime::prelude::*;
 use kernel_runtime::{Finding, Reader, Stream};
-use kernel_suite::gufuncs::dot;
+use kernel_suite::gufuncs::{dot, shift};
 use kernel_suite::reference::SplitMix64;
 use kernel_suite::test_kernels::{grid_stride_double, row_sums_plus, scale3, total_into_scalar};
 
@@ -321,6 +321,19 @@ fn generalized_ufuncs_take_views_of_rows() {
         .unwrap()
         .copy_from_host(&Array2::ones((3, 2)))
         .unwrap();
+    // A `()` input of the view's elements alone: the array's unwritten rest is not read.
+    let mut ys = dev.empty::<f64, _>(4).unwrap();
+    ys.slice_mut(..2)
+        .unwrap()
+        .copy_from_host(&[10.0, 20.0])
+        .unwrap();
+    let x = dev.to_device(&Array2::from_elem((2, 3), 1.0f64)).unwrap();
+    let shifted = shift
+        .call((&x, &ys.slice(..2).unwrap()))
+        .unwrap()
+        .to_host()
+        .unwrap();
+    assert_eq!(shifted.row(1).to_vec(), [21.0; 3]);
     let ones = dev.to_device(&[1.0f32, 1.0]).unwrap();
     assert_eq!(
         dot.call((&y.slice(1..3).unwrap(), &ones))

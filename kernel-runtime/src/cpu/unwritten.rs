@@ -48,10 +48,11 @@ impl Marks {
             .is_some_and(|word| word >> (i % 64) & 1 == 1)
     }
 
-    /// The first unwritten element.
-    pub(crate) fn first(&self) -> Option<usize> {
+    /// The first unwritten element below `len` (a record may be its array's while a view of
+    /// the array's first `len` elements reads it).
+    pub(crate) fn first_below(&self, len: usize) -> Option<usize> {
         let (w, word) = self.bits.iter().enumerate().find(|(_, w)| **w != 0)?;
-        Some(w * 64 + word.trailing_zeros() as usize)
+        Some(w * 64 + word.trailing_zeros() as usize).filter(|&i| i < len)
     }
 
     /// Where the unwritten elements come from.

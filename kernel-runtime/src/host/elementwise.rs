@@ -65,7 +65,8 @@ pub(crate) fn whole_read(
     marks: Option<&Marks>,
     shape: &[usize],
 ) -> Result<(), Error> {
-    let Some((marks, first)) = marks.and_then(|m| Some((m, m.first()?))) else {
+    let len = shape.iter().product();
+    let Some((marks, first)) = marks.and_then(|m| Some((m, m.first_below(len)?))) else {
         return Ok(());
     };
     Err(Error::CheckFailed {
