@@ -604,9 +604,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
 
     /// The shape as a fixed-size array, for kernel views.
     pub(crate) fn dims_array<const N: usize>(&self) -> [usize; N] {
-        let mut dims = [0usize; N];
-        dims.copy_from_slice(self.dim.slice());
-        dims
+        super::shape::fixed_dims(&self.dim)
     }
 
     /// A pointer for the CPU backend's kernel views that only read (dangling for a GPU's

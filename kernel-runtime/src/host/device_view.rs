@@ -36,6 +36,7 @@
 //! on it reports a read of one, and its writes count. Views split apart from one another count
 //! their elements written when they are split, as a raw pointer's kernel does.
 
+use std::borrow::Cow;
 use std::ops::{Range, RangeBounds};
 
 use ndarray::{Array, ArrayBase, DataMut};
@@ -481,10 +482,7 @@ impl<'a, T: DeviceCopy, D: Rank> DeviceViewMut<'a, T, D> {
     /// The record of the view's unwritten elements, numbered from its first, for a checked
     /// launch that writes it.
     pub(crate) fn unwritten_window(&self) -> Unwritten {
-        let range = self.start..self.start + self.len();
-        self.unwritten
-            .as_deref()
-            .map_or_else(Unwritten::default, |u| u.window(range))
+        self.view().unwritten_record().into_owned()
     }
 
     /// Records the writes of a checked launch: `window` is what it left unwritten of
@@ -630,6 +628,16 @@ impl<'a, T: DeviceCopy, D: Rank> DeviceView<'a, T, D> {
     /// The elements in host memory: all of them on the CPU backend, none on a GPU.
     pub(crate) fn host_elements(&self) -> &'a [T] {
         self.host
+    }
+
+    /// The record of the view's unwritten elements, numbered from its first: its array's own
+    /// where the two start together, else a window of it, which the caller keeps while it reads.
+    pub(crate) fn unwritten_record(&self) -> Cow<'a, Unwritten> {
+        match self.unwritten {
+            Some(u) if self.start == 0 => Cow::Borrowed(u),
+            Some(u) => Cow::Owned(u.window(self.start..self.start + self.len())),
+            None => Cow::Owned(Unwritten::default()),
+        }
     }
 }
 

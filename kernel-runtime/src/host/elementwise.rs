@@ -51,11 +51,8 @@ pub fn reads_whole<T: DeviceCopy, D: Rank>(
     argument: &'static str,
     view: &DeviceView<'_, T, D>,
 ) -> Result<(), Error> {
-    let Some(unwritten) = view.unwritten.filter(|u| u.marks().is_some()) else {
-        return Ok(());
-    };
-    let window = unwritten.window(view.start..view.start + view.len());
-    whole_read(function, argument, window.marks(), view.shape())
+    let record = view.unwritten_record();
+    whole_read(function, argument, record.marks(), view.shape())
 }
 
 /// [`reads_whole`] of an array of shape `shape` whose unwritten elements `marks` has, if any.

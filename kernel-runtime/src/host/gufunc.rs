@@ -38,6 +38,7 @@ use super::params::GpuParams;
 use crate::cores::{Cores, LoopSteps, Scalars, MAX_LOOP_DIMS};
 use crate::cpu::unwritten::{Marks, Unwritten};
 use crate::device_copy::DeviceCopy;
+use std::borrow::Cow;
 
 /// A generalized ufunc's layout as the macro writes it: the names of its core dimensions, and
 /// each operand's name and core dimensions, as indices into the names.
@@ -341,14 +342,7 @@ pub trait GuInput<'a, T: DeviceCopy, const CORE: usize> {
 impl<'a, T: DeviceCopy, D: Rank, const CORE: usize> GuInput<'a, T, CORE> for &'a DeviceArray<T, D> {
     type Dim = D;
     fn operand(self) -> Operand<'a, T> {
-        Operand {
-            value: None,
-            addr: *self.device_addr(),
-            host: self.host_ptr(),
-            array: Some((self.device(), self.shape(), self.users())),
-            marks: self.unwritten().marks(),
-            window: Unwritten::default(),
-        }
+        Operand::input(&self.view(), self.shape())
     }
 }
 
@@ -358,21 +352,7 @@ impl<'a, T: DeviceCopy, D: Rank, const CORE: usize> GuInput<'a, T, CORE>
 {
     type Dim = D;
     fn operand(self) -> Operand<'a, T> {
-        // The record numbered from the view's first element: the array's own where they start
-        // together, else a window of it, which the operand keeps.
-        let (marks, window) = match self.unwritten {
-            Some(u) if self.start == 0 => (u.marks(), Unwritten::default()),
-            Some(u) => (None, u.window(self.start..self.start + self.len())),
-            None => (None, Unwritten::default()),
-        };
-        Operand {
-            value: None,
-            addr: self.addr,
-            host: self.host.as_ptr().cast_mut(),
-            array: Some((self.device, self.dim.slice(), self.users)),
-            marks,
-            window,
-        }
+        Operand::input(self, self.dim.slice())
     }
 }
 
@@ -398,8 +378,7 @@ impl<'a, T: DeviceCopy, D: Rank> GuOutput<'a, T> for &'a mut DeviceArray<T, D> {
             addr: *self.device_addr(),
             host,
             array: Some((self.device(), self.shape(), self.users())),
-            marks: None,
-            window: Unwritten::default(),
+            record: Cow::Owned(Unwritten::default()),
         }
     }
 }
@@ -414,8 +393,7 @@ impl<'a, T: DeviceCopy, D: Rank> GuOutput<'a, T> for &'a mut DeviceViewMut<'_, T
             addr: view.addr,
             host,
             array: Some((view.device, view.dim.slice(), view.users)),
-            marks: None,
-            window: Unwritten::default(),
+            record: Cow::Owned(Unwritten::default()),
         }
     }
 }
@@ -428,8 +406,7 @@ impl<'a, T: DeviceCopy> GuInput<'a, T, 0> for T {
             addr: 0,
             host: core::ptr::null_mut(),
             array: None,
-            marks: None,
-            window: Unwritten::default(),
+            record: Cow::Owned(Unwritten::default()),
         }
     }
 }
@@ -441,16 +418,26 @@ pub struct Operand<'a, T> {
     addr: u64,
     host: *mut T,
     array: Option<(&'a Device, &'a [usize], &'a Users)>,
-    /// In checked mode, an input's elements that nothing has written: its array's record, or
-    /// `window`, the record of a view's elements.
-    marks: Option<&'a Marks>,
-    window: Unwritten,
+    /// In checked mode, an input's elements that nothing has written, numbered from its first
+    /// (see [`DeviceView::unwritten_record`]).
+    record: Cow<'a, Unwritten>,
 }
 
 impl<'a, T: DeviceCopy> Operand<'a, T> {
+    /// An input reading the elements of `view`, of shape `shape`.
+    fn input<D: Rank>(view: &DeviceView<'a, T, D>, shape: &'a [usize]) -> Operand<'a, T> {
+        Operand {
+            value: None,
+            addr: view.addr,
+            host: view.host.as_ptr().cast_mut(),
+            array: Some((view.device, shape, view.users)),
+            record: view.unwritten_record(),
+        }
+    }
+
     /// In checked mode, the elements of an input that nothing has written.
     fn marks(&self) -> Option<&Marks> {
-        self.marks.or(self.window.marks())
+        self.record.marks()
     }
 
     /// The array's shape; `None` for a scalar.
@@ -484,7 +471,7 @@ impl<'a, T: DeviceCopy> Operand<'a, T> {
             return cores;
         }
         // SAFETY: the marks are the array's, which the operand borrows for as long as the call
-        // that makes views of the cores, or the operand's window, boxed, which it keeps as long.
+        // that makes views of the cores, or a window of them, boxed, which it keeps as long.
         unsafe { cores.checked(self.marks()) }
     }
 

@@ -16,12 +16,13 @@ use super::device_view::{DeviceView, DeviceViewMut};
 use super::order::Access;
 use super::params::GpuParams;
 use super::ptr::{DevicePtr, SyncPtr};
+use super::shape::fixed_dims;
 use crate::cpu::check::LaunchShadows;
 use crate::cpu::launch::shapes::LaunchView;
-use crate::cpu::unwritten::Unwritten;
 use crate::device_copy::DeviceCopy;
 use crate::view::{View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
 use ndarray::{Array0, Array2, Array3, Dimension, Ix0, Ix1, Ix2, Ix3};
+use std::borrow::Cow;
 
 /// The type a kernel parameter is declared with, as the launcher's signature names it
 /// (`&'static [f32]`, `&'static mut Array2<f32>`, `u32`, `*mut f32`): what a launch holds of
@@ -225,13 +226,6 @@ macro_rules! pointer_param {
 pointer_param!(*const);
 pointer_param!(*mut);
 
-/// The dims of a view of rank `N`, for the CPU backend's kernel views.
-fn dims<D: Dimension, const N: usize>(dim: &D) -> [usize; N] {
-    let mut dims = [0usize; N];
-    dims.copy_from_slice(dim.slice());
-    dims
-}
-
 /// The array parameter `$param` of rank `$rank`, viewed as `$view`, whose argument is a view
 /// of a device array, read-only (`$arg` a [`DeviceView`]) or writable (a [`DeviceViewMut`],
 /// with `mut`): a whole array's (`&x`, `&mut x`) or part of one (`x.slice(1..)?`).
@@ -261,7 +255,7 @@ macro_rules! array_param {
                 let ptr = array_param!(@ptr arg $(, $mut)?);
                 // SAFETY: the memory is the host's (the caller's contract), so the view covers
                 // the argument's elements; it lives no longer than the borrow of the argument.
-                unsafe { $view::from_raw(ptr, dims::<_, $rank>(&arg.dim), name) }
+                unsafe { $view::from_raw(ptr, fixed_dims::<_, $rank>(&arg.dim), name) }
             }
 
             #[inline(always)]
@@ -274,7 +268,7 @@ macro_rules! array_param {
                 let ptr = array_param!(@ptr arg $(, $mut)?);
                 // SAFETY: as in `view`; the caller keeps `shadows`, which the trace points into,
                 // for as long as the view.
-                unsafe { $view::from_raw(ptr, dims::<_, $rank>(&arg.dim), name).traced(trace) }
+                unsafe { $view::from_raw(ptr, fixed_dims::<_, $rank>(&arg.dim), name).traced(trace) }
             }
 
             $(
@@ -322,13 +316,9 @@ macro_rules! array_param {
         $shadows.writable($name, $arg.dim.slice(), $arg.unwritten_window())
     };
     (@trace $shadows:ident, $name:ident, $arg:ident) => {
-        match $arg.unwritten {
-            Some(unwritten) if $arg.start == 0 => $shadows.read_only(unwritten),
-            Some(unwritten) => {
-                let range = $arg.start..$arg.start + $arg.len();
-                $shadows.read_only_window(unwritten.window(range))
-            }
-            None => $shadows.read_only(&Unwritten::default()),
+        match $arg.unwritten_record() {
+            Cow::Borrowed(unwritten) => $shadows.read_only(unwritten),
+            Cow::Owned(window) => $shadows.read_only_window(window),
         }
     };
     (@written $arg:ident, $shadows:ident, mut) => {

@@ -37,6 +37,13 @@ impl Sliceable for Ix3 {
     }
 }
 
+/// The extents of `dim` as a fixed-size array, for kernel views of rank `N`.
+pub(crate) fn fixed_dims<D: Dimension, const N: usize>(dim: &D) -> [usize; N] {
+    let mut dims = [0usize; N];
+    dims.copy_from_slice(dim.slice());
+    dims
+}
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for ndarray::Ix0 {}
