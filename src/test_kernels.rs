@@ -96,6 +96,35 @@ pub fn grid_stride_double(x: &[i64], out: &mut [i64]) {
     }
 }
 
+/// Numba's `part = x[i, j, lo:hi]` and `out[i][j] = ...` in a kernel: each thread sums part of
+/// one row of a 3-D array through a subarray, a row and a slice of its views, and writes the sum
+/// through a row of `out` taken from a slice of it.
+#[kernel]
+pub fn sum_row_parts(x: &Array3<i64>, lo: usize, hi: usize, out: &mut Array2<i64>) {
+    let (j, i) = grid(2);
+    let (n, m) = out.dim();
+    if i < n && j < m {
+        let part = x.subarray(i).row(j).slice(lo..hi);
+        let mut total = 0;
+        for k in 0..part.len() {
+            total += part[k];
+        }
+        let mut row = out.slice(i..).subarray(0u32);
+        row[j] = total;
+    }
+}
+
+/// Numba's `out[k] = x[p:][0][i][k]`: row `i` of the first plane from `p` on, which must lie
+/// within `x`; `out` may be longer than a row.
+#[kernel]
+pub fn copy_row_of(x: &Array3<u32>, p: u32, i: u32, out: &mut [u32]) {
+    let k = grid(1);
+    let row = x.slice(p as usize..).subarray(0u32).row(i);
+    if k < row.len() {
+        out[k] = row[k];
+    }
+}
+
 /// Reverses each block's chunk of `data` through a shared array (barrier between the phases).
 #[kernel]
 pub fn reverse_in_blocks(data: &mut [i32]) {

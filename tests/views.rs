@@ -8,7 +8,9 @@ use kernel_runtime::prelude::*;
 use kernel_runtime::{Finding, Reader, Stream};
 use kernel_suite::gufuncs::{dot, shift};
 use kernel_suite::reference::SplitMix64;
-use kernel_suite::test_kernels::{grid_stride_double, row_sums_plus, scale3, total_into_scalar};
+use kernel_suite::test_kernels::{
+    copy_row_of, grid_stride_double, row_sums_plus, scale3, sum_row_parts, total_into_scalar,
+};
 
 mod common;
 use common::{assert_mentions, backends};
@@ -470,4 +472,72 @@ fn checked_mode_keeps_the_arrays_record_of_unwritten_elements_through_views() {
     let mut w = dev.empty::<f32, _>(10).unwrap();
     let _ = w.split_at_mut(5).unwrap();
     plus_one.launch(1, 32, (&w, &mut z)).unwrap();
+}
+
+#[test]
+fn kernels_take_subarrays_rows_and_slices_of_their_arrays() {
+    let x = Array3::from_shape_fn((5, 7, 9), |(i, j, k)| (100 * i + 10 * j + k) as i64);
+    for dev in backends() {
+        let d_x = dev.to_device(&x).unwrap();
+        for (lo, hi) in [(0, 9), (2, 6), (4, 4), (8, 9)] {
+            let mut out = dev.zeros::<i64, _>((5, 7)).unwrap();
+            sum_row_parts
+                .launch((1, 2), (8, 4), (&d_x, lo, hi, &mut out))
+                .unwrap();
+            let want = x
+                .slice(s![.., .., lo..hi])
+                .sum_axis(kernel_runtime::ndarray::Axis(2));
+            assert_eq!(out.to_host().unwrap(), want, "{dev:?} {lo}..{hi}");
+        }
+        // Of a view of planes 1..4, rows 1..3 of `out`: the kernel's parts number from the view.
+        let mut out = dev.zeros::<i64, _>((5, 7)).unwrap();
+        sum_row_parts
+            .launch(
+                1,
+                (8, 4),
+                (d_x.slice(1..4).unwrap(), 3, 5, out.slice_mut(1..3).unwrap()),
+            )
+            .unwrap();
+        let got = out.to_host().unwrap();
+        assert_eq!(got.row(0).sum() + got.row(3).sum() + got.row(4).sum(), 0);
+        assert_eq!(got[[2, 6]], x.slice(s![2, 6, 3..5]).sum(), "{dev:?}");
+        let u = dev.to_device(&x.mapv(|v| v as u32)).unwrap();
+        let mut row = dev.zeros::<u32, _>(12).unwrap();
+        copy_row_of.launch(1, 16, (&u, 2, 6, &mut row)).unwrap();
+        assert_eq!(
+            row.to_vec().unwrap()[..10],
+            [260, 261, 262, 263, 264, 265, 266, 267, 268, 0]
+        );
+    }
+}
+
+#[test]
+fn a_subarray_or_slice_past_a_kernels_array_stops_it_named() {
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let u = dev.zeros::<u32, _>((3, 4, 5)).unwrap();
+        let mut row = dev.zeros::<u32, _>(5).unwrap();
+        for (p, i, says) in [
+            (4, 0, "slice 4..3 does not lie in array `x` of 3 planes"),
+            (3, 0, "subarray 0 does not lie in array `x` of 0 planes"),
+            (1, 4, "subarray 4 does not lie in array `x` of 4 rows"),
+        ] {
+            let err = copy_row_of.launch(1, 8, (&u, p, i, &mut row)).unwrap_err();
+            assert_mentions(&err.to_string(), &[says, "copy_row_of", "test_kernels.rs"]);
+        }
+    }
+}
+
+#[test]
+fn checked_mode_numbers_a_kernels_subarray_from_its_start() {
+    let dev = Device::cpu_checked();
+    let mut u = dev.empty::<u32, _>((2, 3, 4)).unwrap();
+    u.subarray_mut(0)
+        .unwrap()
+        .copy_from_host(&Array2::zeros((3, 4)))
+        .unwrap();
+    let mut row = dev.zeros::<u32, _>(4).unwrap();
+    copy_row_of.launch(1, 4, (&u, 0, 2, &mut row)).unwrap();
+    // Plane 1 holds nothing written: its row 2 is read from element 0 on.
+    let got = unwritten_read(copy_row_of.launch(1, 4, (&u, 1, 2, &mut row)));
+    assert_eq!(got, ("x".to_string(), vec![0]));
 }

@@ -1,10 +1,28 @@
-//! The low-level types the device API and the CPU backend share: the warp's width, the kinds
-//! of access to an element, the values a warp exchanges, the decimal digits that compile-time
+//! The low-level types the device API and the CPU backend share: the warp's width, the ends of
+//! a range, the kinds of access to an element, the values a warp exchanges, the decimal digits that compile-time
 //! messages are built with. They sit below both, so that neither
 //! needs the other for them.
 
 /// Threads in a warp (Numba's `cuda.warpsize`).
 pub const WARP_SIZE: u32 = 32;
+
+/// The ends `(start, end)` of `range` over `len` entries, as given: a caller tests
+/// `start <= end <= len`. An end of `..=usize::MAX` saturates, so it fails that test.
+#[inline(always)]
+pub fn range_ends(range: &impl core::ops::RangeBounds<usize>, len: usize) -> (usize, usize) {
+    use core::ops::Bound;
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.saturating_add(1),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    (start, end)
+}
 
 /// How a thread touches an element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

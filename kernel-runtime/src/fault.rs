@@ -41,20 +41,45 @@ pub fn out_of_bounds(
     trap()
 }
 
-/// Reports a slice `start..end` of an array of `len` elements that does not lie in it, and
+/// Reports a slice `start..end` of the first axis of an array of `len` such `unit`s (elements,
+/// rows, planes) that does not lie in it, and
 /// stops the thread: on the GPU, a trap.
 #[cold]
 #[cfg_attr(not(target_arch = "nvptx64"), inline(never), track_caller)]
 #[cfg_attr(target_arch = "nvptx64", inline(always))]
-pub fn bad_slice(array: &'static str, start: usize, end: usize, len: usize) -> ! {
+pub fn bad_slice(
+    array: &'static str,
+    start: usize,
+    end: usize,
+    len: usize,
+    unit: &'static str,
+) -> ! {
     #[cfg(not(target_arch = "nvptx64"))]
     crate::cpu::fault::raise_with_coordinates(format!(
-        "slice {start}..{end} does not lie in array `{array}` of {len} elements at {}",
+        "slice {start}..{end} does not lie in array `{array}` of {len} {unit} at {}",
         core::panic::Location::caller()
     ));
     #[cfg(target_arch = "nvptx64")]
     {
-        let _ = (array, start, end, len);
+        let _ = (array, start, end, len, unit);
+        trap()
+    }
+}
+
+/// Reports entry `i` of the first axis of an array of `len` such `unit`s (`rows`, `planes`)
+/// asked for as a subarray, and stops the thread: on the GPU, a trap.
+#[cold]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+pub fn bad_subarray(array: &'static str, i: usize, len: usize, unit: &'static str) -> ! {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::fault::raise_with_coordinates(format!(
+        "subarray {i} does not lie in array `{array}` of {len} {unit} at {}",
+        core::panic::Location::caller()
+    ));
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = (array, i, len, unit);
         trap()
     }
 }

@@ -297,6 +297,19 @@ view_type!(
     View3Mut, 3, mutable = true
 );
 
+/// `row(i)`, ndarray's name for a 2-D view's `subarray(i)`.
+macro_rules! rows {
+    ($name:ident => $row:ident) => {
+        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
+            /// Row `i`, as ndarray's `row(i)`: the same as [`subarray`](Self::subarray).
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            pub fn row(self, i: impl ArrayIndex) -> $row<'a, T, CHECK> {
+                self.subarray(i)
+            }
+        }
+    };
+}
 macro_rules! rank0 {
     ($name:ident) => {
         impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
@@ -330,27 +343,6 @@ macro_rules! rank1 {
             #[inline(always)]
             pub fn dim(&self) -> usize {
                 self.dims[0]
-            }
-            /// The elements `range` as an array of their own, indexed from 0: Numba's `a[i:j]`
-            /// in a kernel. `dynamic_shared![f32].slice(0..n)` and `.slice(n..2 * n)` carve one
-            /// dynamic shared allocation into two arrays, as Numba's `dyn[0:n]` and
-            /// `dyn[n:2*n]` do. A range outside the view stops the kernel, whatever its index
-            /// checks (a trap on a GPU).
-            #[inline(always)]
-            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-            pub fn slice(self, range: core::ops::Range<usize>) -> Self {
-                let (start, end) = (range.start, range.end);
-                if start > end || end > self.dims[0] {
-                    crate::fault::bad_slice(self.name(), start, end, self.dims[0])
-                }
-                $name {
-                    // In the view's memory: `start <= end <= len` (checked above).
-                    ptr: self.ptr.wrapping_add(start),
-                    dims: [end - start],
-                    #[cfg(not(target_arch = "nvptx64"))]
-                    trace: self.trace.skip(start),
-                    ..self
-                }
             }
             /// The elements as a 2-D array of rows of `cols`, C order (those past the last whole
             /// row left out): how a kernel lays a 2-D array over dynamic shared memory,
@@ -623,6 +615,75 @@ macro_rules! writable {
     };
 }
 
+/// `slice` along the first axis of a view whose entries there are `$unit`, and, given the view
+/// type of one entry, `subarray`: Numba's `x[i:j]` and `x[i]` in a kernel. The parts lie in the
+/// view's memory, C order keeping each entry's elements together, so they are views too.
+macro_rules! first_axis {
+    ($name:ident, $unit:literal) => {
+        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
+            /// The elements of one entry of the first axis.
+            #[inline(always)]
+            fn entry_len(&self) -> usize {
+                self.dims[1..].iter().product()
+            }
+            #[doc = concat!("The ", $unit, " `range` of the first axis as an array of their own, indexed from 0:")]
+            /// Numba's `a[i:j]` in a kernel (`a.slice(i..)`, `a.slice(..j)` as `a[i:]`,
+            /// `a[:j]`). `dynamic_shared![f32].slice(0..n)` and `.slice(n..2 * n)` carve one
+            /// dynamic shared allocation into two arrays, as Numba's `dyn[0:n]` and `dyn[n:2*n]`
+            /// do. A range outside the view stops the kernel, whatever its index checks (a trap
+            /// on a GPU).
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            pub fn slice(self, range: impl core::ops::RangeBounds<usize>) -> Self {
+                let (start, end) = crate::base::range_ends(&range, self.dims[0]);
+                if start > end || end > self.dims[0] {
+                    crate::fault::bad_slice(self.name(), start, end, self.dims[0], $unit)
+                }
+                let skip = start * self.entry_len();
+                let mut dims = self.dims;
+                dims[0] = end - start;
+                $name {
+                    // In the view's memory: `start <= end <= dims[0]` (checked above).
+                    ptr: self.ptr.wrapping_add(skip),
+                    dims,
+                    #[cfg(not(target_arch = "nvptx64"))]
+                    trace: self.trace.skip(skip),
+                    ..self
+                }
+            }
+        }
+    };
+    ($name:ident, $unit:literal => $sub:ident, $subrank:literal) => {
+        first_axis!($name, $unit);
+        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
+            /// Entry `i` of the first axis, an array of one rank less indexed from 0: Numba's
+            /// `a[i]` (`a[i, :]`) in a kernel. An `i` outside the view stops the kernel,
+            /// whatever its index checks (a trap on a GPU).
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            pub fn subarray(self, i: impl ArrayIndex) -> $sub<'a, T, CHECK> {
+                let i = i.index();
+                if i >= self.dims[0] {
+                    crate::fault::bad_subarray(self.name(), i, self.dims[0], $unit)
+                }
+                let skip = i * self.entry_len();
+                let mut dims = [0; $subrank];
+                dims.copy_from_slice(&self.dims[1..]);
+                $sub {
+                    // In the view's memory: `i < dims[0]` (checked above).
+                    ptr: self.ptr.wrapping_add(skip),
+                    launch: self.launch,
+                    dims,
+                    #[cfg(not(target_arch = "nvptx64"))]
+                    name: self.name,
+                    #[cfg(not(target_arch = "nvptx64"))]
+                    trace: self.trace.skip(skip),
+                }
+            }
+        }
+    };
+}
+
 rank0!(View0);
 rank0!(View0Mut);
 rank1!(View1 => View2);
@@ -631,6 +692,14 @@ rank2!(View2);
 rank2!(View2Mut);
 rank3!(View3);
 rank3!(View3Mut);
+first_axis!(View1, "elements");
+first_axis!(View1Mut, "elements");
+first_axis!(View2, "rows" => View1, 1);
+first_axis!(View2Mut, "rows" => View1Mut, 1);
+first_axis!(View3, "planes" => View2, 2);
+first_axis!(View3Mut, "planes" => View2Mut, 2);
+rows!(View2 => View1);
+rows!(View2Mut => View1Mut);
 writable!(View0Mut, (), |()| ());
 // A 1-D view is written at any [`ArrayIndex`]; its atomics take a `usize`.
 impl<'a, T, I: ArrayIndex, const CHECK: bool> IndexMut<I> for View1Mut<'a, T, CHECK> {

@@ -2,7 +2,7 @@
 //! allocation the host cannot make is [`Error::OutOfMemory`]), and the bounds of ranges of
 //! elements.
 
-use std::ops::{Bound, RangeBounds};
+use std::ops::RangeBounds;
 
 use ndarray::Dimension;
 
@@ -60,16 +60,7 @@ pub(crate) fn c_order_vec<H: ToDevice + ?Sized>(
 /// The bounds of `range` within `len` elements, as `(start, end)`; elements that do not lie
 /// within them are [`Error::OutOfRange`].
 pub(crate) fn within(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize), Error> {
-    let start = match range.start_bound() {
-        Bound::Included(&s) => s,
-        Bound::Excluded(&s) => s.saturating_add(1),
-        Bound::Unbounded => 0,
-    };
-    let end = match range.end_bound() {
-        Bound::Included(&e) => e.saturating_add(1),
-        Bound::Excluded(&e) => e,
-        Bound::Unbounded => len,
-    };
+    let (start, end) = crate::base::range_ends(&range, len);
     if start > end || end > len {
         return Err(Error::OutOfRange { start, end, len });
     }
