@@ -5,6 +5,10 @@
 use gpu_kernels::add;
 use kernel_runtime::ndarray::array;
 use kernel_runtime::{Device, DeviceKind, Error, Kernel, LaunchConfig};
+use std::future::Future;
+use std::pin::pin;
+use std::sync::{mpsc, Arc};
+use std::task::{Context, Poll, Wake, Waker};
 
 /// The CPU backend, and GPU 0 where it opens.
 fn usable_devices() -> Vec<Device> {
@@ -134,6 +138,70 @@ fn launches_on_streams_see_earlier_copies_and_are_seen_by_later_ones() {
         assert_eq!(d.to_vec().unwrap(), want, "{}", dev.name());
         drop((b, c));
         s2.synchronize().unwrap();
+    }
+}
+
+/// Runs `f` to completion on this thread, which sleeps while it is pending: the least executor.
+fn block_on<F: Future>(f: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut f = pin!(f);
+    loop {
+        match f.as_mut().poll(&mut Context::from_waker(&waker)) {
+            Poll::Ready(v) => return v,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+#[test]
+fn callbacks_and_futures_follow_a_streams_work() {
+    for dev in usable_devices() {
+        let n = 100_000;
+        let s = dev.stream().unwrap();
+        let a = dev.to_device(&vec![1.0f32; n]).unwrap();
+        let mut c = dev.zeros::<f32, _>(n).unwrap();
+        let cfg = LaunchConfig::cover(n, 256).unwrap().on_stream(&s);
+        add.launch_with(cfg.clone(), (&a, &a, &mut c)).unwrap();
+        // A callback runs off the caller's thread once the kernel is done, and may use the
+        // device; the stream's `synchronize` waits for it.
+        let (tx, rx) = mpsc::channel();
+        let caller = std::thread::current().id();
+        s.add_callback(move |status| {
+            let read = status.and_then(|()| c.to_vec());
+            tx.send((read, std::thread::current().id())).unwrap();
+        })
+        .unwrap();
+        s.synchronize().unwrap();
+        let (read, thread) = rx.try_recv().expect("synchronize waited for the callback");
+        assert_eq!(read.unwrap(), vec![2.0; n], "{}", dev.name());
+        assert_ne!(thread, caller);
+        // A future of the stream's work, awaited by an executor that sleeps; a task holding it
+        // may move between threads, as multithreaded executors move tasks.
+        fn movable<T: Send + Sync + 'static>(_: &T) {}
+        let mut d = dev.zeros::<f32, _>(n).unwrap();
+        add.launch_with(cfg, (&a, &a, &mut d)).unwrap();
+        let done = s.done().unwrap();
+        movable(&done);
+        block_on(done).unwrap();
+        assert_eq!(d.to_vec().unwrap()[n - 1], 2.0);
+        // A callback that panics is reported once, by the stream's next `synchronize`.
+        s.add_callback(|_| panic!("the callback's own panic"))
+            .unwrap();
+        let (tx, rx) = mpsc::channel();
+        s.add_callback(move |_| tx.send(()).unwrap()).unwrap();
+        let err = s.synchronize().unwrap_err();
+        assert!(
+            matches!(&err, Error::CallbackPanicked { message } if message == "the callback's own panic"),
+            "{err}"
+        );
+        rx.try_recv().expect("later callbacks still run");
+        s.synchronize().unwrap();
     }
 }
 

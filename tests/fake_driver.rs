@@ -1639,6 +1639,47 @@ fn a_streams_events_time_its_work_alone() {
     });
 }
 
+#[test]
+fn callbacks_and_futures_wait_on_the_stream_they_were_added_to() {
+    on_fake_driver(
+        "callbacks_and_futures_wait_on_the_stream_they_were_added_to",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let s = gpu.stream().unwrap();
+            let mut x = gpu.zeros::<u32, _>(64).unwrap();
+            if has_ptx(times_three_plus.ptx()) {
+                let cfg = LaunchConfig::new(1, 64).unwrap().on_stream(&s);
+                times_three_plus.launch_with(cfg, (&mut x, 1)).unwrap();
+            }
+            // The driver calls back on a thread of its own; the callback, on the runtime's,
+            // uses the device.
+            let (tx, rx) = std::sync::mpsc::channel();
+            s.add_callback(move |status| tx.send(status.and_then(|()| x.to_vec())).unwrap())
+                .unwrap();
+            let done = s.done().unwrap();
+            let waker = std::task::Waker::noop();
+            let mut cx = std::task::Context::from_waker(waker);
+            let mut done = std::pin::pin!(done);
+            while std::future::Future::poll(done.as_mut(), &mut cx).is_pending() {
+                std::thread::yield_now();
+            }
+            s.synchronize().unwrap();
+            assert_eq!(rx.try_recv().unwrap().unwrap().len(), 64);
+            // Both were added to the user stream, after its launch.
+            let lines = log.lines();
+            let stream_of = |i: usize| lines[i].rsplit_once("stream=").unwrap().1.to_string();
+            let callbacks = lines_of(&lines, "callback ");
+            assert_eq!(callbacks.len(), 2, "{lines:?}");
+            let own = stream_of(lines_of(&lines, "alloc ")[0]);
+            assert!(callbacks.iter().all(|&i| stream_of(i) != own), "{lines:?}");
+            if let Some(&launch) = lines_of(&lines, "launch times_three_plus").first() {
+                assert!(launch < callbacks[0], "{lines:?}");
+            }
+        },
+    );
+}
+
 /// The log lines (by index) that start with `prefix`.
 fn lines_of(lines: &[String], prefix: &str) -> Vec<usize> {
     (0..lines.len())

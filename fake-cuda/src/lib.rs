@@ -217,6 +217,38 @@ pub unsafe extern "C" fn cuStreamSynchronize(stream: Handle) -> CuResult {
     })
 }
 
+/// `CUstreamCallback`.
+type StreamCallback = Option<unsafe extern "C" fn(Handle, CuResult, *mut c_void)>;
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamAddCallback(
+    stream: Handle,
+    callback: StreamCallback,
+    data: *mut c_void,
+    flags: c_uint,
+) -> CuResult {
+    let code = call("cuStreamAddCallback", |d| {
+        let s = d.stream(handle(stream))?;
+        if callback.is_none() || flags != 0 {
+            return fail(INVALID_VALUE, "a null callback, or flags other than 0");
+        }
+        d.log(format_args!("callback stream={s:#x}"));
+        Ok(())
+    });
+    if let (SUCCESS, Some(callback)) = (code, callback) {
+        // The driver calls back on a thread of its own once the work queued before has
+        // finished, which here it has; the stream's later work waits for the callback.
+        let (stream, data) = (stream as usize, data as usize);
+        // SAFETY: the driver API's contract: the callback takes the stream, a status and the
+        // caller's data, and makes no driver call (none that needs this driver's lock).
+        let called = std::thread::spawn(move || unsafe {
+            callback(stream as Handle, SUCCESS, data as *mut c_void)
+        });
+        let _ = called.join();
+    }
+    code
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamWaitEvent(
     stream: Handle,

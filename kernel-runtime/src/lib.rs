@@ -138,6 +138,7 @@ pub use host::{
         ToDevice,
     },
     attributes::KernelAttributes,
+    callback::StreamDone,
     device::{Device, DeviceKind, Limits},
     device_view::{DeviceView, DeviceViewMut, IntoDeviceView, IntoDeviceViewMut},
     error::{Error, LaunchError},

@@ -141,6 +141,13 @@ pub enum Error {
         /// The array's shape.
         shape: Vec<usize>,
     },
+    /// A function given to [`Stream::add_callback`](crate::Stream::add_callback) panicked;
+    /// the stream's `synchronize` reports it.
+    #[error("a stream callback panicked: {message}; the stream's work before it had finished, and later callbacks still run")]
+    CallbackPanicked {
+        /// The panic's message.
+        message: String,
+    },
     /// Something that a graph cannot hold was asked for while its work was being captured
     /// ([`Device::capture`](crate::Device::capture)).
     #[error("{what} is not possible while a graph is being captured: a graph holds the kernel launches on the device's stream; allocate, copy and wait before or after `Device::capture`")]

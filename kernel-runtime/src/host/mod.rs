@@ -5,6 +5,7 @@ pub mod args;
 pub mod array;
 pub mod attributes;
 pub(crate) mod bytes;
+pub mod callback;
 #[cfg(feature = "mpi")]
 pub mod cluster;
 #[cfg(feature = "mpi")]

@@ -1,5 +1,6 @@
 //! [`Stream`]: a queue of work on a device besides its own, as Numba's `cuda.stream()`.
 
+use super::callback::{self, Callbacks, StreamDone};
 use super::device::Device;
 use super::error::Error;
 use super::event::Event;
@@ -37,6 +38,7 @@ use std::sync::Arc;
 pub struct Stream {
     device: Device,
     cuda: Option<Arc<CudaStream>>,
+    callbacks: Arc<Callbacks>,
 }
 
 impl std::fmt::Debug for Stream {
@@ -56,6 +58,7 @@ impl Stream {
         Ok(Stream {
             device: device.clone(),
             cuda,
+            callbacks: Arc::default(),
         })
     }
 
@@ -84,15 +87,72 @@ impl Stream {
         Event::record_on(&self.device, self.cuda.as_ref())
     }
 
+    /// Calls `f` on a thread of the runtime once the work queued on this stream so far has
+    /// finished, with its status (Numba's `stream.add_callback(f, arg)`, CUDA's
+    /// `cuStreamAddCallback`): `Err` where a kernel there failed. `f` may use the device: it
+    /// runs on no driver thread, and the stream's later work does not wait for it.
+    /// [`synchronize`](Self::synchronize) waits for the callbacks added before it and reports
+    /// the first that panicked. On the CPU backend, where work is done when queued, `f` is
+    /// called at once, on the runtime's thread as well.
+    ///
+    /// ```
+    /// # use kernel_runtime::Device;
+    /// use std::sync::mpsc;
+    /// let s = Device::cpu().stream()?;
+    /// let (tx, rx) = mpsc::channel();
+    /// s.add_callback(move |status| tx.send(status.is_ok()).unwrap())?;
+    /// s.synchronize()?;
+    /// assert!(rx.recv().unwrap());
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    pub fn add_callback(
+        &self,
+        f: impl FnOnce(Result<(), Error>) + Send + 'static,
+    ) -> Result<(), Error> {
+        callback::add_callback(&self.device, self.cuda.as_ref(), &self.callbacks, f)
+    }
+
+    /// A future that completes once the work queued on this stream so far has finished (Numba's
+    /// `await stream.async_done()`), with its status: `Err` where a kernel there failed. It
+    /// needs no particular executor; an async task awaits the GPU without holding a thread.
+    ///
+    /// ```
+    /// # use kernel_runtime::prelude::*;
+    /// # #[kernel]
+    /// # fn fill(v: u32, out: &mut [u32]) { let i = grid(1); if i < out.len() { out[i] = v; } }
+    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #     let waker = std::task::Waker::noop();
+    /// #     let mut f = std::pin::pin!(f);
+    /// #     loop {
+    /// #         if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut std::task::Context::from_waker(&waker)) {
+    /// #             return v;
+    /// #         }
+    /// #     }
+    /// # }
+    /// # use kernel_runtime::LaunchConfig;
+    /// let dev = Device::cpu();
+    /// let s = dev.stream()?;
+    /// let mut out = dev.zeros::<u32, _>(100)?;
+    /// fill.launch_with(LaunchConfig::cover(100, 64)?.on_stream(&s), (7, &mut out))?;
+    /// let done = s.done()?;
+    /// block_on(done)?; // `s.done()?.await?` in an async fn
+    /// assert_eq!(out.to_vec()?[99], 7);
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    pub fn done(&self) -> Result<StreamDone, Error> {
+        callback::done(&self.device, self.cuda.as_ref())
+    }
+
     /// Waits until the work queued on this stream has finished; a kernel that failed there is
-    /// reported here.
+    /// reported here. It waits, too, for the callbacks added before it
+    /// ([`add_callback`](Self::add_callback)), and reports the first that panicked (in a
+    /// callback, it waits for none).
     pub fn synchronize(&self) -> Result<(), Error> {
-        match (&self.cuda, self.device.gpu()) {
-            (Some(s), Some(gpu)) => s
-                .synchronize()
-                .map_err(|e| gpu.error("waiting for a stream", e)),
-            _ => Ok(()),
+        if let (Some(s), Some(gpu)) = (&self.cuda, self.device.gpu()) {
+            s.synchronize()
+                .map_err(|e| gpu.error("waiting for a stream", e))?;
         }
+        self.callbacks.wait()
     }
 }
 
