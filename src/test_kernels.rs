@@ -7,6 +7,7 @@ use kernel_runtime::random::{
     xoroshiro128p_next, xoroshiro128p_normal_f32, xoroshiro128p_normal_f64,
     xoroshiro128p_uniform_f32, xoroshiro128p_uniform_f64, Xoroshiro128pState,
 };
+use kernel_runtime::vector::{F32x4, F64x2, U8x4};
 
 /// Writes `grid(1)` and `gridsize(1)` of every thread.
 #[kernel]
@@ -122,6 +123,28 @@ pub fn copy_row_of(x: &Array3<u32>, p: u32, i: u32, out: &mut [u32]) {
     let row = x.slice(p as usize..).subarray(0u32).row(i);
     if k < row.len() {
         out[k] = row[k];
+    }
+}
+
+/// CUDA's vector types as array elements: `out[i] = x[i] * a + float4(b[i])` with a `uchar4`
+/// widened, and `dout[i] = (d.x, d.x + d.y)` of a `double2`; each vector read and written whole
+/// (`ld.global.nc.v4.f32`, `st.global.v2.f64`, ...).
+#[kernel]
+pub fn vector_mix(
+    a: f32,
+    x: &[F32x4],
+    b: &[U8x4],
+    d: &[F64x2],
+    out: &mut [F32x4],
+    dout: &mut [F64x2],
+) {
+    let i = grid(1);
+    if i < out.len() {
+        let p = b[i];
+        out[i] = x[i] * a + F32x4::new(p.x as f32, p.y as f32, p.z as f32, p.w as f32);
+        let mut v = d[i];
+        v.y += v.x;
+        dout[i] = v;
     }
 }
 

@@ -1852,3 +1852,43 @@ fn grid_stride_loops_run_once_per_index_and_name_the_thread_of_a_fault() {
         assert_eq!((block, thread), (k % 192 / 64, k % 64), "{err}");
     }
 }
+
+#[test]
+fn cudas_vector_types_are_array_elements_read_whole() {
+    use kernel_runtime::vector::{F32x4, F64x2, U8x4};
+    let n = 1000usize;
+    let x: Vec<f32> = (0..4 * n).map(|i| (i % 97) as f32 - 40.0).collect();
+    let b: Vec<U8x4> = (0..n)
+        .map(|i| U8x4::from([i as u8, (i >> 2) as u8, 255, 0]))
+        .collect();
+    let d: Vec<F64x2> = (0..n).map(|i| F64x2::new(i as f64, 0.5)).collect();
+    // Small whole numbers: exact whether or not `x * a + b` is fused.
+    let want: Vec<F32x4> = x
+        .chunks(4)
+        .zip(&b)
+        .map(|(v, p)| {
+            F32x4::from([v[0], v[1], v[2], v[3]]) * 3.0 + F32x4::from(p.to_array().map(f32::from))
+        })
+        .collect();
+    for dev in backends() {
+        let at = format!("{:?}", dev.kind());
+        // CUDA's `(float4 *)x`: the floats' array seen as vectors, no copy on a GPU.
+        let x4 = dev.to_device(&x).unwrap().reinterpret::<F32x4>().unwrap();
+        let (db, dd) = (dev.to_device(&b).unwrap(), dev.to_device(&d).unwrap());
+        let mut out = dev.zeros::<F32x4, _>(n).unwrap();
+        let mut dout = dev.zeros::<F64x2, _>(n).unwrap();
+        vector_mix
+            .launch(
+                n.div_ceil(128),
+                128,
+                (3.0f32, &x4, &db, &dd, &mut out, &mut dout),
+            )
+            .unwrap();
+        assert_eq!(out.to_vec().unwrap(), want, "{at}");
+        let dout = dout.to_vec().unwrap();
+        assert_eq!(dout[999], F64x2::new(999.0, 999.5), "{at}");
+        let flat = out.reinterpret::<f32>().unwrap().to_vec().unwrap();
+        assert_eq!(flat.len(), 4 * n);
+        assert_eq!(flat[4..8], want[1].to_array(), "{at}");
+    }
+}

@@ -50,7 +50,7 @@ fn all() -> Vec<Kernel> {
         divergent_barrier => false, off_by_one => false, unchecked_copy => false,
         atomics => false, shared_atomic_count => false, shared_float_sums => false, reverse_dynamic => false,
         saxpy_params => false, math_chain => false, math_more => false, math_more_f32 => false,
-        cuda_math_all => false, fast_math_all => false,
+        cuda_math_all => false, fast_math_all => false, vector_mix => false,
         locked_sums => false, vector_names => false,
         scale3 => false,
         rotate_with_device_barrier => false, early_exit_before_barrier => false,
@@ -522,6 +522,38 @@ fn fast_intrinsics_are_the_approximate_instructions() {
     );
     let body = kernel_entry(&kernels, "fast_math_all");
     assert!(!body.contains("div.rn") && !body.contains("call"), "{body}");
+}
+
+#[test]
+fn vector_types_move_whole() {
+    let Some(kernels) = with_ptx() else { return };
+    // A `float4` read and written as one vector of four words, a `double2` as one of two double
+    // words, a `uchar4` as one word.
+    let body = kernel_entry(&kernels, "vector_mix");
+    for vector in [".v4.b32", ".v2.b64"] {
+        let (loads, stores) = memory_ops(body, vector);
+        assert_eq!((loads, stores), (1, 1), "{vector}: {body}");
+    }
+    assert_eq!(memory_ops(body, ".b32"), (1, 0), "{body}");
+    assert!(!body.contains(".u8") && !body.contains(".b8"), "{body}");
+}
+
+/// The loads and the stores of global memory in `body` of the type `ty` (`.b32`, `.v4.b32`), the
+/// read-only loads (`ld.global.nc`) among them.
+fn memory_ops(body: &str, ty: &str) -> (usize, usize) {
+    let ops: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let count = |forms: &[String]| {
+        ops.iter()
+            .filter(|op| forms.iter().any(|f| f == *op))
+            .count()
+    };
+    (
+        count(&[format!("ld.global{ty}"), format!("ld.global.nc{ty}")]),
+        count(&[format!("st.global{ty}")]),
+    )
 }
 
 /// The memory instructions of `body` that name no state space (`ld.b32`, `atom.add.f32`, ...):

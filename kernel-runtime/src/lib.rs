@@ -94,6 +94,7 @@ pub mod random;
 pub(crate) mod shared;
 pub mod stencil;
 pub mod sync;
+pub mod vector;
 pub mod view;
 pub mod warp;
 pub mod wgmma;
