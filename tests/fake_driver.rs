@@ -1680,6 +1680,34 @@ fn callbacks_and_futures_wait_on_the_stream_they_were_added_to() {
     );
 }
 
+#[test]
+fn fills_are_memsets_of_each_word_of_an_element() {
+    on_fake_driver("fills_are_memsets_of_each_word_of_an_element", &[], |log| {
+        use kernel_runtime::vector::U8x3;
+        let gpu = fake_gpu();
+        let memsets = || log.count("memset ");
+        let mut a = gpu.empty::<u64, _>(10).unwrap();
+        let before = memsets();
+        // Eight bytes, two words: one memset of each word, an element apart.
+        a.fill(0x0102_0304_0506_0708).unwrap();
+        assert_eq!(memsets(), before + 2);
+        // Every byte alike, or one word an element: one memset.
+        a.slice_mut(3..5).unwrap().fill(u64::MAX).unwrap();
+        let mut b = gpu.empty::<f32, _>(7).unwrap();
+        b.fill(2.5).unwrap();
+        assert_eq!(memsets(), before + 4);
+        let mut want = vec![0x0102_0304_0506_0708u64; 10];
+        want[3..5].fill(u64::MAX);
+        assert_eq!(a.to_vec().unwrap(), want);
+        assert_eq!(b.to_vec().unwrap(), [2.5; 7]);
+        // Three bytes: a memset of each, three bytes apart, within the array.
+        let mut c = gpu.empty::<U8x3, _>(5).unwrap();
+        c.slice_mut(1..).unwrap().fill(U8x3::new(1, 2, 3)).unwrap();
+        assert_eq!(memsets(), before + 7);
+        assert_eq!(c.to_vec().unwrap()[1..], [U8x3::new(1, 2, 3); 4]);
+    });
+}
+
 /// The log lines (by index) that start with `prefix`.
 fn lines_of(lines: &[String], prefix: &str) -> Vec<usize> {
     (0..lines.len())

@@ -541,3 +541,41 @@ fn checked_mode_numbers_a_kernels_subarray_from_its_start() {
     let got = unwritten_read(copy_row_of.launch(1, 4, (&u, 1, 2, &mut row)));
     assert_eq!(got, ("x".to_string(), vec![0]));
 }
+
+#[test]
+fn fills_set_every_element_of_an_array_or_view() {
+    use kernel_runtime::vector::{F32x4, U8x3};
+    for dev in backends() {
+        let at = format!("{dev:?}");
+        let mut a = dev.empty::<u64, _>(10).unwrap();
+        a.fill(0x0102_0304_0506_0708).unwrap();
+        a.slice_mut(3..5).unwrap().fill(0).unwrap();
+        let mut want = vec![0x0102_0304_0506_0708u64; 10];
+        want[3..5].fill(0);
+        assert_eq!(a.to_vec().unwrap(), want, "{at}");
+        // Rows of a 2-D array of vectors, and elements of three bytes.
+        let mut v = dev.zeros::<F32x4, _>((4, 3)).unwrap();
+        v.slice_mut(1..3)
+            .unwrap()
+            .fill(F32x4::new(1.0, -2.0, 3.5, 0.0))
+            .unwrap();
+        let got = v.to_vec().unwrap();
+        assert_eq!(got[2], F32x4::default(), "{at}");
+        assert!(
+            got[3..9]
+                .iter()
+                .all(|&e| e == F32x4::new(1.0, -2.0, 3.5, 0.0)),
+            "{at}"
+        );
+        assert_eq!(got[9], F32x4::default(), "{at}");
+        let mut c = dev.empty::<U8x3, _>(5).unwrap();
+        c.fill(U8x3::new(1, 2, 3)).unwrap();
+        assert_eq!(c.to_vec().unwrap(), vec![U8x3::new(1, 2, 3); 5], "{at}");
+        // What a fill wrote is written: checked mode reads it without a report.
+        let mut e = dev.empty::<i64, _>(10).unwrap();
+        e.fill(3).unwrap();
+        let mut out = dev.zeros::<i64, _>(10).unwrap();
+        grid_stride_double.launch(1, 32, (&e, &mut out)).unwrap();
+        assert_eq!(out.to_vec().unwrap(), [6; 10], "{at}");
+    }
+}

@@ -373,6 +373,130 @@ pub unsafe extern "C" fn cuMemsetD8Async(
     })
 }
 
+/// Sets `width` words `word` at the start of each of `height` rows `pitch` bytes apart from
+/// `ptr`, on `stream`: the driver's 1-D (one row) and 2-D memsets of 1-, 2- and 4-byte words.
+fn memset_rows(
+    name: &'static str,
+    (ptr, pitch): (DevicePtr, usize),
+    word: &[u8],
+    (width, height): (usize, usize),
+    stream: Handle,
+) -> CuResult {
+    call(name, |d| {
+        let stream = d.stream(handle(stream))?;
+        let row = width * word.len();
+        if !ptr.is_multiple_of(word.len() as u64) || (height > 1 && pitch < row) {
+            return fail(
+                INVALID_VALUE,
+                format!("{ptr:#x} is not aligned to its {}-byte words, or the pitch {pitch} is less than a row of {row} bytes", word.len()),
+            );
+        }
+        let span = match height {
+            0 => 0,
+            h => pitch * (h - 1) + row,
+        };
+        let at = d.range(ptr, span)?;
+        for r in 0..height {
+            for c in 0..width {
+                // SAFETY: `range` checked that the span, which holds every row, lies in one live
+                // allocation.
+                unsafe {
+                    at.add(r * pitch + c * word.len())
+                        .copy_from_nonoverlapping(word.as_ptr(), word.len())
+                };
+            }
+        }
+        d.log(format_args!("memset {ptr:#x} {span} stream={stream:#x}"));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemsetD16Async(
+    ptr: DevicePtr,
+    v: u16,
+    n: usize,
+    stream: Handle,
+) -> CuResult {
+    memset_rows(
+        "cuMemsetD16Async",
+        (ptr, 0),
+        &v.to_ne_bytes(),
+        (n, 1),
+        stream,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemsetD32Async(
+    ptr: DevicePtr,
+    v: u32,
+    n: usize,
+    stream: Handle,
+) -> CuResult {
+    memset_rows(
+        "cuMemsetD32Async",
+        (ptr, 0),
+        &v.to_ne_bytes(),
+        (n, 1),
+        stream,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemsetD2D8Async(
+    ptr: DevicePtr,
+    pitch: usize,
+    v: u8,
+    width: usize,
+    height: usize,
+    stream: Handle,
+) -> CuResult {
+    memset_rows(
+        "cuMemsetD2D8Async",
+        (ptr, pitch),
+        &[v],
+        (width, height),
+        stream,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemsetD2D16Async(
+    ptr: DevicePtr,
+    pitch: usize,
+    v: u16,
+    width: usize,
+    height: usize,
+    stream: Handle,
+) -> CuResult {
+    memset_rows(
+        "cuMemsetD2D16Async",
+        (ptr, pitch),
+        &v.to_ne_bytes(),
+        (width, height),
+        stream,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemsetD2D32Async(
+    ptr: DevicePtr,
+    pitch: usize,
+    v: u32,
+    width: usize,
+    height: usize,
+    stream: Handle,
+) -> CuResult {
+    memset_rows(
+        "cuMemsetD2D32Async",
+        (ptr, pitch),
+        &v.to_ne_bytes(),
+        (width, height),
+        stream,
+    )
+}
+
 /// Copies `bytes` from `src` to `dst` on `stream`, each either device memory (checked) or host
 /// memory.
 ///

@@ -413,6 +413,24 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         self.view_mut().elements(range)?.copy_from_host(values)
     }
 
+    /// Sets every element to `value`, as Numba's `d[:] = v` (CuPy's `a.fill(v)`): on a GPU,
+    /// memsets on the device's stream. See [`DeviceViewMut::fill`](crate::DeviceViewMut::fill)
+    /// for parts of arrays.
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// let mut a = Device::cpu().empty::<u16, _>((2, 3))?;
+    /// a.fill(7)?;
+    /// assert_eq!(a.to_vec()?, [7; 6]);
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    pub fn fill(&mut self, value: T) -> Result<(), Error>
+    where
+        T: AnyBitPattern,
+    {
+        self.view_mut().fill(value)
+    }
+
     /// Overwrites the array with host data of the same shape.
     pub fn copy_from_host<H: ToDevice<Elem = T, Dim = D> + ?Sized>(
         &mut self,

@@ -42,13 +42,14 @@ use std::ops::{Range, RangeBounds};
 use ndarray::{Array, ArrayBase, DataMut};
 
 use super::array::{DeviceArray, ToDevice};
+use super::bytes::bytes_of;
 use super::device::{permitted, Device};
 use super::error::Error;
 use super::host_vec::{c_order_vec, copied_vec, the_host, within, zeroed_vec};
 use super::order::{Access, Users};
 use super::shape::{Rank, Sliceable};
 use crate::cpu::unwritten::Unwritten;
-use crate::device_copy::DeviceCopy;
+use crate::device_copy::{AnyBitPattern, DeviceCopy};
 
 /// Rows of a device array along its first axis, read-only: what `&[T]` and `&ArrayN<T>` kernel
 /// parameters take besides whole arrays, and what copies back to the host read.
@@ -491,6 +492,33 @@ impl<'a, T: DeviceCopy, D: Rank> DeviceViewMut<'a, T, D> {
         let (start, len) = (self.start, self.len());
         if let Some(u) = self.unwritten.as_deref_mut() {
             u.written_within(start, len, window);
+        }
+    }
+}
+
+impl<T: AnyBitPattern, D: Rank> DeviceViewMut<'_, T, D> {
+    /// Sets every element of the view to `value`, as Numba's `d[i:j] = v` (CuPy's
+    /// `a.fill(v)`): on a GPU, memsets on the device's stream, no host data crossing.
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// let mut a = Device::cpu().zeros::<f32, _>(6)?;
+    /// a.slice_mut(2..5)?.fill(1.5)?;
+    /// assert_eq!(a.to_vec()?, [0.0, 0.0, 1.5, 1.5, 1.5, 0.0]);
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    ///
+    /// `T` is a number, a vector type or a padding-free `#[derive(DeviceCopy)]` struct, whose
+    /// bytes are all initialised (a `bool` array starts from [`Device::zeros`] or a kernel).
+    pub fn fill(&mut self, value: T) -> Result<(), Error> {
+        permitted(self.device, "filling an array")?;
+        match self.device.gpu() {
+            Some(gpu) => gpu.fill(self.addr, self.users, bytes_of(&[value]), self.len()),
+            None => {
+                self.host.fill(value);
+                self.forget_unwritten();
+                Ok(())
+            }
         }
     }
 }

@@ -157,6 +157,65 @@ impl CudaDevice {
             .map_err(|e| self.error("copying to the GPU", e))
     }
 
+    /// Sets each of the `count` elements of `value.len()` bytes at `dst` (whose users are
+    /// `users`) to the bytes `value`: one memset where every byte is the same or an element is
+    /// one word, else one memset with a pitch of an element for each word of it.
+    pub(crate) fn fill(
+        &self,
+        dst: sys::CUdeviceptr,
+        users: &Users,
+        value: &[u8],
+        count: usize,
+    ) -> Result<(), Error> {
+        let size = value.len();
+        if count == 0 || size == 0 {
+            return Ok(());
+        }
+        self.outside_capture("filling device memory")?;
+        let s = self
+            .copy_stream(None, &[(users, Access::Write)])?
+            .cu_stream();
+        let word = [4, 2, 1]
+            .into_iter()
+            .find(|&w| size.is_multiple_of(w) && dst.is_multiple_of(w as u64))
+            .unwrap_or(1);
+        let same = value.iter().all(|&b| b == value[0]);
+        let fills = if same { &value[..1] } else { value };
+        for (k, w) in fills.chunks(if same { 1 } else { word }).enumerate() {
+            let at = dst + (k * word) as u64;
+            // SAFETY: `dst` holds `count` elements of `size` bytes, ordered on `s` after their
+            // users; each memset writes word `k` of every element (or every byte, all alike).
+            let set = unsafe {
+                match (w.len(), same || size == word) {
+                    (1, true) => sys::cuMemsetD8Async(at, w[0], count * size, s),
+                    (2, true) => {
+                        sys::cuMemsetD16Async(at, u16::from_ne_bytes([w[0], w[1]]), count, s)
+                    }
+                    (4, true) => {
+                        let v = u32::from_ne_bytes([w[0], w[1], w[2], w[3]]);
+                        sys::cuMemsetD32Async(at, v, count, s)
+                    }
+                    (1, false) => sys::cuMemsetD2D8Async(at, size, w[0], 1, count, s),
+                    (2, false) => sys::cuMemsetD2D16Async(
+                        at,
+                        size,
+                        u16::from_ne_bytes([w[0], w[1]]),
+                        1,
+                        count,
+                        s,
+                    ),
+                    _ => {
+                        let v = u32::from_ne_bytes([w[0], w[1], w[2], w[3]]);
+                        sys::cuMemsetD2D32Async(at, size, v, 1, count, s)
+                    }
+                }
+            };
+            set.result()
+                .map_err(|e| self.error("filling device memory", e))?;
+        }
+        Ok(())
+    }
+
     /// Copies device memory at `src` (whose users are `users`) into `dst`, after the work it
     /// waits for.
     pub(crate) fn download<T: Copy>(
