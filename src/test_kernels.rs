@@ -106,12 +106,22 @@ pub fn sum_row_parts(x: &Array3<i64>, lo: usize, hi: usize, out: &mut Array2<i64
     let (n, m) = out.dim();
     if i < n && j < m {
         let part = x.subarray(i).row(j).slice(lo..hi);
-        let mut total = 0;
-        for k in 0..part.len() {
-            total += part[k];
-        }
         let mut row = out.slice(i..).subarray(0u32);
-        row[j] = total;
+        row[j] = part.iter().sum();
+    }
+}
+
+/// `out[i]` = the sum of `(k + 1) * x[i][k]`, row `i` walked backwards, Numba's
+/// `for k, v in enumerate(x[i])`: a kernel's array as an iterator.
+#[kernel]
+pub fn weighted_row_sums(x: &Array2<u32>, out: &mut [u32]) {
+    let i = grid(1);
+    if i < out.len() {
+        let mut total = 0;
+        for (k, &v) in x.row(i).into_iter().enumerate().rev() {
+            total += (k as u32 + 1) * v;
+        }
+        out[i] = total;
     }
 }
 

@@ -10,6 +10,7 @@ use kernel_suite::gufuncs::{dot, shift};
 use kernel_suite::reference::SplitMix64;
 use kernel_suite::test_kernels::{
     copy_row_of, grid_stride_double, row_sums_plus, scale3, sum_row_parts, total_into_scalar,
+    weighted_row_sums,
 };
 
 mod common;
@@ -509,6 +510,35 @@ fn kernels_take_subarrays_rows_and_slices_of_their_arrays() {
             [260, 261, 262, 263, 264, 265, 266, 267, 268, 0]
         );
     }
+}
+
+#[test]
+fn a_kernels_array_is_an_iterator_of_its_elements() {
+    let x = Array2::from_shape_fn((37, 9), |(i, k)| (i * 3 + k) as u32);
+    let want: Vec<u32> = x
+        .rows()
+        .into_iter()
+        .map(|r| r.iter().enumerate().map(|(k, &v)| (k as u32 + 1) * v).sum())
+        .collect();
+    for dev in backends() {
+        let d_x = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<u32, _>(37).unwrap();
+        weighted_row_sums.launch(2, 32, (&d_x, &mut out)).unwrap();
+        assert_eq!(out.to_vec().unwrap(), want, "{dev:?}");
+    }
+    // Checked mode sees each read: an unwritten element is reported at its place in the row.
+    let dev = Device::cpu_checked();
+    let mut e = dev.empty::<u32, _>((2, 4)).unwrap();
+    e.subarray_mut(0).unwrap().fill(1).unwrap();
+    e.subarray_mut(1)
+        .unwrap()
+        .slice_mut(..3)
+        .unwrap()
+        .fill(1)
+        .unwrap();
+    let mut out = dev.zeros::<u32, _>(2).unwrap();
+    let got = unwritten_read(weighted_row_sums.launch(1, 32, (&e, &mut out)));
+    assert_eq!(got, ("x".to_string(), vec![3]));
 }
 
 #[test]

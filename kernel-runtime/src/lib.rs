@@ -127,7 +127,9 @@ pub use kernel_macros::{
 pub use module_array::{ModuleArray, ModuleView};
 pub use number::DeviceNumber;
 pub use shared::{Bools, SharedArray1, SharedArray2, SharedArray3};
-pub use view::{ArrayIndex, View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};
+pub use view::{
+    ArrayIndex, Iter, View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut,
+};
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use cpu::finding::{Access, AccessKind, Finding, Origin, Reader};

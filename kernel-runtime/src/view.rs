@@ -486,6 +486,93 @@ macro_rules! rank3 {
         }
     };
 }
+/// The elements of a 1-D kernel array in order, as `&T`: `x.iter()` and `for v in x`, as Numba's
+/// `for v in x:` in a kernel. Each read is the view's own (`x[i]`), so checked mode sees it.
+///
+/// ```
+/// use kernel_runtime::prelude::*;
+///
+/// #[kernel]
+/// fn row_totals(x: &Array2<f32>, out: &mut [f32]) {
+///     let i = grid(1);
+///     if i < out.len() {
+///         out[i] = x.row(i).iter().sum();
+///     }
+/// }
+/// # let dev = Device::cpu();
+/// # let x = dev.to_device(&kernel_runtime::ndarray::Array2::from_elem((3, 4), 0.5f32))?;
+/// # let mut out = dev.zeros::<f32, _>(3)?;
+/// # row_totals.launch(1, 32, (&x, &mut out))?;
+/// # assert_eq!(out.to_vec()?, [2.0; 3]);
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct Iter<V> {
+    view: V,
+    front: usize,
+    back: usize,
+}
+
+/// `iter()` and `IntoIterator` for a 1-D view type.
+macro_rules! iterable {
+    ($name:ident) => {
+        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
+            /// The elements in order, as `&T` (see [`Iter`]).
+            #[inline(always)]
+            pub fn iter(&self) -> Iter<Self> {
+                Iter {
+                    view: *self,
+                    front: 0,
+                    back: self.dims[0],
+                }
+            }
+        }
+        impl<'a, T: 'a, const CHECK: bool> IntoIterator for $name<'a, T, CHECK> {
+            type Item = &'a T;
+            type IntoIter = Iter<Self>;
+            #[inline(always)]
+            fn into_iter(self) -> Iter<Self> {
+                self.iter()
+            }
+        }
+        impl<'a, T: 'a, const CHECK: bool> Iterator for Iter<$name<'a, T, CHECK>> {
+            type Item = &'a T;
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn next(&mut self) -> Option<&'a T> {
+                if self.front == self.back {
+                    return None;
+                }
+                let o = self.view.offset(self.front, crate::fault::AccessKind::Read);
+                self.front += 1;
+                // SAFETY: `o` is within the view, whose memory is valid for `'a` (`from_raw`).
+                Some(unsafe { &*self.view.ptr.add(o) })
+            }
+            #[inline(always)]
+            fn size_hint(&self) -> (usize, Option<usize>) {
+                let n = self.back - self.front;
+                (n, Some(n))
+            }
+        }
+        impl<'a, T: 'a, const CHECK: bool> DoubleEndedIterator for Iter<$name<'a, T, CHECK>> {
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn next_back(&mut self) -> Option<&'a T> {
+                if self.front == self.back {
+                    return None;
+                }
+                self.back -= 1;
+                let o = self.view.offset(self.back, crate::fault::AccessKind::Read);
+                // SAFETY: as in `next`.
+                Some(unsafe { &*self.view.ptr.add(o) })
+            }
+        }
+        impl<'a, T: 'a, const CHECK: bool> ExactSizeIterator for Iter<$name<'a, T, CHECK>> {}
+    };
+}
+iterable!(View1);
+iterable!(View1Mut);
+
 /// An index into a 1-D kernel array (`x[i]`): a `usize`, as `grid(1)` gives, or a `u32`, as
 /// `thread_idx().x` and the other coordinates are, so that CUDA's `x[threadIdx.x]` reads
 /// `x[thread_idx().x]` with no cast; and an `i32`, which is what an integer literal of no other
