@@ -63,7 +63,7 @@ unsafe impl<T: DeviceCopy> DeviceCopy for num_complex::Complex<T> {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot hold the unspecified contents of uncleared memory",
     label = "some bit patterns are not values of this type",
-    note = "uncleared arrays (`Device::empty`), shared memory (`shared_array!`, `dynamic_shared!`), module arrays (`constant_array!`, `global_array!`) and `reinterpret` take numbers, arrays of numbers and `#[derive(DeviceCopy)]` structs of them without padding; a static shared array takes `bool` too (`shared_array![bool; N]`); for other types, use `Device::zeros` and a device array"
+    note = "uncleared arrays (`Device::empty`), shared memory (`shared_array!`, `dynamic_shared!`), module arrays (`constant_array!`, `global_array!`), `reinterpret` and `fill` take numbers, arrays of numbers and `#[derive(DeviceCopy)]` structs of them without padding; a static shared array takes `bool` too (`shared_array![bool; N]`); for other types, use `Device::zeros` and a device array"
 )]
 pub unsafe trait AnyBitPattern: DeviceCopy {}
 

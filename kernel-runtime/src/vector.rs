@@ -59,10 +59,12 @@ macro_rules! vector {
         );
 
         // SAFETY: `#[repr(C)]` fields of a primitive number, no pointer; all-zero bits are
-        // zeros.
+        // zeros. (Not listed among the types a missing `DeviceCopy` could be: the numbers are.)
+        #[diagnostic::do_not_recommend]
         unsafe impl DeviceCopy for $name {}
         // SAFETY: every bit pattern is a value of each field, and the assertion above proves
         // that there is no padding.
+        #[diagnostic::do_not_recommend]
         unsafe impl AnyBitPattern for $name {}
 
         impl $name {
