@@ -1145,6 +1145,55 @@ fn pinned_arrays_are_page_locked_and_copied_on_the_stream() {
 }
 
 #[test]
+fn the_hosts_own_memory_is_page_locked_in_place_until_its_copies_are_done() {
+    on_fake_driver(
+        "the_hosts_own_memory_is_page_locked_in_place_until_its_copies_are_done",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let v: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+            let at = format!("at={:#x}", v.as_ptr() as usize);
+            let host = gpu.pin(v).unwrap();
+            assert!(host.is_page_locked());
+            let s = gpu.stream().unwrap();
+            let mut d = gpu.zeros::<f32, _>(1000).unwrap();
+            s.upload(host.slice(..).unwrap(), &mut d).unwrap();
+            let mut back = gpu.pin(vec![0.0f32; 1000]).unwrap();
+            s.download(d.slice(500..).unwrap(), back.slice_mut(500..).unwrap())
+                .unwrap();
+            let v = host.into_array().unwrap();
+            assert_eq!(v[999], 999.0);
+            assert_eq!(back[999], 999.0);
+            drop(back);
+            // Both locked where they were, copied from and to in place, and unlocked after the
+            // host waited for the copies (the happens-before check of every test's log).
+            assert_eq!(log.count("host register 4000"), 2);
+            assert_eq!(log.count("host unregister 4000"), 2);
+            assert_eq!(log.count(&format!("host register 4000 {at}")), 1);
+            assert_eq!(log.count("htod 4000 pinned"), 1);
+            assert_eq!(log.count("dtoh 2000 pinned"), 1);
+        },
+    );
+}
+
+#[test]
+fn memory_the_driver_cannot_lock_is_given_back() {
+    on_fake_driver(
+        "memory_the_driver_cannot_lock_is_given_back",
+        &[("FAKE_CUDA_FAIL", "cuMemHostRegister_v2=2")],
+        |log| {
+            let gpu = fake_gpu();
+            let err = gpu.pin(vec![7u8; 100]).unwrap_err();
+            assert!(err.to_string().contains("cuMemHostRegister"), "{err}");
+            assert_eq!(err.array.to_vec(), vec![7u8; 100]);
+            let err: Error = err.into();
+            assert!(matches!(err, Error::Cuda { .. }), "{err}");
+            assert_eq!(log.count("host register"), 0);
+        },
+    );
+}
+
+#[test]
 fn mapped_arrays_are_host_memory_the_kernels_use_in_place() {
     on_fake_driver(
         "mapped_arrays_are_host_memory_the_kernels_use_in_place",

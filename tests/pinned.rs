@@ -188,3 +188,46 @@ fn a_pinned_array_larger_than_memory_can_address_is_refused() {
         );
     }
 }
+
+#[test]
+fn the_hosts_own_arrays_are_page_locked_in_place_and_given_back() {
+    use kernel_runtime::ndarray::{s, Array1, Array2, ShapeBuilder};
+    for dev in backends() {
+        let at = format!("{:?}", dev.kind());
+        let s = dev.stream().unwrap();
+        // A `Vec`, page-locked where it is: the copy on the stream reads its own memory.
+        let v: Vec<u32> = (0..10_000).collect();
+        let first = v.as_ptr();
+        let host = dev.pin(v).unwrap();
+        let mut d = dev.zeros::<u32, _>(10_000).unwrap();
+        s.upload(host.slice(..).unwrap(), &mut d).unwrap();
+        times_three_plus
+            .launch_with(
+                LaunchConfig::cover(10_000, 256).unwrap().on_stream(&s),
+                (&mut d, 1),
+            )
+            .unwrap();
+        let mut back = dev.pin(vec![0u32; 10_000]).unwrap();
+        s.download(&d, back.slice_mut(..).unwrap()).unwrap();
+        let v = host.into_array().unwrap().into_raw_vec_and_offset().0;
+        assert_eq!(v.as_ptr(), first, "{at}: the same memory, no copy");
+        let back = back.into_array().unwrap();
+        assert_eq!(back[9_999], 3 * 9_999 + 1, "{at}");
+        // An array in Fortran order is laid out in C order; a part of a larger one is its own.
+        let f = Array2::from_shape_vec((3, 4).f(), (0..12).collect::<Vec<u32>>()).unwrap();
+        let pinned = dev.pin(f.clone()).unwrap();
+        assert_eq!(pinned.view(), f.view(), "{at}");
+        assert_eq!(&pinned[..4], &[0, 3, 6, 9]);
+        let tail = Array1::from_iter(0..100u32).slice_move(s![90..]);
+        let pinned = dev.pin(tail).unwrap();
+        assert_eq!(&pinned[..], &(90..100).collect::<Vec<u32>>()[..], "{at}");
+        assert_eq!(pinned.into_array().unwrap().len(), 10);
+        // Nothing to lock.
+        assert!(dev
+            .pin(Vec::<f64>::new())
+            .unwrap()
+            .into_array()
+            .unwrap()
+            .is_empty());
+    }
+}

@@ -34,6 +34,8 @@ pub const LAUNCH_FAILED: CuResult = 719;
 pub const COOPERATIVE_LAUNCH_TOO_LARGE: CuResult = 720;
 pub const NOT_SUPPORTED: CuResult = 801;
 pub const ILLEGAL_STATE: CuResult = 401;
+pub const HOST_MEMORY_ALREADY_REGISTERED: CuResult = 712;
+pub const HOST_MEMORY_NOT_REGISTERED: CuResult = 713;
 
 /// The codes above with their `cuGetErrorName` and `cuGetErrorString`, as the driver has them.
 #[rustfmt::skip]
@@ -57,6 +59,10 @@ pub const CODES: &[(CuResult, &str, &str)] = &[
         "too many blocks in cooperative launch"),
     (NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
     (ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"),
+    (HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+        "part or all of the requested memory range is already mapped"),
+    (HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+        "pointer does not correspond to a registered memory region"),
 ];
 
 /// The name every fake GPU reports.
@@ -217,6 +223,8 @@ pub struct Driver {
     /// Page-locked host memory, by address: its bytes, and whether it is mapped into the
     /// device's address space (`CU_MEMHOSTALLOC_DEVICEMAP`).
     host_memory: HashMap<usize, (usize, bool)>,
+    /// The host's own memory page-locked by `cuMemHostRegister`: its bytes by address.
+    registered: HashMap<usize, usize>,
     /// Device memory: host memory at the addresses handed out.
     memory: BTreeMap<u64, Allocation>,
     /// Calls made so far, by function, for `FAKE_CUDA_FAIL`.
@@ -265,6 +273,7 @@ pub fn call(name: &'static str, body: impl FnOnce(&mut Driver) -> Result<(), Fai
         graphs: HashMap::new(),
         execs: HashMap::new(),
         host_memory: HashMap::new(),
+        registered: HashMap::new(),
         memory: BTreeMap::new(),
         calls: HashMap::new(),
     });
@@ -821,12 +830,57 @@ impl Driver {
         Ok(ptr)
     }
 
-    /// Whether `bytes` at `ptr` lie in one allocation of page-locked host memory.
+    /// Whether `bytes` at `ptr` lie in one allocation of page-locked host memory, or in one
+    /// range of the host's memory page-locked where it is.
     pub fn page_locked(&self, ptr: *const u8, bytes: usize) -> bool {
         let at = ptr as usize;
-        self.host_memory
+        let sizes = self
+            .host_memory
             .iter()
-            .any(|(&start, &(size, _))| at >= start && at + bytes <= start + size)
+            .map(|(&start, &(size, _))| (start, size));
+        sizes
+            .chain(self.registered.iter().map(|(&start, &size)| (start, size)))
+            .any(|(start, size)| at >= start && at + bytes <= start + size)
+    }
+
+    /// Page-locks `bytes` of the host's memory at `ptr` (`cuMemHostRegister`), which no other
+    /// page-locked range may share a byte with.
+    pub fn register_host(&mut self, ptr: *mut u8, bytes: usize) -> Result<(), Failure> {
+        self.current()?;
+        let at = ptr as usize;
+        if ptr.is_null() || bytes == 0 {
+            return fail(INVALID_VALUE, "a null pointer or no bytes to page-lock");
+        }
+        let sizes = self
+            .host_memory
+            .iter()
+            .map(|(&start, &(size, _))| (start, size));
+        let mut ranges = sizes.chain(self.registered.iter().map(|(&s, &n)| (s, n)));
+        if ranges.any(|(start, size)| at < start + size && start < at + bytes) {
+            return fail(
+                HOST_MEMORY_ALREADY_REGISTERED,
+                format!("{bytes} bytes at {at:#x} share memory with a page-locked range"),
+            );
+        }
+        self.registered.insert(at, bytes);
+        self.log(format_args!("host register {bytes} at={at:#x}"));
+        Ok(())
+    }
+
+    /// Unlocks a range from [`register_host`](Self::register_host), given its first byte.
+    pub fn unregister_host(&mut self, ptr: *mut u8) -> Result<(), Failure> {
+        self.current()?;
+        let Some(bytes) = self.registered.remove(&(ptr as usize)) else {
+            return fail(
+                HOST_MEMORY_NOT_REGISTERED,
+                format!("{ptr:?} is not the start of a range cuMemHostRegister page-locked"),
+            );
+        };
+        self.log(format_args!(
+            "host unregister {bytes} at={:#x}",
+            ptr as usize
+        ));
+        Ok(())
     }
 
     /// The device address of mapped page-locked memory at `ptr` (`cuMemHostGetDevicePointer`):

@@ -663,6 +663,30 @@ pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn cuMemHostRegister_v2(
+    ptr: *mut c_void,
+    bytes: usize,
+    flags: c_uint,
+) -> CuResult {
+    call("cuMemHostRegister_v2", |d| {
+        if flags != 0 {
+            return fail(
+                INVALID_VALUE,
+                "flags other than 0 are not supported by this driver",
+            );
+        }
+        d.register_host(ptr.cast::<u8>(), bytes)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemHostUnregister(ptr: *mut c_void) -> CuResult {
+    call("cuMemHostUnregister", |d| {
+        d.unregister_host(ptr.cast::<u8>())
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn cuMemFreeHost(ptr: *mut c_void) -> CuResult {
     call("cuMemFreeHost", |d| d.free_host(ptr.cast::<u8>()))
 }

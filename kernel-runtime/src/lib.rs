@@ -153,7 +153,7 @@ pub use host::{
     launch::{IntoDim3, LaunchConfig},
     launcher::{Kernel, KernelMeta},
     memory_info::MemoryInfo,
-    pinned::PinnedArray,
+    pinned::{PinError, PinnedArray},
     ptr::DevicePtr,
     stream::Stream,
     transfer::{PinnedSlice, PinnedSliceMut},

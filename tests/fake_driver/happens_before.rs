@@ -106,7 +106,7 @@ impl Trace {
             }
             "host" => {
                 let at = number(&field("at").unwrap()).unwrap();
-                if words[1] == "alloc" {
+                if words[1] == "alloc" || words[1] == "register" {
                     let end = at + dec(words[2]).unwrap();
                     self.memory.insert(at, (end, Vec::new()));
                 }

@@ -13,7 +13,7 @@ use super::array::{checked_len, DeviceArray, Rank, ShapeArg};
 use super::device::permitted;
 use super::device::Device;
 use super::error::Error;
-use super::host_vec::{within, zeroed_vec};
+use super::host_vec::{copied_vec, within, zeroed_vec};
 use super::order::{Access, Users};
 use super::transfer::{PinnedSlice, PinnedSliceMut};
 use crate::device_copy::DeviceCopy;
@@ -52,7 +52,9 @@ pub struct PinnedArray<T: DeviceCopy, D: Rank> {
 enum Memory<T> {
     /// Page-locked memory of a GPU's context, `len` elements.
     Pinned(*mut T, usize),
-    /// The CPU backend's.
+    /// The host's own elements, page-locked in a GPU's context ([`Device::pin`]).
+    Registered(Vec<T>),
+    /// The CPU backend's (or no element).
     Host(Vec<T>),
 }
 
@@ -92,6 +94,111 @@ impl Device {
     }
 }
 
+impl Device {
+    /// The host's own array, page-locked where it is (Numba's `with cuda.pinned(a):`,
+    /// `cuMemHostRegister`): it moves into a [`PinnedArray`], with no copy, for copies that run
+    /// asynchronously at the bus's speed, and [`into_array`](PinnedArray::into_array) gives it
+    /// back once they are done. A `Vec` becomes a 1-D array; an array not in C order is
+    /// copied into C order first.
+    ///
+    /// ```
+    /// use kernel_runtime::Device;
+    /// let dev = Device::default();
+    /// let s = dev.stream()?;
+    /// let host = dev.pin((0..1000).map(|i| i as f32).collect::<Vec<_>>())?;
+    /// let mut d = dev.zeros::<f32, _>(1000)?;
+    /// s.upload(host.slice(..)?, &mut d)?; // returns at once on a GPU
+    /// let back = host.into_array()?; // waits for the copy, then unlocks the memory
+    /// assert_eq!(back[999], 999.0);
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A [`PinError`] that gives the array back, with the driver's refusal (where the host
+    /// cannot lock that much memory, say): `?` turns it into an [`Error`].
+    pub fn pin<T: DeviceCopy, D: Rank>(
+        &self,
+        host: impl Into<ndarray::Array<T, D>>,
+    ) -> Result<PinnedArray<T, D>, Box<PinError<T, D>>> {
+        let host = host.into();
+        if let Err(error) = permitted(self, "page-locking host memory") {
+            return Err(Box::new(PinError { error, array: host }));
+        }
+        let (mut v, dim) = c_order(host);
+        let bytes = std::mem::size_of_val(&v[..]);
+        let memory = match self.gpu() {
+            Some(gpu) if bytes > 0 => {
+                // SAFETY: the `Vec`'s `bytes` stay allocated while it is registered: the array
+                // owns it, never resizes it, and unregisters it before giving it up.
+                match unsafe { gpu.register_host(v.as_mut_ptr().cast::<c_void>(), bytes) } {
+                    Ok(()) => Memory::Registered(v),
+                    Err(error) => {
+                        let array = ndarray::Array::from_shape_vec(dim, v)
+                            .expect("the elements of the array's own shape");
+                        return Err(Box::new(PinError { error, array }));
+                    }
+                }
+            }
+            _ => Memory::Host(v),
+        };
+        Ok(PinnedArray {
+            device: self.clone(),
+            dim,
+            memory,
+            users: Users::default(),
+        })
+    }
+}
+
+/// A host array [`Device::pin`] could not page-lock, given back with the reason.
+pub struct PinError<T, D> {
+    /// Why the memory could not be page-locked.
+    pub error: Error,
+    /// The array, as it was given (in C order).
+    pub array: ndarray::Array<T, D>,
+}
+
+impl<T, D: Rank> std::fmt::Debug for PinError<T, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PinError")
+            .field("error", &self.error)
+            .field("shape", &self.array.shape())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T, D> std::fmt::Display for PinError<T, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl<T, D: Rank> std::error::Error for PinError<T, D> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl<T, D> From<Box<PinError<T, D>>> for Error {
+    fn from(e: Box<PinError<T, D>>) -> Error {
+        e.error
+    }
+}
+
+/// The elements of `a` in C order, in a `Vec` of their own, and its shape: `a`'s own
+/// allocation where `a` is in C order.
+fn c_order<T: Clone, D: Rank>(a: ndarray::Array<T, D>) -> (Vec<T>, D) {
+    let dim = a.raw_dim();
+    let a = match a.is_standard_layout() {
+        true => a,
+        false => a.as_standard_layout().into_owned(),
+    };
+    let (mut v, offset) = a.into_raw_vec_and_offset();
+    v.drain(..offset.unwrap_or(0).min(v.len()));
+    v.truncate(dim.size());
+    (v, dim)
+}
+
 impl<T: DeviceCopy, D: Rank> PinnedArray<T, D> {
     /// The shape.
     pub fn shape(&self) -> &[usize] {
@@ -105,7 +212,32 @@ impl<T: DeviceCopy, D: Rank> PinnedArray<T, D> {
 
     /// Whether the memory is page-locked (on a GPU's context), not the CPU backend's.
     pub fn is_page_locked(&self) -> bool {
-        matches!(self.memory, Memory::Pinned(..))
+        matches!(self.memory, Memory::Pinned(..) | Memory::Registered(_))
+    }
+
+    /// The elements as an ndarray array of their own, once the copies queued on them are done:
+    /// the host's own array back from [`Device::pin`], its memory unlocked, or a copy of
+    /// page-locked memory from [`Device::pinned`].
+    pub fn into_array(mut self) -> Result<ndarray::Array<T, D>, Error> {
+        self.settle(Access::Write);
+        let v = match &mut self.memory {
+            Memory::Registered(v) => {
+                if let Some(gpu) = self.device.gpu() {
+                    gpu.unregister_host(v.as_mut_ptr().cast::<c_void>());
+                }
+                let v = std::mem::take(v);
+                self.memory = Memory::Host(Vec::new());
+                v
+            }
+            Memory::Host(v) => std::mem::take(v),
+            Memory::Pinned(..) => copied_vec(self.elements(), || self.device.name())?,
+        };
+        let (dim, len) = (self.dim.clone(), v.len());
+        ndarray::Array::from_shape_vec(dim, v).map_err(|_| Error::ShapeMismatch {
+            what: "the elements of a pinned array".into(),
+            expected: self.shape().to_vec(),
+            found: vec![len],
+        })
     }
 
     /// The elements as an ndarray view, once the copies queued on them are done.
@@ -132,7 +264,7 @@ impl<T: DeviceCopy, D: Rank> PinnedArray<T, D> {
         match &self.memory {
             // SAFETY: `len` elements at `ptr`, owned by `self`, no copy writing them.
             Memory::Pinned(ptr, len) => unsafe { std::slice::from_raw_parts(*ptr, *len) },
-            Memory::Host(v) => v,
+            Memory::Registered(v) | Memory::Host(v) => v,
         }
     }
 
@@ -143,7 +275,7 @@ impl<T: DeviceCopy, D: Rank> PinnedArray<T, D> {
             // SAFETY: `len` elements at `ptr`, owned by `self` and borrowed uniquely, no copy
             // reading or writing them.
             Memory::Pinned(ptr, len) => unsafe { std::slice::from_raw_parts_mut(*ptr, *len) },
-            Memory::Host(v) => v,
+            Memory::Registered(v) | Memory::Host(v) => v,
         }
     }
 
@@ -176,7 +308,7 @@ impl<T: DeviceCopy, D: Rank> PinnedArray<T, D> {
         let (start, end) = within(range, self.len())?;
         let first = match &mut self.memory {
             Memory::Pinned(ptr, _) => *ptr,
-            Memory::Host(v) => v.as_mut_ptr(),
+            Memory::Registered(v) | Memory::Host(v) => v.as_mut_ptr(),
         };
         Ok(PinnedSliceMut {
             // In the allocation: `start <= end <= len`.
@@ -202,7 +334,7 @@ impl<T: DeviceCopy, D: Rank> PinnedArray<T, D> {
     fn first(&self) -> *const T {
         match &self.memory {
             Memory::Pinned(ptr, _) => *ptr,
-            Memory::Host(v) => v.as_ptr(),
+            Memory::Registered(v) | Memory::Host(v) => v.as_ptr(),
         }
     }
 
@@ -286,8 +418,12 @@ impl<T: DeviceCopy, D: Rank> std::fmt::Debug for PinnedArray<T, D> {
 impl<T: DeviceCopy, D: Rank> Drop for PinnedArray<T, D> {
     fn drop(&mut self) {
         self.settle(Access::Write);
-        if let (Memory::Pinned(ptr, _), Some(gpu)) = (&self.memory, self.device.gpu()) {
-            gpu.free_host(ptr.cast::<c_void>());
+        match (&mut self.memory, self.device.gpu()) {
+            (Memory::Pinned(ptr, _), Some(gpu)) => gpu.free_host(ptr.cast::<c_void>()),
+            (Memory::Registered(v), Some(gpu)) => {
+                gpu.unregister_host(v.as_mut_ptr().cast::<c_void>())
+            }
+            _ => {}
         }
     }
 }

@@ -504,6 +504,31 @@ impl CudaDevice {
         let _ = unsafe { result::free_sync(ptr) };
     }
 
+    /// Page-locks the `bytes` of host memory at `ptr` in the GPU's context
+    /// (`cuMemHostRegister`), so that copies to and from it run asynchronously at the bus's
+    /// speed; [`unregister_host`](Self::unregister_host) undoes it.
+    ///
+    /// # Safety
+    /// `ptr` holds `bytes` bytes, which stay allocated until they are unregistered.
+    pub(crate) unsafe fn register_host(&self, ptr: *mut c_void, bytes: usize) -> Result<(), Error> {
+        self.outside_capture("page-locking host memory")?;
+        self.bind()?;
+        // SAFETY: the caller's contract.
+        unsafe { sys::cuMemHostRegister_v2(ptr, bytes, 0) }
+            .result()
+            .map_err(|e| self.error("page-locking host memory (cuMemHostRegister)", e))
+    }
+
+    /// Unlocks memory from [`register_host`](Self::register_host), which no transfer uses any
+    /// more. A failure (a context already lost) leaves nothing to undo.
+    pub(crate) fn unregister_host(&self, ptr: *mut c_void) {
+        if ptr.is_null() || self.bind().is_err() {
+            return;
+        }
+        // SAFETY: `ptr` was registered by `register_host` and is unregistered once.
+        let _ = unsafe { sys::cuMemHostUnregister(ptr) };
+    }
+
     /// Frees memory from [`alloc_host`](Self::alloc_host), whose transfers have finished.
     pub(crate) fn free_host(&self, ptr: *mut c_void) {
         if ptr.is_null() || self.bind().is_err() {
