@@ -1177,6 +1177,23 @@ fn the_hosts_own_memory_is_page_locked_in_place_until_its_copies_are_done() {
 }
 
 #[test]
+fn profiling_brackets_the_work_it_runs() {
+    on_fake_driver("profiling_brackets_the_work_it_runs", &[], |log| {
+        let gpu = fake_gpu();
+        let mut d = gpu.zeros::<u32, _>(64).unwrap();
+        gpu.profiling(|| d.fill(3)).unwrap().unwrap();
+        let lines = log.lines();
+        let (start, stop) = (
+            lines_of(&lines, "profiler start"),
+            lines_of(&lines, "profiler stop"),
+        );
+        let memset = *lines_of(&lines, "memset ").last().unwrap();
+        assert!(start.len() == 1 && stop.len() == 1, "{lines:?}");
+        assert!(start[0] < memset && memset < stop[0], "{lines:?}");
+    });
+}
+
+#[test]
 fn memory_the_driver_cannot_lock_is_given_back() {
     on_fake_driver(
         "memory_the_driver_cannot_lock_is_given_back",

@@ -662,6 +662,25 @@ pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
     })
 }
 
+/// `cuProfilerStart` and `cuProfilerStop`: a line in the log, in a context.
+fn profiler(name: &'static str, what: &str) -> CuResult {
+    call(name, |d| {
+        d.current()?;
+        d.log(format_args!("profiler {what}"));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuProfilerStart() -> CuResult {
+    profiler("cuProfilerStart", "start")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuProfilerStop() -> CuResult {
+    profiler("cuProfilerStop", "stop")
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuMemHostRegister_v2(
     ptr: *mut c_void,

@@ -35,6 +35,7 @@ pub(crate) mod order;
 pub(crate) mod params;
 pub mod peers;
 pub mod pinned;
+pub mod profiler;
 pub mod ptr;
 #[cfg(feature = "mpi")]
 pub(crate) mod reduce_op;

@@ -242,6 +242,20 @@ impl CudaDevice {
             .map_err(|e| self.error("binding the CUDA context", e))
     }
 
+    /// Starts (`start`) or stops the profiler's collection for the context
+    /// (`cuProfilerStart`, `cuProfilerStop`).
+    pub(crate) fn profiler(&self, start: bool) -> Result<(), Error> {
+        self.bind()?;
+        // SAFETY: plain driver calls on the bound context.
+        let (r, op) = unsafe {
+            match start {
+                true => (sys::cuProfilerStart(), "starting the profiler"),
+                false => (sys::cuProfilerStop(), "stopping the profiler"),
+            }
+        };
+        r.result().map_err(|e| self.error(op, e))
+    }
+
     /// Binds, and orders the device's stream after all the work queued on user streams so far:
     /// what comes after it on the device's stream sees every result, as a wait for the whole
     /// device, a module array's values and a graph's replay must.
