@@ -125,6 +125,21 @@ pub fn weighted_row_sums(x: &Array2<u32>, out: &mut [u32]) {
     }
 }
 
+/// `out[:, j]` = the running sums down column `j` of `x`, thread `j` of the grid taking column
+/// `j + shift`: Numba's `c = out[:, j]; for i, v in enumerate(x[:, j]): ...` in a kernel.
+#[kernel]
+pub fn column_running_sums(x: &Array2<u32>, shift: u32, out: &mut Array2<u32>) {
+    let j = grid(1);
+    if j < out.dim().1 {
+        let mut c = out.column(j + shift as usize);
+        let mut total = 0;
+        for (i, &v) in x.column(j).into_iter().enumerate() {
+            total += v;
+            c[i] = total;
+        }
+    }
+}
+
 /// Numba's `out[k] = x[p:][0][i][k]`: row `i` of the first plane from `p` on, which must lie
 /// within `x`; `out` may be longer than a row.
 #[kernel]

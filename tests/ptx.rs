@@ -52,6 +52,7 @@ fn all() -> Vec<Kernel> {
         saxpy_params => false, math_chain => false, math_more => false, math_more_f32 => false,
         cuda_math_all => false, fast_math_all => false, vector_mix => false,
         sum_row_parts => false, copy_row_of => false, weighted_row_sums => false,
+        column_running_sums => false,
         locked_sums => false, vector_names => false,
         scale3 => false,
         rotate_with_device_barrier => false, early_exit_before_barrier => false,

@@ -9,8 +9,8 @@ use kernel_runtime::{Finding, Reader, Stream};
 use kernel_suite::gufuncs::{dot, shift};
 use kernel_suite::reference::SplitMix64;
 use kernel_suite::test_kernels::{
-    copy_row_of, grid_stride_double, row_sums_plus, scale3, sum_row_parts, total_into_scalar,
-    weighted_row_sums,
+    column_running_sums, copy_row_of, grid_stride_double, row_sums_plus, scale3, sum_row_parts,
+    total_into_scalar, weighted_row_sums,
 };
 
 mod common;
@@ -539,6 +539,56 @@ fn a_kernels_array_is_an_iterator_of_its_elements() {
     let mut out = dev.zeros::<u32, _>(2).unwrap();
     let got = unwritten_read(weighted_row_sums.launch(1, 32, (&e, &mut out)));
     assert_eq!(got, ("x".to_string(), vec![3]));
+}
+
+#[test]
+fn a_kernels_2d_array_has_columns_to_index_and_walk() {
+    let x = Array2::from_shape_fn((50, 7), |(i, j)| (i * 7 + j) as u32 % 13);
+    let mut want = x.clone();
+    for mut c in want.columns_mut() {
+        let mut total = 0;
+        c.iter_mut().for_each(|v| {
+            total += *v;
+            *v = total;
+        });
+    }
+    for dev in backends() {
+        let d_x = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<u32, _>((50, 7)).unwrap();
+        column_running_sums
+            .launch(1, 32, (&d_x, 0, &mut out))
+            .unwrap();
+        assert_eq!(out.to_host().unwrap(), want, "{dev:?}");
+    }
+    for dev in [Device::cpu(), Device::cpu_checked()] {
+        let (d_x, mut out) = (
+            dev.zeros::<u32, _>((4, 3)).unwrap(),
+            dev.zeros::<u32, _>((4, 3)).unwrap(),
+        );
+        // Thread 2 asks for column 3 of 3.
+        let err = column_running_sums
+            .launch(1, 32, (&d_x, 1, &mut out))
+            .unwrap_err();
+        assert_mentions(
+            &err.to_string(),
+            &[
+                "column 3 does not lie in array `out` of 3 columns",
+                "column_running_sums",
+            ],
+        );
+    }
+    // Checked mode reports a read through a column at the 2-D array's index.
+    let dev = Device::cpu_checked();
+    let mut x = dev.empty::<u32, _>((4, 3)).unwrap();
+    x.slice_mut(..2).unwrap().fill(1).unwrap();
+    let mut out = dev.zeros::<u32, _>((4, 3)).unwrap();
+    let got = unwritten_read(column_running_sums.launch(1, 32, (&x, 0, &mut out)));
+    assert_eq!(got.0, "x");
+    assert_eq!(
+        (got.1.len(), got.1[0]),
+        (2, 2),
+        "the first unwritten row, as `x[[2, j]]`"
+    );
 }
 
 #[test]

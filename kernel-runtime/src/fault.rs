@@ -66,20 +66,26 @@ pub fn bad_slice(
     }
 }
 
-/// Reports entry `i` of the first axis of an array of `len` such `unit`s (`rows`, `planes`)
-/// asked for as a subarray, and stops the thread: on the GPU, a trap.
+/// Reports entry `i` of an axis of `len` such `unit`s (`rows`, `planes`, `columns`) asked for
+/// as a `part` (`subarray`, `column`), and stops the thread: on the GPU, a trap.
 #[cold]
 #[cfg_attr(not(target_arch = "nvptx64"), inline(never), track_caller)]
 #[cfg_attr(target_arch = "nvptx64", inline(always))]
-pub fn bad_subarray(array: &'static str, i: usize, len: usize, unit: &'static str) -> ! {
+pub fn bad_part(
+    part: &'static str,
+    array: &'static str,
+    i: usize,
+    len: usize,
+    unit: &'static str,
+) -> ! {
     #[cfg(not(target_arch = "nvptx64"))]
     crate::cpu::fault::raise_with_coordinates(format!(
-        "subarray {i} does not lie in array `{array}` of {len} {unit} at {}",
+        "{part} {i} does not lie in array `{array}` of {len} {unit} at {}",
         core::panic::Location::caller()
     ));
     #[cfg(target_arch = "nvptx64")]
     {
-        let _ = (array, i, len, unit);
+        let _ = (part, array, i, len, unit);
         trap()
     }
 }

@@ -513,21 +513,22 @@ pub struct Iter<V> {
     back: usize,
 }
 
-/// `iter()` and `IntoIterator` for a 1-D view type.
+/// `iter()` and `IntoIterator` for a 1-D array type `$ty` of `'a`, `T` and `CHECK`, whose
+/// `read(i)` is its element `i` (checked and recorded as `x[i]` is) for `'a`.
 macro_rules! iterable {
-    ($name:ident) => {
-        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
+    ($ty:ty) => {
+        impl<'a, T, const CHECK: bool> $ty {
             /// The elements in order, as `&T` (see [`Iter`]).
             #[inline(always)]
             pub fn iter(&self) -> Iter<Self> {
                 Iter {
                     view: *self,
                     front: 0,
-                    back: self.dims[0],
+                    back: self.len(),
                 }
             }
         }
-        impl<'a, T: 'a, const CHECK: bool> IntoIterator for $name<'a, T, CHECK> {
+        impl<'a, T: 'a, const CHECK: bool> IntoIterator for $ty {
             type Item = &'a T;
             type IntoIter = Iter<Self>;
             #[inline(always)]
@@ -535,7 +536,7 @@ macro_rules! iterable {
                 self.iter()
             }
         }
-        impl<'a, T: 'a, const CHECK: bool> Iterator for Iter<$name<'a, T, CHECK>> {
+        impl<'a, T: 'a, const CHECK: bool> Iterator for Iter<$ty> {
             type Item = &'a T;
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -543,10 +544,8 @@ macro_rules! iterable {
                 if self.front == self.back {
                     return None;
                 }
-                let o = self.view.offset(self.front, crate::fault::AccessKind::Read);
                 self.front += 1;
-                // SAFETY: `o` is within the view, whose memory is valid for `'a` (`from_raw`).
-                Some(unsafe { &*self.view.ptr.add(o) })
+                Some(self.view.read(self.front - 1))
             }
             #[inline(always)]
             fn size_hint(&self) -> (usize, Option<usize>) {
@@ -554,7 +553,7 @@ macro_rules! iterable {
                 (n, Some(n))
             }
         }
-        impl<'a, T: 'a, const CHECK: bool> DoubleEndedIterator for Iter<$name<'a, T, CHECK>> {
+        impl<'a, T: 'a, const CHECK: bool> DoubleEndedIterator for Iter<$ty> {
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn next_back(&mut self) -> Option<&'a T> {
@@ -562,16 +561,120 @@ macro_rules! iterable {
                     return None;
                 }
                 self.back -= 1;
-                let o = self.view.offset(self.back, crate::fault::AccessKind::Read);
-                // SAFETY: as in `next`.
-                Some(unsafe { &*self.view.ptr.add(o) })
+                Some(self.view.read(self.back))
             }
         }
-        impl<'a, T: 'a, const CHECK: bool> ExactSizeIterator for Iter<$name<'a, T, CHECK>> {}
+        impl<'a, T: 'a, const CHECK: bool> ExactSizeIterator for Iter<$ty> {}
     };
 }
-iterable!(View1);
-iterable!(View1Mut);
+
+/// `read(i)` of a 1-D view: element `i`, for the view's lifetime.
+macro_rules! readable {
+    ($name:ident) => {
+        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn read(&self, i: usize) -> &'a T {
+                let o = self.offset(i, crate::fault::AccessKind::Read);
+                // SAFETY: `o` is within the view, whose memory is valid for `'a` (`from_raw`).
+                unsafe { &*self.ptr.add(o) }
+            }
+        }
+    };
+}
+readable!(View1);
+readable!(View1Mut);
+iterable!(View1<'a, T, CHECK>);
+iterable!(View1Mut<'a, T, CHECK>);
+
+/// Column `j` of a 2-D kernel array: `x.column(j)[i]` is `x[[i, j]]`, Numba's `x[:, j]` in a
+/// kernel, and `x.column(j).iter()` walks it. Its elements lie a row apart, so it is an array
+/// of the 2-D one's elements, not a contiguous view: each access is the 2-D array's own,
+/// checked against its shape, and checked mode reports it at `x[[i, j]]`.
+///
+/// ```
+/// use kernel_runtime::prelude::*;
+///
+/// #[kernel]
+/// fn column_maxima(x: &Array2<u32>, out: &mut [u32]) {
+///     let j = grid(1);
+///     if j < out.len() {
+///         out[j] = x.column(j).iter().copied().max().unwrap_or(0);
+///     }
+/// }
+/// # let dev = Device::cpu();
+/// # let x = dev.to_device(&kernel_runtime::ndarray::array![[1u32, 9], [7, 2], [3, 4]])?;
+/// # let mut out = dev.zeros::<u32, _>(2)?;
+/// # column_maxima.launch(1, 32, (&x, &mut out))?;
+/// # assert_eq!(out.to_vec()?, [7, 9]);
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct Column<V> {
+    view: V,
+    j: usize,
+}
+
+/// `column(j)` of a 2-D view type, and its column's length, indexing and reads.
+macro_rules! columns {
+    ($name:ident) => {
+        impl<'a, T, const CHECK: bool> $name<'a, T, CHECK> {
+            /// Column `j`, Numba's `x[:, j]` (see [`Column`]). A `j` outside the view stops the
+            /// kernel, whatever its index checks (a trap on a GPU).
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            pub fn column(self, j: impl ArrayIndex) -> Column<Self> {
+                let j = j.index();
+                if j >= self.dims[1] {
+                    crate::fault::bad_part("column", self.name(), j, self.dims[1], "columns")
+                }
+                Column { view: self, j }
+            }
+        }
+        impl<'a, T, const CHECK: bool> Column<$name<'a, T, CHECK>> {
+            /// The number of elements: the array's rows.
+            #[inline(always)]
+            pub fn len(&self) -> usize {
+                self.view.dims[0]
+            }
+            /// Whether the column has no elements.
+            #[inline(always)]
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+            /// The length, as ndarray's `dim()` of a 1-D array.
+            #[inline(always)]
+            pub fn dim(&self) -> usize {
+                self.len()
+            }
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn read(&self, i: usize) -> &'a T {
+                let o = self.view.offset(i, self.j, crate::fault::AccessKind::Read);
+                // SAFETY: `o` is within the 2-D view, valid for `'a` (`from_raw`).
+                unsafe { &*self.view.ptr.add(o) }
+            }
+        }
+        impl<'a, T, I: ArrayIndex, const CHECK: bool> Index<I> for Column<$name<'a, T, CHECK>> {
+            type Output = T;
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn index(&self, i: I) -> &T {
+                self.read(i.index())
+            }
+        }
+        iterable!(Column<$name<'a, T, CHECK>>);
+    };
+}
+columns!(View2);
+columns!(View2Mut);
+impl<'a, T, I: ArrayIndex, const CHECK: bool> IndexMut<I> for Column<View2Mut<'a, T, CHECK>> {
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    fn index_mut(&mut self, i: I) -> &mut T {
+        &mut self.view[[i.index(), self.j]]
+    }
+}
 
 /// An index into a 1-D kernel array (`x[i]`): a `usize`, as `grid(1)` gives, or a `u32`, as
 /// `thread_idx().x` and the other coordinates are, so that CUDA's `x[threadIdx.x]` reads
@@ -751,7 +854,7 @@ macro_rules! first_axis {
             pub fn subarray(self, i: impl ArrayIndex) -> $sub<'a, T, CHECK> {
                 let i = i.index();
                 if i >= self.dims[0] {
-                    crate::fault::bad_subarray(self.name(), i, self.dims[0], $unit)
+                    crate::fault::bad_part("subarray", self.name(), i, self.dims[0], $unit)
                 }
                 let skip = i * self.entry_len();
                 let mut dims = [0; $subrank];
