@@ -202,7 +202,26 @@ fn callbacks_and_futures_follow_a_streams_work() {
         );
         rx.try_recv().expect("later callbacks still run");
         s.synchronize().unwrap();
+        // Callbacks of one stream run in the order they were added, between its launches.
+        let (tx, rx) = mpsc::channel();
+        for k in 0..200 {
+            let tx = tx.clone();
+            s.add_callback(move |_| tx.send(k).unwrap()).unwrap();
+            if k % 50 == 0 {
+                add.launch_with(cfg_for(&s, n), (&a, &a, &mut d)).unwrap();
+            }
+        }
+        s.synchronize().unwrap();
+        assert_eq!(
+            rx.try_iter().collect::<Vec<_>>(),
+            (0..200).collect::<Vec<_>>()
+        );
     }
+}
+
+/// A launch configuration covering `n` elements on stream `s`.
+fn cfg_for(s: &kernel_runtime::Stream, n: usize) -> LaunchConfig {
+    LaunchConfig::cover(n, 256).unwrap().on_stream(s)
 }
 
 #[test]
