@@ -190,6 +190,11 @@ fn callbacks_and_futures_follow_a_streams_work() {
         movable(&done);
         block_on(done).unwrap();
         assert_eq!(d.to_vec().unwrap()[n - 1], 2.0);
+        // The whole device's, over its own stream and the user's.
+        let mut e = dev.zeros::<f32, _>(n).unwrap();
+        add.launch_with(cfg_for(&s, n), (&a, &d, &mut e)).unwrap();
+        block_on(dev.done().unwrap()).unwrap();
+        assert_eq!(e.to_vec().unwrap()[0], 3.0);
         // A callback that panics is reported once, by the stream's next `synchronize`.
         s.add_callback(|_| panic!("the callback's own panic"))
             .unwrap();

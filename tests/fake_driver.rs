@@ -1742,6 +1742,27 @@ fn callbacks_and_futures_wait_on_the_stream_they_were_added_to() {
             if let Some(&launch) = lines_of(&lines, "launch times_three_plus").first() {
                 assert!(launch < callbacks[0], "{lines:?}");
             }
+            // The device's future: a callback on its own stream, after it waited for the user
+            // stream's work.
+            let mut y = gpu.zeros::<u32, _>(64).unwrap();
+            if has_ptx(times_three_plus.ptx()) {
+                let cfg = LaunchConfig::new(1, 64).unwrap().on_stream(&s);
+                times_three_plus.launch_with(cfg, (&mut y, 1)).unwrap();
+            }
+            let done = gpu.done().unwrap();
+            let mut done = std::pin::pin!(done);
+            while std::future::Future::poll(done.as_mut(), &mut cx).is_pending() {
+                std::thread::yield_now();
+            }
+            let lines = log.lines();
+            let stream_of = |i: usize| lines[i].rsplit_once("stream=").unwrap().1.to_string();
+            let last = *lines_of(&lines, "callback ").last().unwrap();
+            assert_eq!(stream_of(last), own, "{lines:?}");
+            let waits = lines_of(&lines, &format!("wait stream={own} "));
+            if has_ptx(times_three_plus.ptx()) {
+                let launch = *lines_of(&lines, "launch times_three_plus").last().unwrap();
+                assert!(waits.iter().any(|&w| launch < w && w < last), "{lines:?}");
+            }
         },
     );
 }

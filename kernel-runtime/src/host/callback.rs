@@ -1,6 +1,6 @@
 //! Host work after a stream's work: [`Stream::add_callback`](crate::Stream::add_callback)
 //! (Numba's `stream.add_callback`) and [`Stream::done`](crate::Stream::done), a future (Numba's
-//! `await stream.async_done()`).
+//! `await stream.async_done()`), and [`Device::done`], the whole device's.
 //!
 //! The driver calls back on a thread of its own, where CUDA forbids calls into the driver. So
 //! the driver's callback only marks its `Completion`, wakes the future waiting for it, and
@@ -200,6 +200,20 @@ pub(crate) fn done(device: &Device, stream: Option<&Arc<CudaStream>>) -> Result<
         completion: reach_after(device, stream, None)?,
         device: device.clone(),
     })
+}
+
+impl Device {
+    /// A future that completes once the work queued on this device so far, on every stream,
+    /// has finished, with its status: what [`synchronize`](Device::synchronize) waits for,
+    /// awaited (`dev.done()?.await?`) instead of blocking a thread. Ready at once on the CPU
+    /// backend.
+    pub fn done(&self) -> Result<StreamDone, Error> {
+        let stream = match self.gpu() {
+            Some(gpu) => Some(gpu.whole_device("awaiting the device")?),
+            None => None,
+        };
+        done(self, stream)
+    }
 }
 
 /// A completion reached once the work queued so far on `stream` has finished, then calling

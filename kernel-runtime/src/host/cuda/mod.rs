@@ -269,6 +269,14 @@ impl CudaDevice {
         Ok(())
     }
 
+    /// The device's stream, ordered after all the work queued on every stream so far (outside
+    /// a capture): what is queued on it next runs once the whole device has caught up.
+    pub(crate) fn whole_device(&self, what: &str) -> Result<&Arc<CudaStream>, Error> {
+        self.outside_capture(what)?;
+        self.barrier()?;
+        Ok(&self.stream)
+    }
+
     /// Orders `stream` (the device's own or a user stream) for an operation with the array
     /// uses `uses`: a user stream after the work queued on the device's stream so far, and
     /// either after the other streams' conflicting uses of the arrays ([`order`]).
