@@ -7,7 +7,8 @@
 //! checked mode against the fast backend, and `warp`, warp shuffles (each a stop of every
 //! thread's coroutine) against split barriers. `gufunc` is a `#[guvectorize]` function beside the
 //! rayon loop that computes the same; `mandelbrot`, Numba's classic example in `complex64`, is
-//! work that differs from point to point.
+//! work that differs from point to point; `rows`, a thread's loop over a row of a matrix (by
+//! index, or through the row's own array and iterator), few threads with much work each.
 //!
 //! ```sh
 //! cargo bench --bench cpu_backend            # or: -- --quick, -- smooth
@@ -840,8 +841,92 @@ fn bench_grid_stride(c: &mut Criterion) {
     g.finish();
 }
 
+/// The side of the matrix whose row sums price a kernel's own ways of reading a row.
+const ROWS_N: usize = 4096;
+
+/// Row `i`'s sum, written with indices (`for k in 0..m { s += x[[i, k]] }`), under the
+/// `#[kernel]` attribute given.
+macro_rules! row_sums_with {
+    ($(#[$attr:meta])* $name:ident) => {
+        $(#[$attr])*
+        fn $name(x: &Array2<u32>, out: &mut [u32]) {
+            let i = grid(1);
+            if i < out.len() {
+                let mut s = 0u32;
+                for k in 0..x.dim().1 {
+                    s = s.wrapping_add(x[[i, k]]);
+                }
+                out[i] = s;
+            }
+        }
+    };
+}
+row_sums_with!(
+    #[kernel]
+    row_sums_indexed
+);
+row_sums_with!(
+    #[kernel(boundscheck = false)]
+    row_sums_unchecked
+);
+
+/// Row `i`'s sum through the row's own array and its iterator: `x.row(i).iter()`.
+#[kernel]
+fn row_sums_iter(x: &Array2<u32>, out: &mut [u32]) {
+    let i = grid(1);
+    if i < out.len() {
+        out[i] = x.row(i).iter().fold(0u32, |s, &v| s.wrapping_add(v));
+    }
+}
+
+/// A kernel's ways of reading a row (indices `x[[i, k]]`, the row's iterator
+/// `x.row(i).iter()`) against rayon's sums of the same rows.
+fn bench_rows(c: &mut Criterion) {
+    let dev = Device::cpu();
+    let x = ndarray::Array2::from_shape_fn((ROWS_N, ROWS_N), |(i, k)| (i * 31 + k) as u32);
+    let dx = dev.to_device(&x).unwrap();
+    let mut out = dev.zeros::<u32, _>(ROWS_N).unwrap();
+    let host: Vec<u32> = x.as_slice().unwrap().to_vec();
+    let mut sums = vec![0u32; ROWS_N];
+    let cfg = LaunchConfig::cover(ROWS_N, 128).unwrap();
+    let rayon_sums = |sums: &mut [u32]| {
+        sums.par_iter_mut()
+            .zip(host.par_chunks(ROWS_N))
+            .for_each(|(s, row)| *s = row.iter().fold(0u32, |a, &v| a.wrapping_add(v)))
+    };
+    rayon_sums(&mut sums);
+
+    let mut g = c.benchmark_group("rows");
+    g.throughput(Throughput::Elements((ROWS_N * ROWS_N) as u64));
+    let mut kernel = |name: &str, launch: &dyn Fn(&mut kernel_runtime::DeviceArray1<u32>)| {
+        launch(&mut out);
+        assert_eq!(
+            out.to_vec().unwrap(),
+            sums,
+            "{name}: kernel and rayon disagree"
+        );
+        g.bench_function(name, |bch| bch.iter(|| launch(&mut out)));
+    };
+    kernel("indexed", &|out| {
+        row_sums_indexed
+            .launch_with(cfg.clone(), (&dx, out))
+            .unwrap()
+    });
+    kernel("unchecked", &|out| {
+        row_sums_unchecked
+            .launch_with(cfg.clone(), (&dx, out))
+            .unwrap()
+    });
+    kernel("iter", &|out| {
+        row_sums_iter.launch_with(cfg.clone(), (&dx, out)).unwrap()
+    });
+    g.bench_function("rayon", |bch| bch.iter(|| rayon_sums(black_box(&mut sums))));
+    g.finish();
+}
+
 criterion_group!(
     benches,
+    bench_rows,
     bench_grid_stride,
     bench_warp,
     bench_checked,

@@ -210,8 +210,20 @@ pub(crate) struct Rows {
 
 impl Rows {
     pub(crate) fn of(spec: &LaunchSpec) -> Rows {
+        Rows::for_workers(spec, rayon::current_num_threads())
+    }
+
+    /// The rows of `spec` cut for `workers` cores: segments of at most [`TASK_THREADS`]
+    /// threads, and where the grid has few rows (a 1-D grid is one), short enough that every
+    /// core has a few of them, so that a launch of few threads, each with much to do, spreads
+    /// over the cores as a long one does.
+    fn for_workers(spec: &LaunchSpec, workers: usize) -> Rows {
         let (grid, block) = (spec.grid, spec.block);
-        let chunk = (TASK_THREADS / block.x.max(1) as u64).clamp(1, grid.x.max(1) as u64) as u32;
+        let rows = (grid.y as u64 * block.y as u64 * grid.z as u64 * block.z as u64).max(1);
+        let per_row = (8 * workers as u64).div_ceil(rows);
+        let chunk = (TASK_THREADS / block.x.max(1) as u64)
+            .min((grid.x as u64).div_ceil(per_row))
+            .clamp(1, grid.x.max(1) as u64) as u32;
         let chunks = grid.x.div_ceil(chunk) as u64;
         let height = grid.y as u64 * block.y as u64;
         Rows {
@@ -377,17 +389,29 @@ mod tests {
             thread_context: false,
             grid_level: true,
         };
-        let rows = Rows::of(&spec);
-        // 256 blocks of 256 threads per segment: two segments per row, six rows.
-        assert_eq!((rows.chunk, rows.chunks, rows.segments), (256, 2, 12));
+        // On one core, eight segments or more: two segments per row of 150 blocks of 256
+        // threads (at most 256 blocks), six rows.
+        let rows = Rows::for_workers(&spec, 1);
+        assert_eq!((rows.chunk, rows.chunks, rows.segments), (150, 2, 12));
+        // On four, 32: six segments of 50 blocks per row.
+        let four = Rows::for_workers(&spec, 4);
+        assert_eq!((four.chunk, four.chunks, four.segments), (50, 6, 36));
+        // A 1-D grid of 32 blocks is one row: 16 segments of 2 blocks on two cores.
+        let line = LaunchSpec {
+            grid: Dim3::new(32, 1, 1),
+            block: Dim3::new(128, 1, 1),
+            ..spec
+        };
+        let two = Rows::for_workers(&line, 2);
+        assert_eq!((two.chunk, two.chunks, two.segments), (2, 16, 16));
         let base = ctx_of(&block_state(&spec, 0, std::ptr::null_mut()), Dim3::ZERO);
         let (ctx, first, threads) = rows.segment(base, 3);
-        // Row 1 (block y 0, thread y 1), second segment: blocks 256..300.
+        // Row 1 (block y 0, thread y 1), second segment: blocks 150..300.
         assert_eq!(
             (ctx.block, ctx.thread),
-            (Dim3::new(256, 0, 0), Dim3::new(0, 1, 0))
+            (Dim3::new(150, 0, 0), Dim3::new(0, 1, 0))
         );
-        assert_eq!((first, threads), (256 * 256, 44 * 256));
+        assert_eq!((first, threads), (150 * 256, 150 * 256));
         let (ctx, _, _) = rows.segment(base, 8);
         assert_eq!(
             (ctx.block, ctx.thread),
