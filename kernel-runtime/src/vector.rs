@@ -13,7 +13,9 @@
 //! bytes; the element's for three), so that it has no padding and the same layout on the host
 //! and the device: they are [`DeviceCopy`] and [`AnyBitPattern`], kernel parameters and array
 //! elements. `+`, `-`, `*` and `/` (and their assignments) work element by element, by another
-//! vector or by a number of the element type, as CUDA's `helper_math.h` has them for floats.
+//! vector or by a number of the element type, and `-v` of signed and float vectors, as CUDA's
+//! `helper_math.h` has them for floats, with its `dot`, `length`, `normalize` and (of three
+//! elements) `cross` of float vectors.
 //!
 //! ```
 //! use kernel_runtime::prelude::*;
@@ -37,7 +39,8 @@
 //! ```
 
 use crate::device_copy::{AnyBitPattern, DeviceCopy};
-use core::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Sub, SubAssign};
+use crate::math::DeviceFloat;
+use core::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
 /// One vector type: `$name` of `$n` × `$t` with the fields `$f`, aligned to `$align` bytes,
 /// CUDA's `$cuda$n` and Numba's `$numba` x `$n`.
@@ -158,6 +161,76 @@ vectors! {
     f64: F64x2 16, F64x3 8, F64x4 16, "double", "float64";
 }
 
+/// `-v`, element by element, for vectors of signed numbers and floats.
+macro_rules! negatable {
+    ($($name:ident: $($f:ident),+;)*) => {$(
+        impl Neg for $name {
+            type Output = $name;
+            #[inline(always)]
+            fn neg(self) -> $name {
+                $name { $($f: -self.$f),+ }
+            }
+        }
+    )*};
+}
+
+negatable! {
+    I8x2: x, y; I8x3: x, y, z; I8x4: x, y, z, w;
+    I16x2: x, y; I16x3: x, y, z; I16x4: x, y, z, w;
+    I32x2: x, y; I32x3: x, y, z; I32x4: x, y, z, w;
+    I64x2: x, y; I64x3: x, y, z; I64x4: x, y, z, w;
+    F32x2: x, y; F32x3: x, y, z; F32x4: x, y, z, w;
+    F64x2: x, y; F64x3: x, y, z; F64x4: x, y, z, w;
+}
+
+/// The geometry of float vectors, as CUDA's `helper_math.h` has it: `dot`, `length`,
+/// `normalize`.
+macro_rules! geometric {
+    ($($name:ident: $t:ty: $($f:ident),+;)*) => {$(
+        impl $name {
+            /// The sum of the elements' products, CUDA's `dot(a, b)`.
+            #[inline(always)]
+            pub fn dot(self, o: $name) -> $t {
+                0.0 $(+ self.$f * o.$f)+
+            }
+            /// The Euclidean length, CUDA's `length(v)`.
+            #[inline(always)]
+            pub fn length(self) -> $t {
+                DeviceFloat::sqrt(self.dot(self))
+            }
+            /// The vector scaled to length 1, CUDA's `normalize(v)` (NaNs for a zero vector).
+            #[inline(always)]
+            pub fn normalize(self) -> $name {
+                self / self.length()
+            }
+        }
+    )*};
+}
+
+geometric! {
+    F32x2: f32: x, y; F32x3: f32: x, y, z; F32x4: f32: x, y, z, w;
+    F64x2: f64: x, y; F64x3: f64: x, y, z; F64x4: f64: x, y, z, w;
+}
+
+/// `cross` of three-element float vectors, CUDA's `cross(a, b)`.
+macro_rules! cross {
+    ($($name:ident),*) => {$(
+        impl $name {
+            /// The cross product, CUDA's `cross(a, b)`: perpendicular to both, right-handed.
+            #[inline(always)]
+            pub fn cross(self, o: $name) -> $name {
+                $name::new(
+                    self.y * o.z - self.z * o.y,
+                    self.z * o.x - self.x * o.z,
+                    self.x * o.y - self.y * o.x,
+                )
+            }
+        }
+    )*};
+}
+
+cross!(F32x3, F64x3);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,5 +257,16 @@ mod tests {
         c += 5;
         assert_eq!(<[u8; 3]>::from(c), [255, 10, 5]);
         assert_eq!(I32x2::new(7, -9) / 2, I32x2::new(3, -4));
+        assert_eq!(-I8x3::new(1, -2, 0), I8x3::new(-1, 2, 0));
+    }
+
+    #[test]
+    fn float_vectors_have_cudas_geometry() {
+        let (a, b) = (F32x3::new(1.0, 0.0, 0.0), F32x3::new(0.0, 1.0, 0.0));
+        assert_eq!(a.cross(b), F32x3::new(0.0, 0.0, 1.0));
+        assert_eq!(b.cross(a), -a.cross(b));
+        assert_eq!(F64x4::new(1.0, 2.0, 3.0, 4.0).dot(F64x4::splat(1.0)), 10.0);
+        assert_eq!(F32x2::new(3.0, 4.0).length(), 5.0);
+        assert_eq!(F64x2::new(0.0, -2.0).normalize(), F64x2::new(0.0, -1.0));
     }
 }
