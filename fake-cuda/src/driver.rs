@@ -830,16 +830,18 @@ impl Driver {
         Ok(ptr)
     }
 
+    /// Every range of page-locked host memory, as its first byte and its size: the allocations
+    /// of `cuMemHostAlloc` and the host's own ranges `cuMemHostRegister` locked.
+    fn locked_ranges(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let allocated = self.host_memory.iter().map(|(&at, &(size, _))| (at, size));
+        allocated.chain(self.registered.iter().map(|(&at, &size)| (at, size)))
+    }
+
     /// Whether `bytes` at `ptr` lie in one allocation of page-locked host memory, or in one
     /// range of the host's memory page-locked where it is.
     pub fn page_locked(&self, ptr: *const u8, bytes: usize) -> bool {
         let at = ptr as usize;
-        let sizes = self
-            .host_memory
-            .iter()
-            .map(|(&start, &(size, _))| (start, size));
-        sizes
-            .chain(self.registered.iter().map(|(&start, &size)| (start, size)))
+        self.locked_ranges()
             .any(|(start, size)| at >= start && at + bytes <= start + size)
     }
 
@@ -851,12 +853,10 @@ impl Driver {
         if ptr.is_null() || bytes == 0 {
             return fail(INVALID_VALUE, "a null pointer or no bytes to page-lock");
         }
-        let sizes = self
-            .host_memory
-            .iter()
-            .map(|(&start, &(size, _))| (start, size));
-        let mut ranges = sizes.chain(self.registered.iter().map(|(&s, &n)| (s, n)));
-        if ranges.any(|(start, size)| at < start + size && start < at + bytes) {
+        if self
+            .locked_ranges()
+            .any(|(start, size)| at < start + size && start < at + bytes)
+        {
             return fail(
                 HOST_MEMORY_ALREADY_REGISTERED,
                 format!("{bytes} bytes at {at:#x} share memory with a page-locked range"),

@@ -42,8 +42,7 @@ pub fn out_of_bounds(
 }
 
 /// Reports a slice `start..end` of the first axis of an array of `len` such `unit`s (elements,
-/// rows, planes) that does not lie in it, and
-/// stops the thread: on the GPU, a trap.
+/// rows, planes) that does not lie in it, and stops the thread: on the GPU, a trap.
 #[cold]
 #[cfg_attr(not(target_arch = "nvptx64"), inline(never), track_caller)]
 #[cfg_attr(target_arch = "nvptx64", inline(always))]

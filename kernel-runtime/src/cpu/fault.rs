@@ -109,7 +109,7 @@ pub(crate) fn stop(checked: bool, finding: Finding) -> ! {
 }
 
 /// The text a panic payload carries: `panic!`'s message, when it is a string.
-fn payload_text(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
+pub(crate) fn payload_text(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
     payload
         .downcast_ref::<&str>()
         .copied()

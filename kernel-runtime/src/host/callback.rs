@@ -11,6 +11,7 @@
 
 use super::device::{permitted, Device};
 use super::error::Error;
+use crate::cpu::fault::payload_text;
 use cudarc::driver::{sys, CudaStream, DriverError};
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -162,18 +163,6 @@ fn status_of(device: &Device, status: sys::CUresult) -> Result<(), Error> {
     }
 }
 
-/// The text of a panic's payload.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    match (
-        payload.downcast_ref::<&str>(),
-        payload.downcast_ref::<String>(),
-    ) {
-        (Some(s), _) => s.to_string(),
-        (_, Some(s)) => s.clone(),
-        _ => "a panic with a payload that is not text".to_string(),
-    }
-}
-
 /// [`Stream::add_callback`](crate::Stream::add_callback): calls `f` once the work queued so far
 /// on `stream` (none on the CPU backend) has finished, counted in `callbacks`.
 pub(crate) fn add_callback(
@@ -186,7 +175,12 @@ pub(crate) fn add_callback(
     let (tracked, on) = (callbacks.clone(), device.clone());
     let then: Then = Box::new(move |status| {
         let ran = catch_unwind(AssertUnwindSafe(|| f(status_of(&on, status))));
-        tracked.end(ran.err().map(|p| panic_message(&*p)));
+        tracked.end(ran.err().map(|p| {
+            payload_text(&*p).map_or(
+                "a panic with a payload that is not text".into(),
+                String::from,
+            )
+        }));
     });
     reach_after(device, stream, Some(then))
         .map(drop)

@@ -175,25 +175,30 @@ impl CudaDevice {
         let s = self
             .copy_stream(None, &[(users, Access::Write)])?
             .cu_stream();
-        let word = [4, 2, 1]
-            .into_iter()
-            .find(|&w| size.is_multiple_of(w) && dst.is_multiple_of(w as u64))
-            .unwrap_or(1);
-        let same = value.iter().all(|&b| b == value[0]);
-        let fills = if same { &value[..1] } else { value };
-        for (k, w) in fills.chunks(if same { 1 } else { word }).enumerate() {
+        // Every byte alike: one byte's memset over them all. Else the widest word an element
+        // (and its address) is made of: one memset of each word of the element, an element
+        // apart, or a plain one where the element is one word.
+        let (word, pattern) = match value.iter().all(|&b| b == value[0]) {
+            true => (1, &value[..1]),
+            false => {
+                let fits = |w: usize| size.is_multiple_of(w) && dst.is_multiple_of(w as u64);
+                ([4, 2, 1].into_iter().find(|&w| fits(w)).unwrap_or(1), value)
+            }
+        };
+        let (whole, plain) = (count * size / word, pattern.len() == word);
+        for (k, w) in pattern.chunks(word).enumerate() {
             let at = dst + (k * word) as u64;
             // SAFETY: `dst` holds `count` elements of `size` bytes, ordered on `s` after their
-            // users; each memset writes word `k` of every element (or every byte, all alike).
+            // users; each memset writes word `k` of every element (or every word, all alike).
             let set = unsafe {
-                match (w.len(), same || size == word) {
-                    (1, true) => sys::cuMemsetD8Async(at, w[0], count * size, s),
+                match (word, plain) {
+                    (1, true) => sys::cuMemsetD8Async(at, w[0], whole, s),
                     (2, true) => {
-                        sys::cuMemsetD16Async(at, u16::from_ne_bytes([w[0], w[1]]), count, s)
+                        sys::cuMemsetD16Async(at, u16::from_ne_bytes([w[0], w[1]]), whole, s)
                     }
                     (4, true) => {
                         let v = u32::from_ne_bytes([w[0], w[1], w[2], w[3]]);
-                        sys::cuMemsetD32Async(at, v, count, s)
+                        sys::cuMemsetD32Async(at, v, whole, s)
                     }
                     (1, false) => sys::cuMemsetD2D8Async(at, size, w[0], 1, count, s),
                     (2, false) => sys::cuMemsetD2D16Async(
