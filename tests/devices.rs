@@ -141,6 +141,40 @@ fn launches_on_streams_see_earlier_copies_and_are_seen_by_later_ones() {
     }
 }
 
+#[test]
+fn kernels_on_another_librarys_stream_run_between_its_own_work() {
+    use cudarc::driver::result::{memcpy_dtoh_async, stream};
+    for dev in usable_devices() {
+        let n = 1 << 20;
+        let x = dev.to_device(&vec![1.5f32; n]).unwrap();
+        if !matches!(dev.kind(), DeviceKind::Cuda(_)) {
+            // SAFETY: refused before the handle is used.
+            let err = unsafe { dev.external_stream(std::ptr::null_mut()) }.unwrap_err();
+            assert!(matches!(err, Error::ForeignStream { .. }), "{err}");
+            continue;
+        }
+        // The other library: the driver's own calls, on the context the runtime made current.
+        let theirs = stream::create(stream::StreamKind::NonBlocking).unwrap();
+        // SAFETY: the stream is destroyed after `s`, its only user.
+        let s = unsafe { dev.external_stream(theirs.cast()) }.unwrap();
+        let mut y = dev.zeros::<f32, _>(n).unwrap();
+        s.wait(&dev.event().unwrap()).unwrap();
+        add.launch_with(
+            LaunchConfig::cover(n, 256).unwrap().on_stream(&s),
+            (&x, &x, &mut y),
+        )
+        .unwrap();
+        let mut back = vec![0.0f32; n];
+        // SAFETY: `y` holds `n` f32s; `back` is waited for by `s.synchronize()` below.
+        unsafe { memcpy_dtoh_async(&mut back, y.as_device_ptr().unwrap(), theirs) }.unwrap();
+        s.synchronize().unwrap();
+        assert!(back.iter().all(|&v| v == 3.0), "{}", dev.name());
+        drop(s);
+        // SAFETY: nothing uses the stream now.
+        unsafe { stream::destroy(theirs) }.unwrap();
+    }
+}
+
 /// Runs `f` to completion on this thread, which sleeps while it is pending: the least executor.
 fn block_on<F: Future>(f: F) -> F::Output {
     struct Unpark(std::thread::Thread);

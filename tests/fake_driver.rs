@@ -1909,6 +1909,87 @@ fn streams_that_share_an_array_wait_for_each_other_and_for_nothing_else() {
 }
 
 #[test]
+fn another_librarys_stream_runs_its_work_and_ours_in_order() {
+    on_fake_driver(
+        "another_librarys_stream_runs_its_work_and_ours_in_order",
+        &[("FAKE_CUDA_DEVICES", "2")],
+        |log| {
+            use cudarc::driver::{result, sys, CudaContext};
+            let gpu = fake_gpu();
+            // The other library: the driver's own calls, on GPU 0's primary context, which the
+            // runtime made current.
+            let theirs = result::stream::create(result::stream::StreamKind::NonBlocking).unwrap();
+            let handle = theirs.cast::<std::ffi::c_void>();
+            // SAFETY: `theirs` outlives `s` and its clones.
+            let s = unsafe { gpu.external_stream(handle) }.unwrap();
+            assert_eq!(s.handle(), Some(handle));
+            let x = gpu.zeros::<f32, _>(256).unwrap();
+            let (mut y, z) = (
+                gpu.empty::<f32, _>(256).unwrap(),
+                gpu.zeros::<f32, _>(256).unwrap(),
+            );
+            let (at_x, at_y, at_z) = (
+                x.as_device_ptr().unwrap(),
+                y.as_device_ptr().unwrap(),
+                z.as_device_ptr().unwrap(),
+            );
+            // The other library's work on the arrays waits for the device's that made them.
+            s.wait(&gpu.event().unwrap()).unwrap();
+            // SAFETY: each call writes or reads 1 KiB of arrays alive until the stream is
+            // synchronized below, on the context the runtime made current.
+            unsafe { sys::cuMemsetD32Async(at_x, 1.0f32.to_bits(), 256, theirs) }
+                .result()
+                .unwrap();
+            if has_ptx(add.ptx()) {
+                add.launch_with(
+                    LaunchConfig::new(2, 128).unwrap().on_stream(&s),
+                    (&x, &x, &mut y),
+                )
+                .unwrap();
+            }
+            // SAFETY: as above.
+            unsafe { result::memcpy_dtod_async(at_z, at_y, 1024, theirs) }.unwrap();
+            s.synchronize().unwrap();
+            let lines = log.lines();
+            assert_eq!(log.count(&format!("sync stream={:#x}", handle as usize)), 1);
+            let trace = Trace::of(&lines);
+            assert!(trace.races().is_empty(), "{:?}\n{lines:?}", trace.races());
+            if has_ptx(add.ptx()) {
+                let launch = lines_of(&lines, "launch add ")[0];
+                let (set, copy) = (lines_of(&lines, "memset ")[0], lines_of(&lines, "dtod ")[0]);
+                // Their memset, our kernel, their copy: in order, our kernel on a stream of
+                // the runtime's that follows theirs.
+                assert!(
+                    trace.ordered(set, launch) && trace.ordered(launch, copy),
+                    "{lines:?}"
+                );
+                assert!(!lines[launch].contains(&format!("{:#x}", handle as usize)));
+            }
+            // Events and callbacks are theirs too, and dropping the stream leaves it theirs.
+            let event = s.event().unwrap();
+            event.synchronize().unwrap();
+            drop(s);
+            // SAFETY: the stream is the test's, used by nothing else now.
+            unsafe { result::stream::destroy(theirs) }.unwrap();
+            // Refused: another GPU's stream, a handle the driver does not know, the CPU backend.
+            let gpu1 = CudaContext::new(1).unwrap();
+            gpu1.bind_to_thread().unwrap();
+            let other = result::stream::create(result::stream::StreamKind::NonBlocking).unwrap();
+            for (dev, h) in [
+                (&gpu, other.cast()),
+                (&gpu, 0xdead0 as *mut std::ffi::c_void),
+                (&Device::cpu(), handle),
+            ] {
+                // SAFETY: refused before the handle is used; the fake driver knows its streams.
+                let err = unsafe { dev.external_stream(h) }.unwrap_err();
+                assert!(matches!(err, Error::ForeignStream { .. }), "{err}");
+            }
+            assert!(Device::cpu().stream().unwrap().handle().is_none());
+        },
+    );
+}
+
+#[test]
 fn a_launch_past_48_kib_of_shared_memory_opts_in_once_per_size() {
     on_fake_driver(
         "a_launch_past_48_kib_of_shared_memory_opts_in_once_per_size",

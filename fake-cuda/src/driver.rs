@@ -525,6 +525,17 @@ impl Driver {
         }
     }
 
+    /// The context `stream` belongs to (the current one for the built-in streams 0 and 2).
+    pub fn stream_context(&self, stream: usize) -> Result<usize, Failure> {
+        if stream == 0 || stream == 2 {
+            return self.current();
+        }
+        match self.streams.get(&stream) {
+            Some(s) => Ok(s.ctx),
+            None => fail(INVALID_HANDLE, format!("stream {stream:#x} does not exist")),
+        }
+    }
+
     pub fn create_stream(&mut self) -> Result<usize, Failure> {
         let ctx = self.current()?;
         let h = self.handle();

@@ -208,6 +208,14 @@ pub unsafe extern "C" fn cuStreamDestroy_v2(stream: Handle) -> CuResult {
     call("cuStreamDestroy_v2", |d| d.destroy_stream(handle(stream)))
 }
 
+/// The context of a created stream, or the current one for the built-in streams 0 and 2.
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetCtx(stream: Handle, ctx: *mut Handle) -> CuResult {
+    call("cuStreamGetCtx", |d| {
+        put(ctx, d.stream_context(handle(stream))? as Handle)
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuStreamSynchronize(stream: Handle) -> CuResult {
     call("cuStreamSynchronize", |d| {

@@ -106,7 +106,7 @@ pub unsafe fn cuda_launch_cooperative(
     let shape = config.on_gpu(static_shared, true);
     // SAFETY: the caller's contract, and the counter is the entry's last parameter; it lives
     // until `free`, which the device's stream orders after the launch (its users).
-    let launched = unsafe { gpu.launch(kernel, ptx, &shape, &mut with_counter) };
+    let launched = config.queue(|| unsafe { gpu.launch(kernel, ptx, &shape, &mut with_counter) });
     gpu.free(counter, &counter_users);
     launched
 }

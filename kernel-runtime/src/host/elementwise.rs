@@ -100,7 +100,7 @@ pub unsafe fn cuda_launch(
     let gpu = device.gpu().ok_or(Error::NoDevice { kernel })?;
     let ptx = ptx.map_err(|reason| Error::NoPtx { kernel, reason })?;
     // SAFETY: the caller's contract.
-    unsafe { gpu.launch(kernel, ptx, &config.on_gpu(0, false), params) }
+    config.queue(|| unsafe { gpu.launch(kernel, ptx, &config.on_gpu(0, false), params) })
 }
 
 /// Launches the PTX entry `kernel` of `ptx` on the GPU `device` as a grid-stride loop over

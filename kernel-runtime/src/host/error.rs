@@ -189,6 +189,15 @@ pub enum Error {
         /// Why not, and what to do.
         reason: String,
     },
+    /// Another library's stream cannot be used as one of a device's
+    /// ([`Device::external_stream`](crate::Device::external_stream)).
+    #[error("cannot use the stream {handle:#x} of another library: {reason}")]
+    ForeignStream {
+        /// The stream's handle, a `CUstream`.
+        handle: usize,
+        /// Why not, and what to do.
+        reason: String,
+    },
     /// An array's bytes cannot be seen as elements of another type
     /// ([`DeviceArray::reinterpret`](crate::DeviceArray::reinterpret)).
     #[error("an array of shape {shape:?} of `{from}` cannot be seen as `{to}`: {reason}")]

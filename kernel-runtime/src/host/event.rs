@@ -86,6 +86,14 @@ impl Event {
         }
     }
 
+    /// The CUDA event, for a GPU's.
+    pub(crate) fn cuda(&self) -> Option<&cudarc::driver::CudaEvent> {
+        match &self.mark {
+            Mark::Cuda(e) => Some(e),
+            Mark::Cpu(_) => None,
+        }
+    }
+
     /// Milliseconds from this event to `end`, once the work before `end` has finished.
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32, Error> {
         match (&self.mark, &end.mark) {

@@ -3,7 +3,7 @@
 
 use super::cuda::Launch;
 use super::device::Device;
-use super::error::LaunchError;
+use super::error::{Error, LaunchError};
 use super::limits::Limits;
 use super::stream::Stream;
 use crate::dim::Dim3;
@@ -162,6 +162,15 @@ impl LaunchConfig {
     /// shared arrays: those, aligned to 16 bytes, then the dynamic bytes.
     pub fn block_shared_bytes(&self, static_shared: usize) -> usize {
         crate::shared::align_up(static_shared, 16).saturating_add(self.dynamic_shared_bytes)
+    }
+
+    /// Runs `op`, which queues the launch, in order with the work of the stream's other library
+    /// where it has one ([`Stream::queue`]).
+    pub(crate) fn queue<R>(&self, op: impl FnOnce() -> Result<R, Error>) -> Result<R, Error> {
+        match &self.stream {
+            Some(s) => s.queue(op),
+            None => op(),
+        }
     }
 
     /// What the launch asks of a GPU, for a kernel with `static_shared` bytes of static shared

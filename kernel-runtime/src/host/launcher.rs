@@ -521,5 +521,5 @@ unsafe fn gpu_launch(
     let gpu = device.gpu().ok_or(Error::NoDevice { kernel: meta.name })?;
     let ptx = meta.module()?;
     // SAFETY: the caller's contract.
-    unsafe { gpu.launch(entry, ptx, &config.on_gpu(shared, false), params) }
+    config.queue(|| unsafe { gpu.launch(entry, ptx, &config.on_gpu(shared, false), params) })
 }

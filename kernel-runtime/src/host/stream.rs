@@ -37,7 +37,11 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Stream {
     device: Device,
+    /// The runtime's stream of a GPU: the work is queued and ordered here.
     cuda: Option<Arc<CudaStream>>,
+    /// Another library's stream that `cuda` stands for ([`Device::external_stream`]): each
+    /// operation waits for its work so far, and its later work for the operation.
+    theirs: Option<Arc<CudaStream>>,
     callbacks: Arc<Callbacks>,
 }
 
@@ -58,6 +62,7 @@ impl Stream {
         Ok(Stream {
             device: device.clone(),
             cuda,
+            theirs: None,
             callbacks: Arc::default(),
         })
     }
@@ -67,9 +72,37 @@ impl Stream {
         &self.device
     }
 
-    /// The GPU stream, for a CUDA device's.
+    /// The GPU stream to queue work on, for a CUDA device's.
     pub(crate) fn cuda(&self) -> Option<&Arc<CudaStream>> {
         self.cuda.as_ref()
+    }
+
+    /// The GPU stream whose end is this stream's: another library's where the stream is one.
+    pub(crate) fn end(&self) -> Option<&Arc<CudaStream>> {
+        self.theirs.as_ref().or(self.cuda.as_ref())
+    }
+
+    /// Runs `op`, which queues work on [`cuda`](Self::cuda): for another library's stream,
+    /// after the work queued there so far, and before what is queued there next.
+    pub(crate) fn queue<R>(&self, op: impl FnOnce() -> Result<R, Error>) -> Result<R, Error> {
+        let (Some(theirs), Some(ours), Some(gpu)) = (&self.theirs, &self.cuda, self.device.gpu())
+        else {
+            return op();
+        };
+        gpu.follow(ours, theirs)?;
+        let out = op();
+        gpu.follow(theirs, ours)?;
+        out
+    }
+
+    /// The stream's handle, a `CUstream`, for another library to queue work on (Numba's
+    /// `stream.handle`): that work runs in order with this stream's. `None` on the CPU backend.
+    ///
+    /// The runtime does not see which arrays the other library's work uses: it is ordered with
+    /// this stream's work alone, and the work of other streams on the same arrays waits for it
+    /// only where it waits for this stream's.
+    pub fn handle(&self) -> Option<*mut std::ffi::c_void> {
+        self.end().map(|s| s.cu_stream().cast())
     }
 
     /// Records an event after the work queued on this stream so far (Numba's
@@ -84,7 +117,31 @@ impl Stream {
     /// # Ok::<(), kernel_runtime::Error>(())
     /// ```
     pub fn event(&self) -> Result<Event, Error> {
-        Event::record_on(&self.device, self.cuda.as_ref())
+        Event::record_on(&self.device, self.end())
+    }
+
+    /// Makes the work queued on this stream from now on wait until the work before `event`
+    /// has finished (CUDA's `cuStreamWaitEvent`, Numba's `event.wait(stream)`); the host does
+    /// not wait, but on the CPU backend, whose streams run each call to completion, for a
+    /// GPU's event. It orders what the runtime cannot see: another library's work queued on
+    /// [`handle`](Self::handle) after the device's work on the arrays it uses.
+    ///
+    /// ```
+    /// # use kernel_runtime::Device;
+    /// let dev = Device::cpu();
+    /// let x = dev.zeros::<f32, _>(1000)?;
+    /// let s = dev.stream()?;
+    /// s.wait(&dev.event()?)?; // work on `s` now follows the device's so far: `x`'s zeros
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    pub fn wait(&self, event: &Event) -> Result<(), Error> {
+        match (event.cuda(), self.device.gpu().zip(self.end())) {
+            (Some(e), Some((gpu, s))) => s
+                .wait(e)
+                .map_err(|e| gpu.error("making a stream wait for an event", e)),
+            (Some(_), None) => event.synchronize(),
+            (None, _) => Ok(()),
+        }
     }
 
     /// Calls `f` on a thread of the runtime once the work queued on this stream so far has
@@ -109,7 +166,7 @@ impl Stream {
         &self,
         f: impl FnOnce(Result<(), Error>) + Send + 'static,
     ) -> Result<(), Error> {
-        callback::add_callback(&self.device, self.cuda.as_ref(), &self.callbacks, f)
+        callback::add_callback(&self.device, self.end(), &self.callbacks, f)
     }
 
     /// A future that completes once the work queued on this stream so far has finished (Numba's
@@ -140,7 +197,7 @@ impl Stream {
     /// # Ok::<(), kernel_runtime::Error>(())
     /// ```
     pub fn done(&self) -> Result<StreamDone, Error> {
-        callback::done(&self.device, self.cuda.as_ref())
+        callback::done(&self.device, self.end())
     }
 
     /// Waits until the work queued on this stream has finished; a kernel that failed there is
@@ -148,7 +205,7 @@ impl Stream {
     /// ([`add_callback`](Self::add_callback)), and reports the first that panicked (in a
     /// callback, it waits for none).
     pub fn synchronize(&self) -> Result<(), Error> {
-        if let (Some(s), Some(gpu)) = (&self.cuda, self.device.gpu()) {
+        if let (Some(s), Some(gpu)) = (self.end(), self.device.gpu()) {
             s.synchronize()
                 .map_err(|e| gpu.error("waiting for a stream", e))?;
         }
@@ -162,5 +219,47 @@ impl Device {
     /// [`Stream::upload`], [`Stream::download`]).
     pub fn stream(&self) -> Result<Stream, Error> {
         Stream::new(self)
+    }
+
+    /// Another library's stream of this GPU, `handle` (a `CUstream`), as a stream of this
+    /// device (Numba's `cuda.external_stream(ptr)`): launches and copies on it run in order with
+    /// the work the other library queues there, before and after, and are ordered with this
+    /// device's other streams as on any stream. Dropping the last clone leaves the stream to its
+    /// owner.
+    ///
+    /// Each operation is queued on a stream of the runtime's that waits for the other stream's
+    /// work so far, which then waits for the operation: two event waits an operation. Refused
+    /// with [`Error::ForeignStream`] on the CPU backend and where the stream belongs to another
+    /// context than the GPU's primary one, which the runtime uses.
+    ///
+    /// ```no_run
+    /// # use kernel_runtime::Device;
+    /// # fn theirs() -> *mut std::ffi::c_void { std::ptr::null_mut() }
+    /// let gpu = Device::cuda(0)?;
+    /// let handle = theirs(); // a `CUstream` of another library, on GPU 0
+    /// // SAFETY: the other library keeps the stream until `s` and its clones are dropped.
+    /// let s = unsafe { gpu.external_stream(handle) }?;
+    /// assert_eq!(s.handle(), Some(handle));
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    /// `handle` is a stream of this GPU that exists until the returned [`Stream`] and its
+    /// clones are dropped.
+    pub unsafe fn external_stream(&self, handle: *mut std::ffi::c_void) -> Result<Stream, Error> {
+        let Some(gpu) = self.gpu() else {
+            return Err(Error::ForeignStream {
+                handle: handle as usize,
+                reason: format!(
+                    "{} runs no GPU stream: use it on a GPU's `Device`",
+                    self.name()
+                ),
+            });
+        };
+        // SAFETY: the caller's contract.
+        let theirs = unsafe { gpu.borrow_stream(handle.cast()) }?;
+        let mut stream = Stream::new(self)?;
+        stream.theirs = Some(theirs);
+        Ok(stream)
     }
 }

@@ -84,7 +84,7 @@ impl<T: DeviceCopy> PinnedSlice<'_, T> {
                 // SAFETY: `len` elements of page-locked memory of the array `users` belongs to,
                 // which waits for the copy before the host writes or frees them; `dst` holds at
                 // least as many (checked).
-                unsafe {
+                let op = || unsafe {
                     gpu.upload_on(
                         stream.and_then(Stream::cuda),
                         dst.addr,
@@ -92,7 +92,8 @@ impl<T: DeviceCopy> PinnedSlice<'_, T> {
                         self.len,
                         &uses,
                     )
-                }
+                };
+                stream.map_or_else(op, |s| s.queue(op))
             }
             None => {
                 dst.forget_unwritten();
@@ -126,7 +127,7 @@ impl<T: DeviceCopy> PinnedSliceMut<'_, T> {
                 // SAFETY: `len` elements of page-locked memory of the array `users` belongs to,
                 // which waits for the copy before the host uses or frees them; `src` holds at
                 // least as many (checked).
-                unsafe {
+                let op = || unsafe {
                     gpu.download_on(
                         stream.and_then(Stream::cuda),
                         self.ptr,
@@ -134,7 +135,8 @@ impl<T: DeviceCopy> PinnedSliceMut<'_, T> {
                         src.addr,
                         &uses,
                     )
-                }
+                };
+                stream.map_or_else(op, |s| s.queue(op))
             }
             None => {
                 // SAFETY: as in `copy_to`, the other way.

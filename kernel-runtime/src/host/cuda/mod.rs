@@ -318,6 +318,45 @@ impl CudaDevice {
             .map_err(|e| self.error("creating a stream", e))
     }
 
+    /// Another library's stream of this GPU, `handle`, once the driver says it belongs to the
+    /// context the runtime uses; dropping the wrapper leaves the stream to its owner.
+    ///
+    /// # Safety
+    /// `handle` is a stream that exists, and stays so while the wrapper is used.
+    pub(crate) unsafe fn borrow_stream(
+        &self,
+        handle: sys::CUstream,
+    ) -> Result<Arc<CudaStream>, Error> {
+        let refused = |reason: String| Error::ForeignStream {
+            handle: handle as usize,
+            reason,
+        };
+        self.bind()?;
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: the caller's contract; `ctx` receives one context handle.
+        let asked = guarded("cuStreamGetCtx", || unsafe {
+            sys::cuStreamGetCtx(handle, &mut ctx).result()
+        });
+        match asked {
+            Err(e) => Err(refused(format!("the driver does not know it: {e}"))),
+            Ok(()) if ctx != self.ctx.cu_ctx() => Err(refused(format!(
+                "it belongs to another context than {}'s primary one, which the runtime \
+                 uses: make it with that GPU's primary context current",
+                self.name
+            ))),
+            // SAFETY: the caller's contract.
+            Ok(()) => Ok(unsafe { self.ctx.wrap_borrowed_stream(handle) }),
+        }
+    }
+
+    /// Makes stream `on` wait for the work queued on `other` so far: how one of the runtime's
+    /// streams and another library's it stands for follow each other.
+    pub(crate) fn follow(&self, on: &CudaStream, other: &CudaStream) -> Result<(), Error> {
+        self.outside_capture("queuing work on another library's stream")?;
+        self.bind()?;
+        order::join(on, other).map_err(|e| self.error("ordering another library's stream", e))
+    }
+
     /// The error of a failed driver call; a sticky one is reported against the last kernel.
     pub(crate) fn error(&self, op: &str, e: DriverError) -> Error {
         if STICKY.contains(&e.0) {
