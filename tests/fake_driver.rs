@@ -1524,6 +1524,41 @@ fn a_cubin_is_read_as_its_ptx_declares_and_loaded_on_its_gpu() {
     );
 }
 
+#[test]
+fn a_module_with_source_lines_is_compiled_keeping_them() {
+    on_fake_driver(
+        "a_module_with_source_lines_is_compiled_keeping_them",
+        &[],
+        |log| {
+            let Some(ptx) = add.ptx().filter(|p| has_ptx(Some(p))) else {
+                return;
+            };
+            // What `KERNEL_LINEINFO=1` adds: a line directive in the entry, the file at the end.
+            let body = ptx
+                .find(".entry add(")
+                .and_then(|at| ptx[at..].find('{').map(|b| at + b));
+            let at = body.expect("add's entry has a body") + 1;
+            let module = format!(
+                "{}\n\t.loc\t1 5 0{}\n\t.file\t1 \"/x/src/lib.rs\"\n",
+                &ptx[..at],
+                &ptx[at..]
+            );
+            let gpu = fake_gpu();
+            launch_add_of(&gpu, Box::leak(module.into_boxed_str())).unwrap();
+            let lines = log.lines();
+            let (loads, kept) = (
+                lines_of(&lines, "load module "),
+                lines_of(&lines, "lineinfo "),
+            );
+            assert!(loads.len() == 1 && kept.len() == 1, "{lines:?}");
+            // The crate's own module has none, and loads as it did.
+            launch_add_of(&gpu, ptx).unwrap();
+            assert_eq!(log.count("load module "), 2);
+            assert_eq!(log.count("lineinfo "), 1);
+        },
+    );
+}
+
 /// Launches `add` of a module with an sm_90 cubin on the fake GPU, in `test`'s child with
 /// `env`, and checks that the PTX was loaded.
 fn loads_the_ptx(test: &str, env: &[(&str, &str)]) {

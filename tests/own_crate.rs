@@ -71,6 +71,11 @@ fn write(dir: &Path, file: &str, text: &str) {
 
 /// Cargo in `dir`, with none of the variables the test's own cargo set but the toolchain's.
 fn cargo(dir: &Path, args: &[&str]) -> Output {
+    cargo_command(dir, args).output().unwrap()
+}
+
+/// The command [`cargo`] runs.
+fn cargo_command(dir: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();
@@ -95,7 +100,7 @@ fn cargo(dir: &Path, args: &[&str]) -> Output {
             "KERNEL_DEVICE_TARGET_DIR",
             target_dir().join("kernel-device"),
         );
-    cmd.output().unwrap()
+    cmd
 }
 
 fn succeeded(out: &Output, what: &str) -> String {
@@ -248,4 +253,68 @@ fn a_kernel_in_a_crate_without_the_build_step_is_refused() {
             && stderr.contains("src/main.rs:6:8"),
         "{stderr}"
     );
+}
+
+/// A program that prints its kernel's PTX.
+const PRINTS_ITS_PTX: &str = r#"use kernel_runtime::prelude::*;
+
+#[kernel]
+fn fill(x: &mut [u32]) {
+    let i = grid(1);
+    if i < x.len() {
+        x[i] = i as u32 * 3;
+    }
+}
+
+fn main() {
+    print!("{}", fill.ptx().unwrap_or(""));
+}
+"#;
+
+#[test]
+fn line_info_names_the_users_own_file_and_lines() {
+    let dir = new_crate("line-info");
+    write(&dir, "src/main.rs", PRINTS_ITS_PTX);
+    let mut run = cargo_command(&dir, &["run", "--quiet"]);
+    let ptx = succeeded(
+        &run.env("KERNEL_LINEINFO", "1").output().unwrap(),
+        "cargo run with KERNEL_LINEINFO=1",
+    );
+    if ptx.is_empty() {
+        assert_ne!(std::env::var("KERNEL_REQUIRE_PTX").as_deref(), Ok("1"));
+        return;
+    }
+    // `.file 2 "/tmp/.../src/main.rs"`: the user's file, not the device crate's mirror of it.
+    let main = format!("\"{}\"", dir.join("src/main.rs").display());
+    let file = ptx
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix(".file"))
+        .find_map(|rest| {
+            let (n, path) = rest.trim().split_once(char::is_whitespace)?;
+            path.trim().starts_with(&main).then(|| n.to_string())
+        })
+        .unwrap_or_else(|| panic!("no `.file` names {main}:\n{ptx}"));
+    assert!(!ptx.contains("kernel-device/src-"), "{ptx}");
+    // `.loc 2 8 14`: the store's own line.
+    let line = PRINTS_ITS_PTX
+        .lines()
+        .position(|l| l.contains("x[i] = "))
+        .unwrap()
+        + 1;
+    let at_line = |l: &str| {
+        let words: Vec<&str> = l.split_whitespace().collect();
+        words.len() >= 3 && words[0] == ".loc" && words[1] == file && words[2] == line.to_string()
+    };
+    assert!(
+        ptx.lines().any(at_line),
+        ".loc {file} {line} is missing:\n{ptx}"
+    );
+    // And ptxas keeps them.
+    if let Some(ptxas) = std::env::var_os("KERNEL_PTXAS") {
+        let (input, cubin) = (dir.join("fill.ptx"), dir.join("fill.cubin"));
+        std::fs::write(&input, &ptx).unwrap();
+        let mut ptxas = Command::new(ptxas);
+        ptxas.args(["-arch=sm_70", "-lineinfo", "-o"]).arg(&cubin);
+        succeeded(&ptxas.arg(&input).output().unwrap(), "ptxas -lineinfo");
+    }
 }

@@ -2,7 +2,8 @@
 # Hardware counters of the GPU benchmark's kernels (`./run.sh profile [NAME...]`), read by
 # Nsight Compute from the first launch of each kernel named while device_bench runs once:
 # throughput against the memory's and the SMs' peaks, occupancy, where warps stall, and the
-# instructions issued. Writes results/profile-DATE.txt.
+# instructions issued, and the source lines where the warps stall most (the bundle's kernels
+# carry their lines, `KERNEL_LINEINFO=1`). Writes results/profile-DATE.txt.
 #
 #   ./run.sh profile                       the stencils, the words kernel, the tensor-core matmuls
 #   ./run.sh profile matmul_tensor add     the kernels named
@@ -27,7 +28,7 @@ for k in "${kernels[@]}"; do
     "$ncu" --clock-control none -k "regex:^$k\$" -c 1 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
         --section Occupancy --section LaunchStats --section WarpStateStats \
-        --section SchedulerStats --section InstructionStats \
+        --section SchedulerStats --section InstructionStats --section SourceCounters \
         bin/example-device_bench --reps 1 2>&1 | grep -v '^{' | tee -a "$out"
 done
 echo "counters in $(pwd)/$out"

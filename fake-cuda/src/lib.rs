@@ -617,28 +617,69 @@ pub unsafe extern "C" fn cuCtxEnablePeerAccess(peer: Handle, _flags: c_uint) -> 
 
 #[no_mangle]
 pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_void) -> CuResult {
-    call("cuModuleLoadData", |d| {
-        if image.is_null() {
-            return fail(INVALID_VALUE, "a null image");
-        }
-        // SAFETY: the driver API's contract: a PTX image is a NUL-terminated string, and a
-        // cubin's ELF header holds a NUL within its first bytes.
-        let text = unsafe { CStr::from_ptr(image.cast()) };
-        if cubin::is_elf(text.to_bytes()) {
-            // SAFETY: the driver API's contract: an ELF image holds the bytes its headers
-            // give, which `image_len` reads in order.
-            let read =
-                |n: usize| unsafe { std::slice::from_raw_parts(image.cast::<u8>(), n) }.to_vec();
-            let len = cubin::image_len(read).map_err(|e| Failure(driver::INVALID_IMAGE, e))?;
-            // SAFETY: as above.
-            let bytes = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), len) };
-            return put(module, d.load_cubin(bytes)? as Handle);
-        }
-        let text = text
-            .to_str()
-            .map_err(|_| Failure(driver::INVALID_PTX, "the PTX is not UTF-8".into()))?;
-        put(module, d.load_module(text)? as Handle)
+    // SAFETY: the caller's, the driver API's contract.
+    call("cuModuleLoadData", |d| unsafe {
+        load_data(d, module, image)
     })
+}
+
+/// `CU_JIT_GENERATE_LINE_INFO`: the one option of a module load the fake reads.
+const JIT_GENERATE_LINE_INFO: c_int = 13;
+
+/// `cuModuleLoadData` with options: a load that keeps source lines is logged as such.
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleLoadDataEx(
+    module: *mut Handle,
+    image: *const c_void,
+    count: c_uint,
+    options: *mut c_int,
+    values: *mut *mut c_void,
+) -> CuResult {
+    call("cuModuleLoadDataEx", |d| {
+        // SAFETY: the caller's, the driver API's contract.
+        unsafe { load_data(d, module, image) }?;
+        for i in 0..count as usize {
+            // SAFETY: the driver API's contract: `count` options and values.
+            let (option, value) = unsafe { (*options.add(i), *values.add(i)) };
+            if option == JIT_GENERATE_LINE_INFO && !value.is_null() {
+                // SAFETY: `load_data` wrote the handle.
+                let h = unsafe { *module } as usize;
+                d.log(format_args!("lineinfo module={h:#x}"));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Loads the PTX or cubin `image` into the current context.
+///
+/// # Safety
+/// The driver API's contract: `image` is a NUL-terminated PTX text or a cubin, `module` a
+/// place for a handle.
+unsafe fn load_data(
+    d: &mut driver::Driver,
+    module: *mut Handle,
+    image: *const c_void,
+) -> Result<(), Failure> {
+    if image.is_null() {
+        return fail(INVALID_VALUE, "a null image");
+    }
+    // SAFETY: the driver API's contract: a PTX image is a NUL-terminated string, and a
+    // cubin's ELF header holds a NUL within its first bytes.
+    let text = unsafe { CStr::from_ptr(image.cast()) };
+    if cubin::is_elf(text.to_bytes()) {
+        // SAFETY: the driver API's contract: an ELF image holds the bytes its headers
+        // give, which `image_len` reads in order.
+        let read = |n: usize| unsafe { std::slice::from_raw_parts(image.cast::<u8>(), n) }.to_vec();
+        let len = cubin::image_len(read).map_err(|e| Failure(driver::INVALID_IMAGE, e))?;
+        // SAFETY: as above.
+        let bytes = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), len) };
+        return put(module, d.load_cubin(bytes)? as Handle);
+    }
+    let text = text
+        .to_str()
+        .map_err(|_| Failure(driver::INVALID_PTX, "the PTX is not UTF-8".into()))?;
+    put(module, d.load_module(text)? as Handle)
 }
 
 /// `CU_MEMHOSTALLOC_DEVICEMAP`: the memory is mapped into the device's address space.

@@ -124,6 +124,10 @@ fn narrowing_flag(llvm: Option<u32>) -> Option<&'static str> {
     (llvm? >= 21).then_some(NO_NARROWING_FLAG)
 }
 
+/// Source lines as PTX's `.loc` directives and nothing else: a fuller debug level makes DWARF
+/// sections that `ptxas` refuses.
+const LINE_INFO_FLAG: &str = "debuginfo=line-directives-only";
+
 /// One device build.
 pub(crate) struct DeviceBuild<'a> {
     pub toolchain: &'a Toolchain,
@@ -133,6 +137,9 @@ pub(crate) struct DeviceBuild<'a> {
     pub arch: &'a str,
     /// Whether float multiply-adds are contracted into fused multiply-adds.
     pub fma: bool,
+    /// Where the PTX carries source lines: each generated file and the user's file it mirrors,
+    /// which the lines name.
+    pub lines: Option<&'a [(PathBuf, PathBuf)]>,
 }
 
 /// The outcomes of a build and of its variants' (see [`DeviceBuild::run_with`]).
@@ -183,6 +190,16 @@ impl DeviceBuild<'_> {
             .args(["-C", UNROLL_FLAG]);
         if let Some(flag) = narrowing_flag(self.toolchain.llvm) {
             cmd.args(["-C", flag]);
+        }
+        if let Some(mirrors) = self.lines {
+            cmd.args(["-C", LINE_INFO_FLAG]);
+            for (generated, original) in mirrors {
+                let mut remap = std::ffi::OsString::from("--remap-path-prefix=");
+                remap.push(generated);
+                remap.push("=");
+                remap.push(original);
+                cmd.arg(remap);
+            }
         }
         if let Some(dir) = self.manifest_path.parent() {
             cmd.current_dir(dir);
@@ -419,6 +436,15 @@ mod tests {
 
     /// The arguments of the device build's command for a toolchain of `llvm`.
     fn args(llvm: Option<u32>, fma: bool) -> Vec<String> {
+        args_with(llvm, fma, None)
+    }
+
+    /// [`args`], with source lines where `lines` has the mirrors.
+    fn args_with(
+        llvm: Option<u32>,
+        fma: bool,
+        lines: Option<&[(PathBuf, PathBuf)]>,
+    ) -> Vec<String> {
         let toolchain = Toolchain {
             rustc: PathBuf::from("rustc"),
             cargo: PathBuf::from("cargo"),
@@ -433,6 +459,7 @@ mod tests {
             crate_name: "x_device",
             arch: "sm_90",
             fma,
+            lines,
         };
         build
             .command()
@@ -451,6 +478,20 @@ mod tests {
             assert!(args.contains(&"target-cpu=sm_90".to_string()), "{args:?}");
             assert!(!args.iter().any(|a| a.contains("ptx63")), "{args:?}");
         }
+    }
+
+    #[test]
+    fn source_lines_are_asked_for_with_the_users_paths() {
+        let flag = LINE_INFO_FLAG.to_string();
+        assert!(!args(Some(22), true).contains(&flag));
+        let mirrors = [(
+            PathBuf::from("/t/kernel-device/src-x/src/lib.rs"),
+            PathBuf::from("/home/me/x/src/lib.rs"),
+        )];
+        let args = args_with(Some(22), true, Some(&mirrors));
+        assert!(args.contains(&flag), "{args:?}");
+        let remap = "--remap-path-prefix=/t/kernel-device/src-x/src/lib.rs=/home/me/x/src/lib.rs";
+        assert!(args.contains(&remap.to_string()), "{args:?}");
     }
 
     #[test]

@@ -42,16 +42,22 @@ pub(crate) fn find_ptxas(variable: Option<String>) -> Option<PathBuf> {
 /// The cubin lines for `archs` (`sm_90`, ...): the module file `ptx_file` assembled by `ptxas`
 /// for each, the cubins written beside it as `kernel_ARCH.cubin`. The build appends them to the
 /// module file; a tool that makes a module by hand does the same.
+///
+/// A module with source lines (`.loc` directives, [`Builder::lineinfo`](crate::Builder::lineinfo))
+/// is assembled with `-lineinfo`, which keeps them in the cubins.
 pub fn sections(ptxas: &Path, ptx_file: &Path, archs: &[String]) -> Result<String, Error> {
+    let ptx = std::fs::read_to_string(ptx_file).map_err(|e| Error::io(ptx_file, e))?;
+    let lines = has_source_lines(&ptx);
     let mut text = String::new();
     for arch in archs {
         crate::validate_arch(arch)?;
         let out = ptx_file.with_file_name(format!("kernel_{arch}.cubin"));
         let mut cmd = Command::new(ptxas);
-        cmd.arg(format!("-arch={arch}"))
-            .arg("-o")
-            .arg(&out)
-            .arg(ptx_file);
+        cmd.arg(format!("-arch={arch}"));
+        if lines {
+            cmd.arg("-lineinfo");
+        }
+        cmd.arg("-o").arg(&out).arg(ptx_file);
         let output = cmd.output().map_err(|e| Error::io(ptxas, e))?;
         if !output.status.success() {
             return Err(Error::Ptxas {
@@ -70,6 +76,13 @@ pub fn sections(ptxas: &Path, ptx_file: &Path, archs: &[String]) -> Result<Strin
     Ok(text)
 }
 
+/// Whether PTX text carries source lines: a `.loc` directive.
+pub(crate) fn has_source_lines(ptx: &str) -> bool {
+    ptx.lines().any(
+        |l| matches!(l.trim_start().strip_prefix(".loc"), Some(r) if r.starts_with([' ', '\t'])),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,12 +98,14 @@ mod tests {
     fn assembles_each_architecture_and_reports_ptxas_errors() {
         let dir = std::env::temp_dir().join(format!("kernel-build-cubin-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        // A stand-in ptxas: writes its -arch argument as the cubin, or fails for sm_52.
+        // A stand-in ptxas: writes its arguments before `-o` as the cubin, or fails for sm_52.
         let ptxas = dir.join("ptxas");
         fs::write(
             &ptxas,
             "#!/bin/sh\ncase \"$1\" in -arch=sm_52) echo 'ptxas fatal: no' >&2; exit 1;; esac\n\
-             printf '%s' \"$1\" > \"$3\"\n",
+             flags=\"$1\"; shift\n\
+             while [ \"$1\" != -o ]; do flags=\"$flags $1\"; shift; done\n\
+             printf '%s' \"$flags\" > \"$2\"\n",
         )
         .unwrap();
         Command::new("chmod")
@@ -110,6 +125,14 @@ mod tests {
                 encode("-arch=sm_90")
             )
         );
+        // PTX with source lines keeps them in its cubins.
+        fs::write(&ptx, ".version 7.8\n\t.loc\t1 3 0\n").unwrap();
+        let text = sections(&ptxas, &ptx, &archs("sm_90")).unwrap();
+        let cubin = format!(
+            "// kernel-build cubin sm_90 {}\n",
+            encode("-arch=sm_90 -lineinfo")
+        );
+        assert_eq!(text, cubin);
         let err = sections(&ptxas, &ptx, &archs("sm_52"))
             .unwrap_err()
             .to_string();

@@ -62,6 +62,7 @@
 //! | `KERNEL_DEVICE_TARGET_DIR` | where the device crates are generated and built, default `<target>/kernel-device` |
 //! | `KERNEL_REQUIRE_PTX` | `1`: a missing toolchain is a build error |
 //! | `KERNEL_FMA` | `0`: no fused multiply-add contraction (see [`Builder::fma`]) |
+//! | `KERNEL_LINEINFO` | `1`: source lines in the PTX and cubins, for profilers (see [`Builder::lineinfo`]) |
 //! | `KERNEL_CUBIN_ARCHS` | `sm_80,sm_90`: assemble cubins for these GPUs at build time (with `KERNEL_PTXAS` or `ptxas` on `PATH`) |
 //! | `KERNEL_NVCC` | the `nvcc` that compiles [`Builder::link_cuda`] files; `0`: none, NVRTC compiles them at run time |
 //! | `DEP_KERNEL_RUNTIME_MANIFEST_DIR` | set by cargo from `kernel-runtime`'s build script: its path |
@@ -112,6 +113,8 @@ pub const ENV_ARCH: &str = "KERNEL_PTX_ARCH";
 pub const ENV_REQUIRE: &str = "KERNEL_REQUIRE_PTX";
 /// Environment variable: `0` turns off the contraction of `a * b + c` into fused multiply-adds.
 pub const ENV_FMA: &str = "KERNEL_FMA";
+/// Environment variable: `1` puts the kernels' source lines in their PTX ([`Builder::lineinfo`]).
+pub const ENV_LINEINFO: &str = "KERNEL_LINEINFO";
 /// Environment variable: directory where device crates are generated and built.
 pub const ENV_DEVICE_TARGET_DIR: &str = "KERNEL_DEVICE_TARGET_DIR";
 /// Environment variable (set by cargo from `kernel-runtime`'s build script): the runtime's path.
@@ -182,6 +185,7 @@ pub struct Builder {
     extra_dependencies: Vec<(String, String)>,
     require_ptx: Option<bool>,
     fma: Option<bool>,
+    lineinfo: Option<bool>,
     toolchain: Option<Toolchain>,
     check_only: bool,
     cargo_directives: bool,
@@ -215,6 +219,7 @@ impl Builder {
             extra_dependencies: Vec::new(),
             require_ptx: None,
             fma: None,
+            lineinfo: None,
             toolchain: None,
             check_only: false,
             cargo_directives: true,
@@ -326,6 +331,25 @@ impl Builder {
     /// `true`, unless `KERNEL_FMA=0`.
     pub fn fma(mut self, contract: bool) -> Self {
         self.fma = Some(contract);
+        self
+    }
+
+    /// Whether the PTX carries the kernels' source lines (`.loc` directives naming the user's
+    /// own files and lines), as Numba's `@cuda.jit(lineinfo=True)` and nvcc's `-lineinfo` do:
+    /// Nsight Compute then shows each source line beside its instructions and counters. The
+    /// cubins (`KERNEL_CUBIN_ARCHS`) are assembled with `ptxas -lineinfo`, and a GPU that
+    /// compiles the PTX is asked to keep the lines; the code is the same. It holds for every
+    /// kernel of the crate: rustc compiles the crate's device code at once. Default: `false`,
+    /// unless `KERNEL_LINEINFO=1`.
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     kernel_build::build_with(kernel_build::Builder::new().lineinfo(true));
+    /// }
+    /// ```
+    pub fn lineinfo(mut self, lines: bool) -> Self {
+        self.lineinfo = Some(lines);
         self
     }
 
@@ -453,6 +477,10 @@ impl Builder {
             Some(f) => f,
             None => self.env(ENV_FMA).is_none_or(|v| v.trim() != "0"),
         };
+        let lineinfo = match self.lineinfo {
+            Some(l) => l,
+            None => self.env(ENV_LINEINFO).is_some_and(|v| v.trim() == "1"),
+        };
         // Without a toolchain, the device crate is still written and checked for the host.
         let toolchain = match (&self.toolchain, self.check_only) {
             (_, true) => Err(vec!["check_only() was asked for".to_string()]),
@@ -520,6 +548,7 @@ impl Builder {
                 arch: &arch,
                 variants: &variants,
                 fma,
+                lineinfo,
                 ptx_out: &out_dir.join(target.ptx_file()),
                 host_only: &host_only,
                 // Foreign code is linked into the library's module.
@@ -717,6 +746,12 @@ impl Builder {
             };
             return check.run()?.map_err(rewrite);
         };
+        // Line directives name the user's files, not their mirrors.
+        let mirrors: Vec<_> = extraction
+            .files
+            .iter()
+            .map(|f| (device_dir.join(&f.rel), f.original.clone()))
+            .collect();
         let build = compile::DeviceBuild {
             toolchain,
             manifest_path: &manifest_path,
@@ -724,6 +759,7 @@ impl Builder {
             crate_name: &crate_name,
             arch: job.arch,
             fma: job.fma,
+            lines: job.lineinfo.then_some(&mirrors[..]),
         };
         let inputs = self.build_module(job, &build, &rewrite)?;
         drop(lock);
@@ -750,6 +786,8 @@ struct Job<'a> {
     /// The architecture-specific variants to build beside it (see [`variant`]).
     variants: &'a [String],
     fma: bool,
+    /// Whether the PTX carries source lines ([`Builder::lineinfo`]).
+    lineinfo: bool,
     ptx_out: &'a Path,
     /// The foreign code linked into the module.
     foreign: link::Foreign,

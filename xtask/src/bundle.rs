@@ -228,6 +228,9 @@ pub fn run(options: Args) -> Result {
         ctx.set_env("KERNEL_PTX_ARCH", arch);
         ctx.set_env("KERNEL_CUBIN_ARCHS", arch);
     }
+    // Source lines in the PTX and cubins, for `run.sh profile`'s source counters: the same
+    // instructions (the PTX differs by its `.loc` lines alone), each with its line.
+    ctx.set_env("KERNEL_LINEINFO", "1");
 
     // The benchmarks' profile: the crates built whole, not in the release profile's
     // incremental units, so that the host code around the GPU's is at its fastest.

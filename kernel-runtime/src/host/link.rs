@@ -284,6 +284,14 @@ fn program_log(program: nvrtc::nvrtcProgram) -> String {
 /// The size of the linker's logs.
 const LOG_BYTES: usize = 16 * 1024;
 
+/// Whether PTX text carries source lines (`.loc` directives, the build's `lineinfo`): the
+/// driver is then asked to keep them in the machine code it makes.
+pub(crate) fn has_source_lines(ptx: &str) -> bool {
+    ptx.lines().any(
+        |l| matches!(l.trim_start().strip_prefix(".loc"), Some(r) if r.starts_with([' ', '\t'])),
+    )
+}
+
 /// Links PTX `inputs` (name, text) into one image with the driver's linker, for the GPU of the
 /// context current on this thread, and returns it.
 pub(crate) fn link(inputs: &[(&str, &str)]) -> Result<Vec<u8>, String> {
@@ -291,13 +299,19 @@ pub(crate) fn link(inputs: &[(&str, &str)]) -> Result<Vec<u8>, String> {
     let mut options = [
         sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
         sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        sys::CUjit_option::CU_JIT_GENERATE_LINE_INFO,
     ];
-    let mut values = [errors.as_mut_ptr() as *mut c_void, LOG_BYTES as *mut c_void];
+    let lines = inputs.iter().any(|(_, text)| has_source_lines(text));
+    let mut values = [
+        errors.as_mut_ptr() as *mut c_void,
+        LOG_BYTES as *mut c_void,
+        usize::from(lines) as *mut c_void,
+    ];
     let mut state = std::ptr::null_mut();
     // SAFETY: the options name a log buffer of LOG_BYTES that outlives the link state, which is
-    // destroyed below.
+    // destroyed below, and a flag.
     let created =
-        unsafe { sys::cuLinkCreate_v2(2, options.as_mut_ptr(), values.as_mut_ptr(), &mut state) };
+        unsafe { sys::cuLinkCreate_v2(3, options.as_mut_ptr(), values.as_mut_ptr(), &mut state) };
     if created != sys::CUresult::CUDA_SUCCESS {
         return Err(format!("the driver's linker did not start ({created:?})"));
     }

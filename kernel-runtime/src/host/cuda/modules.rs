@@ -193,6 +193,8 @@ impl CudaDevice {
             true => None,
             false => pieces.cubin_for(major, minor),
         };
+        // PTX the driver compiles keeps its source lines; a cubin and a link have theirs.
+        let lines = !pieces.is_linked() && cubin.is_none() && link::has_source_lines(pieces.main);
         let image = if pieces.is_linked() {
             self.linked_image(&pieces)?
         } else if let Some(cubin) = cubin {
@@ -208,8 +210,8 @@ impl CudaDevice {
         };
         // SAFETY: `image` is a NUL-terminated PTX module, a linked image, or a cubin for this
         // GPU's architecture; the driver compiles or loads it.
-        let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
-            .map_err(|e| {
+        let module =
+            unsafe { load_image(image.as_ptr() as *const c_void, lines) }.map_err(|e| {
                 let refused = is_refused_ptx(e.0);
                 let mut err = self.error(&format!("loading the PTX module of {what}"), e);
                 if let (true, Error::Cuda { message, .. }) = (refused, &mut err) {
@@ -296,4 +298,34 @@ impl CudaDevice {
             (None, _) => "; the PTX names no `.target`".into(),
         }
     }
+}
+
+/// Loads a module image (`cuModuleLoadData`); for PTX with source lines, asking the driver's
+/// compiler to keep them (`CU_JIT_GENERATE_LINE_INFO`, `ptxas -lineinfo`).
+///
+/// # Safety
+/// `image` is a NUL-terminated PTX module, a linked image or a cubin.
+unsafe fn load_image(
+    image: *const c_void,
+    lines: bool,
+) -> Result<sys::CUmodule, cudarc::driver::DriverError> {
+    if !lines {
+        // SAFETY: the caller's contract.
+        return unsafe { result::module::load_data(image) };
+    }
+    let mut options = [sys::CUjit_option::CU_JIT_GENERATE_LINE_INFO];
+    let mut values = [std::ptr::without_provenance_mut::<c_void>(1)];
+    let mut module = std::ptr::null_mut();
+    // SAFETY: the caller's contract; one option, a flag passed as its value.
+    unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut module,
+            image,
+            1,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    }
+    .result()?;
+    Ok(module)
 }
