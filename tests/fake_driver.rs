@@ -1525,6 +1525,70 @@ fn a_cubin_is_read_as_its_ptx_declares_and_loaded_on_its_gpu() {
 }
 
 #[test]
+fn detection_reports_the_driver_the_gpus_and_how_each_runs_each_module() {
+    on_fake_driver(
+        "detection_reports_the_driver_the_gpus_and_how_each_runs_each_module",
+        &[("FAKE_CUDA_DEVICES", "2")],
+        |_| {
+            let report = kernel_runtime::detect();
+            let text = report.to_string();
+            assert_eq!(report.driver, Ok((13, 0)), "{text}");
+            assert_eq!(report.gpus.len(), 2, "{text}");
+            for gpu in &report.gpus {
+                let (name, cc, bytes) = gpu.opened.clone().unwrap();
+                assert_eq!(name, "Fake CUDA GPU");
+                assert!(cc == (9, 0) && bytes > 0, "{text}");
+                assert_eq!(gpu.runs.len(), report.modules.len(), "{text}");
+            }
+            if !has_ptx(add.ptx()) {
+                return;
+            }
+            // The reference kernels' PTX runs as it is, hopper-kernels' through its sm_90a
+            // variant, and the foreign kernels' module linked with its CUDA C++.
+            let runs: Vec<&str> = report.gpus[0]
+                .runs
+                .iter()
+                .map(|r| r.as_deref().unwrap())
+                .collect();
+            assert!(
+                runs.iter().any(|r| r.starts_with("its PTX for sm_")),
+                "{text}"
+            );
+            assert!(runs.iter().any(|r| r.contains("sm_90a variant")), "{text}");
+            assert!(
+                runs.iter().any(|r| r.contains("linked by the driver")),
+                "{text}"
+            );
+            let default = "Device::default(): CUDA device 0 (Fake CUDA GPU) (the first GPU)";
+            assert!(text.ends_with(default), "{text}");
+        },
+    );
+}
+
+#[test]
+fn detection_tells_what_to_build_for_a_gpu_older_than_the_ptx() {
+    on_fake_driver(
+        "detection_tells_what_to_build_for_a_gpu_older_than_the_ptx",
+        &[("FAKE_CUDA_CC", "75")],
+        |_| {
+            let report = kernel_runtime::detect();
+            if !has_ptx(add.ptx()) {
+                return;
+            }
+            let text = report.to_string();
+            let refused = report.gpus[0].runs.iter().filter_map(|r| r.as_ref().err());
+            assert!(
+                refused.clone().count() > 0
+                    && refused
+                        .into_iter()
+                        .all(|why| why.contains("KERNEL_PTX_ARCH=sm_75")),
+                "{text}"
+            );
+        },
+    );
+}
+
+#[test]
 fn a_module_with_source_lines_is_compiled_keeping_them() {
     on_fake_driver(
         "a_module_with_source_lines_is_compiled_keeping_them",

@@ -484,6 +484,16 @@ impl Driver {
             .find_map(|(&device, &c)| (c == ctx).then_some(device))
     }
 
+    /// The CUDA version of the driver, as `cuDriverGetVersion` gives it (`12080` for 12.8):
+    /// the version whose newest PTX ISA is `FAKE_CUDA_PTX_ISA` (8.0 is CUDA 12.0's, 9.0 13.0's).
+    pub fn version(&self) -> i32 {
+        let isa = self.config.ptx_isa as i32;
+        match isa >= 90 {
+            true => 13000 + (isa - 90) * 10,
+            false => 12000 + (isa - 80).max(0) * 10,
+        }
+    }
+
     pub fn current_handle(&self) -> usize {
         CURRENT.get()
     }

@@ -153,6 +153,11 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxRelease_v2(device: c_int) -> CuResult
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CuResult {
+    call("cuDriverGetVersion", |d| put(version, d.version()))
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn cuCtxGetCurrent(ctx: *mut Handle) -> CuResult {
     call("cuCtxGetCurrent", |d| {
         put(ctx, d.current_handle() as Handle)

@@ -157,6 +157,66 @@ fn trailers<'a>(text: &'a str, head: &str) -> (Vec<Piece<'a>>, usize) {
     (pieces, starts.first().copied().unwrap_or(usize::MAX))
 }
 
+/// What a GPU of one compute capability runs of a module ([`Pieces::code_for`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Code<'a> {
+    /// The cubin assembled at build time for this architecture (`sm_90`).
+    Cubin(&'a str),
+    /// The PTX of the variant for this architecture (`sm_90a`), compiled by the driver.
+    Variant(&'a str),
+    /// The crate's PTX, for `sm_N` (a `.target` of `N`), compiled by the driver.
+    Ptx(u32),
+    /// The crate's PTX for `sm_N`, linked by the driver with the foreign device code it carries.
+    Linked(u32),
+    /// Nothing: the PTX is for the newer `sm_N`.
+    TooNew(u32),
+}
+
+impl<'a> Pieces<'a> {
+    /// What a GPU of compute capability `major.minor` loads of the module, as
+    /// [`cubin_for`](Self::cubin_for) and [`variant_for`](Self::variant_for) choose (without
+    /// `KERNEL_JIT=1`), or why nothing.
+    pub fn code_for(&self, major: u32, minor: u32) -> Code<'a> {
+        let target = ptx_target(self.main).unwrap_or(0);
+        let ptx = |t: u32| match t > 10 * major + minor {
+            true => Code::TooNew(t),
+            false if self.is_linked() => Code::Linked(t),
+            false => Code::Ptx(t),
+        };
+        if self.is_linked() {
+            return ptx(target);
+        }
+        if let Some(arch) = self.variant_arch(major, minor) {
+            return match self.cubins.iter().any(|c| c.name == arch) {
+                true => Code::Cubin(arch),
+                false => Code::Variant(arch),
+            };
+        }
+        let best = self
+            .cubins
+            .iter()
+            .filter_map(|c| Some((serves(c.name, major, minor)?, c.name)))
+            .max_by_key(|(n, _)| *n);
+        match best {
+            Some((_, arch)) => Code::Cubin(arch),
+            None => ptx(target),
+        }
+    }
+}
+
+/// The architecture number of PTX text's `.target` (80 for `sm_80`, 90 for `sm_90a`).
+pub(crate) fn ptx_target(ptx: &str) -> Option<u32> {
+    ptx.lines()
+        .find_map(|l| l.trim().strip_prefix(".target "))?
+        .split(',')
+        .next()?
+        .trim()
+        .strip_prefix("sm_")?
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .parse()
+        .ok()
+}
+
 /// The minor version of the architecture `arch` (`sm_86`, `sm_90a`) where code for it runs on
 /// a GPU of compute capability `major.minor`: of the same major version and a minor version up
 /// to the GPU's, or, arch-specific (`a`), exactly the GPU's.

@@ -12,6 +12,7 @@ pub mod cluster;
 pub(crate) mod columns;
 pub(crate) mod cooperative;
 pub(crate) mod cuda;
+pub mod detect;
 pub mod device;
 pub mod device_view;
 pub(crate) mod elementwise;

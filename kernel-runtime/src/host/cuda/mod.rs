@@ -90,6 +90,18 @@ pub(crate) fn probe() -> Result<(), String> {
     }
 }
 
+/// The CUDA driver's version (`(12, 8)`), or why there is no driver.
+pub(crate) fn driver_version() -> Result<(u32, u32), String> {
+    probe()?;
+    let mut v = 0;
+    // SAFETY: `v` receives one integer; the call needs no context.
+    guarded("asking the driver's version", || unsafe {
+        sys::cuDriverGetVersion(&mut v).result()
+    })?;
+    let v = v.max(0) as u32;
+    Ok((v / 1000, v % 1000 / 10))
+}
+
 /// How many GPUs the CUDA driver sees: 0 where there is no driver.
 pub(crate) fn count() -> usize {
     if probe().is_err() {

@@ -272,14 +272,7 @@ impl CudaDevice {
                 .find_map(|l| l.trim().strip_prefix(name))
                 .map(str::trim)
         };
-        let target = directive(".target ")
-            .and_then(|t| t.split(',').next())
-            .and_then(|t| t.trim().strip_prefix("sm_"))
-            .and_then(|t| {
-                t.trim_end_matches(|c: char| c.is_ascii_alphabetic())
-                    .parse::<u32>()
-                    .ok()
-            });
+        let target = link::ptx_target(ptx);
         let gpu = match self.compute_capability() {
             (0, _) => None,
             (major, minor) => Some(10 * major + minor),
