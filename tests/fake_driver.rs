@@ -1569,21 +1569,22 @@ fn detection_reports_the_driver_the_gpus_and_how_each_runs_each_module() {
 fn detection_tells_what_to_build_for_a_gpu_older_than_the_ptx() {
     on_fake_driver(
         "detection_tells_what_to_build_for_a_gpu_older_than_the_ptx",
-        &[("FAKE_CUDA_CC", "75")],
+        &[("FAKE_CUDA_CC", "60")],
         |_| {
             let report = kernel_runtime::detect();
             if !has_ptx(add.ptx()) {
                 return;
             }
             let text = report.to_string();
-            let refused = report.gpus[0].runs.iter().filter_map(|r| r.as_ref().err());
-            assert!(
-                refused.clone().count() > 0
-                    && refused
-                        .into_iter()
-                        .all(|why| why.contains("KERNEL_PTX_ARCH=sm_75")),
-                "{text}"
-            );
+            // A Pascal GPU: every module's PTX is for a newer one.
+            for run in &report.gpus[0].runs {
+                let why = run.as_ref().unwrap_err();
+                assert!(why.contains("KERNEL_PTX_ARCH=sm_60"), "{text}");
+            }
+            // So `Device::default()` is the CPU backend, and the report says why.
+            assert_eq!(Device::default().kind(), DeviceKind::Cpu);
+            let why = "the CPU backend: CUDA device 0 is not usable: the program's PTX is for sm_";
+            assert!(report.default.starts_with(why), "{text}");
         },
     );
 }

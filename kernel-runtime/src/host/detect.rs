@@ -3,7 +3,7 @@
 //! [`Device::default`] picks.
 
 use super::device::Device;
-use super::embedded::PTX_MODULES;
+use super::embedded::{modules, PTX_MODULES};
 use super::error::Error;
 use super::link::{Code, Pieces};
 use std::fmt;
@@ -73,19 +73,6 @@ pub fn detect() -> Detection {
     }
 }
 
-/// The program's distinct modules: [`PTX_MODULES`] holds one entry per kernel, each kernel's
-/// copy of its crate's module text.
-fn modules() -> Vec<&'static str> {
-    let mut seen: Vec<&'static str> = Vec::new();
-    for &text in PTX_MODULES.iter() {
-        let same = |s: &&str| s.len() == text.len() && (std::ptr::eq(*s, text) || *s == text);
-        if !seen.iter().any(same) {
-            seen.push(text);
-        }
-    }
-    seen
-}
-
 fn module_report(pieces: &Pieces<'_>) -> ModuleReport {
     let target = super::link::ptx_target(pieces.main).map_or("?".into(), |t| format!("sm_{t}"));
     ModuleReport {
@@ -153,7 +140,7 @@ fn default_device() -> String {
     if PTX_MODULES.is_empty() {
         return format!("the CPU backend: {}", reason(&Error::NoPtxAnywhere));
     }
-    match Device::cuda(0) {
+    match Device::first_gpu() {
         Ok(gpu) => format!("{} (the first GPU)", gpu.name()),
         Err(e) => format!("the CPU backend: {}", reason(&e)),
     }

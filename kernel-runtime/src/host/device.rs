@@ -291,9 +291,9 @@ impl Device {
     }
 
     /// The device `KERNEL_DEVICE` names: `cpu`, `cpu-checked` ([`Device::cpu_checked`]), `cuda`
-    /// (GPU 0) or `cuda:N`; unset or empty
-    /// means the first usable CUDA GPU when the program has PTX for its kernels, else the CPU
-    /// backend (saying once on stderr why).
+    /// (GPU 0) or `cuda:N`; unset or empty means the first CUDA GPU where the program has PTX
+    /// for its kernels and the GPU runs some of it (a GPU older than all of it runs none), else
+    /// the CPU backend (saying once on stderr why). [`detect`](crate::detect) reports the choice.
     pub fn from_env() -> Result<Device, Error> {
         let spec = std::env::var("KERNEL_DEVICE").unwrap_or_default();
         match Self::parse_spec(spec.trim())? {
@@ -303,7 +303,18 @@ impl Device {
             None if super::embedded::PTX_MODULES.is_empty() => {
                 Ok(cpu_because(&Error::NoPtxAnywhere))
             }
-            None => Ok(Device::cuda(0).unwrap_or_else(|e| cpu_because(&e))),
+            None => Ok(Device::first_gpu().unwrap_or_else(|e| cpu_because(&e))),
+        }
+    }
+
+    /// GPU 0, where it opens and runs some of the program's kernels (a GPU older than all of
+    /// their PTX runs none).
+    pub(crate) fn first_gpu() -> Result<Device, Error> {
+        let gpu = Device::cuda(0)?;
+        let (major, minor) = gpu.compute_capability().unwrap_or((0, 0));
+        match super::embedded::runs_none(major, minor) {
+            Some(reason) => Err(Error::CudaUnavailable { ordinal: 0, reason }),
+            None => Ok(gpu),
         }
     }
 
