@@ -630,6 +630,10 @@ fn atomics_name_their_state_space() {
         "shared_float_sums",
         &["atom.shared.add.f32", "atom.shared.add.f64"],
     );
+    // A half-precision add is one instruction from sm_70 on (bf16's from sm_90 on; before, a
+    // compare-and-swap loop).
+    without_generic_accesses(&kernels, "half_atomic_sums");
+    assert_instructions(&kernels, "half_atomic_sums", &["atom.global.add.noftz.f16"]);
 }
 
 #[test]

@@ -292,9 +292,32 @@ macro_rules! atom_add {
 
 /// A float's atomic add: `native` writes out PTX's `atom.add` on the GPU (Rust has no float
 /// `fetch_add`), with its state space: a view is global memory or a shared array, and the
-/// compiler usually knows which, which folds the test away; `cas` is a compare-and-swap loop
-/// everywhere (`f16` and `bf16`: PTX's `atom.add.noftz.f16` is not used yet).
+/// compiler usually knows which, which folds the test away; `half` does the same for a 16-bit
+/// float (`atom.add.noftz.f16`, `.bf16`) where the GPU has the instruction (the target feature
+/// named: sm_70 for `f16`, sm_90 for `bf16`), rounded once to the same value as the CPU
+/// backend's `old + v` (which adds in `f32`, wide enough that its two roundings are one), and
+/// is a compare-and-swap loop on older GPUs and on the CPU backend.
 macro_rules! float_add {
+    ($t:ty, $p:ident, $v:ident, half $ptx_ty:literal $feature:tt) => {{
+        #[cfg(all(target_arch = "nvptx64", target_feature = $feature))]
+        {
+            let (p, v) = ($p as *mut u16, $v.to_bits());
+            let old = if crate::ctx::is_shared(p as *const u8) {
+                // SAFETY: `p` is a valid, aligned generic address (caller's contract) in shared
+                // memory; the GPU has the instruction (the target feature).
+                unsafe { atom_add!("shared", u16, $ptx_ty, reg16, p, v) }
+            } else {
+                // SAFETY: as above; a view not in shared memory is in global memory.
+                unsafe { atom_add!("global", u16, $ptx_ty, reg16, p, v) }
+            };
+            <$t>::from_bits(old)
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = $feature)))]
+        // SAFETY: as `update`.
+        unsafe {
+            update($p, |old| old + $v)
+        }
+    }};
     ($t:ty, $p:ident, $v:ident, native $ptx_ty:literal $reg:ident) => {{
         #[cfg(target_arch = "nvptx64")]
         if crate::ctx::is_shared($p as *const u8) {
@@ -311,10 +334,6 @@ macro_rules! float_add {
             update($p, |old| old + $v)
         }
     }};
-    ($t:ty, $p:ident, $v:ident, cas) => {
-        // SAFETY: as `update`.
-        unsafe { update($p, |old| old + $v) }
-    };
 }
 
 /// The float atomics, each on the atomic integer of the float's bits but the add
@@ -412,8 +431,8 @@ unsafe fn update<T: Update>(p: *mut T, f: impl Fn(T) -> T) -> T {
 
 atomic_float!(f32, u32, AtomicU32, native "f32" reg32);
 atomic_float!(f64, u64, AtomicU64, native "f64" reg64);
-atomic_float!(half::f16, u16, AtomicU16, cas);
-atomic_float!(half::bf16, u16, AtomicU16, cas);
+atomic_float!(half::f16, u16, AtomicU16, half "noftz.f16" "sm_70");
+atomic_float!(half::bf16, u16, AtomicU16, half "noftz.bf16" "sm_90");
 
 macro_rules! atomic_fn {
     ($(#[$doc:meta])* $name:ident, $bound:ident, $apply:ident($op:expr)) => {
