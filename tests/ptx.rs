@@ -75,7 +75,7 @@ fn all() -> Vec<Kernel> {
         axpy_raw => false, grid_sync_skipped_by_threads => false, grid_sum_in_branch => false,
         grid_rotate_generic => false, convolve_taps => false, gather_lookup => false,
         scale_pairs => false, shared_window_sums => false, print_lines => false,
-        print_after_barrier => false, haxpy => false, bf16_dot => false,
+        print_after_barrier => false, haxpy => false, half_math => false, bf16_dot => false,
         half_atomic_sums => false, bounded_block_sizes => false, capped_registers => false, matmul_tensor => true,
         matmul_tensor_tf32 => true, matmul_tensor_staged => true, matmul_tensor_tf32_staged => true,
         matmul_wgmma => true, matmul_wgmma_wide => true, wg_product_n8 => false, wg_product_n64 => false,
@@ -634,6 +634,26 @@ fn atomics_name_their_state_space() {
     // compare-and-swap loop).
     without_generic_accesses(&kernels, "half_atomic_sums");
     assert_instructions(&kernels, "half_atomic_sums", &["atom.global.add.noftz.f16"]);
+}
+
+#[test]
+fn half_precision_arithmetic_is_the_gpus_own() {
+    let Some(kernels) = with_ptx() else { return };
+    // `a * x[i] + y[i]` in f16: PTX's conversions and rounded operations, one each, not
+    // `half`'s software conversions (301 instructions in all where they were used).
+    assert_instructions(&kernels, "haxpy", &["mul.rn.f16", "add.rn.f16"]);
+    let body = kernel_entry(&kernels, "haxpy");
+    let count = body
+        .lines()
+        .filter(|l| l.starts_with('\t') && !l.trim_start().starts_with("//"))
+        .count();
+    assert!(count < 60, "haxpy has {count} instructions:\n{body}");
+    assert!(
+        !body.contains("fma.rn.f16"),
+        "haxpy's two roundings were fused"
+    );
+    // The math functions convert with one instruction each way.
+    assert_instructions(&kernels, "half_math", &["cvt.f32.f16", "cvt.rn.f16.f32"]);
 }
 
 #[test]

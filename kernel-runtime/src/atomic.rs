@@ -141,7 +141,7 @@ mod sealed {
     impl Sealed for u64 {}
     impl Sealed for f32 {}
     impl Sealed for f64 {}
-    impl Sealed for half::f16 {}
+    impl Sealed for crate::f16 {}
     impl Sealed for half::bf16 {}
 }
 
@@ -431,7 +431,7 @@ unsafe fn update<T: Update>(p: *mut T, f: impl Fn(T) -> T) -> T {
 
 atomic_float!(f32, u32, AtomicU32, native "f32" reg32);
 atomic_float!(f64, u64, AtomicU64, native "f64" reg64);
-atomic_float!(half::f16, u16, AtomicU16, half "noftz.f16" "sm_70");
+atomic_float!(crate::f16, u16, AtomicU16, half "noftz.f16" "sm_70");
 atomic_float!(half::bf16, u16, AtomicU16, half "noftz.bf16" "sm_90");
 
 macro_rules! atomic_fn {

@@ -24,7 +24,7 @@ macro_rules! impl_device_copy {
     )* };
 }
 impl_device_copy!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, bool);
-impl_device_copy!(half::f16, half::bf16);
+impl_device_copy!(crate::f16, half::bf16);
 
 // SAFETY: arrays of plain data are plain data.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
@@ -74,7 +74,7 @@ macro_rules! impl_any_bit_pattern {
     )* };
 }
 impl_any_bit_pattern!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
-impl_any_bit_pattern!(half::f16, half::bf16);
+impl_any_bit_pattern!(crate::f16, half::bf16);
 
 // SAFETY: an array is valid when each element is.
 unsafe impl<T: AnyBitPattern, const N: usize> AnyBitPattern for [T; N] {}

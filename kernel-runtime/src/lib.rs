@@ -83,6 +83,8 @@ pub mod fault;
 pub mod fp16;
 pub(crate) mod function_shared;
 pub mod grid;
+#[cfg(target_arch = "nvptx64")]
+pub mod half16;
 pub mod intrinsics;
 pub mod launch_bounds;
 pub mod math;
@@ -118,8 +120,14 @@ pub use ctx::{block_dim, block_idx, grid_dim, thread_idx, Ctx};
 pub use device_copy::{AnyBitPattern, DeviceCopy};
 pub use dim::Dim3;
 pub use grid::GridGroup;
-/// Half-precision floats (the `half` crate's), as kernel scalars and array elements.
-pub use half::{bf16, f16};
+/// Half-precision floats (the `half` crate's), as kernel scalars and array elements; on the GPU,
+/// `f16` is the same bits computed with PTX's half-precision instructions (the device's own
+/// `half16::f16`, whose values are `half`'s).
+pub use half::bf16;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use half::f16;
+#[cfg(target_arch = "nvptx64")]
+pub use half16::f16;
 pub use kernel_macros::{
     constant_array, device, global_array, guvectorize, kernel, kprintln, reduce, stencil,
     vectorize, DeviceCopy,

@@ -59,7 +59,7 @@ macro_rules! device_float {
         }
         device_float!(@impl f32, [$($name ($($arg: $at),*) -> $ret, $host, $dev32;)*]);
         device_float!(@impl f64, [$($name ($($arg: $at),*) -> $ret, $host, $dev64;)*]);
-        device_float!(@half half::f16, [$($name ($($arg: $at),*) -> $ret;)*]);
+        device_float!(@half crate::f16, [$($name ($($arg: $at),*) -> $ret;)*]);
         device_float!(@half half::bf16, [$($name ($($arg: $at),*) -> $ret;)*]);
     };
     (@half $t:ty, [$($name:ident ($($arg:ident: $at:ty),*) -> $ret:ty;)*]) => {
@@ -254,7 +254,7 @@ pub trait Half:
 
 mod sealed {
     pub trait Sealed {}
-    impl Sealed for half::f16 {}
+    impl Sealed for crate::f16 {}
     impl Sealed for half::bf16 {}
 }
 
@@ -272,7 +272,7 @@ macro_rules! half_type {
         }
     )*};
 }
-half_type!(half::f16, half::bf16);
+half_type!(crate::f16, half::bf16);
 
 /// An argument of a half-precision method as its `f32` computation takes it: a half widened,
 /// an exponent as it is.
@@ -484,8 +484,8 @@ mod tests {
             (8.0, (0.5, 4), (-0.5, -2.0))
         );
         assert_eq!(DeviceFloat::atanh(0.5f64), 0.5f64.atanh());
-        let h = half::f16::from_f32(6.0);
-        assert_eq!(frexp(h), (half::f16::from_f32(0.75), 3));
-        assert_eq!(h.tgamma(), half::f16::from_f32(120.0));
+        let h = crate::f16::from_f32(6.0);
+        assert_eq!(frexp(h), (crate::f16::from_f32(0.75), 3));
+        assert_eq!(h.tgamma(), crate::f16::from_f32(120.0));
     }
 }

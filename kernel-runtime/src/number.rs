@@ -83,4 +83,4 @@ macro_rules! device_number_half {
         }
     )*};
 }
-device_number_half!(half::f16, half::bf16);
+device_number_half!(crate::f16, half::bf16);

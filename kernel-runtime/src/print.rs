@@ -141,7 +141,7 @@ macro_rules! print_half {
     )*};
 }
 
-print_half!(half::f16, half::bf16);
+print_half!(crate::f16, half::bf16);
 
 // SAFETY: passed as a pointer to one of two NUL-terminated static strings.
 unsafe impl KernelPrint for bool {

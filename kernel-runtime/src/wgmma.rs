@@ -205,7 +205,7 @@ macro_rules! elements {
 }
 
 elements! {
-    half::f16, 8, F16, |v| v.to_f32(), rows;
+    crate::f16, 8, F16, |v| v.to_f32(), rows;
     half::bf16, 8, Bf16, |v| v.to_f32(), rows;
     f32, 4, Tf32, |v| f32::from_bits(v.to_bits() & !0x1fff), transposed;
 }
@@ -264,13 +264,13 @@ shapes! {
 }
 
 // Written out, so that a shape that does not take a type lists these in its error.
-impl WgTakes<half::f16> for M64N8K16 {}
+impl WgTakes<crate::f16> for M64N8K16 {}
 impl WgTakes<half::bf16> for M64N8K16 {}
-impl WgTakes<half::f16> for M64N64K16 {}
+impl WgTakes<crate::f16> for M64N64K16 {}
 impl WgTakes<half::bf16> for M64N64K16 {}
-impl WgTakes<half::f16> for M64N128K16 {}
+impl WgTakes<crate::f16> for M64N128K16 {}
 impl WgTakes<half::bf16> for M64N128K16 {}
-impl WgTakes<half::f16> for M64N256K16 {}
+impl WgTakes<crate::f16> for M64N256K16 {}
 impl WgTakes<half::bf16> for M64N256K16 {}
 impl WgTakes<f32> for M64N8K8 {}
 impl WgTakes<f32> for M64N64K8 {}
@@ -792,7 +792,7 @@ mod tests {
 
     #[test]
     fn the_descriptors_describe_the_operands_as_laid_out() {
-        type H = half::f16;
+        type H = crate::f16;
         // The canonical layouts without swizzle: within a core matrix, A's row (one m) holds 8
         // consecutive k and an N-major B's row (one k) 8 consecutive n, the rows 16 bytes apart.
         assert_steps::<H>(8, 2, |k| a_place::<H, 128>(3, k));
@@ -845,13 +845,13 @@ mod tests {
     #[test]
     fn operands_lie_in_strips_of_eight_columns() {
         // A of 128 rows: column 19 is column 3 of strip 2, rows 256 on.
-        assert_eq!(a_place::<half::f16, 128>(5, 19), [261, 3]);
+        assert_eq!(a_place::<crate::f16, 128>(5, 19), [261, 3]);
         // B of 64 rows: column 21 is column 5 of strip 2, rows 128 on.
-        assert_eq!(b_place::<half::f16, 64, 32>(19, 21), [147, 5]);
+        assert_eq!(b_place::<crate::f16, 64, 32>(19, 21), [147, 5]);
         // Each row of a strip is 16 bytes of a core matrix: 8 consecutive elements along K of A,
         // along N of B.
-        assert_eq!(a_place::<half::f16, 64>(0, 8), [64, 0]);
-        assert_eq!(b_place::<half::f16, 16, 8>(1, 7), [1, 7]);
+        assert_eq!(a_place::<crate::f16, 64>(0, 8), [64, 0]);
+        assert_eq!(b_place::<crate::f16, 16, 8>(1, 7), [1, 7]);
         // tf32: strips of 4 columns; B transposed, a row of the array a column of B.
         assert_eq!(a_place::<f32, 64>(5, 9), [133, 1]);
         assert_eq!(b_place::<f32, 32, 128>(9, 21), [277, 1]);

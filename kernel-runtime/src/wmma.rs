@@ -245,8 +245,8 @@ macro_rules! operands {
 }
 
 operands! {
-    half::f16 => f32, 2, F16,
-        |v| v.to_bits() as u32, |b| half::f16::from_bits(b as u16), |v| v.to_f32();
+    crate::f16 => f32, 2, F16,
+        |v| v.to_bits() as u32, |b| crate::f16::from_bits(b as u16), |v| v.to_f32();
     half::bf16 => f32, 2, Bf16,
         |v| v.to_bits() as u32, |b| half::bf16::from_bits(b as u16), |v| v.to_f32();
     Tf32 => f32, 1, Tf32,
@@ -323,9 +323,9 @@ shapes! {
 )]
 pub trait Fits<T: Operand>: Shape {}
 impl Fits<Tf32> for M16N8K8 {}
-impl Fits<half::f16> for M16N8K16 {}
+impl Fits<crate::f16> for M16N8K16 {}
 impl Fits<half::bf16> for M16N8K16 {}
-impl Fits<half::f16> for M16N16K16 {}
+impl Fits<crate::f16> for M16N16K16 {}
 impl Fits<half::bf16> for M16N16K16 {}
 impl Fits<i8> for M16N8K32 {}
 impl Fits<u8> for M16N8K32 {}
@@ -632,7 +632,7 @@ impl Matrix16 for MatrixA<M16N8K8, Tf32> {
     note = "`ldmatrix_sync` loads `MatrixA` and `MatrixB` of `f16` or `bf16`, and `MatrixA<M16N8K8, Tf32>`; load other fragments with `load_matrix_sync`"
 )]
 pub trait Half: Operand<Acc = f32> {}
-impl Half for half::f16 {}
+impl Half for crate::f16 {}
 impl Half for half::bf16 {}
 
 /// `ldmatrix`: the warp's load of a fragment of `f16` or `bf16`, or of `A` of [`Tf32`] from
@@ -1108,10 +1108,10 @@ mod tests {
                 }
             }
         }
-        check::<MatrixA<M16N16K16, half::f16>>("A m16n16k16");
+        check::<MatrixA<M16N16K16, crate::f16>>("A m16n16k16");
         check::<MatrixA<M16N8K16, half::bf16>>("A m16n8k16");
-        check::<MatrixB<M16N8K16, half::f16>>("B m16n8k16");
-        check::<MatrixB<M16N16K16, half::f16>>("B m16n16k16");
+        check::<MatrixB<M16N8K16, crate::f16>>("B m16n8k16");
+        check::<MatrixB<M16N16K16, crate::f16>>("B m16n16k16");
         check::<MatrixA<M16N8K8, Tf32>>("A m16n8k8 tf32");
     }
 
