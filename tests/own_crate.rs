@@ -318,3 +318,52 @@ fn line_info_names_the_users_own_file_and_lines() {
         succeeded(&ptxas.arg(&input).output().unwrap(), "ptxas -lineinfo");
     }
 }
+
+/// A program that prints its kernel's PTX: `f32` division, square root and math functions.
+const FLOAT_MATH: &str = r#"use kernel_runtime::prelude::*;
+
+#[kernel]
+fn shade(x: &[f32], out: &mut [f32]) {
+    let i = grid(1);
+    if i < x.len() {
+        out[i] = x[i].exp() * x[i].sin() / (1.0 + x[i] * x[i]).sqrt();
+    }
+}
+
+fn main() {
+    print!("{}", shade.ptx().unwrap_or(""));
+}
+"#;
+
+#[test]
+fn fast_math_makes_f32_division_square_roots_and_functions_approximate() {
+    let dir = new_crate("fast-math");
+    write(&dir, "src/main.rs", FLOAT_MATH);
+    let ptx_with = |fast: &str| {
+        let mut run = cargo_command(&dir, &["run", "--quiet"]);
+        let out = run.env("KERNEL_FAST_MATH", fast).output().unwrap();
+        succeeded(&out, &format!("cargo run with KERNEL_FAST_MATH={fast}"))
+    };
+    let fast = ptx_with("1");
+    if fast.is_empty() {
+        assert_ne!(std::env::var("KERNEL_REQUIRE_PTX").as_deref(), Ok("1"));
+        return;
+    }
+    for instr in [
+        "div.approx.f32",
+        "sqrt.approx.f32",
+        "ex2.approx",
+        "sin.approx",
+    ] {
+        assert!(fast.contains(instr), "no `{instr}` with fast math:\n{fast}");
+    }
+    // Without it, Rust's correctly rounded division and square root, and no approximation.
+    let precise = ptx_with("0");
+    for instr in ["div.rn.f32", "sqrt.rn.f32"] {
+        assert!(
+            precise.contains(instr),
+            "no `{instr}` without fast math:\n{precise}"
+        );
+    }
+    assert!(!precise.contains(".approx"), "{precise}");
+}

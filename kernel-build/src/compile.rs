@@ -124,6 +124,11 @@ fn narrowing_flag(llvm: Option<u32>) -> Option<&'static str> {
     (llvm? >= 21).then_some(NO_NARROWING_FLAG)
 }
 
+/// `f32` division as `div.approx.f32` (nvcc's `-prec-div=false`), for fast math.
+const FAST_DIV_FLAG: &str = "llvm-args=-nvptx-prec-divf32=0";
+/// `f32` square root as `sqrt.approx.f32` (nvcc's `-prec-sqrt=false`), for fast math.
+const FAST_SQRT_FLAG: &str = "llvm-args=-nvptx-prec-sqrtf32=0";
+
 /// Source lines as PTX's `.loc` directives and nothing else: a fuller debug level makes DWARF
 /// sections that `ptxas` refuses.
 const LINE_INFO_FLAG: &str = "debuginfo=line-directives-only";
@@ -137,6 +142,8 @@ pub(crate) struct DeviceBuild<'a> {
     pub arch: &'a str,
     /// Whether float multiply-adds are contracted into fused multiply-adds.
     pub fma: bool,
+    /// Whether `f32` division and square root are approximate ([`crate::Builder::fast_math`]).
+    pub fast_math: bool,
     /// Where the PTX carries source lines: each generated file and the user's file it mirrors,
     /// which the lines name.
     pub lines: Option<&'a [(PathBuf, PathBuf)]>,
@@ -190,6 +197,9 @@ impl DeviceBuild<'_> {
             .args(["-C", UNROLL_FLAG]);
         if let Some(flag) = narrowing_flag(self.toolchain.llvm) {
             cmd.args(["-C", flag]);
+        }
+        if self.fast_math {
+            cmd.args(["-C", FAST_DIV_FLAG, "-C", FAST_SQRT_FLAG]);
         }
         if let Some(mirrors) = self.lines {
             cmd.args(["-C", LINE_INFO_FLAG]);
@@ -436,13 +446,14 @@ mod tests {
 
     /// The arguments of the device build's command for a toolchain of `llvm`.
     fn args(llvm: Option<u32>, fma: bool) -> Vec<String> {
-        args_with(llvm, fma, None)
+        args_with(llvm, fma, false, None)
     }
 
-    /// [`args`], with source lines where `lines` has the mirrors.
+    /// [`args`], with fast math or not, and source lines where `lines` has the mirrors.
     fn args_with(
         llvm: Option<u32>,
         fma: bool,
+        fast_math: bool,
         lines: Option<&[(PathBuf, PathBuf)]>,
     ) -> Vec<String> {
         let toolchain = Toolchain {
@@ -459,6 +470,7 @@ mod tests {
             crate_name: "x_device",
             arch: "sm_90",
             fma,
+            fast_math,
             lines,
         };
         build
@@ -488,10 +500,19 @@ mod tests {
             PathBuf::from("/t/kernel-device/src-x/src/lib.rs"),
             PathBuf::from("/home/me/x/src/lib.rs"),
         )];
-        let args = args_with(Some(22), true, Some(&mirrors));
+        let args = args_with(Some(22), true, false, Some(&mirrors));
         assert!(args.contains(&flag), "{args:?}");
         let remap = "--remap-path-prefix=/t/kernel-device/src-x/src/lib.rs=/home/me/x/src/lib.rs";
         assert!(args.contains(&remap.to_string()), "{args:?}");
+    }
+
+    #[test]
+    fn fast_math_asks_for_approximate_division_and_square_root() {
+        let flags = [FAST_DIV_FLAG.to_string(), FAST_SQRT_FLAG.to_string()];
+        let plain = args(Some(22), true);
+        assert!(!flags.iter().any(|f| plain.contains(f)), "{plain:?}");
+        let fast = args_with(Some(22), true, true, None);
+        assert!(flags.iter().all(|f| fast.contains(f)), "{fast:?}");
     }
 
     #[test]

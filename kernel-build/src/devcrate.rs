@@ -72,6 +72,8 @@ pub(crate) struct Manifest<'a> {
     pub edition: &'a str,
     pub lib_path: &'a Path,
     pub runtime: &'a Path,
+    /// The features of `kernel-runtime` the device code is built with (`fast-math`).
+    pub runtime_features: &'a [&'a str],
     pub extra_dependencies: &'a [(String, String)],
 }
 
@@ -79,9 +81,18 @@ impl Manifest<'_> {
     /// The text of `Cargo.toml`.
     pub(crate) fn render(&self) -> String {
         let lib_path = self.lib_path.to_string_lossy().replace('\\', "/");
+        let features: Vec<String> = self
+            .runtime_features
+            .iter()
+            .map(|f| toml_string(f))
+            .collect();
+        let features = match features.is_empty() {
+            true => String::new(),
+            false => format!(", features = [{}]", features.join(", ")),
+        };
         let mut deps = format!(
-            "kernel-runtime = {{ path = {}, default-features = false }}\n",
-            toml_string(&self.runtime.to_string_lossy())
+            "kernel-runtime = {{ path = {}, default-features = false{features} }}\n",
+            toml_string(&self.runtime.to_string_lossy()),
         );
         for (name, value) in self.extra_dependencies {
             deps.push_str(&format!("{name} = {value}\n"));
@@ -277,13 +288,14 @@ mod tests {
             edition: "2021",
             lib_path: Path::new("src/lib.rs"),
             runtime: Path::new("/rt"),
+            runtime_features: &["fast-math"],
             extra_dependencies: &[("libm".into(), "\"0.2\"".into())],
         }
         .render();
         for line in [
             "name = \"gpu_kernels_device\"",
             "crate-type = [\"cdylib\"]",
-            "kernel-runtime = { path = \"/rt\", default-features = false }",
+            "kernel-runtime = { path = \"/rt\", default-features = false, features = [\"fast-math\"] }",
             "libm = \"0.2\"",
             "[workspace]",
             "panic = \"abort\"",

@@ -63,6 +63,7 @@
 //! | `KERNEL_REQUIRE_PTX` | `1`: a missing toolchain is a build error |
 //! | `KERNEL_FMA` | `0`: no fused multiply-add contraction (see [`Builder::fma`]) |
 //! | `KERNEL_LINEINFO` | `1`: source lines in the PTX and cubins, for profilers (see [`Builder::lineinfo`]) |
+//! | `KERNEL_FAST_MATH` | `1`: approximate `f32` division, square root and math functions on the GPU (see [`Builder::fast_math`]) |
 //! | `KERNEL_CUBIN_ARCHS` | `sm_80,sm_90`: assemble cubins for these GPUs at build time (with `KERNEL_PTXAS` or `ptxas` on `PATH`) |
 //! | `KERNEL_NVCC` | the `nvcc` that compiles [`Builder::link_cuda`] files; `0`: none, NVRTC compiles them at run time |
 //! | `DEP_KERNEL_RUNTIME_MANIFEST_DIR` | set by cargo from `kernel-runtime`'s build script: its path |
@@ -115,6 +116,8 @@ pub const ENV_REQUIRE: &str = "KERNEL_REQUIRE_PTX";
 pub const ENV_FMA: &str = "KERNEL_FMA";
 /// Environment variable: `1` puts the kernels' source lines in their PTX ([`Builder::lineinfo`]).
 pub const ENV_LINEINFO: &str = "KERNEL_LINEINFO";
+/// Environment variable: `1` gives the kernels approximate `f32` math ([`Builder::fast_math`]).
+pub const ENV_FAST_MATH: &str = "KERNEL_FAST_MATH";
 /// Environment variable: directory where device crates are generated and built.
 pub const ENV_DEVICE_TARGET_DIR: &str = "KERNEL_DEVICE_TARGET_DIR";
 /// Environment variable (set by cargo from `kernel-runtime`'s build script): the runtime's path.
@@ -186,6 +189,7 @@ pub struct Builder {
     require_ptx: Option<bool>,
     fma: Option<bool>,
     lineinfo: Option<bool>,
+    fast_math: Option<bool>,
     toolchain: Option<Toolchain>,
     check_only: bool,
     cargo_directives: bool,
@@ -220,6 +224,7 @@ impl Builder {
             require_ptx: None,
             fma: None,
             lineinfo: None,
+            fast_math: None,
             toolchain: None,
             check_only: false,
             cargo_directives: true,
@@ -353,6 +358,28 @@ impl Builder {
         self
     }
 
+    /// Whether the GPU computes `f32` math approximately, as Numba's `@cuda.jit(fastmath=True)`
+    /// and nvcc's `--use_fast_math` do: `a / b` is `div.approx.f32` and `x.sqrt()`
+    /// `sqrt.approx.f32` (nvcc's `-prec-div=false -prec-sqrt=false`), and `x.sin()`, `cos`,
+    /// `tan`, `exp`, `ln`, `log2`, `log10` and `powf` on `f32` are `kernel_runtime::math::fast`'s
+    /// (`__sinf`, `__expf`, ...; their errors are in that module's table); multiply-adds are
+    /// contracted as by default ([`fma`](Self::fma)). Denormal numbers are kept, unlike nvcc's
+    /// `-ftz=true`, and `f64` is unchanged. It holds for every kernel of the crate: rustc builds
+    /// its device code at once. The CPU backend computes each function correctly rounded, so a
+    /// GPU's results differ from it by the approximations' errors. Default: `false`, unless
+    /// `KERNEL_FAST_MATH=1`.
+    ///
+    /// ```no_run
+    /// // build.rs
+    /// fn main() {
+    ///     kernel_build::build_with(kernel_build::Builder::new().fast_math(true));
+    /// }
+    /// ```
+    pub fn fast_math(mut self, fast: bool) -> Self {
+        self.fast_math = Some(fast);
+        self
+    }
+
     /// Uses this toolchain instead of looking for one.
     pub fn toolchain(mut self, toolchain: Toolchain) -> Self {
         self.toolchain = Some(toolchain);
@@ -481,6 +508,10 @@ impl Builder {
             Some(l) => l,
             None => self.env(ENV_LINEINFO).is_some_and(|v| v.trim() == "1"),
         };
+        let fast_math = match self.fast_math {
+            Some(f) => f,
+            None => self.env(ENV_FAST_MATH).is_some_and(|v| v.trim() == "1"),
+        };
         // Without a toolchain, the device crate is still written and checked for the host.
         let toolchain = match (&self.toolchain, self.check_only) {
             (_, true) => Err(vec!["check_only() was asked for".to_string()]),
@@ -549,6 +580,7 @@ impl Builder {
                 variants: &variants,
                 fma,
                 lineinfo,
+                fast_math,
                 ptx_out: &out_dir.join(target.ptx_file()),
                 host_only: &host_only,
                 // Foreign code is linked into the library's module.
@@ -710,6 +742,7 @@ impl Builder {
             edition: &edition,
             lib_path: &extraction.files[0].rel,
             runtime: job.runtime,
+            runtime_features: if job.fast_math { &["fast-math"] } else { &[] },
             extra_dependencies: &self.extra_dependencies,
         }
         .render();
@@ -759,6 +792,7 @@ impl Builder {
             crate_name: &crate_name,
             arch: job.arch,
             fma: job.fma,
+            fast_math: job.fast_math,
             lines: job.lineinfo.then_some(&mirrors[..]),
         };
         let inputs = self.build_module(job, &build, &rewrite)?;
@@ -788,6 +822,8 @@ struct Job<'a> {
     fma: bool,
     /// Whether the PTX carries source lines ([`Builder::lineinfo`]).
     lineinfo: bool,
+    /// Whether `f32` math is approximate ([`Builder::fast_math`]).
+    fast_math: bool,
     ptx_out: &'a Path,
     /// The foreign code linked into the module.
     foreign: link::Foreign,

@@ -10,7 +10,9 @@
 //! instructions (`sqrt.rn`, `fma.rn`, `cvt.rmi`, ...), and `sin` and `cos` are inlined
 //! multiply-adds (within 2 ulp; see the `trig` module); the other functions come from the
 //! `libm` crate. [`fast`] has CUDA's approximate `f32` intrinsics (`__expf`, `__fdividef`, ...),
-//! which Numba's `fastmath=True` uses.
+//! which Numba's `fastmath=True` uses; a crate built with `KERNEL_FAST_MATH=1`
+//! (`kernel_build::Builder::fast_math`) gets them for `f32`'s `sin`, `cos`, `tan`, `exp`, `ln`,
+//! `log2`, `log10` and `powf` on the GPU, and approximate `/` and `sqrt` too.
 //!
 //! ```
 //! use kernel_runtime::prelude::*;
@@ -98,17 +100,33 @@ macro_rules! device_float {
     };
 }
 
+/// The `f32` function of a kernel's device build: `$fast`, from [`fast`], with the `fast-math`
+/// feature (Numba's `fastmath=True`, `KERNEL_FAST_MATH=1`), else `$precise`.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(unused_macros))]
+macro_rules! fast_or {
+    ($precise:expr, $fast:expr) => {{
+        #[cfg(feature = "fast-math")]
+        {
+            $fast
+        }
+        #[cfg(not(feature = "fast-math"))]
+        {
+            $precise
+        }
+    }};
+}
+
 device_float! {
     /// Square root.
     fn sqrt() -> Self => host F::sqrt, device core::f32::math::sqrt, core::f64::math::sqrt;
     /// Cube root.
     fn cbrt() -> Self => host F::cbrt, device cbrtf, cbrt;
     /// Sine (radians).
-    fn sin() -> Self => host F::sin, device trig::f32::sin, trig::f64::sin;
+    fn sin() -> Self => host F::sin, device fast_or!(trig::f32::sin, fast::sin), trig::f64::sin;
     /// Cosine (radians).
-    fn cos() -> Self => host F::cos, device trig::f32::cos, trig::f64::cos;
+    fn cos() -> Self => host F::cos, device fast_or!(trig::f32::cos, fast::cos), trig::f64::cos;
     /// Tangent (radians).
-    fn tan() -> Self => host F::tan, device tanf, tan;
+    fn tan() -> Self => host F::tan, device fast_or!(tanf, fast::tan), tan;
     /// Arcsine.
     fn asin() -> Self => host F::asin, device asinf, asin;
     /// Arccosine.
@@ -124,21 +142,21 @@ device_float! {
     /// Hyperbolic tangent.
     fn tanh() -> Self => host F::tanh, device tanhf, tanh;
     /// `e^self`.
-    fn exp() -> Self => host F::exp, device expf, exp;
+    fn exp() -> Self => host F::exp, device fast_or!(expf, fast::exp), exp;
     /// `2^self`.
     fn exp2() -> Self => host F::exp2, device exp2f, exp2;
     /// `e^self - 1`, accurate near zero.
     fn exp_m1() -> Self => host F::exp_m1, device expm1f, expm1;
     /// Natural logarithm.
-    fn ln() -> Self => host F::ln, device logf, log;
+    fn ln() -> Self => host F::ln, device fast_or!(logf, fast::log), log;
     /// Base-2 logarithm.
-    fn log2() -> Self => host F::log2, device log2f, log2;
+    fn log2() -> Self => host F::log2, device fast_or!(log2f, fast::log2), log2;
     /// Base-10 logarithm.
-    fn log10() -> Self => host F::log10, device log10f, log10;
+    fn log10() -> Self => host F::log10, device fast_or!(log10f, fast::log10), log10;
     /// `ln(1 + self)`, accurate near zero.
     fn ln_1p() -> Self => host F::ln_1p, device log1pf, log1p;
     /// `self^n` for a float exponent.
-    fn powf(n: Self) -> Self => host F::powf, device powf, pow;
+    fn powf(n: Self) -> Self => host F::powf, device fast_or!(powf, fast::pow), pow;
     /// `self^n` for an integer exponent.
     fn powi(n: i32) -> Self => host F::powi, device |x: F, n: i32| powi_by_squaring(x, n), |x: F, n: i32| powi_by_squaring(x, n);
     /// Largest integer not above `self`.

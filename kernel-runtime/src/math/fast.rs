@@ -2,7 +2,9 @@
 //! `cuda.libdevice.fast_expf`, ...): on a GPU each is one or two of PTX's approximate
 //! instructions (`ex2.approx`, `lg2.approx`, `sin.approx`, `cos.approx`, `div.approx`), several
 //! times faster than the correctly rounded functions, and less accurate; this is what Numba's
-//! `fastmath=True` turns `math.exp` and the others into.
+//! `fastmath=True` turns `math.exp` and the others into, and what a crate built with
+//! `KERNEL_FAST_MATH=1` (`kernel_build::Builder::fast_math`) makes of `x.exp()` and the others
+//! on `f32` (with approximate `/` and `sqrt`).
 //!
 //! ```
 //! use kernel_runtime::prelude::*;
