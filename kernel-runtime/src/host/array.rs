@@ -362,6 +362,35 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         self.len() == 0
     }
 
+    /// The number of axes (Numba's `d.ndim`).
+    pub fn ndim(&self) -> usize {
+        self.dim.ndim()
+    }
+
+    /// The bytes the elements take (Numba's `d.nbytes`).
+    ///
+    /// ```
+    /// # use kernel_runtime::Device;
+    /// let d = Device::cpu().zeros::<f32, _>((3, 4))?;
+    /// assert_eq!((d.ndim(), d.nbytes(), d.strides()), (2, 48, vec![16, 4]));
+    /// # Ok::<(), kernel_runtime::Error>(())
+    /// ```
+    pub fn nbytes(&self) -> usize {
+        self.len() * std::mem::size_of::<T>()
+    }
+
+    /// The bytes between neighbours along each axis (Numba's `d.strides`): C order, the last
+    /// axis' elements side by side.
+    pub fn strides(&self) -> Vec<usize> {
+        let mut step = std::mem::size_of::<T>();
+        let mut out = vec![0; self.ndim()];
+        for (k, &n) in self.dim.slice().iter().enumerate().rev() {
+            out[k] = step;
+            step *= n;
+        }
+        out
+    }
+
     /// Copies the array back to the host as an ndarray array (on a GPU, after the work queued
     /// before; a kernel that failed there is reported here).
     pub fn to_host(&self) -> Result<Array<T, D>, Error> {
