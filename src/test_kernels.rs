@@ -1714,6 +1714,46 @@ pub fn half_atomic_sums(x: &[f16], sums: &mut [f16], xb: &[bf16], sums_b: &mut [
     }
 }
 
+/// `f16`'s methods and operators as kernels use them, eight results per element of `x`
+/// (`out[8i..8i + 8]`): on a GPU they are the device's own `f16`, whose every value must be the
+/// host's `half::f16`'s.
+#[kernel]
+pub fn half_api(x: &[f16], out: &mut [f16]) {
+    let i = grid(1);
+    if i < x.len() {
+        for (k, v) in half_api_of(x[i]).into_iter().enumerate() {
+            out[8 * i + k] = v;
+        }
+    }
+}
+
+/// The eight results of [`half_api`] for `v`.
+#[device]
+pub fn half_api_of(v: f16) -> [f16; 8] {
+    let limit = f16::from_f64(100.0);
+    let sign = match v.is_nan() || v.is_infinite() || !v.is_finite() {
+        true => f16::NAN,
+        false => v.copysign(f16::NEG_ONE),
+    };
+    let mut acc = f16::from(3u8) - f16::from(-2i8);
+    acc += f16::from_f32(v.to_f64() as f32 * 0.5);
+    acc *= f16::from_f32_const(0.5);
+    let ordered = v.total_cmp(&f16::ZERO).is_lt() && v < f16::ZERO && v.is_sign_negative();
+    [
+        v.max(f16::ONE).min(f16::MAX).clamp(f16::NEG_ONE, limit),
+        sign,
+        acc,
+        v.signum() * f16::from_bits(v.to_bits()) / f16::from_f32_const(4.0),
+        [v, f16::ONE, f16::EPSILON].iter().sum(),
+        [v, f16::from_f32(2.0)].into_iter().product(),
+        f16::from_le_bytes(v.to_le_bytes()) % f16::from_f32(0.75),
+        match ordered && v != f16::ONE {
+            true => -v,
+            false => f16::from_f32(f32::from(v)) - f16::PI,
+        },
+    ]
+}
+
 /// `x[i] = x[i] * 3 + by`: a step whose order with its repeats shows in the result (graphs).
 #[kernel]
 pub fn times_three_plus(x: &mut [u32], by: u32) {

@@ -3,7 +3,9 @@
 //! accumulation, within the bound of f32 summation.
 
 use kernel_runtime::{bf16, f16};
-use kernel_suite::test_kernels::{axpy_generic, bf16_dot, half_atomic_sums, half_math, haxpy};
+use kernel_suite::test_kernels::{
+    axpy_generic, bf16_dot, half_api, half_api_of, half_atomic_sums, half_math, haxpy,
+};
 
 mod common;
 use common::backends;
@@ -177,6 +179,45 @@ fn half_precision_atomics_add_every_value() {
         assert_eq!(
             (got, got_b),
             (expected.to_vec(), expected.to_vec()),
+            "{:?}",
+            dev.kind()
+        );
+    }
+}
+
+#[test]
+fn every_f16_method_a_kernel_uses_gives_the_hosts_value() {
+    // Ordinary values, both zeros, the extremes, subnormals, infinities and a NaN.
+    let mut x: Vec<f16> = (0..600)
+        .map(|i| f16::from_f32((i as f32 - 300.0) * 0.173))
+        .collect();
+    x.extend([
+        f16::ZERO,
+        f16::NEG_ZERO,
+        f16::MAX,
+        f16::MIN,
+        f16::MIN_POSITIVE_SUBNORMAL,
+        -f16::MAX_SUBNORMAL,
+        f16::INFINITY,
+        f16::NEG_INFINITY,
+        f16::NAN,
+    ]);
+    // NaNs compare by being NaN: a GPU's conversions make its canonical one.
+    let bits = |v: &[f16]| {
+        v.iter()
+            .map(|h| if h.is_nan() { u16::MAX } else { h.to_bits() })
+            .collect::<Vec<_>>()
+    };
+    let want: Vec<f16> = x.iter().flat_map(|&v| half_api_of(v)).collect();
+    for dev in backends() {
+        let xs = dev.to_device(&x).unwrap();
+        let mut out = dev.zeros::<f16, _>(8 * x.len()).unwrap();
+        half_api
+            .launch(x.len().div_ceil(128), 128, (&xs, &mut out))
+            .unwrap();
+        assert_eq!(
+            bits(&out.to_vec().unwrap()),
+            bits(&want),
             "{:?}",
             dev.kind()
         );

@@ -75,7 +75,7 @@ fn all() -> Vec<Kernel> {
         axpy_raw => false, grid_sync_skipped_by_threads => false, grid_sum_in_branch => false,
         grid_rotate_generic => false, convolve_taps => false, gather_lookup => false,
         scale_pairs => false, shared_window_sums => false, print_lines => false,
-        print_after_barrier => false, haxpy => false, half_math => false, bf16_dot => false,
+        print_after_barrier => false, haxpy => false, half_math => false, half_api => false, bf16_dot => false,
         half_atomic_sums => false, bounded_block_sizes => false, capped_registers => false, matmul_tensor => true,
         matmul_tensor_tf32 => true, matmul_tensor_staged => true, matmul_tensor_tf32_staged => true,
         matmul_wgmma => true, matmul_wgmma_wide => true, wg_product_n8 => false, wg_product_n64 => false,
