@@ -1535,9 +1535,12 @@ fn detection_reports_the_driver_the_gpus_and_how_each_runs_each_module() {
             assert_eq!(report.driver, Ok((13, 0)), "{text}");
             assert_eq!(report.gpus.len(), 2, "{text}");
             for gpu in &report.gpus {
-                let (name, cc, bytes) = gpu.opened.clone().unwrap();
-                assert_eq!(name, "Fake CUDA GPU");
-                assert!(cc == (9, 0) && bytes > 0, "{text}");
+                let info = gpu.opened.clone().unwrap();
+                assert_eq!(info.name, "Fake CUDA GPU");
+                assert!(
+                    info.compute_capability == (9, 0) && info.memory_bytes > 0,
+                    "{text}"
+                );
                 assert_eq!(gpu.runs.len(), report.modules.len(), "{text}");
             }
             if !has_ptx(add.ptx()) {

@@ -150,7 +150,7 @@ pub use host::{
     },
     attributes::KernelAttributes,
     callback::StreamDone,
-    detect::{detect, Detection, GpuReport, ModuleReport},
+    detect::{detect, Detection, GpuInfo, GpuReport, ModuleReport},
     device::{Device, DeviceKind, Limits},
     device_view::{DeviceView, DeviceViewMut, IntoDeviceView, IntoDeviceViewMut},
     error::{Error, LaunchError},

@@ -26,12 +26,22 @@ pub struct Detection {
 pub struct GpuReport {
     /// Its ordinal: `Device::cuda(ordinal)`, `KERNEL_DEVICE=cuda:ordinal`.
     pub ordinal: usize,
-    /// Its name (`NVIDIA H200`), compute capability and memory in bytes, or why it cannot be
-    /// opened.
-    pub opened: Result<(String, (u32, u32), usize), String>,
+    /// What it is, or why it cannot be opened.
+    pub opened: Result<GpuInfo, String>,
     /// How it runs each module's kernels, in the order of [`Detection::modules`] (`cubin
     /// sm_90`, `PTX for sm_80, compiled by the driver`), or why it cannot.
     pub runs: Vec<Result<String, String>>,
+}
+
+/// What a [`GpuReport`]'s GPU is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuInfo {
+    /// Its name (`NVIDIA H200`).
+    pub name: String,
+    /// Its compute capability, `(9, 0)` for sm_90.
+    pub compute_capability: (u32, u32),
+    /// Its memory, in bytes.
+    pub memory_bytes: usize,
 }
 
 /// One PTX module of a [`Detection`].
@@ -93,7 +103,7 @@ fn gpu_report(ordinal: usize, pieces: &[Pieces<'_>]) -> GpuReport {
         Err(e) => {
             return GpuReport {
                 ordinal,
-                opened: Err(reason(&e)),
+                opened: Err(e.to_string()),
                 runs: Vec::new(),
             }
         }
@@ -119,11 +129,11 @@ fn gpu_report(ordinal: usize, pieces: &[Pieces<'_>]) -> GpuReport {
         .collect();
     GpuReport {
         ordinal,
-        opened: Ok((
-            gpu.gpu().map_or_else(|| gpu.name(), |g| g.name.clone()),
-            (major, minor),
-            total,
-        )),
+        opened: Ok(GpuInfo {
+            name: gpu.gpu().map_or_else(|| gpu.name(), |g| g.name.clone()),
+            compute_capability: (major, minor),
+            memory_bytes: total,
+        }),
         runs,
     }
 }
@@ -134,20 +144,16 @@ fn default_device() -> String {
     if !spec.trim().is_empty() {
         return match Device::from_env() {
             Ok(dev) => format!("{} (KERNEL_DEVICE={spec})", dev.name()),
-            Err(e) => format!("none: {}", reason(&e)),
+            Err(e) => format!("none: {e}"),
         };
     }
     if PTX_MODULES.is_empty() {
-        return format!("the CPU backend: {}", reason(&Error::NoPtxAnywhere));
+        return format!("the CPU backend: {}", Error::NoPtxAnywhere);
     }
     match Device::first_gpu() {
         Ok(gpu) => format!("{} (the first GPU)", gpu.name()),
-        Err(e) => format!("the CPU backend: {}", reason(&e)),
+        Err(e) => format!("the CPU backend: {e}"),
     }
-}
-
-fn reason(e: &Error) -> String {
-    e.to_string()
 }
 
 impl fmt::Display for Detection {
@@ -161,9 +167,10 @@ impl fmt::Display for Detection {
             write!(f, "  cuda:{}", gpu.ordinal)?;
             match &gpu.opened {
                 Err(why) => writeln!(f, ": cannot be opened: {why}")?,
-                Ok((name, (major, minor), bytes)) => {
-                    let gib = *bytes as f64 / f64::from(1u32 << 30);
-                    writeln!(f, ": {name}, sm_{major}{minor}, {gib:.1} GiB")?;
+                Ok(info) => {
+                    let (major, minor) = info.compute_capability;
+                    let gib = info.memory_bytes as f64 / f64::from(1u32 << 30);
+                    writeln!(f, ": {}, sm_{major}{minor}, {gib:.1} GiB", info.name)?;
                 }
             }
             for (k, run) in gpu.runs.iter().enumerate() {
@@ -201,7 +208,11 @@ mod tests {
             driver: Ok((12, 8)),
             gpus: vec![GpuReport {
                 ordinal: 0,
-                opened: Ok(("H200".into(), (9, 0), 3 << 30)),
+                opened: Ok(GpuInfo {
+                    name: "H200".into(),
+                    compute_capability: (9, 0),
+                    memory_bytes: 3 << 30,
+                }),
                 runs: vec![
                     Ok("its cubin for sm_90".into()),
                     Err("its PTX is for sm_100".into()),

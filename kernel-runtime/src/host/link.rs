@@ -127,6 +127,36 @@ impl<'a> Pieces<'a> {
         String::from_utf8(decode(piece.text)?).ok()
     }
 
+    /// What a GPU of compute capability `major.minor` loads of the module, as
+    /// [`cubin_for`](Self::cubin_for) and [`variant_for`](Self::variant_for) choose (without
+    /// `KERNEL_JIT=1`), or why nothing.
+    pub fn code_for(&self, major: u32, minor: u32) -> Code<'a> {
+        let target = ptx_target(self.main).unwrap_or(0);
+        let ptx = |t: u32| match t > 10 * major + minor {
+            true => Code::TooNew(t),
+            false if self.is_linked() => Code::Linked(t),
+            false => Code::Ptx(t),
+        };
+        if self.is_linked() {
+            return ptx(target);
+        }
+        if let Some(arch) = self.variant_arch(major, minor) {
+            return match self.cubins.iter().any(|c| c.name == arch) {
+                true => Code::Cubin(arch),
+                false => Code::Variant(arch),
+            };
+        }
+        let best = self
+            .cubins
+            .iter()
+            .filter_map(|c| Some((serves(c.name, major, minor)?, c.name)))
+            .max_by_key(|(n, _)| *n);
+        match best {
+            Some((_, arch)) => Code::Cubin(arch),
+            None => ptx(target),
+        }
+    }
+
     /// The architecture of the variant for a GPU of compute capability `major.minor`.
     fn variant_arch(&self, major: u32, minor: u32) -> Option<&'a str> {
         self.variants
@@ -170,38 +200,6 @@ pub(crate) enum Code<'a> {
     Linked(u32),
     /// Nothing: the PTX is for the newer `sm_N`.
     TooNew(u32),
-}
-
-impl<'a> Pieces<'a> {
-    /// What a GPU of compute capability `major.minor` loads of the module, as
-    /// [`cubin_for`](Self::cubin_for) and [`variant_for`](Self::variant_for) choose (without
-    /// `KERNEL_JIT=1`), or why nothing.
-    pub fn code_for(&self, major: u32, minor: u32) -> Code<'a> {
-        let target = ptx_target(self.main).unwrap_or(0);
-        let ptx = |t: u32| match t > 10 * major + minor {
-            true => Code::TooNew(t),
-            false if self.is_linked() => Code::Linked(t),
-            false => Code::Ptx(t),
-        };
-        if self.is_linked() {
-            return ptx(target);
-        }
-        if let Some(arch) = self.variant_arch(major, minor) {
-            return match self.cubins.iter().any(|c| c.name == arch) {
-                true => Code::Cubin(arch),
-                false => Code::Variant(arch),
-            };
-        }
-        let best = self
-            .cubins
-            .iter()
-            .filter_map(|c| Some((serves(c.name, major, minor)?, c.name)))
-            .max_by_key(|(n, _)| *n);
-        match best {
-            Some((_, arch)) => Code::Cubin(arch),
-            None => ptx(target),
-        }
-    }
 }
 
 /// The architecture number of PTX text's `.target` (80 for `sm_80`, 90 for `sm_90a`).
@@ -426,6 +424,19 @@ mod tests {
         let pieces = Pieces::of(".version 7.8\n.entry k()\n{}\n");
         assert_eq!(pieces.main, ".version 7.8\n.entry k()\n{}\n");
         assert!(!pieces.is_linked());
+    }
+
+    #[test]
+    fn each_gpu_is_told_what_it_runs_of_a_module() {
+        let module = ".version 7.8\n.target sm_80\n.entry k()\n{}\n\
+                      // kernel-build cubin sm_90 QUJD\n// kernel-build variant sm_90a REVG\n";
+        let pieces = Pieces::of(module);
+        assert_eq!(pieces.code_for(9, 0), Code::Variant("sm_90a"));
+        assert_eq!(pieces.code_for(8, 6), Code::Ptx(80));
+        assert_eq!(pieces.code_for(7, 5), Code::TooNew(80));
+        let cubin_only = Pieces::of(".target sm_80\n// kernel-build cubin sm_90 QUJD\n");
+        assert_eq!(cubin_only.code_for(9, 0), Code::Cubin("sm_90"));
+        assert_eq!(ptx_target(".target sm_90a, debug\n"), Some(90));
     }
 
     #[test]
