@@ -2,6 +2,7 @@
 //! them.
 
 use super::link::{Code, Pieces};
+use std::sync::Mutex;
 
 /// The PTX modules embedded in the program: one entry per kernel whose crate's `build.rs`
 /// compiled PTX (the `#[kernel]` macro adds them). `Device::default()` picks a GPU only when
@@ -23,8 +24,22 @@ pub(crate) fn modules() -> Vec<&'static str> {
 }
 
 /// Why a GPU of compute capability `major.minor` runs none of the program's modules, where it
-/// runs none: their PTX is for newer GPUs, and no cubin or variant is for it.
+/// runs none: their PTX is for newer GPUs, and no cubin or variant is for it. Read from the
+/// modules once per compute capability: `Device::default()` asks it at every call.
 pub(crate) fn runs_none(major: u32, minor: u32) -> Option<String> {
+    type Seen = Vec<((u32, u32), Option<String>)>;
+    static SEEN: Mutex<Seen> = Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, why)) = seen.iter().find(|(cc, _)| *cc == (major, minor)) {
+        return why.clone();
+    }
+    let why = read_runs_none(major, minor);
+    seen.push(((major, minor), why.clone()));
+    why
+}
+
+/// [`runs_none`], read from the modules.
+fn read_runs_none(major: u32, minor: u32) -> Option<String> {
     let mut targets = Vec::new();
     for text in modules() {
         match Pieces::of(text).code_for(major, minor) {
