@@ -255,6 +255,13 @@ fn a_kernel_in_a_crate_without_the_build_step_is_refused() {
     );
 }
 
+/// What the crate in `dir` prints (its kernel's PTX) run with `variable=value`.
+fn printed_with(dir: &Path, variable: &str, value: &str) -> String {
+    let mut run = cargo_command(dir, &["run", "--quiet"]);
+    let out = run.env(variable, value).output().unwrap();
+    succeeded(&out, &format!("cargo run with {variable}={value}"))
+}
+
 /// A program that prints its kernel's PTX.
 const PRINTS_ITS_PTX: &str = r#"use kernel_runtime::prelude::*;
 
@@ -275,11 +282,7 @@ fn main() {
 fn line_info_names_the_users_own_file_and_lines() {
     let dir = new_crate("line-info");
     write(&dir, "src/main.rs", PRINTS_ITS_PTX);
-    let mut run = cargo_command(&dir, &["run", "--quiet"]);
-    let ptx = succeeded(
-        &run.env("KERNEL_LINEINFO", "1").output().unwrap(),
-        "cargo run with KERNEL_LINEINFO=1",
-    );
+    let ptx = printed_with(&dir, "KERNEL_LINEINFO", "1");
     if ptx.is_empty() {
         assert_ne!(std::env::var("KERNEL_REQUIRE_PTX").as_deref(), Ok("1"));
         return;
@@ -339,11 +342,7 @@ fn main() {
 fn fast_math_makes_f32_division_square_roots_and_functions_approximate() {
     let dir = new_crate("fast-math");
     write(&dir, "src/main.rs", FLOAT_MATH);
-    let ptx_with = |fast: &str| {
-        let mut run = cargo_command(&dir, &["run", "--quiet"]);
-        let out = run.env("KERNEL_FAST_MATH", fast).output().unwrap();
-        succeeded(&out, &format!("cargo run with KERNEL_FAST_MATH={fast}"))
-    };
+    let ptx_with = |fast: &str| printed_with(&dir, "KERNEL_FAST_MATH", fast);
     let fast = ptx_with("1");
     if fast.is_empty() {
         assert_ne!(std::env::var("KERNEL_REQUIRE_PTX").as_deref(), Ok("1"));

@@ -455,6 +455,11 @@ impl Builder {
         }
     }
 
+    /// An on/off option: `set`, else whether the variable `name` is `1`.
+    fn switch(&self, set: Option<bool>, name: &str) -> bool {
+        set.unwrap_or_else(|| self.env(name).is_some_and(|v| v.trim() == "1"))
+    }
+
     fn env(&self, name: &str) -> Option<String> {
         self.directive(format!("rerun-if-env-changed={name}"));
         std::env::var(name).ok().filter(|v| !v.trim().is_empty())
@@ -496,22 +501,13 @@ impl Builder {
         // Tells `#[kernel]` that this crate's kernels are built (see `MARKER`).
         self.directive(format!("rustc-env={MARKER}=1"));
 
-        let require = match self.require_ptx {
-            Some(r) => r,
-            None => self.env(ENV_REQUIRE).is_some_and(|v| v.trim() == "1"),
-        };
+        let require = self.switch(self.require_ptx, ENV_REQUIRE);
         let fma = match self.fma {
             Some(f) => f,
             None => self.env(ENV_FMA).is_none_or(|v| v.trim() != "0"),
         };
-        let lineinfo = match self.lineinfo {
-            Some(l) => l,
-            None => self.env(ENV_LINEINFO).is_some_and(|v| v.trim() == "1"),
-        };
-        let fast_math = match self.fast_math {
-            Some(f) => f,
-            None => self.env(ENV_FAST_MATH).is_some_and(|v| v.trim() == "1"),
-        };
+        let lineinfo = self.switch(self.lineinfo, ENV_LINEINFO);
+        let fast_math = self.switch(self.fast_math, ENV_FAST_MATH);
         // Without a toolchain, the device crate is still written and checked for the host.
         let toolchain = match (&self.toolchain, self.check_only) {
             (_, true) => Err(vec!["check_only() was asked for".to_string()]),

@@ -3,8 +3,7 @@
 //! [`Device::default`] picks.
 
 use super::device::Device;
-use super::embedded::{modules, PTX_MODULES};
-use super::error::Error;
+use super::embedded::modules;
 use super::link::{Code, Pieces};
 use std::fmt;
 
@@ -147,10 +146,7 @@ fn default_device() -> String {
             Err(e) => format!("none: {e}"),
         };
     }
-    if PTX_MODULES.is_empty() {
-        return format!("the CPU backend: {}", Error::NoPtxAnywhere);
-    }
-    match Device::first_gpu() {
+    match Device::default_gpu() {
         Ok(gpu) => format!("{} (the first GPU)", gpu.name()),
         Err(e) => format!("the CPU backend: {e}"),
     }

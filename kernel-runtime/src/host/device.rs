@@ -300,16 +300,17 @@ impl Device {
             Some(DeviceKind::Cpu) => Ok(Device::cpu()),
             Some(DeviceKind::CpuChecked) => Ok(Device::cpu_checked()),
             Some(DeviceKind::Cuda(n)) => Device::cuda(n),
-            None if super::embedded::PTX_MODULES.is_empty() => {
-                Ok(cpu_because(&Error::NoPtxAnywhere))
-            }
-            None => Ok(Device::first_gpu().unwrap_or_else(|e| cpu_because(&e))),
+            None => Ok(Device::default_gpu().unwrap_or_else(|e| cpu_because(&e))),
         }
     }
 
-    /// GPU 0, where it opens and runs some of the program's kernels (a GPU older than all of
-    /// their PTX runs none).
-    pub(crate) fn first_gpu() -> Result<Device, Error> {
+    /// The GPU that [`Device::from_env`] picks where `KERNEL_DEVICE` names none: GPU 0, where
+    /// the program has PTX and the GPU opens and runs some of it (a GPU older than all of it
+    /// runs none); else why the CPU backend runs the kernels.
+    pub(crate) fn default_gpu() -> Result<Device, Error> {
+        if super::embedded::PTX_MODULES.is_empty() {
+            return Err(Error::NoPtxAnywhere);
+        }
         let gpu = Device::cuda(0)?;
         let (major, minor) = gpu.compute_capability().unwrap_or((0, 0));
         match super::embedded::runs_none(major, minor) {

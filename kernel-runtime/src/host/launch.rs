@@ -167,10 +167,7 @@ impl LaunchConfig {
     /// Runs `op`, which queues the launch, in order with the work of the stream's other library
     /// where it has one ([`Stream::queue`]).
     pub(crate) fn queue<R>(&self, op: impl FnOnce() -> Result<R, Error>) -> Result<R, Error> {
-        match &self.stream {
-            Some(s) => s.queue(op),
-            None => op(),
-        }
+        Stream::queue_on(self.stream.as_ref(), op)
     }
 
     /// What the launch asks of a GPU, for a kernel with `static_shared` bytes of static shared

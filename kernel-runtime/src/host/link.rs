@@ -105,17 +105,19 @@ impl<'a> Pieces<'a> {
     /// A module with a [`variant_for`](Self::variant_for) that GPU uses the variant's cubin,
     /// of the variant's architecture, alone.
     pub fn cubin_for(&self, major: u32, minor: u32) -> Option<Vec<u8>> {
+        decode(self.cubin_piece(major, minor)?.text)
+    }
+
+    /// The cubin [`cubin_for`](Self::cubin_for) decodes, still in base64.
+    fn cubin_piece(&self, major: u32, minor: u32) -> Option<&Piece<'a>> {
         let cubins = self.cubins.iter();
-        let best = match self.variant_arch(major, minor) {
-            Some(arch) => cubins.rev().find(|c| c.name == arch)?,
-            None => {
-                cubins
-                    .filter_map(|c| Some((serves(c.name, major, minor)?, c)))
-                    .max_by_key(|(n, _)| *n)?
-                    .1
-            }
-        };
-        decode(best.text)
+        match self.variant_arch(major, minor) {
+            Some(arch) => cubins.rev().find(|c| c.name == arch),
+            None => cubins
+                .filter_map(|c| Some((serves(c.name, major, minor)?, c)))
+                .max_by_key(|(n, _)| *n)
+                .map(|(_, c)| c),
+        }
     }
 
     /// The PTX of the variant built for a GPU of compute capability `major.minor`, decoded,
@@ -132,28 +134,20 @@ impl<'a> Pieces<'a> {
     /// `KERNEL_JIT=1`), or why nothing.
     pub fn code_for(&self, major: u32, minor: u32) -> Code<'a> {
         let target = ptx_target(self.main).unwrap_or(0);
-        let ptx = |t: u32| match t > 10 * major + minor {
-            true => Code::TooNew(t),
-            false if self.is_linked() => Code::Linked(t),
-            false => Code::Ptx(t),
-        };
+        let too_new = target > 10 * major + minor;
         if self.is_linked() {
-            return ptx(target);
-        }
-        if let Some(arch) = self.variant_arch(major, minor) {
-            return match self.cubins.iter().any(|c| c.name == arch) {
-                true => Code::Cubin(arch),
-                false => Code::Variant(arch),
+            return match too_new {
+                true => Code::TooNew(target),
+                false => Code::Linked(target),
             };
         }
-        let best = self
-            .cubins
-            .iter()
-            .filter_map(|c| Some((serves(c.name, major, minor)?, c.name)))
-            .max_by_key(|(n, _)| *n);
-        match best {
-            Some((_, arch)) => Code::Cubin(arch),
-            None => ptx(target),
+        if let Some(cubin) = self.cubin_piece(major, minor) {
+            return Code::Cubin(cubin.name);
+        }
+        match (self.variant_arch(major, minor), too_new) {
+            (Some(arch), _) => Code::Variant(arch),
+            (None, true) => Code::TooNew(target),
+            (None, false) => Code::Ptx(target),
         }
     }
 

@@ -95,6 +95,17 @@ impl Stream {
         out
     }
 
+    /// [`queue`](Self::queue) on `stream`, or `op` alone on the device's own stream (`None`).
+    pub(crate) fn queue_on<R>(
+        stream: Option<&Stream>,
+        op: impl FnOnce() -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        match stream {
+            Some(s) => s.queue(op),
+            None => op(),
+        }
+    }
+
     /// The stream's handle, a `CUstream`, for another library to queue work on (Numba's
     /// `stream.handle`): that work runs in order with this stream's. `None` on the CPU backend.
     ///

@@ -93,7 +93,7 @@ impl<T: DeviceCopy> PinnedSlice<'_, T> {
                         &uses,
                     )
                 };
-                stream.map_or_else(op, |s| s.queue(op))
+                Stream::queue_on(stream, op)
             }
             None => {
                 dst.forget_unwritten();
@@ -136,7 +136,7 @@ impl<T: DeviceCopy> PinnedSliceMut<'_, T> {
                         &uses,
                     )
                 };
-                stream.map_or_else(op, |s| s.queue(op))
+                Stream::queue_on(stream, op)
             }
             None => {
                 // SAFETY: as in `copy_to`, the other way.
