@@ -304,6 +304,44 @@ pub unsafe fn tile<T: Copy, W, const Z: usize, const S: usize, const K: usize>(
             col: 0,
         };
         let w = windows(first, wide);
+        // Inlined whatever its size on a GPU, as the closures below.
+        #[inline(always)]
+        fn value<T, W>(
+            at: &impl Fn(&W, Point) -> T,
+            w: &W,
+            base: usize,
+            r: usize,
+            k: usize,
+        ) -> core::mem::MaybeUninit<T> {
+            core::mem::MaybeUninit::new(at(
+                w,
+                Point {
+                    base,
+                    row: r,
+                    col: k,
+                },
+            ))
+        }
+        if Z == 1 {
+            // Each row stored as soon as it is computed, after every load (the windows'):
+            // only the outputs of one row are live at once.
+            unrolled::<S>(
+                #[cfg_attr(target_arch = "nvptx64", inline(always))]
+                |r| {
+                    let mut row = [core::mem::MaybeUninit::<T>::uninit(); K];
+                    unrolled::<K>(
+                        #[cfg_attr(target_arch = "nvptx64", inline(always))]
+                        |k| row[k] = value(&at, &w, base, r, k),
+                    );
+                    // SAFETY: every value of the row was written; the tile is in the array
+                    // (the test above); the caller's contract.
+                    unsafe { store(g, &[row], (out, wide), base + r * m) }
+                },
+            );
+            return;
+        }
+        // The points of planes past the first read memory, not windows: every output is
+        // computed before one is stored, so that no load waits behind a store.
         let mut values = [[[core::mem::MaybeUninit::<T>::uninit(); K]; S]; Z];
         // The closures are inlined whatever their size on a GPU, so that every point reads
         // its window at constant places: registers, not memory.
@@ -315,14 +353,7 @@ pub unsafe fn tile<T: Copy, W, const Z: usize, const S: usize, const K: usize>(
                     |r| {
                         unrolled::<K>(
                             #[cfg_attr(target_arch = "nvptx64", inline(always))]
-                            |k| {
-                                let p = Point {
-                                    base: base + q * n * m,
-                                    row: r,
-                                    col: k,
-                                };
-                                values[q][r][k] = core::mem::MaybeUninit::new(at(&w, p))
-                            },
+                            |k| values[q][r][k] = value(&at, &w, base + q * n * m, r, k),
                         )
                     },
                 )
