@@ -42,6 +42,17 @@ const CHILD: &str = "FAKE_DRIVER_TEST";
 /// Runs `body` in a child process that loads the fake driver, with `env` added to its
 /// environment; in that child, `body` runs and gets the driver's log.
 fn on_fake_driver(name: &str, env: &[(&str, &str)], body: impl FnOnce(&Log)) {
+    on_fake_driver_with(name, env, None, body)
+}
+
+/// [`on_fake_driver`], whose check of the log knows the bytes each launch uses that
+/// `launches` says.
+fn on_fake_driver_with(
+    name: &str,
+    env: &[(&str, &str)],
+    launches: Option<happens_before::Launches>,
+    body: impl FnOnce(&Log),
+) {
     if std::env::var(CHILD).as_deref() == Ok(name) {
         let log = Log(std::env::var_os("FAKE_CUDA_LOG")
             .expect("set by the parent")
@@ -87,7 +98,7 @@ fn on_fake_driver(name: &str, env: &[(&str, &str)], body: impl FnOnce(&Log)) {
         "the test failed on the fake driver:\n{stdout}\n{stderr}"
     );
     // Whatever a test does, no two streams may use one array unordered.
-    let trace = Trace::of(&Log(log).lines());
+    let trace = Trace::with_launches(&Log(log).lines(), launches);
     assert!(trace.races().is_empty(), "`{name}`: {:#?}", trace.races());
 }
 
@@ -1905,6 +1916,83 @@ fn lines_of(lines: &[String], prefix: &str) -> Vec<usize> {
         .collect()
 }
 
+/// The bytes a launch of `add(a: &[f32], b: &[f32], out: &mut [f32])` uses: each array's
+/// pointer and length are its parameters, in order.
+fn add_bytes(name: &str, p: &[u64]) -> Option<Vec<(u64, u64, bool)>> {
+    (name == "add").then(|| {
+        let array = |k: usize, write| (p[2 * k], p[2 * k + 1] * 4, write);
+        vec![array(0, false), array(1, false), array(2, true)]
+    })
+}
+
+#[test]
+fn chunks_of_one_array_on_three_streams_overlap() {
+    on_fake_driver_with(
+        "chunks_of_one_array_on_three_streams_overlap",
+        &[],
+        Some(add_bytes),
+        |log| {
+            let gpu = fake_gpu();
+            if !has_ptx(add.ptx()) {
+                return;
+            }
+            // CUDA's classic overlap: one device array, each chunk copied in, computed and
+            // copied out on a stream of its own.
+            let (n, chunk) = (3 * 1024, 1024);
+            let mut h = gpu.pinned::<f32, _>(n).unwrap();
+            h.fill(1.0);
+            let (mut d, mut out) = (gpu.zeros::<f32, _>(n).unwrap(), gpu.zeros(n).unwrap());
+            let streams = [(); 3].map(|_| gpu.stream().unwrap());
+            for (k, s) in streams.iter().enumerate() {
+                let r = k * chunk..(k + 1) * chunk;
+                s.upload(h.slice(r.clone()).unwrap(), d.slice_mut(r.clone()).unwrap())
+                    .unwrap();
+                let cfg = LaunchConfig::cover(chunk, 256).unwrap().on_stream(s);
+                let (x, y) = (d.slice(r.clone()).unwrap(), d.slice(r.clone()).unwrap());
+                add.launch_with(cfg, (x, y, out.slice_mut(r.clone()).unwrap()))
+                    .unwrap();
+                s.download(out.slice(r.clone()).unwrap(), h.slice_mut(r).unwrap())
+                    .unwrap();
+            }
+            // Then, on the first stream, a use of the first two chunks of both arrays.
+            let two = 0..2 * chunk;
+            let cfg = LaunchConfig::cover(2 * chunk, 256)
+                .unwrap()
+                .on_stream(&streams[0]);
+            let (x, y) = (
+                out.slice(two.clone()).unwrap(),
+                out.slice(two.clone()).unwrap(),
+            );
+            add.launch_with(cfg, (x, y, d.slice_mut(two).unwrap()))
+                .unwrap();
+            let lines = log.lines();
+            let (ins, adds, outs) = (
+                lines_of(&lines, "htod 4096 pinned "),
+                lines_of(&lines, "launch add "),
+                lines_of(&lines, "dtoh 4096 pinned "),
+            );
+            assert_eq!((ins.len(), adds.len(), outs.len()), (3, 4, 3), "{lines:?}");
+            let trace = Trace::with_launches(&lines, Some(add_bytes));
+            assert!(trace.races().is_empty(), "{:?}", trace.races());
+            let apart = |a: usize, b: usize| !trace.ordered(a, b) && !trace.ordered(b, a);
+            for k in 0..3 {
+                assert!(trace.ordered(ins[k], adds[k]) && trace.ordered(adds[k], outs[k]));
+            }
+            // Chunk 1 comes in while chunk 0 is computed, and is computed while chunk 0 goes
+            // out; the kernels of the three chunks may run at once.
+            assert!(apart(ins[1], adds[0]) && apart(adds[1], outs[0]));
+            assert!(apart(adds[0], adds[1]) && apart(adds[1], adds[2]));
+            // The last launch reads what chunk 1's kernel wrote and writes what it read: it
+            // follows it, but not chunk 2's work, which it does not touch.
+            assert!(trace.ordered(adds[1], adds[3]) && trace.ordered(ins[1], adds[3]));
+            assert!(apart(adds[2], adds[3]) && apart(outs[2], adds[3]));
+            std::hint::black_box(h[n - 1]);
+            let trace = Trace::of(&log.lines());
+            assert!(outs.iter().all(|&o| trace.host_waited_for(o)));
+        },
+    );
+}
+
 #[test]
 fn chunks_on_three_streams_overlap_and_never_race() {
     on_fake_driver(
@@ -1946,10 +2034,10 @@ fn chunks_on_three_streams_overlap_and_never_race() {
             // chunk 2 is added while chunk 1 goes out...
             assert!(!trace.ordered(adds[0], ins[2]) && !trace.ordered(ins[2], adds[0]));
             assert!(!trace.ordered(outs[1], adds[2]) && !trace.ordered(adds[2], outs[1]));
-            // ...but chunk 3 reuses chunk 0's buffers on its stream, after it; and the copies
-            // into `c` on two streams are ordered, as they write one array.
+            // ...but chunk 3 reuses chunk 0's buffers on its stream, after it. The copies into
+            // `c` on two streams write one array, but not one byte: they are not ordered.
             assert!(trace.ordered(outs[0], ins[6]));
-            assert!(trace.ordered(outs[0], outs[1]));
+            assert!(!trace.ordered(outs[0], outs[1]) && !trace.ordered(outs[1], outs[0]));
             // Reading `c` waits for every copy into it.
             assert!(outs.iter().any(|&o| !Trace::of(&lines).host_waited_for(o)));
             std::hint::black_box(c[n - 1]);

@@ -6,7 +6,7 @@ use super::device::permitted;
 use super::device::Device;
 use super::error::Error;
 use super::host_vec::{c_order_vec, copied_vec, reserve, zeroed_vec};
-use super::order::{Access, Users};
+use super::order::{Access, Bytes, Span, Users};
 use super::ptr::DevicePtr;
 pub use super::shape::{Rank, ShapeArg, ShapeComponent, Sliceable};
 pub use super::to_device::ToDevice;
@@ -762,6 +762,13 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// The GPU streams that used the array (see [`order`](super::order)).
     pub(crate) fn users(&self) -> &Users {
         &self.users
+    }
+
+    /// All the array's bytes, for ordering streams.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn span(&self) -> Span<'_> {
+        let bytes = self.len() * std::mem::size_of::<T>();
+        self.users.span(Bytes::at(*self.device_addr(), bytes))
     }
 
     /// The device address of a GPU's array, where a GPU launch's parameter points (0 for a

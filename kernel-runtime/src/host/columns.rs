@@ -26,7 +26,7 @@ impl<T: DeviceCopy> DeviceArray<T, Ix2> {
         let mut out = zeroed_vec::<T>(rows * cols.len(), || "the host".into())?;
         let size = std::mem::size_of::<T>();
         let to = Pitched::Host(out.as_mut_ptr().cast(), cols.len() * size);
-        let uses = [(self.users(), Access::Read)];
+        let uses = [(self.span(), Access::Read)];
         // SAFETY: `band` checked the columns; `out` holds the band's elements.
         unsafe { self.copy_band(to, cols, false, &uses) }?;
         Ok(out)
@@ -45,7 +45,7 @@ impl<T: DeviceCopy> DeviceArray<T, Ix2> {
         }
         let size = std::mem::size_of::<T>();
         let from = Pitched::Host(values.as_ptr().cast_mut().cast(), cols.len() * size);
-        let uses = [(self.users(), Access::Write)];
+        let uses = [(self.span(), Access::Write)];
         // SAFETY: `band` checked the columns and that `values` holds the band; a copy from the
         // host only reads it.
         unsafe { self.copy_band(from, cols, true, &uses) }
@@ -60,7 +60,7 @@ impl<T: DeviceCopy> DeviceArray<T, Ix2> {
     ) -> Result<(), Error> {
         self.band(&cols, Some(dst.len()))?;
         let to = self.contiguous(dst, cols.len())?;
-        let uses = [(self.users(), Access::Read), (dst.users(), Access::Write)];
+        let uses = [(self.span(), Access::Read), (dst.span(), Access::Write)];
         // SAFETY: `band` checked the columns and that `dst` holds the band.
         unsafe { self.copy_band(to, cols, false, &uses) }
     }
@@ -75,7 +75,7 @@ impl<T: DeviceCopy> DeviceArray<T, Ix2> {
         let cols = start..start + src.len() / self.dim().0.max(1);
         self.band(&cols, Some(src.len()))?;
         let from = self.contiguous(src, cols.len())?;
-        let uses = [(src.users(), Access::Read), (self.users(), Access::Write)];
+        let uses = [(src.span(), Access::Read), (self.span(), Access::Write)];
         // SAFETY: `band` checked the columns and that `src` holds the band.
         unsafe { self.copy_band(from, cols, true, &uses) }
     }

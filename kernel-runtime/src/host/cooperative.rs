@@ -102,7 +102,7 @@ pub unsafe fn cuda_launch_cooperative(
         uses: params.uses.clone(),
     };
     with_counter.push(&counter);
-    with_counter.uses(&counter_users, Access::Write);
+    with_counter.uses(counter_users.whole(), Access::Write);
     let shape = config.on_gpu(static_shared, true);
     // SAFETY: the caller's contract, and the counter is the entry's last parameter; it lives
     // until `free`, which the device's stream orders after the launch (its users).

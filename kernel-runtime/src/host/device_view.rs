@@ -46,7 +46,7 @@ use super::bytes::bytes_of;
 use super::device::{permitted, Device};
 use super::error::Error;
 use super::host_vec::{c_order_vec, copied_vec, the_host, within, zeroed_vec};
-use super::order::{Access, Users};
+use super::order::{Access, Bytes, Span, Users};
 use super::shape::{Rank, Sliceable};
 use crate::cpu::unwritten::Unwritten;
 use crate::device_copy::{AnyBitPattern, DeviceCopy};
@@ -178,6 +178,12 @@ macro_rules! shape_of_view {
             /// Whether the view has no elements.
             pub fn is_empty(&self) -> bool {
                 self.len() == 0
+            }
+
+            /// The bytes of its array the view holds, for ordering streams.
+            pub(crate) fn span(&self) -> Span<'a> {
+                let bytes = self.len() * std::mem::size_of::<T>();
+                self.users.span(Bytes::at(self.addr, bytes))
             }
         }
     };
@@ -453,7 +459,7 @@ impl<'a, T: DeviceCopy, D: Rank> DeviceViewMut<'a, T, D> {
             });
         }
         let bytes = self.len() * std::mem::size_of::<T>();
-        let uses = [(src.users, Access::Read), (self.users, Access::Write)];
+        let uses = [(src.span(), Access::Read), (self.span(), Access::Write)];
         match (self.device.gpu(), src.device.gpu()) {
             (Some(to), Some(_)) if self.device == src.device => {
                 to.copy(self.addr, src.addr, bytes, &uses)

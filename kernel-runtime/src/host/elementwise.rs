@@ -165,7 +165,7 @@ pub fn reads<'a, T: DeviceCopy, D: Rank>(
     params: &mut GpuParams<'a>,
     array: impl IntoDeviceView<'a, T, D>,
 ) {
-    params.uses(array.into_view().users, Access::Read);
+    params.uses(array.into_view().span(), Access::Read);
 }
 
 /// Records that an element-wise launch writes `array` (an array or a view of one).
@@ -173,5 +173,5 @@ pub fn writes<'a, T: DeviceCopy, D: Rank>(
     params: &mut GpuParams<'a>,
     array: impl IntoDeviceView<'a, T, D>,
 ) {
-    params.uses(array.into_view().users, Access::Write);
+    params.uses(array.into_view().span(), Access::Write);
 }

@@ -33,7 +33,7 @@ use super::array::{DeviceArray, Rank};
 use super::device::Device;
 use super::device_view::{DeviceView, DeviceViewMut};
 use super::error::Error;
-use super::order::{Access, Users};
+use super::order::{Access, Bytes, Users};
 use super::params::GpuParams;
 use crate::cores::{Cores, LoopSteps, Scalars, MAX_LOOP_DIMS};
 use crate::cpu::unwritten::{Marks, Unwritten};
@@ -494,9 +494,10 @@ impl<'a, T: DeviceCopy> Operand<'a, T> {
 
     /// Records that the GPU launch `params` reads the array (writes it, where `write`).
     pub fn record<'p>(&'p self, params: &mut GpuParams<'p>, write: bool) {
-        if let Some((_, _, users)) = self.array {
+        if let Some((_, shape, users)) = self.array {
             let access = if write { Access::Write } else { Access::Read };
-            params.uses(users, access);
+            let bytes = shape.iter().product::<usize>() * std::mem::size_of::<T>();
+            params.uses(users.span(Bytes::at(self.addr, bytes)), access);
         }
     }
 }

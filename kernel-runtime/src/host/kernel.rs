@@ -243,7 +243,7 @@ macro_rules! array_param {
             fn push_gpu<'p>(arg: &'p Self::Arg<'_>, params: &mut GpuParams<'p>) {
                 params.push(&arg.addr);
                 arg.dim.slice().iter().for_each(|d| params.push(d));
-                params.uses(arg.users, array_param!(@access $($mut)?));
+                params.uses(arg.span(), array_param!(@access $($mut)?));
             }
 
             #[inline(always)]

@@ -150,7 +150,7 @@ impl Nccl {
         let (at, bytes) = (*a.device_addr(), a.len() * std::mem::size_of::<T>());
         let at = at as usize as *mut c_void;
         let (what, comm) = ("an NCCL broadcast", self.comm);
-        self.queue(what, &[(a.users(), Access::Write)], |s| {
+        self.queue(what, &[(a.span(), Access::Write)], |s| {
             // SAFETY: `at` holds `bytes` bytes of this GPU's memory, ordered on the stream.
             call(what, || unsafe {
                 result::broadcast(at, at, bytes, BYTES, root as i32, comm, s)
@@ -180,7 +180,7 @@ impl Nccl {
             None => "an NCCL all-reduce",
             Some(_) => "an NCCL reduce",
         };
-        Some(self.queue(what, &[(a.users(), Access::Write)], |s| {
+        Some(self.queue(what, &[(a.span(), Access::Write)], |s| {
             // SAFETY: `at` holds `len` elements of `kind` in this GPU's memory.
             call(what, || unsafe {
                 match root {

@@ -3,7 +3,7 @@
 //!
 //! [`order`]: super::order
 
-use super::order::{Access, Use, Users};
+use super::order::{Access, Span, Use};
 use core::ffi::c_void;
 
 /// A GPU launch's parameters (see the module doc). They point into the arguments, which the
@@ -27,8 +27,8 @@ impl<'a> GpuParams<'a> {
         self.pointers.push(value as *const T as *mut c_void);
     }
 
-    /// Records that the launch uses an array with users `users` by `access`.
-    pub(crate) fn uses(&mut self, users: &'a Users, access: Access) {
-        self.uses.push((users, access));
+    /// Records that the launch uses the bytes `span` of an array by `access`.
+    pub(crate) fn uses(&mut self, span: Span<'a>, access: Access) {
+        self.uses.push((span, access));
     }
 }

@@ -12,9 +12,10 @@ use std::sync::Arc;
 /// [`download`](Self::download)).
 ///
 /// Work on a stream starts after the work queued on the device's own stream before it, and
-/// after the work of other streams that uses the same arrays: a read after the array's last
-/// write, a write after its last write and the reads since. Nothing else waits, so copies and
-/// kernels on two streams that share no array overlap, and work that shares one never races.
+/// after the work of other streams that uses the same bytes of an array: a read after their
+/// writes, a write after their writes and reads. Nothing else waits, so copies and kernels on
+/// two streams that share no byte overlap (chunks of one array too: `d.slice_mut(r)?` on
+/// each stream), and work that shares one never races.
 /// The device's own copies, launches and frees wait in the same way for the streams that used
 /// their arrays; [`Device::synchronize`], [`Device::event`], module arrays and graph replays
 /// wait for every stream. On the CPU backend every call runs to completion, and a stream only

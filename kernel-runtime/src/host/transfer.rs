@@ -3,7 +3,7 @@
 //! [`Stream::download`], Numba's `cuda.to_device(a[i:j], stream=s)` and
 //! `d.copy_to_host(a[i:j], stream=s)`.
 //!
-//! Such a copy returns at once. It waits for the work of other streams on the same arrays (see
+//! Such a copy returns at once. It waits for the work of other streams on the same bytes (see
 //! [`Stream`]), and the host waits for it before it uses the page-locked memory again, so
 //! chunks copied in, computed and copied out on two or three streams overlap while no safe
 //! program can see a half-done copy.
@@ -15,7 +15,7 @@ use super::device::permitted;
 use super::device::Device;
 use super::device_view::{DeviceView, DeviceViewMut, IntoDeviceView, IntoDeviceViewMut};
 use super::error::Error;
-use super::order::{Access, Users};
+use super::order::{Access, Bytes, Span, Users};
 use super::stream::Stream;
 use crate::device_copy::DeviceCopy;
 
@@ -39,7 +39,15 @@ pub struct PinnedSliceMut<'a, T> {
     pub(crate) _elements: PhantomData<&'a mut [T]>,
 }
 
-impl<T> PinnedSlice<'_, T> {
+impl<'a, T> PinnedSlice<'a, T> {
+    /// The host bytes the slice holds, for ordering streams.
+    fn span(&self) -> Span<'a> {
+        self.users.span(Bytes::at(
+            self.ptr as u64,
+            self.len * std::mem::size_of::<T>(),
+        ))
+    }
+
     /// The number of elements.
     pub fn len(&self) -> usize {
         self.len
@@ -51,7 +59,15 @@ impl<T> PinnedSlice<'_, T> {
     }
 }
 
-impl<T> PinnedSliceMut<'_, T> {
+impl<'a, T> PinnedSliceMut<'a, T> {
+    /// The host bytes the slice holds, for ordering streams.
+    fn span(&self) -> Span<'a> {
+        self.users.span(Bytes::at(
+            self.ptr as u64,
+            self.len * std::mem::size_of::<T>(),
+        ))
+    }
+
     /// The number of elements.
     pub fn len(&self) -> usize {
         self.len
@@ -80,7 +96,7 @@ impl<T: DeviceCopy> PinnedSlice<'_, T> {
         )?;
         match dst.device.gpu() {
             Some(gpu) => {
-                let uses = [(self.users, Access::Read), (dst.users, Access::Write)];
+                let uses = [(self.span(), Access::Read), (dst.span(), Access::Write)];
                 // SAFETY: `len` elements of page-locked memory of the array `users` belongs to,
                 // which waits for the copy before the host writes or frees them; `dst` holds at
                 // least as many (checked).
@@ -123,7 +139,7 @@ impl<T: DeviceCopy> PinnedSliceMut<'_, T> {
         )?;
         match src.device.gpu() {
             Some(gpu) => {
-                let uses = [(src.users, Access::Read), (self.users, Access::Write)];
+                let uses = [(src.span(), Access::Read), (self.span(), Access::Write)];
                 // SAFETY: `len` elements of page-locked memory of the array `users` belongs to,
                 // which waits for the copy before the host uses or frees them; `src` holds at
                 // least as many (checked).

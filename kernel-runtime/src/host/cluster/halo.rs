@@ -130,7 +130,7 @@ impl Cluster {
                 transfers.push(Transfer::send(up, at(top), bytes));
                 transfers.push(Transfer::recv(up, at(top - block), bytes));
             }
-            return nccl.group(&transfers, &[(a.users(), Access::Write)]);
+            return nccl.group(&transfers, &[(a.span(), Access::Write)]);
         }
         // Down: own last rows to the rank below's top halo; up: own first rows to the rank
         // above's bottom halo.
@@ -221,7 +221,7 @@ fn columns_through_nccl<T: DeviceCopy>(
     for (peer, out, into, _) in &sides {
         transfers.push(Transfer::send(*peer, *out.device_addr(), n * size));
         transfers.push(Transfer::recv(*peer, *into.device_addr(), n * size));
-        uses.extend([(out.users(), Access::Read), (into.users(), Access::Write)]);
+        uses.extend([(out.span(), Access::Read), (into.span(), Access::Write)]);
     }
     nccl.group(&transfers, &uses)?;
     for (_, _, into, halo_at) in &sides {

@@ -126,11 +126,11 @@ impl Cluster {
                 let mut uses = Vec::new();
                 if let (Some((a, _)), Some(to)) = (&out, to) {
                     transfers.push(Transfer::send(to, *a.device_addr(), a.len() * size));
-                    uses.push((a.users(), Access::Read));
+                    uses.push((a.span(), Access::Read));
                 }
                 if let (Some((a, _)), Some(from)) = (&into, from) {
                     transfers.push(Transfer::recv(from, *a.device_addr(), a.len() * size));
-                    uses.push((a.users(), Access::Write));
+                    uses.push((a.span(), Access::Write));
                 }
                 nccl.group(&transfers, &uses)
             }

@@ -32,7 +32,7 @@ impl Cluster {
             match nccl {
                 Some(nccl) => {
                     let send = Transfer::send(root, *a.device_addr(), bytes_of::<T>(a.len()));
-                    nccl.group(&[send], &[(a.users(), Access::Read)])?;
+                    nccl.group(&[send], &[(a.span(), Access::Read)])?;
                 }
                 None => root_process.gather_varcount_into(&a.to_vec()?[..]),
             }
@@ -48,7 +48,7 @@ impl Cluster {
                 bytes_of::<T>(a.len()),
             )];
             transfers.extend(receives(&all, &counts));
-            let uses = [(a.users(), Access::Read), (all.users(), Access::Write)];
+            let uses = [(a.span(), Access::Read), (all.span(), Access::Write)];
             nccl.group(&transfers, &uses)?;
             return all.to_vec().map(Some);
         }
@@ -88,7 +88,7 @@ impl Cluster {
                 .map(|peer| Transfer::send(peer, *a.device_addr(), bytes))
                 .collect();
             transfers.extend(receives(&all, &counts));
-            let uses = [(a.users(), Access::Read), (all.users(), Access::Write)];
+            let uses = [(a.span(), Access::Read), (all.span(), Access::Write)];
             nccl.group(&transfers, &uses)?;
             return Ok(all);
         }
@@ -166,12 +166,12 @@ impl Cluster {
                     *into.device_addr(),
                     bytes_of::<T>(into.len()),
                 )];
-                let mut uses = vec![(into.users(), Access::Write)];
+                let mut uses = vec![(into.span(), Access::Write)];
                 if let Some(a) = a {
                     // Under NCCL the root's array must be of its device too.
                     self.nccl_for(a.device())?;
                     transfers.extend(sends(a, &counts));
-                    uses.push((a.users(), Access::Read));
+                    uses.push((a.span(), Access::Read));
                 }
                 nccl.group(&transfers, &uses)
             }

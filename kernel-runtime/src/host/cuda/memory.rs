@@ -4,7 +4,7 @@
 
 use super::CudaDevice;
 use crate::host::error::Error;
-use crate::host::order::{Access, Use, Users};
+use crate::host::order::{Access, Bytes, Use, Users};
 use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -95,7 +95,10 @@ impl CudaDevice {
         if ptr == 0 || self.defer_free_in_capture(ptr) || self.bind().is_err() {
             return;
         }
-        if self.enter(&self.stream, &[(users, Access::Write)]).is_err() {
+        if self
+            .enter(&self.stream, &[(users.whole(), Access::Write)])
+            .is_err()
+        {
             return;
         }
         // SAFETY: `ptr` came from `alloc` and is not used again; without a pool, the stream has
@@ -126,7 +129,7 @@ impl CudaDevice {
                 dst,
                 src.as_ptr(),
                 src.len(),
-                &[(users, Access::Write)],
+                &[(users.span(Bytes::at(dst, size_of_val(src))), Access::Write)],
             )
         }
     }
@@ -173,7 +176,10 @@ impl CudaDevice {
         }
         self.outside_capture("filling device memory")?;
         let s = self
-            .copy_stream(None, &[(users, Access::Write)])?
+            .copy_stream(
+                None,
+                &[(users.span(Bytes::at(dst, count * size)), Access::Write)],
+            )?
             .cu_stream();
         // Every byte alike: one byte's memset over them all. Else the widest word an element
         // (and its address) is made of: one memset of each word of the element, an element
@@ -229,9 +235,10 @@ impl CudaDevice {
         src: sys::CUdeviceptr,
         users: &Users,
     ) -> Result<(), Error> {
+        let uses = [(users.span(Bytes::at(src, size_of_val(dst))), Access::Read)];
         let (to, len) = (dst.as_mut_ptr(), dst.len());
         // SAFETY: `dst` holds `len` elements, borrowed until the stream is waited for below.
-        unsafe { self.download_on(None, to, len, src, &[(users, Access::Read)]) }?;
+        unsafe { self.download_on(None, to, len, src, &uses) }?;
         self.wait_own_stream()
     }
 

@@ -291,7 +291,8 @@ impl CudaDevice {
 
     /// Orders `stream` (the device's own or a user stream) for an operation with the array
     /// uses `uses`: a user stream after the work queued on the device's stream so far, and
-    /// either after the other streams' conflicting uses of the arrays ([`order`]).
+    /// either after the other streams' uses of the same bytes that they conflict with, each
+    /// such stream joined once ([`order`]).
     fn enter(&self, stream: &Arc<CudaStream>, uses: &[Use<'_>]) -> Result<(), Error> {
         let failed = |e| self.error("ordering a stream after the work it depends on", e);
         if !Arc::ptr_eq(stream, &self.stream) {
@@ -301,10 +302,19 @@ impl CudaDevice {
                 pending.push(stream.clone());
             }
         }
-        for (users, access) in uses {
-            users.order(stream, *access).map_err(failed)?;
+        // Each stream the uses conflict with, once however many arrays they share.
+        let mut waits: Vec<Arc<CudaStream>> = Vec::new();
+        for (span, access) in uses {
+            for other in span.users.record(stream, *access, span.bytes) {
+                if !waits.iter().any(|w| Arc::ptr_eq(w, &other)) {
+                    waits.push(other);
+                }
+            }
         }
-        Ok(())
+        waits
+            .iter()
+            .try_for_each(|other| order::join(stream, other))
+            .map_err(failed)
     }
 
     /// Queues another library's work (`what`: NCCL's collectives) on the device's stream,
