@@ -2,7 +2,8 @@
 //! `@vectorize(["float32(float32, float32)"], target='cuda')` original: once as a `#[kernel]`
 //! with one thread per element, once as the `#[vectorize]` element-wise function; then from
 //! host to host through page-locked arrays, in chunks on three streams whose copies and
-//! kernels overlap (`add_chunked`).
+//! kernels overlap: into each stream's own device buffers (`add_chunked`), and into one device
+//! array per operand (`add_streamed`).
 //!
 //! ```sh
 //! cargo run --release --example add_list [-- --n 1e6 --reps 5]
@@ -11,8 +12,10 @@
 mod common;
 
 use common::{report, Result};
-use gpu_kernels::{add, add_chunked, add_vectorized};
+use gpu_kernels::{add, add_chunked, add_streamed, add_vectorized};
+use kernel_runtime::ndarray::Ix1;
 use kernel_runtime::prelude::*;
+use kernel_runtime::{PinnedArray, Stream};
 use kernel_suite::{cli::Args, reference};
 
 const NAME: &str = "add_list";
@@ -100,21 +103,37 @@ fn streamed(dev: &Device, n: usize, reps: Option<usize>) -> Result {
     b.fill(1.0);
     let mut c = dev.pinned::<f32, _>(n)?;
     let streams = [dev.stream()?, dev.stream()?, dev.stream()?];
-    let timing = common::measure(reps, 3, || {
-        let ((), t) = common::time(|| {
-            add_chunked(&a, &b, &mut c, n.div_ceil(CHUNKS), &streams)?;
-            // Reading the result waits for its last copy.
-            std::hint::black_box(c[n - 1]);
-            Ok(())
+    type Chunked = fn(
+        &PinnedArray<f32, Ix1>,
+        &PinnedArray<f32, Ix1>,
+        &mut PinnedArray<f32, Ix1>,
+        usize,
+        &[Stream; 3],
+    ) -> std::result::Result<(), Error>;
+    let ways: [(&str, &str, Chunked); 2] = [
+        ("streamed", "each stream's device buffers", add_chunked::<3>),
+        (
+            "streamed",
+            "one device array per operand",
+            add_streamed::<3>,
+        ),
+    ];
+    for (label, buffers, run) in ways {
+        c.fill(0.0);
+        let timing = common::measure(reps, 3, || {
+            let ((), t) = common::time(|| {
+                run(&a, &b, &mut c, n.div_ceil(CHUNKS), &streams)?;
+                // Reading the result waits for its last copy.
+                std::hint::black_box(c[n - 1]);
+                Ok(())
+            })?;
+            Ok(t)
         })?;
-        Ok(t)
-    })?;
-    report(
-        "streamed",
-        timing.describe(&format!("host to host, {CHUNKS} chunks on 3 streams")),
-    );
-    if let Some(i) = c.iter().position(|&v| v != 2.0) {
-        common::mismatch(NAME, format!("streamed: c[{i}] = {} but 1 + 1 is 2", c[i]));
+        let how = format!("host to host, {CHUNKS} chunks on 3 streams, {buffers}");
+        report(label, timing.describe(&how));
+        if let Some(i) = c.iter().position(|&v| v != 2.0) {
+            common::mismatch(NAME, format!("{buffers}: c[{i}] = {} but 1 + 1 is 2", c[i]));
+        }
     }
     report(
         "check",

@@ -20,11 +20,12 @@ mod common;
 
 use common::{kernel_ms, median, report, Result};
 use gpu_kernels::{
-    add, add_chunked, add_wide, empty3, gaussian5x5, integrate2d_shared, laplace3d, matmul_tensor,
-    matmul_tensor_64x64, matmul_tensor_staged, matmul_tensor_tf32, matmul_tensor_tf32_64x64,
-    matmul_tensor_tf32_staged, matmul_tiled, quicksort, smooth, smooth_stencil, smooth_strips,
-    smooth_words, strips_blocks, words_blocks, ADD_WIDE, INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS,
-    TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB, WORD_THREADS,
+    add, add_chunked, add_streamed, add_wide, empty3, gaussian5x5, integrate2d_shared, laplace3d,
+    matmul_tensor, matmul_tensor_64x64, matmul_tensor_staged, matmul_tensor_tf32,
+    matmul_tensor_tf32_64x64, matmul_tensor_tf32_staged, matmul_tiled, quicksort, smooth,
+    smooth_stencil, smooth_strips, smooth_words, strips_blocks, words_blocks, ADD_WIDE,
+    INTEGRATE_TPB, STRIP_ROWS, STRIP_THREADS, TC_THREADS, TC_THREADS_64X64, TC_TILE, TPB,
+    WORD_THREADS,
 };
 use hopper_kernels::{matmul_wgmma, matmul_wgmma_tf32, matmul_wgmma_wide, WG_THREADS};
 use kernel_runtime::ndarray::{Ix1, Ix2};
@@ -332,7 +333,9 @@ fn bench_add(dev: &Device, reps: usize, n: usize, wide: bool) -> Result<Line> {
 /// add-list from host inputs to host results in page-locked host arrays (`Device::pinned`,
 /// Numba's `cuda.pinned_array`), filled before the timing: the same work as `add`'s end to end,
 /// with copies at the bus's full speed (`add-pinned`); and the same in 16 chunks through three
-/// streams, whose copies overlap the kernels (`add-streams`, `add_chunked`).
+/// streams, whose copies overlap the kernels, with device buffers for each stream
+/// (`add-streams`, `add_chunked`) and with one device array per operand (`add-streamed`,
+/// `add_streamed`).
 fn bench_add_pinned(dev: &Device, reps: usize, n: usize) -> Result<Vec<Line>> {
     let mut a = dev.pinned::<f32, _>(n)?;
     a.fill(1.0);
@@ -370,6 +373,13 @@ fn bench_add_pinned(dev: &Device, reps: usize, n: usize) -> Result<Vec<Line>> {
         Ok(())
     })?;
     let streamed_sum: f64 = c.iter().map(|&v| v as f64).sum();
+    c.fill(0.0);
+    let one_array = wall_ms(reps.min(5), || {
+        add_streamed(&a, &b, &mut c, n.div_ceil(16), &streams)?;
+        std::hint::black_box(c[n - 1]);
+        Ok(())
+    })?;
+    let one_array_sum: f64 = c.iter().map(|&v| v as f64).sum();
     let line = |program, e2e, sum: f64| Line {
         imp: "rust",
         program,
@@ -382,6 +392,7 @@ fn bench_add_pinned(dev: &Device, reps: usize, n: usize) -> Result<Vec<Line>> {
     Ok(vec![
         line("add-pinned", e2e, sum),
         line("add-streams", streamed, streamed_sum),
+        line("add-streamed", one_array, one_array_sum),
     ])
 }
 

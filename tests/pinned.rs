@@ -2,9 +2,9 @@
 //! on its stream and on streams of the user's, ndarray views, writes that wait for the copy
 //! reading the array, add-list in chunks through streams, and wrong shapes and ranges refused.
 
-use gpu_kernels::add_chunked;
-use kernel_runtime::ndarray::array;
-use kernel_runtime::{DeviceKind, Error, LaunchConfig};
+use gpu_kernels::{add_chunked, add_streamed};
+use kernel_runtime::ndarray::{array, Ix1};
+use kernel_runtime::{DeviceKind, Error, LaunchConfig, PinnedArray, Stream};
 use kernel_suite::test_kernels::times_three_plus;
 
 mod common;
@@ -76,14 +76,34 @@ fn add_list_in_chunks_through_streams_matches_the_plain_sum() {
             dev.stream().unwrap(),
             dev.stream().unwrap(),
         ];
-        add_chunked(&a, &b, &mut c, 1024, &three).unwrap();
-        assert_eq!(&c[..], &want[..], "{:?}: three streams", dev.kind());
-        // Two streams, and a chunk larger than the arrays.
-        let two = [dev.stream().unwrap(), dev.stream().unwrap()];
-        for chunk in [333, n + 1] {
+        // Each stream's own device buffers, and one device array per operand.
+        type Chunked<const S: usize> = fn(
+            &PinnedArray<f32, Ix1>,
+            &PinnedArray<f32, Ix1>,
+            &mut PinnedArray<f32, Ix1>,
+            usize,
+            &[Stream; S],
+        ) -> Result<(), Error>;
+        let ways: [(&str, Chunked<3>, Chunked<2>); 2] = [
+            ("add_chunked", add_chunked::<3>, add_chunked::<2>),
+            ("add_streamed", add_streamed::<3>, add_streamed::<2>),
+        ];
+        for (name, on_three, on_two) in ways {
             c.fill(0.0);
-            add_chunked(&a, &b, &mut c, chunk, &two).unwrap();
-            assert_eq!(&c[..], &want[..], "{:?}: chunks of {chunk}", dev.kind());
+            on_three(&a, &b, &mut c, 1024, &three).unwrap();
+            assert_eq!(&c[..], &want[..], "{:?}: {name}, three streams", dev.kind());
+            // Two streams, and a chunk larger than the arrays.
+            let two = [dev.stream().unwrap(), dev.stream().unwrap()];
+            for chunk in [333, n + 1] {
+                c.fill(0.0);
+                on_two(&a, &b, &mut c, chunk, &two).unwrap();
+                assert_eq!(
+                    &c[..],
+                    &want[..],
+                    "{:?}: {name}, chunks of {chunk}",
+                    dev.kind()
+                );
+            }
         }
     }
 }

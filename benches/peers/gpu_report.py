@@ -24,6 +24,8 @@ GOALS = [
     ("add-pinned", "cuda end to end", 1.1),
     # The same in chunks through three streams, copies overlapping kernels.
     ("add-streams", "cuda end to end", 1.1),
+    # The same chunks in one device array per operand, ordered by the bytes each stream uses.
+    ("add-streamed", "cuda end to end", 1.1),
     ("add", "cupy", 1.0),
     # add-list four elements per thread: the same goals, against the peers of that algorithm.
     ("add-wide", "bandwidth", 0.90),
@@ -68,7 +70,7 @@ GOALS = [
     # And the tf32 one on warpgroup MMA (m64n128k8, b staged transposed).
     ("matmul-tf32-wgmma", "cupy", 1.5),
 ]
-PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "laplace3d", "gaussian", "integrate2d", "quicksort", "matmul", "matmul-f16", "matmul-f16-64x64", "matmul-f16-staged", "matmul-f16-wgmma", "matmul-f16-wgmma-wide", "matmul-tf32", "matmul-tf32-64x64", "matmul-tf32-staged", "matmul-tf32-wgmma"]
+PROGRAMS = ["add", "add-wide", "add-pinned", "add-streams", "add-streamed", "smooth", "smooth-pinned", "smooth-strips", "smooth-words", "smooth-stencil", "laplace3d", "gaussian", "integrate2d", "quicksort", "matmul", "matmul-f16", "matmul-f16-64x64", "matmul-f16-staged", "matmul-f16-wgmma", "matmul-f16-wgmma-wide", "matmul-tf32", "matmul-tf32-64x64", "matmul-tf32-staged", "matmul-tf32-wgmma"]
 PEERS = ["numba", "numba @vectorize", "cupy", "cuda", "rayon"]
 # Peers whose one form of a program stands for our variants of it too: CuPy's `a + b` and
 # Numba's @vectorize are all they have of add-list, however ours spreads it over threads.
@@ -77,6 +79,7 @@ PEERS = ["numba", "numba @vectorize", "cupy", "cuda", "rayon"]
 SAME_AS = {
     ("add-wide", "cupy"): "add",
     ("add-wide", "numba @vectorize"): "add",
+    ("add-streamed", "cuda"): "add-streams",
     ("smooth-stencil", "cuda"): "smooth-words",
     ("smooth-stencil", "numba"): "smooth-words",
     ("smooth-stencil", "cupy"): "smooth",

@@ -101,20 +101,8 @@ pub fn add_chunked<const S: usize>(
     streams: &[Stream; S],
 ) -> Result<(), Error> {
     const { assert!(S > 0, "add_chunked needs at least one stream") };
-    let n = c.len();
-    for (what, x) in [("a", a), ("b", b)] {
-        if x.len() != n {
-            return Err(Error::ShapeMismatch {
-                what: format!(
-                    "argument `{what}` of add_chunked (`c`'s length is the one expected)"
-                ),
-                expected: vec![n],
-                found: vec![x.len()],
-            });
-        }
-    }
-    let chunk = chunk.clamp(1, n.max(1));
-    let dev = c.device().clone();
+    let chunk = chunked("add_chunked", a, b, c, chunk)?;
+    let (n, dev) = (c.len(), c.device().clone());
     let mut buffers = Vec::with_capacity(S);
     for _ in 0..S.min(n.div_ceil(chunk)) {
         let (da, db) = (dev.empty::<f32, _>(chunk)?, dev.empty::<f32, _>(chunk)?);
@@ -125,14 +113,87 @@ pub fn add_chunked<const S: usize>(
         let r = start..(start + chunk).min(n);
         s.upload(a.slice(r.clone())?, &mut *da)?;
         s.upload(b.slice(r.clone())?, &mut *db)?;
-        let cfg = LaunchConfig::cover(r.len(), 256)
-            .map_err(|reason| Error::InvalidLaunch {
-                kernel: "add",
-                reason,
-            })?
-            .on_stream(s);
-        add.launch_with(cfg, (&*da, &*db, &mut *dc))?;
+        add.launch_with(on(s, r.len())?, (&*da, &*db, &mut *dc))?;
         s.download(dc, c.slice_mut(r)?)?;
     }
     Ok(())
+}
+
+/// [`add_chunked`] with one device array for each of `a`, `b` and `c`, as CUDA's classic
+/// example of overlap has it: chunk `k` of each is copied in, added and copied out on stream
+/// `k % S`. The streams are ordered by the bytes they use, so the chunks overlap as there;
+/// the device holds the whole arrays where [`add_chunked`] holds `S` chunks of each.
+///
+/// ```
+/// use gpu_kernels::add_streamed;
+/// use kernel_runtime::prelude::*;
+///
+/// let dev = Device::cpu();
+/// let (mut a, mut b) = (dev.pinned::<f32, _>(1000)?, dev.pinned::<f32, _>(1000)?);
+/// a.iter_mut().enumerate().for_each(|(i, x)| *x = i as f32);
+/// b.fill(1.0);
+/// let mut c = dev.pinned::<f32, _>(1000)?;
+/// let streams = [dev.stream()?, dev.stream()?, dev.stream()?];
+/// add_streamed(&a, &b, &mut c, 128, &streams)?;
+/// assert_eq!(c[999], 1000.0);
+/// # Ok::<(), kernel_runtime::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`add_chunked`]'s.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn add_streamed<const S: usize>(
+    a: &PinnedArray<f32, Ix1>,
+    b: &PinnedArray<f32, Ix1>,
+    c: &mut PinnedArray<f32, Ix1>,
+    chunk: usize,
+    streams: &[Stream; S],
+) -> Result<(), Error> {
+    const { assert!(S > 0, "add_streamed needs at least one stream") };
+    let chunk = chunked("add_streamed", a, b, c, chunk)?;
+    let (n, dev) = (c.len(), c.device().clone());
+    let (mut da, mut db) = (dev.empty::<f32, _>(n)?, dev.empty::<f32, _>(n)?);
+    let mut dc = dev.empty::<f32, _>(n)?;
+    for (k, start) in (0..n).step_by(chunk).enumerate() {
+        let (s, r) = (&streams[k % S], start..(start + chunk).min(n));
+        s.upload(a.slice(r.clone())?, da.slice_mut(r.clone())?)?;
+        s.upload(b.slice(r.clone())?, db.slice_mut(r.clone())?)?;
+        let (x, y) = (da.slice(r.clone())?, db.slice(r.clone())?);
+        add.launch_with(on(s, r.len())?, (x, y, dc.slice_mut(r.clone())?))?;
+        s.download(dc.slice(r.clone())?, c.slice_mut(r)?)?;
+    }
+    Ok(())
+}
+
+/// The chunk size of a chunked add-list (`chunk`, at least 1), after checking that `a` and `b`
+/// have `c`'s length.
+#[cfg(not(target_arch = "nvptx64"))]
+fn chunked(
+    function: &str,
+    a: &PinnedArray<f32, Ix1>,
+    b: &PinnedArray<f32, Ix1>,
+    c: &PinnedArray<f32, Ix1>,
+    chunk: usize,
+) -> Result<usize, Error> {
+    let n = c.len();
+    for (what, x) in [("a", a), ("b", b)] {
+        if x.len() != n {
+            return Err(Error::ShapeMismatch {
+                what: format!("argument `{what}` of {function} (`c`'s length is the one expected)"),
+                expected: vec![n],
+                found: vec![x.len()],
+            });
+        }
+    }
+    Ok(chunk.clamp(1, n.max(1)))
+}
+
+/// The launch of `add` over `len` elements on stream `s`.
+#[cfg(not(target_arch = "nvptx64"))]
+fn on(s: &Stream, len: usize) -> Result<LaunchConfig, Error> {
+    let cfg = LaunchConfig::cover(len, 256).map_err(|reason| Error::InvalidLaunch {
+        kernel: "add",
+        reason,
+    })?;
+    Ok(cfg.on_stream(s))
 }

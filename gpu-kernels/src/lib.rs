@@ -15,9 +15,9 @@ pub mod quicksort;
 pub mod stencil;
 pub mod tensor;
 
-#[cfg(not(target_arch = "nvptx64"))]
-pub use add_list::add_chunked;
 pub use add_list::{add, add_vectorized, add_wide, ADD_WIDE};
+#[cfg(not(target_arch = "nvptx64"))]
+pub use add_list::{add_chunked, add_streamed};
 pub use heat::{heat_step, heat_steps};
 pub use integrate::{integrate2d_band, integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};
 pub use matmul::{matmul_tiled, TPB};
