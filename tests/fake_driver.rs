@@ -1216,7 +1216,58 @@ fn memory_the_driver_cannot_lock_is_given_back() {
             assert_eq!(err.array.to_vec(), vec![7u8; 100]);
             let err: Error = err.into();
             assert!(matches!(err, Error::Cuda { .. }), "{err}");
+            let err = gpu.map(vec![9u16; 10]).unwrap_err();
+            assert!(err.to_string().contains("cuMemHostRegister"), "{err}");
+            assert_eq!(err.array.to_vec(), vec![9u16; 10]);
             assert_eq!(log.count("host register"), 0);
+        },
+    );
+}
+
+/// Launches `times_three_plus` over the 1000 elements of `x` on a new stream of `gpu`, and
+/// checks that the launch passed `host` as `x`'s address: the launch's log line.
+fn launch_in_place(gpu: &Device, log: &Log, x: &mut DeviceArray1<u32>, host: &str) -> String {
+    let s = gpu.stream().unwrap();
+    let cfg = LaunchConfig::cover(1000, 128).unwrap().on_stream(&s);
+    times_three_plus.launch_with(cfg, (x, 1)).unwrap();
+    let launch = log.launches("times_three_plus").remove(0);
+    assert!(launch.contains(&format!("params={host},")), "{launch}");
+    launch
+}
+
+#[test]
+fn the_hosts_own_array_is_mapped_in_place_for_the_kernels() {
+    on_fake_driver(
+        "the_hosts_own_array_is_mapped_in_place_for_the_kernels",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let v: Vec<u32> = (0..1000).collect();
+            let host = format!("{:#x}", v.as_ptr() as usize);
+            let mut x = gpu.map(v).unwrap();
+            assert_eq!(
+                log.count(&format!("host register 4000 mapped at={host}")),
+                1
+            );
+            // The kernels get the memory's device address, the host's (unified addressing).
+            let addr = x.as_device_ptr().map(|p| format!("{p:#x}"));
+            assert_eq!(addr.as_ref(), Some(&host));
+            if has_ptx(times_three_plus.ptx()) {
+                launch_in_place(&gpu, log, &mut x, &host);
+            }
+            // Given back once the kernel is done (the happens-before check of the log), the
+            // same memory, unlocked; nothing was copied.
+            let back = x.into_host().unwrap();
+            assert_eq!(format!("{:#x}", back.as_ptr() as usize), host);
+            assert_eq!(log.count(&format!("host unregister 4000 at={host}")), 1);
+            assert_eq!(log.count("htod ") + log.count("dtoh "), 0);
+            // Dropped instead, or reinterpreted first: unlocked all the same.
+            drop(gpu.map(vec![1.0f64; 10]).unwrap());
+            let words = gpu.map(vec![0x0403_0201u32; 8]).unwrap();
+            let bytes = words.reinterpret::<u8>().unwrap().into_host().unwrap();
+            assert_eq!(bytes.as_slice().unwrap()[..4], [1, 2, 3, 4]);
+            assert_eq!(log.count("host register"), 3);
+            assert_eq!(log.count("host unregister"), 3);
         },
     );
 }
@@ -1244,11 +1295,7 @@ fn mapped_arrays_are_host_memory_the_kernels_use_in_place() {
                 Some(host.clone())
             );
             if has_ptx(times_three_plus.ptx()) {
-                let s = gpu.stream().unwrap();
-                let cfg = LaunchConfig::cover(1000, 128).unwrap().on_stream(&s);
-                times_three_plus.launch_with(cfg, (&mut x, 1)).unwrap();
-                let launch = &log.launches("times_three_plus")[0];
-                assert!(launch.contains(&format!("params={host},")), "{launch}");
+                let launch = launch_in_place(&gpu, log, &mut x, &host);
                 // The host's view waits for the stream that wrote the memory.
                 let _ = x.host_view().unwrap();
                 let lines = log.lines();

@@ -1,9 +1,10 @@
 //! Mapped (zero-copy) and managed arrays (`Device::mapped`, `Device::managed`, Numba's
-//! `cuda.mapped_array` and `cuda.managed_array`) on every backend: kernels write and read them
-//! in place, the host views them in place after the kernels that use them, and a GPU's array in
+//! `cuda.mapped_array` and `cuda.managed_array`) and the host's own arrays mapped in place
+//! (`Device::map`, Numba's `cuda.mapped(a)`) on every backend: kernels write and read them in
+//! place, the host views them in place after the kernels that use them, and a GPU's array in
 //! device memory is not viewed in place.
 
-use kernel_runtime::ndarray::array;
+use kernel_runtime::ndarray::{array, Array2};
 use kernel_runtime::{DeviceKind, Error, LaunchConfig};
 use kernel_suite::test_kernels::times_three_plus;
 
@@ -108,5 +109,39 @@ fn a_mapped_array_larger_than_memory_can_address_is_refused() {
             "{:?}: {err}",
             dev.kind()
         );
+    }
+}
+
+#[test]
+fn the_hosts_own_array_is_mapped_in_place_and_given_back() {
+    for dev in backends() {
+        let v: Vec<u32> = (0..1000).collect();
+        let at = v.as_ptr();
+        let mut x = dev.map(v).unwrap();
+        assert!(x.is_host_visible());
+        assert_eq!(x.host_view().unwrap()[999], 999);
+        times_three_plus.forall(1000, (&mut x, 1)).unwrap();
+        let back = x.into_host().unwrap();
+        let want: Vec<u32> = (0..1000).map(|i| i * 3 + 1).collect();
+        assert_eq!(back.to_vec(), want, "{:?}", dev.kind());
+        // The same memory: no copy was made either way.
+        assert_eq!(back.as_ptr(), at, "{:?}", dev.kind());
+        // An array not in C order is mapped in C order; no elements, no mapping.
+        let t = Array2::from_shape_fn((3, 2), |(i, j)| (i * 2 + j) as f32).reversed_axes();
+        let m = dev.map(t.clone()).unwrap();
+        assert_eq!(m.to_host().unwrap(), t);
+        assert_eq!(m.into_host().unwrap(), t);
+        let none = dev.map(Vec::<f64>::new()).unwrap();
+        assert_eq!(none.into_host().unwrap().len(), 0);
+        // Reinterpreted, as another element type: given back all the same.
+        let bytes = dev
+            .map(vec![0x0403_0201u32; 4])
+            .unwrap()
+            .reinterpret::<u8>();
+        let bytes = bytes.unwrap().into_host().unwrap();
+        assert_eq!(bytes.as_slice().unwrap()[..4], [1, 2, 3, 4]);
+        // Any array comes back to the host, copied from a GPU's memory.
+        let d = dev.to_device(&[1.0f32, 2.0]).unwrap();
+        assert_eq!(d.into_host().unwrap().to_vec(), [1.0, 2.0]);
     }
 }

@@ -219,12 +219,12 @@ pub struct Driver {
     /// Captured graphs and their executable instances: the launches each replays.
     graphs: HashMap<usize, Vec<String>>,
     execs: HashMap<usize, Vec<String>>,
-    /// Page-locked host memory (`cuMemHostAlloc`): its size by address.
-    /// Page-locked host memory, by address: its bytes, and whether it is mapped into the
-    /// device's address space (`CU_MEMHOSTALLOC_DEVICEMAP`).
+    /// Page-locked host memory (`cuMemHostAlloc`), by address: its bytes, and whether it is
+    /// mapped into the device's address space (`CU_MEMHOSTALLOC_DEVICEMAP`).
     host_memory: HashMap<usize, (usize, bool)>,
-    /// The host's own memory page-locked by `cuMemHostRegister`: its bytes by address.
-    registered: HashMap<usize, usize>,
+    /// The host's own memory page-locked by `cuMemHostRegister`, by address: its bytes, and
+    /// whether it is mapped (`CU_MEMHOSTREGISTER_DEVICEMAP`).
+    registered: HashMap<usize, (usize, bool)>,
     /// Device memory: host memory at the addresses handed out.
     memory: BTreeMap<u64, Allocation>,
     /// Calls made so far, by function, for `FAKE_CUDA_FAIL`.
@@ -855,7 +855,8 @@ impl Driver {
     /// of `cuMemHostAlloc` and the host's own ranges `cuMemHostRegister` locked.
     fn locked_ranges(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         let allocated = self.host_memory.iter().map(|(&at, &(size, _))| (at, size));
-        allocated.chain(self.registered.iter().map(|(&at, &size)| (at, size)))
+        let registered = self.registered.iter().map(|(&at, &(size, _))| (at, size));
+        allocated.chain(registered)
     }
 
     /// Whether `bytes` at `ptr` lie in one allocation of page-locked host memory, or in one
@@ -866,9 +867,15 @@ impl Driver {
             .any(|(start, size)| at >= start && at + bytes <= start + size)
     }
 
-    /// Page-locks `bytes` of the host's memory at `ptr` (`cuMemHostRegister`), which no other
-    /// page-locked range may share a byte with.
-    pub fn register_host(&mut self, ptr: *mut u8, bytes: usize) -> Result<(), Failure> {
+    /// Page-locks `bytes` of the host's memory at `ptr` (`cuMemHostRegister`), mapped into the
+    /// device's address space where `mapped`, which no other page-locked range may share a
+    /// byte with.
+    pub fn register_host(
+        &mut self,
+        ptr: *mut u8,
+        bytes: usize,
+        mapped: bool,
+    ) -> Result<(), Failure> {
         self.current()?;
         let at = ptr as usize;
         if ptr.is_null() || bytes == 0 {
@@ -883,15 +890,16 @@ impl Driver {
                 format!("{bytes} bytes at {at:#x} share memory with a page-locked range"),
             );
         }
-        self.registered.insert(at, bytes);
-        self.log(format_args!("host register {bytes} at={at:#x}"));
+        self.registered.insert(at, (bytes, mapped));
+        let how = if mapped { " mapped" } else { "" };
+        self.log(format_args!("host register {bytes}{how} at={at:#x}"));
         Ok(())
     }
 
     /// Unlocks a range from [`register_host`](Self::register_host), given its first byte.
     pub fn unregister_host(&mut self, ptr: *mut u8) -> Result<(), Failure> {
         self.current()?;
-        let Some(bytes) = self.registered.remove(&(ptr as usize)) else {
+        let Some((bytes, _)) = self.registered.remove(&(ptr as usize)) else {
             return fail(
                 HOST_MEMORY_NOT_REGISTERED,
                 format!("{ptr:?} is not the start of a range cuMemHostRegister page-locked"),
@@ -908,7 +916,12 @@ impl Driver {
     /// the same address, as on a GPU with unified addressing.
     pub fn mapped_device_pointer(&self, ptr: *const u8) -> Result<u64, Failure> {
         self.current()?;
-        match self.host_memory.get(&(ptr as usize)) {
+        let at = ptr as usize;
+        match self
+            .host_memory
+            .get(&at)
+            .or_else(|| self.registered.get(&at))
+        {
             Some(&(_, true)) => Ok(ptr as u64),
             Some(_) => fail(
                 INVALID_VALUE,
@@ -924,6 +937,7 @@ impl Driver {
         let at = address as usize;
         self.host_memory
             .iter()
+            .chain(&self.registered)
             .any(|(&start, &(size, mapped))| mapped && at >= start && at + bytes <= start + size)
     }
 

@@ -687,7 +687,8 @@ unsafe fn load_data(
     put(module, d.load_module(text)? as Handle)
 }
 
-/// `CU_MEMHOSTALLOC_DEVICEMAP`: the memory is mapped into the device's address space.
+/// `CU_MEMHOSTALLOC_DEVICEMAP` (and `CU_MEMHOSTREGISTER_DEVICEMAP`, the same bit): the memory
+/// is mapped into the device's address space.
 const DEVICEMAP: c_uint = 2;
 
 #[no_mangle]
@@ -742,13 +743,13 @@ pub unsafe extern "C" fn cuMemHostRegister_v2(
     flags: c_uint,
 ) -> CuResult {
     call("cuMemHostRegister_v2", |d| {
-        if flags != 0 {
+        if flags & !DEVICEMAP != 0 {
             return fail(
                 INVALID_VALUE,
-                "flags other than 0 are not supported by this driver",
+                "flags other than CU_MEMHOSTREGISTER_DEVICEMAP are not supported by this driver",
             );
         }
-        d.register_host(ptr.cast::<u8>(), bytes)
+        d.register_host(ptr.cast::<u8>(), bytes, flags & DEVICEMAP != 0)
     })
 }
 

@@ -60,6 +60,13 @@ pub(crate) enum InPlace {
     Mapped(usize),
     /// Managed memory, at its device address.
     Managed,
+    /// The host's own `Vec` of the array's elements, page-locked and mapped where it is
+    /// ([`Device::map`]): its allocation at `host` of `layout` (which a reinterpreted array
+    /// keeps, whatever its element type).
+    Registered {
+        host: usize,
+        layout: std::alloc::Layout,
+    },
 }
 
 impl InPlace {
@@ -67,7 +74,7 @@ impl InPlace {
     pub(crate) fn host(self, ptr: u64) -> Option<usize> {
         match self {
             InPlace::No => None,
-            InPlace::Mapped(host) => Some(host),
+            InPlace::Mapped(host) | InPlace::Registered { host, .. } => Some(host),
             InPlace::Managed => Some(ptr as usize),
         }
     }
@@ -95,6 +102,15 @@ impl<T: DeviceCopy, D: Rank> Drop for DeviceArray<T, D> {
                     // As above.
                     let _ = self.users.host_wait(Access::Write);
                     gpu.free_managed(*ptr);
+                }
+                InPlace::Registered { host, layout } => {
+                    // As above.
+                    let _ = self.users.host_wait(Access::Write);
+                    let _ = gpu.wait_own_stream();
+                    gpu.unregister_host(host as *mut std::ffi::c_void);
+                    // SAFETY: the allocation of the `Vec` `map` took apart, of this layout; no
+                    // kernel uses it any more, and the elements need no drop (`DeviceCopy`).
+                    unsafe { std::alloc::dealloc(host as *mut u8, layout) };
                 }
             }
         }
@@ -724,6 +740,74 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             mapped,
             unwritten: Unwritten::default(),
         }
+    }
+
+    /// The CPU backend's array of the elements `v` (in C order) of shape `dim`.
+    pub(crate) fn from_vec(device: &Device, dim: D, v: Vec<T>) -> Self {
+        DeviceArray {
+            device: device.clone(),
+            dim,
+            data: Storage::Host(v),
+            owned: true,
+            users: Users::default(),
+            mapped: InPlace::No,
+            unwritten: Unwritten::default(),
+        }
+    }
+
+    /// The host's own elements of an array of [`Device::map`] or of the CPU backend, taken out
+    /// of it once the work that uses them is done; `None` for a GPU's memory.
+    pub(crate) fn take_host_vec(&mut self) -> Result<Option<Vec<T>>, Error> {
+        if let Some(gpu) = self.device.gpu() {
+            let InPlace::Registered { host, layout } = self.mapped else {
+                return Ok(None);
+            };
+            self.users
+                .host_wait(Access::Write)
+                .map_err(|e| gpu.error("waiting for the GPU", e))?;
+            gpu.wait_own_stream()?;
+            gpu.unregister_host(host as *mut std::ffi::c_void);
+            (self.mapped, self.owned) = (InPlace::No, false);
+            let (size, len) = (std::mem::size_of::<T>(), self.len());
+            if layout.align() == std::mem::align_of::<T>() && layout.size() % size == 0 {
+                // SAFETY: the allocation of a `Vec` of `T`'s alignment, as many `T`s as its
+                // size holds, the first `len` of them the array's; unlocked, no kernel uses it
+                // any more, and the array no longer frees it.
+                let v = unsafe { Vec::from_raw_parts(host as *mut T, len, layout.size() / size) };
+                return Ok(Some(v));
+            }
+            // A reinterpreted array whose allocation a `Vec<T>` cannot take over: copied.
+            // SAFETY: the array's `len` elements at `host`, which nothing else uses.
+            let v = unsafe { std::slice::from_raw_parts(host as *const T, len) }.to_vec();
+            // SAFETY: the allocation of the `Vec` `map` took apart, of this layout.
+            unsafe { std::alloc::dealloc(host as *mut u8, layout) };
+            return Ok(Some(v));
+        }
+        match &mut self.data {
+            Storage::Host(v) => Ok(Some(std::mem::take(v))),
+            Storage::Gpu(_) => Ok(None),
+        }
+    }
+
+    /// A GPU's array of shape `dim` in the elements of a `Vec` taken apart, at `host` with
+    /// room for `capacity`, which `map_host` mapped at the device address `ptr`.
+    ///
+    /// # Safety
+    /// As [`from_mapped`](Self::from_mapped)'s, the `Vec` holding `dim`'s elements and owned by
+    /// the array from now on.
+    pub(crate) unsafe fn from_registered(
+        device: &Device,
+        dim: D,
+        (host, capacity): (*mut T, usize),
+        ptr: u64,
+    ) -> Self {
+        let layout = std::alloc::Layout::array::<T>(capacity).expect("a `Vec`'s own layout");
+        let mapped = InPlace::Registered {
+            host: host as usize,
+            layout,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { Self::from_mapped(device, dim, mapped, ptr) }
     }
 
     /// The host address of a GPU's array in mapped host memory or managed memory.

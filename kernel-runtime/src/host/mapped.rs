@@ -15,9 +15,11 @@ use ndarray::{ArrayView, ArrayViewMut, Dimension};
 
 use super::array::{checked_len, DeviceArray, InPlace, Rank, ShapeArg};
 use super::cuda::CudaDevice;
+use super::device::permitted;
 use super::device::Device;
 use super::error::Error;
 use super::order::Access;
+use super::pinned::{c_order, PinError};
 use crate::device_copy::DeviceCopy;
 
 impl Device {
@@ -112,7 +114,86 @@ impl Device {
     }
 }
 
+impl Device {
+    /// The host's own array, mapped where it is for this device's kernels (Numba's
+    /// `with cuda.mapped(a) as d:`, `cuMemHostRegister` with `CU_MEMHOSTREGISTER_DEVICEMAP`):
+    /// it moves into a device array that kernels read and write in place, over the bus, with
+    /// no copy, and [`into_host`](DeviceArray::into_host) gives it back once they are done,
+    /// with what they wrote. A `Vec` becomes a 1-D array; an array not in C order is copied into
+    /// C order first. On the CPU backend the array's memory is the host's anyway.
+    ///
+    /// ```
+    /// use kernel_runtime::prelude::*;
+    /// # #[kernel]
+    /// # fn fill(v: u32, out: &mut [u32]) { let i = grid(1); if i < out.len() { out[i] = v; } }
+    /// let dev = Device::default();
+    /// let mut flags = dev.map(vec![0u32; 100])?;
+    /// fill.launch_with(LaunchConfig::cover(100, 64)?, (7, &mut flags))?;
+    /// let flags = flags.into_host()?; // waits for the kernel; the same memory, unlocked
+    /// assert_eq!(flags[99], 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A [`PinError`] that gives the array back, with the reason: a GPU that cannot map host
+    /// memory, or a driver that cannot lock this much; `?` turns it into an [`Error`].
+    pub fn map<T: DeviceCopy, D: Rank>(
+        &self,
+        host: impl Into<ndarray::Array<T, D>>,
+    ) -> Result<DeviceArray<T, D>, Box<PinError<T, D>>> {
+        let host = host.into();
+        let back = |error, array| Box::new(PinError { error, array });
+        if let Err(error) = permitted(self, "mapping host memory") {
+            return Err(back(error, host));
+        }
+        let (mut v, dim) = c_order(host);
+        let bytes = std::mem::size_of_val(&v[..]);
+        let Some(gpu) = self.gpu().filter(|_| bytes > 0) else {
+            return match self.gpu() {
+                // No elements: nothing to map.
+                Some(_) => {
+                    DeviceArray::zeros(self, dim.clone()).map_err(|e| back(e, array(dim, v)))
+                }
+                None => Ok(DeviceArray::from_vec(self, dim, v)),
+            };
+        };
+        let host = v.as_mut_ptr();
+        // SAFETY: the `Vec`'s `bytes` stay allocated while they are mapped: the array owns
+        // them, never resizes them, and unlocks them before it gives them up; the host reaches
+        // them only through the array's views, which wait for its kernels.
+        match unsafe { gpu.map_host(host.cast(), bytes) } {
+            Ok(ptr) => {
+                let v = std::mem::ManuallyDrop::new(v);
+                // SAFETY: `map_host` mapped the `Vec`'s elements, `dim`'s, at `ptr`; the
+                // array now owns the `Vec`'s memory.
+                Ok(unsafe { DeviceArray::from_registered(self, dim, (host, v.capacity()), ptr) })
+            }
+            Err(error) => Err(back(error, array(dim, v))),
+        }
+    }
+}
+
+/// The elements `v` (in C order) of shape `dim` as an ndarray array.
+fn array<T, D: Rank>(dim: D, v: Vec<T>) -> ndarray::Array<T, D> {
+    ndarray::Array::from_shape_vec(dim, v).expect("the elements of the array's own shape")
+}
+
 impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
+    /// The elements as a host ndarray array, once the work queued on the array is done:
+    /// without a copy for the host's own array from [`Device::map`] (its memory unlocked) and
+    /// for any array of the CPU backend, copied from a GPU's memory otherwise (as
+    /// [`to_host`](Self::to_host)).
+    ///
+    /// # Errors
+    /// A kernel that failed, reported by the wait, and the errors of the copy.
+    pub fn into_host(mut self) -> Result<ndarray::Array<T, D>, Error> {
+        permitted(self.device(), "copying from the device")?;
+        match self.take_host_vec()? {
+            Some(v) => Ok(array(self.raw_dim(), v)),
+            None => self.to_host(),
+        }
+    }
+
     /// Whether the host can view the array in place: an array of the CPU backend, or a GPU's
     /// in mapped or managed memory ([`Device::mapped`], [`Device::managed`]).
     pub fn is_host_visible(&self) -> bool {

@@ -150,7 +150,8 @@ impl Device {
     }
 }
 
-/// A host array [`Device::pin`] could not page-lock, given back with the reason.
+/// A host array [`Device::pin`] or [`Device::map`] could not page-lock, given back with the
+/// reason.
 pub struct PinError<T, D> {
     /// Why the memory could not be page-locked.
     pub error: Error,
@@ -187,7 +188,7 @@ impl<T, D> From<Box<PinError<T, D>>> for Error {
 
 /// The elements of `a` in C order, in a `Vec` of their own, and its shape: `a`'s own
 /// allocation where `a` is in C order.
-fn c_order<T: Clone, D: Rank>(a: ndarray::Array<T, D>) -> (Vec<T>, D) {
+pub(crate) fn c_order<T: Clone, D: Rank>(a: ndarray::Array<T, D>) -> (Vec<T>, D) {
     let dim = a.raw_dim();
     let a = match a.is_standard_layout() {
         true => a,

@@ -420,39 +420,70 @@ impl CudaDevice {
     /// (`CU_MEMHOSTALLOC_DEVICEMAP`), as its host address and its device address: kernels read
     /// and write it in place, over the bus. Freed with [`free_host`](Self::free_host).
     pub(crate) fn alloc_mapped(&self, bytes: usize) -> Result<(*mut c_void, u64), Error> {
-        use sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY;
-        self.outside_capture("allocating mapped host memory")?;
-        self.bind()?;
-        if self
-            .ctx
-            .attribute(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)
-            .ok()
-            != Some(1)
-        {
-            return Err(Error::Cuda {
-                op: "allocating mapped host memory".into(),
-                message: format!(
-                    "{} cannot map host memory: use Device::pinned and copies",
-                    self.name
-                ),
-            });
-        }
+        self.can_map("allocating mapped host memory")?;
         // SAFETY: a plain allocation; it is freed with `free_host` below or by the caller.
         let host =
             unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP) }.map_err(|e| {
                 let place = || format!("mapped host memory for CUDA device {}", self.ordinal);
                 self.allocation_error(e, bytes, " of mapped host memory", place)
             })?;
-        let mut device = 0;
-        // SAFETY: `host` is mapped page-locked memory of this context; flags must be 0.
-        let mapped = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }.result();
-        match mapped {
-            Ok(()) => Ok((host, device)),
+        // SAFETY: `host` is mapped page-locked memory of this context.
+        match unsafe { self.device_address(host) } {
+            Ok(device) => Ok((host, device)),
             Err(e) => {
                 self.free_host(host);
-                Err(self.error("finding the device address of mapped host memory", e))
+                Err(e)
             }
         }
+    }
+
+    /// Page-locks the host's own `bytes` at `ptr` and maps them for this GPU's kernels
+    /// (`cuMemHostRegister` with `CU_MEMHOSTREGISTER_DEVICEMAP`): their device address.
+    /// Unlocked with [`unregister_host`](Self::unregister_host).
+    ///
+    /// # Safety
+    /// The `bytes` at `ptr` must stay allocated until they are unlocked, and the host must not
+    /// use them while a kernel may.
+    pub(crate) unsafe fn map_host(&self, ptr: *mut c_void, bytes: usize) -> Result<u64, Error> {
+        self.can_map("mapping host memory")?;
+        // SAFETY: the caller's contract.
+        unsafe { sys::cuMemHostRegister_v2(ptr, bytes, sys::CU_MEMHOSTREGISTER_DEVICEMAP) }
+            .result()
+            .map_err(|e| self.error("mapping host memory (cuMemHostRegister)", e))?;
+        // SAFETY: `ptr` was just registered as mapped memory of this context.
+        unsafe { self.device_address(ptr) }.inspect_err(|_| self.unregister_host(ptr))
+    }
+
+    /// Whether this GPU maps host memory (`op`, what for, names it in the error), in a
+    /// current context outside a capture.
+    fn can_map(&self, op: &str) -> Result<(), Error> {
+        use sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY;
+        self.outside_capture(op)?;
+        self.bind()?;
+        let can = self.ctx.attribute(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
+        if can.ok() != Some(1) {
+            return Err(Error::Cuda {
+                op: op.into(),
+                message: format!(
+                    "{} cannot map host memory: use Device::pinned and copies",
+                    self.name
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The device address of mapped page-locked memory at `host`.
+    ///
+    /// # Safety
+    /// `host` must be mapped page-locked memory of this context.
+    unsafe fn device_address(&self, host: *mut c_void) -> Result<u64, Error> {
+        let mut device = 0;
+        // SAFETY: the caller's contract; the flags must be 0.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }
+            .result()
+            .map_err(|e| self.error("finding the device address of mapped host memory", e))?;
+        Ok(device)
     }
 
     /// `bytes` of managed memory (`cuMemAllocManaged`, attached to every stream): one address
