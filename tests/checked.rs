@@ -995,6 +995,36 @@ fn a_stencil_that_reads_a_border_another_left_unwritten_is_reported_at_the_read(
 }
 
 #[test]
+fn stencils_on_views_are_checked_in_the_views_own_indices() {
+    let dev = Device::cpu_checked();
+    let x = dev.to_device(&values()).unwrap();
+    // `box3` into rows 1..5 of an array from `empty`: the view's border (its rows 0 and 3,
+    // the array's 1 and 4, and its side columns) stays unwritten, row 0 too, untouched.
+    let mut once = dev.empty::<f32, _>((5, 6)).unwrap();
+    box3.apply(x.slice(0..4).unwrap(), once.slice_mut(1..5).unwrap())
+        .unwrap();
+    // `cross` over rows 1..4 reads its view's row 0 (the array's row 1) at its point (1, 1).
+    let mut out = dev.zeros::<f32, _>((3, 6)).unwrap();
+    let f = finding(cross.apply(once.slice(1..4).unwrap(), &mut out));
+    let (array, index, _, origin) = unwritten(&f);
+    assert_eq!((array, index), ("x", &[0, 1][..]), "{f}");
+    assert_eq!(origin, Origin::Border("box3"));
+    // Rows 2..5 start on the interior `box3` wrote: the first unwritten read is the side
+    // column (1, 0) at point (1, 1), `cross`'s left neighbour.
+    let f = finding(cross.apply(once.slice(2..5).unwrap(), &mut out));
+    let (_, index, _, _) = unwritten(&f);
+    assert_eq!(index, &[1, 0][..], "{f}");
+    // A `cval` writes the view's border too: then the same reads pass.
+    let mut filled = dev.empty::<f32, _>((5, 6)).unwrap();
+    diagonals
+        .apply(x.slice(0..4).unwrap(), filled.slice_mut(1..5).unwrap())
+        .unwrap();
+    cross.apply(filled.slice(1..4).unwrap(), &mut out).unwrap();
+    let f = finding(cross.apply(filled.slice(0..3).unwrap(), &mut out));
+    assert_eq!(unwritten(&f).1, &[0, 1][..], "{f}");
+}
+
+#[test]
 fn reads_are_checked_element_by_element_not_by_the_neighbourhood_box() {
     let dev = Device::cpu_checked();
     let v = values();

@@ -571,6 +571,23 @@ fn a_stencil_launches_tiles_over_its_array_with_the_three_axes() {
             let fresh = smooth_stencil.run(&img).unwrap();
             assert_eq!(fresh.shape(), [1000, 3000]);
             assert_eq!(log.launches("smooth_stencil").len(), 2);
+            // Views: their first elements' addresses, their rows.
+            let want = format!(
+                "params={},{},{},{},{}",
+                hex(kernel_runtime::__rt::device_addr(&img) + 10 * 3000),
+                hex(kernel_runtime::__rt::device_addr(&out) + 500 * 3000),
+                hex(1),
+                hex(100),
+                hex(3000)
+            );
+            let (rows, into) = (
+                img.slice(10..110).unwrap(),
+                out.slice_mut(500..600).unwrap(),
+            );
+            smooth_stencil.apply(rows, into).unwrap();
+            let launch = &log.launches("smooth_stencil")[2];
+            assert!(launch.starts_with("grid=6,25,1 "), "{launch}");
+            assert!(launch.ends_with(&want), "{launch} vs {want}");
 
             // Three axes: tiles of 4 planes × 4 rows × 1 column, 200 columns in blocks of 128,
             // 75 strips, 3 layers of planes.

@@ -5,6 +5,7 @@ mod common;
 
 use common::{assert_mentions, backends};
 use gpu_kernels::{gaussian5x5, smooth_stencil, GAUSS5};
+use kernel_runtime::ndarray::s;
 use kernel_runtime::prelude::*;
 use kernel_suite::reference::{self, SplitMix64};
 
@@ -319,4 +320,39 @@ fn arrays_of_other_shapes_or_devices_are_refused() {
     let other = Device::cpu_checked();
     let mut elsewhere = other.zeros::<i8, _>((4, 5)).unwrap();
     assert!(smooth_stencil.apply(&x, &mut elsewhere).is_err());
+}
+
+#[test]
+fn views_of_arrays_are_stencil_arrays_of_their_own() {
+    for dev in backends() {
+        // Rows 3..20 of a 24 × 31 image, into rows 5..22 of an output of 26 rows: the view is
+        // the whole stencil array, its first and last rows its border.
+        let x = image(24, 31);
+        let (dx, mut out) = (
+            dev.to_device(&x).unwrap(),
+            dev.to_device(&Array2::from_elem((26, 31), 7i8)).unwrap(),
+        );
+        let part = x.slice(s![3..20, ..]).to_owned();
+        smooth_stencil
+            .apply(dx.slice(3..20).unwrap(), out.slice_mut(5..22).unwrap())
+            .unwrap();
+        let got = out.to_host().unwrap();
+        let want = reference::smooth(&part, &Array2::from_elem((17, 31), 7i8));
+        assert_eq!(got.slice(s![5..22, ..]), want, "{dev:?}");
+        // Around the view, the output is as it was.
+        assert!(got.slice(s![..5, ..]).iter().all(|&v| v == 7), "{dev:?}");
+        assert!(got.slice(s![22.., ..]).iter().all(|&v| v == 7), "{dev:?}");
+        // `run` on a view makes an array of its shape.
+        let new = smooth_stencil.run(dx.slice(3..20).unwrap()).unwrap();
+        assert_eq!(new.shape(), [17, 31]);
+        assert_eq!(
+            new.to_host().unwrap(),
+            reference::smooth(&part, &Array2::zeros((17, 31)))
+        );
+        // A view of another shape than the output's is refused.
+        let err = smooth_stencil
+            .apply(dx.slice(0..10).unwrap(), out.slice_mut(0..11).unwrap())
+            .unwrap_err();
+        assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+    }
 }

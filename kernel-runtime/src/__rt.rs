@@ -43,7 +43,7 @@ pub use crate::ctx::{block_dim, block_idx, grid_dim, thread_idx};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::host::array::{DeviceArray, Rank};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use crate::host::device_view::{IntoDeviceView, IntoDeviceViewMut};
+pub use crate::host::device_view::{DeviceView, DeviceViewMut, IntoDeviceView, IntoDeviceViewMut};
 pub use crate::sync::sync_threads;
 pub use crate::warp::{lane_id, shfl_down_sync};
 #[cfg(not(target_arch = "nvptx64"))]

@@ -161,16 +161,34 @@ impl Stencil {
             .collect()
     }
 
-    /// The type `apply` takes for parameter `p`: a device array (of the inputs' rank, or its
-    /// own for a standard one), or the value.
+    /// The type `apply` takes for parameter `p`: for an input array, a device array or a view
+    /// of one of the inputs' rank; for a standard one, a device array of its own rank; or the
+    /// value.
     fn arg_ty(&self, p: &Param) -> TokenStream {
-        let array = |rank: usize, elem: &Type| {
-            let ix = format_ident!("Ix{}", rank);
-            quote!(&::kernel_runtime::__rt::DeviceArray<#elem, ::kernel_runtime::ndarray::#ix>)
-        };
         match self.role(p) {
-            Role::Relative(elem) => array(self.rank, elem),
-            Role::Standard(rank, elem) => array(rank, elem),
+            Role::Relative(elem) => {
+                let ix = format_ident!("Ix{}", self.rank);
+                quote!(impl ::kernel_runtime::__rt::IntoDeviceView<'__a, #elem, ::kernel_runtime::ndarray::#ix>)
+            }
+            Role::Standard(rank, elem) => {
+                let ix = format_ident!("Ix{}", rank);
+                quote!(&'__a ::kernel_runtime::__rt::DeviceArray<#elem, ::kernel_runtime::ndarray::#ix>)
+            }
+            Role::Value(t) => quote!(#t),
+        }
+    }
+
+    /// The type `__launch` takes for parameter `p`: an input array's view, or as `apply`.
+    fn launch_ty(&self, p: &Param) -> TokenStream {
+        match self.role(p) {
+            Role::Relative(elem) => {
+                let ix = format_ident!("Ix{}", self.rank);
+                quote!(::kernel_runtime::__rt::DeviceView<'_, #elem, ::kernel_runtime::ndarray::#ix>)
+            }
+            Role::Standard(rank, elem) => {
+                let ix = format_ident!("Ix{}", rank);
+                quote!(&::kernel_runtime::__rt::DeviceArray<#elem, ::kernel_runtime::ndarray::#ix>)
+            }
             Role::Value(t) => quote!(#t),
         }
     }
@@ -379,6 +397,8 @@ impl Stencil {
         let name_str = name.to_string();
         let ix = format_ident!("Ix{}", rank);
         let out_ty = quote!(#rt::DeviceArray<#ret, ::kernel_runtime::ndarray::#ix>);
+        let out_arg =
+            quote!(impl #rt::IntoDeviceViewMut<'__o, #ret, ::kernel_runtime::ndarray::#ix>);
         let names: Vec<syn::Ident> = self.params.iter().map(local).collect();
         let tys: Vec<TokenStream> = self.params.iter().map(|p| self.arg_ty(p)).collect();
         let (args_ty, destructure) = if names.len() == 1 {
@@ -387,13 +407,8 @@ impl Stencil {
         } else {
             (quote!((#(#tys,)*)), quote!(let (#(#names,)*) = args;))
         };
-        let inputs = self.arrays();
-        let array_strs: Vec<String> = inputs.iter().map(|p| p.name.to_string()).collect();
-        let arrays: Vec<syn::Ident> = inputs.into_iter().map(local).collect();
+        let arrays: Vec<syn::Ident> = self.arrays().into_iter().map(local).collect();
         let first = &arrays[0];
-        let standard = self.standard_arrays();
-        let std_strs: Vec<String> = standard.iter().map(|p| p.name.to_string()).collect();
-        let std_locals: Vec<syn::Ident> = standard.into_iter().map(local).collect();
         let meta = self.meta(&name_str);
         let launch = self.launch(scalar);
         let bounds = self
@@ -417,23 +432,21 @@ impl Stencil {
 
                 /// Writes the stencil's value at each point of `out` whose neighbourhood lies in
                 /// the arrays, and the `cval` given at the others (without one, they keep their
-                /// values), on the arrays' device; `out` has the input arrays' shape.
-                pub fn apply(&self, args: #args_ty, out: &mut #out_ty) -> ::core::result::Result<(), #rt::Error> {
+                /// values), on the arrays' device; `out` has the input arrays' shape. Arrays and
+                /// views of them alike (`&x`, `x.slice(1..9)?`, `&mut out`, `out.slice_mut(..)?`).
+                pub fn apply<'__a, '__o>(&self, args: #args_ty, out: #out_arg) -> ::core::result::Result<(), #rt::Error> {
                     #destructure
-                    #rt::common_device(Self::NAME, &[#((#array_strs, #arrays.device()),)* #((#std_strs, #std_locals.device()),)* ("out", out.device())])?;
-                    #(#rt::same_shape(Self::NAME, #array_strs, out.shape(), #arrays.shape())?;)*
-                    self.__launch(#(#names,)* out)
+                    #(let #arrays = #arrays.into_view();)*
+                    self.__launch(#(#names,)* out.into_view_mut())
                 }
 
                 /// A new array of the stencil's value at each point whose neighbourhood lies in
                 /// the arrays, and the `cval` (without one, zero) at the others.
-                pub fn run(&self, args: #args_ty) -> ::core::result::Result<#out_ty, #rt::Error> {
-                    let mut out = {
-                        #[allow(unused_variables)]
-                        #destructure
-                        #first.device().zeros::<#ret, _>(#first.dim())?
-                    };
-                    self.apply(args, &mut out)?;
+                pub fn run<'__a>(&self, args: #args_ty) -> ::core::result::Result<#out_ty, #rt::Error> {
+                    #destructure
+                    #(let #arrays = #arrays.into_view();)*
+                    let mut out = #first.device().zeros::<#ret, _>(#first.dim())?;
+                    self.__launch(#(#names,)* out.view_mut())?;
                     ::core::result::Result::Ok(out)
                 }
 
@@ -461,15 +474,17 @@ impl Stencil {
         crate::emit::launcher::grid_level_meta(name_str, &params, &abi)
     }
 
-    /// The launch after the checks: the PTX entry on a GPU, the rows on the CPU backend.
+    /// The launch, after the checks of the arrays' device and shapes: the PTX entry on a GPU,
+    /// the rows on the CPU backend.
     fn launch(&self, scalar: &syn::Ident) -> TokenStream {
         let (rt, ret, rank) = (rt(), &self.ret, self.rank);
         let params = self.params.iter().map(|p| {
-            let (n, t) = (local(p), self.arg_ty(p));
+            let (n, t) = (local(p), self.launch_ty(p));
             quote!(#n: #t)
         });
         let ix = format_ident!("Ix{}", self.rank);
         let inputs = self.arrays();
+        let array_strs: Vec<String> = inputs.iter().map(|p| p.name.to_string()).collect();
         let ptrs: Vec<syn::Ident> = inputs.iter().map(|p| ptr(p)).collect();
         let arrays: Vec<syn::Ident> = inputs.into_iter().map(local).collect();
         let pushed: Vec<syn::Ident> = self
@@ -483,6 +498,7 @@ impl Stencil {
             .collect();
         let count = pushed.len() + 4;
         let standard = self.standard_arrays();
+        let std_strs: Vec<String> = standard.iter().map(|p| p.name.to_string()).collect();
         let std_locals: Vec<syn::Ident> = standard.iter().map(|p| local(p)).collect();
         let std_ptrs: Vec<syn::Ident> = standard.iter().map(|p| ptr(p)).collect();
         let std_dims = standard.iter().map(|p| {
@@ -530,24 +546,26 @@ impl Stencil {
         let border = self.border();
         quote! {
             #[allow(clippy::too_many_arguments)]
-            fn __launch(&self, #(#params,)* __out: &mut #rt::DeviceArray<#ret, ::kernel_runtime::ndarray::#ix>) -> ::core::result::Result<(), #rt::Error> {
+            fn __launch(&self, #(#params,)* mut __out: #rt::DeviceViewMut<'_, #ret, ::kernel_runtime::ndarray::#ix>) -> ::core::result::Result<(), #rt::Error> {
+                #rt::common_device(Self::NAME, &[#((#array_strs, #arrays.device()),)* #((#std_strs, #std_locals.device()),)* ("out", __out.device())])?;
+                #(#rt::same_shape(Self::NAME, #array_strs, __out.shape(), #arrays.shape())?;)*
                 let __g = #rt::StencilGeometry::padded(__out.shape(), #below, #above);
                 let __device = __out.device().clone();
                 if #rt::on_gpu(&__device) {
                     let __config = #rt::stencil_config::<#planes, #rows, #cols>(Self::NAME, &__g)?;
-                    #(let #ptrs: u64 = #rt::device_addr(#arrays);)*
+                    #(let #ptrs: u64 = #rt::device_addr(&#arrays);)*
                     #(let #std_ptrs: u64 = #rt::device_addr(#std_locals);)*
                     #(#std_dims)*
-                    let __out_ptr: u64 = #rt::device_addr(&*__out);
+                    let __out_ptr: u64 = #rt::device_addr(&__out);
                     let mut __params = #rt::gpu_params(#count);
                     #(__params.push(&#pushed);)*
                     __params.push(&__out_ptr);
                     __params.push(&__g.shape[0]);
                     __params.push(&__g.shape[1]);
                     __params.push(&__g.shape[2]);
-                    #(#rt::reads(&mut __params, #arrays);)*
+                    #(#rt::reads(&mut __params, &#arrays);)*
                     #(#rt::reads(&mut __params, #std_locals);)*
-                    #rt::writes(&mut __params, &*__out);
+                    #rt::writes(&mut __params, &__out);
                     // SAFETY: the entry's parameters: each input's pointer or value, the
                     // output's pointer, the three axes; every array lives on the device and has
                     // `g`'s shape (checked by the caller).
@@ -555,9 +573,9 @@ impl Stencil {
                         #rt::cuda_launch(&__device, Self::NAME, <Self as #rt::Kernel>::META.ptx, &__config, &mut __params)
                     };
                 }
-                #(let #ptrs = #rt::stencil_input(#arrays, #names);)*
+                #(let #ptrs = #rt::stencil_input(&#arrays, #names);)*
                 #(#std_views)*
-                let __out = #rt::stencil_out(__out, &__g, #border_given, Self::NAME);
+                let __out = #rt::stencil_out(&mut __out, &__g, #border_given, Self::NAME);
                 #[inline(always)]
                 fn __point<const __C: bool>(__args: &(#(#capture_tys,)* #rt::StencilGeometry), __p: #rt::StencilPoint) -> #ret {
                     let (#(#captures,)* __g) = *__args;

@@ -694,26 +694,6 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         &self.unwritten
     }
 
-    /// The elements of a CPU array as a slice that a stencil's `apply` writes, its interior
-    /// alone where `border` is false: checked mode then counts the interior of `g` written
-    /// and the border as it was.
-    pub(crate) fn stencil_out(
-        &mut self,
-        g: &crate::stencil::Geometry,
-        border: bool,
-        stencil: &'static str,
-    ) -> &mut [T] {
-        if border {
-            self.unwritten.clear();
-        } else {
-            self.unwritten.keep_border(g.interior_runs(), stencil);
-        }
-        match &mut self.data {
-            Storage::Host(v) => v,
-            Storage::Gpu(_) => &mut [],
-        }
-    }
-
     /// Takes the record of unwritten elements of `src`, copied into this array on the CPU
     /// backend, where this array's device is checked: what was unwritten in the source is
     /// unwritten in the copy.

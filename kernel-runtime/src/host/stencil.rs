@@ -2,6 +2,7 @@
 //! output's elements on the CPU backend.
 
 use super::array::{DeviceArray, Rank};
+use super::device_view::{DeviceView, DeviceViewMut};
 use super::error::Error;
 use super::launch::LaunchConfig;
 use crate::cpu::check::unwritten_reads;
@@ -26,12 +27,13 @@ pub fn gpu_config<const Z: usize, const S: usize, const K: usize>(
     })
 }
 
-/// The CPU array `array` as the stencil's input `name`.
+/// The CPU array or view `view` as the stencil's input `name`.
 pub fn cpu_input<T: DeviceCopy, D: Rank>(
-    array: &DeviceArray<T, D>,
+    view: &DeviceView<'_, T, D>,
     name: &'static str,
 ) -> Input<T> {
-    Input::new(array.host_ptr(), array.unwritten().marks(), name)
+    let marks = view.unwritten.and_then(|u| u.marks());
+    Input::new(view.host.as_ptr(), (marks, view.start), name)
 }
 
 macro_rules! standard_view {
@@ -73,16 +75,23 @@ pub fn view_tested<V: LaunchView>(view: &V) -> bool {
     view.tests_unwritten()
 }
 
-/// The elements of `out`, a CPU array of `g`'s shape that the stencil `function` writes: its
-/// interior, and its border too where `border` (it has a `cval`). Checked mode counts what it
-/// writes as written, so that a border left unwritten stays so.
+/// The elements of `out`, a CPU array or view of `g`'s shape that the stencil `function`
+/// writes: its interior, and its border too where `border` (it has a `cval`). Checked mode
+/// counts what it writes as written, so that a border left unwritten stays so.
 pub fn cpu_out<'a, T: DeviceCopy, D: Rank>(
-    out: &'a mut DeviceArray<T, D>,
+    out: &'a mut DeviceViewMut<'_, T, D>,
     g: &Geometry,
     border: bool,
     function: &'static str,
 ) -> &'a mut [T] {
-    out.stencil_out(g, border, function)
+    let start = out.start;
+    if border {
+        out.forget_unwritten();
+    } else if let Some(u) = out.unwritten.as_deref_mut() {
+        let runs = g.interior_runs().map(|r| r.start + start..r.end + start);
+        u.keep_border(runs, function);
+    }
+    &mut *out.host
 }
 
 #[cfg(test)]
@@ -104,7 +113,7 @@ mod tests {
                 above: [1, 0],
             },
         );
-        let input = cpu_input(&x, "x");
+        let input = cpu_input(&x.view(), "x");
         assert!(input.checked());
         let p = Point {
             base: 4,

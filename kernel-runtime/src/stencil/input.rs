@@ -17,6 +17,8 @@ pub struct Input<T> {
     ptr: *const T,
     /// Null where every element is written.
     marks: *const Marks,
+    /// Where the input's first element is in the marks (a view's, in its array's).
+    offset: usize,
     name: &'static str,
 }
 
@@ -36,11 +38,16 @@ unsafe impl<T: Sync> Send for Input<T> {}
 
 impl<T> Input<T> {
     /// The elements at `ptr` of the stencil's parameter `name`, what of them nothing has
-    /// written being `marks`.
-    pub(crate) fn new(ptr: *const T, marks: Option<&Marks>, name: &'static str) -> Input<T> {
+    /// written being `marks`, from its element `offset` on.
+    pub(crate) fn new(
+        ptr: *const T,
+        (marks, offset): (Option<&Marks>, usize),
+        name: &'static str,
+    ) -> Input<T> {
         Input {
             ptr,
             marks: marks.map_or(std::ptr::null(), |m| m as *const Marks),
+            offset,
             name,
         }
     }
@@ -77,7 +84,7 @@ impl<T: Copy, const C: bool, const R: usize> Neighbours<T, R> for Around<'_, T, 
         if C {
             // SAFETY: non-null marks are the array's, which outlive the reads (`around`).
             if let Some(marks) = unsafe { self.input.marks.as_ref() } {
-                if marks.contains(o as usize) {
+                if marks.contains(self.input.offset + o as usize) {
                     self.unwritten::<R>(o as usize, marks)
                 }
             }
