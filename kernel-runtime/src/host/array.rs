@@ -749,7 +749,8 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             gpu.unregister_host(host as *mut std::ffi::c_void);
             (self.mapped, self.owned) = (InPlace::No, false);
             let (size, len) = (std::mem::size_of::<T>(), self.len());
-            if layout.align() == std::mem::align_of::<T>() && layout.size() % size == 0 {
+            if size > 0 && layout.align() == std::mem::align_of::<T>() && layout.size() % size == 0
+            {
                 // SAFETY: the allocation of a `Vec` of `T`'s alignment, as many `T`s as its
                 // size holds, the first `len` of them the array's; unlocked, no kernel uses it
                 // any more, and the array no longer frees it.
