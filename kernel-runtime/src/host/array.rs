@@ -220,15 +220,8 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             array.copy_from_host(host)?;
             return Ok(array);
         }
-        Ok(DeviceArray {
-            device: device.clone(),
-            data: Storage::Host(c_order_vec(host, || device.name())?),
-            dim,
-            owned: true,
-            users: Users::default(),
-            mapped: InPlace::No,
-            unwritten: Unwritten::default(),
-        })
+        let v = c_order_vec(host, || device.name())?;
+        Ok(Self::from_vec(device, dim, v))
     }
 
     /// The device address of a GPU's array, for another library to use (cudarc, a CUDA C++
@@ -832,8 +825,8 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     /// All the array's bytes, for ordering streams.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn span(&self) -> Span<'_> {
-        let bytes = self.len() * std::mem::size_of::<T>();
-        self.users.span(Bytes::at(*self.device_addr(), bytes))
+        self.users
+            .span(Bytes::at(*self.device_addr(), self.nbytes()))
     }
 
     /// The device address of a GPU's array, where a GPU launch's parameter points (0 for a

@@ -182,8 +182,7 @@ macro_rules! shape_of_view {
 
             /// The bytes of its array the view holds, for ordering streams.
             pub(crate) fn span(&self) -> Span<'a> {
-                let bytes = self.len() * std::mem::size_of::<T>();
-                self.users.span(Bytes::at(self.addr, bytes))
+                self.users.span(Bytes::elements::<T>(self.addr, self.len()))
             }
         }
     };

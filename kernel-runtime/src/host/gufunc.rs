@@ -496,8 +496,8 @@ impl<'a, T: DeviceCopy> Operand<'a, T> {
     pub fn record<'p>(&'p self, params: &mut GpuParams<'p>, write: bool) {
         if let Some((_, shape, users)) = self.array {
             let access = if write { Access::Write } else { Access::Read };
-            let bytes = shape.iter().product::<usize>() * std::mem::size_of::<T>();
-            params.uses(users.span(Bytes::at(self.addr, bytes)), access);
+            let len = shape.iter().product::<usize>();
+            params.uses(users.span(Bytes::elements::<T>(self.addr, len)), access);
         }
     }
 }

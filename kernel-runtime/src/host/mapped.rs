@@ -19,7 +19,7 @@ use super::device::permitted;
 use super::device::Device;
 use super::error::Error;
 use super::order::Access;
-use super::pinned::{c_order, PinError};
+use super::pinned::{c_order, c_order_array, PinError};
 use crate::device_copy::DeviceCopy;
 
 impl Device {
@@ -151,9 +151,8 @@ impl Device {
         let Some(gpu) = self.gpu().filter(|_| bytes > 0) else {
             return match self.gpu() {
                 // No elements: nothing to map.
-                Some(_) => {
-                    DeviceArray::zeros(self, dim.clone()).map_err(|e| back(e, array(dim, v)))
-                }
+                Some(_) => DeviceArray::zeros(self, dim.clone())
+                    .map_err(|e| back(e, c_order_array(dim, v))),
                 None => Ok(DeviceArray::from_vec(self, dim, v)),
             };
         };
@@ -168,14 +167,9 @@ impl Device {
                 // array now owns the `Vec`'s memory.
                 Ok(unsafe { DeviceArray::from_registered(self, dim, (host, v.capacity()), ptr) })
             }
-            Err(error) => Err(back(error, array(dim, v))),
+            Err(error) => Err(back(error, c_order_array(dim, v))),
         }
     }
-}
-
-/// The elements `v` (in C order) of shape `dim` as an ndarray array.
-fn array<T, D: Rank>(dim: D, v: Vec<T>) -> ndarray::Array<T, D> {
-    ndarray::Array::from_shape_vec(dim, v).expect("the elements of the array's own shape")
 }
 
 impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
@@ -189,7 +183,7 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
     pub fn into_host(mut self) -> Result<ndarray::Array<T, D>, Error> {
         permitted(self.device(), "copying from the device")?;
         match self.take_host_vec()? {
-            Some(v) => Ok(array(self.raw_dim(), v)),
+            Some(v) => Ok(c_order_array(self.raw_dim(), v)),
             None => self.to_host(),
         }
     }

@@ -44,6 +44,11 @@ impl Bytes {
         end: u64::MAX,
     };
 
+    /// The bytes of `len` elements of `T` from `addr`.
+    pub(crate) fn elements<T>(addr: u64, len: usize) -> Bytes {
+        Bytes::at(addr, len * std::mem::size_of::<T>())
+    }
+
     /// The `len` bytes from `addr`.
     pub(crate) fn at(addr: u64, len: usize) -> Bytes {
         Bytes {

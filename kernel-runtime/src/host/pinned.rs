@@ -133,8 +133,7 @@ impl Device {
                 match unsafe { gpu.register_host(v.as_mut_ptr().cast::<c_void>(), bytes) } {
                     Ok(()) => Memory::Registered(v),
                     Err(error) => {
-                        let array = ndarray::Array::from_shape_vec(dim, v)
-                            .expect("the elements of the array's own shape");
+                        let array = c_order_array(dim, v);
                         return Err(Box::new(PinError { error, array }));
                     }
                 }
@@ -184,6 +183,12 @@ impl<T, D> From<Box<PinError<T, D>>> for Error {
     fn from(e: Box<PinError<T, D>>) -> Error {
         e.error
     }
+}
+
+/// The array of shape `dim` whose elements, in C order, are `v` (as many as `dim` holds):
+/// what [`c_order`] took apart.
+pub(crate) fn c_order_array<T, D: Rank>(dim: D, v: Vec<T>) -> ndarray::Array<T, D> {
+    ndarray::Array::from_shape_vec(dim, v).expect("the elements of the array's own shape")
 }
 
 /// The elements of `a` in C order, in a `Vec` of their own, and its shape: `a`'s own

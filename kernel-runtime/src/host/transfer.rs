@@ -42,10 +42,8 @@ pub struct PinnedSliceMut<'a, T> {
 impl<'a, T> PinnedSlice<'a, T> {
     /// The host bytes the slice holds, for ordering streams.
     fn span(&self) -> Span<'a> {
-        self.users.span(Bytes::at(
-            self.ptr as u64,
-            self.len * std::mem::size_of::<T>(),
-        ))
+        self.users
+            .span(Bytes::elements::<T>(self.ptr as u64, self.len))
     }
 
     /// The number of elements.
@@ -62,10 +60,8 @@ impl<'a, T> PinnedSlice<'a, T> {
 impl<'a, T> PinnedSliceMut<'a, T> {
     /// The host bytes the slice holds, for ordering streams.
     fn span(&self) -> Span<'a> {
-        self.users.span(Bytes::at(
-            self.ptr as u64,
-            self.len * std::mem::size_of::<T>(),
-        ))
+        self.users
+            .span(Bytes::elements::<T>(self.ptr as u64, self.len))
     }
 
     /// The number of elements.
