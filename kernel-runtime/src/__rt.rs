@@ -69,7 +69,7 @@ pub use crate::{
         common_device, cuda_launch, device_addr, gpu_params, grid_stride_launch, host_elements,
         host_ptr, host_ptr_mut, on_gpu, reads, reads_whole, same_shape, writes, zeros_like,
     },
-    host::embedded::PTX_MODULES,
+    host::embedded::{module_text, PTX_MODULES},
     host::error::Error,
     host::gufunc::{
         device_of as gu_device, made_output as gu_output, made_shapes as gu_shapes,

@@ -236,8 +236,8 @@ pub fn run(options: Args) -> Result {
     }
     // Source lines in the PTX and cubins, for `run.sh profile`'s source counters: the same
     // instructions (the PTX differs by its `.loc` lines alone), each with its line. ptxas puts
-    // the whole PTX text into a cubin of PTX with lines, which every binary carries once more;
-    // xz stores it once (see `pack_bin`).
+    // the whole PTX text into a cubin of PTX with lines, and every binary carries its package's
+    // modules; xz stores each once for all the binaries (see `pack_bin`).
     ctx.set_env("KERNEL_LINEINFO", "1");
 
     // The benchmarks' profile: the crates built whole, not in the release profile's

@@ -468,13 +468,14 @@ pub fn register_ptx(kernel: &syn::Ident) -> TokenStream {
         return quote!();
     };
     let item = format_ident!("__KERNEL_PTX_OF_{}", kernel);
+    let text = module_text(&path);
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #[::kernel_runtime::__rt::linkme::distributed_slice(::kernel_runtime::__rt::PTX_MODULES)]
         #[linkme(crate = ::kernel_runtime::__rt::linkme)]
         #[allow(non_upper_case_globals)]
         #[doc(hidden)]
-        static #item: &'static str = ::core::include_str!(#path);
+        static #item: &'static str = #text;
     }
 }
 
@@ -484,10 +485,22 @@ pub fn register_ptx(kernel: &syn::Ident) -> TokenStream {
 pub fn embedded_ptx(kernel: &impl std::fmt::Display) -> TokenStream {
     let rt = quote!(::kernel_runtime::__rt);
     match ptx_holding(&format!(".entry {kernel}(")) {
-        Some(p) => quote!(::core::result::Result::Ok(::core::include_str!(#p))),
+        Some(p) => {
+            let text = module_text(&p);
+            quote!(::core::result::Result::Ok(#text))
+        }
         None if ptx_path().is_some() => quote!(::core::result::Result::Err(#rt::NOT_IN_MODULE)),
         None => quote!(::core::result::Result::Err(#rt::NO_MODULE)),
     }
+}
+
+/// The text of the module file at `path`, embedded as a C string (`__rt::module_text`): the
+/// linker then keeps one copy of it for every kernel and crate of a program that embeds it.
+pub fn module_text(path: &str) -> TokenStream {
+    quote!(::kernel_runtime::__rt::module_text(::core::concat!(
+        ::core::include_str!(#path),
+        "\0"
+    )))
 }
 
 /// The path of the PTX module the crate's `build.rs` wrote, where its text holds `needle`.

@@ -11,7 +11,7 @@ use quote::quote;
 use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, Token, TypeArray, Visibility};
 
-use super::launcher::ptx_holding;
+use super::launcher::{module_text, ptx_holding};
 
 /// The memory an array lives in on a GPU.
 #[derive(Clone, Copy)]
@@ -97,7 +97,10 @@ pub fn module_array(input: TokenStream, space: Space) -> syn::Result<TokenStream
         space.ptx()
     );
     let ptx = match ptx_holding(&format!(" {symbol}[")) {
-        Some(p) => quote!(::core::result::Result::Ok(::core::include_str!(#p))),
+        Some(p) => {
+            let text = module_text(&p);
+            quote!(::core::result::Result::Ok(#text))
+        }
         None => {
             let reason = no_ptx_reason_of_array();
             quote!(::core::result::Result::Err(#reason))

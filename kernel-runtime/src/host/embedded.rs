@@ -10,6 +10,28 @@ use std::sync::Mutex;
 #[linkme::distributed_slice]
 pub static PTX_MODULES: [&'static str];
 
+/// A module's text as `#[kernel]` embeds it, `concat!(include_str!(..), "\0")`, less its final
+/// NUL. The NUL makes the text a C string, which the compiler places in a section of mergeable
+/// strings, so that the linker keeps one copy of each module however many code units and crates
+/// of the program embed it (one per kernel's code unit, and every binary of a package the
+/// library's); the text itself is what the driver and the runtime read.
+///
+/// ```
+/// use kernel_runtime::__rt::module_text;
+///
+/// const TEXT: &str = module_text(concat!(".version 8.0\n", "\0"));
+/// assert_eq!(TEXT, ".version 8.0\n");
+/// assert_eq!(module_text("no NUL"), "no NUL");
+/// ```
+pub const fn module_text(embedded: &'static str) -> &'static str {
+    match embedded.as_bytes() {
+        // SAFETY: a `str` less a final NUL, a character of its own, is UTF-8 still (and
+        // checking it again here would cost the compiler a pass over the whole text).
+        [text @ .., 0] => unsafe { core::str::from_utf8_unchecked(text) },
+        _ => embedded,
+    }
+}
+
 /// The program's distinct modules: [`PTX_MODULES`] holds one entry per kernel, each kernel's
 /// copy of its crate's module text.
 pub(crate) fn modules() -> Vec<&'static str> {
