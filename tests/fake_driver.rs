@@ -2854,3 +2854,56 @@ fn an_older_gpu_loads_the_modules_own_ptx() {
 fn a_newer_gpu_loads_the_modules_own_ptx() {
     loads_for_warpgroup_mma("a_newer_gpu_loads_the_modules_own_ptx", "100", " ptx sm_80");
 }
+
+#[test]
+fn a_user_stream_waits_for_the_device_stream_only_after_new_work_there() {
+    on_fake_driver(
+        "a_user_stream_waits_for_the_device_stream_only_after_new_work_there",
+        &[],
+        |log| {
+            let gpu = fake_gpu();
+            let n = 1024;
+            let mut h = gpu.pinned::<f32, _>(n).unwrap();
+            h.fill(1.0);
+            let mut d = gpu.zeros::<f32, _>(n).unwrap();
+            let s = gpu.stream().unwrap();
+            let from = log.lines().len();
+            for _ in 0..3 {
+                s.upload(h.slice(..).unwrap(), d.slice_mut(..).unwrap())
+                    .unwrap();
+                s.download(d.slice(..).unwrap(), h.slice_mut(..).unwrap())
+                    .unwrap();
+            }
+            let mut e = gpu.zeros::<f32, _>(n).unwrap();
+            s.upload(h.slice(..).unwrap(), e.slice_mut(..).unwrap())
+                .unwrap();
+            s.synchronize().unwrap();
+            // The device's stream is the one the arrays were allocated and cleared on; the user
+            // stream waits for it at its first operation and after the second allocation alone.
+            let lines = log.lines();
+            let field = |line: &str, name: &str| {
+                line.split(' ')
+                    .find_map(|w| w.strip_prefix(name))
+                    .map(str::to_string)
+            };
+            let own = field(&lines[lines_of(&lines, "memset ")[0]], "stream=").unwrap();
+            let recorded_on_own: Vec<String> = lines
+                .iter()
+                .filter(|l| l.starts_with("record ") && field(l, "stream=").as_ref() == Some(&own))
+                .filter_map(|l| field(l, "event="))
+                .collect();
+            let waits_for_own: Vec<usize> = (from..lines.len())
+                .filter(|&i| {
+                    lines[i].starts_with("wait ")
+                        && field(&lines[i], "stream=") != Some(own.clone())
+                })
+                .filter(|&i| recorded_on_own.contains(&field(&lines[i], "event=").unwrap()))
+                .collect();
+            let allocs = lines_of(&lines, "alloc ");
+            assert_eq!(waits_for_own.len(), 2, "{:?}", &lines[from..]);
+            assert!(waits_for_own[0] < lines_of(&lines, "htod ")[0]);
+            assert!(waits_for_own[1] > allocs[1], "{:?}", &lines[from..]);
+            assert!(Trace::of(&lines).races().is_empty());
+        },
+    );
+}

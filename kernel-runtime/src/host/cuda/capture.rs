@@ -87,6 +87,7 @@ impl CudaDevice {
         self.stream
             .join(&captured.stream)
             .map_err(|e| self.error("ordering the device's work after a graph", e))?;
+        self.mark_own_work();
         if self.blocking {
             self.synchronize()?;
         }

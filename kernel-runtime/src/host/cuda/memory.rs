@@ -2,7 +2,7 @@
 //! memory, and the copies between them and between two GPUs, each ordered after the work it
 //! depends on ([`order`](super::super::order)).
 
-use super::CudaDevice;
+use super::{CudaDevice, Entered};
 use crate::host::error::Error;
 use crate::host::order::{Access, Bytes, Use, Users};
 use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
@@ -85,6 +85,7 @@ impl CudaDevice {
                 result::memset_d8_async(ptr, 0, bytes, s)
                     .map_err(|e| self.error("clearing device memory", e))?;
             }
+            self.mark_own_work();
             Ok(ptr)
         }
     }
@@ -95,12 +96,9 @@ impl CudaDevice {
         if ptr == 0 || self.defer_free_in_capture(ptr) || self.bind().is_err() {
             return;
         }
-        if self
-            .enter(&self.stream, &[(users.whole(), Access::Write)])
-            .is_err()
-        {
+        let Ok(_entered) = self.enter(&self.stream, &[(users.whole(), Access::Write)]) else {
             return;
-        }
+        };
         // SAFETY: `ptr` came from `alloc` and is not used again; without a pool, the stream has
         // finished all work that could use it. A failure (a context already lost) leaks the
         // memory with its context.
@@ -326,11 +324,9 @@ impl CudaDevice {
         &'s self,
         stream: Option<&'s Arc<CudaStream>>,
         uses: &[Use<'_>],
-    ) -> Result<&'s Arc<CudaStream>, Error> {
+    ) -> Result<Entered<'s>, Error> {
         self.bind()?;
-        let stream = stream.unwrap_or(&self.stream);
-        self.enter(stream, uses)?;
-        Ok(stream)
+        self.enter(stream.unwrap_or(&self.stream), uses)
     }
 
     /// Copies `bytes` from device memory `src` to `dst`, ordered by the uses `uses` of the two.
@@ -370,7 +366,7 @@ impl CudaDevice {
         from.outside_capture("copying between GPUs")?;
         self.bind()?;
         self.reach(from);
-        self.enter(&self.stream, uses)?;
+        let _entered = self.enter(&self.stream, uses)?;
         // Ordering may have made the other GPU's context current.
         self.bind()?;
         let (to_ctx, from_ctx) = (self.ctx.cu_ctx(), from.ctx.cu_ctx());

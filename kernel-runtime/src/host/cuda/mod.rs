@@ -14,6 +14,7 @@ use crate::dim::Dim3;
 use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 mod capture;
@@ -128,6 +129,30 @@ thread_local! {
     static CAPTURE: std::cell::RefCell<Option<Capture>> = const { std::cell::RefCell::new(None) };
 }
 
+/// A stream ordered for an operation ([`CudaDevice::enter`]): dropped once the operation is
+/// queued, it marks the device's stream as having new work where it is that stream.
+#[must_use = "hold the guard until the operation is queued"]
+pub(super) struct Entered<'s> {
+    dev: &'s CudaDevice,
+    stream: &'s Arc<CudaStream>,
+}
+
+impl std::ops::Deref for Entered<'_> {
+    type Target = Arc<CudaStream>;
+
+    fn deref(&self) -> &Arc<CudaStream> {
+        self.stream
+    }
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        if Arc::ptr_eq(self.stream, &self.dev.stream) {
+            self.dev.mark_own_work();
+        }
+    }
+}
+
 /// A GPU's context, the stream all work on it is queued on, and the modules loaded into it.
 pub(crate) struct CudaDevice {
     pub(crate) ordinal: usize,
@@ -137,8 +162,12 @@ pub(crate) struct CudaDevice {
     /// Loaded modules (one per crate of kernels).
     modules: Mutex<Modules>,
     /// The user streams work was queued on since the device's stream last caught up with them
-    /// all ([`barrier`](Self::barrier)).
-    pending: Mutex<Vec<Arc<CudaStream>>>,
+    /// all ([`barrier`](Self::barrier)), each with the count of [`mark_own_work`](Self::mark_own_work)
+    /// that it last waited for.
+    pending: Mutex<Vec<(Arc<CudaStream>, u64)>>,
+    /// How many times work was queued on the device's stream: a user stream that waited for
+    /// it at one count need not wait again while the count stays ([`enter`](Self::enter)).
+    own_work: AtomicU64,
     /// The GPUs (by ordinal) whose memory this one's context was let at directly
     /// (`cuCtxEnablePeerAccess`), or found unable to be.
     peers: Mutex<HashMap<usize, bool>>,
@@ -201,6 +230,7 @@ impl CudaDevice {
             stream,
             modules: Mutex::new(Modules::default()),
             pending: Mutex::new(Vec::new()),
+            own_work: AtomicU64::new(0),
             peers: Mutex::new(HashMap::new()),
             opted_in: Mutex::new(HashMap::new()),
             last_kernel: Mutex::new(None),
@@ -274,7 +304,7 @@ impl CudaDevice {
     pub(crate) fn barrier(&self) -> Result<(), Error> {
         self.bind()?;
         let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
-        for user in pending {
+        for (user, _) in pending {
             order::join(&self.stream, &user)
                 .map_err(|e| self.error("ordering the device's stream after a user stream", e))?;
         }
@@ -293,13 +323,31 @@ impl CudaDevice {
     /// uses `uses`: a user stream after the work queued on the device's stream so far, and
     /// either after the other streams' uses of the same bytes that they conflict with, each
     /// such stream joined once ([`order`]).
-    fn enter(&self, stream: &Arc<CudaStream>, uses: &[Use<'_>]) -> Result<(), Error> {
+    ///
+    /// A user stream waits for the device's stream only where work was queued there since it
+    /// last did: an operation on a user stream costs no driver call of its own besides. The
+    /// guard returned marks work queued on the device's stream once it drops, so hold it until
+    /// the operation is queued.
+    fn enter<'s>(
+        &'s self,
+        stream: &'s Arc<CudaStream>,
+        uses: &[Use<'_>],
+    ) -> Result<Entered<'s>, Error> {
         let failed = |e| self.error("ordering a stream after the work it depends on", e);
         if !Arc::ptr_eq(stream, &self.stream) {
-            order::join(stream, &self.stream).map_err(failed)?;
+            // Read before the wait, so that work queued meanwhile is waited for next time.
+            let seen = self.own_work.load(Ordering::SeqCst);
             let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-            if !pending.iter().any(|s| Arc::ptr_eq(s, stream)) {
-                pending.push(stream.clone());
+            match pending.iter_mut().find(|(s, _)| Arc::ptr_eq(s, stream)) {
+                Some((_, waited)) if *waited == seen => {}
+                Some((_, waited)) => {
+                    order::join(stream, &self.stream).map_err(failed)?;
+                    *waited = seen;
+                }
+                None => {
+                    order::join(stream, &self.stream).map_err(failed)?;
+                    pending.push((stream.clone(), seen));
+                }
             }
         }
         // Each stream the uses conflict with, once however many arrays they share.
@@ -314,7 +362,13 @@ impl CudaDevice {
         waits
             .iter()
             .try_for_each(|other| order::join(stream, other))
-            .map_err(failed)
+            .map_err(failed)?;
+        Ok(Entered { dev: self, stream })
+    }
+
+    /// Marks work queued on the device's stream, after it is queued (see [`enter`](Self::enter)).
+    fn mark_own_work(&self) {
+        self.own_work.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Queues another library's work (`what`: NCCL's collectives) on the device's stream,
@@ -512,9 +566,10 @@ impl CudaDevice {
             (Some(user), None) => user,
         };
         // A capture orders nothing: its replay waits for all the work before it.
-        if captured.is_none() {
-            self.enter(stream, &params.uses)?;
-        }
+        let _entered = match captured {
+            None => Some(self.enter(stream, &params.uses)?),
+            Some(_) => None,
+        };
         *self.last_kernel.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernel);
         let (g, b) = (shape.grid, shape.block);
         let launch = match shape.cooperative {
