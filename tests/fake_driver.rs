@@ -2907,3 +2907,28 @@ fn a_user_stream_waits_for_the_device_stream_only_after_new_work_there() {
         },
     );
 }
+
+#[test]
+fn a_gpus_properties_are_what_its_driver_says() {
+    on_fake_driver("a_gpus_properties_are_what_its_driver_says", &[], |_| {
+        let gpu = fake_gpu();
+        let props = gpu.properties().unwrap();
+        assert_eq!(props.name, gpu.name());
+        assert_eq!((props.multiprocessors, props.warp_size), (132, 32));
+        assert_eq!(props.max_threads_per_block, 1024);
+        assert_eq!(props.shared_bytes_per_block, 48 * 1024);
+        assert_eq!(props.const_bytes, 64 * 1024);
+        assert_eq!(props.total_memory, 1 << 34);
+        assert!(props.cooperative_launch && props.managed_memory);
+        let hw = props.gpu.unwrap();
+        assert_eq!(Some(hw.compute_capability), gpu.compute_capability());
+        assert_eq!(hw.uuid, "GPU-10111213-1415-1617-1819-1a1b1c1d1e00");
+        assert_eq!(
+            (hw.registers_per_multiprocessor, hw.l2_cache_bytes),
+            (65536, 50 << 20)
+        );
+        assert_eq!(hw.max_threads_per_multiprocessor, 2048);
+        assert_eq!(hw.pci, (0, 0x19, 0));
+        assert_eq!(hw.peak_memory_bandwidth(), 3_352_320_000_000.0);
+    });
+}

@@ -356,6 +356,21 @@ impl Driver {
             19 => 1,                                      // can map host memory
             83 => 1,                                      // managed memory
             89 => i32::from(cc >= 60),                    // concurrent managed access
+            // An H100 SXM's hardware, for `Device::properties`.
+            9 => 65536,      // total constant memory
+            12 => 65536,     // registers per block
+            13 => 1_980_000, // clock, kHz
+            18 => 0,         // integrated
+            36 => 2_619_000, // memory clock, kHz
+            37 => 5120,      // memory bus width, bits
+            38 => 50 << 20,  // L2 cache bytes
+            39 => 2048,      // max threads per multiprocessor
+            40 => 3,         // async engines
+            33 => 0x19,      // PCI bus
+            34 => 0,         // PCI device
+            50 => 0,         // PCI domain
+            81 => 233_472,   // shared memory per multiprocessor
+            82 => 65536,     // registers per multiprocessor
             _ => return None,
         })
     }

@@ -139,6 +139,25 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, device: c_int) -> CuResult {
+    call("cuDeviceTotalMem_v2", |d| {
+        d.device(device)?;
+        put(bytes, driver::MEMORY_BYTES)
+    })
+}
+
+/// The fake GPU's UUID: its ordinal in the last byte, the bytes before it counting up.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetUuid(uuid: *mut [u8; 16], device: c_int) -> CuResult {
+    call("cuDeviceGetUuid", |d| {
+        d.device(device)?;
+        let mut bytes: [u8; 16] = std::array::from_fn(|i| 0x10 + i as u8);
+        bytes[15] = device as u8;
+        put(uuid, bytes)
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut Handle, device: c_int) -> CuResult {
     call("cuDevicePrimaryCtxRetain", |d| {
         put(ctx, d.retain_primary(device)? as Handle)

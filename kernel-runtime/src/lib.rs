@@ -163,6 +163,7 @@ pub use host::{
     launcher::{Kernel, KernelMeta},
     memory_info::MemoryInfo,
     pinned::{PinError, PinnedArray},
+    properties::{DeviceProperties, GpuProperties},
     ptr::DevicePtr,
     stream::Stream,
     transfer::{PinnedSlice, PinnedSliceMut},

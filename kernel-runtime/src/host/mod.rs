@@ -37,6 +37,7 @@ pub(crate) mod params;
 pub mod peers;
 pub mod pinned;
 pub mod profiler;
+pub mod properties;
 pub mod ptr;
 #[cfg(feature = "mpi")]
 pub(crate) mod reduce_op;

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 mod capture;
 mod memory;
 mod modules;
+mod properties;
 
 pub(crate) use capture::Captured;
 use memory::keep_freed_memory;
