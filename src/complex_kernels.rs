@@ -108,9 +108,14 @@ pub fn complex_ops(z: &[Complex64], w: Complex64, out: &mut [Complex64]) {
     }
 }
 
-/// The sum of `complex64` numbers (`cuda.reduce` on them): a warp shuffles each as one 64-bit
-/// value.
+/// The sum of `complex64` numbers (`cuda.reduce` on them): a warp moves each as two words.
 #[reduce]
 pub fn sum_c32(a: Complex32, b: Complex32) -> Complex32 {
+    a + b
+}
+
+/// The sum of `complex128` numbers: a warp moves each as four words.
+#[reduce]
+pub fn sum_c64(a: Complex64, b: Complex64) -> Complex64 {
     a + b
 }

@@ -1261,6 +1261,33 @@ pub fn sum_u64(a: u64, b: u64) -> u64 {
     a.wrapping_add(b)
 }
 
+/// The larger of two bytes: a value narrower than the word a warp moves.
+#[reduce]
+pub fn max_u8(a: u8, b: u8) -> u8 {
+    a.max(b)
+}
+
+/// A value and where it was: what an argmax reduces.
+#[derive(Clone, Copy, Debug, PartialEq, DeviceCopy)]
+#[repr(C)]
+pub struct Best {
+    /// The value.
+    pub value: f32,
+    /// Its index.
+    pub index: u32,
+}
+
+/// The larger value, the first index of equal ones: an argmax as a reduction over a struct,
+/// the same in whatever order its values meet.
+#[reduce]
+pub fn argmax(a: Best, b: Best) -> Best {
+    if b.value > a.value || (b.value == a.value && b.index < a.index) {
+        b
+    } else {
+        a
+    }
+}
+
 /// Adds every element of `x` into the one value of `total`, atomically, and writes into `first`
 /// what `x[0]` holds: 0-D arrays as a kernel's scalar results.
 #[kernel]

@@ -84,7 +84,8 @@ fn all() -> Vec<Kernel> {
         last_plus_one => false, matvec => false, awkward_names => false,
         min_max => false, total_and_running => false,
         cmath_all => false, mandelbrot => false, warp_complex_sums => false,
-        times_conj => false, complex_ops => false, sum_c32 => false,
+        times_conj => false, complex_ops => false, sum_c32 => false, sum_c64 => false,
+        max_u8 => false, argmax => false,
     ]
 }
 

@@ -2,8 +2,10 @@
 //! and the one-pass kernel a GPU runs, launched directly on the CPU backends (checked mode
 //! included) with whole and partial warps.
 
+use kernel_runtime::prelude::Complex64;
+use kernel_suite::complex_kernels::sum_c64;
 use kernel_suite::reference::SplitMix64;
-use kernel_suite::test_kernels::{max_i32, min_f32, sum_f64, sum_u64};
+use kernel_suite::test_kernels::{argmax, max_i32, max_u8, min_f32, sum_f64, sum_u64, Best};
 
 mod common;
 use common::backends;
@@ -147,6 +149,71 @@ fn an_overflow_in_fold_is_an_error_as_in_reduce() {
         } else {
             assert_eq!(folded.unwrap(), 0);
             assert_eq!(reduced.unwrap(), Some(0));
+        }
+    }
+}
+
+/// Values of many words, and of less than one: a warp moves each as its 32-bit words, the last
+/// padded.
+#[test]
+fn values_of_any_width_reduce_as_on_the_host() {
+    for dev in backends() {
+        for n in [1, 33, 257, 5000] {
+            let mut rng = SplitMix64(n as u64 + 7);
+            // Whole numbers, exact in any order; ties in the argmax, whose first index wins.
+            let zs: Vec<Complex64> = (0..n)
+                .map(|_| {
+                    Complex64::new(
+                        (rng.next_u64() % 100) as f64,
+                        -((rng.next_u64() % 50) as f64),
+                    )
+                })
+                .collect();
+            let bytes: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
+            let bests: Vec<Best> = (0..n)
+                .map(|i| Best {
+                    value: (rng.next_u64() % 20) as f32,
+                    index: i as u32,
+                })
+                .collect();
+            let what = format!("{:?}, n = {n}", dev.kind());
+            let dz = dev.to_device(&zs).unwrap();
+            assert_eq!(
+                sum_c64.reduce(&dz).unwrap(),
+                Some(zs.iter().sum()),
+                "{what}"
+            );
+            let db = dev.to_device(&bytes).unwrap();
+            assert_eq!(
+                max_u8.reduce(&db).unwrap(),
+                bytes.iter().copied().max(),
+                "{what}"
+            );
+            let top = bests.iter().map(|b| b.value).fold(f32::MIN, f32::max);
+            let first = bests.iter().find(|b| b.value == top).copied();
+            let dbest = dev.to_device(&bests).unwrap();
+            assert_eq!(argmax.reduce(&dbest).unwrap(), first, "{what}");
+
+            // The GPU's pass itself, whose warps move the values: blocks of whole and partial
+            // warps.
+            let (grid, width) = (3, 100);
+            let mut partials = dev.zeros::<Complex64, _>(grid).unwrap();
+            sum_c64.launch(grid, width, (&dz, &mut partials)).unwrap();
+            let mut parts = vec![Complex64::new(0.0, 0.0); grid];
+            for (i, z) in zs.iter().enumerate() {
+                parts[(i % (grid * width as usize)) / width as usize] += z;
+            }
+            assert_eq!(partials.to_vec().unwrap(), parts, "{what}");
+            let mut best_parts = dev.zeros::<Best, _>(1).unwrap();
+            argmax.launch(1, 64, (&dbest, &mut best_parts)).unwrap();
+            assert_eq!(best_parts.to_vec().unwrap(), [first.unwrap()], "{what}");
+            let mut byte_parts = dev.zeros::<u8, _>(1).unwrap();
+            max_u8.launch(1, 40, (&db, &mut byte_parts)).unwrap();
+            assert_eq!(
+                byte_parts.to_vec().unwrap(),
+                [bytes.iter().copied().max().unwrap()],
+                "{what}"
+            );
         }
     }
 }

@@ -60,8 +60,9 @@ pub(crate) const WARP_COLLECTIVES: &[&str] = &[
 
 /// Warp collectives the macro does not take apart: a kernel that calls one runs its threads as
 /// coroutines on the CPU backend, never split into thread loops. The warpgroup's (`wgmma::`)
-/// meet as each warp's lanes.
+/// meet as each warp's lanes; `shfl_down_words` (`#[reduce]`'s) is a shuffle per word.
 pub(crate) const OPAQUE_COLLECTIVES: &[&str] = &[
+    "shfl_down_words",
     "mma_sync",
     "ldmatrix_sync",
     "mma_async",

@@ -1,7 +1,7 @@
 //! The one door for the code that `#[kernel]`, `#[vectorize]` and `#[derive(DeviceCopy)]`
 //! write: re-exports only, not a public API.
 
-pub use crate::base::assert_warp_value;
+pub use crate::base::assert_reducible;
 pub use crate::device_copy::{assert_device_copy, Holds, NoPadding};
 #[cfg(target_arch = "nvptx64")]
 pub use crate::function_shared::symbol as shared_symbol;
@@ -17,6 +17,7 @@ pub use crate::shared::{
     bools1 as shared_bools1, bools2 as shared_bools2, bools3 as shared_bools3,
     dynamic as dynamic_shared, extent, hint_extent, layout, At, ConstMessage, STATIC_LIMIT,
 };
+pub use crate::warp::shfl_down_words;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use crate::{
     cpu::launch::sites::{Site as SharedSite, SITES as FUNCTION_SHARED},
@@ -97,7 +98,7 @@ pub use ndarray::{Array0, Array2, Array3, Ix1};
 
 pub use crate::cores::{CoreShape, Cores, ScalarShape, Scalars};
 pub use crate::ctx::Ctx;
-pub use crate::device_copy::{AnyBitPattern, DeviceCopy};
+pub use crate::device_copy::{zero, AnyBitPattern, DeviceCopy};
 pub use crate::math::DeviceFloat;
 pub use crate::module_array::{ModuleArray, Space};
 pub use crate::view::{Proven, View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};

@@ -56,9 +56,20 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Fails at compile time, at the caller's span, unless a warp can shuffle a `T` (the element
-/// type of a `#[reduce]`).
-pub const fn assert_warp_value<T: WarpValue>() {}
+/// The value types of a `#[reduce]`: plain data without padding, which the pass moves between
+/// the lanes of a warp as its bytes (`warp::shfl_down_words`).
+#[diagnostic::on_unimplemented(
+    message = "`#[reduce]` cannot reduce values of `{Self}`",
+    label = "not plain data without padding",
+    note = "a reduction's values move between a warp's lanes as their bytes: numbers (not \
+            `bool`), complex numbers, arrays of them, and `#[repr(C)]` structs of them without \
+            padding (`#[derive(Clone, Copy, DeviceCopy)]`), of up to 64 bytes"
+)]
+pub trait Reducible: crate::AnyBitPattern {}
+impl<T: crate::AnyBitPattern> Reducible for T {}
+
+/// Fails at compile time, at the caller's span, unless `T` is a `#[reduce]`'s value type.
+pub const fn assert_reducible<T: Reducible>() {}
 
 macro_rules! warp_value {
     ($($t:ty => $bits:ty, $wide:expr;)*) => {$(

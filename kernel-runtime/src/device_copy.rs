@@ -33,6 +33,15 @@ unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
 // when `T` is, all-zero bits are `0 + 0i`.
 unsafe impl<T: DeviceCopy> DeviceCopy for num_complex::Complex<T> {}
 
+/// The all-zero value of `T`, which every [`DeviceCopy`] type has: where generated code needs a
+/// value before it has one (`#[reduce]`'s accumulator before its first element).
+#[doc(hidden)]
+#[inline(always)]
+pub fn zero<T: DeviceCopy>() -> T {
+    // SAFETY: all-zero bits are a value of every `DeviceCopy` type (the trait's contract).
+    unsafe { core::mem::zeroed() }
+}
+
 /// [`DeviceCopy`] data for which every bit pattern is a valid value and that has no padding:
 /// the element types of memory that is not cleared before a kernel reads it (arrays from
 /// [`Device::empty`](crate::Device::empty), `shared_array!`, `dynamic_shared!`) and of

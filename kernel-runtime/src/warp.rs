@@ -187,6 +187,45 @@ pub fn shfl_xor_sync<T: WarpValue>(mask: u32, value: T, lane_mask: u32) -> T {
     ))
 }
 
+/// The most 32-bit words [`shfl_down_words`] moves: values of up to 64 bytes.
+const MAX_WORDS: usize = 16;
+
+/// [`shfl_down_sync`] of any plain value without padding, moved as its 32-bit words one after
+/// the other (CUB's `ShuffleDown`; the last word padded with zeros): what `#[reduce]`'s pass
+/// moves between lanes, whatever its value type (`Complex64`, a `#[repr(C)]` struct of a value
+/// and its index). Every lane of `mask` calls it with the same type.
+#[doc(hidden)]
+#[inline(always)]
+#[track_caller]
+pub fn shfl_down_words<T: crate::AnyBitPattern>(mask: u32, value: T, delta: u32) -> T {
+    const {
+        assert!(
+            core::mem::size_of::<T>() <= 4 * MAX_WORDS,
+            "a warp moves values of at most 64 bytes"
+        )
+    };
+    let (size, mut words) = (core::mem::size_of::<T>(), [0u32; MAX_WORDS]);
+    // SAFETY: `T` is no larger than the words (checked above) and has no padding
+    // (`AnyBitPattern`): its bytes are initialised.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            (&value as *const T).cast::<u8>(),
+            words.as_mut_ptr().cast::<u8>(),
+            size,
+        )
+    };
+    // Straight-line code of a constant length, so that the words stay in registers.
+    macro_rules! each {
+        ($($w:literal)*) => { $( if $w < size.div_ceil(4) {
+            words[$w] = shfl_down_sync(mask, words[$w], delta);
+        } )* };
+    }
+    each!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+    // SAFETY: the bytes are a `T`'s, another lane's or this one's, and any bits are a `T`
+    // (`AnyBitPattern`).
+    unsafe { words.as_ptr().cast::<T>().read_unaligned() }
+}
+
 /// A vote of the lanes of `mask`: `vote.sync.MODE` with the result as a `u32`.
 #[cfg(target_arch = "nvptx64")]
 macro_rules! vote {

@@ -19,9 +19,6 @@ use syn::{ItemFn, ReturnType, Type};
 /// Threads per block of the pass, a multiple of the warp's 32.
 const THREADS: usize = 256;
 
-/// The primitive element types of a reduction: those a warp shuffle moves.
-const NUMBERS: [&str; 6] = ["i32", "u32", "i64", "u64", "f32", "f64"];
-
 pub fn reduce(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     if !attr.is_empty() {
         return Err(syn::Error::new_spanned(
@@ -46,7 +43,7 @@ pub fn reduce(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     crate::kernel::rewrite::mapped_body(&mut func, &params)?;
     let pass = pass(&name, &vis, &docs, &scalar, &ty);
     let shuffled = quote_spanned! {ty.span()=>
-        const _: () = ::kernel_runtime::__rt::assert_warp_value::<#ty>();
+        const _: () = ::kernel_runtime::__rt::assert_reducible::<#ty>();
     };
     let host = host(&name, &scalar, &ty);
     Ok(quote! {
@@ -83,15 +80,20 @@ fn signature(sig: &syn::Signature) -> syn::Result<Type> {
         .iter()
         .map(|a| {
             let p = params::parse(a)?;
-            // The types a warp shuffle moves: primitives by name, others (`Complex32`) by the
-            // compiler's check of `WarpValue`.
+            // Values, not arrays or references: which of them a warp moves is the compiler's
+            // check of `Reducible`.
             match p.kind {
-                Kind::Scalar(t) if NUMBERS.contains(&quote!(#t).to_string().as_str()) => Ok(t),
-                Kind::Struct(t) => Ok(t),
+                Kind::Scalar(t) if quote!(#t).to_string() == "bool" => Err(syn::Error::new(
+                    p.ty_span,
+                    "a reduction's values move between a warp's lanes as their bytes, and only \
+                     0 and 1 are `bool`s: reduce `u8`s of 0 and 1 (`max` for `any`, `min` for \
+                     `all`)",
+                )),
+                Kind::Scalar(t) | Kind::Struct(t) => Ok(t),
                 _ => Err(syn::Error::new(
                     p.ty_span,
-                    "a reduction combines two values of a type a warp shuffle moves: `i32`, \
-                     `u32`, `i64`, `u64`, `f32`, `f64` or `Complex32`",
+                    "a reduction combines two values: numbers, complex numbers or \
+                     `#[repr(C)]` structs of them, not arrays or references",
                 )),
             }
         })
@@ -132,7 +134,7 @@ fn pass(
             let width = d.x as usize * d.y as usize * d.z as usize;
             let block = (b.z as usize * g.y as usize + b.y as usize) * g.x as usize + b.x as usize;
             let stride = g.x as usize * g.y as usize * g.z as usize * width;
-            let mut acc: #ty = ::core::default::Default::default();
+            let mut acc: #ty = #rt::zero();
             let mut have = 0u32;
             let mut i = block * width + t;
             while i < x.len() {
@@ -146,7 +148,7 @@ fn pass(
             let lane = #rt::lane_id();
             let mut offset = 16u32;
             while offset > 0 {
-                let other = #rt::shfl_down_sync(mask, acc, offset);
+                let other = #rt::shfl_down_words(mask, acc, offset);
                 let other_has = #rt::shfl_down_sync(mask, have, offset);
                 if lane + offset < lanes && other_has == 1 {
                     acc = if have == 1 { #op(acc, other) } else { other };
