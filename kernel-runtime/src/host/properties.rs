@@ -6,6 +6,8 @@ use super::device::Device;
 use super::error::Error;
 use crate::dim::Dim3;
 
+pub use super::cuda::GpuProperties;
+
 /// A device's properties ([`Device::properties`]): what both backends have, and a GPU's
 /// hardware besides.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,57 +41,6 @@ pub struct DeviceProperties {
     pub managed_memory: bool,
     /// A GPU's hardware; `None` on the CPU backend.
     pub gpu: Option<GpuProperties>,
-}
-
-/// What a GPU's hardware has ([`DeviceProperties::gpu`]), by CUDA's names.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GpuProperties {
-    /// The ordinal of the GPU, as [`Device::cuda`] takes it.
-    pub ordinal: usize,
-    /// The compute capability, `(9, 0)` for an H100 or H200.
-    pub compute_capability: (u32, u32),
-    /// The GPU's UUID as `nvidia-smi -L` prints it (`GPU-` and 32 hexadecimal digits in five
-    /// groups), Numba's `device.uuid`.
-    pub uuid: String,
-    /// Most threads resident on one multiprocessor (`maxThreadsPerMultiProcessor`: 2048).
-    pub max_threads_per_multiprocessor: u32,
-    /// Shared memory of one multiprocessor, in bytes (`sharedMemPerMultiprocessor`).
-    pub shared_bytes_per_multiprocessor: usize,
-    /// 32-bit registers a block may have (`regsPerBlock`).
-    pub registers_per_block: u32,
-    /// 32-bit registers of one multiprocessor (`regsPerMultiprocessor`).
-    pub registers_per_multiprocessor: u32,
-    /// The second-level cache, in bytes (`l2CacheSize`).
-    pub l2_cache_bytes: usize,
-    /// The width of the memory bus, in bits (`memoryBusWidth`).
-    pub memory_bus_bits: u32,
-    /// The memory's clock, in kHz (`memoryClockRate`).
-    pub memory_clock_khz: u32,
-    /// The multiprocessors' clock, in kHz (`clockRate`).
-    pub clock_khz: u32,
-    /// Copy engines: how many copies can run at once beside kernels (`asyncEngineCount`).
-    pub copy_engines: u32,
-    /// Whether the GPU shares the host's memory (`integrated`).
-    pub integrated: bool,
-    /// Where the GPU is on the PCI bus: domain, bus and device (`pciDomainID`, `pciBusID`,
-    /// `pciDeviceID`).
-    pub pci: (u32, u32, u32),
-}
-
-impl GpuProperties {
-    /// The memory's theoretical bandwidth in bytes a second, as CUDA's samples compute it from
-    /// the clock and the bus (two transfers a clock): the bound a memory-bound kernel's measured
-    /// bandwidth is read against.
-    ///
-    /// ```
-    /// # use kernel_runtime::GpuProperties;
-    /// # fn peak(gpu: &GpuProperties) -> f64 {
-    /// gpu.peak_memory_bandwidth() / 1e9 // GB/s
-    /// # }
-    /// ```
-    pub fn peak_memory_bandwidth(&self) -> f64 {
-        2.0 * self.memory_clock_khz as f64 * 1e3 * (self.memory_bus_bits as f64 / 8.0)
-    }
 }
 
 impl Device {
@@ -154,43 +105,9 @@ impl Device {
     }
 }
 
-/// What [`Device::properties`] reads from a GPU's driver beyond its launch limits.
-pub(crate) struct Hardware {
-    pub multiprocessors: u32,
-    pub warp_size: u32,
-    pub const_bytes: usize,
-    pub total_memory: usize,
-    pub cooperative_launch: bool,
-    pub managed_memory: bool,
-    pub gpu: GpuProperties,
-}
-
-/// `bytes`, a driver's UUID, as `nvidia-smi -L` prints it: `GPU-` and the hexadecimal digits
-/// in groups of 8, 4, 4, 4 and 12.
-pub(crate) fn uuid_text(bytes: &[u8; 16]) -> String {
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    let groups = [
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..],
-    ];
-    format!("GPU-{}", groups.join("-"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_uuid_reads_as_nvidia_smi_prints_it() {
-        let bytes: [u8; 16] = core::array::from_fn(|i| (i * 17) as u8);
-        assert_eq!(
-            uuid_text(&bytes),
-            "GPU-00112233-4455-6677-8899-aabbccddeeff"
-        );
-    }
 
     #[test]
     fn the_cpu_backend_has_a_multiprocessor_per_worker_and_cudas_limits() {
@@ -200,27 +117,5 @@ mod tests {
         assert_eq!(props.shared_bytes_per_block, 48 * 1024);
         assert!(props.total_memory > 0 && props.gpu.is_none());
         assert_eq!(props.name, Device::cpu().name());
-    }
-
-    #[test]
-    fn peak_bandwidth_is_two_transfers_a_clock_over_the_bus() {
-        // An H100 SXM's HBM3: 5120 bits at 2619 MHz, 3.35 TB/s.
-        let gpu = GpuProperties {
-            ordinal: 0,
-            compute_capability: (9, 0),
-            uuid: String::new(),
-            max_threads_per_multiprocessor: 2048,
-            shared_bytes_per_multiprocessor: 233_472,
-            registers_per_block: 65536,
-            registers_per_multiprocessor: 65536,
-            l2_cache_bytes: 50 << 20,
-            memory_bus_bits: 5120,
-            memory_clock_khz: 2_619_000,
-            clock_khz: 1_980_000,
-            copy_engines: 3,
-            integrated: false,
-            pci: (0, 0x19, 0),
-        };
-        assert_eq!(gpu.peak_memory_bandwidth(), 3_352_320_000_000.0);
     }
 }

@@ -27,6 +27,7 @@ use memory::keep_freed_memory;
 #[cfg(feature = "mpi")]
 pub(crate) use memory::Pitched;
 use modules::Modules;
+pub use properties::GpuProperties;
 
 /// Errors that leave a context unusable: a kernel trapped (a failed index check) or touched
 /// memory it must not, and every later call in the context fails the same way.
