@@ -13,10 +13,10 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::{add, add_chunked, add_streamed, add_vectorized};
+use kernel_examples::{cli::Args, reference};
 use kernel_runtime::ndarray::Ix1;
 use kernel_runtime::prelude::*;
 use kernel_runtime::{PinnedArray, Stream};
-use kernel_suite::{cli::Args, reference};
 
 const NAME: &str = "add_list";
 /// The original's size: 100,000,000 elements.

@@ -28,10 +28,10 @@ use gpu_kernels::{
     WORD_THREADS,
 };
 use hopper_kernels::{matmul_wgmma, matmul_wgmma_tf32, matmul_wgmma_wide, WG_THREADS};
+use kernel_examples::cli::Args;
 use kernel_runtime::ndarray::{Ix1, Ix2};
 use kernel_runtime::prelude::*;
 use kernel_runtime::PinnedArray;
-use kernel_suite::cli::Args;
 use rayon::prelude::*;
 use std::time::Instant;
 

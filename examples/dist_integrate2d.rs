@@ -9,9 +9,9 @@
 //! ```
 
 use gpu_kernels::integrate2d_band;
+use kernel_examples::cli::Args;
 use kernel_runtime::cluster::Cluster;
 use kernel_runtime::LaunchConfig;
-use kernel_suite::cli::Args;
 use std::time::Instant;
 
 type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;

@@ -12,9 +12,9 @@
 //! timing and the bytes exchanged per step to stderr.
 
 use gpu_kernels::smooth;
+use kernel_examples::cli::Args;
 use kernel_runtime::cluster::Cluster;
 use kernel_runtime::ndarray::Array2;
-use kernel_suite::cli::Args;
 use std::time::Instant;
 
 type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;

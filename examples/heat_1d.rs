@@ -11,8 +11,8 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::{heat_step, heat_steps};
+use kernel_examples::cli::Args;
 use kernel_runtime::prelude::*;
-use kernel_suite::cli::Args;
 
 const NAME: &str = "heat_1d";
 /// Points of the rod: the GPU's default, and the CPU backend's.

@@ -13,8 +13,8 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::{integrate2d_rows, integrate2d_shared, INTEGRATE_TPB};
+use kernel_examples::{cli::Args, reference};
 use kernel_runtime::prelude::*;
-use kernel_suite::{cli::Args, reference};
 use std::f64::consts::PI;
 
 const NAME: &str = "integrate2d";

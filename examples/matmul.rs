@@ -10,8 +10,8 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::{matmul_tiled, TPB};
+use kernel_examples::{cli::Args, reference};
 use kernel_runtime::prelude::*;
-use kernel_suite::{cli::Args, reference};
 use ndarray::{s, Array2};
 
 const NAME: &str = "matmul";

@@ -11,9 +11,9 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::{fill_uniform_3d, pi_hits};
+use kernel_examples::cli::Args;
 use kernel_runtime::prelude::*;
 use kernel_runtime::random::create_xoroshiro128p_states;
-use kernel_suite::cli::Args;
 
 const NAME: &str = "monte_carlo_pi";
 /// Threads (and generators) of the GPU original.

@@ -13,8 +13,8 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::quicksort;
+use kernel_examples::{cli::Args, reference};
 use kernel_runtime::prelude::*;
-use kernel_suite::{cli::Args, reference};
 
 const NAME: &str = "quicksort";
 /// The GPU size: 2^24 keys.

@@ -15,8 +15,8 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::{smooth, smooth_stencil};
+use kernel_examples::{cli::Args, reference};
 use kernel_runtime::prelude::*;
-use kernel_suite::{cli::Args, reference};
 use ndarray::Array2;
 
 const NAME: &str = "smooth";

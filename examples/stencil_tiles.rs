@@ -12,8 +12,8 @@ mod common;
 
 use common::{report, Result};
 use gpu_kernels::{laplace3d, smooth_stencil};
+use kernel_examples::cli::Args;
 use kernel_runtime::prelude::*;
-use kernel_suite::cli::Args;
 
 const NAME: &str = "stencil_tiles";
 

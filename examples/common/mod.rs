@@ -3,8 +3,8 @@
 //! Each example includes this file with `mod common;`; not every example uses every item.
 #![allow(dead_code)]
 
+use kernel_examples::cli::Args;
 use kernel_runtime::{Device, DeviceKind};
-use kernel_suite::cli::Args;
 use std::time::{Duration, Instant};
 
 /// The error of an example's `run`: a library error, an I/O error or a message.

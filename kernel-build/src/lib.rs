@@ -12,8 +12,10 @@
 //! What happens:
 //!
 //! 1. The crate's sources are parsed, from each crate root cargo finds by its conventions
-//!    (`src/lib.rs`, `src/main.rs`, `src/bin/`, `examples/`, `tests/`, `benches/`) through
-//!    every module; each root with kernels gets a module of its own. The `#[kernel]` and
+//!    (`src/lib.rs`, `src/main.rs`, `src/bin/`, `examples/`, `tests/`, `benches/`) or that
+//!    `Cargo.toml` declares at a path (`[[example]] path = "..."`; `autoexamples = false` and
+//!    the like turn the conventions off) through every module; each root with kernels gets a
+//!    module of its own. The `#[kernel]` and
 //!    `#[device]` functions are taken, with the `const`s,
 //!    `static`s, types (and their empty-bodied marker `impl`s) and `macro_rules!` macros they
 //!    mention, the `use` items that resolve on the device (`kernel_runtime::…`, `core::…`, and

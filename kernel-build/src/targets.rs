@@ -1,8 +1,10 @@
 //! The crate roots of a package whose kernels are built, each into a PTX module of its own: the
 //! library (or, without one, `src/main.rs`), and the binaries, examples, tests and benches that
 //! cargo finds by its conventions (`src/bin/`, `examples/`, `tests/`, `benches/`: a file, or a
-//! directory with a `main.rs`). A kernel written in a test or an example is then as much a GPU
-//! kernel as one in the library.
+//! directory with a `main.rs`) or that `Cargo.toml` declares at a `path` of their own
+//! (`[[example]]`), less the conventional ones its `autoexamples = false` (and the like) turns
+//! off. A kernel written in a test or an example is then as much a GPU kernel as one in the
+//! library.
 //!
 //! `#[kernel]` finds a target's module by the names cargo gives the target's compilation:
 //! `kernel_ptx.bin-<crate>.txt` where `CARGO_BIN_NAME` is set (binaries and examples),
@@ -54,17 +56,107 @@ pub(crate) fn discover(manifest_dir: &Path, package: &str) -> Option<Vec<Target>
     if lib.is_file() && main.is_file() {
         targets.push(keyed(main, "bin", package));
     }
-    for (dir, kind) in [
-        ("src/bin", "bin"),
-        ("examples", "bin"),
-        ("tests", "test"),
-        ("benches", "test"),
+    let manifest = fs::read_to_string(manifest_dir.join("Cargo.toml")).unwrap_or_default();
+    let declared = Declared::read(&manifest);
+    for (dir, table, kind) in [
+        ("src/bin", "bin", "bin"),
+        ("examples", "example", "bin"),
+        ("tests", "test", "test"),
+        ("benches", "bench", "test"),
     ] {
-        for (root, name) in roots_in(&manifest_dir.join(dir)) {
+        let mut roots = match declared.auto(table) {
+            true => roots_in(&manifest_dir.join(dir)),
+            false => Vec::new(),
+        };
+        for (name, path) in declared.of(table) {
+            roots.retain(|(_, n)| *n != name);
+            let root = match path {
+                Some(path) => manifest_dir.join(path),
+                None => conventional(&manifest_dir.join(dir), &name),
+            };
+            roots.push((root, name));
+        }
+        roots.sort();
+        for (root, name) in roots {
             targets.push(keyed(root, kind, &name));
         }
     }
     Some(targets)
+}
+
+/// Where cargo looks for target `name` in `dir` when its table gives no `path`.
+fn conventional(dir: &Path, name: &str) -> PathBuf {
+    let file = dir.join(format!("{name}.rs"));
+    match file.is_file() {
+        true => file,
+        false => dir.join(name).join("main.rs"),
+    }
+}
+
+/// What a `Cargo.toml` says of its targets: the `auto*` switches of `[package]`, and each
+/// `[[bin]]`, `[[example]]`, `[[test]]` and `[[bench]]` table's `name` and `path`. Read line by
+/// line, as cargo's own manifests of packages with kernels write them (a key per line).
+#[derive(Debug, Default)]
+struct Declared {
+    /// `(table, name, path)` of each target table.
+    targets: Vec<(String, String, Option<String>)>,
+    /// The tables (`example`, ..) whose `auto*` switch is `false`.
+    off: Vec<String>,
+}
+
+impl Declared {
+    fn read(manifest: &str) -> Declared {
+        let mut declared = Declared::default();
+        let mut table = String::new();
+        for line in manifest.lines() {
+            let line = line.split(" #").next().unwrap_or("").trim();
+            if line.starts_with('#') {
+                continue;
+            }
+            if let Some(header) = line.strip_prefix("[[").and_then(|l| l.strip_suffix("]]")) {
+                table = header.trim().to_string();
+                declared.targets.push((table.clone(), String::new(), None));
+                continue;
+            }
+            if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                table = header.trim().to_string();
+                continue;
+            }
+            let Some((key, value)) = line.split_once('=') else {
+                continue;
+            };
+            let (key, value) = (key.trim(), value.trim().trim_matches('"'));
+            let switch = ["bin", "example", "test", "bench"]
+                .into_iter()
+                .find(|t| key == format!("auto{t}s") || key == format!("auto{t}es"));
+            if let (true, Some(t), "false") = (table == "package", switch, value) {
+                declared.off.push(t.to_string());
+            }
+            if let Some((t, name, path)) = declared.targets.last_mut() {
+                if *t == table && key == "name" {
+                    *name = value.to_string();
+                } else if *t == table && key == "path" {
+                    *path = Some(value.to_string());
+                }
+            }
+        }
+        declared.targets.retain(|(_, name, _)| !name.is_empty());
+        declared
+    }
+
+    /// Whether cargo finds the targets of `table` by its conventions.
+    fn auto(&self, table: &str) -> bool {
+        !self.off.iter().any(|t| t == table)
+    }
+
+    /// The name and path of each `[[table]]`.
+    fn of(&self, table: &str) -> Vec<(String, Option<String>)> {
+        self.targets
+            .iter()
+            .filter(|(t, _, _)| t == table)
+            .map(|(_, name, path)| (name.clone(), path.clone()))
+            .collect()
+    }
 }
 
 fn keyed(root: PathBuf, kind: &str, name: &str) -> Target {
@@ -145,6 +237,32 @@ mod tests {
             .skip(1)
             .all(|t| is_target_module(&t.ptx_file())));
         assert!(!is_target_module(PTX_FILE_NAME));
+
+        // Declared targets: at paths of their own, and the conventional ones turned off.
+        fs::write(
+            dir.join("Cargo.toml"),
+            "[package]\nname = \"my-crate\"\nautoexamples = false # declared below\nautobenches = false\n\n\
+             [[example]]\nname = \"tool\"\npath = \"tools/tool.rs\"\n\n\
+             [[test]]\nname = \"it\"\nharness = false\n",
+        )
+        .unwrap();
+        let targets = discover(&dir, "my-crate").unwrap();
+        let roots: Vec<String> = targets
+            .iter()
+            .map(|t| t.root.strip_prefix(&dir).unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            roots,
+            [
+                "src/lib.rs",
+                "src/main.rs",
+                "src/bin/tool-a.rs",
+                "tools/tool.rs",
+                "tests/it.rs",
+            ]
+        );
+        assert_eq!(targets[3].ptx_file(), "kernel_ptx.bin-tool.txt");
+        fs::remove_file(dir.join("Cargo.toml")).unwrap();
 
         fs::remove_file(dir.join("src/lib.rs")).unwrap();
         let targets = discover(&dir, "my-crate").unwrap();

@@ -40,6 +40,7 @@ pub const CRATES: &[&str] = &[
     "foreign-kernels",
     "fake-cuda",
     ".",
+    "examples",
     "xtask",
 ];
 
