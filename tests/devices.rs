@@ -308,3 +308,30 @@ fn the_gpus_the_driver_sees_open_as_devices() {
         assert_eq!(gpu.kind(), DeviceKind::Cuda(i));
     }
 }
+
+#[test]
+fn every_usable_device_says_what_it_has() {
+    for dev in usable_devices() {
+        let props = dev.properties().unwrap();
+        let what = dev.name();
+        assert!(
+            props.multiprocessors >= 1 && props.warp_size == 32,
+            "{what}"
+        );
+        assert!(props.max_threads_per_block >= 1024, "{what}");
+        assert!(props.shared_bytes_per_block_optin >= props.shared_bytes_per_block);
+        assert!(
+            props.total_memory > 0 && props.const_bytes >= 64 * 1024,
+            "{what}"
+        );
+        let gpu = props.gpu.as_ref();
+        assert_eq!(gpu.map(|g| g.compute_capability), dev.compute_capability());
+        if let Some(g) = gpu {
+            // `GPU-` and 32 hexadecimal digits in five groups.
+            assert_eq!((g.uuid.len(), &g.uuid[..4]), (40, "GPU-"), "{what}");
+            assert!(g.registers_per_multiprocessor >= 65536 / 2, "{what}");
+            assert!(g.peak_memory_bandwidth() > 1e11, "{what}: {g:?}");
+        }
+        println!("{what}: {props:?}");
+    }
+}
