@@ -164,8 +164,7 @@ pub(crate) struct CudaDevice {
     /// Loaded modules (one per crate of kernels).
     modules: Mutex<Modules>,
     /// The user streams work was queued on since the device's stream last caught up with them
-    /// all ([`barrier`](Self::barrier)), each with the count of [`mark_own_work`](Self::mark_own_work)
-    /// that it last waited for.
+    /// all ([`barrier`](Self::barrier)), each with the count of `own_work` it last waited for.
     pending: Mutex<Vec<(Arc<CudaStream>, u64)>>,
     /// How many times work was queued on the device's stream: a user stream that waited for
     /// it at one count need not wait again while the count stays ([`enter`](Self::enter)).
