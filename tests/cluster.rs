@@ -105,7 +105,10 @@ fn other_device(c: &Cluster) -> Result {
     }
 }
 
-const CHECKS: [(&str, fn(&Cluster) -> Result); 14] = [
+/// A check run on every rank, named.
+type Check = (&'static str, fn(&Cluster) -> Result);
+
+const CHECKS: [Check; 14] = [
     (
         "the collectives go where EXPECT_NCCL says",
         nccl_as_expected,
@@ -277,7 +280,7 @@ fn halo_rows(c: &Cluster) -> Result {
 fn halo_blocks(c: &Cluster) -> Result {
     // A 9 × 10 array split over a grid of 1 × 1, 1 × 2 or 2 × 2 ranks, each element 100 i + j;
     // halos of 2 start at -1 and must end as the neighbours' elements, corners included.
-    let grid = if c.size() % 2 == 0 {
+    let grid = if c.size().is_multiple_of(2) {
         (c.size() / 2, 2)
     } else {
         (c.size(), 1)

@@ -78,7 +78,12 @@ pub(crate) fn discover(manifest_dir: &Path, package: &str) -> Option<Vec<Target>
         }
         roots.sort();
         for (root, name) in roots {
-            targets.push(keyed(root, kind, &name));
+            // A declared target whose file is not there is cargo's to report; one that is the
+            // library or the package's own binary (`[[bin]] path = "src/main.rs"`) has its
+            // module already.
+            if root.is_file() && !targets.iter().any(|t| t.root == root) {
+                targets.push(keyed(root, kind, &name));
+            }
         }
     }
     Some(targets)
@@ -205,6 +210,7 @@ mod tests {
             "tests/it.rs",
             "tests/common/mod.rs",
             "benches/speed.rs",
+            "tools/tool.rs",
         ] {
             let path = dir.join(file);
             fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -262,6 +268,23 @@ mod tests {
             ]
         );
         assert_eq!(targets[3].ptx_file(), "kernel_ptx.bin-tool.txt");
+        // The package's own binary declared, by path or by name alone, and a test whose file is
+        // missing: no target of their own.
+        fs::write(
+            dir.join("Cargo.toml"),
+            "[package]\nname = \"my-crate\"\n\n[[bin]]\nname = \"my-crate\"\n\n\
+             [[bin]]\nname = \"main\"\npath = \"src/main.rs\"\n\n[[test]]\nname = \"gone\"\n",
+        )
+        .unwrap();
+        let keys: Vec<String> = discover(&dir, "my-crate")
+            .unwrap()
+            .iter()
+            .map(Target::ptx_file)
+            .collect();
+        assert_eq!(keys.iter().filter(|k| k.contains("my_crate")).count(), 1);
+        assert!(!keys
+            .iter()
+            .any(|k| k.contains("bin-main") || k.contains("gone")));
         fs::remove_file(dir.join("Cargo.toml")).unwrap();
 
         fs::remove_file(dir.join("src/lib.rs")).unwrap();
