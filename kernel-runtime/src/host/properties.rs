@@ -7,6 +7,7 @@ use super::error::Error;
 use crate::dim::Dim3;
 
 pub use super::cuda::GpuProperties;
+use super::cuda::Hardware;
 
 /// A device's properties ([`Device::properties`]): what both backends have, and a GPU's
 /// hardware besides.
@@ -76,32 +77,35 @@ impl Device {
     pub fn properties(&self) -> Result<DeviceProperties, Error> {
         self.usable()?;
         let limits = *self.limits();
-        let mut props = DeviceProperties {
+        let hardware = match self.gpu() {
+            Some(gpu) => gpu.properties()?,
+            // The CPU backend's: its worker threads, CUDA's warp and constant memory, the
+            // host's memory, and every kind of launch and array.
+            None => Hardware {
+                multiprocessors: rayon::current_num_threads() as u32,
+                warp_size: crate::base::WARP_SIZE,
+                const_bytes: 64 * 1024,
+                total_memory: crate::zeroed::host_memory().1,
+                cooperative_launch: true,
+                managed_memory: true,
+                gpu: None,
+            },
+        };
+        Ok(DeviceProperties {
             name: self.name(),
-            multiprocessors: rayon::current_num_threads() as u32,
-            warp_size: crate::base::WARP_SIZE,
+            multiprocessors: hardware.multiprocessors,
+            warp_size: hardware.warp_size,
             max_threads_per_block: limits.max_threads_per_block,
             max_block: limits.max_block,
             max_grid: limits.max_grid,
             shared_bytes_per_block: limits.max_shared_bytes,
             shared_bytes_per_block_optin: limits.shared_bytes_limit(),
-            const_bytes: 64 * 1024,
-            total_memory: crate::zeroed::host_memory().1,
-            cooperative_launch: true,
-            managed_memory: true,
-            gpu: None,
-        };
-        if let Some(gpu) = self.gpu() {
-            let hardware = gpu.properties()?;
-            props.multiprocessors = hardware.multiprocessors;
-            props.warp_size = hardware.warp_size;
-            props.const_bytes = hardware.const_bytes;
-            props.total_memory = hardware.total_memory;
-            props.cooperative_launch = hardware.cooperative_launch;
-            props.managed_memory = hardware.managed_memory;
-            props.gpu = Some(hardware.gpu);
-        }
-        Ok(props)
+            const_bytes: hardware.const_bytes,
+            total_memory: hardware.total_memory,
+            cooperative_launch: hardware.cooperative_launch,
+            managed_memory: hardware.managed_memory,
+            gpu: hardware.gpu,
+        })
     }
 }
 

@@ -28,6 +28,7 @@ use memory::keep_freed_memory;
 pub(crate) use memory::Pitched;
 use modules::Modules;
 pub use properties::GpuProperties;
+pub(crate) use properties::Hardware;
 
 /// Errors that leave a context unusable: a kernel trapped (a failed index check) or touched
 /// memory it must not, and every later call in the context fails the same way.

@@ -57,7 +57,8 @@ impl GpuProperties {
     }
 }
 
-/// What [`Device::properties`] reads from a GPU's driver beyond its launch limits.
+/// What [`Device::properties`](crate::Device::properties) gives beyond a device's launch
+/// limits: a GPU's from its driver (`gpu` its hardware), the CPU backend's of its own.
 pub(crate) struct Hardware {
     pub multiprocessors: u32,
     pub warp_size: u32,
@@ -65,7 +66,7 @@ pub(crate) struct Hardware {
     pub total_memory: usize,
     pub cooperative_launch: bool,
     pub managed_memory: bool,
-    pub gpu: GpuProperties,
+    pub gpu: Option<GpuProperties>,
 }
 
 /// `bytes`, a driver's UUID, as `nvidia-smi -L` prints it: `GPU-` and the hexadecimal digits
@@ -124,7 +125,7 @@ impl CudaDevice {
             total_memory: self.ctx.total_mem().map_err(failed)?,
             cooperative_launch: get(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? != 0,
             managed_memory: get(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)? != 0,
-            gpu,
+            gpu: Some(gpu),
         })
     }
 }
