@@ -19,7 +19,7 @@ use super::device::permitted;
 use super::device::Device;
 use super::error::Error;
 use super::order::Access;
-use super::pinned::{c_order, c_order_array, PinError};
+use super::pinned::{c_order_array, taken, PinError};
 use crate::device_copy::DeviceCopy;
 
 impl Device {
@@ -141,13 +141,8 @@ impl Device {
         &self,
         host: impl Into<ndarray::Array<T, D>>,
     ) -> Result<DeviceArray<T, D>, Box<PinError<T, D>>> {
-        let host = host.into();
         let back = |error, array| Box::new(PinError { error, array });
-        if let Err(error) = permitted(self, "mapping host memory") {
-            return Err(back(error, host));
-        }
-        let (mut v, dim) = c_order(host);
-        let bytes = std::mem::size_of_val(&v[..]);
+        let (mut v, dim, bytes) = taken(self, host.into(), "mapping host memory")?;
         let Some(gpu) = self.gpu().filter(|_| bytes > 0) else {
             return match self.gpu() {
                 // No elements: nothing to map.

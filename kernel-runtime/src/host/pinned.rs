@@ -120,12 +120,7 @@ impl Device {
         &self,
         host: impl Into<ndarray::Array<T, D>>,
     ) -> Result<PinnedArray<T, D>, Box<PinError<T, D>>> {
-        let host = host.into();
-        if let Err(error) = permitted(self, "page-locking host memory") {
-            return Err(Box::new(PinError { error, array: host }));
-        }
-        let (mut v, dim) = c_order(host);
-        let bytes = std::mem::size_of_val(&v[..]);
+        let (mut v, dim, bytes) = taken(self, host.into(), "page-locking host memory")?;
         let memory = match self.gpu() {
             Some(gpu) if bytes > 0 => {
                 // SAFETY: the `Vec`'s `bytes` stay allocated while it is registered: the array
@@ -147,6 +142,25 @@ impl Device {
             users: Users::default(),
         })
     }
+}
+
+/// What [`taken`] gives: a host array's elements in C order, its shape and their bytes; or
+/// the array given back with the reason.
+pub(crate) type Taken<T, D> = Result<(Vec<T>, D, usize), Box<PinError<T, D>>>;
+
+/// The host's array `host`, taken for `what` (page-locking or mapping it) on `dev`; or given
+/// back where the device refuses (an unusable `KERNEL_DEVICE`).
+pub(crate) fn taken<T: DeviceCopy, D: Rank>(
+    dev: &Device,
+    host: ndarray::Array<T, D>,
+    what: &str,
+) -> Taken<T, D> {
+    if let Err(error) = permitted(dev, what) {
+        return Err(Box::new(PinError { error, array: host }));
+    }
+    let (v, dim) = c_order(host);
+    let bytes = std::mem::size_of_val(&v[..]);
+    Ok((v, dim, bytes))
 }
 
 /// A host array [`Device::pin`] or [`Device::map`] could not page-lock, given back with the
