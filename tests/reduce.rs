@@ -69,11 +69,15 @@ fn reductions_match_the_host_on_every_backend() {
 
 /// What block `b` of a `grid × width` launch of the pass folds: the elements its threads visit
 /// in their grid-stride loop.
-fn block_sums(xs: &[f64], grid: usize, width: usize) -> Vec<Option<f64>> {
+fn block_sums<T: Copy + std::ops::Add<Output = T>>(
+    xs: &[T],
+    grid: usize,
+    width: usize,
+) -> Vec<Option<T>> {
     let mut sums = vec![None; grid];
     for (i, &x) in xs.iter().enumerate() {
         let b = (i % (grid * width)) / width;
-        sums[b] = Some(sums[b].unwrap_or(0.0) + x);
+        sums[b] = Some(sums[b].map_or(x, |s| s + x));
     }
     sums
 }
@@ -199,10 +203,10 @@ fn values_of_any_width_reduce_as_on_the_host() {
             let (grid, width) = (3, 100);
             let mut partials = dev.zeros::<Complex64, _>(grid).unwrap();
             sum_c64.launch(grid, width, (&dz, &mut partials)).unwrap();
-            let mut parts = vec![Complex64::new(0.0, 0.0); grid];
-            for (i, z) in zs.iter().enumerate() {
-                parts[(i % (grid * width as usize)) / width as usize] += z;
-            }
+            let parts: Vec<Complex64> = block_sums(&zs, grid, width as usize)
+                .into_iter()
+                .map(|s| s.unwrap_or_default())
+                .collect();
             assert_eq!(partials.to_vec().unwrap(), parts, "{what}");
             let mut best_parts = dev.zeros::<Best, _>(1).unwrap();
             argmax.launch(1, 64, (&dbest, &mut best_parts)).unwrap();
