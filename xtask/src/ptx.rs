@@ -1,8 +1,10 @@
 //! `cargo xtask ptx`: builds the kernels to PTX and reports, per kernel and architecture, what
 //! ptxas makes of them: registers, spills, stack frame and static shared memory.
 //!
-//! Every crate with kernels writes its PTX module to `kernel_ptx.txt` in its build-script
-//! `OUT_DIR`; this command takes the newest such file per package.
+//! Every crate with kernels writes its library's PTX module to `kernel_ptx.txt` in its
+//! build-script `OUT_DIR`, and each binary's, example's, test's or bench's with kernels of its
+//! own to `kernel_ptx.<kind>-<name>.txt` beside it; this command takes the newest such directory
+//! per package and reports each of its modules. An empty module is a target without kernels.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -82,6 +84,11 @@ pub fn run(options: Args) -> Result {
     };
     let mut failures = Vec::new();
     for (package, file) in &modules {
+        if is_empty(file) {
+            println!();
+            println!("{package}: no kernels");
+            continue;
+        }
         let ptx = match resolve_ptx(file).and_then(|ptx| own_module(&ptx, &scratch, package)) {
             Ok(ptx) => ptx,
             Err(message) => {
@@ -131,7 +138,9 @@ impl Tools<'_> {
                     continue;
                 }
             }
-            let output = self.scratch.join(format!("{label}-{arch}.cubin"));
+            let output = self
+                .scratch
+                .join(format!("{}-{arch}.cubin", file_stem(label)));
             match assemble(self.ptxas, ptx, arch, &output) {
                 Ok(report) => reports.push(report),
                 Err(message) => {
@@ -154,8 +163,9 @@ impl Tools<'_> {
         print!("{}", format_table(&reports));
         if let Some(table) = sass::format_table(&counts, &options.kernels) {
             println!(
-                "  machine code (listings: {}/{label}-ARCH.sass):",
-                self.scratch.display()
+                "  machine code (listings: {}/{}-ARCH.sass):",
+                self.scratch.display(),
+                file_stem(label)
             );
             print!("{table}");
         }
@@ -166,7 +176,9 @@ impl Tools<'_> {
     }
 }
 
-/// The newest `kernel_ptx.txt` per package under `build_dir/<package>-<hash>/out/`.
+/// The modules in the newest build directory per package
+/// (`build_dir/<package>-<hash>/out/`, by its `kernel_ptx.txt`), each named by its package, and
+/// a target's by its key too: `kernel-suite (test-stencil)`.
 fn find_ptx_modules(build_dir: &Path) -> BTreeMap<String, PathBuf> {
     let mut newest: BTreeMap<String, (SystemTime, PathBuf)> = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir(build_dir) else {
@@ -174,19 +186,52 @@ fn find_ptx_modules(build_dir: &Path) -> BTreeMap<String, PathBuf> {
     };
     for entry in entries.flatten() {
         let dir_name = entry.file_name().to_string_lossy().into_owned();
-        let file = entry.path().join("out").join(PTX_FILE);
-        let Ok(modified) = file.metadata().and_then(|m| m.modified()) else {
+        let out = entry.path().join("out");
+        let Ok(modified) = out.join(PTX_FILE).metadata().and_then(|m| m.modified()) else {
             continue;
         };
         let package = package_of_build_dir(&dir_name).to_string();
         match newest.get(&package) {
             Some((time, _)) if *time >= modified => {}
             _ => {
-                newest.insert(package, (modified, file));
+                newest.insert(package, (modified, out));
             }
         }
     }
-    newest.into_iter().map(|(k, (_, p))| (k, p)).collect()
+    let mut modules = BTreeMap::new();
+    for (package, (_, out)) in newest {
+        for file in std::fs::read_dir(&out).into_iter().flatten().flatten() {
+            let name = file.file_name().to_string_lossy().into_owned();
+            if let Some(label) = module_label(&package, &name) {
+                modules.insert(label, file.path());
+            }
+        }
+    }
+    modules
+}
+
+/// The name a module file `name` of `package` is reported by: the package for the library's,
+/// `package (key)` for a target's `kernel_ptx.<key>.txt`; `None` for other files.
+fn module_label(package: &str, name: &str) -> Option<String> {
+    if name == PTX_FILE {
+        return Some(package.to_string());
+    }
+    let key = name.strip_prefix("kernel_ptx.")?.strip_suffix(".txt")?;
+    (!key.is_empty()).then(|| format!("{package} ({key})"))
+}
+
+/// A module's label as a file name: `kernel-suite (test-stencil)` → `kernel-suite-test-stencil`.
+fn file_stem(label: &str) -> String {
+    label.replace(" (", "-").replace(
+        |c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+        "",
+    )
+}
+
+/// Whether a module file holds nothing: its target has no kernels (without a device toolchain
+/// the build writes no file at all).
+fn is_empty(file: &Path) -> bool {
+    std::fs::read_to_string(file).is_ok_and(|text| text.trim().is_empty())
 }
 
 /// `gpu-kernels-0123abcd4567ef89` → `gpu-kernels` (the part before the last `-<hex hash>`).
@@ -254,7 +299,7 @@ fn own_module(ptx: &Path, scratch: &Path, package: &str) -> Result<Module> {
             relocatable: false,
         });
     };
-    let path = scratch.join(format!("{package}.ptx"));
+    let path = scratch.join(format!("{}.ptx", file_stem(package)));
     std::fs::write(&path, &text[..end])
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(Module {
@@ -280,7 +325,7 @@ fn variants(ptx: &Path, scratch: &Path, package: &str) -> Result<Vec<(String, Mo
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(encoded.trim())
             .map_err(|e| format!("{package}'s {arch} variant is not base64: {e}"))?;
-        let path = scratch.join(format!("{package}-{arch}.ptx"));
+        let path = scratch.join(format!("{}-{arch}.ptx", file_stem(package)));
         std::fs::write(&path, decoded)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         let module = Module {
@@ -454,10 +499,18 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(dir.join("gpu-kernels-bbbb/out").join(PTX_FILE), "new").unwrap();
         std::fs::write(dir.join("other-cccc/out").join(PTX_FILE), "x").unwrap();
+        let target = dir.join("other-cccc/out/kernel_ptx.test-it.txt");
+        std::fs::write(target, "y").unwrap();
+        std::fs::write(dir.join("other-cccc/out/notes.txt"), "z").unwrap();
         let found = find_ptx_modules(&dir);
-        assert_eq!(found.len(), 2);
+        assert_eq!(found.len(), 3, "{found:?}");
         assert!(found["gpu-kernels"].ends_with("gpu-kernels-bbbb/out/kernel_ptx.txt"));
         assert!(found.contains_key("other"));
+        assert!(found["other (test-it)"].ends_with("other-cccc/out/kernel_ptx.test-it.txt"));
+        assert!(!is_empty(&found["other (test-it)"]));
+        assert_eq!(file_stem("other (test-it)"), "other-test-it");
+        std::fs::write(&found["other"], "\n").unwrap();
+        assert!(is_empty(&found["other"]));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
