@@ -935,8 +935,9 @@ fn the_block<'a>(body: &'a str, what: &str, pick: impl Fn(&str) -> bool) -> &'a 
 
 /// The smooth stencil's interior tile of 4 × 4 `i8` reads its window in words: in one basic block,
 /// six word loads (a row each, the tile's four bytes and the byte on each side of them in the
-/// words beside) and twelve byte loads (the bytes beside the tile), all at once; its window and
-/// outputs stay in registers.
+/// words beside) and twelve byte loads (the bytes beside the tile), all at once, and stores each
+/// row of four outputs as one word, packed by three byte permutes; its window and outputs stay
+/// in registers.
 #[test]
 fn smooth_stencil_reads_its_window_in_words() {
     use kernel_runtime::Kernel;
@@ -949,6 +950,8 @@ fn smooth_stencil_reads_its_window_in_words() {
     let window = the_block(body, "smooth_stencil loads words", |b| loads(b, "b32") > 0);
     assert_eq!(loads(window, "b32"), 6, "{window}");
     assert_eq!(loads(window, "s8"), 12, "{window}");
+    assert_eq!(window.matches("st.global.b32").count(), 4, "{window}");
+    assert_eq!(window.matches("prmt.b32").count(), 12, "{window}");
     assert!(!body.contains(".local"), "smooth_stencil uses local memory");
 }
 

@@ -424,29 +424,21 @@ unsafe fn store<T: Copy, const S: usize, const K: usize>(
     (out, wide): (*mut T, bool),
     base: usize,
 ) {
-    let (m, size) = (g.shape[2], core::mem::size_of::<T>());
-    let words = K * size / 4;
-    let wide = wide && size < 4;
+    let m = g.shape[2];
+    let wide = wide && core::mem::size_of::<T>() < 4;
     unrolled::<S>(|r| {
         let at = base + r * m;
         if wide {
-            unrolled::<K>(|w| {
-                if w < words {
-                    // SAFETY: the row's `K` values are `words` whole words, read as such from
-                    // the local row; the word is in the row of `out`, and aligned: `out` and
-                    // its rows start on a word (`wide`), and so does the tile's first column.
-                    unsafe {
-                        let word = values[r].as_ptr().cast::<u32>().add(w).read_unaligned();
-                        out.add(at).cast::<u32>().add(w).write(word)
-                    }
-                }
-            });
-        } else {
-            unrolled::<K>(|k| {
-                // SAFETY: the value was written; the point is in `out` (the caller's contract).
-                unsafe { out.add(at + k).write(values[r][k].assume_init()) }
-            });
+            // The row's first element starts a word: the compiler then stores the row's
+            // elements a word at a time, packed in registers by byte permutes (`prmt`).
+            // SAFETY: `out` and its rows start on a word (`wide`), and so does the tile's
+            // first column, a multiple of `K` elements that fill whole words.
+            unsafe { core::hint::assert_unchecked((out.add(at) as usize).is_multiple_of(4)) };
         }
+        unrolled::<K>(|k| {
+            // SAFETY: the value was written; the point is in `out` (the caller's contract).
+            unsafe { out.add(at + k).write(values[r][k].assume_init()) }
+        });
     });
 }
 
