@@ -855,6 +855,53 @@ pub fn fast_math_all(x: &[f32], y: &[f32], out: &mut Array2<f32>) {
     }
 }
 
+/// The number of values [`fast_ops_of`] gives.
+pub const FAST_OPS: usize = 10;
+
+/// What `fastmath` makes approximate on `f32`, of a positive `v`: a quotient, divided in place,
+/// and each float method it rewrites. On the host (and the CPU backend), as written; in the
+/// device build of `f32`, CUDA's fast intrinsics; of `f64`, as written.
+#[device(fastmath)]
+pub fn fast_ops_of<F: math::LibdeviceFloat + From<i16>>(v: F) -> [F; FAST_OPS] {
+    let mut q = v / (v + F::ONE);
+    q /= F::from(3);
+    [
+        q,
+        v.sqrt(),
+        v.exp(),
+        v.ln(),
+        v.log2(),
+        v.log10(),
+        v.sin(),
+        v.cos(),
+        v.tan(),
+        v.powf(q),
+    ]
+}
+
+/// [`fast_ops_of`] of each `x[i]`, a row each.
+#[kernel(instances(f32, f64))]
+pub fn fast_ops_all<F: math::LibdeviceFloat + From<i16>>(x: &[F], out: &mut Array2<F>) {
+    let i = grid(1);
+    if i < x.len() {
+        for (k, value) in fast_ops_of(x[i]).into_iter().enumerate() {
+            out[[i, k]] = value;
+        }
+    }
+}
+
+/// `x / 3 / (x + 1) + sqrt(x)` of each `x[i]`, approximate in the device build (Numba's
+/// `@cuda.jit(fastmath=True)`).
+#[kernel(fastmath)]
+pub fn fast_quotients(x: &[f32], out: &mut [f32]) {
+    let i = grid(1);
+    if i < x.len() {
+        let mut q = x[i] / 3.0;
+        q /= x[i] + 1.0;
+        out[i] = q + x[i].sqrt();
+    }
+}
+
 /// [`math_more`]'s functions of `f32`, summed.
 #[kernel]
 pub fn math_more_f32(x: &[f32], out: &mut [f32]) {

@@ -1529,6 +1529,57 @@ fn fast_math_error(k: usize, a: f32, y: f32, want: f32) -> f32 {
 }
 
 #[test]
+fn fastmath_bodies_run_as_written_on_the_cpu_and_close_to_it_on_a_gpu() {
+    // Positive values away from the tangent's pole, where CUDA bounds its intrinsics.
+    let x: Vec<f32> = (0..100).map(|i| 0.1 + i as f32 * 0.013).collect();
+    let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    for dev in backends() {
+        let on_gpu = matches!(dev.kind(), DeviceKind::Cuda(_));
+        let mut out = dev.zeros::<f32, _>((x.len(), FAST_OPS)).unwrap();
+        fast_ops_all
+            .launch(4, 32, (&dev.to_device(&x).unwrap(), &mut out))
+            .unwrap();
+        let mut out64 = dev.zeros::<f64, _>((x.len(), FAST_OPS)).unwrap();
+        fast_ops_all
+            .launch(4, 32, (&dev.to_device(&x64).unwrap(), &mut out64))
+            .unwrap();
+        let mut quotients = dev.zeros::<f32, _>(x.len()).unwrap();
+        fast_quotients
+            .launch(4, 32, (&dev.to_device(&x).unwrap(), &mut quotients))
+            .unwrap();
+        let (out, out64, quotients) = (
+            out.to_host().unwrap(),
+            out64.to_host().unwrap(),
+            quotients.to_vec().unwrap(),
+        );
+        // The CPU backend runs the bodies as written; a GPU's `f32` is approximate, its `f64`
+        // libm's.
+        let (bound, bound64) = if on_gpu { (1e-5, 1e-14) } else { (0.0, 0.0) };
+        for (i, &v) in x.iter().enumerate() {
+            let (want, want64) = (fast_ops_of(v), fast_ops_of(v as f64));
+            for k in 0..FAST_OPS {
+                let (got, got64) = (out[[i, k]], out64[[i, k]]);
+                assert!(
+                    (got - want[k]).abs() <= bound * (1.0 + want[k].abs()),
+                    "{v} {k}: {got}"
+                );
+                let err64 = (got64 - want64[k]).abs();
+                assert!(
+                    err64 <= bound64 * (1.0 + want64[k].abs()),
+                    "{v} {k}: {got64}"
+                );
+            }
+            let q = v / 3.0 / (v + 1.0) + v.sqrt();
+            assert!(
+                (quotients[i] - q).abs() <= bound * (1.0 + q),
+                "{v}: {}",
+                quotients[i]
+            );
+        }
+    }
+}
+
+#[test]
 fn cuda_fast_intrinsics_are_within_cudas_bounds_of_the_correctly_rounded_functions() {
     // `a` within [-π, π], where CUDA bounds `__sinf` and `__cosf`; `y` in [0.5, 3].
     let x: Vec<f32> = (0..200).map(|i| i as f32 * 0.0314 - 3.13).collect();

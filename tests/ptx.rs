@@ -85,7 +85,7 @@ fn all() -> Vec<Kernel> {
         min_max => false, total_and_running => false,
         cmath_all => false, mandelbrot => false, warp_complex_sums => false,
         times_conj => false, complex_ops => false, sum_c32 => false, sum_c64 => false,
-        max_u8 => false, argmax => false,
+        max_u8 => false, argmax => false, fast_ops_all => false, fast_quotients => false,
     ]
 }
 
@@ -525,6 +525,42 @@ fn fast_intrinsics_are_the_approximate_instructions() {
     );
     let body = kernel_entry(&kernels, "fast_math_all");
     assert!(!body.contains("div.rn") && !body.contains("call"), "{body}");
+}
+
+#[test]
+fn fastmath_bodies_are_approximate_on_f32_alone() {
+    let Some(kernels) = with_ptx() else { return };
+    let approximate = [
+        "div.approx.f32",
+        "sqrt.approx.f32",
+        "ex2.approx.f32",
+        "lg2.approx.f32",
+        "sin.approx.f32",
+        "cos.approx.f32",
+    ];
+    // `#[device(fastmath)]`, its `f32` instance: CUDA's fast intrinsics, no correctly rounded
+    // division or square root.
+    assert_instructions(&kernels, "fast_ops_all__f32", &approximate);
+    let f32_body = kernel_entry(&kernels, "fast_ops_all__f32");
+    assert!(
+        !f32_body.contains("div.rn") && !f32_body.contains("sqrt.rn"),
+        "{f32_body}"
+    );
+    // Its `f64` instance, as written.
+    assert_instructions(
+        &kernels,
+        "fast_ops_all__f64",
+        &["div.rn.f64", "sqrt.rn.f64"],
+    );
+    let f64_body = kernel_entry(&kernels, "fast_ops_all__f64");
+    assert!(!f64_body.contains(".approx"), "{f64_body}");
+    // `#[kernel(fastmath)]`: `/`, `/=` and `sqrt`.
+    assert_instructions(&kernels, "fast_quotients", &approximate[..2]);
+    let body = kernel_entry(&kernels, "fast_quotients");
+    assert!(
+        !body.contains("div.rn") && !body.contains("sqrt.rn"),
+        "{body}"
+    );
 }
 
 #[test]

@@ -26,7 +26,8 @@ use proc_macro::TokenStream;
 /// `launch_with(config, (args..))`; its body is compiled for the CPU backend and, from the
 /// crate's `build.rs`, to PTX. Options: `#[kernel(boundscheck = false)]` drops index checks,
 /// `#[kernel(barriers)]` forces barrier support when `sync_threads()` is only called from
-/// `#[device]` functions, `#[kernel(instances(f32, f64))]` lists the types a generic kernel is
+/// `#[device]` functions, `#[kernel(fastmath)]` makes its `f32` division and functions CUDA's
+/// approximate ones on a GPU, `#[kernel(instances(f32, f64))]` lists the types a generic kernel is
 /// compiled for (one PTX entry each; tuples for several type parameters). A kernel whose body
 /// calls `grid_sync()` or `this_grid()` is cooperative.
 #[proc_macro_attribute]
@@ -70,6 +71,9 @@ fn build_script_check(item: &proc_macro2::TokenStream, attr: &str) -> proc_macro
 
 /// Marks a function callable from kernels (and from host code): the build-time compiler takes
 /// it into the device crate; `grid(n)`, `thread_idx()` and friends work inside it.
+///
+/// `#[device(fastmath)]` makes its `f32` division and functions approximate on a GPU, as
+/// `#[kernel(fastmath)]` does a kernel's.
 ///
 /// `#[device(extern, cpu = path)] fn name(a: f32, b: f32) -> f32;` declares a device function
 /// whose body is CUDA C++ or PTX that `build.rs` links (`kernel_build::Builder::link_cuda`,

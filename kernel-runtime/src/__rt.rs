@@ -99,6 +99,8 @@ pub use ndarray::{Array0, Array2, Array3, Ix1};
 pub use crate::cores::{CoreShape, Cores, ScalarShape, Scalars};
 pub use crate::ctx::Ctx;
 pub use crate::device_copy::{zero, AnyBitPattern, DeviceCopy};
+#[cfg(target_arch = "nvptx64")]
+pub use crate::math::fastmath;
 pub use crate::math::DeviceFloat;
 pub use crate::module_array::{ModuleArray, Space};
 pub use crate::view::{Proven, View0, View0Mut, View1, View1Mut, View2, View2Mut, View3, View3Mut};

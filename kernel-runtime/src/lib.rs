@@ -64,6 +64,7 @@
         asm_experimental_arch,
         core_float_math,
         link_llvm_intrinsics,
+        min_specialization,
         stmt_expr_attributes
     )
 )]

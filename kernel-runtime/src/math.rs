@@ -12,7 +12,8 @@
 //! `libm` crate. [`fast`] has CUDA's approximate `f32` intrinsics (`__expf`, `__fdividef`, ...),
 //! which Numba's `fastmath=True` uses; a crate built with `KERNEL_FAST_MATH=1`
 //! (`kernel_build::Builder::fast_math`) gets them for `f32`'s `sin`, `cos`, `tan`, `exp`, `ln`,
-//! `log2`, `log10` and `powf` on the GPU, and approximate `/` and `sqrt` too.
+//! `log2`, `log10` and `powf` on the GPU, and approximate `/` and `sqrt` too; a
+//! `#[kernel(fastmath)]` kernel (or `#[device(fastmath)]` function) gets them alone.
 //!
 //! ```
 //! use kernel_runtime::prelude::*;
@@ -43,6 +44,9 @@ mod trig;
 
 mod erfinv;
 pub mod fast;
+#[cfg(target_arch = "nvptx64")]
+#[doc(hidden)]
+pub mod fastmath;
 mod libdevice;
 pub use erfinv::{erfcinv, erfinv, normcdfinv};
 pub use libdevice::{

@@ -1,10 +1,21 @@
-// `#[kernel(..)]` knows the options `boundscheck = false`, `barriers`, `launch_bounds` and
-// `instances(..)` only.
+// `#[kernel(..)]` knows the options `boundscheck = false`, `barriers`, `fastmath`,
+// `launch_bounds`, `max_registers`, `dynamic_shared` and `instances(..)` only; `fastmath` takes
+// a boolean or nothing; `#[device(..)]` knows `fastmath` (and `extern`) only.
 use kernel_runtime::prelude::*;
 
-#[kernel(fastmath)]
+#[kernel(cache)]
 fn fill(out: &mut [f32]) {
     out[grid(1)] = 1.0;
+}
+
+#[kernel(fastmath = 1)]
+fn fill_fast(out: &mut [f32]) {
+    out[grid(1)] = 1.0;
+}
+
+#[device(inline)]
+fn half(x: f32) -> f32 {
+    x / 2.0
 }
 
 fn main() {}

@@ -1,6 +1,7 @@
 //! The device side: a kernel's PTX entry point, and `#[device]` functions.
 
 use crate::emit::launch_bounds;
+use crate::kernel::fastmath;
 use crate::kernel::rewrite::{self, Scope};
 use crate::kernel::validate::{DeviceFn, Kernel};
 use proc_macro2::TokenStream;
@@ -85,7 +86,10 @@ fn device_block(items: TokenStream) -> TokenStream {
 /// The statements of an entry: the context, the grid of a cooperative kernel (whose counter
 /// joins `params`), the views, the body.
 fn body(k: &Kernel, params: &mut Vec<TokenStream>) -> TokenStream {
-    let block = &k.func.block;
+    let mut block = k.func.block.clone();
+    if k.options.fastmath {
+        fastmath::rewrite(&mut block);
+    }
     let check = k.options.boundscheck;
     let bindings = k.params.iter().map(|p| p.device_binding(check));
     let ctx_binding = rewrite::ctx_binding(Scope::Kernel);
@@ -132,7 +136,11 @@ fn sm80_target(body: &crate::kernel::rewrite::Rewritten) -> TokenStream {
 /// `forceinline`, CUDA's `__forceinline__`; `#[inline(never)]`, `__noinline__`), with the
 /// thread's context bound where its body reads it.
 pub fn function(d: DeviceFn) -> TokenStream {
-    let DeviceFn { mut func, body } = d;
+    let DeviceFn {
+        fastmath,
+        mut func,
+        body,
+    } = d;
     let target = device_block(sm80_target(&body));
     if body.uses_ctx {
         let binding = rewrite::ctx_binding(Scope::Function);
@@ -142,9 +150,24 @@ pub fn function(d: DeviceFn) -> TokenStream {
     let inline =
         (!func.attrs.iter().any(|a| a.path().is_ident("inline"))).then(|| quote!(#[inline]));
     let checks = &body.checks;
+    if !fastmath {
+        return quote! {
+            #target
+            #(#checks)*
+            #inline
+            #func
+        };
+    }
+    // The device build's body with its fast arithmetic, the CPU backend's as written.
+    let mut fast = func.clone();
+    fastmath::rewrite(&mut fast.block);
     quote! {
         #target
         #(#checks)*
+        #[cfg(target_arch = "nvptx64")]
+        #inline
+        #fast
+        #[cfg(not(target_arch = "nvptx64"))]
         #inline
         #func
     }

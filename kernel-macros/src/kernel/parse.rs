@@ -11,6 +11,8 @@ pub struct KernelOptions {
     pub boundscheck: bool,
     /// Barrier support forced on (`barriers`).
     pub barriers: bool,
+    /// Approximate `f32` division and functions in the device build (`fastmath`).
+    pub fastmath: bool,
     /// A generic kernel's instances (`instances(f32, f64)`, or tuples for several type
     /// parameters), as written.
     pub instances: Option<Instances>,
@@ -74,6 +76,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
     let mut options = KernelOptions {
         boundscheck: true,
         barriers: false,
+        fastmath: false,
         instances: None,
         launch_bounds: None,
         max_registers: None,
@@ -94,6 +97,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
                 }
             },
             Meta::Path(p) if p.is_ident("barriers") => options.barriers = true,
+            meta if meta.path().is_ident("fastmath") => options.fastmath = fastmath(meta)?,
             Meta::NameValue(nv) if nv.path.is_ident("launch_bounds") => {
                 options.launch_bounds = Some(LaunchBounds::parse(&nv.value)?);
             }
@@ -115,7 +119,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
                 return Err(syn::Error::new_spanned(
                     other,
                     "unknown kernel option: expected `boundscheck = false`, `barriers`, \
-                     `launch_bounds = (threads, blocks)`, `max_registers = n`, \
+                     `fastmath`, `launch_bounds = (threads, blocks)`, `max_registers = n`, \
                      `dynamic_shared = bytes` or `instances(T1, T2, ..)`",
                 ))
             }
@@ -125,12 +129,48 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
     Ok(KernelItem { options, func })
 }
 
-pub fn device(attr: TokenStream, item: TokenStream) -> syn::Result<ItemFn> {
-    if !attr.is_empty() {
-        return Err(syn::Error::new_spanned(
-            attr,
-            "`#[device]` takes no options",
-        ));
+/// `fastmath`, or `fastmath = true` or `false` (Numba's `fastmath=True`).
+fn fastmath(meta: &Meta) -> syn::Result<bool> {
+    match meta {
+        Meta::Path(_) => Ok(true),
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Lit(ExprLit {
+                lit: Lit::Bool(b), ..
+            }) => Ok(b.value),
+            other => Err(syn::Error::new_spanned(
+                other,
+                "`fastmath` takes `true` or `false`, or stands alone",
+            )),
+        },
+        Meta::List(list) => Err(syn::Error::new_spanned(
+            list,
+            "`fastmath` takes no list: write `fastmath` or `fastmath = true`",
+        )),
     }
-    syn::parse2::<ItemFn>(item)
+}
+
+/// A `#[device]` function and its options.
+pub struct DeviceItem {
+    /// Approximate `f32` division and functions in the device build (`fastmath`).
+    pub fastmath: bool,
+    pub func: ItemFn,
+}
+
+pub fn device(attr: TokenStream, item: TokenStream) -> syn::Result<DeviceItem> {
+    let mut fast = false;
+    let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
+    for meta in metas {
+        if !meta.path().is_ident("fastmath") {
+            return Err(syn::Error::new_spanned(
+                meta,
+                "unknown device function option: expected `fastmath`, or `extern` for a \
+                 foreign declaration",
+            ));
+        }
+        fast = fastmath(&meta)?;
+    }
+    Ok(DeviceItem {
+        fastmath: fast,
+        func: syn::parse2::<ItemFn>(item)?,
+    })
 }

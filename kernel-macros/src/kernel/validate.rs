@@ -2,7 +2,7 @@
 
 use crate::kernel::generic::Generic;
 use crate::kernel::params::{self, Param};
-use crate::kernel::parse::{KernelItem, KernelOptions};
+use crate::kernel::parse::{DeviceItem, KernelItem, KernelOptions};
 use crate::kernel::rewrite::{self, Rewritten, Scope};
 use quote::format_ident;
 use syn::{ItemFn, ReturnType, Signature, Type};
@@ -35,6 +35,8 @@ impl Kernel {
 
 /// A device function that passed validation, body already rewritten.
 pub struct DeviceFn {
+    /// Its device build's body is `fastmath`'s.
+    pub fastmath: bool,
     pub func: ItemFn,
     pub body: Rewritten,
 }
@@ -138,7 +140,8 @@ pub fn kernel(item: KernelItem) -> syn::Result<Kernel> {
     })
 }
 
-pub fn device(mut func: ItemFn) -> syn::Result<DeviceFn> {
+pub fn device(item: DeviceItem) -> syn::Result<DeviceFn> {
+    let DeviceItem { fastmath, mut func } = item;
     common(&func.sig, "a device function")?;
     generic_shared(&func)?;
     // The prefix of the names of its shared arrays' PTX variables: the function's, and a hash
@@ -157,7 +160,11 @@ pub fn device(mut func: ItemFn) -> syn::Result<DeviceFn> {
         &[],
         &func.sig.generics,
     )?;
-    Ok(DeviceFn { func, body })
+    Ok(DeviceFn {
+        fastmath,
+        func,
+        body,
+    })
 }
 
 /// Refuses a shared array of a generic device function whose type or size names one of the

@@ -35,6 +35,7 @@
 //! | here | CUDA | the GPU's error (CUDA's programming guide) |
 //! | --- | --- | --- |
 //! | `div(x, y)` | `__fdividef` | 2 ulp for `2⁻¹²⁶ ≤ |y| ≤ 2¹²⁶`; 0 where `2¹²⁶ < |y| < 2¹²⁸` |
+//! | `sqrt(x)` | `sqrtf` under `-prec-sqrt=false` | approximate (PTX's `sqrt.approx.f32`) |
 //! | `exp(x)` | `__expf` | `2 + floor(|1.173 x|)` ulp |
 //! | `exp10(x)` | `__exp10f` | `2 + floor(|2.97 x|)` ulp |
 //! | `log(x)`, `log2(x)`, `log10(x)` | `__logf`, `__log2f`, `__log10f` | `2⁻²¹·⁴¹`, `2⁻²²`, `2⁻²⁴` absolute in `[0.5, 2]`; 3, 2, 3 ulp elsewhere |
@@ -46,6 +47,29 @@
 //! Denormal numbers are kept, as without `-ftz` (Numba's default): a GPU and the CPU backend
 //! then differ only by the approximation. The functions are for `f32`, as CUDA's are; `f64`
 //! code keeps the methods.
+//!
+//! `#[kernel(fastmath)]` (Numba's `@cuda.jit(fastmath=True)`) gives one kernel's `f32` `/` and
+//! methods these forms on a GPU, without naming them:
+//!
+//! ```
+//! use kernel_runtime::prelude::*;
+//!
+//! #[kernel(fastmath)]
+//! fn half_norms(x: &[f32], y: &[f32], out: &mut [f32]) {
+//!     let i = grid(1);
+//!     if i < out.len() {
+//!         out[i] = (x[i] * x[i] + y[i] * y[i]).sqrt() / 2.0; // sqrt.approx, div.approx
+//!     }
+//! }
+//!
+//! let dev = Device::default();
+//! let (x, y) = (dev.to_device(&[3.0f32, 5.0])?, dev.to_device(&[4.0f32, 12.0])?);
+//! let mut out = dev.zeros::<f32, _>(2)?;
+//! half_norms.launch(1, 32, (&x, &y, &mut out))?;
+//! let out = out.to_vec()?;
+//! assert!((out[0] - 2.5).abs() < 1e-5 && (out[1] - 6.5).abs() < 1e-5);
+//! # Ok::<(), kernel_runtime::Error>(())
+//! ```
 
 /// One PTX instruction on `f32` registers: `$instr d, x;` or `$instr d, x, y;`.
 #[cfg(target_arch = "nvptx64")]
@@ -139,6 +163,15 @@ pub fn log10(x: f32) -> f32 {
     x.log10()
 }
 
+/// The square root as nvcc's `-prec-sqrt=false` computes it: PTX's `sqrt.approx.f32`.
+#[inline(always)]
+pub fn sqrt(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    return ptx_f32!("sqrt.approx.f32", x);
+    #[cfg(not(target_arch = "nvptx64"))]
+    x.sqrt()
+}
+
 /// The sine as CUDA's `__sinf`: PTX's `sin.approx.f32`.
 #[inline(always)]
 pub fn sin(x: f32) -> f32 {
@@ -203,6 +236,7 @@ mod tests {
     #[test]
     fn the_cpu_backend_computes_each_function_correctly_rounded() {
         assert_eq!(div(1.0, 3.0), 1.0 / 3.0);
+        assert_eq!(sqrt(2.0), 2f32.sqrt());
         assert_eq!(exp(1.5), 1.5f32.exp());
         assert_eq!(exp10(2.0), 100.0);
         assert_eq!((log(8.0), log2(8.0), log10(1000.0)), (8f32.ln(), 3.0, 3.0));
