@@ -890,7 +890,7 @@ pub fn fast_ops_all<F: math::LibdeviceFloat + From<i16>>(x: &[F], out: &mut Arra
     }
 }
 
-/// `x / 3 / (x + 1) + sqrt(x)` of each `x[i]`, approximate in the device build (Numba's
+/// `(x / 3 / (x + 1) + sqrt(x)) / 2` of each `x[i]`, approximate in the device build (Numba's
 /// `@cuda.jit(fastmath=True)`).
 #[kernel(fastmath)]
 pub fn fast_quotients(x: &[f32], out: &mut [f32]) {
@@ -899,6 +899,7 @@ pub fn fast_quotients(x: &[f32], out: &mut [f32]) {
         let mut q = x[i] / 3.0;
         q /= x[i] + 1.0;
         out[i] = q + x[i].sqrt();
+        out[i] /= 2.0;
     }
 }
 
