@@ -4,6 +4,12 @@
 //! the default tile's result. The defaults (`kernel_runtime::stencil::tile_planes`,
 //! `tile_rows`, `tile_cols`) come from its figures.
 //!
+//! Then where the smooth stencil's time goes, in its default tile: the same nine reads with
+//! no arithmetic but an exclusive or (`smooth xor`), and its sum without the division by 9
+//! (`smooth sum`), each checked against the CPU backend's result. Their times against the
+//! whole stencil's and the copy bandwidth say how much of it the loads and stores take, how
+//! much the sums and how much the division.
+//!
 //! ```sh
 //! cargo run --release --example stencil_tiles [-- --reps 10]
 //! ```
@@ -182,6 +188,36 @@ fn smooth_4x16(x: &Array2<i8>) -> i8 {
     s.div_euclid(9) as i8
 }
 
+/// The smooth stencil's nine reads, folded by exclusive or: its loads and stores, with as
+/// little arithmetic as keeps every read.
+#[stencil]
+fn smooth_xor(x: &Array2<i8>) -> i8 {
+    x[[-1, -1]]
+        ^ x[[-1, 0]]
+        ^ x[[-1, 1]]
+        ^ x[[0, -1]]
+        ^ x[[0, 0]]
+        ^ x[[0, 1]]
+        ^ x[[1, -1]]
+        ^ x[[1, 0]]
+        ^ x[[1, 1]]
+}
+
+/// The smooth stencil's sum of nine, its low byte: the smooth stencil less its division.
+#[stencil]
+fn smooth_sum(x: &Array2<i8>) -> i8 {
+    let s = x[[-1, -1]] as i32
+        + x[[-1, 0]] as i32
+        + x[[-1, 1]] as i32
+        + x[[0, -1]] as i32
+        + x[[0, 0]] as i32
+        + x[[0, 1]] as i32
+        + x[[1, -1]] as i32
+        + x[[1, 0]] as i32
+        + x[[1, 1]] as i32;
+    s as i8
+}
+
 /// The 7-point Laplacian with tiles of 1 × 1.
 #[stencil(tile = (1, 1))]
 fn laplace_1x1(u: &Array3<f32>) -> f32 {
@@ -280,6 +316,26 @@ fn run(args: Args) -> Result {
             ms,
             2.0 * (n * n) as f64,
             out.to_host()? == expect,
+        );
+    }
+    let parts: [(&str, Apply<_, _>); 2] = [
+        ("xor", &|x, o| smooth_xor.apply(x, o)),
+        ("sum", &|x, o| smooth_sum.apply(x, o)),
+    ];
+    let cpu = Device::cpu();
+    let x_cpu = cpu.to_device(&x.to_host()?)?;
+    for (part, apply) in parts {
+        let mut out = dev.zeros::<i8, _>((n, n))?;
+        let ms = common::kernel_ms(&dev, reps, || Ok(apply(&x, &mut out)?))?;
+        let mut on_cpu = cpu.zeros::<i8, _>((n, n))?;
+        apply(&x_cpu, &mut on_cpu)?;
+        let same = out.to_host()? == on_cpu.to_host()?;
+        line(
+            &format!("smooth {part}"),
+            "4x4",
+            ms,
+            2.0 * (n * n) as f64,
+            same,
         );
     }
     let n = if gpu { 512 } else { 48 };
