@@ -1222,6 +1222,15 @@ fn a_stencils_arrays_indexed_as_usual_are_checked_too() {
     taps.copy_from_host_at(2, &[0.25]).unwrap();
     let filtered = filter3.run((&x, &taps)).unwrap().to_vec().unwrap();
     assert_eq!(filtered[1..7], [1.0; 6]);
+    // As a view of part of a longer array: its elements 1..4 written, 4 not; the view's index
+    // is the one reported.
+    let mut longer = dev.empty::<f32, _>(6).unwrap();
+    longer.copy_from_host_at(1, &[0.25, 0.5, 0.25]).unwrap();
+    let viewed = filter3.run((&x, longer.slice(1..4).unwrap())).unwrap();
+    assert_eq!(viewed.to_vec().unwrap()[1..7], [1.0; 6]);
+    let f = finding(filter3.run((&x, longer.slice(2..5).unwrap())).map(drop));
+    let (array, index, _, origin) = unwritten(&f);
+    assert_eq!((array, index, origin), ("taps", &[2][..], Origin::Empty));
 }
 
 /// One warpgroup's product of a 64 × 16 tile of ones by a 16 × 8 tile of ones, which its

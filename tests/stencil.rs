@@ -262,6 +262,13 @@ fn an_array_indexed_as_usual_has_a_shape_of_its_own() {
         );
         let got = convolve.run((&dx, &dt)).unwrap().to_vec().unwrap();
         assert_eq!(got, expect, "{dev:?}");
+        // The taps as a view of part of a longer array, as Numba's `f(x, w[2:5])`.
+        let mut longer = [9.0f32; 8];
+        longer[2..5].copy_from_slice(&taps);
+        let longer = dev.to_device(&longer[..]).unwrap();
+        let part = longer.slice(2..5).unwrap();
+        let viewed = convolve.run((&dx, part)).unwrap().to_vec().unwrap();
+        assert_eq!(viewed, expect, "{dev:?}");
     }
     assert_eq!(convolve::NEIGHBORHOOD, [(-1, 1)]);
     for dev in [Device::cpu(), Device::cpu_checked()] {

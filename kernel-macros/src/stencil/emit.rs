@@ -162,34 +162,35 @@ impl Stencil {
     }
 
     /// The type `apply` takes for parameter `p`: for an input array, a device array or a view
-    /// of one of the inputs' rank; for a standard one, a device array of its own rank; or the
-    /// value.
+    /// of one of the inputs' rank; for a standard one, of its own rank; or the value.
     fn arg_ty(&self, p: &Param) -> TokenStream {
-        match self.role(p) {
-            Role::Relative(elem) => {
-                let ix = format_ident!("Ix{}", self.rank);
+        match self.array_of(p) {
+            Some((rank, elem)) => {
+                let ix = format_ident!("Ix{}", rank);
                 quote!(impl ::kernel_runtime::__rt::IntoDeviceView<'__a, #elem, ::kernel_runtime::ndarray::#ix>)
             }
-            Role::Standard(rank, elem) => {
-                let ix = format_ident!("Ix{}", rank);
-                quote!(&'__a ::kernel_runtime::__rt::DeviceArray<#elem, ::kernel_runtime::ndarray::#ix>)
-            }
-            Role::Value(t) => quote!(#t),
+            None => self.launch_ty(p),
         }
     }
 
-    /// The type `__launch` takes for parameter `p`: an input array's view, or as `apply`.
+    /// The type `__launch` takes for parameter `p`: an array's view, or the value.
     fn launch_ty(&self, p: &Param) -> TokenStream {
-        match self.role(p) {
-            Role::Relative(elem) => {
-                let ix = format_ident!("Ix{}", self.rank);
+        match (self.array_of(p), self.role(p)) {
+            (Some((rank, elem)), _) => {
+                let ix = format_ident!("Ix{}", rank);
                 quote!(::kernel_runtime::__rt::DeviceView<'_, #elem, ::kernel_runtime::ndarray::#ix>)
             }
-            Role::Standard(rank, elem) => {
-                let ix = format_ident!("Ix{}", rank);
-                quote!(&::kernel_runtime::__rt::DeviceArray<#elem, ::kernel_runtime::ndarray::#ix>)
-            }
-            Role::Value(t) => quote!(#t),
+            (None, Role::Value(t)) => quote!(#t),
+            (None, _) => unreachable!("arrays have a rank"),
+        }
+    }
+
+    /// The rank and element type of array parameter `p`, an input or a standard one.
+    fn array_of<'p>(&self, p: &'p Param) -> Option<(usize, &'p Type)> {
+        match self.role(p) {
+            Role::Relative(elem) => Some((self.rank, elem)),
+            Role::Standard(rank, elem) => Some((rank, elem)),
+            Role::Value(_) => None,
         }
     }
 
@@ -409,6 +410,10 @@ impl Stencil {
         };
         let arrays: Vec<syn::Ident> = self.arrays().into_iter().map(local).collect();
         let first = &arrays[0];
+        let viewed: Vec<syn::Ident> = (self.params.iter())
+            .filter(|p| self.array_of(p).is_some())
+            .map(local)
+            .collect();
         let meta = self.meta(&name_str);
         let launch = self.launch(scalar);
         let bounds = self
@@ -436,7 +441,7 @@ impl Stencil {
                 /// views of them alike (`&x`, `x.slice(1..9)?`, `&mut out`, `out.slice_mut(..)?`).
                 pub fn apply<'__a, '__o>(&self, args: #args_ty, out: #out_arg) -> ::core::result::Result<(), #rt::Error> {
                     #destructure
-                    #(let #arrays = #arrays.into_view();)*
+                    #(let #viewed = #viewed.into_view();)*
                     self.__launch(#(#names,)* out.into_view_mut())
                 }
 
@@ -444,7 +449,7 @@ impl Stencil {
                 /// the arrays, and the `cval` (without one, zero) at the others.
                 pub fn run<'__a>(&self, args: #args_ty) -> ::core::result::Result<#out_ty, #rt::Error> {
                     #destructure
-                    #(let #arrays = #arrays.into_view();)*
+                    #(let #viewed = #viewed.into_view();)*
                     let mut out = #first.device().zeros::<#ret, _>(#first.dim())?;
                     self.__launch(#(#names,)* out.view_mut())?;
                     ::core::result::Result::Ok(out)
@@ -515,7 +520,11 @@ impl Stencil {
             };
             let (local, name) = (local(p), p.name.to_string());
             let view = format_ident!("stencil_standard{}", rank);
-            quote!(let #local = #rt::#view(#local, #name);)
+            let marks = format_ident!("{}_marks", local);
+            quote! {
+                let #marks = #rt::stencil_marks(&#local);
+                let #local = #rt::#view(&#local, &#marks, #name);
+            }
         });
         let (below, above) = self.reach3();
         let (planes, rows, cols) = self.tile();
@@ -554,7 +563,7 @@ impl Stencil {
                 if #rt::on_gpu(&__device) {
                     let __config = #rt::stencil_config::<#planes, #rows, #cols>(Self::NAME, &__g)?;
                     #(let #ptrs: u64 = #rt::device_addr(&#arrays);)*
-                    #(let #std_ptrs: u64 = #rt::device_addr(#std_locals);)*
+                    #(let #std_ptrs: u64 = #rt::device_addr(&#std_locals);)*
                     #(#std_dims)*
                     let __out_ptr: u64 = #rt::device_addr(&__out);
                     let mut __params = #rt::gpu_params(#count);
@@ -564,7 +573,7 @@ impl Stencil {
                     __params.push(&__g.shape[1]);
                     __params.push(&__g.shape[2]);
                     #(#rt::reads(&mut __params, &#arrays);)*
-                    #(#rt::reads(&mut __params, #std_locals);)*
+                    #(#rt::reads(&mut __params, &#std_locals);)*
                     #rt::writes(&mut __params, &__out);
                     // SAFETY: the entry's parameters: each input's pointer or value, the
                     // output's pointer, the three axes; every array lives on the device and has

@@ -658,11 +658,6 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
         }
     }
 
-    /// The shape as a fixed-size array, for kernel views.
-    pub(crate) fn dims_array<const N: usize>(&self) -> [usize; N] {
-        super::shape::fixed_dims(&self.dim)
-    }
-
     /// A pointer for the CPU backend's kernel views that only read (dangling for a GPU's
     /// array, which a CPU launch never takes).
     pub(crate) fn host_ptr(&self) -> *mut T {
@@ -680,11 +675,6 @@ impl<T: DeviceCopy, D: Rank> DeviceArray<T, D> {
             Storage::Host(v) => v.as_mut_ptr(),
             Storage::Gpu(_) => std::ptr::NonNull::dangling().as_ptr(),
         }
-    }
-
-    /// In checked mode, the elements that nothing has written.
-    pub(crate) fn unwritten(&self) -> &Unwritten {
-        &self.unwritten
     }
 
     /// Takes the record of unwritten elements of `src`, copied into this array on the CPU

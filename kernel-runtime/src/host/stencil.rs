@@ -1,16 +1,19 @@
 //! What a `#[stencil]` function's call takes from the host API: its GPU launch's shape, and its
 //! output's elements on the CPU backend.
 
-use super::array::{DeviceArray, Rank};
+use super::array::Rank;
 use super::device_view::{DeviceView, DeviceViewMut};
 use super::error::Error;
 use super::launch::LaunchConfig;
+use super::shape::fixed_dims;
 use crate::cpu::check::unwritten_reads;
 use crate::cpu::launch::shapes::LaunchView;
+use crate::cpu::unwritten::Unwritten;
 use crate::device_copy::DeviceCopy;
 use crate::stencil::{gpu_blocks, Geometry, Input, BLOCK_THREADS};
 use crate::view::{View0, View1, View2, View3};
 use ndarray::{Ix0, Ix1, Ix2, Ix3};
+use std::borrow::Cow;
 
 /// The launch of a stencil `function` with tiles of `Z × S × K` over `g`: [`gpu_blocks`] blocks
 /// of [`BLOCK_THREADS`] threads.
@@ -36,22 +39,34 @@ pub fn cpu_input<T: DeviceCopy, D: Rank>(
     Input::new(view.host.as_ptr(), (marks, view.start), name)
 }
 
+/// The record of the elements nothing has written of a `standard_indexing` view, numbered from
+/// its first element (a copy for part of an array), which its CPU view reads during the launch.
+pub struct StandardMarks<'a>(Cow<'a, Unwritten>);
+
+/// The record [`cpu_standard1`] and the others read for `view`.
+pub fn cpu_marks<'a, T: DeviceCopy, D: Rank>(view: &DeviceView<'a, T, D>) -> StandardMarks<'a> {
+    StandardMarks(view.unwritten_record())
+}
+
 macro_rules! standard_view {
     ($($f:ident: $view:ident, $ix:ident;)*) => {$(
-        /// A stencil's `standard_indexing` array `name` on the CPU backend, viewed as a
+        /// A stencil's `standard_indexing` array or view `name` on the CPU backend, viewed as a
         /// kernel's read-only parameter is; in checked mode its reads are tested against the
-        /// elements nothing has written ([`view_mode`]).
-        pub fn $f<'a, T: DeviceCopy>(
-            array: &'a DeviceArray<T, $ix>,
+        /// elements nothing has written ([`view_mode`]), which `marks` has ([`cpu_marks`]).
+        pub fn $f<'m, T: DeviceCopy>(
+            view: &DeviceView<'m, T, $ix>,
+            marks: &'m StandardMarks<'_>,
             name: &'static str,
-        ) -> $view<'a, T> {
-            let trace = unwritten_reads(array.unwritten().marks());
-            // SAFETY: the array holds the elements of its shape and outlives the view, and the
-            // trace's marks are its own.
-            unsafe { $view::from_raw(array.host_ptr(), array.dims_array(), name).traced(trace) }
+        ) -> $view<'m, T> {
+            let trace = unwritten_reads(marks.0.marks());
+            let dims = fixed_dims(&view.dim);
+            // SAFETY: the view's elements, of its shape, are the host's and outlive the kernel
+            // view; the trace's marks are theirs, numbered from the view's first element.
+            unsafe { $view::from_raw(view.host.as_ptr().cast_mut(), dims, name).traced(trace) }
         }
     )*};
 }
+
 standard_view! {
     cpu_standard0: View0, Ix0;
     cpu_standard1: View1, Ix1;
