@@ -97,3 +97,21 @@ pub fn total_and_running(x: &[i64], total: &mut i64, running: &mut [i64]) {
     }
     *total = s;
 }
+
+/// The root mean square of a vector: `(n)->()`, its division and square root approximate in
+/// the device build (Numba's `@guvectorize(.., target='cuda', fastmath=True)`).
+#[guvectorize("(n)->()", fastmath)]
+pub fn fast_rms(x: &[f32]) -> f32 {
+    let mut s = 0.0;
+    for k in 0..x.len() {
+        s += x[k] * x[k];
+    }
+    (s / x.len() as f32).sqrt()
+}
+
+/// `a / b + sqrt(a)`, element by element, approximate in the device build (Numba's
+/// `@vectorize(.., target='cuda', fastmath=True)`).
+#[vectorize(fastmath)]
+pub fn fast_ratio(a: f32, b: f32) -> f32 {
+    a / b + a.sqrt()
+}

@@ -1576,6 +1576,27 @@ fn fastmath_bodies_run_as_written_on_the_cpu_and_close_to_it_on_a_gpu() {
                 quotients[i]
             );
         }
+        // `#[vectorize(fastmath)]` and `#[guvectorize(.., fastmath)]`.
+        use kernel_suite::gufuncs::{fast_ratio, fast_rms};
+        let a = dev.to_device(&x).unwrap();
+        let ratios = fast_ratio.call((&a, &a)).unwrap().to_vec().unwrap();
+        let rows = Array2::from_shape_fn((10, 10), |(i, j)| x[10 * i + j]);
+        let rms = fast_rms.call(&dev.to_device(&rows).unwrap()).unwrap();
+        for (i, &v) in x.iter().enumerate() {
+            let want = fast_ratio.scalar(v, v);
+            assert!(
+                (ratios[i] - want).abs() <= bound * (1.0 + want),
+                "{v}: {}",
+                ratios[i]
+            );
+        }
+        for (i, got) in rms.to_vec().unwrap().into_iter().enumerate() {
+            let want = (rows.row(i).iter().map(|v| v * v).sum::<f32>() / 10.0).sqrt();
+            assert!(
+                (got - want).abs() <= bound * (1.0 + want),
+                "row {i}: {got} vs {want}"
+            );
+        }
     }
 }
 

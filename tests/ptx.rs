@@ -86,6 +86,7 @@ fn all() -> Vec<Kernel> {
         cmath_all => false, mandelbrot => false, warp_complex_sums => false,
         times_conj => false, complex_ops => false, sum_c32 => false, sum_c64 => false,
         max_u8 => false, argmax => false, fast_ops_all => false, fast_quotients => false,
+        fast_rms => false, fast_ratio => false,
     ]
 }
 
@@ -554,13 +555,14 @@ fn fastmath_bodies_are_approximate_on_f32_alone() {
     );
     let f64_body = kernel_entry(&kernels, "fast_ops_all__f64");
     assert!(!f64_body.contains(".approx"), "{f64_body}");
-    // `#[kernel(fastmath)]`: `/`, `/=` and `sqrt`.
-    assert_instructions(&kernels, "fast_quotients", &approximate[..2]);
-    let body = kernel_entry(&kernels, "fast_quotients");
-    assert!(
-        !body.contains("div.rn") && !body.contains("sqrt.rn"),
-        "{body}"
-    );
+    // `#[kernel(fastmath)]`: `/`, `/=` and `sqrt`; `#[vectorize(fastmath)]` and
+    // `#[guvectorize(.., fastmath)]`: `/` and `sqrt`.
+    for name in ["fast_quotients", "fast_ratio", "fast_rms"] {
+        assert_instructions(&kernels, name, &approximate[..2]);
+        let body = kernel_entry(&kernels, name);
+        let exact = body.contains("div.rn") || body.contains("sqrt.rn");
+        assert!(!exact, "{name}: {body}");
+    }
 }
 
 #[test]

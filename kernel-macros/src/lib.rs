@@ -118,7 +118,8 @@ fn with_stand_in(
 
 /// Makes an element-wise function applicable to whole arrays, as Numba's `@vectorize`:
 /// `#[vectorize] fn add(a: f32, b: f32) -> f32 { a + b }` gives `add.apply((&a, &b), &mut c)`,
-/// `add.call((&a, &b))` (a new array) and `add.scalar(x, y)`.
+/// `add.call((&a, &b))` (a new array) and `add.scalar(x, y)`. `#[vectorize(fastmath)]` makes
+/// its `f32` division and functions approximate on a GPU, as `#[kernel(fastmath)]`.
 #[proc_macro_attribute]
 pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);
@@ -137,6 +138,8 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// outputs': a `()` input is a scalar (an array of the loop dimensions, or one value for all), a
 /// `(n)` one `&[T]`, a `(m,n)` one `&Array2<T>`; one `()` output is the return value, other
 /// outputs the last parameters, `&mut [T]`, `&mut Array2<T>`, or `&mut T` for a `()` one.
+/// `#[guvectorize("(n)->()", fastmath)]` makes its `f32` division and functions approximate on
+/// a GPU, as `#[kernel(fastmath)]`.
 #[proc_macro_attribute]
 pub fn guvectorize(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);

@@ -1,6 +1,7 @@
 // `#[kernel(..)]` knows the options `boundscheck = false`, `barriers`, `fastmath`,
 // `launch_bounds`, `max_registers`, `dynamic_shared` and `instances(..)` only; `fastmath` takes
-// a boolean or nothing; `#[device(..)]` knows `fastmath` (and `extern`) only.
+// a boolean or nothing; `#[device(..)]` knows `fastmath` (and `extern`) only, and so do
+// `#[vectorize(..)]` and `#[guvectorize("layout", ..)]`.
 use kernel_runtime::prelude::*;
 
 #[kernel(cache)]
@@ -16,6 +17,16 @@ fn fill_fast(out: &mut [f32]) {
 #[device(inline)]
 fn half(x: f32) -> f32 {
     x / 2.0
+}
+
+#[vectorize(cache)]
+fn twice(x: f32) -> f32 {
+    2.0 * x
+}
+
+#[guvectorize("(n)->()", target = "cuda")]
+fn total(x: &[f32]) -> f32 {
+    x.iter().sum()
 }
 
 fn main() {}

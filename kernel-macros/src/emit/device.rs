@@ -150,25 +150,10 @@ pub fn function(d: DeviceFn) -> TokenStream {
     let inline =
         (!func.attrs.iter().any(|a| a.path().is_ident("inline"))).then(|| quote!(#[inline]));
     let checks = &body.checks;
-    if !fastmath {
-        return quote! {
-            #target
-            #(#checks)*
-            #inline
-            #func
-        };
-    }
-    // The device build's body with its fast arithmetic, the CPU backend's as written.
-    let mut fast = func.clone();
-    fastmath::rewrite(&mut fast.block);
+    let func = fastmath::function(&func, quote!(#inline), fastmath);
     quote! {
         #target
         #(#checks)*
-        #[cfg(target_arch = "nvptx64")]
-        #inline
-        #fast
-        #[cfg(not(target_arch = "nvptx64"))]
-        #inline
         #func
     }
 }

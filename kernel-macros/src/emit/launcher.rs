@@ -396,6 +396,8 @@ pub struct ArrayFunction<'a> {
     pub name: &'a syn::Ident,
     pub checks: TokenStream,
     pub func: &'a syn::ItemFn,
+    /// The device build's `func` is `fastmath`'s.
+    pub fastmath: bool,
     pub entry: TokenStream,
     pub value: TokenStream,
     pub params: &'a [String],
@@ -409,6 +411,7 @@ pub fn array_function(f: ArrayFunction<'_>) -> TokenStream {
         name,
         checks,
         func,
+        fastmath,
         entry,
         value,
         params,
@@ -418,12 +421,11 @@ pub fn array_function(f: ArrayFunction<'_>) -> TokenStream {
     let name_str = name.to_string();
     let meta = grid_level_meta(&name_str, params, abi);
     let registration = register_ptx(name);
+    let attrs = quote!(#[doc(hidden)] #[inline(always)] #[allow(non_snake_case)]);
+    let func = crate::kernel::fastmath::function(func, attrs, fastmath);
     quote! {
         #checks
 
-        #[doc(hidden)]
-        #[inline(always)]
-        #[allow(non_snake_case)]
         #func
 
         #entry

@@ -13,12 +13,11 @@ use syn::spanned::Spanned;
 use syn::{ItemFn, Type};
 
 pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    if !attr.is_empty() {
-        return Err(syn::Error::new_spanned(
-            attr,
-            "`#[vectorize]` takes no options",
-        ));
-    }
+    let fastmath = crate::kernel::fastmath::only_option(
+        attr,
+        "unknown `#[vectorize]` option: expected `fastmath` (the element types come from the \
+         signature)",
+    )?;
     let mut func: ItemFn = syn::parse2(item)?;
     let (params, ret) = signature(&func.sig)?;
     let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
@@ -41,6 +40,7 @@ pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStrea
             name,
             checks: v.type_checks(),
             func: &v.func,
+            fastmath,
             entry: v.entry(),
             value: crate::emit::launcher::launcher_struct(&v.docs, &v.vis, name),
             params: &params,

@@ -20,16 +20,22 @@ use crate::kernel::rewrite;
 use layout::Layout;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+use syn::parse::Parser;
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, ReturnType, Type};
 
 pub fn guvectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let text: syn::LitStr = syn::parse2(attr).map_err(|e| {
+    let (text, options) = attribute.parse2(attr).map_err(|e| {
         syn::Error::new(
             e.span(),
-            "`#[guvectorize]` takes its layout: `#[guvectorize(\"(n),(n)->()\")]`",
+            "`#[guvectorize]` takes its layout, then its options: \
+             `#[guvectorize(\"(n),(n)->()\")]`, `#[guvectorize(\"(n)->(n)\", fastmath)]`",
         )
     })?;
+    let fastmath = crate::kernel::fastmath::only_option(
+        options,
+        "unknown `#[guvectorize]` option: expected `fastmath` after the layout",
+    )?;
     let layout = Layout::parse(&text.value()).map_err(|m| syn::Error::new(text.span(), m))?;
     let mut func: ItemFn = syn::parse2(item)?;
     let (inputs, outputs) = operands(&func.sig, &layout)?;
@@ -47,12 +53,23 @@ pub fn guvectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStr
     let g = Gufunc {
         scalar,
         func,
+        fastmath,
         layout,
         text: text.value(),
         inputs,
         outputs,
     };
     Ok(g.emit())
+}
+
+/// The attribute's layout string and the options after it.
+fn attribute(input: syn::parse::ParseStream) -> syn::Result<(syn::LitStr, TokenStream)> {
+    let text = input.parse()?;
+    if input.is_empty() {
+        return Ok((text, TokenStream::new()));
+    }
+    input.parse::<syn::Token![,]>()?;
+    Ok((text, input.parse()?))
 }
 
 /// The name a parameter binds, where it is a plain name.
@@ -249,6 +266,8 @@ fn as_views(func: &mut ItemFn, inputs: &[Operand], outputs: &Outputs) {
 struct Gufunc {
     scalar: crate::emit::Scalar,
     func: ItemFn,
+    /// The device build's core is `fastmath`'s.
+    fastmath: bool,
     layout: Layout,
     text: String,
     inputs: Vec<Operand>,
@@ -361,6 +380,7 @@ impl Gufunc {
             name,
             checks: self.type_checks(),
             func: &self.func,
+            fastmath: self.fastmath,
             entry: self.entry(),
             value: crate::emit::launcher::value_struct(
                 &self.scalar.docs,

@@ -97,7 +97,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
                 }
             },
             Meta::Path(p) if p.is_ident("barriers") => options.barriers = true,
-            meta if meta.path().is_ident("fastmath") => options.fastmath = fastmath(meta)?,
+            meta if meta.path().is_ident("fastmath") => {
+                options.fastmath = crate::kernel::fastmath::option(meta)?
+            }
             Meta::NameValue(nv) if nv.path.is_ident("launch_bounds") => {
                 options.launch_bounds = Some(LaunchBounds::parse(&nv.value)?);
             }
@@ -129,26 +131,6 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
     Ok(KernelItem { options, func })
 }
 
-/// `fastmath`, or `fastmath = true` or `false` (Numba's `fastmath=True`).
-fn fastmath(meta: &Meta) -> syn::Result<bool> {
-    match meta {
-        Meta::Path(_) => Ok(true),
-        Meta::NameValue(nv) => match &nv.value {
-            Expr::Lit(ExprLit {
-                lit: Lit::Bool(b), ..
-            }) => Ok(b.value),
-            other => Err(syn::Error::new_spanned(
-                other,
-                "`fastmath` takes `true` or `false`, or stands alone",
-            )),
-        },
-        Meta::List(list) => Err(syn::Error::new_spanned(
-            list,
-            "`fastmath` takes no list: write `fastmath` or `fastmath = true`",
-        )),
-    }
-}
-
 /// A `#[device]` function and its options.
 pub struct DeviceItem {
     /// Approximate `f32` division and functions in the device build (`fastmath`).
@@ -157,20 +139,13 @@ pub struct DeviceItem {
 }
 
 pub fn device(attr: TokenStream, item: TokenStream) -> syn::Result<DeviceItem> {
-    let mut fast = false;
-    let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
-    for meta in metas {
-        if !meta.path().is_ident("fastmath") {
-            return Err(syn::Error::new_spanned(
-                meta,
-                "unknown device function option: expected `fastmath`, or `extern` for a \
-                 foreign declaration",
-            ));
-        }
-        fast = fastmath(&meta)?;
-    }
+    let fastmath = crate::kernel::fastmath::only_option(
+        attr,
+        "unknown device function option: expected `fastmath`, or `extern` for a foreign \
+         declaration",
+    )?;
     Ok(DeviceItem {
-        fastmath: fast,
+        fastmath,
         func: syn::parse2::<ItemFn>(item)?,
     })
 }
