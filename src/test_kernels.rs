@@ -891,13 +891,14 @@ pub fn fast_ops_all<F: math::LibdeviceFloat + From<i16>>(x: &[F], out: &mut Arra
 }
 
 /// `(x / 3 / (x + 1) + sqrt(x)) / 2` of each `x[i]`, approximate in the device build (Numba's
-/// `@cuda.jit(fastmath=True)`).
+/// `@cuda.jit(fastmath=True)`): divisions of values and of references, in place and not.
 #[kernel(fastmath)]
 pub fn fast_quotients(x: &[f32], out: &mut [f32]) {
     let i = grid(1);
     if i < x.len() {
-        let mut q = x[i] / 3.0;
-        q /= x[i] + 1.0;
+        let x_i = &x[i];
+        let mut q = x_i / 3.0; // of a reference
+        q /= &(x[i] + 1.0);
         out[i] = q + x[i].sqrt();
         out[i] /= 2.0;
     }

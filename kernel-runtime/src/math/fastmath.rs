@@ -24,11 +24,23 @@ impl<A: Div<B>, B> Quotient<B> for A {
     }
 }
 
-impl Quotient<f32> for f32 {
-    #[inline(always)]
-    fn quotient(self, b: f32) -> f32 {
-        fast::div(self, b)
-    }
+/// The `f32` quotients: of values, and of references to them (`&a / b`).
+macro_rules! fast_quotient {
+    ($(<$($l:lifetime),*> $a:ty, $b:ty;)*) => {$(
+        impl<$($l),*> Quotient<$b> for $a {
+            #[inline(always)]
+            fn quotient(self, b: $b) -> f32 {
+                fast::div(f32::clone(&self), f32::clone(&b))
+            }
+        }
+    )*};
+}
+
+fast_quotient! {
+    <> f32, f32;
+    <'a> &'a f32, f32;
+    <'b> f32, &'b f32;
+    <'a, 'b> &'a f32, &'b f32;
 }
 
 /// `a /= b`, approximate where both are `f32`.
@@ -48,6 +60,13 @@ impl QuotientAssign<f32> for f32 {
     #[inline(always)]
     fn quotient_assign(&mut self, b: f32) {
         *self = fast::div(*self, b)
+    }
+}
+
+impl<'b> QuotientAssign<&'b f32> for f32 {
+    #[inline(always)]
+    fn quotient_assign(&mut self, b: &'b f32) {
+        *self = fast::div(*self, *b)
     }
 }
 
