@@ -1,7 +1,9 @@
 //! What a `fastmath` body's device build calls in place of `/`, `/=` and the float methods
 //! `sqrt`, `sin`, `cos`, `tan`, `exp`, `ln`, `log2`, `log10` and `powf`
-//! (`#[kernel(fastmath)]`, `#[device(fastmath)]`, Numba's `@cuda.jit(fastmath=True)`): on
-//! `f32`, the approximate instructions of [`fast`]; on any other type, the operation itself.
+//! (`#[kernel(fastmath)]`, `#[device(fastmath)]`, `#[vectorize(fastmath)]`,
+//! `#[guvectorize(.., fastmath)]`, Numba's `@cuda.jit(fastmath=True)`): on `f32` (and
+//! references to it), the approximate instructions of [`fast`]; on any other type, the
+//! operation itself.
 //! Which one is chosen where the body is compiled for its types, so a generic kernel's `f32`
 //! instance is approximate and its `f64` one is not, as Numba compiles each signature.
 //!
@@ -11,7 +13,7 @@
 use super::{fast, DeviceFloat};
 use core::ops::{Div, DivAssign};
 
-/// `a / b`, approximate where both are `f32`.
+/// `a / b`, approximate where both are `f32` or references to it.
 pub trait Quotient<B>: Div<B> + Sized {
     /// The quotient.
     fn quotient(self, b: B) -> Self::Output;
@@ -43,7 +45,7 @@ fast_quotient! {
     <'a, 'b> &'a f32, &'b f32;
 }
 
-/// `a /= b`, approximate where both are `f32`.
+/// `a /= b`, approximate where both are `f32` (`b` or a reference to it).
 pub trait QuotientAssign<B>: DivAssign<B> {
     /// Divides in place.
     fn quotient_assign(&mut self, b: B);
