@@ -101,6 +101,9 @@ macro_rules! fast_methods {
             )*
         }
 
+        // Not named in errors: a type without the methods is told that it has no fast form,
+        // not that it lacks `DeviceFloat`'s.
+        #[diagnostic::do_not_recommend]
         impl<T: DeviceFloat> FastFloat for T {
             $(
                 #[inline(always)]
