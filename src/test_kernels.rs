@@ -859,7 +859,7 @@ pub fn fast_math_all(x: &[f32], y: &[f32], out: &mut Array2<f32>) {
 pub const FAST_OPS: usize = 10;
 
 /// What `fastmath` makes approximate on `f32`, of a positive `v`: a quotient, divided in place,
-/// and each float method it rewrites. On the host (and the CPU backend), as written; in the
+/// and each float method it rewrites (two as `math`'s functions). On the host (and the CPU backend), as written; in the
 /// device build of `f32`, CUDA's fast intrinsics; of `f64`, as written.
 #[device(fastmath)]
 pub fn fast_ops_of<F: math::LibdeviceFloat + From<i16>>(v: F) -> [F; FAST_OPS] {
@@ -871,11 +871,11 @@ pub fn fast_ops_of<F: math::LibdeviceFloat + From<i16>>(v: F) -> [F; FAST_OPS] {
         v.exp(),
         v.ln(),
         v.log2(),
-        v.log10(),
+        math::log10(v),
         v.sin(),
         v.cos(),
         v.tan(),
-        v.powf(q),
+        math::pow(v, q),
     ]
 }
 

@@ -543,6 +543,8 @@ fn fastmath_bodies_are_approximate_on_f32_alone() {
     // division or square root.
     assert_instructions(&kernels, "fast_ops_all__f32", &approximate);
     let f32_body = kernel_entry(&kernels, "fast_ops_all__f32");
+    // `exp` and `math::pow` each an `ex2`.
+    assert_eq!(f32_body.matches("ex2.approx.f32").count(), 2, "{f32_body}");
     assert!(
         !f32_body.contains("div.rn") && !f32_body.contains("sqrt.rn"),
         "{f32_body}"

@@ -1,7 +1,8 @@
 //! The `fastmath` option (`#[kernel(fastmath)]`, `#[device(fastmath)]`, Numba's
 //! `@cuda.jit(fastmath=True)`): the device build's body has each `/`, `/=` and call of the float
-//! methods `sqrt`, `sin`, `cos`, `tan`, `exp`, `ln`, `log2`, `log10` and `powf` rewritten into
-//! a call of the runtime's `__rt::fastmath`, which is approximate on `f32` (CUDA's `__fdividef`,
+//! methods `sqrt`, `sin`, `cos`, `tan`, `exp`, `ln`, `log2`, `log10` and `powf` (and of the
+//! functions `math::sqrt`, ..., `math::log`, `math::pow`) rewritten into a call of the
+//! runtime's `__rt::fastmath`, which is approximate on `f32` (CUDA's `__fdividef`,
 //! `__expf`, ..., the crate-wide `KERNEL_FAST_MATH` switch's instructions) and the operation
 //! itself on every other type. Nested items keep their arithmetic; macros' arguments are not
 //! read. The CPU backend's body is the one written.
@@ -25,6 +26,20 @@ const METHODS: [(&str, usize); 9] = [
     ("log2", 0),
     ("log10", 0),
     ("powf", 1),
+];
+
+/// The free functions of `math` rewritten (Numba's `math.sqrt(x)`, ..., called as
+/// `math::sqrt(x)`), with the method each is.
+const FUNCTIONS: [(&str, &str); 9] = [
+    ("sqrt", "sqrt"),
+    ("sin", "sin"),
+    ("cos", "cos"),
+    ("tan", "tan"),
+    ("exp", "exp"),
+    ("log", "ln"),
+    ("log2", "log2"),
+    ("log10", "log10"),
+    ("pow", "powf"),
 ];
 
 /// Rewrites `block` for a `fastmath` device build.
@@ -123,6 +138,23 @@ fn fast_form(expr: &Expr) -> Option<Expr> {
                 ::kernel_runtime::__rt::fastmath::#method(#receiver #(, #args)*)
             ))
         }
+        Expr::Call(c) => {
+            let Expr::Path(p) = &*c.func else { return None };
+            let segments: Vec<String> = p
+                .path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
+            let [.., module, name] = &segments[..] else {
+                return None;
+            };
+            let &(_, method) = FUNCTIONS
+                .iter()
+                .find(|(f, _)| f == name && module == "math")?;
+            let (method, args) = (syn::Ident::new(method, c.span()), c.args.iter());
+            call(quote_spanned!(c.span()=> ::kernel_runtime::__rt::fastmath::#method(#(#args),*)))
+        }
         _ => None,
     }
 }
@@ -145,19 +177,22 @@ mod tests {
             let r = (a / b).sqrt() + x.powf(y / 2.0);
             c[i] /= d.exp();
             let n = v.len() / 2;
+            let m = math::log(x) + kernel_runtime::math::pow(x, 2.0);
         });
         assert_eq!(
             out,
             "{ let r = fm::sqrt ((fm::div (a , b))) + fm::powf (x , fm::div (y , 2.0)) ; \
              fm::div_assign (& mut c [i] , fm::exp (d)) ; \
-             let n = fm::div (v . len () , 2) ; }"
+             let n = fm::div (v . len () , 2) ; \
+             let m = fm::ln (x) + fm::powf (x , 2.0) ; }"
         );
     }
 
     #[test]
     fn other_calls_nested_items_and_macros_are_left_as_they_are() {
         let body = quote! {
-            let a = x.abs() + x.powi(2) + x.sin::<f32>() + f32::sqrt(x) + y.powf();
+            let a = x.abs() + x.powi(2) + x.sin::<f32>() + f32::sqrt(x) + y.powf()
+                + math::fast::exp(x) + math::gamma(x) + sqrt(x);
             fn helper(a: f32) -> f32 { a / 2.0 }
             kprintln!("{}", a / 2.0);
         };

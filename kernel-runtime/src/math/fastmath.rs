@@ -1,5 +1,6 @@
 //! What a `fastmath` body's device build calls in place of `/`, `/=` and the float methods
-//! `sqrt`, `sin`, `cos`, `tan`, `exp`, `ln`, `log2`, `log10` and `powf`
+//! `sqrt`, `sin`, `cos`, `tan`, `exp`, `ln`, `log2`, `log10` and `powf` (and `math`'s
+//! functions of them, `math::log` and `math::pow` for `ln` and `powf`)
 //! (`#[kernel(fastmath)]`, `#[device(fastmath)]`, `#[vectorize(fastmath)]`,
 //! `#[guvectorize(.., fastmath)]`, Numba's `@cuda.jit(fastmath=True)`): on `f32` (and
 //! references to it), the approximate instructions of [`fast`]; on any other type, the
