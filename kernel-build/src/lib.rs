@@ -96,6 +96,7 @@ use std::path::{Path, PathBuf};
 pub use cubin::{sections as cubin_sections, CUBIN_SECTION, ENV_CUBIN_ARCHS};
 pub use error::Error;
 pub use link::{ENV_NVCC, SECTION as LINK_SECTION};
+pub use targets::module_key;
 pub use toolchain::{Toolchain, ENV_NVPTX_CARGO, ENV_NVPTX_RUSTC, TARGET};
 pub use variant::VARIANT_SECTION;
 

@@ -37,10 +37,16 @@ impl Target {
     }
 }
 
-/// Whether `name` is a module file of a target other than the library's, as [`Target::ptx_file`]
-/// names them.
+/// The key of a target's module file other than the library's, as [`Target::ptx_file`] names
+/// them: `kernel_ptx.test-it.txt` → `test-it`; `None` for the library's and other files.
+pub fn module_key(name: &str) -> Option<&str> {
+    let key = name.strip_prefix("kernel_ptx.")?.strip_suffix(".txt")?;
+    (!key.is_empty()).then_some(key)
+}
+
+/// Whether `name` is a module file of a target other than the library's.
 pub(crate) fn is_target_module(name: &str) -> bool {
-    name.starts_with("kernel_ptx.") && name.ends_with(".txt") && name != PTX_FILE_NAME
+    module_key(name).is_some()
 }
 
 /// The crate roots of the package in `manifest_dir`: the primary one first (`src/lib.rs`, else
@@ -243,6 +249,8 @@ mod tests {
             .skip(1)
             .all(|t| is_target_module(&t.ptx_file())));
         assert!(!is_target_module(PTX_FILE_NAME));
+        assert_eq!(module_key("kernel_ptx.test-it.txt"), Some("test-it"));
+        assert_eq!(module_key("notes.txt"), None);
 
         // Declared targets: at paths of their own, and the conventional ones turned off.
         fs::write(

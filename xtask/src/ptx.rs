@@ -84,12 +84,20 @@ pub fn run(options: Args) -> Result {
     };
     let mut failures = Vec::new();
     for (package, file) in &modules {
-        if is_empty(file) {
-            println!();
-            println!("{package}: no kernels");
-            continue;
-        }
-        let ptx = match resolve_ptx(file).and_then(|ptx| own_module(&ptx, &scratch, package)) {
+        let resolved = match resolve_ptx(file) {
+            Ok(Some(resolved)) => resolved,
+            Ok(None) => {
+                println!();
+                println!("{package}: no kernels");
+                continue;
+            }
+            Err(message) => {
+                eprintln!("{package}: {message}");
+                failures.push(format!("{package} (no PTX)"));
+                continue;
+            }
+        };
+        let ptx = match own_module(&resolved, &scratch, package) {
             Ok(ptx) => ptx,
             Err(message) => {
                 eprintln!("{package}: {message}");
@@ -103,8 +111,7 @@ pub fn run(options: Args) -> Result {
             println!("  (the crate's own module, assembled with -c: the device code linked into it is not)");
         }
         failures.extend(tools.report(package, &ptx, &options.archs, &options));
-        let variants = resolve_ptx(file).and_then(|ptx| variants(&ptx, &scratch, package));
-        for (arch, module) in variants.unwrap_or_default() {
+        for (arch, module) in variants(&resolved, &scratch, package).unwrap_or_default() {
             println!();
             println!("{package}, its {arch} variant: {}", module.path.display());
             let label = format!("{package}-{arch}-variant");
@@ -211,13 +218,12 @@ fn find_ptx_modules(build_dir: &Path) -> BTreeMap<String, PathBuf> {
 }
 
 /// The name a module file `name` of `package` is reported by: the package for the library's,
-/// `package (key)` for a target's `kernel_ptx.<key>.txt`; `None` for other files.
+/// `package (key)` for a target's (`kernel_build::module_key`); `None` for other files.
 fn module_label(package: &str, name: &str) -> Option<String> {
     if name == PTX_FILE {
         return Some(package.to_string());
     }
-    let key = name.strip_prefix("kernel_ptx.")?.strip_suffix(".txt")?;
-    (!key.is_empty()).then(|| format!("{package} ({key})"))
+    kernel_build::module_key(name).map(|key| format!("{package} ({key})"))
 }
 
 /// A module's label as a file name: `kernel-suite (test-stencil)` → `kernel-suite-test-stencil`.
@@ -226,12 +232,6 @@ fn file_stem(label: &str) -> String {
         |c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'),
         "",
     )
-}
-
-/// Whether a module file holds nothing: its target has no kernels (without a device toolchain
-/// the build writes no file at all).
-fn is_empty(file: &Path) -> bool {
-    std::fs::read_to_string(file).is_ok_and(|text| text.trim().is_empty())
 }
 
 /// `gpu-kernels-0123abcd4567ef89` → `gpu-kernels` (the part before the last `-<hex hash>`).
@@ -249,22 +249,20 @@ fn package_of_build_dir(dir_name: &str) -> &str {
 }
 
 /// The PTX module named by `file`: the file itself when it holds PTX, or the file whose path it
-/// holds on its first line.
-fn resolve_ptx(file: &Path) -> Result<PathBuf> {
+/// holds on its first line; `None` where it is empty, its target without kernels (without a
+/// device toolchain the build writes no file at all).
+fn resolve_ptx(file: &Path) -> Result<Option<PathBuf>> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     if looks_like_ptx(&text) {
-        return Ok(file.to_path_buf());
+        return Ok(Some(file.to_path_buf()));
     }
     if text.trim().is_empty() {
-        return Err(format!(
-            "{} is empty: the build produced no PTX (was the device toolchain missing?)",
-            file.display()
-        ));
+        return Ok(None);
     }
     let first = text.lines().next().unwrap_or("").trim();
     if !first.is_empty() && Path::new(first).is_file() {
-        return Ok(PathBuf::from(first));
+        return Ok(Some(PathBuf::from(first)));
     }
     Err(format!(
         "{} holds neither PTX nor the path of a PTX file (was the device toolchain missing?)",
@@ -507,10 +505,13 @@ mod tests {
         assert!(found["gpu-kernels"].ends_with("gpu-kernels-bbbb/out/kernel_ptx.txt"));
         assert!(found.contains_key("other"));
         assert!(found["other (test-it)"].ends_with("other-cccc/out/kernel_ptx.test-it.txt"));
-        assert!(!is_empty(&found["other (test-it)"]));
+        assert!(
+            resolve_ptx(&found["other (test-it)"]).is_err(),
+            "neither PTX nor a path"
+        );
         assert_eq!(file_stem("other (test-it)"), "other-test-it");
         std::fs::write(&found["other"], "\n").unwrap();
-        assert!(is_empty(&found["other"]));
+        assert_eq!(resolve_ptx(&found["other"]), Ok(None));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
