@@ -165,32 +165,32 @@ impl Stencil {
     /// of one of the inputs' rank; for a standard one, of its own rank; or the value.
     fn arg_ty(&self, p: &Param) -> TokenStream {
         match self.array_of(p) {
-            Some((rank, elem)) => {
+            Ok((rank, elem)) => {
                 let ix = format_ident!("Ix{}", rank);
                 quote!(impl ::kernel_runtime::__rt::IntoDeviceView<'__a, #elem, ::kernel_runtime::ndarray::#ix>)
             }
-            None => self.launch_ty(p),
+            Err(t) => quote!(#t),
         }
     }
 
     /// The type `__launch` takes for parameter `p`: an array's view, or the value.
     fn launch_ty(&self, p: &Param) -> TokenStream {
-        match (self.array_of(p), self.role(p)) {
-            (Some((rank, elem)), _) => {
+        match self.array_of(p) {
+            Ok((rank, elem)) => {
                 let ix = format_ident!("Ix{}", rank);
                 quote!(::kernel_runtime::__rt::DeviceView<'_, #elem, ::kernel_runtime::ndarray::#ix>)
             }
-            (None, Role::Value(t)) => quote!(#t),
-            (None, _) => unreachable!("arrays have a rank"),
+            Err(t) => quote!(#t),
         }
     }
 
-    /// The rank and element type of array parameter `p`, an input or a standard one.
-    fn array_of<'p>(&self, p: &'p Param) -> Option<(usize, &'p Type)> {
+    /// The rank and element type of array parameter `p`, an input or a standard one; or the
+    /// type of a value.
+    fn array_of<'p>(&self, p: &'p Param) -> Result<(usize, &'p Type), &'p Type> {
         match self.role(p) {
-            Role::Relative(elem) => Some((self.rank, elem)),
-            Role::Standard(rank, elem) => Some((rank, elem)),
-            Role::Value(_) => None,
+            Role::Relative(elem) => Ok((self.rank, elem)),
+            Role::Standard(rank, elem) => Ok((rank, elem)),
+            Role::Value(t) => Err(t),
         }
     }
 
@@ -411,7 +411,7 @@ impl Stencil {
         let arrays: Vec<syn::Ident> = self.arrays().into_iter().map(local).collect();
         let first = &arrays[0];
         let viewed: Vec<syn::Ident> = (self.params.iter())
-            .filter(|p| self.array_of(p).is_some())
+            .filter(|p| self.array_of(p).is_ok())
             .map(local)
             .collect();
         let meta = self.meta(&name_str);
