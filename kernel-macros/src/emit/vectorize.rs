@@ -13,7 +13,7 @@ use syn::spanned::Spanned;
 use syn::{ItemFn, Type};
 
 pub fn vectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let fastmath = crate::kernel::fastmath::only_option(
+    let fastmath = crate::kernel::parse::fastmath_only(
         attr,
         "unknown `#[vectorize]` option: expected `fastmath` (the element types come from the \
          signature)",

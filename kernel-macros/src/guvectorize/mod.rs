@@ -32,7 +32,7 @@ pub fn guvectorize(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStr
              `#[guvectorize(\"(n),(n)->()\")]`, `#[guvectorize(\"(n)->(n)\", fastmath)]`",
         )
     })?;
-    let fastmath = crate::kernel::fastmath::only_option(
+    let fastmath = crate::kernel::parse::fastmath_only(
         options,
         "unknown `#[guvectorize]` option: expected `fastmath` after the layout",
     )?;

@@ -5,15 +5,13 @@
 //! runtime's `__rt::fastmath`, which is approximate on `f32` (CUDA's `__fdividef`,
 //! `__expf`, ..., the crate-wide `KERNEL_FAST_MATH` switch's instructions) and the operation
 //! itself on every other type. Nested items keep their arithmetic; macros' arguments are not
-//! read. The CPU backend's body is the one written.
+//! read. The CPU backend's body is the one written. (The option itself: `parse::fastmath`.)
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
-use syn::parse::Parser;
-use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
-use syn::{BinOp, Expr, ExprLit, Lit, Meta, Token};
+use syn::{BinOp, Expr};
 
 /// The methods rewritten, with the arguments each takes besides its receiver.
 const METHODS: [(&str, usize); 9] = [
@@ -63,41 +61,6 @@ pub fn function(func: &syn::ItemFn, attrs: TokenStream, fast: bool) -> TokenStre
         #attrs
         #func
     }
-}
-
-/// The value of a `fastmath` option: `fastmath`, or `fastmath = true` or `false` (Numba's
-/// `fastmath=True`).
-pub fn option(meta: &Meta) -> syn::Result<bool> {
-    match meta {
-        Meta::Path(_) => Ok(true),
-        Meta::NameValue(nv) => match &nv.value {
-            Expr::Lit(ExprLit {
-                lit: Lit::Bool(b), ..
-            }) => Ok(b.value),
-            other => Err(syn::Error::new_spanned(
-                other,
-                "`fastmath` takes `true` or `false`, or stands alone",
-            )),
-        },
-        Meta::List(list) => Err(syn::Error::new_spanned(
-            list,
-            "`fastmath` takes no list: write `fastmath` or `fastmath = true`",
-        )),
-    }
-}
-
-/// The options of an attribute that takes `fastmath` alone, `unknown` the error at any other:
-/// whether it is given.
-pub fn only_option(attr: TokenStream, unknown: &str) -> syn::Result<bool> {
-    let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
-    let mut fast = false;
-    for meta in metas {
-        if !meta.path().is_ident("fastmath") {
-            return Err(syn::Error::new_spanned(meta, unknown));
-        }
-        fast = option(&meta)?;
-    }
-    Ok(fast)
 }
 
 struct FastMath;

@@ -85,21 +85,11 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
     let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
     for meta in metas {
         match &meta {
-            Meta::NameValue(nv) if nv.path.is_ident("boundscheck") => match &nv.value {
-                Expr::Lit(ExprLit {
-                    lit: Lit::Bool(b), ..
-                }) => options.boundscheck = b.value,
-                other => {
-                    return Err(syn::Error::new_spanned(
-                        other,
-                        "`boundscheck` takes `true` or `false`",
-                    ))
-                }
-            },
-            Meta::Path(p) if p.is_ident("barriers") => options.barriers = true,
-            meta if meta.path().is_ident("fastmath") => {
-                options.fastmath = crate::kernel::fastmath::option(meta)?
+            Meta::NameValue(nv) if nv.path.is_ident("boundscheck") => {
+                options.boundscheck = boolean(&nv.value, "`boundscheck` takes `true` or `false`")?
             }
+            Meta::Path(p) if p.is_ident("barriers") => options.barriers = true,
+            meta if meta.path().is_ident("fastmath") => options.fastmath = fastmath(meta)?,
             Meta::NameValue(nv) if nv.path.is_ident("launch_bounds") => {
                 options.launch_bounds = Some(LaunchBounds::parse(&nv.value)?);
             }
@@ -131,6 +121,46 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<KernelItem> {
     Ok(KernelItem { options, func })
 }
 
+/// The value of a `fastmath` option (see the `fastmath` module): `fastmath`, or
+/// `fastmath = true` or `false` (Numba's `fastmath=True`).
+fn fastmath(meta: &Meta) -> syn::Result<bool> {
+    match meta {
+        Meta::Path(_) => Ok(true),
+        Meta::NameValue(nv) => boolean(
+            &nv.value,
+            "`fastmath` takes `true` or `false`, or stands alone",
+        ),
+        Meta::List(list) => Err(syn::Error::new_spanned(
+            list,
+            "`fastmath` takes no list: write `fastmath` or `fastmath = true`",
+        )),
+    }
+}
+
+/// The options of an attribute that takes `fastmath` alone, `unknown` the error at any other:
+/// whether it is given.
+pub fn fastmath_only(attr: TokenStream, unknown: &str) -> syn::Result<bool> {
+    let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
+    let mut fast = false;
+    for meta in metas {
+        if !meta.path().is_ident("fastmath") {
+            return Err(syn::Error::new_spanned(meta, unknown));
+        }
+        fast = fastmath(&meta)?;
+    }
+    Ok(fast)
+}
+
+/// A `true` or `false` literal, `message` the error at anything else.
+fn boolean(value: &Expr, message: &str) -> syn::Result<bool> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Bool(b), ..
+        }) => Ok(b.value),
+        other => Err(syn::Error::new_spanned(other, message)),
+    }
+}
+
 /// A `#[device]` function and its options.
 pub struct DeviceItem {
     /// Approximate `f32` division and functions in the device build (`fastmath`).
@@ -139,7 +169,7 @@ pub struct DeviceItem {
 }
 
 pub fn device(attr: TokenStream, item: TokenStream) -> syn::Result<DeviceItem> {
-    let fastmath = crate::kernel::fastmath::only_option(
+    let fastmath = fastmath_only(
         attr,
         "unknown device function option: expected `fastmath`, or `extern` for a foreign \
          declaration",
