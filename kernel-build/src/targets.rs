@@ -37,8 +37,9 @@ impl Target {
     }
 }
 
-/// The key of a target's module file other than the library's, as [`Target::ptx_file`] names
-/// them: `kernel_ptx.test-it.txt` → `test-it`; `None` for the library's and other files.
+/// The key of a target's module file other than the library's, as the build names them
+/// (`kernel_ptx.<key>.txt`): `kernel_ptx.test-it.txt` → `test-it`; `None` for the library's
+/// and other files.
 pub fn module_key(name: &str) -> Option<&str> {
     let key = name.strip_prefix("kernel_ptx.")?.strip_suffix(".txt")?;
     (!key.is_empty()).then_some(key)
