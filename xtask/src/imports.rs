@@ -38,6 +38,7 @@ pub const CRATES: &[&str] = &[
     "gpu-kernels",
     "hopper-kernels",
     "foreign-kernels",
+    "suite-kernels",
     "fake-cuda",
     ".",
     "examples",
