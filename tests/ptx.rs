@@ -1106,3 +1106,70 @@ fn the_warpgroup_matmuls_run_their_depth_back_to_back_on_sm_90a() {
         );
     }
 }
+
+/// `inspect_ptx` (Numba's `kernel.inspect_asm()`) gives a kernel's entries, every instance's,
+/// with no other kernel's, and a module ptxas assembles by itself: whatever the entries call or
+/// name (device functions, shared memory, `vprintf`'s prototype, constant tables) came along.
+#[test]
+fn a_kernels_own_ptx_is_its_entries_and_what_they_use() {
+    use gpu_kernels::*;
+    use kernel_runtime::Kernel;
+    use kernel_suite::complex_kernels::*;
+    use kernel_suite::test_kernels::*;
+
+    fn listed<K: Kernel>(k: K) -> Option<(String, Vec<&'static str>, &'static str)> {
+        let instances = K::META.instances.iter().map(|&(e, _)| e).collect();
+        Some((k.inspect_ptx().ok()?, instances, k.ptx()?))
+    }
+    let Some(_) = with_ptx() else { return };
+    let listings = [
+        listed(add),
+        listed(matmul_tiled),
+        listed(reverse_dynamic),
+        listed(print_lines),
+        listed(fast_ops_all),
+        listed(pi_hits),
+        listed(mandelbrot),
+        listed(math_chain),
+    ];
+    let ptxas = ptxas();
+    let dir = std::env::temp_dir().join(format!("kernel-listing-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut calls = 0;
+    for (n, listing) in listings.into_iter().enumerate() {
+        let (text, instances, module) = listing.expect("a kernel with PTX has a listing");
+        calls += text.matches("\n.func ").count();
+        let entries = text.matches(".entry ").count();
+        assert_eq!(entries, instances.len(), "{instances:?}:\n{text}");
+        for entry in &instances {
+            assert!(
+                text.contains(&format!(".entry {entry}(")),
+                "{entry}:\n{text}"
+            );
+        }
+        assert!(
+            text.starts_with(".version ") && text.len() < module.len() / 2,
+            "{text}"
+        );
+        let Some(ptxas) = &ptxas else { continue };
+        let file = dir.join(format!("listing{n}.ptx"));
+        std::fs::write(&file, &text).unwrap();
+        let arch = format!("sm_{}", ptx_target(&text).max(80));
+        assemble(
+            ptxas,
+            &file,
+            &arch,
+            &format!("the listing of {instances:?}"),
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    // `vprintf`'s prototype, the panic path's declaration and definition, libm's functions.
+    assert!(
+        calls >= 2,
+        "no listing holds the functions its entries call"
+    );
+    assert!(
+        ptxas.is_some() || !common::ptx_required(),
+        "KERNEL_REQUIRE_PTX=1 but no ptxas: set KERNEL_PTXAS or run `cargo xtask test`"
+    );
+}

@@ -166,6 +166,42 @@ pub trait Kernel {
         Self::META.ptx.ok()
     }
 
+    /// This kernel's PTX alone, as Numba's `kernel.inspect_asm()` gives it: its crate's module
+    /// cut to the header and what the kernel's entries use (every instance's, for a generic
+    /// kernel), the functions they call and the variables they name, in the module's order; a
+    /// module `ptxas` assembles by itself.
+    ///
+    /// ```
+    /// use kernel_runtime::prelude::*;
+    ///
+    /// #[kernel]
+    /// fn scale(a: f32, x: &mut [f32]) {
+    ///     let i = grid(1);
+    ///     if i < x.len() {
+    ///         x[i] *= a;
+    ///     }
+    /// }
+    ///
+    /// match scale.inspect_ptx() {
+    ///     Ok(ptx) => assert!(ptx.contains(".entry scale(")),
+    ///     // Built without an nvptx64 toolchain, or without `kernel_build` in `build.rs`.
+    ///     Err(e) => assert!(e.to_string().contains("scale"), "{e}"),
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NoPtx`] where the crate has no PTX module, or its module no entry of this
+    /// kernel's.
+    fn inspect_ptx(&self) -> Result<String, Error> {
+        let meta = &Self::META;
+        let module = super::link::Pieces::of(meta.module()?).main;
+        let entries: Vec<&str> = meta.instances.iter().map(|&(entry, _)| entry).collect();
+        super::ptx_listing::listing(module, &entries).ok_or(Error::NoPtx {
+            kernel: meta.name,
+            reason: "its crate's PTX module has no entry of that name: build the crate again",
+        })
+    }
+
     /// The most blocks of `threads` threads (with `dynamic_shared_bytes` of dynamic shared
     /// memory each, or what the kernel declares where that is more, as its launches give) that
     /// a cooperative launch of this kernel may have on `device`: what can be resident at once,

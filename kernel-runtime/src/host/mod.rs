@@ -39,6 +39,7 @@ pub mod pinned;
 pub mod profiler;
 pub mod properties;
 pub mod ptr;
+pub(crate) mod ptx_listing;
 #[cfg(feature = "mpi")]
 pub(crate) mod reduce_op;
 pub mod shape;
