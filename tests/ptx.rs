@@ -208,7 +208,7 @@ fn modules(kernels: &[Kernel]) -> Vec<&'static str> {
 fn assemble(ptxas: &str, file: &std::path::Path, arch: &str, what: &str) -> String {
     let out = Command::new(ptxas)
         .args(["-v", &format!("-arch={arch}"), "-o"])
-        .arg(file.with_extension("cubin"))
+        .arg(file.with_extension(format!("{arch}.cubin")))
         .arg(file)
         .output()
         .expect("ptxas runs");
@@ -228,45 +228,69 @@ fn ptxas_accepts_every_kernel_without_spills() {
         eprintln!("skipping: no ptxas (set KERNEL_PTXAS)");
         return;
     };
-    // Kernels of one crate share a module: assemble each distinct module once per arch.
+    // Kernels of one crate share a module: assemble each distinct module once per arch, all at
+    // once (a module of the test suite's takes ptxas a quarter of a minute per arch).
     let dir = std::env::temp_dir().join(format!("kernel-ptx-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (m, ptx) in modules(&kernels).iter().enumerate() {
+    let modules = modules(&kernels);
+    let mut jobs = Vec::new();
+    for (m, ptx) in modules.iter().enumerate() {
         let file = dir.join(format!("module{m}.ptx"));
         std::fs::write(&file, ptx).unwrap();
         // A module built for a newer GPU (`KERNEL_PTX_ARCH`) is assembled only for GPUs from it on.
         let target = ptx_target(ptx);
-        for arch in ["sm_70", "sm_80", "sm_90"]
+        let archs = ["sm_70", "sm_80", "sm_90"].into_iter();
+        jobs.extend(
+            archs
+                .filter(|a| sm(a) >= target)
+                .map(|arch| (m, arch, file.clone())),
+        );
+    }
+    let logs: Vec<String> = std::thread::scope(|scope| {
+        let ptxas = &ptxas;
+        let running: Vec<_> = jobs
+            .iter()
+            .map(|(m, arch, file)| {
+                scope.spawn(move || assemble(ptxas, file, arch, &format!("module {m}")))
+            })
+            .collect();
+        running
             .into_iter()
-            .filter(|a| sm(a) >= target)
-        {
-            let log = assemble(&ptxas, &file, arch, &format!("module {m}"));
-            // "Compiling entry function 'NAME' for 'sm_XX'" ... "N bytes spill stores" ...
-            // "Used N registers"
-            let mut current = "";
-            for line in log.lines() {
-                if let Some(rest) = line.split("Compiling entry function '").nth(1) {
-                    current = rest.split('\'').next().unwrap_or("");
-                }
-                if let Some(cap) = registers_within_bounds(ptx, current) {
-                    let used = line.split("Used ").nth(1).and_then(|r| r.split(' ').next());
-                    if let Some(used) = used.and_then(|u| u.parse::<u32>().ok()) {
-                        assert!(used <= cap, "`{current}` takes {used} registers on {arch}, past the {cap} its launch bounds leave");
-                    }
-                }
-                if line.contains("spill stores") {
-                    let reference = kernels.iter().any(|k| k.reference && k.name == current);
-                    let spills = !line.contains(" 0 bytes spill stores")
-                        || !line.contains(" 0 bytes spill loads");
-                    assert!(
-                        !(reference && spills),
-                        "reference kernel `{current}` spills on {arch}: {line}"
-                    );
-                }
-            }
-        }
+            .map(|job| job.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    for ((m, arch, _), log) in jobs.iter().zip(logs) {
+        check_log(&kernels, modules[*m], arch, &log);
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Checks ptxas' log of module `ptx` for `arch`: no entry takes more registers than its launch
+/// bounds leave, and no reference kernel spills.
+fn check_log(kernels: &[Kernel], ptx: &str, arch: &str, log: &str) {
+    // "Compiling entry function 'NAME' for 'sm_XX'" ... "N bytes spill stores" ...
+    // "Used N registers"
+    let mut current = "";
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            current = rest.split('\'').next().unwrap_or("");
+        }
+        if let Some(cap) = registers_within_bounds(ptx, current) {
+            let used = line.split("Used ").nth(1).and_then(|r| r.split(' ').next());
+            if let Some(used) = used.and_then(|u| u.parse::<u32>().ok()) {
+                assert!(used <= cap, "`{current}` takes {used} registers on {arch}, past the {cap} its launch bounds leave");
+            }
+        }
+        if line.contains("spill stores") {
+            let reference = kernels.iter().any(|k| k.reference && k.name == current);
+            let spills =
+                !line.contains(" 0 bytes spill stores") || !line.contains(" 0 bytes spill loads");
+            assert!(
+                !(reference && spills),
+                "reference kernel `{current}` spills on {arch}: {line}"
+            );
+        }
+    }
 }
 
 /// The registers a thread of entry `name` of `ptx` may take where the entry has launch bounds
