@@ -1197,3 +1197,29 @@ fn a_kernels_own_ptx_is_its_entries_and_what_they_use() {
         "KERNEL_REQUIRE_PTX=1 but no ptxas: set KERNEL_PTXAS or run `cargo xtask test`"
     );
 }
+
+/// `inspect_sass` (Numba's `kernel.inspect_sass()`): a kernel's machine code for an
+/// architecture, with no GPU, from its own PTX: `add`'s for sm_90 is its function alone, with
+/// its loads and its store.
+#[test]
+fn a_kernels_sass_is_its_own_machine_code() {
+    use gpu_kernels::{add, matmul_tiled};
+    let Some(_) = with_ptx() else { return };
+    if std::env::var_os("KERNEL_NVDISASM").is_none() || ptxas().is_none() {
+        eprintln!("skipping: no nvdisasm or ptxas (set KERNEL_NVDISASM and KERNEL_PTXAS, as `cargo xtask test` does)");
+        return;
+    }
+    let sass = add.inspect_sass("sm_90").unwrap();
+    assert!(
+        sass.contains(".text.add:") && sass.contains("LDG.E") && sass.contains("STG.E"),
+        "{sass}"
+    );
+    assert_eq!(sass.matches("STO_CUDA_ENTRY").count(), 1, "{sass}");
+    let tiled = matmul_tiled.inspect_sass("sm_80").unwrap();
+    assert!(
+        tiled.contains("BAR.SYNC") && tiled.contains("LDS"),
+        "{tiled}"
+    );
+    let err = add.inspect_sass("sm_9").unwrap_err().to_string();
+    assert!(err.starts_with("`ptxas`"), "{err}");
+}

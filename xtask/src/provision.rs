@@ -239,6 +239,12 @@ pub fn cuobjdump(root: &Path) -> Result<PathBuf> {
     Ok(tools_dir(root).join("cuda13/bin/cuobjdump"))
 }
 
+/// `nvdisasm` alone, which a kernel's `inspect_sass` runs (`KERNEL_NVDISASM`), fetched when
+/// missing.
+pub fn nvdisasm(root: &Path) -> Result<PathBuf> {
+    wheel_files(root, &CUOBJDUMP[1]).map(|dir| dir.join("cuda13/bin/nvdisasm"))
+}
+
 /// The directory holding NVRTC's libraries (for `LD_LIBRARY_PATH`), fetched when missing.
 pub fn nvrtc(root: &Path) -> Result<PathBuf> {
     wheel_files(root, &NVRTC).map(|dir| dir.join("nvrtc"))

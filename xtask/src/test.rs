@@ -85,8 +85,9 @@ pub fn run(options: Args) -> Result {
 }
 
 /// NVRTC, for the tests that load a module whose CUDA C++ is compiled at run time (on
-/// `LD_LIBRARY_PATH`), and `nvlink`, for the offline check that foreign code links
-/// (`KERNEL_NVLINK`). Without them those tests check less, and say so.
+/// `LD_LIBRARY_PATH`), `nvlink`, for the offline check that foreign code links
+/// (`KERNEL_NVLINK`), and `nvdisasm`, for a kernel's SASS (`KERNEL_NVDISASM`). Without them
+/// those tests check less, and say so.
 fn provision_link_tools(ctx: &mut Context, steps: &mut Steps) {
     if let Some(dir) = provisioned(steps, "provision: NVRTC", || provision::nvrtc(&ctx.root)) {
         let mut paths = vec![dir];
@@ -99,6 +100,10 @@ fn provision_link_tools(ctx: &mut Context, steps: &mut Steps) {
     }
     if let Some(path) = provisioned(steps, "provision: nvlink", || provision::nvlink(&ctx.root)) {
         ctx.set_env("KERNEL_NVLINK", path);
+    }
+    let nvdisasm = || provision::nvdisasm(&ctx.root);
+    if let Some(path) = provisioned(steps, "provision: nvdisasm", nvdisasm) {
+        ctx.set_env("KERNEL_NVDISASM", path);
     }
 }
 

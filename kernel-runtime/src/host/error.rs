@@ -163,6 +163,15 @@ pub enum Error {
         /// Why, as its crate's build found it.
         reason: &'static str,
     },
+    /// A CUDA toolkit program that a kernel's inspection runs (`ptxas`, `nvdisasm`) could not
+    /// be run or refused its input.
+    #[error("`{tool}`: {message}")]
+    Tool {
+        /// The program.
+        tool: &'static str,
+        /// What went wrong, and what to do.
+        message: String,
+    },
     /// A module array has no symbol in any PTX module, so a GPU cannot hold it.
     #[error("module array `{name}` is not in a PTX module: {reason}; or use it on Device::cpu()")]
     NoModuleArray {

@@ -202,6 +202,19 @@ pub trait Kernel {
         })
     }
 
+    /// This kernel's machine code for the GPU architecture `arch` (`"sm_90"`), as Numba's
+    /// `kernel.inspect_sass()` gives it: [`inspect_ptx`](Self::inspect_ptx)'s module assembled
+    /// by the CUDA toolkit's `ptxas` and disassembled by its `nvdisasm` (`KERNEL_PTXAS`,
+    /// `KERNEL_NVDISASM`, else `$CUDA_HOME/bin`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`, else
+    /// `PATH`), with no GPU needed.
+    ///
+    /// # Errors
+    /// As [`inspect_ptx`](Self::inspect_ptx)'s; [`Error::Tool`] where `arch` names no
+    /// architecture, a tool is missing, or `ptxas` refuses the module for `arch`.
+    fn inspect_sass(&self, arch: &str) -> Result<String, Error> {
+        super::sass::of_ptx(&self.inspect_ptx()?, arch)
+    }
+
     /// The most blocks of `threads` threads (with `dynamic_shared_bytes` of dynamic shared
     /// memory each, or what the kernel declares where that is more, as its launches give) that
     /// a cooperative launch of this kernel may have on `device`: what can be resident at once,

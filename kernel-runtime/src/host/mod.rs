@@ -42,6 +42,7 @@ pub mod ptr;
 pub(crate) mod ptx_listing;
 #[cfg(feature = "mpi")]
 pub(crate) mod reduce_op;
+pub(crate) mod sass;
 pub mod shape;
 pub(crate) mod stencil;
 pub mod stream;
