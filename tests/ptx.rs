@@ -1200,7 +1200,7 @@ fn a_kernels_own_ptx_is_its_entries_and_what_they_use() {
 
 /// `inspect_sass` (Numba's `kernel.inspect_sass()`): a kernel's machine code for an
 /// architecture, with no GPU, from its own PTX: `add`'s for sm_90 is its function alone, with
-/// its loads and its store.
+/// its loads and its store; a kernel calling foreign device code shows the call.
 #[test]
 fn a_kernels_sass_is_its_own_machine_code() {
     use gpu_kernels::{add, matmul_tiled};
@@ -1219,6 +1219,14 @@ fn a_kernels_sass_is_its_own_machine_code() {
     assert!(
         tiled.contains("BAR.SYNC") && tiled.contains("LDS"),
         "{tiled}"
+    );
+    // A call of foreign device code, whose body is linked in at load time, stays a call.
+    let foreign = foreign_kernels::saxpy_foreign
+        .inspect_sass("sm_80")
+        .unwrap();
+    assert!(
+        foreign.contains("CALL") && foreign.contains("mul_f32_f32"),
+        "{foreign}"
     );
     let err = add.inspect_sass("sm_9").unwrap_err().to_string();
     assert!(err.starts_with("`ptxas`"), "{err}");

@@ -2,6 +2,9 @@
 //! gives it: its own PTX ([`ptx_listing`](super::ptx_listing)) assembled by the CUDA toolkit's
 //! `ptxas` and disassembled by its `nvdisasm`, which no GPU is needed for.
 //!
+//! A kernel that calls foreign device code (`#[device(extern)]`) is assembled relocatable: its
+//! listing shows the call, the foreign code being linked in at load time.
+//!
 //! The tools are the toolkit's, found where `ptxas` and `nvdisasm` are named by
 //! `KERNEL_PTXAS` and `KERNEL_NVDISASM`, else in `$CUDA_HOME/bin`, `$CUDA_PATH/bin` or
 //! `/usr/local/cuda/bin`, else on `PATH`.
@@ -40,10 +43,24 @@ fn assemble_and_disassemble(dir: &Path, ptx: &str, arch: &str) -> Result<String,
         .arg("-o")
         .arg(&cubin)
         .arg(&source);
+    if calls_foreign_code(ptx) {
+        // Relocatable: the foreign functions are in the pieces linked at load time.
+        ptxas.arg("--compile-only");
+    }
     run("ptxas", &mut ptxas)?;
     let mut nvdisasm = tool("nvdisasm", "KERNEL_NVDISASM")?;
     nvdisasm.arg("--print-code").arg(&cubin);
     run("nvdisasm", &mut nvdisasm)
+}
+
+/// Whether the module declares a function it does not define, but for the system calls that
+/// `ptxas` provides: a kernel's call of foreign device code (`#[device(extern)]`).
+fn calls_foreign_code(ptx: &str) -> bool {
+    const SYSTEM: [&str; 4] = ["vprintf", "malloc", "free", "__assertfail"];
+    ptx.lines().any(|line| {
+        let name = line.trim_end().rsplit([' ', '\t']).next().unwrap_or("");
+        line.starts_with(".extern .func") && !SYSTEM.contains(&name)
+    })
 }
 
 /// A directory of this call's own for the tools' files.
@@ -111,6 +128,17 @@ mod tests {
             let err = of_ptx("", bad).unwrap_err().to_string();
             assert!(err.contains("is not a GPU architecture"), "{err}");
         }
+    }
+
+    #[test]
+    fn only_a_call_of_foreign_code_makes_the_cubin_relocatable() {
+        let printf = ".extern .func  (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 a\n)\n;";
+        let foreign = ".extern .func  (.param .b32 func_retval0) mul_f32_f32\n(\n)\n;";
+        assert!(!calls_foreign_code(printf));
+        assert!(calls_foreign_code(&format!("{printf}\n{foreign}")));
+        assert!(!calls_foreign_code(
+            ".func  (.param .b32 func_retval0) mul_f32_f32\n("
+        ));
     }
 
     #[test]
