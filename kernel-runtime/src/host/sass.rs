@@ -33,11 +33,12 @@ pub(crate) fn of_ptx(ptx: &str, arch: &str) -> Result<String, Error> {
     result
 }
 
+/// [`of_ptx`] in the scratch directory `dir`.
 fn assemble_and_disassemble(dir: &Path, ptx: &str, arch: &str) -> Result<String, Error> {
     let (source, cubin) = (dir.join("kernel.ptx"), dir.join("kernel.cubin"));
     std::fs::write(&source, ptx)
         .map_err(|e| tool_error("ptxas", format!("writing {}: {e}", source.display())))?;
-    let mut ptxas = tool("ptxas", "KERNEL_PTXAS")?;
+    let mut ptxas = tool("ptxas", "KERNEL_PTXAS");
     ptxas
         .arg(format!("-arch={arch}"))
         .arg("-o")
@@ -48,7 +49,7 @@ fn assemble_and_disassemble(dir: &Path, ptx: &str, arch: &str) -> Result<String,
         ptxas.arg("--compile-only");
     }
     run("ptxas", &mut ptxas)?;
-    let mut nvdisasm = tool("nvdisasm", "KERNEL_NVDISASM")?;
+    let mut nvdisasm = tool("nvdisasm", "KERNEL_NVDISASM");
     nvdisasm.arg("--print-code").arg(&cubin);
     run("nvdisasm", &mut nvdisasm)
 }
@@ -76,9 +77,9 @@ fn scratch_dir() -> Result<PathBuf, Error> {
 }
 
 /// The command of the toolkit's tool `name`, where the module doc says it is looked for.
-fn tool(name: &'static str, variable: &str) -> Result<Command, Error> {
+fn tool(name: &'static str, variable: &str) -> Command {
     if let Some(path) = std::env::var_os(variable) {
-        return Ok(Command::new(path));
+        return Command::new(path);
     }
     let homes = ["CUDA_HOME", "CUDA_PATH"]
         .into_iter()
@@ -88,9 +89,7 @@ fn tool(name: &'static str, variable: &str) -> Result<Command, Error> {
         .chain(Some(PathBuf::from("/usr/local/cuda/bin")))
         .map(|dir| dir.join(name))
         .find(|path| path.is_file());
-    Ok(Command::new(
-        found.map_or_else(|| PathBuf::from(name), PathBuf::from),
-    ))
+    Command::new(found.unwrap_or_else(|| PathBuf::from(name)))
 }
 
 /// Runs `cmd`, the tool `name`: what it printed, or its error.
@@ -114,6 +113,7 @@ fn run(name: &'static str, cmd: &mut Command) -> Result<String, Error> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The error of the tool `tool`.
 fn tool_error(tool: &'static str, message: String) -> Error {
     Error::Tool { tool, message }
 }
