@@ -135,6 +135,26 @@ impl Manifest<'_> {
     }
 }
 
+/// Writes a module's text to its file `path` and, with a NUL after it, to the file `#[kernel]`
+/// embeds, `path` with the extension `nul` (`kernel_ptx.txt` → `kernel_ptx.nul`): a C string,
+/// which the linker keeps once however many code units embed it, and which `include_bytes!`
+/// reads with none of the escaping `include_str!` costs the compiler for every kernel.
+pub(crate) fn write_module(path: &Path, text: &str) -> Result<(), Error> {
+    write_if_changed(path, text)?;
+    write_if_changed(&path.with_extension("nul"), &format!("{text}\0")).map(drop)
+}
+
+/// Removes a module's file `path` and its embedded copy ([`write_module`]), where they are.
+pub(crate) fn remove_module(path: &Path) -> Result<(), Error> {
+    for file in [path.to_path_buf(), path.with_extension("nul")] {
+        match fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&file, e)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Writes `contents` to `path` unless it already holds exactly that (keeping the nested
 /// cargo's fingerprints fresh). Returns whether it wrote.
 pub(crate) fn write_if_changed(path: &Path, contents: &str) -> Result<bool, Error> {

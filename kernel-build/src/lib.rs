@@ -28,8 +28,10 @@
 //! 3. The device crate is compiled for `nvptx64-nvidia-cuda` (fat LTO, `panic = "abort"`) by a
 //!    nested cargo with a clean environment, and the PTX is copied to
 //!    `$OUT_DIR/kernel_ptx.txt` (the library's; `kernel_ptx.test-<name>.txt` for a test, and so
-//!    on), where `#[kernel]` finds it. A device crate whose sources and dependencies did not
-//!    change since its last build is not built again.
+//!    on), where `#[kernel]` finds it, with a copy ending in a NUL beside it (`kernel_ptx.nul`),
+//!    which each kernel embeds (a C string the linker keeps once, read with no escaping). A
+//!    device crate whose sources and dependencies did not change since its last build is not
+//!    built again.
 
 //! 4. Foreign device code that the build script names ([`Builder::link_cuda`],
 //!    [`Builder::link_ptx`]) follows the PTX in that file: PTX as it is, CUDA C++ compiled by
@@ -474,11 +476,7 @@ impl Builder {
             None => PathBuf::from(required_env("OUT_DIR")?),
         };
         let ptx_out = out_dir.join(PTX_FILE_NAME);
-        match fs::remove_file(&ptx_out) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(&ptx_out, e)),
-        }
+        devcrate::remove_module(&ptx_out)?;
         // `#[device(extern)]` tells the device crate's host check from the crate by this cfg.
         self.directive("rustc-check-cfg=cfg(kernel_device_crate)");
         for name in [toolchain::ENV_NVPTX_RUSTC, toolchain::ENV_NVPTX_CARGO] {
@@ -663,7 +661,7 @@ impl Builder {
             }
             ptx.push_str(&variant::section(arch, text));
         }
-        devcrate::write_if_changed(job.ptx_out, ptx).map(drop)
+        devcrate::write_module(job.ptx_out, ptx)
     }
 
     /// The `ptxas` and the architectures of `KERNEL_CUBIN_ARCHS` to assemble the module for,
@@ -751,7 +749,7 @@ impl Builder {
         fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
         if extraction.functions.is_empty() {
             // Nothing to compile: an empty module, without spending a device build on it.
-            devcrate::write_if_changed(job.ptx_out, "")?;
+            devcrate::write_module(job.ptx_out, "")?;
             return Ok(());
         }
 

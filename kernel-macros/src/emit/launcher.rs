@@ -466,7 +466,7 @@ pub fn grid_level_meta(name: &str, params: &[String], abi: &[String]) -> TokenSt
 /// Adds the crate's PTX module, when its `build.rs` wrote one, to the program's list of
 /// embedded modules (`__rt::PTX_MODULES`), under a name made from `kernel`.
 pub fn register_ptx(kernel: &syn::Ident) -> TokenStream {
-    let Some(path) = ptx_path() else {
+    let Some(path) = ptx_holding("") else {
         return quote!();
     };
     let item = format_ident!("__KERNEL_PTX_OF_{}", kernel);
@@ -496,18 +496,51 @@ pub fn embedded_ptx(kernel: &impl std::fmt::Display) -> TokenStream {
     }
 }
 
-/// The text of the module file at `path`, embedded as a C string (`__rt::module_text`): the
-/// linker then keeps one copy of it for every kernel and crate of a program that embeds it.
+/// The text of the module at `path` (the copy kernel-build writes with a NUL after it, which
+/// [`ptx_holding`] gives and read as UTF-8), embedded as a C string by `include_bytes!` (see
+/// `__rt::module_text`): no escaping of the text per kernel, and one copy of it in the program
+/// however many kernels and crates embed it.
 pub fn module_text(path: &str) -> TokenStream {
-    quote!(::kernel_runtime::__rt::module_text(::core::concat!(
-        ::core::include_str!(#path),
-        "\0"
-    )))
+    quote! {
+        // SAFETY: the macro read the file as UTF-8 (`ptx_holding`).
+        unsafe { ::kernel_runtime::__rt::module_text(::core::include_bytes!(#path)) }
+    }
 }
 
-/// The path of the PTX module the crate's `build.rs` wrote, where its text holds `needle`.
+/// The path of the embedded copy of the PTX module the crate's `build.rs` wrote (its file with
+/// the extension `nul`, as kernel-build's `write_module` names it), where that copy is UTF-8
+/// and its text holds `needle`.
 pub fn ptx_holding(needle: &str) -> Option<String> {
-    ptx_path().filter(|p| std::fs::read_to_string(p).is_ok_and(|ptx| ptx.contains(needle)))
+    let embedded = std::path::Path::new(&ptx_path()?).with_extension("nul");
+    let text = module_file(&embedded)?;
+    text.contains(needle)
+        .then(|| embedded.to_str().map(str::to_string))?
+}
+
+/// The text of the module file at `path`, read once for all the kernels of a crate: the last
+/// file read is kept, with its length and modification time, while the compiler keeps this
+/// macro loaded (a crate's expansions).
+fn module_file(path: &std::path::Path) -> Option<std::sync::Arc<str>> {
+    type Kept = Option<(
+        std::path::PathBuf,
+        u64,
+        std::time::SystemTime,
+        std::sync::Arc<str>,
+    )>;
+    static KEPT: std::sync::Mutex<Kept> = std::sync::Mutex::new(None);
+    let meta = std::fs::metadata(path).ok()?;
+    let (len, modified) = (meta.len(), meta.modified().ok()?);
+    let mut kept = KEPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((p, l, m, text)) = &*kept {
+        if (p.as_path(), *l, *m) == (path, len, modified) {
+            return Some(text.clone());
+        }
+    }
+    let text: std::sync::Arc<str> = std::fs::read_to_string(path).ok()?.into();
+    *kept = Some((path.to_path_buf(), len, modified, text.clone()));
+    Some(text)
 }
 
 /// The PTX module the crate's `build.rs` wrote for the target being compiled, if there is one:
