@@ -208,6 +208,12 @@ pub fn assigns(op: &syn::BinOp) -> bool {
     )
 }
 
+/// The names of a path's segments, in order: `["kernel_runtime", "math", "sqrt"]` for
+/// `::kernel_runtime::math::sqrt`.
+pub(crate) fn segment_names(path: &syn::Path) -> Vec<String> {
+    path.segments.iter().map(|s| s.ident.to_string()).collect()
+}
+
 /// Whether `e` is the plain name `name`.
 pub(crate) fn is_name(e: &Expr, name: &str) -> bool {
     matches!(e, Expr::Path(p) if p.qself.is_none() && p.path.is_ident(name))

@@ -8,7 +8,7 @@
 
 use crate::emit::cpu::CpuPlan;
 use crate::kernel::validate::Kernel;
-use crate::syntax::assigns;
+use crate::syntax::{assigns, segment_names};
 use crate::vocab::SHARED_ARRAYS;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
@@ -95,12 +95,7 @@ fn is_shared_array(expr: &Expr) -> bool {
     let Expr::Path(p) = &*call.func else {
         return false;
     };
-    let names: Vec<String> = p
-        .path
-        .segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect();
+    let names = segment_names(&p.path);
     p.path.leading_colon.is_some()
         && names.len() == 3
         && names[0] == "kernel_runtime"

@@ -103,12 +103,7 @@ fn fast_form(expr: &Expr) -> Option<Expr> {
         }
         Expr::Call(c) => {
             let Expr::Path(p) = &*c.func else { return None };
-            let segments: Vec<String> = p
-                .path
-                .segments
-                .iter()
-                .map(|s| s.ident.to_string())
-                .collect();
+            let segments = crate::syntax::segment_names(&p.path);
             let [.., module, name] = &segments[..] else {
                 return None;
             };
