@@ -141,12 +141,18 @@ impl Manifest<'_> {
 /// reads with none of the escaping `include_str!` costs the compiler for every kernel.
 pub(crate) fn write_module(path: &Path, text: &str) -> Result<(), Error> {
     write_if_changed(path, text)?;
-    write_if_changed(&path.with_extension("nul"), &format!("{text}\0")).map(drop)
+    write_if_changed(&embedded_copy(path), &format!("{text}\0")).map(drop)
+}
+
+/// The file of the embedded copy of the module whose file is `path` (`kernel-macros`' launcher
+/// names it alike).
+fn embedded_copy(path: &Path) -> PathBuf {
+    path.with_extension("nul")
 }
 
 /// Removes a module's file `path` and its embedded copy ([`write_module`]), where they are.
 pub(crate) fn remove_module(path: &Path) -> Result<(), Error> {
-    for file in [path.to_path_buf(), path.with_extension("nul")] {
+    for file in [path.to_path_buf(), embedded_copy(path)] {
         match fs::remove_file(&file) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&file, e)),
             _ => {}
@@ -334,5 +340,20 @@ mod tests {
         assert!(matches!(edition_value(ws), Some(EditionValue::Workspace)));
         let other = "[dependencies]\nedition = \"1\"\n";
         assert!(edition_value(other).is_none());
+    }
+
+    #[test]
+    fn a_module_is_written_with_its_embedded_copy_and_removed_with_it() {
+        let tmp = std::env::temp_dir().join(format!("kernel-build-module-{}", std::process::id()));
+        let module = tmp.join("kernel_ptx.test-it.txt");
+        write_module(&module, ".version 8.0\n").unwrap();
+        let copy = tmp.join("kernel_ptx.test-it.nul");
+        assert_eq!(fs::read(&module).unwrap(), b".version 8.0\n");
+        assert_eq!(fs::read(&copy).unwrap(), b".version 8.0\n\0");
+        remove_module(&module).unwrap();
+        assert!(!module.exists() && !copy.exists());
+        // Removing what is not there is no error.
+        remove_module(&module).unwrap();
+        fs::remove_dir_all(&tmp).unwrap();
     }
 }

@@ -69,7 +69,7 @@ pub(crate) fn listing(module: &str, entries: &[&str]) -> Option<String> {
 
 /// Whether an item is a kernel's entry.
 fn is_entry(text: &str) -> bool {
-    words(head(text)).any(|w| w == ".entry")
+    keyword_end(head(text), ".entry").is_some()
 }
 
 /// The module's top-level items, comments between them left out.
@@ -164,11 +164,6 @@ fn keyword_end(head: &str, keyword: &str) -> Option<usize> {
     head.match_indices(keyword)
         .map(|(at, _)| at + keyword.len())
         .find(|&end| head[end..].starts_with(|c: char| c.is_whitespace() || c == '('))
-}
-
-/// The whitespace-separated words of a text.
-fn words(text: &str) -> impl Iterator<Item = &str> {
-    text.split_whitespace()
 }
 
 /// The identifiers of a text, as PTX spells them (a letter, `_`, `$` or `%` first, then
